@@ -1,0 +1,112 @@
+//! Finding the controller and talking to it.
+//!
+//! The config file is found, in order, at `$DROVER_CONF`, `<dir of argv[0]>/../drover.toml`
+//! (the layout `drover up` creates), or `/etc/drover/drover.toml`; without one, the
+//! embedded defaults apply. `$DROVER_CTLD_ADDR` overrides the controller address.
+
+use anyhow::{Context, Result};
+use model::Config;
+use proto::v1::ctld_client::CtldClient;
+use std::path::PathBuf;
+use tonic::transport::Channel;
+
+/// Candidate config paths, most specific first.
+fn config_candidates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(p) = std::env::var("DROVER_CONF") {
+        out.push(PathBuf::from(p));
+    }
+    if let Some(argv0) = std::env::args_os().next() {
+        let argv0 = PathBuf::from(argv0);
+        let resolved = if argv0.components().count() > 1 {
+            Some(argv0)
+        } else {
+            // Found through PATH: look for it there without resolving symlinks.
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths).map(|d| d.join(&argv0)).find(|p| p.exists())
+            })
+        };
+        if let Some(dir) = resolved.as_ref().and_then(|p| p.parent()) {
+            out.push(dir.join("..").join("drover.toml"));
+        }
+    }
+    out.push(PathBuf::from("/etc/drover/drover.toml"));
+    out
+}
+
+/// Loads the cluster config the command should use.
+pub fn load_config() -> Result<Config> {
+    for path in config_candidates() {
+        if path.is_file() {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            return Ok(Config::parse(&text, &path.display().to_string())?);
+        }
+    }
+    Ok(Config::parse("", "<embedded>")?)
+}
+
+/// The controller's address.
+pub fn ctld_addr(config: &Config) -> String {
+    std::env::var("DROVER_CTLD_ADDR").unwrap_or_else(|_| config.controller.addr.clone())
+}
+
+/// A single-threaded runtime: CLI calls are short and sequential.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime")
+}
+
+/// Connects to the controller.
+pub async fn connect() -> Result<CtldClient<Channel>> {
+    let config = load_config()?;
+    let addr = ctld_addr(&config);
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .context("bad controller address")?
+        .connect()
+        .await
+        .with_context(|| format!("unable to contact the controller at {addr}"))?;
+    Ok(CtldClient::new(channel).max_decoding_message_size(256 << 20))
+}
+
+/// The caller's user name and ids.
+pub fn current_user() -> (String, u32, u32) {
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    let name = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string());
+    (name, uid.as_raw(), gid.as_raw())
+}
+
+/// Formats a Unix time as Slurm does: `2026-11-30T04:32:41` (local time), or `Unknown`
+/// for 0 / `None` for pending.
+pub fn format_time(t: i64) -> String {
+    if t <= 0 {
+        return "Unknown".into();
+    }
+    let tm = unsafe {
+        let mut out: libc::tm = std::mem::zeroed();
+        let secs = t as libc::time_t;
+        libc::localtime_r(&secs, &mut out);
+        out
+    };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// The error text of a gRPC status, as one line.
+pub fn status_message(s: &tonic::Status) -> String {
+    match s.code() {
+        tonic::Code::Unavailable => format!("Unable to contact slurm controller (connect failure): {}", s.message()),
+        _ => s.message().to_string(),
+    }
+}

@@ -1,0 +1,32 @@
+//! One module per command.
+
+pub mod sacct;
+pub mod sbatch;
+pub mod scancel;
+pub mod scontrol;
+pub mod sinfo;
+pub mod squeue;
+pub mod srun;
+pub mod up;
+
+use std::process::ExitCode;
+
+/// Commands that only `drover` itself answers to.
+pub const EXTRA: &[&str] = &["up", "bench"];
+
+pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
+    match command {
+        "sbatch" => sbatch::run(args),
+        "squeue" => squeue::run(args),
+        "sinfo" => sinfo::run(args),
+        "scancel" => scancel::run(args),
+        "scontrol" => scontrol::run(args),
+        "sacct" => sacct::run(args),
+        "srun" => srun::run(args),
+        "up" => up::run(args),
+        _ => {
+            eprintln!("drover: unknown command `{command}`");
+            ExitCode::from(2)
+        }
+    }
+}

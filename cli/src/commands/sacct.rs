@@ -1,0 +1,8 @@
+//! `sacct` (not yet written).
+
+use std::process::ExitCode;
+
+pub fn run(_args: &[String]) -> ExitCode {
+    eprintln!("sacct: not implemented yet");
+    ExitCode::from(1)
+}

@@ -1,0 +1,8 @@
+//! `sbatch` (not yet written).
+
+use std::process::ExitCode;
+
+pub fn run(_args: &[String]) -> ExitCode {
+    eprintln!("sbatch: not implemented yet");
+    ExitCode::from(1)
+}

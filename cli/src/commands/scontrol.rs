@@ -1,0 +1,8 @@
+//! `scontrol` (not yet written).
+
+use std::process::ExitCode;
+
+pub fn run(_args: &[String]) -> ExitCode {
+    eprintln!("scontrol: not implemented yet");
+    ExitCode::from(1)
+}

@@ -1,0 +1,8 @@
+//! `sinfo` (not yet written).
+
+use std::process::ExitCode;
+
+pub fn run(_args: &[String]) -> ExitCode {
+    eprintln!("sinfo: not implemented yet");
+    ExitCode::from(1)
+}

@@ -1,0 +1,8 @@
+//! `squeue` (not yet written).
+
+use std::process::ExitCode;
+
+pub fn run(_args: &[String]) -> ExitCode {
+    eprintln!("squeue: not implemented yet");
+    ExitCode::from(1)
+}

@@ -1,0 +1,8 @@
+//! `srun` (not yet written).
+
+use std::process::ExitCode;
+
+pub fn run(_args: &[String]) -> ExitCode {
+    eprintln!("srun: not implemented yet");
+    ExitCode::from(1)
+}

@@ -1,0 +1,8 @@
+//! `up` (not yet written).
+
+use std::process::ExitCode;
+
+pub fn run(_args: &[String]) -> ExitCode {
+    eprintln!("up: not implemented yet");
+    ExitCode::from(1)
+}

@@ -1,0 +1,446 @@
+//! Jobs: what was asked for (`JobSpec`), what it got (`Allocation`) and where it is in
+//! its life (`JobState`).
+//!
+//! A job starts PENDING, becomes RUNNING when the scheduler gives it an allocation, and
+//! ends in one final state. A requeued job goes back to PENDING with its restart count
+//! raised. A pending job array is one record whose `pending_tasks` shrink as tasks are
+//! split off into their own records; the last task to start keeps the array's id.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// Unix time in seconds.
+pub type Time = i64;
+pub type JobId = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    Pending,
+    Running,
+    Suspended,
+    Completing,
+    Completed,
+    Failed,
+    Cancelled,
+    Timeout,
+    NodeFail,
+    OutOfMemory,
+    Preempted,
+    Requeued,
+    BootFail,
+    Deadline,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 14] = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Suspended,
+        JobState::Completing,
+        JobState::Completed,
+        JobState::Failed,
+        JobState::Cancelled,
+        JobState::Timeout,
+        JobState::NodeFail,
+        JobState::OutOfMemory,
+        JobState::Preempted,
+        JobState::Requeued,
+        JobState::BootFail,
+        JobState::Deadline,
+    ];
+
+    pub fn is_final(self) -> bool {
+        !matches!(
+            self,
+            JobState::Pending | JobState::Running | JobState::Suspended | JobState::Completing
+        )
+    }
+
+    /// Slurm's long name (`squeue %T`, `sacct State`).
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Suspended => "SUSPENDED",
+            JobState::Completing => "COMPLETING",
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Timeout => "TIMEOUT",
+            JobState::NodeFail => "NODE_FAIL",
+            JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::Preempted => "PREEMPTED",
+            JobState::Requeued => "REQUEUED",
+            JobState::BootFail => "BOOT_FAIL",
+            JobState::Deadline => "DEADLINE",
+        }
+    }
+
+    /// Slurm's compact code (`squeue %t`).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            JobState::Pending => "PD",
+            JobState::Running => "R",
+            JobState::Suspended => "S",
+            JobState::Completing => "CG",
+            JobState::Completed => "CD",
+            JobState::Failed => "F",
+            JobState::Cancelled => "CA",
+            JobState::Timeout => "TO",
+            JobState::NodeFail => "NF",
+            JobState::OutOfMemory => "OOM",
+            JobState::Preempted => "PR",
+            JobState::Requeued => "RQ",
+            JobState::BootFail => "BF",
+            JobState::Deadline => "DL",
+        }
+    }
+
+    /// Parses a long or compact name, in any case (`squeue -t pd,running`).
+    pub fn parse(text: &str) -> Option<JobState> {
+        let up = text.trim().to_ascii_uppercase();
+        JobState::ALL
+            .into_iter()
+            .find(|s| s.name() == up || s.short_name() == up)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ArraySpec {
+    /// Task ids, sorted and unique.
+    pub task_ids: Vec<u32>,
+    /// `%N`: at most this many tasks run at once; 0 is unlimited.
+    pub max_running: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalSpec {
+    pub signal: i32,
+    pub seconds_before_end: u32,
+    pub batch_only: bool,
+}
+
+/// What the user asked for. The script and environment are kept apart (`JobPayload`):
+/// they can be large and only the node that runs the job needs them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobSpec {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    pub account: String,
+    pub partition: String,
+    pub qos: String,
+    pub script_args: Vec<String>,
+    pub work_dir: String,
+    pub stdout_pattern: String,
+    pub stderr_pattern: String,
+    pub stdin_path: String,
+    pub open_mode_append: bool,
+    pub num_nodes: u32,
+    pub num_tasks: u32,
+    pub cpus_per_task: u32,
+    pub ntasks_per_node: u32,
+    pub mem_per_node_mb: u64,
+    pub mem_per_cpu_mb: u64,
+    pub gpus: u32,
+    pub gpus_per_node: u32,
+    pub gpu_type: String,
+    /// Minutes; `None` means the partition's default.
+    pub time_limit_min: Option<u32>,
+    pub signal: Option<SignalSpec>,
+    pub requeue: bool,
+    pub comment: String,
+    pub wckey: String,
+    pub begin_time: Time,
+    pub hold: bool,
+    pub dependency: String,
+    pub array: Option<ArraySpec>,
+    pub submit_host: String,
+    pub reservation: String,
+    pub constraint: String,
+    pub nodelist: String,
+    pub exclude: String,
+    pub exclusive: bool,
+    pub nice: i32,
+    pub kill_on_invalid_dep: bool,
+}
+
+impl JobSpec {
+    /// CPUs the whole job needs: tasks × cpus per task.
+    pub fn total_cpus(&self) -> u32 {
+        self.num_tasks.max(1) * self.cpus_per_task.max(1)
+    }
+
+    /// GPUs needed on each node of the allocation.
+    pub fn gpus_on_each_node(&self) -> u32 {
+        if self.gpus_per_node > 0 {
+            self.gpus_per_node
+        } else {
+            self.gpus.div_ceil(self.num_nodes.max(1))
+        }
+    }
+}
+
+/// The large, rarely read part of a job: the script and the captured environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobPayload {
+    pub script: String,
+    pub env: Vec<(String, String)>,
+}
+
+/// What one node gives a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeAllocation {
+    pub node: String,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub gpus: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Allocation {
+    pub nodes: Vec<NodeAllocation>,
+}
+
+impl Allocation {
+    pub fn node_names(&self) -> Vec<&str> {
+        self.nodes.iter().map(|n| n.node.as_str()).collect()
+    }
+    pub fn hostlist(&self) -> String {
+        crate::hostlist::fold(&self.node_names())
+    }
+    pub fn cpus(&self) -> u32 {
+        self.nodes.iter().map(|n| n.cpus).sum()
+    }
+    pub fn mem_mb(&self) -> u64 {
+        self.nodes.iter().map(|n| n.mem_mb).sum()
+    }
+    pub fn gpus(&self) -> u32 {
+        self.nodes.iter().map(|n| n.gpus.len() as u32).sum()
+    }
+}
+
+/// A step run inside a job's allocation (`N.batch`, `N.0`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// `None` for the batch step.
+    pub id: Option<u32>,
+    pub name: String,
+    pub state: JobState,
+    pub start_time: Time,
+    pub end_time: Time,
+    pub exit_code: i32,
+    pub exit_signal: i32,
+    pub num_tasks: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: JobId,
+    /// The array's id (the first task's job id); 0 when not part of an array.
+    pub array_job_id: JobId,
+    /// Set once this record is a single task.
+    pub array_task_id: Option<u32>,
+    /// Tasks still pending in this record (the array's meta record only).
+    pub pending_tasks: BTreeSet<u32>,
+    pub spec: JobSpec,
+    pub state: JobState,
+    /// Slurm's reason code while pending, or why it ended.
+    pub reason: String,
+    pub submit_time: Time,
+    pub start_time: Time,
+    pub end_time: Time,
+    pub suspend_time: Time,
+    pub alloc: Option<Allocation>,
+    pub exit_code: i32,
+    pub exit_signal: i32,
+    pub cancelled_by: Option<u32>,
+    pub restart_count: u32,
+    /// Held by user or admin (`--hold`, `scontrol hold`).
+    pub held: bool,
+    /// The time limit in force (the spec's or the partition default), minutes.
+    pub time_limit_min: Option<u32>,
+    pub steps: Vec<Step>,
+    pub next_step_id: u32,
+    /// Output paths resolved when the job started.
+    pub stdout_path: String,
+    pub stderr_path: String,
+    pub planned_start: Time,
+}
+
+impl Job {
+    pub fn new(id: JobId, spec: JobSpec, submit_time: Time, time_limit_min: Option<u32>) -> Job {
+        let (array_job_id, pending_tasks) = match &spec.array {
+            Some(a) => (id, a.task_ids.iter().copied().collect()),
+            None => (0, BTreeSet::new()),
+        };
+        let held = spec.hold;
+        Job {
+            id,
+            array_job_id,
+            array_task_id: None,
+            pending_tasks,
+            state: JobState::Pending,
+            reason: if held { "JobHeldUser".into() } else { "None".into() },
+            submit_time,
+            start_time: 0,
+            end_time: 0,
+            suspend_time: 0,
+            alloc: None,
+            exit_code: 0,
+            exit_signal: 0,
+            cancelled_by: None,
+            restart_count: 0,
+            held,
+            time_limit_min,
+            steps: Vec::new(),
+            next_step_id: 0,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+            planned_start: 0,
+            spec,
+        }
+    }
+
+    /// True for the record that still stands for several pending array tasks.
+    pub fn is_array_meta(&self) -> bool {
+        self.array_job_id != 0 && self.array_task_id.is_none()
+    }
+
+    /// `12`, `12_3`, or `12_[3-9%2]` for a pending array remainder.
+    pub fn display_id(&self) -> String {
+        match (self.array_job_id, self.array_task_id) {
+            (0, _) => self.id.to_string(),
+            (a, Some(t)) => format!("{a}_{t}"),
+            (a, None) => format!("{a}_[{}]", self.pending_tasks_str()),
+        }
+    }
+
+    /// The pending task ids as Slurm prints them: `3-9%2` or `1,4,7-8`.
+    pub fn pending_tasks_str(&self) -> String {
+        let ids: Vec<u32> = self.pending_tasks.iter().copied().collect();
+        let mut out = format_ranges(&ids);
+        if let Some(a) = &self.spec.array
+            && a.max_running > 0
+        {
+            out.push_str(&format!("%{}", a.max_running));
+        }
+        out
+    }
+
+    pub fn is_pending(&self) -> bool {
+        self.state == JobState::Pending
+    }
+
+    /// The `JobState` text as sacct prints it: `CANCELLED by 0`.
+    pub fn sacct_state(&self) -> String {
+        match (self.state, self.cancelled_by) {
+            (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
+            (s, _) => s.name().to_string(),
+        }
+    }
+}
+
+/// `1,2,3,5` → `1-3,5`.
+pub fn format_ranges(ids: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        if i == j {
+            parts.push(ids[i].to_string());
+        } else {
+            parts.push(format!("{}-{}", ids[i], ids[j]));
+        }
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArrayError {
+    #[error("invalid job array specification `{0}`")]
+    Invalid(String),
+    #[error("job array index {index} exceeds the maximum ({max})")]
+    TooLarge { index: u64, max: u32 },
+}
+
+/// Parses `--array`: `0-99`, `1,3,5-7`, `0-15:4` (step), with an optional `%N`.
+/// Indexes must be below `max_array_size`.
+pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayError> {
+    let invalid = || ArrayError::Invalid(text.to_string());
+    let (list, throttle) = match text.split_once('%') {
+        Some((l, t)) => (l, t.parse::<u32>().map_err(|_| invalid())?),
+        None => (text, 0),
+    };
+    let mut ids = BTreeSet::new();
+    for part in list.split(',') {
+        let (range, step) = match part.split_once(':') {
+            Some((r, s)) => (r, s.parse::<u64>().map_err(|_| invalid())?),
+            None => (part, 1),
+        };
+        if step == 0 {
+            return Err(invalid());
+        }
+        let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+        let lo: u64 = lo.trim().parse().map_err(|_| invalid())?;
+        let hi: u64 = hi.trim().parse().map_err(|_| invalid())?;
+        if hi < lo {
+            return Err(invalid());
+        }
+        if hi >= u64::from(max_array_size) {
+            return Err(ArrayError::TooLarge { index: hi, max: max_array_size });
+        }
+        let mut n = lo;
+        while n <= hi {
+            ids.insert(n as u32);
+            n += step;
+        }
+    }
+    if ids.is_empty() {
+        return Err(invalid());
+    }
+    Ok(ArraySpec { task_ids: ids.into_iter().collect(), max_running: throttle })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_specs() {
+        let a = parse_array("0-4%2", 1001).unwrap();
+        assert_eq!(a.task_ids, vec![0, 1, 2, 3, 4]);
+        assert_eq!(a.max_running, 2);
+        assert_eq!(parse_array("1,3,5-7", 1001).unwrap().task_ids, vec![1, 3, 5, 6, 7]);
+        assert_eq!(parse_array("0-15:4", 1001).unwrap().task_ids, vec![0, 4, 8, 12]);
+        assert!(parse_array("5-1", 1001).is_err());
+        assert!(parse_array("x", 1001).is_err());
+        assert!(matches!(parse_array("0-1001", 1001), Err(ArrayError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn display_ids() {
+        let spec = JobSpec {
+            array: Some(parse_array("0-4%2", 1001).unwrap()),
+            ..JobSpec::default()
+        };
+        let job = Job::new(7, spec, 0, None);
+        assert_eq!(job.display_id(), "7_[0-4%2]");
+        let plain = Job::new(8, JobSpec::default(), 0, None);
+        assert_eq!(plain.display_id(), "8");
+    }
+
+    #[test]
+    fn state_names_round_trip() {
+        for s in JobState::ALL {
+            assert_eq!(JobState::parse(s.name()), Some(s));
+            assert_eq!(JobState::parse(&s.short_name().to_lowercase()), Some(s));
+        }
+        assert_eq!(JobState::parse("bogus"), None);
+    }
+}

@@ -1,0 +1,19 @@
+//! Drover's domain model: jobs, nodes, partitions and the cluster state machine, plus
+//! the Slurm syntaxes every part shares (hostlists, times, memory sizes, filename
+//! patterns). Pure: no IO, no clock, no randomness; time comes in as a parameter.
+
+pub mod config;
+pub mod hostlist;
+pub mod job;
+pub mod node;
+pub mod pattern;
+pub mod state;
+pub mod units;
+
+pub use config::{Config, ConfigError, Partition};
+pub use job::{
+    Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, NodeAllocation, SignalSpec,
+    Step, Time,
+};
+pub use node::{GpuDevice, Node, NodeHealth};
+pub use state::{ClusterState, Event, NodeUsage};

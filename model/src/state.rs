@@ -1,0 +1,406 @@
+//! The cluster state and the only way it changes: `ClusterState::apply(&Event)`.
+//!
+//! The controller, the simulator and tests all drive the state through the same events,
+//! so what the controller persists and what the simulator replays mean the same thing.
+//! Jobs live in a persistent ordered map, so a read snapshot is a cheap clone.
+//!
+//! Example: `JobSubmitted{job 1}` then `JobStarted{1, alloc on n1}` then
+//! `JobEnded{1, COMPLETED}` leaves job 1 final with its allocation and times kept for
+//! `sacct`.
+
+use crate::config::Partition;
+use crate::job::{Allocation, Job, JobId, JobSpec, JobState, Step, Time};
+use crate::node::{GpuDevice, Node, NodeHealth};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    /// A new job (or a whole array) enters the queue. The payload is stored apart.
+    JobSubmitted { job: Job },
+    /// One pending task of an array becomes its own pending record with a new id.
+    ArrayTaskSplit { array_id: JobId, task_id: u32, new_id: JobId },
+    JobStarted {
+        job_id: JobId,
+        alloc: Allocation,
+        time: Time,
+        stdout_path: String,
+        stderr_path: String,
+    },
+    /// The job reached a final state, or (with `Requeued`) goes back to pending.
+    JobEnded {
+        job_id: JobId,
+        state: JobState,
+        exit_code: i32,
+        exit_signal: i32,
+        time: Time,
+        reason: String,
+        cancelled_by: Option<u32>,
+    },
+    JobRequeued { job_id: JobId, time: Time, hold: bool },
+    JobHeld { job_id: JobId, held: bool, reason: String },
+    /// The job's request changed (`scontrol update`).
+    JobUpdated { job_id: JobId, spec: JobSpec, time_limit_min: Option<u32> },
+    /// The scheduler's reason and planned start for a pending job.
+    JobPendingReason { job_id: JobId, reason: String, planned_start: Time },
+    StepStarted { job_id: JobId, step: Step },
+    StepEnded { job_id: JobId, step_id: u32, exit_code: i32, exit_signal: i32, time: Time },
+    NodeRegistered {
+        name: String,
+        addr: String,
+        cpus: u32,
+        memory_mb: u64,
+        gpus: Vec<GpuDevice>,
+        features: Vec<String>,
+        boot_time: Time,
+        time: Time,
+    },
+    NodeHeartbeat { name: String, time: Time },
+    NodeDown { name: String, reason: String, time: Time },
+    /// An admin drains, resumes or downs a node.
+    NodeAdmin { name: String, drain: bool, down: bool, reason: String, uid: u32, time: Time },
+}
+
+impl Event {
+    /// The job record this event changes, if any.
+    pub fn job_id(&self) -> Option<JobId> {
+        match self {
+            Event::JobSubmitted { job } => Some(job.id),
+            Event::ArrayTaskSplit { new_id, .. } => Some(*new_id),
+            Event::JobStarted { job_id, .. }
+            | Event::JobEnded { job_id, .. }
+            | Event::JobRequeued { job_id, .. }
+            | Event::JobHeld { job_id, .. }
+            | Event::JobUpdated { job_id, .. }
+            | Event::JobPendingReason { job_id, .. }
+            | Event::StepStarted { job_id, .. }
+            | Event::StepEnded { job_id, .. } => Some(*job_id),
+            _ => None,
+        }
+    }
+
+    /// The node record this event changes, if any.
+    pub fn node_name(&self) -> Option<&str> {
+        match self {
+            Event::NodeRegistered { name, .. }
+            | Event::NodeHeartbeat { name, .. }
+            | Event::NodeDown { name, .. }
+            | Event::NodeAdmin { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// Resources in use on a node, derived from the running jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeUsage {
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub gpus: Vec<u32>,
+    pub jobs: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    pub jobs: imbl::OrdMap<JobId, Arc<Job>>,
+    pub nodes: BTreeMap<String, Node>,
+    pub partitions: Vec<Partition>,
+    pub next_job_id: JobId,
+}
+
+impl ClusterState {
+    pub fn new(nodes: Vec<Node>, partitions: Vec<Partition>) -> ClusterState {
+        ClusterState {
+            jobs: imbl::OrdMap::new(),
+            nodes: nodes.into_iter().map(|n| (n.name.clone(), n)).collect(),
+            partitions,
+            next_job_id: 1,
+        }
+    }
+
+    pub fn job(&self, id: JobId) -> Option<&Job> {
+        self.jobs.get(&id).map(|j| j.as_ref())
+    }
+
+    pub fn default_partition(&self) -> Option<&Partition> {
+        self.partitions.iter().find(|p| p.is_default)
+    }
+
+    pub fn partition(&self, name: &str) -> Option<&Partition> {
+        self.partitions.iter().find(|p| p.name == name)
+    }
+
+    /// Inserts a job as loaded from the store (no event: it already happened).
+    pub fn restore_job(&mut self, job: Job) {
+        self.next_job_id = self.next_job_id.max(job.id + 1);
+        self.jobs.insert(job.id, Arc::new(job));
+    }
+
+    /// Replaces a node's record with one loaded from the store, keeping the configured
+    /// size when the stored one has none.
+    pub fn restore_node(&mut self, node: Node) {
+        self.nodes.insert(node.name.clone(), node);
+    }
+
+    fn job_mut(&mut self, id: JobId) -> Option<&mut Job> {
+        self.jobs.get_mut(&id).map(Arc::make_mut)
+    }
+
+    /// Applies one event. Events that refer to unknown jobs or nodes change nothing.
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::JobSubmitted { job } => {
+                self.next_job_id = self.next_job_id.max(job.id + 1);
+                self.jobs.insert(job.id, Arc::new(job.clone()));
+            }
+            Event::ArrayTaskSplit { array_id, task_id, new_id } => {
+                let Some(meta) = self.job_mut(*array_id) else { return };
+                meta.pending_tasks.remove(task_id);
+                let mut task = meta.clone();
+                task.id = *new_id;
+                task.array_task_id = Some(*task_id);
+                task.pending_tasks.clear();
+                self.next_job_id = self.next_job_id.max(new_id + 1);
+                self.jobs.insert(*new_id, Arc::new(task));
+            }
+            Event::JobStarted { job_id, alloc, time, stdout_path, stderr_path } => {
+                let Some(job) = self.job_mut(*job_id) else { return };
+                if job.is_array_meta() {
+                    // The last pending task of an array keeps the array's record.
+                    job.array_task_id = job.pending_tasks.pop_first();
+                }
+                job.state = JobState::Running;
+                job.reason = "None".into();
+                job.alloc = Some(alloc.clone());
+                job.start_time = *time;
+                job.end_time = 0;
+                job.planned_start = 0;
+                job.stdout_path = stdout_path.clone();
+                job.stderr_path = stderr_path.clone();
+                job.steps.retain(|s| s.id.is_some() && s.start_time >= *time);
+                job.steps.push(Step {
+                    id: None,
+                    name: "batch".into(),
+                    state: JobState::Running,
+                    start_time: *time,
+                    end_time: 0,
+                    exit_code: 0,
+                    exit_signal: 0,
+                    num_tasks: 1,
+                });
+            }
+            Event::JobEnded { job_id, state, exit_code, exit_signal, time, reason, cancelled_by } => {
+                let Some(job) = self.job_mut(*job_id) else { return };
+                job.state = *state;
+                job.exit_code = *exit_code;
+                job.exit_signal = *exit_signal;
+                job.end_time = *time;
+                job.reason = reason.clone();
+                job.cancelled_by = *cancelled_by;
+                if job.start_time == 0 {
+                    job.start_time = *time;
+                }
+                for step in job.steps.iter_mut().filter(|s| !s.state.is_final()) {
+                    step.state = if step.id.is_none() { *state } else { JobState::Cancelled };
+                    step.end_time = *time;
+                    if step.id.is_none() {
+                        step.exit_code = *exit_code;
+                        step.exit_signal = *exit_signal;
+                    }
+                }
+            }
+            Event::JobRequeued { job_id, time, hold } => {
+                let Some(job) = self.job_mut(*job_id) else { return };
+                job.state = JobState::Pending;
+                job.restart_count += 1;
+                job.alloc = None;
+                job.submit_time = *time;
+                job.start_time = 0;
+                job.end_time = 0;
+                job.exit_code = 0;
+                job.exit_signal = 0;
+                job.cancelled_by = None;
+                job.held = *hold;
+                job.reason = if *hold { "JobHeldUser" } else { "BeginTime" }.into();
+                for step in job.steps.iter_mut().filter(|s| !s.state.is_final()) {
+                    step.state = JobState::Requeued;
+                    step.end_time = *time;
+                }
+            }
+            Event::JobHeld { job_id, held, reason } => {
+                let Some(job) = self.job_mut(*job_id) else { return };
+                job.held = *held;
+                job.reason = reason.clone();
+            }
+            Event::JobUpdated { job_id, spec, time_limit_min } => {
+                let Some(job) = self.job_mut(*job_id) else { return };
+                job.spec = spec.clone();
+                job.time_limit_min = *time_limit_min;
+            }
+            Event::JobPendingReason { job_id, reason, planned_start } => {
+                let Some(job) = self.job_mut(*job_id) else { return };
+                job.reason = reason.clone();
+                job.planned_start = *planned_start;
+            }
+            Event::StepStarted { job_id, step } => {
+                let Some(job) = self.job_mut(*job_id) else { return };
+                if let Some(id) = step.id {
+                    job.next_step_id = job.next_step_id.max(id + 1);
+                }
+                job.steps.push(step.clone());
+            }
+            Event::StepEnded { job_id, step_id, exit_code, exit_signal, time } => {
+                let Some(job) = self.job_mut(*job_id) else { return };
+                if let Some(step) = job.steps.iter_mut().find(|s| s.id == Some(*step_id)) {
+                    step.state = if *exit_code == 0 && *exit_signal == 0 {
+                        JobState::Completed
+                    } else if *exit_signal != 0 {
+                        JobState::Cancelled
+                    } else {
+                        JobState::Failed
+                    };
+                    step.exit_code = *exit_code;
+                    step.exit_signal = *exit_signal;
+                    step.end_time = *time;
+                }
+            }
+            Event::NodeRegistered { name, addr, cpus, memory_mb, gpus, features, boot_time, time } => {
+                let node = self
+                    .nodes
+                    .entry(name.clone())
+                    .or_insert_with(|| Node::from_config(name, *cpus, *memory_mb, gpus.clone()));
+                node.addr = addr.clone();
+                node.cpus = *cpus;
+                node.memory_mb = *memory_mb;
+                node.gpus = gpus.clone();
+                if !features.is_empty() {
+                    node.features = features.clone();
+                }
+                node.boot_time = *boot_time;
+                node.last_heartbeat = *time;
+                if node.health == NodeHealth::Down && node.reason == "Not responding" {
+                    node.reason.clear();
+                }
+                if node.health != NodeHealth::Down || node.reason.is_empty() {
+                    node.health = NodeHealth::Up;
+                }
+            }
+            Event::NodeHeartbeat { name, time } => {
+                if let Some(node) = self.nodes.get_mut(name) {
+                    node.last_heartbeat = *time;
+                }
+            }
+            Event::NodeDown { name, reason, time } => {
+                if let Some(node) = self.nodes.get_mut(name) {
+                    node.health = NodeHealth::Down;
+                    node.reason = reason.clone();
+                    node.reason_time = *time;
+                }
+            }
+            Event::NodeAdmin { name, drain, down, reason, uid, time } => {
+                if let Some(node) = self.nodes.get_mut(name) {
+                    node.drain = *drain;
+                    if *down {
+                        node.health = NodeHealth::Down;
+                    } else if node.health == NodeHealth::Down && !node.addr.is_empty() {
+                        node.health = NodeHealth::Up;
+                    }
+                    node.reason = reason.clone();
+                    node.reason_time = if reason.is_empty() { 0 } else { *time };
+                    node.reason_uid = *uid;
+                }
+            }
+        }
+    }
+
+    /// What the running jobs use on each node.
+    pub fn node_usage(&self) -> BTreeMap<String, NodeUsage> {
+        let mut usage: BTreeMap<String, NodeUsage> = BTreeMap::new();
+        for job in self.running_jobs() {
+            for na in job.alloc.iter().flat_map(|a| &a.nodes) {
+                let u = usage.entry(na.node.clone()).or_default();
+                u.cpus += na.cpus;
+                u.mem_mb += na.mem_mb;
+                u.gpus.extend(&na.gpus);
+                u.jobs += 1;
+            }
+        }
+        usage
+    }
+
+    /// Jobs holding an allocation (running, suspended or completing).
+    pub fn running_jobs(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.values().map(|j| j.as_ref()).filter(|j| {
+            matches!(j.state, JobState::Running | JobState::Suspended | JobState::Completing)
+        })
+    }
+
+    pub fn pending_jobs(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.values().map(|j| j.as_ref()).filter(|j| j.state == JobState::Pending)
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::NodeAllocation;
+
+    fn alloc(node: &str, cpus: u32) -> Allocation {
+        Allocation {
+            nodes: vec![NodeAllocation { node: node.into(), cpus, mem_mb: 100, gpus: vec![0] }],
+        }
+    }
+
+    #[test]
+    fn job_life_cycle() {
+        let mut s = ClusterState::new(vec![Node::from_config("n1", 4, 1000, vec![])], vec![]);
+        let job = Job::new(1, JobSpec::default(), 10, Some(5));
+        s.apply(&Event::JobSubmitted { job });
+        assert_eq!(s.next_job_id, 2);
+        s.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc: alloc("n1", 2),
+            time: 11,
+            stdout_path: "o".into(),
+            stderr_path: "e".into(),
+        });
+        assert_eq!(s.node_usage()["n1"].cpus, 2);
+        s.apply(&Event::JobEnded {
+            job_id: 1,
+            state: JobState::Completed,
+            exit_code: 0,
+            exit_signal: 0,
+            time: 12,
+            reason: "None".into(),
+            cancelled_by: None,
+        });
+        let j = s.job(1).unwrap();
+        assert_eq!(j.state, JobState::Completed);
+        assert_eq!(j.steps[0].state, JobState::Completed);
+        assert!(s.node_usage().is_empty());
+    }
+
+    #[test]
+    fn array_tasks_split_and_last_keeps_the_id() {
+        let mut s = ClusterState::default();
+        let spec = JobSpec {
+            array: Some(crate::job::parse_array("0-1", 10).unwrap()),
+            ..JobSpec::default()
+        };
+        s.apply(&Event::JobSubmitted { job: Job::new(5, spec, 0, None) });
+        s.apply(&Event::ArrayTaskSplit { array_id: 5, task_id: 0, new_id: 6 });
+        assert_eq!(s.job(6).unwrap().display_id(), "5_0");
+        assert_eq!(s.job(5).unwrap().display_id(), "5_[1]");
+        s.apply(&Event::JobStarted {
+            job_id: 5,
+            alloc: alloc("n1", 1),
+            time: 1,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        assert_eq!(s.job(5).unwrap().display_id(), "5_1");
+        assert_eq!(s.next_job_id, 7);
+    }
+}

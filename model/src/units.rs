@@ -1,0 +1,161 @@
+//! Slurm's time and memory syntaxes, parsed and printed.
+//!
+//! Time limits: `5` is 5 minutes, `5:30` is 5 min 30 s, `1:00:00` one hour,
+//! `2-12` two days twelve hours, `1-00:30:00`, `UNLIMITED`/`infinite`.
+//! Memory: `200` is 200 MB, `1GB`/`1G` is 1024 MB, `954M`, `2T`, `512K` (rounded up).
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("invalid time specification `{0}`")]
+    Time(String),
+    #[error("invalid memory specification `{0}`")]
+    Memory(String),
+}
+
+/// A time limit in minutes; `None` means UNLIMITED. Seconds round up to whole minutes.
+pub fn parse_time_limit(text: &str) -> Result<Option<u32>, UnitError> {
+    parse_duration_secs(text).map(|s| s.map(|s| s.div_ceil(60) as u32))
+}
+
+/// A duration in seconds in Slurm's time-limit syntax; `None` means UNLIMITED.
+pub fn parse_duration_secs(text: &str) -> Result<Option<u64>, UnitError> {
+    let t = text.trim();
+    let err = || UnitError::Time(text.to_string());
+    if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") || t == "-1" {
+        return Ok(None);
+    }
+    if t.is_empty() {
+        return Err(err());
+    }
+    let num = |s: &str| -> Result<u64, UnitError> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 9 {
+            return Err(err());
+        }
+        s.parse().map_err(|_| err())
+    };
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(num(d)?), r),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    let secs = match (days, parts.as_slice()) {
+        // minutes | minutes:seconds | hours:minutes:seconds
+        (None, [m]) => num(m)? * 60,
+        (None, [m, s]) => num(m)? * 60 + num(s)?,
+        (None, [h, m, s]) => num(h)? * 3600 + num(m)? * 60 + num(s)?,
+        // days-hours | days-hours:minutes | days-hours:minutes:seconds
+        (Some(d), [h]) => d * 86400 + num(h)? * 3600,
+        (Some(d), [h, m]) => d * 86400 + num(h)? * 3600 + num(m)? * 60,
+        (Some(d), [h, m, s]) => d * 86400 + num(h)? * 3600 + num(m)? * 60 + num(s)?,
+        _ => return Err(err()),
+    };
+    Ok(Some(secs))
+}
+
+/// Formats seconds as Slurm prints times: `M:SS`, `H:MM:SS` or `D-HH:MM:SS`.
+pub fn format_duration(secs: u64) -> String {
+    let (d, rem) = (secs / 86400, secs % 86400);
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+/// Formats a time limit in minutes as Slurm's squeue does; `None` is `UNLIMITED`.
+pub fn format_time_limit(minutes: Option<u32>) -> String {
+    match minutes {
+        None => "UNLIMITED".to_string(),
+        Some(m) => format_duration(u64::from(m) * 60),
+    }
+}
+
+/// Formats a duration always with hours, as sacct's Elapsed (`00:00:05`, `1-02:03:04`).
+pub fn format_elapsed(secs: u64) -> String {
+    let (d, rem) = (secs / 86400, secs % 86400);
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
+/// Memory in megabytes (MiB, as Slurm counts). A bare number is MB.
+pub fn parse_memory_mb(text: &str) -> Result<u64, UnitError> {
+    let t = text.trim();
+    let err = || UnitError::Memory(text.to_string());
+    let t = t.strip_suffix(['B', 'b']).unwrap_or(t);
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    if digits.is_empty() || digits.len() > 15 {
+        return Err(err());
+    }
+    let n: u64 = digits.parse().map_err(|_| err())?;
+    let kb = match unit.to_ascii_uppercase().as_str() {
+        "" | "M" => n.checked_mul(1024),
+        "K" => Some(n),
+        "G" => n.checked_mul(1024 * 1024),
+        "T" => n.checked_mul(1024 * 1024 * 1024),
+        _ => return Err(err()),
+    }
+    .ok_or_else(err)?;
+    Ok(kb.div_ceil(1024))
+}
+
+/// Formats megabytes as Slurm does in `scontrol` (`954M`, `4G`).
+pub fn format_memory_mb(mb: u64) -> String {
+    if mb > 0 && mb % (1024 * 1024) == 0 {
+        format!("{}T", mb / (1024 * 1024))
+    } else if mb > 0 && mb % 1024 == 0 {
+        format!("{}G", mb / 1024)
+    } else {
+        format!("{mb}M")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_forms() {
+        assert_eq!(parse_time_limit("5").unwrap(), Some(5));
+        assert_eq!(parse_time_limit("5:30").unwrap(), Some(6));
+        assert_eq!(parse_time_limit("00:10:00").unwrap(), Some(10));
+        assert_eq!(parse_time_limit("2-12").unwrap(), Some(3600));
+        assert_eq!(parse_time_limit("1-00:30").unwrap(), Some(1470));
+        assert_eq!(parse_time_limit("1-00:30:00").unwrap(), Some(1470));
+        assert_eq!(parse_time_limit("UNLIMITED").unwrap(), None);
+        for bad in ["", "abc", "1:2:3:4", "-5", "5m", "1-", "1-2-3"] {
+            assert!(parse_time_limit(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn time_printing() {
+        assert_eq!(format_duration(65), "1:05");
+        assert_eq!(format_duration(3600), "1:00:00");
+        assert_eq!(format_duration(86400 + 61), "1-00:01:01");
+        assert_eq!(format_elapsed(5), "00:00:05");
+        assert_eq!(format_time_limit(None), "UNLIMITED");
+    }
+
+    #[test]
+    fn memory_forms() {
+        assert_eq!(parse_memory_mb("200").unwrap(), 200);
+        assert_eq!(parse_memory_mb("954M").unwrap(), 954);
+        assert_eq!(parse_memory_mb("1GB").unwrap(), 1024);
+        assert_eq!(parse_memory_mb("1G").unwrap(), 1024);
+        assert_eq!(parse_memory_mb("2t").unwrap(), 2 * 1024 * 1024);
+        assert_eq!(parse_memory_mb("1500K").unwrap(), 2);
+        for bad in ["", "G", "1X", "1.5G", "-1", "99999999999999999999"] {
+            assert!(parse_memory_mb(bad).is_err(), "{bad}");
+        }
+        assert_eq!(format_memory_mb(954), "954M");
+        assert_eq!(format_memory_mb(4096), "4G");
+    }
+}

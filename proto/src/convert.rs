@@ -1,0 +1,299 @@
+//! The one mapping between wire messages and domain types.
+
+use crate::v1;
+use model::{
+    Allocation, ArraySpec, GpuDevice, Job, JobPayload, JobSpec, JobState, Node, SignalSpec,
+};
+
+pub fn state_to_wire(s: JobState) -> v1::JobState {
+    match s {
+        JobState::Pending => v1::JobState::Pending,
+        JobState::Running => v1::JobState::Running,
+        JobState::Suspended => v1::JobState::Suspended,
+        JobState::Completing => v1::JobState::Completing,
+        JobState::Completed => v1::JobState::Completed,
+        JobState::Failed => v1::JobState::Failed,
+        JobState::Cancelled => v1::JobState::Cancelled,
+        JobState::Timeout => v1::JobState::Timeout,
+        JobState::NodeFail => v1::JobState::NodeFail,
+        JobState::OutOfMemory => v1::JobState::OutOfMemory,
+        JobState::Preempted => v1::JobState::Preempted,
+        JobState::Requeued => v1::JobState::Requeued,
+        JobState::BootFail => v1::JobState::BootFail,
+        JobState::Deadline => v1::JobState::Deadline,
+    }
+}
+
+pub fn state_from_wire(s: v1::JobState) -> JobState {
+    match s {
+        v1::JobState::Pending => JobState::Pending,
+        v1::JobState::Running => JobState::Running,
+        v1::JobState::Suspended => JobState::Suspended,
+        v1::JobState::Completing => JobState::Completing,
+        v1::JobState::Completed => JobState::Completed,
+        v1::JobState::Failed => JobState::Failed,
+        v1::JobState::Cancelled => JobState::Cancelled,
+        v1::JobState::Timeout => JobState::Timeout,
+        v1::JobState::NodeFail => JobState::NodeFail,
+        v1::JobState::OutOfMemory => JobState::OutOfMemory,
+        v1::JobState::Preempted => JobState::Preempted,
+        v1::JobState::Requeued => JobState::Requeued,
+        v1::JobState::BootFail => JobState::BootFail,
+        v1::JobState::Deadline => JobState::Deadline,
+    }
+}
+
+/// Wire spec → domain spec and payload (script and environment).
+pub fn spec_from_wire(w: v1::JobSpec) -> (JobSpec, JobPayload) {
+    let payload = JobPayload {
+        script: w.script,
+        env: w.env.into_iter().map(|e| (e.name, e.value)).collect(),
+    };
+    let spec = JobSpec {
+        name: w.name,
+        uid: w.uid,
+        gid: w.gid,
+        user: w.user,
+        account: w.account,
+        partition: w.partition,
+        qos: w.qos,
+        script_args: w.script_args,
+        work_dir: w.work_dir,
+        stdout_pattern: w.stdout_pattern,
+        stderr_pattern: w.stderr_pattern,
+        stdin_path: w.stdin_path,
+        open_mode_append: w.open_mode_append,
+        num_nodes: w.num_nodes,
+        num_tasks: w.num_tasks,
+        cpus_per_task: w.cpus_per_task,
+        ntasks_per_node: w.ntasks_per_node,
+        mem_per_node_mb: w.mem_per_node_mb,
+        mem_per_cpu_mb: w.mem_per_cpu_mb,
+        gpus: w.gpus,
+        gpus_per_node: w.gpus_per_node,
+        gpu_type: w.gpu_type,
+        time_limit_min: (w.time_limit_min > 0).then_some(w.time_limit_min),
+        signal: w.signal.map(|s| SignalSpec {
+            signal: s.signal,
+            seconds_before_end: s.seconds_before_end,
+            batch_only: s.batch_only,
+        }),
+        requeue: w.requeue,
+        comment: w.comment,
+        wckey: w.wckey,
+        begin_time: w.begin_time,
+        hold: w.hold,
+        dependency: w.dependency,
+        array: w.array.map(|a| ArraySpec { task_ids: a.task_ids, max_running: a.max_running }),
+        submit_host: w.submit_host,
+        reservation: w.reservation,
+        constraint: w.constraint,
+        nodelist: w.nodelist,
+        exclude: w.exclude,
+        exclusive: w.exclusive,
+        nice: w.nice,
+        kill_on_invalid_dep: w.kill_on_invalid_dep,
+    };
+    (spec, payload)
+}
+
+/// Domain spec (+ payload when known) → wire spec.
+pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
+    v1::JobSpec {
+        name: s.name.clone(),
+        uid: s.uid,
+        gid: s.gid,
+        user: s.user.clone(),
+        account: s.account.clone(),
+        partition: s.partition.clone(),
+        qos: s.qos.clone(),
+        script: payload.map(|p| p.script.clone()).unwrap_or_default(),
+        script_args: s.script_args.clone(),
+        work_dir: s.work_dir.clone(),
+        env: payload
+            .map(|p| {
+                p.env
+                    .iter()
+                    .map(|(n, v)| v1::EnvVar { name: n.clone(), value: v.clone() })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        stdout_pattern: s.stdout_pattern.clone(),
+        stderr_pattern: s.stderr_pattern.clone(),
+        stdin_path: s.stdin_path.clone(),
+        open_mode_append: s.open_mode_append,
+        num_nodes: s.num_nodes,
+        num_tasks: s.num_tasks,
+        cpus_per_task: s.cpus_per_task,
+        ntasks_per_node: s.ntasks_per_node,
+        mem_per_node_mb: s.mem_per_node_mb,
+        mem_per_cpu_mb: s.mem_per_cpu_mb,
+        gpus: s.gpus,
+        gpus_per_node: s.gpus_per_node,
+        gpu_type: s.gpu_type.clone(),
+        time_limit_min: s.time_limit_min.unwrap_or(0),
+        signal: s.signal.as_ref().map(|g| v1::SignalSpec {
+            signal: g.signal,
+            seconds_before_end: g.seconds_before_end,
+            batch_only: g.batch_only,
+        }),
+        requeue: s.requeue,
+        comment: s.comment.clone(),
+        wckey: s.wckey.clone(),
+        begin_time: s.begin_time,
+        hold: s.hold,
+        dependency: s.dependency.clone(),
+        array: s
+            .array
+            .as_ref()
+            .map(|a| v1::ArraySpec { task_ids: a.task_ids.clone(), max_running: a.max_running }),
+        submit_host: s.submit_host.clone(),
+        reservation: s.reservation.clone(),
+        constraint: s.constraint.clone(),
+        nodelist: s.nodelist.clone(),
+        exclude: s.exclude.clone(),
+        exclusive: s.exclusive,
+        nice: s.nice,
+        kill_on_invalid_dep: s.kill_on_invalid_dep,
+    }
+}
+
+/// A job as clients see it.
+pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
+    let alloc = j.alloc.as_ref();
+    let spec = &j.spec;
+    let (cpus, mem, gpus) = match alloc {
+        Some(a) => (a.cpus(), a.mem_mb(), a.gpus()),
+        None => {
+            let cpus = spec.total_cpus();
+            let mem = if spec.mem_per_cpu_mb > 0 {
+                spec.mem_per_cpu_mb * u64::from(cpus)
+            } else {
+                spec.mem_per_node_mb * u64::from(spec.num_nodes.max(1))
+            };
+            (cpus, mem, spec.gpus.max(spec.gpus_per_node * spec.num_nodes.max(1)))
+        }
+    };
+    let mut wire_spec = spec_to_wire(spec, payload);
+    wire_spec.time_limit_min = j.time_limit_min.unwrap_or(0);
+    v1::JobInfo {
+        job_id: j.id,
+        array_job_id: j.array_job_id,
+        array_task_id: j.array_task_id,
+        array_task_str: if j.is_array_meta() { j.pending_tasks_str() } else { String::new() },
+        state: state_to_wire(j.state) as i32,
+        reason: j.reason.clone(),
+        submit_time: j.submit_time,
+        eligible_time: j.submit_time.max(spec.begin_time),
+        start_time: j.start_time,
+        end_time: j.end_time,
+        nodes: alloc.map(Allocation::hostlist).unwrap_or_default(),
+        num_nodes: alloc.map(|a| a.nodes.len() as u32).unwrap_or(spec.num_nodes.max(1)),
+        num_cpus: cpus,
+        mem_mb: mem,
+        num_gpus: gpus,
+        exit_code: j.exit_code,
+        exit_signal: j.exit_signal,
+        priority: 0,
+        cancelled_by: j.cancelled_by,
+        restart_count: j.restart_count,
+        batch_host: alloc.and_then(|a| a.nodes.first()).map(|n| n.node.clone()).unwrap_or_default(),
+        planned_start: j.planned_start,
+        stdout_path: j.stdout_path.clone(),
+        stderr_path: j.stderr_path.clone(),
+        spec: Some(wire_spec),
+        steps: j
+            .steps
+            .iter()
+            .map(|s| v1::StepInfo {
+                step_id: s.id.map(|i| i.to_string()).unwrap_or_else(|| "batch".into()),
+                name: s.name.clone(),
+                state: state_to_wire(s.state) as i32,
+                start_time: s.start_time,
+                end_time: s.end_time,
+                exit_code: s.exit_code,
+                exit_signal: s.exit_signal,
+                nodes: if s.id.is_none() {
+                    alloc.and_then(|a| a.nodes.first()).map(|n| n.node.clone()).unwrap_or_default()
+                } else {
+                    alloc.map(Allocation::hostlist).unwrap_or_default()
+                },
+                num_tasks: s.num_tasks,
+                num_cpus: if s.id.is_none() {
+                    alloc.and_then(|a| a.nodes.first()).map(|n| n.cpus).unwrap_or(0)
+                } else {
+                    cpus
+                },
+            })
+            .collect(),
+        suspend_time: j.suspend_time,
+        gres_detail: alloc
+            .map(|a| {
+                a.nodes
+                    .iter()
+                    .filter(|n| !n.gpus.is_empty())
+                    .map(|n| {
+                        let ids: Vec<u32> = n.gpus.clone();
+                        format!("gpu:{}(IDX:{})", n.gpus.len(), model::job::format_ranges(&ids))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+    }
+}
+
+pub fn gpu_to_wire(g: &GpuDevice) -> v1::GpuDevice {
+    v1::GpuDevice { index: g.index, gpu_type: g.gpu_type.clone(), uuid: g.uuid.clone() }
+}
+
+pub fn gpu_from_wire(g: v1::GpuDevice) -> GpuDevice {
+    GpuDevice { index: g.index, gpu_type: g.gpu_type, uuid: g.uuid }
+}
+
+/// A node as clients see it, given what is allocated on it.
+pub fn node_to_wire(n: &Node, usage: &model::NodeUsage, partitions: Vec<String>) -> v1::NodeInfo {
+    v1::NodeInfo {
+        name: n.name.clone(),
+        addr: n.addr.clone(),
+        state: n.state_word(usage.cpus, usage.jobs).to_string(),
+        reason: n.reason.clone(),
+        cpus: n.cpus,
+        cpus_alloc: usage.cpus,
+        memory_mb: n.memory_mb,
+        memory_alloc_mb: usage.mem_mb,
+        gpus: n.gpus.len() as u32,
+        gpus_alloc: usage.gpus.len() as u32,
+        gpu_type: n.gpu_type().to_string(),
+        partitions,
+        boot_time: n.boot_time,
+        last_heartbeat: n.last_heartbeat,
+        reason_time: n.reason_time,
+        reason_uid: n.reason_uid,
+        features: n.features.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_round_trips() {
+        let spec = JobSpec {
+            name: "x".into(),
+            num_tasks: 2,
+            time_limit_min: Some(5),
+            array: Some(ArraySpec { task_ids: vec![1, 2], max_running: 1 }),
+            signal: Some(SignalSpec { signal: 12, seconds_before_end: 90, batch_only: false }),
+            ..JobSpec::default()
+        };
+        let payload = JobPayload { script: "#!/bin/sh\n".into(), env: vec![("A".into(), "1".into())] };
+        let (back, back_payload) = spec_from_wire(spec_to_wire(&spec, Some(&payload)));
+        assert_eq!(back, spec);
+        assert_eq!(back_payload, payload);
+        for s in JobState::ALL {
+            assert_eq!(state_from_wire(state_to_wire(s)), s);
+        }
+    }
+}
