@@ -1,1 +1,45 @@
-fn main() {}
+//! `drover-ctld`: starts the controller with a config file.
+
+use anyhow::Context;
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(name = "drover-ctld", about = "Drover's controller")]
+struct Args {
+    /// The cluster config (TOML).
+    #[arg(
+        short,
+        long,
+        env = "DROVER_CONF",
+        default_value = "/etc/drover/drover.toml"
+    )]
+    config: String,
+    /// Overrides the config's state_dir.
+    #[arg(long)]
+    state_dir: Option<String>,
+    /// Overrides the config's controller address (host:port).
+    #[arg(long)]
+    listen: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let text = std::fs::read_to_string(&args.config)
+        .with_context(|| format!("cannot read {}", args.config))?;
+    let mut config = model::Config::parse(&text, &args.config)?;
+    if let Some(dir) = args.state_dir {
+        config.state_dir = dir;
+    }
+    if let Some(addr) = args.listen {
+        config.controller.addr = addr;
+    }
+    ctld::run(config).await
+}

@@ -159,7 +159,11 @@ impl Config {
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
         let config: Config = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
-            ConfigError { file: file.to_string(), line, message: e.message().to_string() }
+            ConfigError {
+                file: file.to_string(),
+                line,
+                message: e.message().to_string(),
+            }
         })?;
         config.check(text, file)?;
         Ok(config)
@@ -173,8 +177,8 @@ impl Config {
         };
         let mut names = BTreeSet::new();
         for n in &self.nodes {
-            let hosts = hostlist::expand(&n.names)
-                .map_err(|e| err("names", &n.names, e.to_string()))?;
+            let hosts =
+                hostlist::expand(&n.names).map_err(|e| err("names", &n.names, e.to_string()))?;
             units::parse_memory_mb(&n.memory)
                 .map_err(|e| err("memory", &n.memory, e.to_string()))?;
             if n.cpus == 0 {
@@ -189,7 +193,11 @@ impl Config {
         let mut parts = BTreeSet::new();
         for p in &self.partitions {
             if !parts.insert(p.name.clone()) {
-                return Err(err("name", &p.name, format!("partition {} is defined twice", p.name)));
+                return Err(err(
+                    "name",
+                    &p.name,
+                    format!("partition {} is defined twice", p.name),
+                ));
             }
             if p.nodes != "ALL" {
                 let hosts = hostlist::expand(&p.nodes)
@@ -205,16 +213,32 @@ impl Config {
                     .map_err(|e| err("default_time", &p.default_time, e.to_string()))?;
             }
             if !["UP", "DOWN", "DRAIN", "INACTIVE"].contains(&p.state.as_str()) {
-                return Err(err("state", &p.state, format!("unknown partition state {}", p.state)));
+                return Err(err(
+                    "state",
+                    &p.state,
+                    format!("unknown partition state {}", p.state),
+                ));
             }
         }
         if self.partitions.iter().filter(|p| p.default).count() > 1 {
-            return Err(err("default", "true", "more than one default partition".into()));
+            return Err(err(
+                "default",
+                "true",
+                "more than one default partition".into(),
+            ));
         }
-        if self.controller.addr.parse::<std::net::SocketAddr>().is_err()
+        if self
+            .controller
+            .addr
+            .parse::<std::net::SocketAddr>()
+            .is_err()
             && !self.controller.addr.contains(':')
         {
-            return Err(err("addr", &self.controller.addr, "expected host:port".into()));
+            return Err(err(
+                "addr",
+                &self.controller.addr,
+                "expected host:port".into(),
+            ));
         }
         Ok(())
     }

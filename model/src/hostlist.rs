@@ -129,7 +129,11 @@ pub fn fold<S: AsRef<str>>(hosts: &[S]) -> String {
         }
         let (prefix, num) = host.split_at(host.len() - digits);
         // A number written with leading zeros keeps its width; "7" and "07" differ.
-        let width = if num.starts_with('0') && num.len() > 1 { num.len() } else { 0 };
+        let width = if num.starts_with('0') && num.len() > 1 {
+            num.len()
+        } else {
+            0
+        };
         let key = (prefix.to_string(), width);
         let n: u64 = num.parse().unwrap_or(0);
         let entry = numbered.entry(key.clone()).or_default();
@@ -168,7 +172,10 @@ pub fn fold<S: AsRef<str>>(hosts: &[S]) -> String {
         out.push((pos, text));
     }
     out.sort_by_key(|(pos, _)| *pos);
-    out.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
+    out.into_iter()
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
@@ -178,9 +185,15 @@ mod tests {
 
     #[test]
     fn expands_ranges_lists_and_products() {
-        assert_eq!(expand("gpu[01-03,07]").unwrap(), ["gpu01", "gpu02", "gpu03", "gpu07"]);
+        assert_eq!(
+            expand("gpu[01-03,07]").unwrap(),
+            ["gpu01", "gpu02", "gpu03", "gpu07"]
+        );
         assert_eq!(expand("n[099-100]").unwrap(), ["n099", "n100"]);
-        assert_eq!(expand("r[1-2]n[1-2]").unwrap(), ["r1n1", "r1n2", "r2n1", "r2n2"]);
+        assert_eq!(
+            expand("r[1-2]n[1-2]").unwrap(),
+            ["r1n1", "r1n2", "r2n1", "r2n2"]
+        );
         assert_eq!(expand("a,b[1-2],c").unwrap(), ["a", "b1", "b2", "c"]);
         assert_eq!(expand("").unwrap(), Vec::<String>::new());
     }

@@ -282,7 +282,11 @@ impl Job {
             array_task_id: None,
             pending_tasks,
             state: JobState::Pending,
-            reason: if held { "JobHeldUser".into() } else { "None".into() },
+            reason: if held {
+                "JobHeldUser".into()
+            } else {
+                "None".into()
+            },
             submit_time,
             start_time: 0,
             end_time: 0,
@@ -393,7 +397,10 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
             return Err(invalid());
         }
         if hi >= u64::from(max_array_size) {
-            return Err(ArrayError::TooLarge { index: hi, max: max_array_size });
+            return Err(ArrayError::TooLarge {
+                index: hi,
+                max: max_array_size,
+            });
         }
         let mut n = lo;
         while n <= hi {
@@ -404,7 +411,10 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
     if ids.is_empty() {
         return Err(invalid());
     }
-    Ok(ArraySpec { task_ids: ids.into_iter().collect(), max_running: throttle })
+    Ok(ArraySpec {
+        task_ids: ids.into_iter().collect(),
+        max_running: throttle,
+    })
 }
 
 #[cfg(test)]
@@ -416,11 +426,20 @@ mod tests {
         let a = parse_array("0-4%2", 1001).unwrap();
         assert_eq!(a.task_ids, vec![0, 1, 2, 3, 4]);
         assert_eq!(a.max_running, 2);
-        assert_eq!(parse_array("1,3,5-7", 1001).unwrap().task_ids, vec![1, 3, 5, 6, 7]);
-        assert_eq!(parse_array("0-15:4", 1001).unwrap().task_ids, vec![0, 4, 8, 12]);
+        assert_eq!(
+            parse_array("1,3,5-7", 1001).unwrap().task_ids,
+            vec![1, 3, 5, 6, 7]
+        );
+        assert_eq!(
+            parse_array("0-15:4", 1001).unwrap().task_ids,
+            vec![0, 4, 8, 12]
+        );
         assert!(parse_array("5-1", 1001).is_err());
         assert!(parse_array("x", 1001).is_err());
-        assert!(matches!(parse_array("0-1001", 1001), Err(ArrayError::TooLarge { .. })));
+        assert!(matches!(
+            parse_array("0-1001", 1001),
+            Err(ArrayError::TooLarge { .. })
+        ));
     }
 
     #[test]

@@ -45,7 +45,11 @@ pub fn expand_pattern(pattern: &str, v: &PatternValues) -> String {
                     out.push_str(s);
                 }
             }
-            Some('A') => out.push_str(&num(if v.array_job_id != 0 { v.array_job_id } else { v.job_id })),
+            Some('A') => out.push_str(&num(if v.array_job_id != 0 {
+                v.array_job_id
+            } else {
+                v.job_id
+            })),
             Some('a') => out.push_str(&num(v.array_task_id.unwrap_or(4294967294))),
             Some('x') => out.push_str(v.job_name),
             Some('u') => out.push_str(v.user),
@@ -67,6 +71,49 @@ pub fn expand_pattern(pattern: &str, v: &PatternValues) -> String {
     out
 }
 
+/// The paths a batch job's stdout and stderr go to, absolute when the work dir is:
+/// the patterns expanded, relative ones under the work dir, Slurm's defaults
+/// (`slurm-%j.out`, arrays `slurm-%A_%a.out`; stderr joins stdout) when unset.
+pub fn batch_output_paths(job: &crate::Job, node: &str) -> (String, String) {
+    let spec = &job.spec;
+    let values = PatternValues {
+        job_id: job.id,
+        array_job_id: job.array_job_id,
+        array_task_id: job.array_task_id,
+        job_name: &spec.name,
+        user: &spec.user,
+        node,
+        node_index: 0,
+        task_id: Some(0),
+        step_id: None,
+    };
+    let default = if job.array_job_id != 0 {
+        "slurm-%A_%a.out"
+    } else {
+        "slurm-%j.out"
+    };
+    let resolve = |pattern: &str| {
+        let p = expand_pattern(pattern, &values);
+        if p.starts_with('/') || spec.work_dir.is_empty() {
+            p
+        } else {
+            format!("{}/{p}", spec.work_dir.trim_end_matches('/'))
+        }
+    };
+    let out_pattern = if spec.stdout_pattern.is_empty() {
+        default
+    } else {
+        &spec.stdout_pattern
+    };
+    let stdout = resolve(out_pattern);
+    let stderr = if spec.stderr_pattern.is_empty() {
+        stdout.clone()
+    } else {
+        resolve(&spec.stderr_pattern)
+    };
+    (stdout, stderr)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,9 +131,18 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(expand_pattern("slurm-%A_%a.out", &v), "slurm-40_3.out");
-        assert_eq!(expand_pattern("%x-%j-%u-%N-%t-%%.log", &v), "train-42-ada-gpu01-1-%.log");
+        assert_eq!(
+            expand_pattern("%x-%j-%u-%N-%t-%%.log", &v),
+            "train-42-ada-gpu01-1-%.log"
+        );
         assert_eq!(expand_pattern("%4a|%J|%q", &v), "0003|42|%q");
-        let plain = PatternValues { job_id: 7, ..Default::default() };
-        assert_eq!(expand_pattern("slurm-%A_%a.out", &plain), "slurm-7_4294967294.out");
+        let plain = PatternValues {
+            job_id: 7,
+            ..Default::default()
+        };
+        assert_eq!(
+            expand_pattern("slurm-%A_%a.out", &plain),
+            "slurm-7_4294967294.out"
+        );
     }
 }

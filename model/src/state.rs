@@ -18,9 +18,15 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Event {
     /// A new job (or a whole array) enters the queue. The payload is stored apart.
-    JobSubmitted { job: Job },
+    JobSubmitted {
+        job: Box<Job>,
+    },
     /// One pending task of an array becomes its own pending record with a new id.
-    ArrayTaskSplit { array_id: JobId, task_id: u32, new_id: JobId },
+    ArrayTaskSplit {
+        array_id: JobId,
+        task_id: u32,
+        new_id: JobId,
+    },
     JobStarted {
         job_id: JobId,
         alloc: Allocation,
@@ -38,14 +44,39 @@ pub enum Event {
         reason: String,
         cancelled_by: Option<u32>,
     },
-    JobRequeued { job_id: JobId, time: Time, hold: bool },
-    JobHeld { job_id: JobId, held: bool, reason: String },
+    JobRequeued {
+        job_id: JobId,
+        time: Time,
+        hold: bool,
+    },
+    JobHeld {
+        job_id: JobId,
+        held: bool,
+        reason: String,
+    },
     /// The job's request changed (`scontrol update`).
-    JobUpdated { job_id: JobId, spec: JobSpec, time_limit_min: Option<u32> },
+    JobUpdated {
+        job_id: JobId,
+        spec: Box<JobSpec>,
+        time_limit_min: Option<u32>,
+    },
     /// The scheduler's reason and planned start for a pending job.
-    JobPendingReason { job_id: JobId, reason: String, planned_start: Time },
-    StepStarted { job_id: JobId, step: Step },
-    StepEnded { job_id: JobId, step_id: u32, exit_code: i32, exit_signal: i32, time: Time },
+    JobPendingReason {
+        job_id: JobId,
+        reason: String,
+        planned_start: Time,
+    },
+    StepStarted {
+        job_id: JobId,
+        step: Step,
+    },
+    StepEnded {
+        job_id: JobId,
+        step_id: u32,
+        exit_code: i32,
+        exit_signal: i32,
+        time: Time,
+    },
     NodeRegistered {
         name: String,
         addr: String,
@@ -56,10 +87,24 @@ pub enum Event {
         boot_time: Time,
         time: Time,
     },
-    NodeHeartbeat { name: String, time: Time },
-    NodeDown { name: String, reason: String, time: Time },
+    NodeHeartbeat {
+        name: String,
+        time: Time,
+    },
+    NodeDown {
+        name: String,
+        reason: String,
+        time: Time,
+    },
     /// An admin drains, resumes or downs a node.
-    NodeAdmin { name: String, drain: bool, down: bool, reason: String, uid: u32, time: Time },
+    NodeAdmin {
+        name: String,
+        drain: bool,
+        down: bool,
+        reason: String,
+        uid: u32,
+        time: Time,
+    },
 }
 
 impl Event {
@@ -152,10 +197,16 @@ impl ClusterState {
         match event {
             Event::JobSubmitted { job } => {
                 self.next_job_id = self.next_job_id.max(job.id + 1);
-                self.jobs.insert(job.id, Arc::new(job.clone()));
+                self.jobs.insert(job.id, Arc::new(job.as_ref().clone()));
             }
-            Event::ArrayTaskSplit { array_id, task_id, new_id } => {
-                let Some(meta) = self.job_mut(*array_id) else { return };
+            Event::ArrayTaskSplit {
+                array_id,
+                task_id,
+                new_id,
+            } => {
+                let Some(meta) = self.job_mut(*array_id) else {
+                    return;
+                };
                 meta.pending_tasks.remove(task_id);
                 let mut task = meta.clone();
                 task.id = *new_id;
@@ -164,8 +215,16 @@ impl ClusterState {
                 self.next_job_id = self.next_job_id.max(new_id + 1);
                 self.jobs.insert(*new_id, Arc::new(task));
             }
-            Event::JobStarted { job_id, alloc, time, stdout_path, stderr_path } => {
-                let Some(job) = self.job_mut(*job_id) else { return };
+            Event::JobStarted {
+                job_id,
+                alloc,
+                time,
+                stdout_path,
+                stderr_path,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
                 if job.is_array_meta() {
                     // The last pending task of an array keeps the array's record.
                     job.array_task_id = job.pending_tasks.pop_first();
@@ -178,7 +237,8 @@ impl ClusterState {
                 job.planned_start = 0;
                 job.stdout_path = stdout_path.clone();
                 job.stderr_path = stderr_path.clone();
-                job.steps.retain(|s| s.id.is_some() && s.start_time >= *time);
+                job.steps
+                    .retain(|s| s.id.is_some() && s.start_time >= *time);
                 job.steps.push(Step {
                     id: None,
                     name: "batch".into(),
@@ -190,8 +250,18 @@ impl ClusterState {
                     num_tasks: 1,
                 });
             }
-            Event::JobEnded { job_id, state, exit_code, exit_signal, time, reason, cancelled_by } => {
-                let Some(job) = self.job_mut(*job_id) else { return };
+            Event::JobEnded {
+                job_id,
+                state,
+                exit_code,
+                exit_signal,
+                time,
+                reason,
+                cancelled_by,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
                 job.state = *state;
                 job.exit_code = *exit_code;
                 job.exit_signal = *exit_signal;
@@ -202,7 +272,11 @@ impl ClusterState {
                     job.start_time = *time;
                 }
                 for step in job.steps.iter_mut().filter(|s| !s.state.is_final()) {
-                    step.state = if step.id.is_none() { *state } else { JobState::Cancelled };
+                    step.state = if step.id.is_none() {
+                        *state
+                    } else {
+                        JobState::Cancelled
+                    };
                     step.end_time = *time;
                     if step.id.is_none() {
                         step.exit_code = *exit_code;
@@ -211,7 +285,9 @@ impl ClusterState {
                 }
             }
             Event::JobRequeued { job_id, time, hold } => {
-                let Some(job) = self.job_mut(*job_id) else { return };
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
                 job.state = JobState::Pending;
                 job.restart_count += 1;
                 job.alloc = None;
@@ -228,30 +304,58 @@ impl ClusterState {
                     step.end_time = *time;
                 }
             }
-            Event::JobHeld { job_id, held, reason } => {
-                let Some(job) = self.job_mut(*job_id) else { return };
+            Event::JobHeld {
+                job_id,
+                held,
+                reason,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
                 job.held = *held;
                 job.reason = reason.clone();
             }
-            Event::JobUpdated { job_id, spec, time_limit_min } => {
-                let Some(job) = self.job_mut(*job_id) else { return };
-                job.spec = spec.clone();
+            Event::JobUpdated {
+                job_id,
+                spec,
+                time_limit_min,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                job.spec = spec.as_ref().clone();
                 job.time_limit_min = *time_limit_min;
             }
-            Event::JobPendingReason { job_id, reason, planned_start } => {
-                let Some(job) = self.job_mut(*job_id) else { return };
+            Event::JobPendingReason {
+                job_id,
+                reason,
+                planned_start,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
                 job.reason = reason.clone();
                 job.planned_start = *planned_start;
             }
             Event::StepStarted { job_id, step } => {
-                let Some(job) = self.job_mut(*job_id) else { return };
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
                 if let Some(id) = step.id {
                     job.next_step_id = job.next_step_id.max(id + 1);
                 }
                 job.steps.push(step.clone());
             }
-            Event::StepEnded { job_id, step_id, exit_code, exit_signal, time } => {
-                let Some(job) = self.job_mut(*job_id) else { return };
+            Event::StepEnded {
+                job_id,
+                step_id,
+                exit_code,
+                exit_signal,
+                time,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
                 if let Some(step) = job.steps.iter_mut().find(|s| s.id == Some(*step_id)) {
                     step.state = if *exit_code == 0 && *exit_signal == 0 {
                         JobState::Completed
@@ -265,7 +369,16 @@ impl ClusterState {
                     step.end_time = *time;
                 }
             }
-            Event::NodeRegistered { name, addr, cpus, memory_mb, gpus, features, boot_time, time } => {
+            Event::NodeRegistered {
+                name,
+                addr,
+                cpus,
+                memory_mb,
+                gpus,
+                features,
+                boot_time,
+                time,
+            } => {
                 let node = self
                     .nodes
                     .entry(name.clone())
@@ -298,7 +411,14 @@ impl ClusterState {
                     node.reason_time = *time;
                 }
             }
-            Event::NodeAdmin { name, drain, down, reason, uid, time } => {
+            Event::NodeAdmin {
+                name,
+                drain,
+                down,
+                reason,
+                uid,
+                time,
+            } => {
                 if let Some(node) = self.nodes.get_mut(name) {
                     node.drain = *drain;
                     if *down {
@@ -332,15 +452,20 @@ impl ClusterState {
     /// Jobs holding an allocation (running, suspended or completing).
     pub fn running_jobs(&self) -> impl Iterator<Item = &Job> {
         self.jobs.values().map(|j| j.as_ref()).filter(|j| {
-            matches!(j.state, JobState::Running | JobState::Suspended | JobState::Completing)
+            matches!(
+                j.state,
+                JobState::Running | JobState::Suspended | JobState::Completing
+            )
         })
     }
 
     pub fn pending_jobs(&self) -> impl Iterator<Item = &Job> {
-        self.jobs.values().map(|j| j.as_ref()).filter(|j| j.state == JobState::Pending)
+        self.jobs
+            .values()
+            .map(|j| j.as_ref())
+            .filter(|j| j.state == JobState::Pending)
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -349,7 +474,12 @@ mod tests {
 
     fn alloc(node: &str, cpus: u32) -> Allocation {
         Allocation {
-            nodes: vec![NodeAllocation { node: node.into(), cpus, mem_mb: 100, gpus: vec![0] }],
+            nodes: vec![NodeAllocation {
+                node: node.into(),
+                cpus,
+                mem_mb: 100,
+                gpus: vec![0],
+            }],
         }
     }
 
@@ -357,7 +487,7 @@ mod tests {
     fn job_life_cycle() {
         let mut s = ClusterState::new(vec![Node::from_config("n1", 4, 1000, vec![])], vec![]);
         let job = Job::new(1, JobSpec::default(), 10, Some(5));
-        s.apply(&Event::JobSubmitted { job });
+        s.apply(&Event::JobSubmitted { job: Box::new(job) });
         assert_eq!(s.next_job_id, 2);
         s.apply(&Event::JobStarted {
             job_id: 1,
@@ -389,8 +519,14 @@ mod tests {
             array: Some(crate::job::parse_array("0-1", 10).unwrap()),
             ..JobSpec::default()
         };
-        s.apply(&Event::JobSubmitted { job: Job::new(5, spec, 0, None) });
-        s.apply(&Event::ArrayTaskSplit { array_id: 5, task_id: 0, new_id: 6 });
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(Job::new(5, spec, 0, None)),
+        });
+        s.apply(&Event::ArrayTaskSplit {
+            array_id: 5,
+            task_id: 0,
+            new_id: 6,
+        });
         assert_eq!(s.job(6).unwrap().display_id(), "5_0");
         assert_eq!(s.job(5).unwrap().display_id(), "5_[1]");
         s.apply(&Event::JobStarted {

@@ -108,9 +108,9 @@ pub fn parse_memory_mb(text: &str) -> Result<u64, UnitError> {
 
 /// Formats megabytes as Slurm does in `scontrol` (`954M`, `4G`).
 pub fn format_memory_mb(mb: u64) -> String {
-    if mb > 0 && mb % (1024 * 1024) == 0 {
+    if mb > 0 && mb.is_multiple_of(1024 * 1024) {
         format!("{}T", mb / (1024 * 1024))
-    } else if mb > 0 && mb % 1024 == 0 {
+    } else if mb > 0 && mb.is_multiple_of(1024) {
         format!("{}G", mb / 1024)
     } else {
         format!("{mb}M")

@@ -84,7 +84,10 @@ pub fn spec_from_wire(w: v1::JobSpec) -> (JobSpec, JobPayload) {
         begin_time: w.begin_time,
         hold: w.hold,
         dependency: w.dependency,
-        array: w.array.map(|a| ArraySpec { task_ids: a.task_ids, max_running: a.max_running }),
+        array: w.array.map(|a| ArraySpec {
+            task_ids: a.task_ids,
+            max_running: a.max_running,
+        }),
         submit_host: w.submit_host,
         reservation: w.reservation,
         constraint: w.constraint,
@@ -114,7 +117,10 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
             .map(|p| {
                 p.env
                     .iter()
-                    .map(|(n, v)| v1::EnvVar { name: n.clone(), value: v.clone() })
+                    .map(|(n, v)| v1::EnvVar {
+                        name: n.clone(),
+                        value: v.clone(),
+                    })
                     .collect()
             })
             .unwrap_or_default(),
@@ -143,10 +149,10 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
         begin_time: s.begin_time,
         hold: s.hold,
         dependency: s.dependency.clone(),
-        array: s
-            .array
-            .as_ref()
-            .map(|a| v1::ArraySpec { task_ids: a.task_ids.clone(), max_running: a.max_running }),
+        array: s.array.as_ref().map(|a| v1::ArraySpec {
+            task_ids: a.task_ids.clone(),
+            max_running: a.max_running,
+        }),
         submit_host: s.submit_host.clone(),
         reservation: s.reservation.clone(),
         constraint: s.constraint.clone(),
@@ -171,7 +177,11 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
             } else {
                 spec.mem_per_node_mb * u64::from(spec.num_nodes.max(1))
             };
-            (cpus, mem, spec.gpus.max(spec.gpus_per_node * spec.num_nodes.max(1)))
+            (
+                cpus,
+                mem,
+                spec.gpus.max(spec.gpus_per_node * spec.num_nodes.max(1)),
+            )
         }
     };
     let mut wire_spec = spec_to_wire(spec, payload);
@@ -180,7 +190,11 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
         job_id: j.id,
         array_job_id: j.array_job_id,
         array_task_id: j.array_task_id,
-        array_task_str: if j.is_array_meta() { j.pending_tasks_str() } else { String::new() },
+        array_task_str: if j.is_array_meta() {
+            j.pending_tasks_str()
+        } else {
+            String::new()
+        },
         state: state_to_wire(j.state) as i32,
         reason: j.reason.clone(),
         submit_time: j.submit_time,
@@ -188,7 +202,9 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
         start_time: j.start_time,
         end_time: j.end_time,
         nodes: alloc.map(Allocation::hostlist).unwrap_or_default(),
-        num_nodes: alloc.map(|a| a.nodes.len() as u32).unwrap_or(spec.num_nodes.max(1)),
+        num_nodes: alloc
+            .map(|a| a.nodes.len() as u32)
+            .unwrap_or(spec.num_nodes.max(1)),
         num_cpus: cpus,
         mem_mb: mem,
         num_gpus: gpus,
@@ -197,7 +213,10 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
         priority: 0,
         cancelled_by: j.cancelled_by,
         restart_count: j.restart_count,
-        batch_host: alloc.and_then(|a| a.nodes.first()).map(|n| n.node.clone()).unwrap_or_default(),
+        batch_host: alloc
+            .and_then(|a| a.nodes.first())
+            .map(|n| n.node.clone())
+            .unwrap_or_default(),
         planned_start: j.planned_start,
         stdout_path: j.stdout_path.clone(),
         stderr_path: j.stderr_path.clone(),
@@ -206,7 +225,10 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
             .steps
             .iter()
             .map(|s| v1::StepInfo {
-                step_id: s.id.map(|i| i.to_string()).unwrap_or_else(|| "batch".into()),
+                step_id: s
+                    .id
+                    .map(|i| i.to_string())
+                    .unwrap_or_else(|| "batch".into()),
                 name: s.name.clone(),
                 state: state_to_wire(s.state) as i32,
                 start_time: s.start_time,
@@ -214,13 +236,19 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
                 exit_code: s.exit_code,
                 exit_signal: s.exit_signal,
                 nodes: if s.id.is_none() {
-                    alloc.and_then(|a| a.nodes.first()).map(|n| n.node.clone()).unwrap_or_default()
+                    alloc
+                        .and_then(|a| a.nodes.first())
+                        .map(|n| n.node.clone())
+                        .unwrap_or_default()
                 } else {
                     alloc.map(Allocation::hostlist).unwrap_or_default()
                 },
                 num_tasks: s.num_tasks,
                 num_cpus: if s.id.is_none() {
-                    alloc.and_then(|a| a.nodes.first()).map(|n| n.cpus).unwrap_or(0)
+                    alloc
+                        .and_then(|a| a.nodes.first())
+                        .map(|n| n.cpus)
+                        .unwrap_or(0)
                 } else {
                     cpus
                 },
@@ -234,7 +262,11 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
                     .filter(|n| !n.gpus.is_empty())
                     .map(|n| {
                         let ids: Vec<u32> = n.gpus.clone();
-                        format!("gpu:{}(IDX:{})", n.gpus.len(), model::job::format_ranges(&ids))
+                        format!(
+                            "gpu:{}(IDX:{})",
+                            n.gpus.len(),
+                            model::job::format_ranges(&ids)
+                        )
                     })
                     .collect::<Vec<_>>()
                     .join(",")
@@ -244,11 +276,19 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
 }
 
 pub fn gpu_to_wire(g: &GpuDevice) -> v1::GpuDevice {
-    v1::GpuDevice { index: g.index, gpu_type: g.gpu_type.clone(), uuid: g.uuid.clone() }
+    v1::GpuDevice {
+        index: g.index,
+        gpu_type: g.gpu_type.clone(),
+        uuid: g.uuid.clone(),
+    }
 }
 
 pub fn gpu_from_wire(g: v1::GpuDevice) -> GpuDevice {
-    GpuDevice { index: g.index, gpu_type: g.gpu_type, uuid: g.uuid }
+    GpuDevice {
+        index: g.index,
+        gpu_type: g.gpu_type,
+        uuid: g.uuid,
+    }
 }
 
 /// A node as clients see it, given what is allocated on it.
@@ -284,11 +324,21 @@ mod tests {
             name: "x".into(),
             num_tasks: 2,
             time_limit_min: Some(5),
-            array: Some(ArraySpec { task_ids: vec![1, 2], max_running: 1 }),
-            signal: Some(SignalSpec { signal: 12, seconds_before_end: 90, batch_only: false }),
+            array: Some(ArraySpec {
+                task_ids: vec![1, 2],
+                max_running: 1,
+            }),
+            signal: Some(SignalSpec {
+                signal: 12,
+                seconds_before_end: 90,
+                batch_only: false,
+            }),
             ..JobSpec::default()
         };
-        let payload = JobPayload { script: "#!/bin/sh\n".into(), env: vec![("A".into(), "1".into())] };
+        let payload = JobPayload {
+            script: "#!/bin/sh\n".into(),
+            env: vec![("A".into(), "1".into())],
+        };
         let (back, back_payload) = spec_from_wire(spec_to_wire(&spec, Some(&payload)));
         assert_eq!(back, spec);
         assert_eq!(back_payload, payload);

@@ -1,8 +1,266 @@
-//! `up` (not yet written).
+//! `drover up`: a working local cluster in one command.
+//!
+//! It writes a config (embedded defaults: N nodes with fake CPUs, memory and GPUs) into
+//! a directory, makes a `bin/` there with the Slurm-named links to this binary, starts
+//! `drover-ctld` and one `drover-noded` per node on loopback, prints how to use it, and
+//! stops everything on Ctrl-C. Starting it again on the same directory recovers the
+//! state.
+//!
+//! ```text
+//! drover up [--nodes 4] [--dir ./drover-cluster] [--port 6917] [--config FILE]
+//! ```
 
-use std::process::ExitCode;
+use crate::opts::{self, OptSpec, flag, value};
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
-pub fn run(_args: &[String]) -> ExitCode {
-    eprintln!("up: not implemented yet");
-    ExitCode::from(1)
+const SPECS: &[OptSpec] = &[
+    value("nodes", Some('n')),
+    value("dir", Some('d')),
+    value("port", Some('p')),
+    value("config", Some('c')),
+    value("cpus", None),
+    value("memory", None),
+    value("gpus", None),
+    flag("help", Some('h')),
+];
+
+/// The embedded default config; `{…}` fields are filled in by `drover up`.
+const TEMPLATE: &str = r#"# Written by `drover up`: a local cluster on loopback. Edit and restart to change it.
+cluster_name = "drover"
+state_dir = "{state_dir}"
+
+[controller]
+addr = "127.0.0.1:{port}"
+heartbeat_interval_ms = 1000
+node_timeout_s = 10
+kill_wait_s = 5
+min_job_age_s = 300
+
+[[nodes]]
+names = "{nodes}"
+cpus = {cpus}
+memory = "{memory}"
+gpus = {gpus}
+gpu_type = "h100"
+
+[[partitions]]
+name = "debug"
+nodes = "ALL"
+default = true
+max_time = "UNLIMITED"
+default_time = "1:00:00"
+"#;
+
+pub struct Options {
+    pub nodes: u32,
+    pub dir: PathBuf,
+    pub port: u16,
+    pub config: Option<PathBuf>,
+    pub cpus: u32,
+    pub memory: String,
+    pub gpus: u32,
+}
+
+fn parse_args(args: &[String]) -> Result<Options> {
+    let p = opts::parse(SPECS, args, false)?;
+    if !p.positional.is_empty() {
+        bail!("unexpected argument `{}`", p.positional[0]);
+    }
+    let num = |key: &str, default: u32| -> Result<u32> {
+        p.get(key).map_or(Ok(default), |v| v.parse().with_context(|| format!("invalid --{key} `{v}`")))
+    };
+    let port = num("port", 6917)?;
+    let dir = PathBuf::from(p.get("dir").unwrap_or("drover-cluster"));
+    let dir = if dir.is_absolute() { dir } else { std::env::current_dir()?.join(dir) };
+    let memory = p.get("memory").unwrap_or("16G").to_string();
+    model::units::parse_memory_mb(&memory)?;
+    let nodes = num("nodes", 4)?;
+    if nodes == 0 || nodes > 256 {
+        bail!("--nodes must be between 1 and 256");
+    }
+    Ok(Options {
+        nodes,
+        dir,
+        port: u16::try_from(port).context("invalid --port")?,
+        config: p.get("config").map(PathBuf::from),
+        cpus: num("cpus", 8)?,
+        memory,
+        gpus: num("gpus", 4)?,
+    })
+}
+
+/// The config text for a local cluster.
+pub fn local_config(o: &Options) -> String {
+    TEMPLATE
+        .replace("{state_dir}", &o.dir.join("state").display().to_string())
+        .replace("{port}", &o.port.to_string())
+        .replace("{nodes}", &format!("node[1-{}]", o.nodes))
+        .replace("{cpus}", &o.cpus.to_string())
+        .replace("{memory}", &o.memory)
+        .replace("{gpus}", &o.gpus.to_string())
+}
+
+/// Finds a sibling binary of this one (cargo puts them side by side), else on PATH.
+fn sibling(name: &str) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join(name)))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// Writes the directory layout: config, bin/ with links, log/.
+pub fn prepare(o: &Options) -> Result<PathBuf> {
+    std::fs::create_dir_all(o.dir.join("bin"))?;
+    std::fs::create_dir_all(o.dir.join("log"))?;
+    let conf = o.dir.join("drover.toml");
+    match &o.config {
+        Some(src) => {
+            std::fs::copy(src, &conf).with_context(|| format!("cannot copy {}", src.display()))?;
+        }
+        None if !conf.exists() => std::fs::write(&conf, local_config(o))?,
+        None => {}
+    }
+    let text = std::fs::read_to_string(&conf)?;
+    model::Config::parse(&text, &conf.display().to_string())?;
+    let exe = std::env::current_exe()?;
+    for name in crate::COMMANDS.iter().chain(["drover"].iter()) {
+        let link = o.dir.join("bin").join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&exe, &link)?;
+    }
+    Ok(conf)
+}
+
+fn spawn(program: &Path, args: &[String], log: &Path) -> Result<Child> {
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("cannot start {}", program.display()))
+}
+
+fn wait_for_port(addr: &str, deadline: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < deadline {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+pub fn run(args: &[String]) -> ExitCode {
+    match up(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("drover up: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn up(args: &[String]) -> Result<()> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("usage: drover up [--nodes N] [--dir DIR] [--port PORT] [--config FILE] [--cpus N] [--memory SIZE] [--gpus N]");
+        return Ok(());
+    }
+    let o = parse_args(args)?;
+    let conf_path = prepare(&o)?;
+    let config = model::Config::parse(&std::fs::read_to_string(&conf_path)?, &conf_path.display().to_string())?;
+    let conf = conf_path.display().to_string();
+    let log = o.dir.join("log");
+    let ctld_addr = config.controller.addr.clone();
+    if std::net::TcpStream::connect(&ctld_addr).is_ok() {
+        bail!("something already listens on {ctld_addr}: another cluster is running (use --port)");
+    }
+    let mut children: Vec<(String, Child)> = Vec::new();
+    children.push((
+        "drover-ctld".into(),
+        spawn(&sibling("drover-ctld"), &["--config".into(), conf.clone()], &log.join("ctld.log"))?,
+    ));
+    if !wait_for_port(&ctld_addr, Duration::from_secs(20)) {
+        stop(&mut children);
+        bail!("the controller did not start; see {}", log.join("ctld.log").display());
+    }
+    let port: u16 = ctld_addr.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(o.port);
+    let nodes: Vec<String> = config.node_list().into_iter().map(|n| n.name).collect();
+    for (i, name) in nodes.iter().enumerate() {
+        let listen = format!("127.0.0.1:{}", u32::from(port) + 1 + i as u32);
+        let args = vec!["--config".into(), conf.clone(), "--name".into(), name.clone(), "--listen".into(), listen];
+        children.push((name.clone(), spawn(&sibling("drover-noded"), &args, &log.join(format!("{name}.log")))?));
+    }
+    println!("drover: local cluster `{}` is up: controller on {ctld_addr}, {} nodes", config.cluster_name, nodes.len());
+    println!("drover: state and logs under {}", o.dir.display());
+    println!("drover: to use it, run:  export PATH={}:$PATH", o.dir.join("bin").display());
+    println!("drover: press Ctrl-C to stop");
+    wait_for_stop(&mut children);
+    stop(&mut children);
+    println!("drover: stopped");
+    Ok(())
+}
+
+/// Blocks until SIGINT/SIGTERM, or until a daemon dies.
+fn wait_for_stop(children: &mut [(String, Child)]) {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    let _ = set.thread_block();
+    loop {
+        // Poll the children between short timed waits for a signal.
+        let ts = libc::timespec { tv_sec: 0, tv_nsec: 200_000_000 };
+        // SAFETY: `set` and `ts` are valid for the call; no siginfo is requested.
+        let sig = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &ts) };
+        if sig > 0 {
+            return;
+        }
+        for (name, child) in children.iter_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
+                eprintln!("drover: {name} exited ({status}); stopping the cluster");
+                return;
+            }
+        }
+    }
+}
+
+fn stop(children: &mut [(String, Child)]) {
+    // Node daemons first, then the controller.
+    for (_, child) in children.iter_mut().rev() {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for (_, child) in children.iter_mut() {
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_config_parses() {
+        let o = parse_args(&["--nodes".into(), "3".into(), "--dir".into(), "/x".into()]).unwrap();
+        let text = local_config(&o);
+        let c = model::Config::parse(&text, "t").unwrap();
+        assert_eq!(c.node_list().len(), 3);
+        assert_eq!(c.state_dir, "/x/state");
+        assert!(parse_args(&["--nodes".into(), "0".into()]).is_err());
+        assert!(parse_args(&["--bogus".into()]).is_err());
+    }
 }

@@ -1,0 +1,194 @@
+//! Telling node daemons what to do, after the decision is durable.
+//!
+//! Each effect becomes one RPC on its own task so the state owner never waits on a
+//! node. Clients are cached per node address. A launch that cannot be delivered comes
+//! back to the state owner as `Input::LaunchFailed`.
+
+use crate::core::Input;
+use crate::store::Store;
+use model::{ClusterState, JobId};
+use proto::v1;
+use proto::v1::node_agent_client::NodeAgentClient;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tonic::transport::{Channel, Endpoint};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Launch {
+        job_id: JobId,
+    },
+    /// 0 cancels (TERM, then KILL after KillWait).
+    Signal {
+        job_id: JobId,
+        signal: i32,
+        batch_only: bool,
+    },
+}
+
+pub struct Dispatcher {
+    clients: BTreeMap<String, NodeAgentClient<Channel>>,
+    inbox: mpsc::WeakSender<Input>,
+    cluster_name: String,
+    ctld_addr: String,
+    kill_wait_secs: u32,
+}
+
+impl Dispatcher {
+    pub fn new(
+        inbox: mpsc::WeakSender<Input>,
+        cluster_name: String,
+        ctld_addr: String,
+        kill_wait_secs: u32,
+    ) -> Dispatcher {
+        Dispatcher {
+            clients: BTreeMap::new(),
+            inbox,
+            cluster_name,
+            ctld_addr,
+            kill_wait_secs,
+        }
+    }
+
+    fn client(&mut self, addr: &str) -> Option<NodeAgentClient<Channel>> {
+        if let Some(c) = self.clients.get(addr) {
+            return Some(c.clone());
+        }
+        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+            .ok()?
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(10))
+            .tcp_nodelay(true);
+        let client = NodeAgentClient::new(endpoint.connect_lazy());
+        self.clients.insert(addr.to_string(), client.clone());
+        Some(client)
+    }
+
+    pub fn perform(&mut self, effect: Effect, state: &ClusterState, store: &Store) {
+        match effect {
+            Effect::Launch { job_id } => self.launch(job_id, state, store),
+            Effect::Signal {
+                job_id,
+                signal,
+                batch_only,
+            } => {
+                let Some(node) = batch_node(state, job_id) else {
+                    return;
+                };
+                let Some(addr) = state.nodes.get(&node).map(|n| n.addr.clone()) else {
+                    return;
+                };
+                let Some(mut client) = self.client(&addr) else {
+                    return;
+                };
+                let req = v1::SignalJobRequest {
+                    job_id,
+                    signal,
+                    batch_only,
+                    kill_wait_secs: self.kill_wait_secs,
+                };
+                tokio::spawn(async move {
+                    if let Err(e) = client.signal_job(req).await {
+                        tracing::warn!(job_id, node = %node, error = %e.message(), "signal not delivered");
+                    }
+                });
+            }
+        }
+    }
+
+    fn launch(&mut self, job_id: JobId, state: &ClusterState, store: &Store) {
+        let Some(job) = state.job(job_id) else { return };
+        let Some(alloc) = job.alloc.as_ref() else {
+            return;
+        };
+        let Some(first) = alloc.nodes.first() else {
+            return;
+        };
+        let node = first.node.clone();
+        let addr = state
+            .nodes
+            .get(&node)
+            .map(|n| n.addr.clone())
+            .unwrap_or_default();
+        let payload = match store.payload(job_id) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(job_id, error = %e, "cannot read the job script");
+                None
+            }
+        };
+        // An array task's payload is stored under the array's id.
+        let payload = payload.or_else(|| store.payload(job.array_job_id).ok().flatten());
+        let (count, min, max) = match &job.spec.array {
+            Some(a) => (
+                a.task_ids.len() as u32,
+                a.task_ids.first().copied().unwrap_or(0),
+                a.task_ids.last().copied().unwrap_or(0),
+            ),
+            None => (0, 0, 0),
+        };
+        let req = v1::LaunchJobRequest {
+            job_id,
+            spec: Some(proto::convert::spec_to_wire(&job.spec, payload.as_ref())),
+            cluster_name: self.cluster_name.clone(),
+            partition: job.spec.partition.clone(),
+            nodes: alloc.hostlist(),
+            num_nodes: alloc.nodes.len() as u32,
+            cpus_on_node: first.cpus,
+            mem_on_node_mb: first.mem_mb,
+            gpu_indices: first.gpus.clone(),
+            time_limit_secs: job
+                .time_limit_min
+                .map(|m| m.saturating_mul(60))
+                .unwrap_or(0),
+            array_job_id: job.array_job_id,
+            array_task_id: job.array_task_id,
+            array_task_count: count,
+            array_task_min: min,
+            array_task_max: max,
+            kill_wait_secs: self.kill_wait_secs,
+            restart_count: job.restart_count,
+            account: job.spec.account.clone(),
+            qos: if job.spec.qos.is_empty() {
+                "normal".into()
+            } else {
+                job.spec.qos.clone()
+            },
+            ctld_addr: self.ctld_addr.clone(),
+        };
+        let inbox = self.inbox.clone();
+        let client = self.client(&addr);
+        tokio::spawn(async move {
+            let result = match client {
+                Some(mut c) => c
+                    .launch_job(req)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.message().to_string()),
+                None => Err(format!("bad node address `{addr}`")),
+            };
+            if let Err(message) = result
+                && let Some(inbox) = inbox.upgrade()
+            {
+                let _ = inbox
+                    .send(Input::LaunchFailed {
+                        job_id,
+                        node,
+                        message,
+                    })
+                    .await;
+            }
+        });
+    }
+}
+
+fn batch_node(state: &ClusterState, job_id: JobId) -> Option<String> {
+    state
+        .job(job_id)?
+        .alloc
+        .as_ref()?
+        .nodes
+        .first()
+        .map(|n| n.node.clone())
+}

@@ -1,0 +1,133 @@
+//! drover-ctld, the controller: owns the cluster state, keeps it durable in sled,
+//! schedules, tells node daemons what to run, and answers clients.
+//!
+//! `core` is the single state owner, `store` the only code that touches sled,
+//! `service` the gRPC front, `dispatch` the RPCs to node daemons, `validate` the
+//! submit checks.
+
+pub mod core;
+pub mod dispatch;
+pub mod service;
+pub mod store;
+pub mod validate;
+
+use anyhow::Context;
+use model::{ClusterState, Config, NodeHealth};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+/// What `scontrol show config` prints, in order, with Slurm's key names.
+pub fn config_entries(config: &Config) -> Vec<(String, String)> {
+    let c = &config.controller;
+    let entries = [
+        (
+            "AccountingStorageType",
+            "accounting_storage/drover".to_string(),
+        ),
+        ("ClusterName", config.cluster_name.clone()),
+        ("KillWait", format!("{} sec", c.kill_wait_s)),
+        ("MaxArraySize", c.max_array_size.to_string()),
+        ("MaxJobCount", c.max_job_count.to_string()),
+        ("MinJobAge", format!("{} sec", c.min_job_age_s)),
+        ("PriorityType", "priority/basic".to_string()),
+        ("SchedulerType", "sched/builtin".to_string()),
+        ("SelectType", "select/cons_tres".to_string()),
+        ("SlurmctldHost[0]", c.addr.clone()),
+        ("SlurmdTimeout", format!("{} sec", c.node_timeout_s)),
+        ("SLURM_VERSION", "22.05.8".to_string()),
+        ("StateSaveLocation", config.state_dir.clone()),
+    ];
+    entries
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+/// Opens the store, restores the state and serves until the process is stopped.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let state_dir = PathBuf::from(&config.state_dir).join("ctld");
+    std::fs::create_dir_all(&state_dir)
+        .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
+    let started = std::time::Instant::now();
+    let store = Arc::new(store::Store::open(&state_dir.join("store"))?);
+    let loaded = store.load()?;
+    let mut state = ClusterState::new(config.node_list(), config.partition_list());
+    let now = core::unix_now();
+    for mut node in loaded.nodes {
+        // A node stays Unknown until its daemon registers again; the timeout runs from now.
+        node.health = if node.health == NodeHealth::Down && node.reason != "Not responding" {
+            NodeHealth::Down
+        } else {
+            NodeHealth::Unknown
+        };
+        if let Some(conf) = state.nodes.get(&node.name) {
+            node.cpus = conf.cpus.max(node.cpus);
+        }
+        state.restore_node(node);
+    }
+    for node in state.nodes.values_mut() {
+        node.last_heartbeat = now;
+    }
+    let job_count = loaded.jobs.len();
+    for job in loaded.jobs {
+        state.restore_job(job);
+    }
+    tracing::info!(
+        jobs = job_count,
+        load_ms = started.elapsed().as_millis() as u64,
+        "state restored"
+    );
+
+    let addr: std::net::SocketAddr = config
+        .controller
+        .addr
+        .parse()
+        .with_context(|| format!("bad controller address {}", config.controller.addr))?;
+    let config = Arc::new(config);
+    let (inbox_tx, inbox_rx) = mpsc::channel(65536);
+    let (snap_tx, snap_rx) = watch::channel(Arc::new(state.clone()));
+    let dispatcher = dispatch::Dispatcher::new(
+        inbox_tx.downgrade(),
+        config.cluster_name.clone(),
+        config.controller.addr.clone(),
+        config.controller.kill_wait_s,
+    );
+    let core = core::Core::new(state, config.clone(), store.clone(), snap_tx, dispatcher);
+    let core_task = tokio::spawn(core.run(inbox_rx));
+    let services = service::Services {
+        inbox: inbox_tx,
+        snapshot: snap_rx,
+        store,
+        config: config.clone(),
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    tracing::info!(addr = %addr, serving_ms = started.elapsed().as_millis() as u64, "controller serving");
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let limit = 64 << 20;
+    tonic::transport::Server::builder()
+        .add_service(
+            proto::v1::ctld_server::CtldServer::new(services.clone())
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(usize::MAX),
+        )
+        .add_service(proto::v1::node_control_server::NodeControlServer::new(
+            services,
+        ))
+        .serve_with_incoming_shutdown(incoming, shutdown_signal())
+        .await?;
+    core_task.abort();
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("signal handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("controller stopping");
+}

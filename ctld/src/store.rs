@@ -1,0 +1,189 @@
+//! The controller's durable state in sled: the only module that touches it.
+//!
+//! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
+//! written once at submit), `nodes` (name → node record), `meta`. Keys of jobs are
+//! big-endian ids, so a scan returns jobs in id order. Every record is postcard-encoded
+//! behind a one-byte format version. A batch of writes becomes durable with one
+//! `flush` (group commit): the caller acknowledges nothing before `commit` returns.
+
+use model::{Job, JobId, JobPayload, Node};
+use serde::{Serialize, de::DeserializeOwned};
+use std::path::Path;
+
+/// Format version of every record; bump it when a record's layout changes.
+const RECORD_VERSION: u8 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("state store: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("state store: cannot encode a record: {0}")]
+    Encode(postcard::Error),
+    #[error("state store: record {key} is corrupt or of an unknown version: {reason}")]
+    Decode { key: String, reason: String },
+}
+
+pub struct Store {
+    db: sled::Db,
+    jobs: sled::Tree,
+    payloads: sled::Tree,
+    nodes: sled::Tree,
+}
+
+/// What a restart loads.
+pub struct Loaded {
+    pub jobs: Vec<Job>,
+    pub nodes: Vec<Node>,
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
+    let mut out = vec![RECORD_VERSION];
+    out.extend(postcard::to_stdvec(value).map_err(StoreError::Encode)?);
+    Ok(out)
+}
+
+fn decode<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T, StoreError> {
+    match bytes.split_first() {
+        Some((&RECORD_VERSION, body)) => {
+            postcard::from_bytes(body).map_err(|e| StoreError::Decode {
+                key: key.to_string(),
+                reason: e.to_string(),
+            })
+        }
+        Some((v, _)) => Err(StoreError::Decode {
+            key: key.to_string(),
+            reason: format!("version {v}"),
+        }),
+        None => Err(StoreError::Decode {
+            key: key.to_string(),
+            reason: "empty".into(),
+        }),
+    }
+}
+
+/// Writes collected during one batch of inputs, made durable together.
+#[derive(Default)]
+pub struct WriteBatch {
+    jobs: sled::Batch,
+    payloads: sled::Batch,
+    nodes: sled::Batch,
+    pub len: usize,
+}
+
+impl WriteBatch {
+    pub fn put_job(&mut self, job: &Job) -> Result<(), StoreError> {
+        self.jobs.insert(&job.id.to_be_bytes(), encode(job)?);
+        self.len += 1;
+        Ok(())
+    }
+    pub fn put_payload(&mut self, id: JobId, payload: &JobPayload) -> Result<(), StoreError> {
+        self.payloads.insert(&id.to_be_bytes(), encode(payload)?);
+        self.len += 1;
+        Ok(())
+    }
+    pub fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
+        self.nodes.insert(node.name.as_bytes(), encode(node)?);
+        self.len += 1;
+        Ok(())
+    }
+}
+
+impl Store {
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let db = sled::Config::new()
+            .path(dir)
+            .mode(sled::Mode::HighThroughput)
+            .cache_capacity(64 << 20)
+            .open()?;
+        Ok(Store {
+            jobs: db.open_tree("jobs")?,
+            payloads: db.open_tree("payloads")?,
+            nodes: db.open_tree("nodes")?,
+            db,
+        })
+    }
+
+    /// Reads everything back after a restart.
+    pub fn load(&self) -> Result<Loaded, StoreError> {
+        let mut jobs = Vec::new();
+        for item in self.jobs.iter() {
+            let (k, v) = item?;
+            let id = u32::from_be_bytes(k.as_ref().try_into().unwrap_or_default());
+            jobs.push(decode(&format!("job {id}"), &v)?);
+        }
+        let mut nodes = Vec::new();
+        for item in self.nodes.iter() {
+            let (k, v) = item?;
+            nodes.push(decode(
+                &format!("node {}", String::from_utf8_lossy(&k)),
+                &v,
+            )?);
+        }
+        Ok(Loaded { jobs, nodes })
+    }
+
+    pub fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError> {
+        match self.payloads.get(id.to_be_bytes())? {
+            Some(v) => Ok(Some(decode(&format!("payload {id}"), &v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Applies a batch and waits until it is on disk.
+    pub async fn commit(&self, batch: WriteBatch) -> Result<(), StoreError> {
+        if batch.len == 0 {
+            return Ok(());
+        }
+        self.jobs.apply_batch(batch.jobs)?;
+        self.payloads.apply_batch(batch.payloads)?;
+        self.nodes.apply_batch(batch.nodes)?;
+        self.db.flush_async().await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::JobSpec;
+
+    #[tokio::test]
+    async fn records_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let mut batch = WriteBatch::default();
+            for id in [3, 1, 2] {
+                batch
+                    .put_job(&Job::new(id, JobSpec::default(), 5, None))
+                    .unwrap();
+            }
+            batch
+                .put_payload(
+                    1,
+                    &JobPayload {
+                        script: "#!/bin/sh\n".into(),
+                        env: vec![],
+                    },
+                )
+                .unwrap();
+            batch
+                .put_node(&Node::from_config("n1", 4, 100, vec![]))
+                .unwrap();
+            store.commit(batch).await.unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let loaded = store.load().unwrap();
+        let ids: Vec<u32> = loaded.jobs.iter().map(|j| j.id).collect();
+        assert_eq!(ids, vec![1, 2, 3]);
+        assert_eq!(loaded.nodes[0].name, "n1");
+        assert_eq!(store.payload(1).unwrap().unwrap().script, "#!/bin/sh\n");
+        assert!(store.payload(2).unwrap().is_none());
+    }
+
+    #[test]
+    fn rejects_unknown_versions() {
+        assert!(decode::<Job>("x", &[9, 1, 2]).is_err());
+        assert!(decode::<Job>("x", &[]).is_err());
+    }
+}

@@ -1,0 +1,227 @@
+//! Checks a submitted job against the cluster before it is accepted, with Slurm's
+//! error messages, and fills in what the controller decides (partition, time limit).
+//! Impossible requests are refused here; "cannot run yet" is a pending reason later.
+
+use model::{ClusterState, Config, JobPayload, JobSpec};
+
+/// Largest batch script accepted, as Slurm's default `max_script_size`.
+pub const MAX_SCRIPT_BYTES: usize = 4 << 20;
+
+/// A submit refused, with the text Slurm prints after "Batch job submission failed: ".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Rejected(pub String);
+
+fn reject<T>(msg: &str) -> Result<T, Rejected> {
+    Err(Rejected(msg.to_string()))
+}
+
+/// Validates and normalizes a spec; returns it with the partition resolved and the
+/// time limit in force (minutes, `None` = unlimited).
+pub fn check_submit(
+    state: &ClusterState,
+    config: &Config,
+    mut spec: JobSpec,
+    payload: &JobPayload,
+) -> Result<(JobSpec, Option<u32>), Rejected> {
+    if payload.script.len() > MAX_SCRIPT_BYTES {
+        return reject("Batch script is too large");
+    }
+    if !payload.script.starts_with("#!") {
+        return reject("Batch script is not a script (it must start with #!)");
+    }
+    if spec.work_dir.is_empty() {
+        return reject("Invalid working directory");
+    }
+    let partition = if spec.partition.is_empty() {
+        match state.default_partition() {
+            Some(p) => p,
+            None => return reject("No partition specified or system default partition"),
+        }
+    } else {
+        // `-p a,b` lists partitions; the first that exists is taken.
+        let found = spec
+            .partition
+            .split(',')
+            .find_map(|name| state.partition(name));
+        match found {
+            Some(p) => p,
+            None => return reject("Invalid partition name specified"),
+        }
+    };
+    if !partition.accepts_jobs() {
+        return reject("Partition in use is not accepting jobs (state INACTIVE or DRAIN)");
+    }
+    spec.partition = partition.name.clone();
+    spec.num_tasks = spec.num_tasks.max(1);
+    spec.cpus_per_task = spec.cpus_per_task.max(1);
+    spec.num_nodes = spec.num_nodes.max(1);
+    if spec.num_nodes > spec.num_tasks && spec.ntasks_per_node == 0 {
+        spec.num_tasks = spec.num_nodes;
+    }
+    if spec.mem_per_cpu_mb > 0 && spec.mem_per_node_mb > 0 {
+        return reject("--mem and --mem-per-cpu are mutually exclusive");
+    }
+    if spec.num_nodes as usize > partition.nodes.len()
+        || (partition.max_nodes > 0 && spec.num_nodes > partition.max_nodes)
+    {
+        return reject("Node count specification invalid");
+    }
+    if let Some(a) = &spec.array {
+        if a.task_ids.is_empty() {
+            return reject("Invalid job array specification");
+        }
+        if a.task_ids
+            .iter()
+            .any(|t| *t >= config.controller.max_array_size)
+        {
+            return reject("Invalid job array specification");
+        }
+    }
+    let time_limit = match (spec.time_limit_min, partition.max_time_min) {
+        (Some(t), Some(max)) if t > max => {
+            return reject("Requested time limit is invalid (missing or exceeds some limit)");
+        }
+        (Some(0), _) => {
+            return reject("Requested time limit is invalid (missing or exceeds some limit)");
+        }
+        (Some(t), _) => Some(t),
+        (None, _) => partition.default_time_min,
+    };
+    if !spec.dependency.is_empty() {
+        let dep = sched::dependency::parse(&spec.dependency)
+            .map_err(|_| Rejected("Job dependency problem".into()))?;
+        if !sched::dependency::unknown_jobs(state, &dep).is_empty() {
+            return reject("Job dependency problem");
+        }
+    }
+    if let Some(list) = (!spec.nodelist.is_empty()).then_some(&spec.nodelist) {
+        let names = model::hostlist::expand(list).map_err(|e| Rejected(e.to_string()))?;
+        if names.iter().any(|n| !partition.nodes.contains(n)) {
+            return reject("Requested node configuration is not available");
+        }
+    }
+    model::hostlist::expand(&spec.exclude).map_err(|e| Rejected(e.to_string()))?;
+    let req = sched::per_node_request(&model::Job::new(0, spec.clone(), 0, None));
+    let able = partition
+        .nodes
+        .iter()
+        .filter_map(|n| state.nodes.get(n))
+        .filter(|n| sched::node_could_fit(n, &req))
+        .count();
+    if (able as u32) < spec.num_nodes {
+        return reject("Requested node configuration is not available");
+    }
+    Ok((spec, time_limit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> (ClusterState, Config) {
+        let config = Config::parse(
+            r#"
+[[nodes]]
+names = "n[1-2]"
+cpus = 4
+memory = "4G"
+gpus = 2
+gpu_type = "h100"
+[[partitions]]
+name = "debug"
+nodes = "n[1-2]"
+max_time = "1:00:00"
+default_time = "10"
+"#,
+            "t",
+        )
+        .unwrap();
+        (
+            ClusterState::new(config.node_list(), config.partition_list()),
+            config,
+        )
+    }
+
+    fn spec() -> (JobSpec, JobPayload) {
+        let spec = JobSpec {
+            work_dir: "/tmp".into(),
+            ..JobSpec::default()
+        };
+        (
+            spec,
+            JobPayload {
+                script: "#!/bin/sh\ntrue\n".into(),
+                env: vec![],
+            },
+        )
+    }
+
+    #[test]
+    fn fills_defaults() {
+        let (s, c) = state();
+        let (sp, p) = spec();
+        let (out, limit) = check_submit(&s, &c, sp, &p).unwrap();
+        assert_eq!(out.partition, "debug");
+        assert_eq!(limit, Some(10));
+        assert_eq!(out.num_tasks, 1);
+    }
+
+    #[test]
+    fn refuses_impossible_requests() {
+        let (s, c) = state();
+        type Change = Box<dyn Fn(&mut JobSpec)>;
+        let cases: Vec<(Change, &str)> = vec![
+            (
+                Box::new(|j| j.partition = "nope".into()),
+                "Invalid partition name specified",
+            ),
+            (
+                Box::new(|j| j.time_limit_min = Some(61)),
+                "Requested time limit is invalid",
+            ),
+            (
+                Box::new(|j| j.cpus_per_task = 5),
+                "Requested node configuration is not available",
+            ),
+            (
+                Box::new(|j| j.mem_per_node_mb = 5000),
+                "Requested node configuration is not available",
+            ),
+            (
+                Box::new(|j| j.gpus_per_node = 3),
+                "Requested node configuration is not available",
+            ),
+            (Box::new(|j| j.gpu_type = "a100".into()), ""),
+            (
+                Box::new(|j| j.num_nodes = 3),
+                "Node count specification invalid",
+            ),
+            (
+                Box::new(|j| j.dependency = "afterok:99".into()),
+                "Job dependency problem",
+            ),
+            (
+                Box::new(|j| j.dependency = "whenever".into()),
+                "Job dependency problem",
+            ),
+        ];
+        for (change, want) in cases {
+            let (mut sp, p) = spec();
+            change(&mut sp);
+            let got = check_submit(&s, &c, sp.clone(), &p);
+            if want.is_empty() {
+                assert!(got.is_ok(), "{sp:?}");
+            } else {
+                let e = got.unwrap_err();
+                assert!(e.0.starts_with(want), "{e} for {sp:?}");
+            }
+        }
+        let (sp, _) = spec();
+        let bad = JobPayload {
+            script: "echo hi\n".into(),
+            env: vec![],
+        };
+        assert!(check_submit(&s, &c, sp, &bad).is_err());
+    }
+}
