@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod commands;
+pub mod format;
 pub mod opts;
 
 use std::process::ExitCode;

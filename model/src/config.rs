@@ -362,3 +362,26 @@ max_time = "1:00:00"
         assert!(e.message.contains("unknown node n3"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod sample_tests {
+    use super::*;
+
+    /// Every sample config in `conf/` parses and describes a usable cluster.
+    #[test]
+    fn samples_parse() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let c = Config::parse(&text, &path.display().to_string()).unwrap();
+                assert!(!c.node_list().is_empty(), "{}", path.display());
+                assert_eq!(c.partition_list().iter().filter(|p| p.is_default).count(), 1);
+                seen += 1;
+            }
+        }
+        assert!(seen >= 1);
+    }
+}

@@ -1,1 +1,362 @@
-//! placeholder
+//! A harness that starts a real Drover cluster for a test: `drover-ctld` and several
+//! `drover-noded` processes on loopback ports, with their state in a temporary
+//! directory, and runs the real CLI (through Slurm-named links) against it.
+//!
+//! Waits poll with a deadline; nothing sleeps a fixed time to synchronize. On drop the
+//! daemons and every job process started under the cluster's directory are killed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The directory holding the built binaries (`target/debug`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let mut dir = exe.parent().expect("deps dir").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    for name in ["drover", "drover-ctld", "drover-noded"] {
+        assert!(
+            dir.join(name).exists(),
+            "{} is missing: build the binaries first (cargo build --workspace --bins)",
+            dir.join(name).display()
+        );
+    }
+    dir
+}
+
+/// Ports nobody listens on right now.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<std::net::TcpListener> =
+        (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
+    listeners.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+/// Polls `f` every 20 ms until it returns true or the deadline passes.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if start.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    pub nodes: usize,
+    pub cpus: u32,
+    pub memory: String,
+    pub gpus: u32,
+    pub node_timeout_s: u32,
+    pub kill_wait_s: u32,
+    pub min_job_age_s: u32,
+    /// More TOML appended to the generated config (extra partitions, ...).
+    pub extra: String,
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        ClusterSpec {
+            nodes: 3,
+            cpus: 4,
+            memory: "8G".into(),
+            gpus: 2,
+            node_timeout_s: 5,
+            kill_wait_s: 2,
+            min_job_age_s: 300,
+            extra: String::new(),
+        }
+    }
+}
+
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub conf: PathBuf,
+    /// Holds `sbatch`, `squeue`, ... links to the `drover` binary.
+    pub bin: PathBuf,
+    /// Where tests submit from and jobs write their output by default.
+    pub work: PathBuf,
+    pub ctld_addr: String,
+    pub node_names: Vec<String>,
+    node_ports: Vec<u16>,
+    ctld: Mutex<Option<Child>>,
+    nodes: Mutex<Vec<Option<Child>>>,
+    binaries: PathBuf,
+}
+
+impl Cluster {
+    pub fn start(spec: ClusterSpec) -> Cluster {
+        let binaries = bin_dir();
+        let dir = tempfile::Builder::new().prefix("drover-test-").tempdir().expect("tempdir");
+        let ports = free_ports(spec.nodes + 1);
+        let node_names: Vec<String> = (1..=spec.nodes).map(|i| format!("tn{i}")).collect();
+        let conf = dir.path().join("drover.toml");
+        let text = format!(
+            r#"cluster_name = "test"
+state_dir = "{state}"
+[controller]
+addr = "127.0.0.1:{port}"
+heartbeat_interval_ms = 500
+node_timeout_s = {timeout}
+kill_wait_s = {kill_wait}
+min_job_age_s = {min_age}
+[[nodes]]
+names = "tn[1-{n}]"
+cpus = {cpus}
+memory = "{memory}"
+gpus = {gpus}
+gpu_type = "h100"
+[[partitions]]
+name = "debug"
+nodes = "ALL"
+default = true
+max_time = "1:00:00"
+default_time = "10:00"
+{extra}
+"#,
+            state = dir.path().join("state").display(),
+            port = ports[0],
+            timeout = spec.node_timeout_s,
+            kill_wait = spec.kill_wait_s,
+            min_age = spec.min_job_age_s,
+            n = spec.nodes,
+            cpus = spec.cpus,
+            memory = spec.memory,
+            gpus = spec.gpus,
+            extra = spec.extra,
+        );
+        std::fs::write(&conf, text).unwrap();
+        let bin = dir.path().join("bin");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(dir.path().join("log")).unwrap();
+        for name in ["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "drover"] {
+            std::os::unix::fs::symlink(binaries.join("drover"), bin.join(name)).unwrap();
+        }
+        let cluster = Cluster {
+            ctld_addr: format!("127.0.0.1:{}", ports[0]),
+            node_ports: ports[1..].to_vec(),
+            nodes: Mutex::new((0..spec.nodes).map(|_| None).collect()),
+            node_names,
+            conf,
+            bin,
+            work,
+            dir,
+            ctld: Mutex::new(None),
+            binaries,
+        };
+        cluster.start_ctld();
+        for i in 0..spec.nodes {
+            cluster.start_node(i);
+        }
+        let n = spec.nodes;
+        let up = wait_until(Duration::from_secs(30), || {
+            let out = cluster.run(&["sinfo", "-h", "-N", "-o", "%N %T"]);
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.ends_with("idle")).count() == n
+        });
+        assert!(up, "cluster did not come up; logs:\n{}", cluster.logs());
+        cluster
+    }
+
+    fn log_file(&self, name: &str) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("log").join(format!("{name}.log")))
+            .unwrap()
+    }
+
+    fn spawn_daemon(&self, program: &str, args: &[String], log: &str) -> Child {
+        let out = self.log_file(log);
+        Command::new(self.binaries.join(program))
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"))
+    }
+
+    pub fn start_ctld(&self) {
+        let args = vec!["--config".to_string(), self.conf.display().to_string()];
+        *self.ctld.lock().unwrap() = Some(self.spawn_daemon("drover-ctld", &args, "ctld"));
+        let addr = self.ctld_addr.clone();
+        let up = wait_until(Duration::from_secs(30), || std::net::TcpStream::connect(&addr).is_ok());
+        assert!(up, "controller did not start; logs:\n{}", self.logs());
+    }
+
+    pub fn start_node(&self, i: usize) {
+        let args = vec![
+            "--config".to_string(),
+            self.conf.display().to_string(),
+            "--name".to_string(),
+            self.node_names[i].clone(),
+            "--listen".to_string(),
+            format!("127.0.0.1:{}", self.node_ports[i]),
+        ];
+        let name = self.node_names[i].clone();
+        let child = self.spawn_daemon("drover-noded", &args, &name);
+        self.nodes.lock().unwrap()[i] = Some(child);
+    }
+
+    /// `kill -9` the controller.
+    pub fn kill_ctld(&self) {
+        let child = self.ctld.lock().unwrap().take();
+        if let Some(mut c) = child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// `kill -9` a node daemon (its jobs keep running under their supervisors).
+    pub fn kill_node(&self, i: usize) {
+        let child = self.nodes.lock().unwrap()[i].take();
+        if let Some(mut c) = child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Runs a command (`sbatch`, `squeue`, ...) from the work directory.
+    pub fn command(&self, name: &str) -> Command {
+        let mut c = Command::new(self.bin.join(name));
+        c.current_dir(&self.work).env("DROVER_CONF", &self.conf);
+        c.env("PATH", format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default()));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("SLURM_") || k.starts_with("SBATCH_") {
+                c.env_remove(k);
+            }
+        }
+        c
+    }
+
+    pub fn run(&self, argv: &[&str]) -> Output {
+        self.command(argv[0]).args(&argv[1..]).stdin(Stdio::null()).output().expect("run command")
+    }
+
+    /// Runs a command with `input` on its stdin.
+    pub fn run_with_stdin(&self, argv: &[&str], input: &str) -> Output {
+        let mut child = self
+            .command(argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs a command that must succeed; returns its stdout.
+    pub fn ok(&self, argv: &[&str]) -> String {
+        let out = self.run(argv);
+        assert!(
+            out.status.success(),
+            "{argv:?} failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Submits a script body (a `#!/bin/sh` line is added) with extra sbatch args.
+    pub fn sbatch(&self, args: &[&str], body: &str) -> u32 {
+        let script = self.work.join(format!("job-{}.sh", unique()));
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+        let mut argv = vec!["sbatch", "--parsable"];
+        argv.extend_from_slice(args);
+        let path = script.display().to_string();
+        argv.push(&path);
+        let out = self.ok(&argv);
+        out.trim().split(';').next().unwrap().parse().unwrap_or_else(|_| panic!("sbatch printed `{out}`"))
+    }
+
+    /// The state of a job as `squeue -t all` (or `sacct` once gone) reports it.
+    pub fn state(&self, id: u32) -> String {
+        let out = self.ok(&["sacct", "-n", "-X", "-P", "-o", "State", "-j", &id.to_string()]);
+        out.lines().next().unwrap_or("").trim().to_string()
+    }
+
+    /// Waits until the job's state starts with `want`; panics with logs otherwise.
+    pub fn wait_state(&self, id: u32, want: &str, timeout: Duration) {
+        let mut last = String::new();
+        let ok = wait_until(timeout, || {
+            last = self.state(id);
+            last.starts_with(want)
+        });
+        assert!(ok, "job {id}: wanted {want}, last state `{last}`; logs:\n{}", self.logs());
+    }
+
+    /// All daemon logs, for failure messages.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        if let Ok(entries) = std::fs::read_dir(self.dir.path().join("log")) {
+            let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+            paths.sort();
+            for p in paths {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                out.push_str(&format!("--- {}\n", p.display()));
+                for l in tail.into_iter().rev() {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.kill_ctld();
+        for i in 0..self.node_names.len() {
+            self.kill_node(i);
+        }
+        kill_processes_under(self.dir.path());
+    }
+}
+
+/// Kills every process whose command line mentions `dir` (job supervisors and the jobs
+/// they run), with their process groups.
+pub fn kill_processes_under(dir: &Path) {
+    let needle = dir.display().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    for e in entries.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) && pid != std::process::id() as i32 {
+            // SAFETY: plain signal sends to processes this test started.
+            unsafe {
+                let pgid = libc::getpgid(pid);
+                if pgid > 1 && pgid != libc::getpgrp() {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}

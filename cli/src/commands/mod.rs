@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod bench;
 pub mod sacct;
 pub mod sbatch;
 pub mod scancel;
@@ -7,7 +8,9 @@ pub mod scontrol;
 pub mod sinfo;
 pub mod squeue;
 pub mod srun;
+pub mod submit_opts;
 pub mod up;
+pub mod util;
 
 use std::process::ExitCode;
 
@@ -24,6 +27,7 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "sacct" => sacct::run(args),
         "srun" => srun::run(args),
         "up" => up::run(args),
+        "bench" => bench::run(args),
         _ => {
             eprintln!("drover: unknown command `{command}`");
             ExitCode::from(2)

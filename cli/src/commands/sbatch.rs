@@ -1,8 +1,546 @@
-//! `sbatch` (not yet written).
+//! `sbatch`: submits a batch script.
+//!
+//! The script comes from a file argument, from stdin (no argument, or `/dev/stdin`), or
+//! from `--wrap=CMD`; its text travels in the request, so the file may be deleted as soon
+//! as sbatch returns. Options come from `#SBATCH` lines, then `SBATCH_*` variables, then
+//! the command line, each overriding the one before. On success it prints
+//! `Submitted batch job N` (or `N` with `--parsable`); `--wait` then follows the job to
+//! its end and exits with its exit code; `--test-only` asks for an estimate and stores
+//! nothing.
+//!
+//! `prepare` is the pure part (arguments, script text and environment in, request out);
+//! `run` adds the files, the clock and the controller.
 
+use super::submit_opts::{
+    self, SBATCH_ENV, SBATCH_OPTS, Source, SubmitCtx, SubmitOpts, build_spec, directive_words,
+};
+use super::util::{self, CliError};
+use crate::{client, opts};
+use proto::v1;
+use std::io::Read;
 use std::process::ExitCode;
 
-pub fn run(_args: &[String]) -> ExitCode {
-    eprintln!("sbatch: not implemented yet");
-    ExitCode::from(1)
+const PROG: &str = "sbatch";
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Prepared {
+    Help,
+    Usage,
+    Version,
+    Submit(Box<Submission>),
+}
+
+/// A request ready to send, with how to report it.
+#[derive(Debug)]
+pub struct Submission {
+    pub spec: v1::JobSpec,
+    pub parsable: bool,
+    pub wait: bool,
+    pub test_only: bool,
+    pub quiet: bool,
+    pub clusters: Option<String>,
+}
+
+/// Checks a script as Slurm does before anything is sent.
+pub fn check_script(script: &str) -> Result<(), CliError> {
+    let err = |lines: &[&str]| CliError {
+        lines: lines.iter().map(|l| format!("{PROG}: error: {l}")).collect(),
+        code: 1,
+    };
+    if script.is_empty() {
+        return Err(err(&["Batch script is empty!"]));
+    }
+    if script.trim().is_empty() {
+        return Err(err(&["Batch script contains only whitespace!"]));
+    }
+    if !script.starts_with("#!") {
+        return Err(err(&[
+            "This does not look like a batch script.  The first",
+            "line must start with #! followed by the path to an interpreter.",
+            "For instance: #!/bin/sh",
+        ]));
+    }
+    if script.contains("\r\n") {
+        return Err(err(&[
+            "Batch script contains DOS line breaks (\\r\\n)",
+            "instead of expected UNIX line breaks (\\n).",
+        ]));
+    }
+    Ok(())
+}
+
+/// The script `--wrap` stands for.
+pub fn wrap_script(cmd: &str) -> String {
+    format!("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{cmd}\n")
+}
+
+/// Arguments, script and environment → the request. `read_script` is given the script
+/// path (`None`: stdin) and returns its text or the error to print.
+pub fn prepare(
+    args: &[String],
+    ctx: &SubmitCtx,
+    read_script: &mut dyn FnMut(Option<&str>) -> Result<String, CliError>,
+) -> Result<Prepared, CliError> {
+    let cli = opts::parse(&SBATCH_OPTS, args, true).map_err(|e| CliError::usage(PROG, &e))?;
+    if cli.has("help") {
+        return Ok(Prepared::Help);
+    }
+    if cli.has("usage") {
+        return Ok(Prepared::Usage);
+    }
+    if cli.has("version") {
+        return Ok(Prepared::Version);
+    }
+    let wrap = cli.get("wrap").map(str::to_string);
+    let (script, script_args, default_name) = match &wrap {
+        Some(cmd) => {
+            if !cli.positional.is_empty() {
+                return Err(CliError::error(PROG, "Script arguments not permitted with --wrap option"));
+            }
+            (wrap_script(cmd), Vec::new(), "wrap".to_string())
+        }
+        None => {
+            let path = cli.positional.first().map(String::as_str);
+            let text = read_script(path)?;
+            let name = match path {
+                Some(p) => util::basename(p).to_string(),
+                None => "sbatch".to_string(),
+            };
+            (text, cli.positional.iter().skip(1).cloned().collect(), name)
+        }
+    };
+    check_script(&script)?;
+
+    let mut o = SubmitOpts::default();
+    if wrap.is_none() {
+        let words = directive_words(&script);
+        let parsed = opts::parse(&SBATCH_OPTS, &words, false).map_err(|e| CliError::usage(PROG, &e))?;
+        if let Some(stray) = parsed.positional.first() {
+            return Err(CliError::error(PROG, format!("Invalid directive found in batch script: {stray}"))
+                .with_code(255));
+        }
+        o.apply_all(PROG, &parsed.opts, Source::Script)?;
+    }
+    let env_opts = submit_opts::env_options(ctx.env, SBATCH_ENV, &SBATCH_OPTS);
+    o.apply_all(PROG, &env_opts, Source::Env)?;
+    o.apply_all(PROG, &cli.opts, Source::Cli)?;
+
+    if o.output.is_none() {
+        o.output = Some(if o.array.is_some() { "slurm-%A_%a.out" } else { "slurm-%j.out" }.into());
+    }
+    let spec = build_spec(&o, PROG, ctx, script, script_args, &default_name)?;
+    Ok(Prepared::Submit(Box::new(Submission {
+        spec,
+        parsable: o.parsable,
+        wait: o.wait,
+        test_only: o.test_only,
+        quiet: o.quiet,
+        clusters: o.clusters,
+    })))
+}
+
+const HELP: &str = "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]
+
+Parallel run options:
+  -a, --array=indexes         job array index values
+  -A, --account=name          charge job to specified account
+  -b, --begin=time            defer job until HH:MM MM/DD/YY
+      --comment=name          arbitrary comment
+  -c, --cpus-per-task=ncpus   number of cpus required per task
+  -d, --dependency=type:jobid[:time] defer job until condition on jobid is satisfied
+  -D, --chdir=directory       set working directory for batch script
+  -e, --error=err             file for batch script's standard error
+      --export[=names]        specify environment variables to export
+  -H, --hold                  submit job in held state
+  -i, --input=in              file for batch script's standard input
+  -J, --job-name=jobname      name of job
+  -n, --ntasks=ntasks         number of tasks to run
+      --nice[=value]          decrease scheduling priority by value
+  -N, --nodes=N               number of nodes on which to run (N = min[-max])
+  -o, --output=out            file for batch script's standard output
+      --open-mode=append|truncate  how to open the output and error files
+  -p, --partition=partition   partition requested
+      --parsable              outputs only the jobid and cluster name (if present)
+  -q, --qos=qos               quality of service
+  -Q, --quiet                 quiet mode (suppress informational messages)
+      --requeue               if set, permit the job to be requeued
+      --signal=[R|B:]num[@time] send signal when time limit within time seconds
+  -t, --time=minutes          time limit
+      --test-only             validate the request and estimate the start, submit nothing
+  -W, --wait                  wait for completion of submitted job
+      --wrap[=command string] wrap command string in a sh script and submit
+
+Constraint options:
+  -C, --constraint=list       specify a list of constraints
+      --mem=MB                minimum amount of real memory
+      --mem-per-cpu=MB        maximum amount of real memory per allocated cpu
+  -w, --nodelist=hosts...     request a specific list of hosts
+  -x, --exclude=hosts...      exclude a specific list of hosts
+      --exclusive             allocate nodes in exclusive mode
+
+GPU scheduling options:
+      --cpus-per-gpu=n        number of CPUs required per allocated GPU
+  -G, --gpus=n                count of GPUs required for the job
+      --gpus-per-node=n       number of GPUs required per allocated node
+      --gpus-per-task=n       number of GPUs required per spawned task
+      --gres=list             required generic resources
+      --mem-per-gpu=n         real memory required per allocated GPU
+
+Help options:
+  -h, --help                  show this help message
+      --usage                 display brief usage message
+
+Other options:
+  -V, --version               output version information and exit
+";
+
+const USAGE: &str = "Usage: sbatch [-N nnodes] [-n ntasks] [-c ncpus] [-p partition] [-A account]
+              [-t minutes] [-J jobname] [-o out] [-e err] [-a array] [-d dependency]
+              [--mem=MB] [--gpus=n] [--gres=list] [--export[=names]] [--wrap=cmd]
+              [--parsable] [--wait] [--hold] executable [args...]
+";
+
+fn read_script(path: Option<&str>) -> Result<String, CliError> {
+    let mut bytes = Vec::new();
+    let res = match path {
+        None | Some("-") => std::io::stdin().read_to_end(&mut bytes).map(|_| ()),
+        Some(p) => std::fs::read(p).map(|b| bytes = b),
+    };
+    match res {
+        Ok(()) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(_) => Err(CliError::error(
+            PROG,
+            format!("Unable to open file {}", path.unwrap_or("stdin")),
+        )),
+    }
+}
+
+/// The process environment as text.
+pub fn environment() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .collect()
+}
+
+/// The current directory, as the shell names it when it can (`$PWD`), else resolved.
+pub fn current_dir() -> String {
+    let real = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
+    match std::env::var("PWD") {
+        Ok(pwd)
+            if pwd.starts_with('/')
+                && std::fs::canonicalize(&pwd).ok().map(|p| p.display().to_string())
+                    == std::fs::canonicalize(&real).ok().map(|p| p.display().to_string()) =>
+        {
+            pwd
+        }
+        _ => real,
+    }
+}
+
+/// The largest array index + 1 the cluster takes, from the client's config.
+pub fn max_array_size() -> u32 {
+    client::load_config().map(|c| c.controller.max_array_size).unwrap_or(1001)
+}
+
+pub fn run(args: &[String]) -> ExitCode {
+    let env = environment();
+    let cwd = current_dir();
+    let (user, uid, gid) = client::current_user();
+    let host = util::hostname();
+    let ctx = SubmitCtx {
+        env: &env,
+        cwd: &cwd,
+        user: &user,
+        uid,
+        gid,
+        host: &host,
+        now: util::now(),
+        max_array_size: max_array_size(),
+        to_local: &util::to_local,
+        from_local: &util::from_local,
+    };
+    let sub = match prepare(args, &ctx, &mut read_script) {
+        Ok(Prepared::Help) => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Prepared::Usage) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Prepared::Version) => {
+            println!("slurm 22.05.8");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Prepared::Submit(s)) => *s,
+        Err(e) => return e.report(),
+    };
+    client::runtime().block_on(submit(sub))
+}
+
+async fn submit(sub: Submission) -> ExitCode {
+    let fail = |msg: String| CliError::error(PROG, format!("Batch job submission failed: {msg}")).report();
+    let mut client = match util::connect().await {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let cpus = sub.spec.num_tasks.max(1) * sub.spec.cpus_per_task.max(1);
+    let mut partition = sub.spec.partition.clone();
+    let req = v1::SubmitJobRequest { spec: Some(sub.spec), test_only: sub.test_only };
+    let reply = match client.submit_job(req).await {
+        Ok(r) => r.into_inner(),
+        Err(s) => return fail(util::status_text(&s)),
+    };
+    if sub.test_only {
+        if partition.is_empty()
+            && let Ok(parts) = client.list_partitions(v1::ListPartitionsRequest {}).await
+        {
+            partition = parts
+                .into_inner()
+                .partitions
+                .into_iter()
+                .find(|p| p.is_default)
+                .map(|p| p.name)
+                .unwrap_or_default();
+        }
+        eprintln!(
+            "{PROG}: Job {} to start at {} using {} processors on nodes {} in partition {}",
+            reply.job_id,
+            client::format_time(reply.estimated_start),
+            cpus,
+            reply.estimated_nodes,
+            partition
+        );
+        return ExitCode::SUCCESS;
+    }
+    let cluster = sub.clusters.as_ref().map(|c| {
+        if reply.cluster_name.is_empty() { c.clone() } else { reply.cluster_name.clone() }
+    });
+    if sub.parsable {
+        match &cluster {
+            Some(c) => println!("{};{}", reply.job_id, c),
+            None => println!("{}", reply.job_id),
+        }
+    } else if !sub.quiet {
+        match &cluster {
+            Some(c) => println!("Submitted batch job {} on cluster {}", reply.job_id, c),
+            None => println!("Submitted batch job {}", reply.job_id),
+        }
+    }
+    if !sub.wait {
+        return ExitCode::SUCCESS;
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    match util::wait_for_job(&mut client, reply.job_id).await {
+        Ok(jobs) if jobs.is_empty() => {
+            CliError::error(PROG, format!("Job {} no longer found and exit code not found", reply.job_id))
+                .report()
+        }
+        Ok(jobs) => ExitCode::from(util::wait_exit_code(&jobs).clamp(0, 255) as u8),
+        Err(e) => CliError::error(PROG, e).report(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::submit_opts::tests::{NOW, utc_from, utc_to};
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn env(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    fn prep_env(args: &[&str], script: &str, vars: &[(&str, &str)]) -> Result<Submission, CliError> {
+        let env = env(vars);
+        let ctx = SubmitCtx {
+            env: &env,
+            cwd: "/work/dir",
+            user: "ada",
+            uid: 1000,
+            gid: 100,
+            host: "login1",
+            now: NOW,
+            max_array_size: 1001,
+            to_local: &utc_to,
+            from_local: &utc_from,
+        };
+        let script = script.to_string();
+        let mut read = |p: Option<&str>| -> Result<String, CliError> {
+            match p {
+                Some("missing.sh") => Err(CliError::error(PROG, "Unable to open file missing.sh")),
+                _ => Ok(script.clone()),
+            }
+        };
+        match prepare(&s(args), &ctx, &mut read)? {
+            Prepared::Submit(sub) => Ok(*sub),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn prep(args: &[&str], script: &str) -> Result<Submission, CliError> {
+        prep_env(args, script, &[("PATH", "/usr/bin"), ("SLURM_CONF", "/x")])
+    }
+
+    fn err(args: &[&str], script: &str) -> Vec<String> {
+        prep(args, script).unwrap_err().lines
+    }
+
+    #[test]
+    fn submitit_script() {
+        let script = "#!/bin/bash\n\n# Parameters\n#SBATCH --array=0-3%2\n#SBATCH --cpus-per-task=1\n#SBATCH --error=/d/%A_%a_0_log.err\n#SBATCH --job-name=submitit\n#SBATCH --mem=1GB\n#SBATCH --nodes=1\n#SBATCH --open-mode=append\n#SBATCH --output=/d/%A_%a_0_log.out\n#SBATCH --partition=debug\n#SBATCH --signal=USR2@90\n#SBATCH --time=5\n#SBATCH --wckey=submitit\n\n# command\nexport SUBMITIT_EXECUTOR=slurm\nsrun --unbuffered --output /d/%j/%j_%t_log.out python -u -m submitit.core._submit /d\n";
+        let sub = prep(&["/d/submission_file.sh"], script).unwrap();
+        let sp = &sub.spec;
+        assert_eq!(sp.name, "submitit");
+        assert_eq!(sp.array.as_ref().unwrap().task_ids, vec![0, 1, 2, 3]);
+        assert_eq!(sp.array.as_ref().unwrap().max_running, 2);
+        assert_eq!((sp.cpus_per_task, sp.num_nodes, sp.num_tasks), (1, 1, 1));
+        assert_eq!(sp.mem_per_node_mb, 1024);
+        assert!(sp.open_mode_append);
+        assert_eq!(sp.stdout_pattern, "/d/%A_%a_0_log.out");
+        assert_eq!(sp.stderr_pattern, "/d/%A_%a_0_log.err");
+        assert_eq!(sp.partition, "debug");
+        let sig = sp.signal.unwrap();
+        assert_eq!((sig.signal, sig.seconds_before_end, sig.batch_only), (libc::SIGUSR2, 90, false));
+        assert_eq!(sp.time_limit_min, 5);
+        assert_eq!(sp.wckey, "submitit");
+        assert_eq!(sp.script, script);
+        assert_eq!((sp.uid, sp.gid, sp.user.as_str()), (1000, 100, "ada"));
+        assert_eq!(sp.submit_host, "login1");
+        assert_eq!(sp.work_dir, "/work/dir");
+        assert!(sp.requeue);
+        assert!(!sub.parsable && !sub.wait);
+    }
+
+    #[test]
+    fn dask_script() {
+        let script = "#!/usr/bin/env bash\n\n#SBATCH -J dask-worker\n#SBATCH -e /l/dask-worker-%J.err\n#SBATCH -o /l/dask-worker-%J.out\n#SBATCH -p debug\n#SBATCH -A acct\n#SBATCH -n 1\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=954M\n#SBATCH -t 00:10:00\n\npython -m distributed.cli.dask_worker tcp://127.0.0.1:1234\n";
+        let sp = prep(&["/tmp/tmpabc.sh"], script).unwrap().spec;
+        assert_eq!(sp.name, "dask-worker");
+        assert_eq!((sp.account.as_str(), sp.partition.as_str()), ("acct", "debug"));
+        assert_eq!((sp.num_tasks, sp.cpus_per_task, sp.mem_per_node_mb, sp.time_limit_min), (1, 1, 954, 10));
+        assert_eq!(sp.stdout_pattern, "/l/dask-worker-%J.out");
+    }
+
+    #[test]
+    fn snakemake_wrap() {
+        let args = [
+            "--parsable", "--job-name", "uuid-1", "--output", "/w/%j.log", "--export=ALL", "--comment",
+            "rule_make", "-p", "debug", "-t", "5", "--mem", "200", "--ntasks=1", "--cpus-per-task=1",
+            "-D", "/w", "--wrap=python -m snakemake --executor slurm-jobstep",
+        ];
+        let sub = prep(&args, "").unwrap();
+        assert!(sub.parsable);
+        let sp = sub.spec;
+        assert_eq!(sp.script, "#!/bin/sh\n# This script was created by sbatch --wrap.\n\npython -m snakemake --executor slurm-jobstep\n");
+        assert_eq!(sp.name, "uuid-1");
+        assert_eq!((sp.time_limit_min, sp.mem_per_node_mb), (5, 200));
+        assert_eq!(sp.work_dir, "/w");
+        assert_eq!(sp.comment, "rule_make");
+        assert_eq!(sp.env.len(), 2);
+        // stdin variant
+        let sub = prep(&["--parsable", "/dev/stdin"], "#!/bin/sh\ntrue\n").unwrap();
+        assert_eq!(sub.spec.name, "stdin");
+        let sub = prep(&[], "#!/bin/sh\ntrue\n").unwrap();
+        assert_eq!(sub.spec.name, "sbatch");
+        assert_eq!(sub.spec.stdout_pattern, "slurm-%j.out");
+    }
+
+    #[test]
+    fn command_line_beats_env_beats_directives() {
+        let script = "#!/bin/sh\n#SBATCH -p fromscript -t 10 -J s --account=a1\ntrue\n";
+        let vars = [("SBATCH_PARTITION", "fromenv"), ("SBATCH_TIMELIMIT", "20"), ("SBATCH_JOB_NAME", "e")];
+        let sp = prep_env(&["-p", "fromcli", "x.sh", "arg1", "-x"], script, &vars).unwrap().spec;
+        assert_eq!(sp.partition, "fromcli");
+        assert_eq!(sp.time_limit_min, 20);
+        assert_eq!(sp.name, "e");
+        assert_eq!(sp.account, "a1");
+        assert_eq!(sp.script_args, ["arg1", "-x"]);
+        let sp = prep_env(&["x.sh"], script, &[("SBATCH_EXPORT", "NONE"), ("SLURM_A", "1"), ("HOME", "/h")])
+            .unwrap()
+            .spec;
+        assert_eq!(sp.env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["SLURM_A"]);
+    }
+
+    #[test]
+    fn gpus_and_resources() {
+        let sp = prep(&["--gres=gpu:a100:2", "-N", "2", "--ntasks-per-node=4", "--wrap=x"], "").unwrap().spec;
+        assert_eq!((sp.gpus_per_node, sp.gpu_type.as_str(), sp.num_nodes, sp.num_tasks), (2, "a100", 2, 8));
+        let sp = prep(&["--gpus-per-task=1", "-n", "3", "--cpus-per-gpu=4", "--wrap=x"], "").unwrap().spec;
+        assert_eq!((sp.gpus, sp.cpus_per_task), (3, 4));
+        let sp = prep(&["-G", "h100:4", "--mem-per-gpu=10G", "--wrap=x"], "").unwrap().spec;
+        assert_eq!((sp.gpus, sp.gpu_type.as_str(), sp.mem_per_node_mb), (4, "h100", 40960));
+        let sp = prep(&["--mem-per-cpu=2G", "--exclusive", "--nice", "--hold", "-d", "afterok:3", "--wrap=x"], "")
+            .unwrap()
+            .spec;
+        assert_eq!((sp.mem_per_cpu_mb, sp.mem_per_node_mb, sp.exclusive, sp.nice, sp.hold), (2048, 0, true, 100, true));
+        assert_eq!(sp.dependency, "afterok:3");
+        let sp = prep(&["--begin=now+1hour", "--no-requeue", "-o", "none", "--wrap=x"], "").unwrap().spec;
+        assert_eq!(sp.begin_time, NOW + 3600);
+        assert!(!sp.requeue);
+        assert_eq!(sp.stdout_pattern, "/dev/null");
+        let sp = prep(&["-D", "sub", "--wrap=x"], "").unwrap().spec;
+        assert_eq!(sp.work_dir, "/work/dir/sub");
+    }
+
+    #[test]
+    fn script_errors() {
+        assert_eq!(err(&["x.sh"], ""), ["sbatch: error: Batch script is empty!"]);
+        assert_eq!(err(&["x.sh"], "  \n\n"), ["sbatch: error: Batch script contains only whitespace!"]);
+        assert_eq!(
+            err(&["x.sh"], "echo hi\n"),
+            [
+                "sbatch: error: This does not look like a batch script.  The first",
+                "sbatch: error: line must start with #! followed by the path to an interpreter.",
+                "sbatch: error: For instance: #!/bin/sh",
+            ]
+        );
+        assert_eq!(err(&["x.sh"], "#!/bin/sh\r\ntrue\r\n").len(), 2);
+        assert_eq!(err(&["missing.sh"], ""), ["sbatch: error: Unable to open file missing.sh"]);
+        assert_eq!(
+            err(&["x.sh"], "#!/bin/sh\n#SBATCH --bogus\ntrue\n"),
+            ["sbatch: unrecognized option '--bogus'", "Try \"sbatch --help\" for more information"]
+        );
+        let e = prep(&["x.sh"], "#!/bin/sh\n#SBATCH -J x extra\n").unwrap_err();
+        assert_eq!(e.lines, ["sbatch: error: Invalid directive found in batch script: extra"]);
+        assert_eq!(e.code, 255);
+        assert_eq!(err(&["--wrap=true", "x.sh"], ""), ["sbatch: error: Script arguments not permitted with --wrap option"]);
+        let e = prep(&["--bogus", "x.sh"], "").unwrap_err();
+        assert_eq!(e.lines[0], "sbatch: unrecognized option '--bogus'");
+        assert_eq!(e.code, 255);
+        assert_eq!(err(&["-y", "x.sh"], "")[0], "sbatch: invalid option -- 'y'");
+        assert_eq!(
+            err(&["--array=0-2000", "--wrap=x"], ""),
+            ["sbatch: error: Batch job submission failed: Invalid job array specification"]
+        );
+        assert_eq!(
+            err(&["--array=x", "--wrap=x"], ""),
+            ["sbatch: error: Batch job submission failed: Invalid job array specification"]
+        );
+        assert_eq!(err(&["-t", "abc", "--wrap=x"], ""), ["sbatch: error: Invalid --time specification"]);
+        // A bad value in a directive is caught even when the command line overrides it.
+        assert_eq!(err(&["-t", "5", "x.sh"], "#!/bin/sh\n#SBATCH -t bad\n"), ["sbatch: error: Invalid --time specification"]);
+        assert_eq!(
+            err(&["--mem=1G", "--mem-per-cpu=1G", "--wrap=x"], ""),
+            ["sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."]
+        );
+    }
+
+    #[test]
+    fn flags_and_modes() {
+        let sub = prep(&["-W", "--test-only", "-Q", "-M", "c1", "--wrap=x"], "").unwrap();
+        assert!(sub.wait && sub.test_only && sub.quiet);
+        assert_eq!(sub.clusters.as_deref(), Some("c1"));
+        let sub = prep(&["--array=1,3", "--wrap=x"], "").unwrap();
+        assert_eq!(sub.spec.stdout_pattern, "slurm-%A_%a.out");
+        // Long-option prefixes and clustered short flags.
+        let sub = prep(&["--part=gpu", "-HQ", "--wrap=x"], "").unwrap();
+        assert_eq!(sub.spec.partition, "gpu");
+        assert!(sub.spec.hold && sub.quiet);
+    }
 }

@@ -1,8 +1,447 @@
-//! `scancel` (not yet written).
+//! `scancel`: cancels jobs, or sends them a signal (`-s`), chosen by id and/or filters.
+//!
+//! Ids are `12`, `12_3`, `12_[1-3]`, several arguments or comma-separated; filters are
+//! `-u`, `-n`, `-p`, `-t`, `-A` (sent to the controller) and `-q`, `-w`, `-R`, `--wckey`
+//! (applied here over the active jobs). Errors follow Slurm 22.05: with only ids (a
+//! plain cancel), a job that is unknown or already finished is no error (said only with
+//! `-v`); with a signal or filters, such an id is reported as an invalid job id and the
+//! exit status is 1. `-M/--clusters` is accepted and ignored (one cluster).
 
+use super::util::{self, CliError};
+use crate::opts::{self, OptSpec, flag, value};
+use crate::client;
+use proto::v1;
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-pub fn run(_args: &[String]) -> ExitCode {
-    eprintln!("scancel: not implemented yet");
-    ExitCode::from(1)
+const PROG: &str = "scancel";
+
+const SPECS: &[OptSpec] = &[
+    value("account", Some('A')),
+    flag("batch", Some('b')),
+    value("clusters", Some('M')),
+    value("cluster", None),
+    flag("ctld", None),
+    flag("full", Some('f')),
+    flag("help", Some('h')),
+    flag("hurry", Some('H')),
+    flag("interactive", Some('i')),
+    value("name", Some('n')),
+    value("jobname", None),
+    value("nodelist", Some('w')),
+    value("partition", Some('p')),
+    value("qos", Some('q')),
+    flag("quiet", Some('Q')),
+    value("reservation", Some('R')),
+    flag("sibling", None),
+    value("signal", Some('s')),
+    value("state", Some('t')),
+    flag("usage", None),
+    value("user", Some('u')),
+    flag("verbose", Some('v')),
+    flag("version", Some('V')),
+    value("wckey", None),
+];
+
+/// What the command line asks for.
+#[derive(Debug, Default, PartialEq)]
+pub struct Request {
+    pub filter: v1::JobFilter,
+    /// 0: cancel.
+    pub signal: i32,
+    pub batch: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+    pub interactive: bool,
+    /// Filters the controller does not know; applied to the listed active jobs.
+    pub qos: Option<String>,
+    pub nodelist: Option<String>,
+    pub reservation: Option<String>,
+    pub wckey: Option<String>,
+}
+
+impl Request {
+    /// Slurm's plain path: only ids, no signal, no filter.
+    pub fn ids_only(&self) -> bool {
+        let f = &self.filter;
+        self.signal == 0
+            && !self.batch
+            && !self.interactive
+            && f.users.is_empty()
+            && f.names.is_empty()
+            && f.partitions.is_empty()
+            && f.states.is_empty()
+            && f.accounts.is_empty()
+            && self.local_filters().is_none()
+    }
+
+    fn local_filters(&self) -> Option<()> {
+        (self.qos.is_some() || self.nodelist.is_some() || self.reservation.is_some() || self.wckey.is_some())
+            .then_some(())
+    }
+}
+
+#[derive(Debug)]
+pub enum Parsed {
+    Help,
+    Usage,
+    Version,
+    Cancel(Request),
+}
+
+/// The command line → the request.
+pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
+    let p = opts::parse(SPECS, args, false).map_err(|e| CliError::usage(PROG, &e).with_code(1))?;
+    if p.has("help") {
+        return Ok(Parsed::Help);
+    }
+    if p.has("usage") {
+        return Ok(Parsed::Usage);
+    }
+    if p.has("version") {
+        return Ok(Parsed::Version);
+    }
+    let mut r = Request::default();
+    for arg in &p.positional {
+        let ids = util::split_job_ids(arg).map_err(|bad| CliError::error(PROG, format!("Invalid job id {bad}")))?;
+        r.filter.job_ids.extend(ids);
+    }
+    for (k, v) in &p.opts {
+        match *k {
+            "account" => r.filter.accounts.push(v.clone()),
+            "batch" => r.batch = true,
+            "interactive" => r.interactive = true,
+            "name" | "jobname" => r.filter.names.push(v.clone()),
+            "nodelist" => r.nodelist = Some(v.clone()),
+            "partition" => r.filter.partitions.push(v.clone()),
+            "qos" => r.qos = Some(v.clone()),
+            "quiet" => r.quiet = true,
+            "reservation" => r.reservation = Some(v.clone()),
+            "signal" => {
+                r.signal = util::parse_signal(v).ok_or_else(|| CliError::raw(format!("Unknown job signal: {v}")))?
+            }
+            "state" => {
+                for s in v.split(',') {
+                    match model::JobState::parse(s) {
+                        Some(st @ (model::JobState::Pending | model::JobState::Running | model::JobState::Suspended)) => {
+                            r.filter.states.push(st.name().to_string())
+                        }
+                        _ => {
+                            return Err(CliError::error(
+                                PROG,
+                                format!("Invalid job state specified: {s}\nValid job states are PENDING, RUNNING, and SUSPENDED"),
+                            ));
+                        }
+                    }
+                }
+            }
+            "user" => r.filter.users.push(v.clone()),
+            "verbose" => r.verbose = true,
+            "wckey" => r.wckey = Some(v.clone()),
+            _ => {}
+        }
+    }
+    let f = &r.filter;
+    if f.job_ids.is_empty()
+        && f.users.is_empty()
+        && f.names.is_empty()
+        && f.partitions.is_empty()
+        && f.states.is_empty()
+        && f.accounts.is_empty()
+        && r.local_filters().is_none()
+    {
+        return Err(CliError::error(PROG, "No job identification provided"));
+    }
+    Ok(Parsed::Cancel(r))
+}
+
+/// Errors that mean the job is gone rather than that the request failed.
+fn job_gone(err: &str) -> bool {
+    err == "Invalid job id specified" || err.contains("already completing or completed")
+}
+
+/// The lines to print for the controller's answer, and the exit status.
+pub fn report(r: &Request, results: &[v1::JobResult]) -> (Vec<String>, u8) {
+    let mut lines = Vec::new();
+    let mut code = 0;
+    for res in results {
+        if res.error.is_empty() {
+            if r.verbose {
+                lines.push(if r.signal == 0 {
+                    format!("{PROG}: Terminating job {}", res.job_id)
+                } else {
+                    format!("{PROG}: Signal {} to job {}", r.signal, res.job_id)
+                });
+            }
+            continue;
+        }
+        if job_gone(&res.error) {
+            if r.ids_only() {
+                if r.verbose {
+                    lines.push(format!("{PROG}: Terminating job {}", res.job_id));
+                    lines.push(format!("{PROG}: error: Kill job error on job id {}: {}", res.job_id, res.error));
+                }
+            } else if r.filter.job_ids.iter().any(|id| *id == res.job_id) {
+                code = 1;
+                if !r.quiet {
+                    lines.push(format!(
+                        "{PROG}: error: Kill job error on job id {}: Invalid job id specified",
+                        res.job_id
+                    ));
+                }
+            } else if r.signal != 0 {
+                code = 1;
+            }
+            continue;
+        }
+        code = 1;
+        if !r.quiet {
+            lines.push(format!("{PROG}: error: Kill job error on job id {}: {}", res.job_id, res.error));
+        }
+    }
+    (lines, code)
+}
+
+const HELP: &str = "Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]
+  -A, --account=account           act only on jobs charging this account
+  -b, --batch                     signal batch shell for specified job
+  -f, --full                      signal batch shell and all steps for specified job
+  -i, --interactive               require response from user for each job
+  -M, --clusters                  clusters to issue commands to
+  -n, --name=job_name             act only on jobs with this name
+  -p, --partition=partition       act only on jobs in this partition
+  -Q, --quiet                     disable warnings
+  -q, --qos=qos                   act only on jobs with this quality of service
+  -R, --reservation=reservation   act only on jobs with this reservation
+  -s, --signal=name | integer     signal to send to job, default is SIGKILL
+  -t, --state=states              act only on jobs in this state.  Valid job
+                                  states are PENDING, RUNNING and SUSPENDED
+  -u, --user=user_name            act only on jobs of this user
+  -V, --version                   output version information and exit
+  -v, --verbose                   verbosity level
+  -w, --nodelist                  act only on jobs on these nodes
+      --wckey=wckey               act only on jobs with this workload
+                                  charactization key
+
+Help options:
+  --help                          show this help message
+  --usage                         display brief usage message
+";
+
+pub fn run(args: &[String]) -> ExitCode {
+    let r = match parse(args) {
+        Ok(Parsed::Help) => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Usage) => {
+            println!("Usage: scancel [-A account] [--batch] [--interactive] [-n job_name] [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer] [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name] [-V] [-v] [-w hosts...] [--wckey=wckey] [job_id[_array_id][.step_id]]");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Version) => {
+            println!("slurm 22.05.8");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Cancel(r)) => r,
+        Err(e) => return e.report(),
+    };
+    client::runtime().block_on(cancel(r))
+}
+
+async fn cancel(mut r: Request) -> ExitCode {
+    let mut client = match util::connect().await {
+        Ok(c) => c,
+        Err(e) => return CliError::error(PROG, e).report(),
+    };
+    let (_, uid, _) = client::current_user();
+    if r.interactive || r.local_filters().is_some() {
+        // Choose the jobs here, then cancel exactly those.
+        let reply = match client
+            .list_jobs(v1::ListJobsRequest { filter: Some(r.filter.clone()), ..Default::default() })
+            .await
+        {
+            Ok(rep) => rep.into_inner(),
+            Err(s) => return CliError::raw(format!("slurm_load_jobs error: {}", util::status_text(&s))).report(),
+        };
+        let mut chosen = Vec::new();
+        for j in reply.jobs.iter().filter(|j| matches_local(&r, j)) {
+            let id = display_id(j);
+            if r.interactive && !confirm(&id, j) {
+                continue;
+            }
+            chosen.push(id);
+        }
+        if chosen.is_empty() {
+            return ExitCode::SUCCESS;
+        }
+        r.filter = v1::JobFilter { job_ids: chosen, ..Default::default() };
+        r.qos = None;
+        r.nodelist = None;
+        r.reservation = None;
+        r.wckey = None;
+    }
+    let req = v1::SignalJobsRequest {
+        filter: Some(r.filter.clone()),
+        signal: r.signal,
+        requester_uid: uid,
+        batch_only: r.batch,
+    };
+    let results = match client.signal_jobs(req).await {
+        Ok(rep) => rep.into_inner().results,
+        Err(s) => return CliError::error(PROG, util::status_text(&s)).report(),
+    };
+    let (lines, code) = report(&r, &results);
+    for l in lines {
+        eprintln!("{l}");
+    }
+    ExitCode::from(code)
+}
+
+fn display_id(j: &v1::JobInfo) -> String {
+    match (j.array_job_id, j.array_task_id) {
+        (0, _) => j.job_id.to_string(),
+        (a, Some(t)) => format!("{a}_{t}"),
+        (a, None) if !j.array_task_str.is_empty() => format!("{a}_[{}]", j.array_task_str.trim_matches(['[', ']'])),
+        (_, None) => j.job_id.to_string(),
+    }
+}
+
+fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
+    let spec = j.spec.clone().unwrap_or_default();
+    if util::job_state(j).is_final() {
+        return false;
+    }
+    if let Some(q) = &r.qos
+        && spec.qos != *q
+    {
+        return false;
+    }
+    if let Some(res) = &r.reservation
+        && spec.reservation != *res
+    {
+        return false;
+    }
+    if let Some(w) = &r.wckey
+        && spec.wckey.trim_start_matches('*') != w.trim_start_matches('*')
+    {
+        return false;
+    }
+    if let Some(nl) = &r.nodelist {
+        let want = model::hostlist::expand(nl).unwrap_or_default();
+        let have = model::hostlist::expand(&j.nodes).unwrap_or_default();
+        if !have.iter().any(|h| want.contains(h)) {
+            return false;
+        }
+    }
+    true
+}
+
+fn confirm(id: &str, j: &v1::JobInfo) -> bool {
+    let spec = j.spec.clone().unwrap_or_default();
+    loop {
+        print!("Cancel job_id={id} name={} partition={} [y/n]? ", spec.name, spec.partition);
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
+        }
+        match line.trim_start().chars().next() {
+            Some('y' | 'Y') => return true,
+            Some('n' | 'N') => return false,
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn req(args: &[&str]) -> Request {
+        match parse(&s(args)).unwrap() {
+            Parsed::Cancel(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn res(id: &str, err: &str) -> v1::JobResult {
+        v1::JobResult { job_id: id.into(), error: err.into() }
+    }
+
+    #[test]
+    fn ids_and_filters() {
+        let r = req(&["12", "13_3,14_[1-3]", "--clusters=all"]);
+        assert_eq!(r.filter.job_ids, ["12", "13_3", "14_[1-3]"]);
+        assert!(r.ids_only());
+        let r = req(&["12", "--signal", "USR2"]);
+        assert_eq!(r.signal, libc::SIGUSR2);
+        assert!(!r.ids_only());
+        let r = req(&["-u", "ada", "-n", "x", "-p", "gpu", "-t", "pd,r", "-A", "acct", "-b"]);
+        assert_eq!(r.filter.users, ["ada"]);
+        assert_eq!(r.filter.names, ["x"]);
+        assert_eq!(r.filter.partitions, ["gpu"]);
+        assert_eq!(r.filter.states, ["PENDING", "RUNNING"]);
+        assert_eq!(r.filter.accounts, ["acct"]);
+        assert!(r.batch);
+        let r = req(&["--jobname=y", "-s", "9", "-q", "high"]);
+        assert_eq!((r.filter.names.clone(), r.signal, r.qos.clone()), (vec!["y".to_string()], 9, Some("high".into())));
+    }
+
+    #[test]
+    fn parse_errors() {
+        let e = |a: &[&str]| parse(&s(a)).unwrap_err();
+        assert_eq!(e(&["12x"]).lines, ["scancel: error: Invalid job id 12x"]);
+        assert_eq!(e(&[]).lines, ["scancel: error: No job identification provided"]);
+        assert_eq!(e(&["-v"]).lines, ["scancel: error: No job identification provided"]);
+        assert_eq!(e(&["-s", "FOO", "1"]).lines, ["Unknown job signal: FOO"]);
+        assert_eq!(e(&["--bogus", "1"]).lines[0], "scancel: unrecognized option '--bogus'");
+        assert!(e(&["-t", "completed", "-u", "x"]).lines[0].starts_with("scancel: error: Invalid job state specified: completed"));
+        assert!(matches!(parse(&s(&["--help"])).unwrap(), Parsed::Help));
+    }
+
+    #[test]
+    fn gone_jobs_are_silent_on_a_plain_cancel() {
+        let r = req(&["99", "98", "97"]);
+        let results = [
+            res("99", "Invalid job id specified"),
+            res("98", "Job/step already completing or completed"),
+            res("97", ""),
+        ];
+        assert_eq!(report(&r, &results), (vec![], 0));
+        let r = req(&["-v", "99"]);
+        assert_eq!(
+            report(&r, &[res("99", "Invalid job id specified")]),
+            (
+                vec![
+                    "scancel: Terminating job 99".to_string(),
+                    "scancel: error: Kill job error on job id 99: Invalid job id specified".to_string()
+                ],
+                0
+            )
+        );
+        let r = req(&["99"]);
+        assert_eq!(
+            report(&r, &[res("99", "Access/permission denied")]),
+            (vec!["scancel: error: Kill job error on job id 99: Access/permission denied".to_string()], 1)
+        );
+    }
+
+    #[test]
+    fn gone_jobs_are_errors_with_a_signal_or_filter() {
+        let r = req(&["99", "--signal", "USR2"]);
+        let expect = vec!["scancel: error: Kill job error on job id 99: Invalid job id specified".to_string()];
+        assert_eq!(report(&r, &[res("99", "Job/step already completing or completed")]), (expect.clone(), 1));
+        let r = req(&["-u", "ada", "99"]);
+        assert_eq!(report(&r, &[res("99", "Invalid job id specified")]), (expect, 1));
+        let r = req(&["-Q", "-s", "1", "99"]);
+        assert_eq!(report(&r, &[res("99", "Invalid job id specified")]), (vec![], 1));
+        // A filter that matched a job finishing meanwhile: no error on cancel.
+        let r = req(&["-u", "ada"]);
+        assert_eq!(report(&r, &[res("5", "Job/step already completing or completed")]), (vec![], 0));
+    }
 }

@@ -1,8 +1,1427 @@
-//! `squeue` (not yet written).
+//! `squeue`: the jobs in the queue, as Slurm's squeue prints them.
+//!
+//! The command line becomes `Options` (`parse_args`), the options a `ListJobsRequest`
+//! (`request`), and the reply a text (`render`): filtering, array rows, sorting and the
+//! `-o`/`-O`/`--json` formats all happen in `render`, which is pure and unit-tested.
+//!
+//! ```text
+//! squeue --format=%i|%T --states=all --noheader --name X   →  12|COMPLETED
+//! squeue                                                    →  JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)
+//! ```
 
+use crate::client;
+use crate::format::{self, Cell, Early, Format, JobSelector, Names};
+use crate::opts::{self, OptSpec, flag, optional, value};
+use model::JobState;
+use proto::v1::{JobFilter, JobInfo, ListJobsRequest};
+use serde_json::json;
 use std::process::ExitCode;
 
-pub fn run(_args: &[String]) -> ExitCode {
-    eprintln!("squeue: not implemented yet");
-    ExitCode::from(1)
+const SPECS: &[OptSpec] = &[
+    value("accounts", Some('A')),
+    value("account", None),
+    value("U", Some('U')),
+    flag("all", Some('a')),
+    flag("array", Some('r')),
+    flag("array-unique", None),
+    value("Format", Some('O')),
+    value("format", Some('o')),
+    flag("federation", None),
+    flag("help", None),
+    flag("hide", None),
+    value("iterate", Some('i')),
+    optional("jobs", Some('j')),
+    optional("job", None),
+    flag("json", None),
+    flag("local", None),
+    flag("long", Some('l')),
+    value("licenses", Some('L')),
+    value("cluster", None),
+    value("clusters", Some('M')),
+    flag("me", None),
+    value("name", Some('n')),
+    flag("noconvert", None),
+    value("node", None),
+    value("nodes", None),
+    value("nodelist", Some('w')),
+    flag("noheader", Some('h')),
+    value("partitions", None),
+    value("partition", Some('p')),
+    flag("priority", Some('P')),
+    value("qos", Some('q')),
+    value("reservation", Some('R')),
+    flag("sib", None),
+    flag("sibling", None),
+    value("sort", Some('S')),
+    flag("start", None),
+    optional("steps", Some('s')),
+    optional("step", None),
+    value("states", Some('t')),
+    flag("usage", None),
+    value("user", None),
+    value("users", Some('u')),
+    flag("verbose", Some('v')),
+    flag("version", Some('V')),
+];
+
+/// Long names that mean the same option; the first is the one read.
+const ALIASES: &[(&str, &'static str)] = &[
+    ("account", "accounts"),
+    ("U", "accounts"),
+    ("job", "jobs"),
+    ("cluster", "clusters"),
+    ("node", "nodelist"),
+    ("nodes", "nodelist"),
+    ("partitions", "partition"),
+    ("sib", "sibling"),
+    ("step", "steps"),
+    ("user", "users"),
+];
+
+const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+const LONG_FORMAT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
+const STEP_FORMAT: &str = "%.15i %.8j %.9P %.8u %.9M %N";
+const DEFAULT_SORT: &str = "P,t,-p";
+
+/// A field of a job line: one per `%` letter, plus the `-O` names without a letter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobField {
+    Account,
+    JobIdRaw,
+    TresPerNode,
+    BatchHost,
+    MinCpus,
+    NumCpus,
+    MinTmpDisk,
+    NumNodes,
+    EndTime,
+    Dependency,
+    Features,
+    ArrayJobId,
+    GroupName,
+    GroupId,
+    OverSubscribe,
+    Sockets,
+    JobId,
+    Cores,
+    Name,
+    Threads,
+    Comment,
+    ArrayTaskId,
+    TimeLimit,
+    TimeLeft,
+    MinMemory,
+    TimeUsed,
+    ReqNodes,
+    NodeList,
+    Command,
+    Contiguous,
+    Priority,
+    Partition,
+    Qos,
+    PriorityLong,
+    Reason,
+    ReasonList,
+    SelectJobInfo,
+    StartTime,
+    StateCompact,
+    State,
+    UserName,
+    UserId,
+    Reservation,
+    SubmitTime,
+    Wckey,
+    Licenses,
+    ExcNodes,
+    CoreSpec,
+    Nice,
+    SchedNodes,
+    Sct,
+    WorkDir,
+    // -O only
+    AccrueTime,
+    AllocNode,
+    BatchFlag,
+    Cluster,
+    CpusPerTask,
+    DerivedEc,
+    EligibleTime,
+    ExitCode,
+    NumTasks,
+    PendingTime,
+    Requeue,
+    RestartCnt,
+    StdErr,
+    StdIn,
+    StdOut,
+    TresAlloc,
+    TresPerJob,
+}
+
+impl JobField {
+    /// The field of a `-o` type letter.
+    pub fn from_letter(c: char) -> Option<JobField> {
+        use JobField::*;
+        Some(match c {
+            'a' => Account,
+            'A' => JobIdRaw,
+            'b' => TresPerNode,
+            'B' => BatchHost,
+            'c' => MinCpus,
+            'C' => NumCpus,
+            'd' => MinTmpDisk,
+            'D' => NumNodes,
+            'e' => EndTime,
+            'E' => Dependency,
+            'f' => Features,
+            'F' => ArrayJobId,
+            'g' => GroupName,
+            'G' => GroupId,
+            'h' => OverSubscribe,
+            'H' => Sockets,
+            'i' => JobId,
+            'I' => Cores,
+            'j' => Name,
+            'J' => Threads,
+            'k' => Comment,
+            'K' => ArrayTaskId,
+            'l' => TimeLimit,
+            'L' => TimeLeft,
+            'm' => MinMemory,
+            'M' => TimeUsed,
+            'n' => ReqNodes,
+            'N' => NodeList,
+            'o' => Command,
+            'O' => Contiguous,
+            'p' => Priority,
+            'P' => Partition,
+            'q' => Qos,
+            'Q' => PriorityLong,
+            'r' => Reason,
+            'R' => ReasonList,
+            's' => SelectJobInfo,
+            'S' => StartTime,
+            't' => StateCompact,
+            'T' => State,
+            'u' => UserName,
+            'U' => UserId,
+            'v' => Reservation,
+            'V' => SubmitTime,
+            'w' => Wckey,
+            'W' => Licenses,
+            'x' => ExcNodes,
+            'X' => CoreSpec,
+            'y' => Nice,
+            'Y' => SchedNodes,
+            'z' => Sct,
+            'Z' => WorkDir,
+            _ => return None,
+        })
+    }
+
+    /// The field of a `-O` name (any case).
+    pub fn from_name(name: &str) -> Option<JobField> {
+        use JobField::*;
+        Some(match name.to_ascii_lowercase().as_str() {
+            "account" => Account,
+            "accruetime" => AccrueTime,
+            "allocnodes" => AllocNode,
+            "arrayjobid" => ArrayJobId,
+            "arraytaskid" => ArrayTaskId,
+            "batchflag" => BatchFlag,
+            "batchhost" => BatchHost,
+            "cluster" => Cluster,
+            "command" => Command,
+            "comment" => Comment,
+            "contiguous" => Contiguous,
+            "cores" => Cores,
+            "corespec" => CoreSpec,
+            "cpus-per-task" => CpusPerTask,
+            "dependency" => Dependency,
+            "derivedec" => DerivedEc,
+            "eligibletime" => EligibleTime,
+            "endtime" => EndTime,
+            "exit_code" => ExitCode,
+            "feature" => Features,
+            "groupid" => GroupId,
+            "groupname" => GroupName,
+            "jobarrayid" => JobId,
+            "jobid" => JobIdRaw,
+            "licenses" => Licenses,
+            "mincpus" => MinCpus,
+            "minmemory" => MinMemory,
+            "mintmpdisk" => MinTmpDisk,
+            "name" => Name,
+            "nice" => Nice,
+            "nodelist" => NodeList,
+            "numcpus" => NumCpus,
+            "numnodes" => NumNodes,
+            "numtasks" => NumTasks,
+            "oversubscribe" => OverSubscribe,
+            "partition" => Partition,
+            "pendingtime" => PendingTime,
+            "priority" => Priority,
+            "prioritylong" => PriorityLong,
+            "qos" => Qos,
+            "reason" => Reason,
+            "reasonlist" => ReasonList,
+            "reqnodes" => ReqNodes,
+            "requeue" => Requeue,
+            "reservation" => Reservation,
+            "restartcnt" => RestartCnt,
+            "schednodes" => SchedNodes,
+            "sct" => Sct,
+            "selectjobinfo" => SelectJobInfo,
+            "sockets" => Sockets,
+            "starttime" => StartTime,
+            "state" => State,
+            "statecompact" => StateCompact,
+            "stderr" => StdErr,
+            "stdin" => StdIn,
+            "stdout" => StdOut,
+            "submittime" => SubmitTime,
+            "threads" => Threads,
+            "timeleft" => TimeLeft,
+            "timelimit" => TimeLimit,
+            "timeused" => TimeUsed,
+            "tres-alloc" => TresAlloc,
+            "tres-per-job" => TresPerJob,
+            "tres-per-node" => TresPerNode,
+            "userid" => UserId,
+            "username" => UserName,
+            "wckey" => Wckey,
+            "workdir" => WorkDir,
+            "excnodes" | "exc_nodes" => ExcNodes,
+            _ => return None,
+        })
+    }
+
+    /// The column title.
+    pub fn header(self) -> Cell {
+        use JobField::*;
+        let text = match self {
+            Account => "ACCOUNT",
+            JobIdRaw | JobId => "JOBID",
+            TresPerNode => "TRES_PER_NODE",
+            BatchHost => "EXEC_HOST",
+            MinCpus => "MIN_CPUS",
+            NumCpus => "CPUS",
+            MinTmpDisk => "MIN_TMP_DISK",
+            NumNodes => "NODES",
+            EndTime => "END_TIME",
+            Dependency => "DEPENDENCY",
+            Features => "FEATURES",
+            ArrayJobId => "ARRAY_JOB_ID",
+            GroupName | GroupId => "GROUP",
+            OverSubscribe => "OVER_SUBSCRIBE",
+            Sockets => "SOCKETS_PER_NODE",
+            Cores => "CORES_PER_SOCKET",
+            Name => "NAME",
+            Threads => "THREADS_PER_CORE",
+            Comment => "COMMENT",
+            ArrayTaskId => "ARRAY_TASK_ID",
+            TimeLimit => "TIME_LIMIT",
+            TimeLeft => "TIME_LEFT",
+            MinMemory => "MIN_MEMORY",
+            TimeUsed => "TIME",
+            ReqNodes => "REQ_NODES",
+            NodeList => return Cell::whole("NODELIST"),
+            Command => "COMMAND",
+            Contiguous => "CONTIGUOUS",
+            Priority | PriorityLong => "PRIORITY",
+            Partition => "PARTITION",
+            Qos => "QOS",
+            Reason => "REASON",
+            ReasonList => return Cell::whole("NODELIST(REASON)"),
+            SelectJobInfo => "SELECT_JOBINFO",
+            StartTime => "START_TIME",
+            StateCompact => "ST",
+            State => "STATE",
+            UserName => "USER",
+            UserId => "UID",
+            Reservation => "RESERVATION",
+            SubmitTime => "SUBMIT_TIME",
+            Wckey => "WCKEY",
+            Licenses => "LICENSES",
+            ExcNodes => "EXC_NODES",
+            CoreSpec => "CORE_SPEC",
+            Nice => "NICE",
+            SchedNodes => return Cell::whole("SCHEDNODES"),
+            Sct => "S:C:T",
+            WorkDir => "WORK_DIR",
+            AccrueTime => "ACCRUE_TIME",
+            AllocNode => "ALLOC_NODES",
+            BatchFlag => "BATCH_FLAG",
+            Cluster => "CLUSTER",
+            CpusPerTask => "CPUS_PER_TASK",
+            DerivedEc => "DERIVED_EC",
+            EligibleTime => "ELIGIBLE_TIME",
+            ExitCode => "EXIT_CODE",
+            NumTasks => "TASKS",
+            PendingTime => "PENDING_TIME",
+            Requeue => "REQUEUE",
+            RestartCnt => "RESTARTCNT",
+            StdErr => "STDERR",
+            StdIn => "STDIN",
+            StdOut => "STDOUT",
+            TresAlloc => "TRES_ALLOC",
+            TresPerJob => "TRES_PER_JOB",
+        };
+        Cell::cut(text)
+    }
+
+    /// The value for one job.
+    pub fn value(self, j: &JobInfo, ctx: &Ctx) -> Cell {
+        use JobField::*;
+        let s = format::spec(j);
+        let st = format::job_state(j);
+        let or_null = |v: &str| Cell::cut(if v.is_empty() { "(null)" } else { v });
+        match self {
+            Account => or_null(&s.account),
+            JobIdRaw => Cell::cut(j.job_id.to_string()),
+            TresPerNode => Cell::cut(tres_per_node(s)),
+            BatchHost => Cell::cut(if j.batch_host.is_empty() { "n/a" } else { &j.batch_host }),
+            MinCpus => Cell::cut((s.cpus_per_task.max(1) * s.ntasks_per_node.max(1)).to_string()),
+            NumCpus => Cell::cut(j.num_cpus.to_string()),
+            MinTmpDisk => Cell::cut("0"),
+            NumNodes => Cell::cut(j.num_nodes.to_string()),
+            EndTime => Cell::cut(end_time(j, st)),
+            Dependency => or_null(&s.dependency),
+            Features => or_null(&s.constraint),
+            ArrayJobId => Cell::cut(
+                if j.array_job_id != 0 { j.array_job_id } else { j.job_id }.to_string(),
+            ),
+            GroupName => Cell::cut(ctx.names.group(s.gid)),
+            GroupId => Cell::cut(s.gid.to_string()),
+            OverSubscribe => Cell::cut(if s.exclusive { "NO" } else { "OK" }),
+            Sockets | Cores | Threads => Cell::cut("*"),
+            JobId => Cell::cut(format::display_id(j)),
+            Name => Cell::cut(s.name.clone()),
+            Comment => or_null(&s.comment),
+            ArrayTaskId => Cell::cut(match j.array_task_id {
+                _ if format::is_array_meta(j) => format::task_str(j).to_string(),
+                Some(t) => t.to_string(),
+                None => "N/A".into(),
+            }),
+            TimeLimit => Cell::whole(limit_text(s.time_limit_min)),
+            TimeLeft => Cell::whole(match s.time_limit_min {
+                0 => "UNLIMITED".into(),
+                m => format::squeue_secs(i64::from(m) * 60 - time_used(j, st, ctx.now)),
+            }),
+            MinMemory => Cell::cut(match (s.mem_per_node_mb, s.mem_per_cpu_mb) {
+                (0, 0) => "0".to_string(),
+                (0, c) => model::units::format_memory_mb(c),
+                (n, _) => model::units::format_memory_mb(n),
+            }),
+            TimeUsed => Cell::whole(format::squeue_secs(time_used(j, st, ctx.now))),
+            ReqNodes => Cell::cut(s.nodelist.clone()),
+            NodeList => Cell::whole(j.nodes.clone()),
+            Command => Cell::cut("(null)"),
+            Contiguous => Cell::cut("0"),
+            Priority => {
+                Cell::cut(format!("{:16.14}", f64::from(j.priority) / f64::from(u32::MAX)))
+            }
+            Partition => Cell::cut(s.partition.clone()),
+            Qos => Cell::cut(if s.qos.is_empty() { "normal" } else { &s.qos }),
+            PriorityLong => Cell::cut(j.priority.to_string()),
+            Reason => Cell::cut(reason(j)),
+            ReasonList => {
+                if matches!(
+                    st,
+                    JobState::Pending
+                        | JobState::Requeued
+                        | JobState::Timeout
+                        | JobState::OutOfMemory
+                        | JobState::Deadline
+                        | JobState::Failed
+                ) {
+                    Cell::cut(format!("({})", reason(j)))
+                } else {
+                    Cell::whole(j.nodes.clone())
+                }
+            }
+            SelectJobInfo => Cell::cut("N/A"),
+            StartTime => {
+                let t = if st == JobState::Pending { j.planned_start } else { j.start_time };
+                Cell::cut(format::time_or(t, "N/A"))
+            }
+            StateCompact => Cell::cut(st.short_name()),
+            State => Cell::cut(st.name()),
+            UserName => Cell::cut(user_name(j, ctx)),
+            UserId => Cell::cut(s.uid.to_string()),
+            Reservation => or_null(&s.reservation),
+            SubmitTime => Cell::cut(format::time_or(j.submit_time, "N/A")),
+            Wckey => or_null(&s.wckey),
+            Licenses => Cell::cut("(null)"),
+            ExcNodes => Cell::cut(s.exclude.clone()),
+            CoreSpec => Cell::cut("N/A"),
+            Nice => Cell::cut(s.nice.to_string()),
+            SchedNodes => Cell::whole("(null)"),
+            Sct => Cell::cut("*:*:*"),
+            WorkDir => Cell::cut(s.work_dir.clone()),
+            AccrueTime | EligibleTime => Cell::cut(format::time_or(j.eligible_time, "N/A")),
+            AllocNode => or_null(&s.submit_host),
+            BatchFlag => Cell::cut("1"),
+            Cluster => Cell::cut(ctx.cluster.clone()),
+            CpusPerTask => Cell::cut(s.cpus_per_task.max(1).to_string()),
+            DerivedEc => Cell::cut("0:0"),
+            ExitCode => Cell::cut(format!("{}:{}", j.exit_code, j.exit_signal)),
+            NumTasks => Cell::cut(s.num_tasks.max(1).to_string()),
+            PendingTime => Cell::cut(
+                if j.start_time > 0 { j.start_time - j.submit_time } else { ctx.now - j.submit_time }
+                    .max(0)
+                    .to_string(),
+            ),
+            Requeue => Cell::cut(if s.requeue { "1" } else { "0" }),
+            RestartCnt => Cell::cut(j.restart_count.to_string()),
+            StdErr => Cell::cut(if j.stderr_path.is_empty() { &s.stderr_pattern } else { &j.stderr_path }),
+            StdIn => Cell::cut(if s.stdin_path.is_empty() { "/dev/null" } else { &s.stdin_path }),
+            StdOut => Cell::cut(if j.stdout_path.is_empty() { &s.stdout_pattern } else { &j.stdout_path }),
+            TresAlloc => Cell::cut(format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus)),
+            TresPerJob => Cell::cut(if s.gpus > 0 { format!("gres/gpu:{}", s.gpus) } else { "N/A".into() }),
+        }
+    }
+
+    /// The key `-S` sorts on.
+    fn sort_key(self, j: &JobInfo, ctx: &Ctx) -> SortKey {
+        use JobField::*;
+        let s = format::spec(j);
+        let st = format::job_state(j);
+        match self {
+            JobIdRaw | JobId | ArrayJobId => SortKey::Num(i64::from(
+                if j.array_job_id != 0 { j.array_job_id } else { j.job_id },
+            ) * 1_000_000
+                + j.array_task_id.map(i64::from).unwrap_or(-1)),
+            Priority | PriorityLong => SortKey::Num(i64::from(j.priority)),
+            StateCompact | State => SortKey::Num(state_rank(st)),
+            NumCpus => SortKey::Num(i64::from(j.num_cpus)),
+            NumNodes => SortKey::Num(i64::from(j.num_nodes)),
+            TimeUsed => SortKey::Num(time_used(j, st, ctx.now)),
+            TimeLimit => SortKey::Num(i64::from(s.time_limit_min)),
+            SubmitTime => SortKey::Num(j.submit_time),
+            StartTime => SortKey::Num(match (st, j.planned_start, j.start_time) {
+                (JobState::Pending, 0, _) => i64::MAX,
+                (JobState::Pending, p, _) => p,
+                (_, _, t) => t,
+            }),
+            EndTime => SortKey::Num(j.end_time),
+            UserId => SortKey::Num(i64::from(s.uid)),
+            Nice => SortKey::Num(i64::from(s.nice)),
+            other => SortKey::Text(other.value(j, ctx).text),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum SortKey {
+    Num(i64),
+    Text(String),
+}
+
+/// Slurm's numeric order of job states (`-S t`).
+fn state_rank(s: JobState) -> i64 {
+    match s {
+        JobState::Pending | JobState::Requeued => 0,
+        JobState::Running => 1,
+        JobState::Suspended => 2,
+        JobState::Completed | JobState::Completing => 3,
+        JobState::Cancelled => 4,
+        JobState::Failed => 5,
+        JobState::Timeout => 6,
+        JobState::NodeFail => 7,
+        JobState::Preempted => 8,
+        JobState::BootFail => 9,
+        JobState::Deadline => 10,
+        JobState::OutOfMemory => 11,
+    }
+}
+
+/// A field of a step line (`squeue -s`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepField {
+    Id,
+    Name,
+    Partition,
+    User,
+    Uid,
+    TimeUsed,
+    Nodes,
+    Start,
+    TimeLimit,
+    Tasks,
+    Cpus,
+    State,
+}
+
+impl StepField {
+    fn from_letter(c: char) -> Option<StepField> {
+        Some(match c {
+            'i' => StepField::Id,
+            'j' => StepField::Name,
+            'P' => StepField::Partition,
+            'u' => StepField::User,
+            'U' => StepField::Uid,
+            'M' => StepField::TimeUsed,
+            'N' => StepField::Nodes,
+            'S' => StepField::Start,
+            'l' => StepField::TimeLimit,
+            'A' => StepField::Tasks,
+            'C' => StepField::Cpus,
+            'T' => StepField::State,
+            _ => return None,
+        })
+    }
+
+    fn header(self) -> Cell {
+        Cell::cut(match self {
+            StepField::Id => "STEPID",
+            StepField::Name => "NAME",
+            StepField::Partition => "PARTITION",
+            StepField::User => "USER",
+            StepField::Uid => "UID",
+            StepField::TimeUsed => "TIME",
+            StepField::Nodes => return Cell::whole("NODELIST"),
+            StepField::Start => "START_TIME",
+            StepField::TimeLimit => "TIME_LIMIT",
+            StepField::Tasks => "TASKS",
+            StepField::Cpus => "CPUS",
+            StepField::State => "STATE",
+        })
+    }
+
+    fn value(self, (j, step): &(JobInfo, proto::v1::StepInfo), ctx: &Ctx) -> Cell {
+        match self {
+            StepField::Id => Cell::cut(format!("{}.{}", format::display_id(j), step.step_id)),
+            StepField::Name => Cell::cut(step.name.clone()),
+            StepField::Partition => Cell::cut(format::spec(j).partition.clone()),
+            StepField::User => Cell::cut(user_name(j, ctx)),
+            StepField::Uid => Cell::cut(format::spec(j).uid.to_string()),
+            StepField::TimeUsed => Cell::whole(format::squeue_secs(if step.start_time > 0 {
+                ctx.now - step.start_time
+            } else {
+                0
+            })),
+            StepField::Nodes => Cell::whole(step.nodes.clone()),
+            StepField::Start => Cell::cut(format::time_or(step.start_time, "N/A")),
+            StepField::TimeLimit => Cell::whole(limit_text(format::spec(j).time_limit_min)),
+            StepField::Tasks => Cell::cut(step.num_tasks.to_string()),
+            StepField::Cpus => Cell::cut(step.num_cpus.to_string()),
+            StepField::State => Cell::cut(format::step_state(step).name()),
+        }
+    }
+}
+
+/// What the rendering needs besides the jobs.
+#[derive(Debug, Clone, Default)]
+pub struct Ctx {
+    pub now: i64,
+    pub names: Names,
+    pub cluster: String,
+}
+
+/// Which states to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum States {
+    /// Pending, running, suspended, completing.
+    Active,
+    All,
+    List(Vec<JobState>),
+}
+
+impl States {
+    fn matches(&self, s: JobState) -> bool {
+        match self {
+            States::Active => !s.is_final(),
+            States::All => true,
+            States::List(l) => l.contains(&s),
+        }
+    }
+    fn wants_finished(&self) -> bool {
+        match self {
+            States::Active => false,
+            States::All => true,
+            States::List(l) => l.iter().any(|s| s.is_final()),
+        }
+    }
+}
+
+/// How the lines look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    Jobs(Format<JobField>),
+    Steps(Format<StepField>),
+    Json,
+}
+
+/// Everything the command line asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub jobs: Option<Vec<JobSelector>>,
+    pub steps: Option<Vec<JobSelector>>,
+    pub users: Vec<String>,
+    pub names: Vec<String>,
+    pub partitions: Vec<String>,
+    pub accounts: Vec<String>,
+    pub qos: Vec<String>,
+    pub reservation: Option<String>,
+    pub nodes: Vec<String>,
+    pub states: States,
+    pub array: bool,
+    pub layout: Layout,
+    pub noheader: bool,
+    pub long: bool,
+    /// `-S`: (field, descending).
+    pub sort: Vec<(JobField, bool)>,
+    pub iterate: Option<u64>,
+}
+
+fn split_list(v: &str) -> Vec<String> {
+    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+/// Parses the command line. `env` reads the environment (SQUEUE_FORMAT, ...); `me` is
+/// the caller's user name. Warnings (bad format letters) go to `warnings`.
+pub fn parse_args(
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+    me: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Options, Early> {
+    let args = format::resolve_aliases(args, SPECS, ALIASES);
+    let mut p =
+        opts::parse(SPECS, &args, false).map_err(|e| Early::usage("squeue", &e.to_string()))?;
+    format::apply_aliases(&mut p, ALIASES);
+    if p.has("help") {
+        return Err(Early::info(HELP));
+    }
+    if p.has("usage") {
+        return Err(Early::info(USAGE));
+    }
+    if p.has("version") {
+        return Err(Early::info(format::VERSION_LINE));
+    }
+    if p.has("format") && p.has("Format") {
+        return Err(Early::error("squeue", "-o (--format) is incompatible with -O (--Format)"));
+    }
+    if p.has("long") && p.has("format") {
+        return Err(Early::error(
+            "squeue",
+            "Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.",
+        ));
+    }
+    // `-j 12` and `-s 12.0`: the optional value comes as the next word (Slurm takes the
+    // first leftover argument).
+    let mut positional = p.positional.clone().into_iter();
+    let mut optional_list = |key: &str| -> Option<String> {
+        if !p.has(key) {
+            return None;
+        }
+        let v = p.all(key).into_iter().rfind(|v| !v.is_empty()).map(String::from);
+        Some(v.or_else(|| positional.next()).unwrap_or_default())
+    };
+    let jobs_text = optional_list("jobs");
+    let steps_text = optional_list("steps");
+    if let Some(extra) = positional.next() {
+        return Err(Early::usage("squeue", &format!("error: Unrecognized option: {extra}")));
+    }
+    let jobs = match jobs_text.as_deref() {
+        Some("") | None => None,
+        Some(t) => Some(JobSelector::parse_list(t).map_err(|e| Early::error("squeue", &e))?),
+    };
+    let steps_view = steps_text.is_some();
+    let steps = match steps_text.as_deref() {
+        Some("") | None => None,
+        Some(t) => Some(JobSelector::parse_list(t).map_err(|e| Early::error("squeue", &e))?),
+    };
+
+    let mut users = Vec::new();
+    let user_text = p.get("users").map(String::from).or_else(|| env("SQUEUE_USERS"));
+    for u in user_text.as_deref().map(split_list).unwrap_or_default() {
+        users.extend(format::user_forms(&u));
+    }
+    if p.has("me") {
+        users.extend(format::user_forms(me));
+    }
+    let states_text = p.get("states").map(String::from).or_else(|| env("SQUEUE_STATES"));
+    let start = p.has("start");
+    let mut states = match states_text.as_deref() {
+        None => States::Active,
+        Some(t) => parse_states(t)?,
+    };
+    if start && states_text.is_none() {
+        states = States::List(vec![JobState::Pending]);
+    }
+    let nodes = match p.get("nodelist") {
+        None => Vec::new(),
+        Some(n) => model::hostlist::expand(n).map_err(|_| {
+            Early::error("squeue", &format!("'{n}' invalid entry for --nodelist"))
+        })?,
+    };
+
+    let layout = if p.has("json") {
+        Layout::Json
+    } else if steps_view {
+        let text = p.get("format").unwrap_or(STEP_FORMAT);
+        let (fmt, bad) = format::parse_percent(text, StepField::from_letter);
+        for c in bad {
+            warnings.push(format!("squeue: error: Invalid job step format specification: {c}"));
+        }
+        Layout::Steps(fmt)
+    } else {
+        let env_format = if p.has("long") || start { None } else { env("SQUEUE_FORMAT") };
+        let env_format2 = if p.has("long") || start { None } else { env("SQUEUE_FORMAT2") };
+        let long_text = p.get("Format").map(String::from).or(if p.has("format") { None } else { env_format2 });
+        match long_text {
+            Some(t) if env_format.is_none() || p.has("Format") => {
+                let (fmt, bad) = format::parse_long(&t, JobField::from_name);
+                for n in bad {
+                    warnings.push(format!("squeue: error: Invalid job format specification: {n}"));
+                }
+                Layout::Jobs(fmt)
+            }
+            _ => {
+                let text = p.get("format").map(String::from).or(env_format).unwrap_or_else(|| {
+                    if p.has("long") {
+                        LONG_FORMAT.into()
+                    } else if start {
+                        START_FORMAT.into()
+                    } else {
+                        DEFAULT_FORMAT.into()
+                    }
+                });
+                let text = if text.eq_ignore_ascii_case("%all") { all_format() } else { text };
+                let (fmt, bad) = format::parse_percent(&text, JobField::from_letter);
+                for c in bad {
+                    warnings.push(format!("squeue: error: Invalid job format specification: {c}"));
+                }
+                Layout::Jobs(fmt)
+            }
+        }
+    };
+
+    let sort_text = p
+        .get("sort")
+        .map(String::from)
+        .or_else(|| env("SQUEUE_SORT"))
+        .unwrap_or_else(|| if start { "S".into() } else { DEFAULT_SORT.into() });
+    let sort = sort_text
+        .split(',')
+        .filter_map(|k| {
+            let (desc, k) = match k.trim() {
+                k if k.starts_with('-') => (true, &k[1..]),
+                k => (false, k.strip_prefix('+').unwrap_or(k)),
+            };
+            let mut chars = k.chars();
+            let c = chars.next()?;
+            chars.next().is_none().then_some(())?;
+            JobField::from_letter(c).map(|f| (f, desc))
+        })
+        .collect();
+    let iterate = match p.get("iterate") {
+        None => None,
+        Some(v) => Some(
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Early::error("squeue", &format!("--iterate={v}")))?,
+        ),
+    };
+
+    Ok(Options {
+        jobs,
+        steps,
+        users,
+        names: p.get("name").map(split_list).unwrap_or_default(),
+        partitions: p.get("partition").map(split_list).unwrap_or_default(),
+        accounts: p.get("accounts").map(split_list).unwrap_or_default(),
+        qos: p.get("qos").map(split_list).unwrap_or_default(),
+        reservation: p.get("reservation").map(String::from),
+        nodes,
+        states,
+        array: p.has("array") || env("SQUEUE_ARRAY").is_some(),
+        layout,
+        noheader: p.has("noheader"),
+        long: p.has("long"),
+        sort,
+        iterate,
+    })
+}
+
+fn parse_states(text: &str) -> Result<States, Early> {
+    if text.trim().eq_ignore_ascii_case("all") {
+        return Ok(States::All);
+    }
+    let mut out = Vec::new();
+    for s in split_list(text) {
+        match JobState::parse(&s) {
+            Some(state) => out.push(state),
+            // States Drover never enters: accepted, match nothing.
+            None if ["CF", "CONFIGURING", "SO", "STAGE_OUT", "RS", "RESIZING", "SE", "SPECIAL_EXIT", "ST", "STOPPED", "SI", "SIGNALING", "RV", "REVOKED", "RH", "REQUEUE_HOLD", "RF", "REQUEUE_FED", "RD", "RESV_DEL_HOLD"]
+                .contains(&s.to_ascii_uppercase().as_str()) => {}
+            None => {
+                let valid: Vec<&str> = JobState::ALL.iter().map(|s| s.name()).collect();
+                return Err(Early {
+                    code: 1,
+                    stdout: String::new(),
+                    stderr: format!(
+                        "squeue: error: Invalid job state specified: {s}\nsqueue: error: Valid job states include: {}\n",
+                        valid.join(",")
+                    ),
+                });
+            }
+        }
+    }
+    Ok(States::List(out))
+}
+
+/// `%all`: every letter, `|`-separated.
+fn all_format() -> String {
+    ('a'..='z').chain('A'..='Z').filter(|c| JobField::from_letter(*c).is_some()).map(|c| format!("%{c}")).collect::<Vec<_>>().join("|")
+}
+
+/// The request that fetches what `opts` can show.
+pub fn request(opts: &Options) -> ListJobsRequest {
+    let states = match &opts.states {
+        States::List(l) => l.iter().map(|s| s.name().to_string()).collect(),
+        _ => Vec::new(),
+    };
+    let mut job_ids: Vec<String> = opts
+        .jobs
+        .iter()
+        .chain(opts.steps.iter())
+        .flatten()
+        .map(|s| s.job_id.to_string())
+        .collect();
+    job_ids.sort();
+    job_ids.dedup();
+    ListJobsRequest {
+        filter: Some(JobFilter {
+            job_ids,
+            users: opts.users.clone(),
+            names: opts.names.clone(),
+            partitions: opts.partitions.clone(),
+            states,
+            accounts: Vec::new(),
+        }),
+        include_finished: opts.states.wants_finished(),
+        recent_finished_only: true,
+        ..Default::default()
+    }
+}
+
+/// Applies the filters to one record; an array remainder may come back narrowed to the
+/// tasks `-j` named.
+fn filter(opts: &Options, job: &JobInfo) -> Option<JobInfo> {
+    let job = match &opts.jobs {
+        Some(sel) => format::select_job(sel, job)?,
+        None => job.clone(),
+    };
+    let s = format::spec(&job);
+    let ci = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v));
+    let ok = opts.states.matches(format::job_state(&job))
+        && (opts.users.is_empty() || format::user_matches(&opts.users, &job))
+        && ci(&opts.names, &s.name)
+        && (opts.partitions.is_empty() || opts.partitions.contains(&s.partition))
+        && ci(&opts.accounts, &s.account)
+        && ci(&opts.qos, if s.qos.is_empty() { "normal" } else { &s.qos })
+        && opts.reservation.as_ref().is_none_or(|r| *r == s.reservation)
+        && (opts.nodes.is_empty()
+            || model::hostlist::expand(&job.nodes)
+                .unwrap_or_default()
+                .iter()
+                .any(|n| opts.nodes.contains(n)));
+    ok.then_some(job)
+}
+
+/// The rows to print: filtered, arrays expanded with `-r`, sorted.
+pub fn rows(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> Vec<JobInfo> {
+    let mut out = Vec::new();
+    for job in jobs.iter().filter_map(|j| filter(opts, j)) {
+        if opts.array && format::is_array_meta(&job) {
+            for t in format::pending_tasks(&job) {
+                out.push(format::narrow_array(&job, &[t]));
+            }
+        } else {
+            out.push(job);
+        }
+    }
+    let raw_id = |j: &JobInfo| (j.array_job_id.max(j.job_id), j.array_task_id.map(i64::from).unwrap_or(-1), j.job_id);
+    out.sort_by(|a, b| {
+        for (field, desc) in &opts.sort {
+            let (ka, kb) = (field.sort_key(a, ctx), field.sort_key(b, ctx));
+            let ord = if *desc { kb.cmp(&ka) } else { ka.cmp(&kb) };
+            if ord != std::cmp::Ordering::Equal {
+                return ord;
+            }
+        }
+        raw_id(a).cmp(&raw_id(b))
+    });
+    out
+}
+
+/// The whole output for one reply.
+pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
+    let mut out = String::new();
+    if opts.long && !opts.noheader && opts.layout != Layout::Json {
+        out.push_str(&format::ctime_line(ctx.now));
+        out.push('\n');
+    }
+    match &opts.layout {
+        Layout::Json => {
+            let list: Vec<serde_json::Value> = rows(opts, jobs, ctx).iter().map(|j| job_json(j, ctx)).collect();
+            let doc = json!({ "jobs": list, "errors": [], "warnings": [] });
+            out.push_str(&serde_json::to_string_pretty(&doc).unwrap_or_default());
+            out.push('\n');
+        }
+        Layout::Jobs(fmt) => {
+            let rows = rows(opts, jobs, ctx);
+            let head = |k: &JobField| k.header();
+            let header: Option<&dyn Fn(&JobField) -> Cell> = if opts.noheader { None } else { Some(&head) };
+            out.push_str(&format::render(fmt, &rows, header, &|j: &JobInfo, k: &JobField| k.value(j, ctx)));
+        }
+        Layout::Steps(fmt) => {
+            let mut step_rows = Vec::new();
+            let job_opts = Options { jobs: None, states: States::Active, ..opts.clone() };
+            for job in jobs.iter().filter_map(|j| filter(&job_opts, j)) {
+                for step in &job.steps {
+                    if format::step_state(step) != JobState::Running {
+                        continue;
+                    }
+                    let wanted = |sel: &Option<Vec<JobSelector>>, need_step: bool| {
+                        sel.as_ref().is_none_or(|list| {
+                            list.iter().any(|s| {
+                                s.select(&job).is_some()
+                                    && (!need_step || s.step.as_deref().is_none_or(|id| id == step.step_id))
+                            })
+                        })
+                    };
+                    if wanted(&opts.jobs, false) && wanted(&opts.steps, true) {
+                        step_rows.push((job.clone(), step.clone()));
+                    }
+                }
+            }
+            step_rows.sort_by_key(|(j, s)| {
+                (format::spec(j).partition.clone(), j.job_id, s.step_id.parse::<i64>().unwrap_or(-1))
+            });
+            let head = |k: &StepField| k.header();
+            let header: Option<&dyn Fn(&StepField) -> Cell> = if opts.noheader { None } else { Some(&head) };
+            out.push_str(&format::render(fmt, &step_rows, header, &|r: &(JobInfo, proto::v1::StepInfo), k: &StepField| {
+                k.value(r, ctx)
+            }));
+        }
+    }
+    out
+}
+
+/// One job in Slurm's `squeue --json` shape.
+pub fn job_json(j: &JobInfo, ctx: &Ctx) -> serde_json::Value {
+    let s = format::spec(j);
+    let st = format::job_state(j);
+    let status = if !st.is_final() {
+        "PENDING"
+    } else if j.exit_signal != 0 {
+        "SIGNALED"
+    } else if j.exit_code != 0 {
+        "ERROR"
+    } else {
+        "SUCCESS"
+    };
+    json!({
+        "account": s.account,
+        "array_job_id": j.array_job_id,
+        "array_task_id": j.array_task_id,
+        "array_task_string": format::task_str(j),
+        "batch_host": j.batch_host,
+        "cluster": ctx.cluster,
+        "comment": s.comment,
+        "cpus": j.num_cpus,
+        "cpus_per_task": s.cpus_per_task.max(1),
+        "current_working_directory": s.work_dir,
+        "dependency": s.dependency,
+        "eligible_time": j.eligible_time,
+        "end_time": j.end_time,
+        "exit_code": {
+            "status": [status],
+            "return_code": j.exit_code,
+            "signal": { "id": j.exit_signal },
+        },
+        "group_id": s.gid,
+        "group_name": ctx.names.group(s.gid),
+        "job_id": j.job_id,
+        "job_state": [st.name()],
+        "memory_per_cpu": s.mem_per_cpu_mb,
+        "memory_per_node": s.mem_per_node_mb,
+        "name": s.name,
+        "nice": s.nice,
+        "node_count": j.num_nodes,
+        "nodes": j.nodes,
+        "partition": s.partition,
+        "priority": j.priority,
+        "qos": if s.qos.is_empty() { "normal" } else { &s.qos },
+        "requeue": s.requeue,
+        "restart_cnt": j.restart_count,
+        "standard_error": if j.stderr_path.is_empty() { &s.stderr_pattern } else { &j.stderr_path },
+        "standard_input": if s.stdin_path.is_empty() { "/dev/null" } else { &s.stdin_path },
+        "standard_output": if j.stdout_path.is_empty() { &s.stdout_pattern } else { &j.stdout_path },
+        "start_time": if st == JobState::Pending { j.planned_start } else { j.start_time },
+        "state_reason": reason(j),
+        "submit_time": j.submit_time,
+        "tasks": s.num_tasks.max(1),
+        "time_limit": (s.time_limit_min > 0).then_some(s.time_limit_min),
+        "tres_alloc_str": format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
+        "user_id": s.uid,
+        "user_name": user_name(j, ctx),
+        "wckey": s.wckey,
+    })
+}
+
+fn user_name(j: &JobInfo, ctx: &Ctx) -> String {
+    let s = format::spec(j);
+    if s.user.is_empty() { ctx.names.user(s.uid) } else { s.user.clone() }
+}
+
+fn reason(j: &JobInfo) -> String {
+    if j.reason.is_empty() { "None".into() } else { j.reason.clone() }
+}
+
+fn limit_text(minutes: u32) -> String {
+    model::units::format_time_limit((minutes > 0).then_some(minutes))
+}
+
+fn tres_per_node(s: &proto::v1::JobSpec) -> String {
+    if s.gpus_per_node == 0 {
+        return "N/A".into();
+    }
+    match s.gpu_type.as_str() {
+        "" => format!("gres/gpu:{}", s.gpus_per_node),
+        t => format!("gres/gpu:{t}:{}", s.gpus_per_node),
+    }
+}
+
+/// Seconds a job has run (squeue's TIME).
+pub fn time_used(j: &JobInfo, st: JobState, now: i64) -> i64 {
+    if j.start_time <= 0 || st == JobState::Pending {
+        return 0;
+    }
+    if st == JobState::Suspended && j.suspend_time > j.start_time {
+        return j.suspend_time - j.start_time;
+    }
+    let end = if j.end_time <= 0 || matches!(st, JobState::Running | JobState::Suspended) {
+        now
+    } else {
+        j.end_time
+    };
+    end - j.start_time
+}
+
+/// END_TIME: the actual end, or the expected one from the time limit.
+fn end_time(j: &JobInfo, st: JobState) -> String {
+    let limit = i64::from(format::spec(j).time_limit_min) * 60;
+    match st {
+        JobState::Running | JobState::Suspended | JobState::Completing if j.end_time <= 0 => {
+            if limit == 0 { "NONE".into() } else { format::time_or(j.start_time + limit, "N/A") }
+        }
+        JobState::Pending if j.planned_start > 0 && limit > 0 => format::time_or(j.planned_start + limit, "N/A"),
+        JobState::Pending => "N/A".into(),
+        _ => format::time_or(j.end_time, "N/A"),
+    }
+}
+
+pub fn run(args: &[String]) -> ExitCode {
+    let (me, uid, _) = client::current_user();
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut warnings = Vec::new();
+    let opts = match parse_args(args, &env, &me, &mut warnings) {
+        Ok(o) => o,
+        Err(early) => return early.finish(),
+    };
+    for w in &warnings {
+        eprintln!("{w}");
+    }
+    let cluster = client::load_config().map(|c| c.cluster_name).unwrap_or_default();
+    let rt = client::runtime();
+    loop {
+        let reply = rt.block_on(async {
+            let mut c = client::connect().await?;
+            let r = c.list_jobs(request(&opts)).await.map_err(|s| anyhow::anyhow!(client::status_message(&s)))?;
+            anyhow::Ok(r.into_inner())
+        });
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("squeue: error: {e:#}");
+                return ExitCode::from(1);
+            }
+        };
+        let names = Names::resolve(
+            reply.jobs.iter().map(|j| format::spec(j).uid).chain([uid]),
+            reply.jobs.iter().map(|j| format::spec(j).gid),
+        );
+        let ctx = Ctx { now: reply.now.max(1), names, cluster: cluster.clone() };
+        let text = render(&opts, &reply.jobs, &ctx);
+        if opts.iterate.is_some() && !opts.long && !opts.noheader {
+            println!("{}", format::ctime_line(ctx.now));
+        }
+        print!("{text}");
+        match opts.iterate {
+            Some(secs) => {
+                println!();
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+            }
+            None => return ExitCode::SUCCESS,
+        }
+    }
+}
+
+const USAGE: &str = "\
+Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
+              [-n name] [-o format] [-p partitions] [--qos qos]
+              [--reservation reservation] [--sort fields] [--start]
+              [--step step_id] [-t states] [-u user_name] [--usage]
+              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]
+              [--json] [-ahjlrsv]
+";
+
+const HELP: &str = "\
+Usage: squeue [OPTIONS]
+  -A, --account=account(s)        comma separated list of accounts
+                                  to view, default is all accounts
+  -a, --all                       display jobs in hidden partitions
+  -h, --noheader                  no headers on output
+  -i, --iterate=seconds           specify an interation period
+  -j, --job=job(s)                comma separated list of jobs IDs
+                                  to view, default is all
+      --json                      produce JSON output
+  -l, --long                      long report
+  -M, --clusters=cluster_name     cluster to issue commands to (ignored)
+      --me                        equivalent to --user=<my username>
+  -n, --name=job_name(s)          comma separated list of job names to view
+  -o, --format=format             format specification
+  -O, --Format=format             format specification
+  -p, --partition=partition(s)    comma separated list of partitions
+                                  to view, default is all partitions
+  -q, --qos=qos(s)                comma separated list of qos's
+                                  to view, default is all qos's
+  -R, --reservation=name          reservation to view, default is all
+  -r, --array                     display one job array element per line
+  -s, --step=step(s)              comma separated list of job steps
+                                  to view, default is all
+  -S, --sort=fields               comma separated list of fields to sort on
+      --start                     print expected start times of pending jobs
+  -t, --states=states             comma separated list of states to view,
+                                  default is pending and running,
+                                  '--states=all' reports all states
+  -u, --user=user_name(s)         comma separated list of users to view
+  -v, --verbose                   verbosity level
+  -V, --version                   output version information and exit
+  -w, --nodelist=hostlist         list of nodes to view, default is
+                                  all nodes
+
+Help options:
+  --help                          show this help message
+  --usage                         display a brief summary of squeue options
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::v1::{JobSpec, StepInfo};
+    use proto::v1::JobState as W;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, Early> {
+        let mut w = Vec::new();
+        parse_args(&s(args), &|_| None, "alice", &mut w)
+    }
+
+    fn job(id: u32, name: &str, state: W) -> JobInfo {
+        JobInfo {
+            job_id: id,
+            state: state as i32,
+            reason: "None".into(),
+            submit_time: NOW - 100,
+            eligible_time: NOW - 100,
+            num_nodes: 1,
+            num_cpus: 1,
+            priority: 1000 - id,
+            spec: Some(JobSpec {
+                name: name.into(),
+                user: "alice".into(),
+                uid: 1000,
+                gid: 1000,
+                partition: "debug".into(),
+                account: "proj".into(),
+                time_limit_min: 5,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn running(id: u32, name: &str, started: i64, nodes: &str) -> JobInfo {
+        JobInfo { start_time: NOW - started, nodes: nodes.into(), batch_host: nodes.into(), ..job(id, name, W::Running) }
+    }
+
+    fn ctx() -> Ctx {
+        Ctx { now: NOW, names: Names::default(), cluster: "drover".into() }
+    }
+
+    fn out(args: &[&str], jobs: &[JobInfo]) -> String {
+        render(&parse(args).unwrap(), jobs, &ctx())
+    }
+
+    fn sample() -> Vec<JobInfo> {
+        let mut pending = job(3, "train", W::Pending);
+        pending.reason = "Resources".into();
+        let mut array = job(4, "sweep", W::Pending);
+        array.array_job_id = 4;
+        array.array_task_str = "2-4%2".into();
+        array.reason = "JobArrayTaskLimit".into();
+        let mut task = running(7, "sweep", 65, "gpu02");
+        task.array_job_id = 4;
+        task.array_task_id = Some(0);
+        let done = JobInfo { end_time: NOW - 5, ..running(2, "old", 50, "gpu01") };
+        let done = JobInfo { state: W::Completed as i32, ..done };
+        vec![running(1, "verylongjobname", 3725, "gpu[01-02]"), pending, array, task, done]
+    }
+
+    #[test]
+    fn default_output() {
+        let text = out(&[], &sample());
+        let want = [
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)",
+            "                 3     debug    train    alice PD       0:00      1 (Resources)",
+            "         4_[2-4%2]     debug    sweep    alice PD       0:00      1 (JobArrayTaskLimit)",
+            "                 1     debug verylong    alice  R    1:02:05      1 gpu[01-02]",
+            "               4_0     debug    sweep    alice  R       1:05      1 gpu02",
+        ];
+        assert_eq!(text, want.join("\n") + "\n");
+    }
+
+    #[test]
+    fn snakemake_status_query() {
+        let text = out(&["--format=%i|%T", "--states=all", "--noheader", "--name", "old"], &sample());
+        assert_eq!(text, "2|COMPLETED\n");
+        let text = out(&["--format=%i|%T", "--states=all", "--noheader"], &sample());
+        assert!(text.contains("4_[2-4%2]|PENDING\n") && text.contains("4_0|RUNNING\n"), "{text}");
+        let req = request(&parse(&["--states=all", "--name", "x"]).unwrap());
+        assert!(req.include_finished && req.recent_finished_only);
+        assert_eq!(req.filter.unwrap().names, vec!["x"]);
+        assert!(!request(&parse(&[]).unwrap()).include_finished);
+        assert!(request(&parse(&["-t", "CD"]).unwrap()).include_finished);
+    }
+
+    #[test]
+    fn array_rows_with_r_and_job_selection() {
+        let text = out(&["-r", "-h", "-o", "%i %t"], &sample());
+        assert_eq!(text, "3 PD\n4_2 PD\n4_3 PD\n4_4 PD\n1 R\n4_0 R\n");
+        let text = out(&["-h", "-o", "%i", "-j", "4"], &sample());
+        assert_eq!(text, "4_[2-4%2]\n4_0\n");
+        let text = out(&["-h", "-o", "%i", "-j4_3,1"], &sample());
+        assert_eq!(text, "4_3\n1\n");
+        // `-j 4_3` with a space: the value is the next word.
+        let text = out(&["-h", "-o", "%i %A %F %K", "-j", "4_3"], &sample());
+        assert_eq!(text, "4_3 4 4 3\n");
+        let text = out(&["-h", "-o", "%i %A %F %K", "-j", "7"], &sample());
+        assert_eq!(text, "4_0 7 4 0\n");
+    }
+
+    #[test]
+    fn states_users_and_filters() {
+        assert_eq!(out(&["-h", "-o", "%i", "-t", "pd"], &sample()), "3\n4_[2-4%2]\n");
+        assert_eq!(out(&["-h", "-o", "%i", "-t", "R,CD"], &sample()), "1\n4_0\n2\n");
+        assert_eq!(out(&["-h", "-o", "%i", "-u", "bob"], &sample()), "");
+        assert_eq!(out(&["-h", "-o", "%i", "--me", "-w", "gpu02"], &sample()), "1\n4_0\n");
+        assert_eq!(out(&["-h", "-o", "%i", "-p", "other"], &sample()), "");
+        assert_eq!(out(&["-h", "-o", "%i", "-A", "PROJ", "-n", "TRAIN"], &sample()), "3\n");
+        let e = parse(&["-t", "bogus"]).unwrap_err();
+        assert_eq!(e.code, 1);
+        assert!(e.stderr.starts_with("squeue: error: Invalid job state specified: bogus\n"));
+    }
+
+    #[test]
+    fn long_start_and_format_letters() {
+        let text = out(&["-l", "-j", "1"], &sample());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES NODELIST(REASON)");
+        assert_eq!(lines[2], "                 1     debug verylong    alice  RUNNING    1:02:05      5:00      1 gpu[01-02]");
+        let mut jobs = sample();
+        jobs[1].planned_start = NOW + 600;
+        let text = out(&["--start", "-h"], &jobs);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        let first = text.lines().next().unwrap();
+        assert!(first.contains(&crate::client::format_time(NOW + 600)), "{first}");
+        assert!(text.lines().nth(1).unwrap().contains("N/A"));
+        let text = out(&["-h", "-o", "%a %u %U %G %P %q %l %L %D %C %m %h %k %E %y %Z %B %b %Q", "-j", "1"], &sample());
+        assert_eq!(text, "proj alice 1000 1000 debug normal 5:00 INVALID 1 1 0 OK (null) (null) 0  gpu[01-02] N/A 999\n");
+    }
+
+    #[test]
+    fn long_format_names() {
+        let text = out(&["-h", "-O", "JobID:6,JobArrayID:12,State:.10,ArrayJobID:4,ArrayTaskID:3,UserName:0"], &sample()[3..4]);
+        assert_eq!(text, "7     4_0            RUNNING4   0  alice\n");
+        let mut w = Vec::new();
+        let o = parse_args(&s(&["-O", "JobID,Bogus"]), &|_| None, "a", &mut w).unwrap();
+        assert_eq!(w, vec!["squeue: error: Invalid job format specification: Bogus"]);
+        assert!(matches!(o.layout, Layout::Jobs(ref f) if f.columns.len() == 1));
+    }
+
+    #[test]
+    fn sort_option() {
+        assert_eq!(out(&["-h", "-o", "%i", "-S", "-i", "-t", "all"], &sample()), "4_0\n4_[2-4%2]\n3\n2\n1\n");
+        assert_eq!(out(&["-h", "-o", "%i", "-S", "M"], &sample()), "3\n4_[2-4%2]\n4_0\n1\n");
+    }
+
+    #[test]
+    fn errors_and_help() {
+        let e = parse(&["--x"]).unwrap_err();
+        assert_eq!((e.code, e.stderr.as_str()), (1, "squeue: unrecognized option '--x'\nTry \"squeue --help\" for more information\n"));
+        let e = parse(&["-Z"]).unwrap_err();
+        assert!(e.stderr.starts_with("squeue: invalid option -- 'Z'\n"));
+        let e = parse(&["stray"]).unwrap_err();
+        assert!(e.stderr.starts_with("squeue: error: Unrecognized option: stray\n"));
+        let e = parse(&["-o", "%i", "-O", "JobID"]).unwrap_err();
+        assert_eq!(e.code, 1);
+        assert_eq!(parse(&["--help"]).unwrap_err().code, 0);
+        assert_eq!(parse(&["-V"]).unwrap_err().stdout, "slurm 22.05.8\n");
+        // Long-name prefixes and attached short values.
+        assert!(parse(&["--noh", "-tpd,r", "--part=debug"]).is_ok());
+    }
+
+    #[test]
+    fn json_output() {
+        let text = out(&["--json", "-t", "all"], &sample());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 5);
+        let first = &jobs[0];
+        assert_eq!(first["job_id"], 3);
+        assert_eq!(first["job_state"], json!(["PENDING"]));
+        assert_eq!(first["state_reason"], "Resources");
+        assert_eq!(first["time_limit"], 5);
+        let done = jobs.iter().find(|j| j["job_id"] == 2).unwrap();
+        assert_eq!(done["exit_code"]["status"], json!(["SUCCESS"]));
+        assert_eq!(done["exit_code"]["return_code"], 0);
+    }
+
+    #[test]
+    fn steps_view() {
+        let mut j = running(1, "mpi", 100, "gpu[01-02]");
+        j.steps = vec![
+            StepInfo { step_id: "batch".into(), name: "batch".into(), state: W::Running as i32, start_time: NOW - 100, nodes: "gpu01".into(), ..Default::default() },
+            StepInfo { step_id: "0".into(), name: "python".into(), state: W::Running as i32, start_time: NOW - 30, nodes: "gpu[01-02]".into(), ..Default::default() },
+        ];
+        let text = out(&["-s"], std::slice::from_ref(&j));
+        assert_eq!(
+            text,
+            "         STEPID     NAME PARTITION     USER      TIME NODELIST\n        1.batch    batch     debug    alice      1:40 gpu01\n            1.0   python     debug    alice      0:30 gpu[01-02]\n"
+        );
+        assert_eq!(out(&["-h", "-s", "1.0", "-o", "%i"], std::slice::from_ref(&j)), "1.0\n");
+    }
 }

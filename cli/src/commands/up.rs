@@ -64,7 +64,7 @@ pub struct Options {
     pub gpus: u32,
 }
 
-fn parse_args(args: &[String]) -> Result<Options> {
+pub fn parse_args(args: &[String]) -> Result<Options> {
     let p = opts::parse(SPECS, args, false)?;
     if !p.positional.is_empty() {
         bail!("unexpected argument `{}`", p.positional[0]);
@@ -167,42 +167,101 @@ pub fn run(args: &[String]) -> ExitCode {
     }
 }
 
+/// A running local cluster: the controller and its node daemons.
+pub struct LocalCluster {
+    pub config: model::Config,
+    pub conf_path: PathBuf,
+    pub dir: PathBuf,
+    children: Vec<(String, Child)>,
+}
+
+impl LocalCluster {
+    /// Prepares the directory and starts the daemons; returns once the controller
+    /// accepts connections.
+    pub fn start(o: &Options) -> Result<LocalCluster> {
+        let conf_path = prepare(o)?;
+        let config = model::Config::parse(&std::fs::read_to_string(&conf_path)?, &conf_path.display().to_string())?;
+        let conf = conf_path.display().to_string();
+        let log = o.dir.join("log");
+        let ctld_addr = config.controller.addr.clone();
+        if std::net::TcpStream::connect(&ctld_addr).is_ok() {
+            bail!("something already listens on {ctld_addr}: another cluster is running (use --port)");
+        }
+        let mut cluster = LocalCluster { config, conf_path: conf_path.clone(), dir: o.dir.clone(), children: Vec::new() };
+        cluster.start_ctld()?;
+        let port: u16 = ctld_addr.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(o.port);
+        let nodes: Vec<String> = cluster.config.node_list().into_iter().map(|n| n.name).collect();
+        for (i, name) in nodes.iter().enumerate() {
+            let listen = format!("127.0.0.1:{}", u32::from(port) + 1 + i as u32);
+            let args = vec!["--config".into(), conf.clone(), "--name".into(), name.clone(), "--listen".into(), listen];
+            let child = spawn(&sibling("drover-noded"), &args, &log.join(format!("{name}.log")))?;
+            cluster.children.push((name.clone(), child));
+        }
+        Ok(cluster)
+    }
+
+    /// Starts the controller and waits until it accepts connections.
+    pub fn start_ctld(&mut self) -> Result<()> {
+        let log = self.dir.join("log").join("ctld.log");
+        let args = ["--config".to_string(), self.conf_path.display().to_string()];
+        let child = spawn(&sibling("drover-ctld"), &args, &log)?;
+        self.children.insert(0, ("drover-ctld".into(), child));
+        if !wait_for_port(&self.config.controller.addr, Duration::from_secs(60)) {
+            self.stop();
+            bail!("the controller did not start; see {}", log.display());
+        }
+        Ok(())
+    }
+
+    /// `kill -9` the controller (for restart measurements).
+    pub fn kill_ctld(&mut self) {
+        if let Some(pos) = self.children.iter().position(|(n, _)| n == "drover-ctld") {
+            let (_, mut child) = self.children.remove(pos);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn ctld_pid(&self) -> Option<u32> {
+        self.children.iter().find(|(n, _)| n == "drover-ctld").map(|(_, c)| c.id())
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.children.iter().filter(|(n, _)| n != "drover-ctld").count()
+    }
+
+    /// Stops the node daemons, then the controller.
+    pub fn stop(&mut self) {
+        stop(&mut self.children);
+        self.children.clear();
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 fn up(args: &[String]) -> Result<()> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!("usage: drover up [--nodes N] [--dir DIR] [--port PORT] [--config FILE] [--cpus N] [--memory SIZE] [--gpus N]");
         return Ok(());
     }
     let o = parse_args(args)?;
-    let conf_path = prepare(&o)?;
-    let config = model::Config::parse(&std::fs::read_to_string(&conf_path)?, &conf_path.display().to_string())?;
-    let conf = conf_path.display().to_string();
-    let log = o.dir.join("log");
-    let ctld_addr = config.controller.addr.clone();
-    if std::net::TcpStream::connect(&ctld_addr).is_ok() {
-        bail!("something already listens on {ctld_addr}: another cluster is running (use --port)");
-    }
-    let mut children: Vec<(String, Child)> = Vec::new();
-    children.push((
-        "drover-ctld".into(),
-        spawn(&sibling("drover-ctld"), &["--config".into(), conf.clone()], &log.join("ctld.log"))?,
-    ));
-    if !wait_for_port(&ctld_addr, Duration::from_secs(20)) {
-        stop(&mut children);
-        bail!("the controller did not start; see {}", log.join("ctld.log").display());
-    }
-    let port: u16 = ctld_addr.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(o.port);
-    let nodes: Vec<String> = config.node_list().into_iter().map(|n| n.name).collect();
-    for (i, name) in nodes.iter().enumerate() {
-        let listen = format!("127.0.0.1:{}", u32::from(port) + 1 + i as u32);
-        let args = vec!["--config".into(), conf.clone(), "--name".into(), name.clone(), "--listen".into(), listen];
-        children.push((name.clone(), spawn(&sibling("drover-noded"), &args, &log.join(format!("{name}.log")))?));
-    }
-    println!("drover: local cluster `{}` is up: controller on {ctld_addr}, {} nodes", config.cluster_name, nodes.len());
+    let mut cluster = LocalCluster::start(&o)?;
+    let config = &cluster.config;
+    println!(
+        "drover: local cluster `{}` is up: controller on {}, {} nodes",
+        config.cluster_name,
+        config.controller.addr,
+        cluster.node_count()
+    );
     println!("drover: state and logs under {}", o.dir.display());
     println!("drover: to use it, run:  export PATH={}:$PATH", o.dir.join("bin").display());
     println!("drover: press Ctrl-C to stop");
-    wait_for_stop(&mut children);
-    stop(&mut children);
+    wait_for_stop(&mut cluster.children);
+    cluster.stop();
     println!("drover: stopped");
     Ok(())
 }

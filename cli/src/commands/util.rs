@@ -1,0 +1,367 @@
+//! Helpers the job commands (`sbatch`, `scancel`, `scontrol`, `srun`) share: Slurm-style
+//! error lines with their exit status, the controller connection with Slurm's wording of
+//! its failures, signal names, the job id syntax, local calendar time, and waiting for a
+//! job to finish (`sbatch --wait`, `srun` outside an allocation).
+
+use crate::opts::OptError;
+use proto::v1::{self, ctld_client::CtldClient};
+use std::process::ExitCode;
+use tonic::transport::Channel;
+
+/// An error that ends a command: the lines to print on stderr and the exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    pub lines: Vec<String>,
+    pub code: u8,
+}
+
+impl CliError {
+    /// `prog: error: MSG`, exit status 1.
+    pub fn error(prog: &str, msg: impl std::fmt::Display) -> CliError {
+        CliError { lines: vec![format!("{prog}: error: {msg}")], code: 1 }
+    }
+
+    /// A line printed as is, exit status 1.
+    pub fn raw(msg: impl Into<String>) -> CliError {
+        CliError { lines: vec![msg.into()], code: 1 }
+    }
+
+    /// getopt's complaint about the command line, as Slurm prints it (exit status 255).
+    pub fn usage(prog: &str, e: &OptError) -> CliError {
+        CliError {
+            lines: vec![
+                format!("{prog}: {e}"),
+                format!("Try \"{prog} --help\" for more information"),
+            ],
+            code: 255,
+        }
+    }
+
+    pub fn with_code(mut self, code: u8) -> CliError {
+        self.code = code;
+        self
+    }
+
+    /// Prints the lines and gives the exit status.
+    pub fn report(&self) -> ExitCode {
+        for line in &self.lines {
+            eprintln!("{line}");
+        }
+        ExitCode::from(self.code)
+    }
+}
+
+/// The controller, or Slurm's words for not reaching it.
+pub async fn connect() -> Result<CtldClient<Channel>, String> {
+    crate::client::connect()
+        .await
+        .map_err(|_| "Unable to contact slurm controller (connect failure)".to_string())
+}
+
+/// A failed call's message, as Slurm would word it.
+pub fn status_text(s: &tonic::Status) -> String {
+    match s.code() {
+        tonic::Code::Unavailable => "Unable to contact slurm controller (connect failure)".into(),
+        _ if s.message().is_empty() => format!("{:?}", s.code()),
+        _ => s.message().to_string(),
+    }
+}
+
+const SIGNALS: &[(&str, i32)] = &[
+    ("HUP", libc::SIGHUP),
+    ("INT", libc::SIGINT),
+    ("QUIT", libc::SIGQUIT),
+    ("ILL", libc::SIGILL),
+    ("TRAP", libc::SIGTRAP),
+    ("ABRT", libc::SIGABRT),
+    ("BUS", libc::SIGBUS),
+    ("FPE", libc::SIGFPE),
+    ("KILL", libc::SIGKILL),
+    ("USR1", libc::SIGUSR1),
+    ("SEGV", libc::SIGSEGV),
+    ("USR2", libc::SIGUSR2),
+    ("PIPE", libc::SIGPIPE),
+    ("ALRM", libc::SIGALRM),
+    ("TERM", libc::SIGTERM),
+    ("CHLD", libc::SIGCHLD),
+    ("CONT", libc::SIGCONT),
+    ("STOP", libc::SIGSTOP),
+    ("TSTP", libc::SIGTSTP),
+    ("TTIN", libc::SIGTTIN),
+    ("TTOU", libc::SIGTTOU),
+    ("URG", libc::SIGURG),
+    ("XCPU", libc::SIGXCPU),
+    ("XFSZ", libc::SIGXFSZ),
+    ("VTALRM", libc::SIGVTALRM),
+    ("PROF", libc::SIGPROF),
+    ("WINCH", libc::SIGWINCH),
+    ("IO", libc::SIGIO),
+    ("PWR", libc::SIGPWR),
+    ("SYS", libc::SIGSYS),
+];
+
+/// A signal by name (`USR2`, `SIGUSR2`, any case) or number (1-64).
+pub fn parse_signal(text: &str) -> Option<i32> {
+    let t = text.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse::<i32>().ok().filter(|n| (1..=64).contains(n));
+    }
+    let up = t.to_ascii_uppercase();
+    let name = up.strip_prefix("SIG").unwrap_or(&up);
+    SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// The short name of a signal (`TERM`), or its number.
+pub fn signal_name(sig: i32) -> String {
+    SIGNALS
+        .iter()
+        .find(|(_, s)| *s == sig)
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| sig.to_string())
+}
+
+/// Splits a job id argument at top-level commas (`12,13_[1,3]` is `12` and `13_[1,3]`) and
+/// checks each part: `N`, `N_M`, `N_[1-3,7]`, `N_*`, each optionally with a step (`.0`,
+/// `.batch`). The bad part is the error.
+pub fn split_job_ids(arg: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in arg.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&arg[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&arg[start..]);
+    out.into_iter()
+        .filter(|p| !p.is_empty() || arg.is_empty())
+        .map(|p| if valid_job_id(p) { Ok(p.to_string()) } else { Err(p.to_string()) })
+        .collect()
+}
+
+fn all_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn valid_job_id(id: &str) -> bool {
+    let (job, step) = match id.split_once('.') {
+        Some((j, s)) => (j, Some(s)),
+        None => (id, None),
+    };
+    if let Some(s) = step
+        && !(all_digits(s) || s == "batch" || s == "extern")
+    {
+        return false;
+    }
+    let (base, task) = match job.split_once('_') {
+        Some((b, t)) => (b, Some(t)),
+        None => (job, None),
+    };
+    if !all_digits(base) || base.parse::<u32>().map_or(true, |n| n == 0) {
+        return false;
+    }
+    match task {
+        None => true,
+        Some("*") => true,
+        Some(t) if all_digits(t) => true,
+        Some(t) => match t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            Some(list) => {
+                let list = list.split_once('%').map_or(list, |(l, _)| l);
+                !list.is_empty()
+                    && list.split(',').all(|r| {
+                        let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+                        all_digits(lo) && all_digits(hi)
+                    })
+            }
+            None => false,
+        },
+    }
+}
+
+/// A calendar time in the local zone; months and days count from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalTm {
+    pub year: i32,
+    pub mon: u32,
+    pub day: i64,
+    pub hour: u32,
+    pub min: u32,
+    pub sec: u32,
+}
+
+/// Unix time → local calendar time.
+pub fn to_local(t: i64) -> LocalTm {
+    // SAFETY: localtime_r only writes the tm we hand it.
+    let tm = unsafe {
+        let mut out: libc::tm = std::mem::zeroed();
+        let secs = t as libc::time_t;
+        libc::localtime_r(&secs, &mut out);
+        out
+    };
+    LocalTm {
+        year: tm.tm_year + 1900,
+        mon: (tm.tm_mon + 1) as u32,
+        day: i64::from(tm.tm_mday),
+        hour: tm.tm_hour as u32,
+        min: tm.tm_min as u32,
+        sec: tm.tm_sec as u32,
+    }
+}
+
+/// Local calendar time → Unix time; a day past the month's end rolls over.
+pub fn from_local(tm: &LocalTm) -> i64 {
+    // SAFETY: mktime reads and normalises the tm we hand it.
+    unsafe {
+        let mut t: libc::tm = std::mem::zeroed();
+        t.tm_year = tm.year - 1900;
+        t.tm_mon = tm.mon as i32 - 1;
+        t.tm_mday = tm.day as i32;
+        t.tm_hour = tm.hour as i32;
+        t.tm_min = tm.min as i32;
+        t.tm_sec = tm.sec as i32;
+        t.tm_isdst = -1;
+        libc::mktime(&mut t) as i64
+    }
+}
+
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// This machine's host name.
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// The job's state as the model knows it.
+pub fn job_state(j: &v1::JobInfo) -> model::JobState {
+    proto::convert::state_from_wire(v1::JobState::try_from(j.state).unwrap_or(v1::JobState::Pending))
+}
+
+/// Polls the controller until the job (every task of an array) is final; gives the final
+/// records. A job that vanished gives what was last seen.
+pub async fn wait_for_job(
+    client: &mut CtldClient<Channel>,
+    job_id: u32,
+) -> Result<Vec<v1::JobInfo>, String> {
+    let mut delay_ms = 20u64;
+    let mut last = Vec::new();
+    loop {
+        let req = v1::ListJobsRequest {
+            filter: Some(v1::JobFilter { job_ids: vec![job_id.to_string()], ..Default::default() }),
+            include_finished: true,
+            ..Default::default()
+        };
+        match client.list_jobs(req).await {
+            Ok(reply) => {
+                let jobs = reply.into_inner().jobs;
+                if jobs.is_empty() {
+                    return Ok(last);
+                }
+                if jobs.iter().all(|j| job_state(j).is_final()) {
+                    return Ok(jobs);
+                }
+                last = jobs;
+            }
+            Err(s) if s.code() == tonic::Code::Unavailable => {}
+            Err(s) => return Err(status_text(&s)),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+        delay_ms = (delay_ms * 2).min(1000);
+    }
+}
+
+/// `sbatch --wait`'s exit status: the highest over the job's records of the script's exit
+/// code, 1 for one killed by a signal, and 1 for one that ended other than COMPLETED
+/// without an exit code (cancelled while pending, node failure).
+pub fn wait_exit_code(jobs: &[v1::JobInfo]) -> i32 {
+    jobs.iter()
+        .map(|j| {
+            if j.exit_signal != 0 {
+                1
+            } else if j.exit_code != 0 {
+                j.exit_code
+            } else if job_state(j) == model::JobState::Completed {
+                0
+            } else {
+                1
+            }
+        })
+        .max()
+        .unwrap_or(1)
+}
+
+/// The last path component.
+pub fn basename(path: &str) -> &str {
+    path.trim_end_matches('/').rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_by_name_and_number() {
+        assert_eq!(parse_signal("USR2"), Some(libc::SIGUSR2));
+        assert_eq!(parse_signal("SIGUSR2"), Some(libc::SIGUSR2));
+        assert_eq!(parse_signal("sigterm"), Some(libc::SIGTERM));
+        assert_eq!(parse_signal("9"), Some(9));
+        assert_eq!(parse_signal("0"), None);
+        assert_eq!(parse_signal("65"), None);
+        assert_eq!(parse_signal("FOO"), None);
+        assert_eq!(parse_signal(""), None);
+        assert_eq!(signal_name(libc::SIGKILL), "KILL");
+    }
+
+    #[test]
+    fn job_id_forms() {
+        assert_eq!(split_job_ids("12").unwrap(), ["12"]);
+        assert_eq!(split_job_ids("12,13_3").unwrap(), ["12", "13_3"]);
+        assert_eq!(split_job_ids("12_[1-3,7]").unwrap(), ["12_[1-3,7]"]);
+        assert_eq!(split_job_ids("12_[1,3],14").unwrap(), ["12_[1,3]", "14"]);
+        assert_eq!(split_job_ids("12_*").unwrap(), ["12_*"]);
+        assert_eq!(split_job_ids("12.0").unwrap(), ["12.0"]);
+        assert_eq!(split_job_ids("12.batch").unwrap(), ["12.batch"]);
+        for bad in ["12x", "x", "", "0", "12_", "12_[]", "12_[a]", "12.x", "-1", "12_3_4"] {
+            assert!(split_job_ids(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn info(state: v1::JobState, code: i32, sig: i32) -> v1::JobInfo {
+        v1::JobInfo { state: state as i32, exit_code: code, exit_signal: sig, ..Default::default() }
+    }
+
+    #[test]
+    fn wait_exit_codes_follow_sbatch() {
+        assert_eq!(wait_exit_code(&[info(v1::JobState::Completed, 0, 0)]), 0);
+        assert_eq!(wait_exit_code(&[info(v1::JobState::Failed, 7, 0)]), 7);
+        assert_eq!(wait_exit_code(&[info(v1::JobState::Cancelled, 0, 9)]), 1);
+        assert_eq!(wait_exit_code(&[info(v1::JobState::Cancelled, 0, 0)]), 1);
+        let array = [
+            info(v1::JobState::Completed, 0, 0),
+            info(v1::JobState::Failed, 1, 0),
+            info(v1::JobState::Failed, 2, 0),
+        ];
+        assert_eq!(wait_exit_code(&array), 2);
+    }
+
+    #[test]
+    fn local_time_round_trips() {
+        let t = 1_800_000_000;
+        assert_eq!(from_local(&to_local(t)), t);
+        assert_eq!(basename("/a/b/run.sh"), "run.sh");
+        assert_eq!(basename("run.sh"), "run.sh");
+    }
+}

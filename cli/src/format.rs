@@ -1,0 +1,888 @@
+//! Output formatting shared by the read commands (`squeue`, `sinfo`, `sacct`).
+//!
+//! Three layouts, each as Slurm prints it:
+//!
+//! - `-o/--format` strings of `%[.][size]type[suffix]` specifiers (squeue, sinfo). A size
+//!   pads the value (left-aligned, `.` right-aligns) and, for most fields, truncates it;
+//!   text before the first `%` and after each type letter is printed as is. sinfo's `%#P`
+//!   sizes a column to its widest value.
+//! - `-O/--Format` lists of `Name[:[.][size][suffix]]` (squeue, sinfo); without a size a
+//!   field is 20 wide.
+//! - sacct's field tables (`Field%N`): right-aligned unless the default or a negative size
+//!   says left, values longer than the column end in `+`, a header line and a dash line;
+//!   `--parsable`/`--parsable2` print `|`-separated values instead.
+//!
+//! The rest are helpers both squeue and sacct need to present jobs: display ids of array
+//! tasks and pending array remainders, job states, `-j` id selectors and time strings.
+
+use model::JobState;
+use proto::v1::{JobInfo, JobSpec, StepInfo};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+// ---------------------------------------------------------------- -o / -O formats
+
+/// How wide a column is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    /// As wide as the value.
+    Natural,
+    /// Padded to this many characters.
+    Fixed(usize),
+    /// sinfo's `#`: as wide as the widest value, at least this many characters.
+    Auto(usize),
+}
+
+/// One field of a format: which value, how wide, aligned how, and the text after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column<K> {
+    pub key: K,
+    pub width: Width,
+    pub right: bool,
+    pub suffix: String,
+}
+
+/// A parsed format: literal text, then columns each followed by their suffix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Format<K> {
+    pub prefix: String,
+    pub columns: Vec<Column<K>>,
+}
+
+/// A rendered value. `cut` says whether a fixed width truncates it (Slurm leaves node
+/// lists and times whole).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub text: String,
+    pub cut: bool,
+}
+
+impl Cell {
+    /// A value a fixed width truncates.
+    pub fn cut(text: impl Into<String>) -> Cell {
+        Cell { text: text.into(), cut: true }
+    }
+    /// A value printed whole even when wider than its column.
+    pub fn whole(text: impl Into<String>) -> Cell {
+        Cell { text: text.into(), cut: false }
+    }
+}
+
+/// Parses a `%[.][size]type[suffix]` format. `lookup` maps a type letter to a field;
+/// unknown letters are kept as literal text (as Slurm does) and returned so the caller
+/// can report them.
+pub fn parse_percent<K>(fmt: &str, lookup: impl Fn(char) -> Option<K>) -> (Format<K>, Vec<char>) {
+    let (prefix, rest) = match fmt.find('%') {
+        Some(i) => (&fmt[..i], &fmt[i..]),
+        None => (fmt, ""),
+    };
+    let mut format = Format { prefix: prefix.to_string(), columns: Vec::new() };
+    let mut invalid = Vec::new();
+    // Like strtok: empty tokens ("%%") are skipped.
+    for token in rest.split('%').filter(|t| !t.is_empty()) {
+        let mut chars = token.chars().peekable();
+        let right = chars.next_if_eq(&'.').is_some();
+        let mut width = Width::Natural;
+        if chars.next_if_eq(&'#').is_some() {
+            width = Width::Auto(0);
+        } else {
+            let mut n: Option<usize> = None;
+            while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                let digit = d.to_digit(10).unwrap_or(0) as usize;
+                n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(digit));
+            }
+            if let Some(n) = n.filter(|n| *n > 0) {
+                width = Width::Fixed(n);
+            }
+        }
+        let Some(letter) = chars.next() else { continue };
+        let suffix: String = chars.collect();
+        match lookup(letter) {
+            Some(key) => format.columns.push(Column { key, width, right, suffix }),
+            None => {
+                invalid.push(letter);
+                let literal = format!("%{token}");
+                match format.columns.last_mut() {
+                    Some(last) => last.suffix.push_str(&literal),
+                    None => format.prefix.push_str(&literal),
+                }
+            }
+        }
+    }
+    (format, invalid)
+}
+
+/// Parses an `-O` list: `Name[:[.][size][suffix]],...`. Names are matched without
+/// regard to case; without a size a column is 20 wide, a size of 0 is natural width.
+/// Unknown names are skipped and returned.
+pub fn parse_long<K>(
+    fmt: &str,
+    lookup: impl Fn(&str) -> Option<K>,
+) -> (Format<K>, Vec<String>) {
+    let mut format = Format { prefix: String::new(), columns: Vec::new() };
+    let mut invalid = Vec::new();
+    for token in fmt.split(',').filter(|t| !t.is_empty()) {
+        let (name, spec) = match token.split_once(':') {
+            Some((n, s)) => (n, Some(s)),
+            None => (token, None),
+        };
+        let (width, right, suffix) = match spec {
+            None => (Width::Fixed(20), false, String::new()),
+            Some(s) => {
+                let (right, s) = match s.strip_prefix('.') {
+                    Some(r) => (true, r),
+                    None => (false, s),
+                };
+                let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+                let n: usize = s[..digits].parse().unwrap_or(0);
+                let width = if n == 0 { Width::Natural } else { Width::Fixed(n) };
+                (width, right, s[digits..].to_string())
+            }
+        };
+        match lookup(name.trim()) {
+            Some(key) => format.columns.push(Column { key, width, right, suffix }),
+            None => invalid.push(name.to_string()),
+        }
+    }
+    (format, invalid)
+}
+
+/// Pads (and, when the cell allows, truncates) a value as Slurm's `_print_str` does.
+pub fn pad(cell: &Cell, width: usize, right: bool) -> String {
+    if width == 0 {
+        return cell.text.clone();
+    }
+    let len = cell.text.chars().count();
+    let mut out = if right && len < width {
+        format!("{}{}", " ".repeat(width - len), cell.text)
+    } else {
+        cell.text.clone()
+    };
+    if cell.cut && out.chars().count() > width {
+        out = out.chars().take(width).collect();
+    }
+    let len = out.chars().count();
+    if len < width {
+        out.push_str(&" ".repeat(width - len));
+    }
+    out
+}
+
+/// Renders `rows` with `fmt`, one line each, after a header line when `header` gives
+/// the column titles.
+pub fn render<K, R>(
+    fmt: &Format<K>,
+    rows: &[R],
+    header: Option<&dyn Fn(&K) -> Cell>,
+    cell: &dyn Fn(&R, &K) -> Cell,
+) -> String {
+    let cells: Vec<Vec<Cell>> =
+        rows.iter().map(|r| fmt.columns.iter().map(|c| cell(r, &c.key)).collect()).collect();
+    let widths: Vec<usize> = fmt
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match c.width {
+            Width::Natural => 0,
+            Width::Fixed(n) => n,
+            Width::Auto(min) => {
+                cells.iter().map(|r| r[i].text.chars().count()).max().unwrap_or(0).max(min)
+            }
+        })
+        .collect();
+    let line = |row: &[Cell]| {
+        let mut s = fmt.prefix.clone();
+        for ((c, w), v) in fmt.columns.iter().zip(&widths).zip(row) {
+            s.push_str(&pad(v, *w, c.right));
+            s.push_str(&c.suffix);
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = String::new();
+    if let Some(h) = header {
+        let titles: Vec<Cell> = fmt.columns.iter().map(|c| h(&c.key)).collect();
+        out.push_str(&line(&titles));
+    }
+    for row in &cells {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+// ---------------------------------------------------------------- sacct-style tables
+
+/// sacct's output modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsable {
+    /// Aligned columns with a dash line under the header.
+    No,
+    /// `-p`: every value followed by the delimiter.
+    Ending,
+    /// `-P`: values separated by the delimiter, none after the last.
+    NoEnding,
+}
+
+/// A sacct-style column: its title and Slurm's length (negative: left-aligned, 0:
+/// natural width).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableField {
+    pub name: String,
+    pub len: i32,
+}
+
+/// Renders a table the way Slurm's `print_fields` does (sacct, and the other accounting
+/// commands).
+pub fn print_fields(
+    fields: &[TableField],
+    rows: &[Vec<String>],
+    header: bool,
+    mode: Parsable,
+    delimiter: &str,
+) -> String {
+    let mut out = String::new();
+    let line = |values: &mut dyn Iterator<Item = String>, out: &mut String| {
+        let values: Vec<String> = values.collect();
+        match mode {
+            Parsable::No => {
+                for v in values {
+                    out.push_str(&v);
+                    out.push(' ');
+                }
+            }
+            Parsable::Ending => {
+                for v in values {
+                    out.push_str(&v);
+                    out.push_str(delimiter);
+                }
+            }
+            Parsable::NoEnding => out.push_str(&values.join(delimiter)),
+        }
+        out.push('\n');
+    };
+    if header {
+        let mut titles = fields.iter().map(|f| match mode {
+            Parsable::No => {
+                let w = f.len.unsigned_abs() as usize;
+                if w == 0 {
+                    f.name.clone()
+                } else {
+                    pad(&Cell::cut(f.name.clone()), w, true)
+                }
+            }
+            _ => f.name.clone(),
+        });
+        line(&mut titles, &mut out);
+        if mode == Parsable::No {
+            let mut dashes = fields.iter().map(|f| {
+                let w = f.len.unsigned_abs() as usize;
+                "-".repeat(if w == 0 { f.name.chars().count() } else { w })
+            });
+            line(&mut dashes, &mut out);
+        }
+    }
+    for row in rows {
+        let mut values = fields.iter().zip(row).map(|(f, v)| match mode {
+            Parsable::No => sacct_cell(v, f.len),
+            _ => v.clone(),
+        });
+        line(&mut values, &mut out);
+    }
+    out
+}
+
+/// One aligned sacct value: too long ends in `+`, then padded.
+fn sacct_cell(value: &str, len: i32) -> String {
+    let w = len.unsigned_abs() as usize;
+    if w == 0 {
+        return value.to_string();
+    }
+    let text: String = if value.chars().count() > w {
+        value.chars().take(w - 1).chain(std::iter::once('+')).collect()
+    } else {
+        value.to_string()
+    };
+    pad(&Cell::cut(text), w, len > 0)
+}
+
+// ---------------------------------------------------------------- option aliases
+
+/// Rewrites `--prefix` arguments that are ambiguous only between names of one option
+/// (`--part` for `--partition`/`--partitions`) to that option's name, as getopt_long
+/// accepts them. `aliases` maps alternative long names to the one the command reads.
+pub fn resolve_aliases(
+    args: &[String],
+    specs: &[crate::opts::OptSpec],
+    aliases: &[(&str, &'static str)],
+) -> Vec<String> {
+    let canonical = |long: &'static str| -> &'static str {
+        aliases.iter().find(|(from, _)| *from == long).map(|(_, to)| *to).unwrap_or(long)
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = false;
+    for arg in args {
+        if rest || arg == "--" {
+            rest = true;
+            out.push(arg.clone());
+            continue;
+        }
+        let Some(body) = arg.strip_prefix("--") else {
+            out.push(arg.clone());
+            continue;
+        };
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        let candidates: Vec<&'static str> = specs
+            .iter()
+            .filter(|s| s.long.starts_with(name) && !name.is_empty())
+            .map(|s| canonical(s.long))
+            .collect();
+        let exact = specs.iter().any(|s| s.long == name);
+        match candidates.split_first() {
+            Some((first, more)) if !exact && !more.is_empty() && more.iter().all(|c| c == first) => {
+                out.push(match value {
+                    Some(v) => format!("--{first}={v}"),
+                    None => format!("--{first}"),
+                });
+            }
+            _ => out.push(arg.clone()),
+        }
+    }
+    out
+}
+
+/// Renames alternative long names in parsed options to the one the command reads.
+pub fn apply_aliases(parsed: &mut crate::opts::Parsed, aliases: &[(&str, &'static str)]) {
+    for (k, _) in parsed.opts.iter_mut() {
+        if let Some(&(_, to)) = aliases.iter().find(|(from, _)| from == k) {
+            *k = to;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- early exits
+
+/// What a command prints and returns when it stops before doing its work: help,
+/// version, or an error in its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Early {
+    pub code: u8,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Early {
+    /// Text for stdout, exit status 0 (`--help`, `--version`).
+    pub fn info(text: impl Into<String>) -> Early {
+        Early { code: 0, stdout: text.into(), stderr: String::new() }
+    }
+
+    /// A bad option, reported as getopt does, then Slurm's hint; exit status 1.
+    pub fn usage(command: &str, message: &str) -> Early {
+        Early {
+            code: 1,
+            stdout: String::new(),
+            stderr: format!(
+                "{command}: {message}\nTry \"{command} --help\" for more information\n"
+            ),
+        }
+    }
+
+    /// `command: error: message`; exit status 1.
+    pub fn error(command: &str, message: &str) -> Early {
+        Early { code: 1, stdout: String::new(), stderr: format!("{command}: error: {message}\n") }
+    }
+
+    /// Prints the texts and gives the exit status.
+    pub fn finish(self) -> ExitCode {
+        print!("{}", self.stdout);
+        eprint!("{}", self.stderr);
+        ExitCode::from(self.code)
+    }
+}
+
+/// The version line every command prints for `-V/--version`: the Slurm release whose
+/// interface Drover follows.
+pub const VERSION_LINE: &str = "slurm 22.05.8\n";
+
+// ---------------------------------------------------------------- jobs
+
+static EMPTY_SPEC: std::sync::LazyLock<JobSpec> = std::sync::LazyLock::new(JobSpec::default);
+
+/// The job's spec, or an empty one.
+pub fn spec(job: &JobInfo) -> &JobSpec {
+    job.spec.as_ref().unwrap_or(&EMPTY_SPEC)
+}
+
+/// The job's state in the domain model.
+pub fn job_state(job: &JobInfo) -> JobState {
+    proto::convert::state_from_wire(job.state())
+}
+
+/// A step's state in the domain model.
+pub fn step_state(step: &StepInfo) -> JobState {
+    proto::convert::state_from_wire(step.state())
+}
+
+/// True for the record that stands for several pending array tasks.
+pub fn is_array_meta(job: &JobInfo) -> bool {
+    job.array_job_id != 0 && job.array_task_id.is_none()
+}
+
+/// The pending tasks of an array remainder without brackets: `3-9%2`.
+pub fn task_str(job: &JobInfo) -> &str {
+    let s = job.array_task_str.as_str();
+    s.strip_prefix('[').and_then(|s| s.strip_suffix(']')).unwrap_or(s)
+}
+
+/// `12`, `12_3`, or `12_[3-9%2]` for a pending array remainder.
+pub fn display_id(job: &JobInfo) -> String {
+    match (job.array_job_id, job.array_task_id) {
+        (0, _) => job.job_id.to_string(),
+        (a, Some(t)) => format!("{a}_{t}"),
+        (a, None) => format!("{a}_[{}]", task_str(job)),
+    }
+}
+
+/// Parses an array task list (`1,3,5-7`, `0-15:4`, with an optional `%N` throttle).
+pub fn parse_task_list(text: &str) -> Option<(Vec<u32>, u32)> {
+    let text = text.strip_prefix('[').and_then(|s| s.strip_suffix(']')).unwrap_or(text);
+    let (list, throttle) = match text.split_once('%') {
+        Some((l, t)) => (l, t.parse().ok()?),
+        None => (text, 0),
+    };
+    let mut ids = std::collections::BTreeSet::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        let (range, step) = match part.split_once(':') {
+            Some((r, s)) => (r, s.parse::<u32>().ok().filter(|s| *s > 0)?),
+            None => (part, 1),
+        };
+        let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+        let (lo, hi): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
+        if hi < lo || hi - lo > 10_000_000 {
+            return None;
+        }
+        ids.extend((lo..=hi).step_by(step as usize));
+    }
+    Some((ids.into_iter().collect(), throttle))
+}
+
+/// The pending task ids of an array remainder.
+pub fn pending_tasks(job: &JobInfo) -> Vec<u32> {
+    parse_task_list(task_str(job)).map(|(ids, _)| ids).unwrap_or_default()
+}
+
+/// A copy of an array remainder restricted to some of its tasks: one task becomes a
+/// plain task record (`12_3`), several keep the remainder form without the throttle.
+pub fn narrow_array(job: &JobInfo, tasks: &[u32]) -> JobInfo {
+    let mut out = job.clone();
+    if let [one] = tasks {
+        out.array_task_id = Some(*one);
+        out.array_task_str.clear();
+    } else {
+        out.array_task_str = model::job::format_ranges(tasks);
+    }
+    out
+}
+
+/// One `-j` selector: `12`, `12_3`, `12_[1-3]`, each optionally with a step (`.batch`,
+/// `.0`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSelector {
+    pub job_id: u32,
+    /// Array tasks named; `None` selects the whole job or array.
+    pub tasks: Option<Vec<u32>>,
+    pub step: Option<String>,
+}
+
+/// How a selector matches a job record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selected {
+    /// The whole record.
+    Whole,
+    /// Some pending tasks of an array remainder.
+    Tasks(Vec<u32>),
+}
+
+impl JobSelector {
+    /// Parses a comma list of selectors; brackets may hold commas (`12_[1,3],14`).
+    pub fn parse_list(text: &str) -> Result<Vec<JobSelector>, String> {
+        let mut out = Vec::new();
+        let mut depth = 0;
+        let mut start = 0;
+        let mut items = Vec::new();
+        for (i, c) in text.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(&text[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        items.push(&text[start..]);
+        for item in items.into_iter().map(str::trim).filter(|s| !s.is_empty()) {
+            out.push(JobSelector::parse(item).ok_or_else(|| format!("Invalid job id: {item}"))?);
+        }
+        Ok(out)
+    }
+
+    fn parse(text: &str) -> Option<JobSelector> {
+        let (job, step) = match text.find('.') {
+            Some(i) if !text[..i].contains('[') || text[..i].contains(']') => {
+                (&text[..i], Some(text[i + 1..].to_string()))
+            }
+            _ => (text, None),
+        };
+        if step.as_deref() == Some("") {
+            return None;
+        }
+        let (id, tasks) = match job.split_once('_') {
+            Some((id, t)) => (id, Some(parse_task_list(t)?.0)),
+            None => (job, None),
+        };
+        let job_id: u32 = id.parse().ok().filter(|n| *n > 0)?;
+        Some(JobSelector { job_id, tasks, step })
+    }
+
+    /// Whether this selector names the record (ignoring any step).
+    pub fn select(&self, job: &JobInfo) -> Option<Selected> {
+        match &self.tasks {
+            None => (job.job_id == self.job_id
+                || (job.array_job_id != 0 && job.array_job_id == self.job_id))
+                .then_some(Selected::Whole),
+            Some(tasks) => {
+                if job.array_job_id != self.job_id {
+                    return None;
+                }
+                match job.array_task_id {
+                    Some(t) => tasks.contains(&t).then_some(Selected::Whole),
+                    None => {
+                        let pending = pending_tasks(job);
+                        let hit: Vec<u32> =
+                            pending.into_iter().filter(|t| tasks.contains(t)).collect();
+                        (!hit.is_empty()).then_some(Selected::Tasks(hit))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Applies selectors (without steps) to a record: the record itself, a narrowed array
+/// remainder, or nothing.
+pub fn select_job(selectors: &[JobSelector], job: &JobInfo) -> Option<JobInfo> {
+    let mut tasks: Vec<u32> = Vec::new();
+    for s in selectors {
+        match s.select(job) {
+            Some(Selected::Whole) => return Some(job.clone()),
+            Some(Selected::Tasks(t)) => tasks.extend(t),
+            None => {}
+        }
+    }
+    if tasks.is_empty() {
+        return None;
+    }
+    tasks.sort_unstable();
+    tasks.dedup();
+    Some(narrow_array(job, &tasks))
+}
+
+/// Resolved user and group names, looked up once by the command so rendering stays
+/// pure. Missing entries print as the number.
+#[derive(Debug, Clone, Default)]
+pub struct Names {
+    pub users: BTreeMap<u32, String>,
+    pub groups: BTreeMap<u32, String>,
+}
+
+impl Names {
+    pub fn user(&self, uid: u32) -> String {
+        self.users.get(&uid).cloned().unwrap_or_else(|| uid.to_string())
+    }
+    pub fn group(&self, gid: u32) -> String {
+        self.groups.get(&gid).cloned().unwrap_or_else(|| gid.to_string())
+    }
+
+    /// Looks up the names of these ids on this machine.
+    pub fn resolve(uids: impl IntoIterator<Item = u32>, gids: impl IntoIterator<Item = u32>) -> Names {
+        let mut names = Names::default();
+        for uid in uids {
+            if let std::collections::btree_map::Entry::Vacant(e) = names.users.entry(uid)
+                && let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+            {
+                e.insert(u.name);
+            }
+        }
+        for gid in gids {
+            if let std::collections::btree_map::Entry::Vacant(e) = names.groups.entry(gid)
+                && let Ok(Some(g)) = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+            {
+                e.insert(g.name);
+            }
+        }
+        names
+    }
+}
+
+/// A user given by name or number, as both forms: `root` → `["root", "0"]`.
+pub fn user_forms(user: &str) -> Vec<String> {
+    let mut out = vec![user.to_string()];
+    if let Ok(uid) = user.parse::<u32>() {
+        if let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+            out.push(u.name);
+        }
+    } else if let Ok(Some(u)) = nix::unistd::User::from_name(user) {
+        out.push(u.uid.as_raw().to_string());
+    }
+    out
+}
+
+/// True when the job belongs to one of `users` (names or uids).
+pub fn user_matches(users: &[String], job: &JobInfo) -> bool {
+    let s = spec(job);
+    users.iter().any(|u| *u == s.user || *u == s.uid.to_string())
+}
+
+/// A TRES string as sacct prints it: `billing=4,cpu=4,gres/gpu=1,mem=16G,node=1`.
+pub fn tres_string(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> String {
+    let mut parts = vec![format!("billing={cpus}"), format!("cpu={cpus}")];
+    if gpus > 0 {
+        parts.push(format!("gres/gpu={gpus}"));
+    }
+    if mem_mb > 0 {
+        parts.push(format!("mem={}", model::units::format_memory_mb(mem_mb)));
+    }
+    parts.push(format!("node={nodes}"));
+    parts.join(",")
+}
+
+// ---------------------------------------------------------------- times
+
+/// A Unix time as Slurm prints it, or `none` for 0.
+pub fn time_or(t: i64, none: &str) -> String {
+    if t <= 0 { none.to_string() } else { crate::client::format_time(t) }
+}
+
+/// The local calendar fields of a Unix time.
+pub fn local_tm(t: i64) -> libc::tm {
+    // SAFETY: localtime_r only writes the struct we hand it.
+    unsafe {
+        let mut out: libc::tm = std::mem::zeroed();
+        let secs = t as libc::time_t;
+        libc::localtime_r(&secs, &mut out);
+        out
+    }
+}
+
+/// A Unix time from local calendar fields (`tm_isdst` is worked out).
+pub fn local_mktime(tm: &libc::tm) -> i64 {
+    let mut tm = *tm;
+    tm.tm_isdst = -1;
+    // SAFETY: mktime reads and normalises the struct we own.
+    unsafe { libc::mktime(&mut tm) as i64 }
+}
+
+/// The date line `squeue -l` and `sinfo -l` print first: `Mon Nov 30 04:32:41 2026`.
+pub fn ctime_line(t: i64) -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let tm = local_tm(t);
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[tm.tm_wday.clamp(0, 6) as usize],
+        MONTHS[tm.tm_mon.clamp(0, 11) as usize],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year + 1900
+    )
+}
+
+/// Seconds as squeue prints times used and left: `M:SS`, `H:MM:SS`, `D-HH:MM:SS`, or
+/// `INVALID` when negative or over a year.
+pub fn squeue_secs(secs: i64) -> String {
+    if !(0..=365 * 86400).contains(&secs) {
+        return "INVALID".into();
+    }
+    model::units::format_duration(secs as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum F {
+        Id,
+        Name,
+        State,
+    }
+
+    fn letters(c: char) -> Option<F> {
+        match c {
+            'i' => Some(F::Id),
+            'j' => Some(F::Name),
+            'T' => Some(F::State),
+            _ => None,
+        }
+    }
+
+    fn names(n: &str) -> Option<F> {
+        match n.to_ascii_lowercase().as_str() {
+            "jobid" => Some(F::Id),
+            "name" => Some(F::Name),
+            "state" => Some(F::State),
+            _ => None,
+        }
+    }
+
+    fn table(fmt: &Format<F>, rows: &[(&str, &str, &str)]) -> String {
+        let head = |k: &F| {
+            Cell::cut(match k {
+                F::Id => "JOBID",
+                F::Name => "NAME",
+                F::State => "STATE",
+            })
+        };
+        render(
+            fmt,
+            rows,
+            Some(&head),
+            &|r: &(&str, &str, &str), k: &F| match k {
+                F::Id => Cell::cut(r.0),
+                F::Name => Cell::cut(r.1),
+                F::State => Cell::whole(r.2),
+            },
+        )
+    }
+
+    #[test]
+    fn percent_specifiers_pad_align_truncate_and_keep_literals() {
+        let (fmt, bad) = parse_percent("%.6i %4j|%T", letters);
+        assert!(bad.is_empty());
+        assert_eq!(fmt.columns.len(), 3);
+        // `-` is not a flag in Slurm: it is read as the type letter; our lookup does not
+        // know it, so it stays literal text. Plain `%4j` is left-aligned.
+        let (fmt2, bad2) = parse_percent("%-4j", letters);
+        assert_eq!(bad2, vec!['-']);
+        assert_eq!(fmt2.prefix, "%-4j");
+        let (fmt, _) = parse_percent("x%.6i %4j|%T", letters);
+        let out = table(&fmt, &[("12", "verylongname", "RUNNING"), ("1234567", "ab", "PENDING")]);
+        assert_eq!(out, "x JOBID NAME|STATE\nx    12 very|RUNNING\nx123456 ab  |PENDING\n");
+    }
+
+    #[test]
+    fn natural_width_and_invalid_letters() {
+        let (fmt, bad) = parse_percent("%i|%T %Q", letters);
+        assert_eq!(bad, vec!['Q']);
+        let out = table(&fmt, &[("5", "n", "COMPLETED")]);
+        assert_eq!(out, "JOBID|STATE %Q\n5|COMPLETED %Q\n");
+        let (fmt, _) = parse_percent("no fields", letters);
+        assert_eq!(table(&fmt, &[("1", "a", "R")]), "no fields\nno fields\n");
+    }
+
+    #[test]
+    fn auto_width_fits_widest_value() {
+        let (mut fmt, _) = parse_percent("%#j %T", letters);
+        if let Width::Auto(min) = &mut fmt.columns[0].width {
+            *min = 3;
+        }
+        let out = table(&fmt, &[("1", "ab", "R"), ("2", "abcdef", "PD")]);
+        assert_eq!(out, "NAME   STATE\nab     R\nabcdef PD\n");
+    }
+
+    #[test]
+    fn long_format_fields() {
+        let (fmt, bad) = parse_long("JobID:6,name:.5,State,bogus", names);
+        assert_eq!(bad, vec!["bogus".to_string()]);
+        assert_eq!(fmt.columns[0].width, Width::Fixed(6));
+        assert!(fmt.columns[1].right);
+        assert_eq!(fmt.columns[2].width, Width::Fixed(20));
+        let out = table(&fmt, &[("42", "abcdefgh", "RUNNING")]);
+        let want = format!("JOBID  NAMESTATE{}\n42    abcdeRUNNING{}\n", " ".repeat(15), " ".repeat(13));
+        assert_eq!(out, want);
+        let (fmt, _) = parse_long("jobid:|,state:0", names);
+        assert_eq!(fmt.columns[0].suffix, "|");
+        assert_eq!(table(&fmt, &[("7", "x", "PENDING")]).lines().nth(1), Some("7|PENDING"));
+    }
+
+    #[test]
+    fn pad_rules() {
+        assert_eq!(pad(&Cell::cut("abc"), 5, true), "  abc");
+        assert_eq!(pad(&Cell::cut("abc"), 5, false), "abc  ");
+        assert_eq!(pad(&Cell::cut("abcdef"), 4, true), "abcd");
+        assert_eq!(pad(&Cell::whole("abcdef"), 4, true), "abcdef");
+        assert_eq!(pad(&Cell::cut("abc"), 0, true), "abc");
+    }
+
+    fn fields(spec: &[(&str, i32)]) -> Vec<TableField> {
+        spec.iter().map(|(n, l)| TableField { name: n.to_string(), len: *l }).collect()
+    }
+
+    #[test]
+    fn sacct_tables() {
+        let f = fields(&[("JobID", -12), ("JobName", 10), ("State", 10)]);
+        let rows = vec![vec!["7".to_string(), "verylongname".to_string(), "COMPLETED".to_string()]];
+        let out = print_fields(&f, &rows, true, Parsable::No, "|");
+        assert_eq!(
+            out,
+            "       JobID    JobName      State \n\
+             ------------ ---------- ---------- \n\
+             7            verylongn+  COMPLETED \n"
+        );
+        assert_eq!(
+            print_fields(&f, &rows, true, Parsable::NoEnding, "|"),
+            "JobID|JobName|State\n7|verylongname|COMPLETED\n"
+        );
+        assert_eq!(print_fields(&f, &rows, false, Parsable::Ending, "|"), "7|verylongname|COMPLETED|\n");
+        let f = fields(&[("NodeList", -20)]);
+        let rows = vec![vec!["node1".to_string()]];
+        assert_eq!(print_fields(&f, &rows, false, Parsable::No, "|"), format!("node1{} \n", " ".repeat(15)));
+    }
+
+    fn job(id: u32, array: u32, task: Option<u32>, tasks: &str) -> JobInfo {
+        JobInfo { job_id: id, array_job_id: array, array_task_id: task, array_task_str: tasks.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn ids_and_selectors() {
+        assert_eq!(display_id(&job(5, 0, None, "")), "5");
+        assert_eq!(display_id(&job(7, 5, Some(2), "")), "5_2");
+        assert_eq!(display_id(&job(5, 5, None, "3-4%2")), "5_[3-4%2]");
+        assert_eq!(display_id(&job(5, 5, None, "[3-4%2]")), "5_[3-4%2]");
+        assert_eq!(parse_task_list("0-6:3,9%2"), Some((vec![0, 3, 6, 9], 2)));
+
+        let sel = JobSelector::parse_list("5,9_[1,3].batch,12.0").unwrap();
+        assert_eq!(sel[1], JobSelector { job_id: 9, tasks: Some(vec![1, 3]), step: Some("batch".into()) });
+        assert_eq!(sel[2].step.as_deref(), Some("0"));
+        assert!(JobSelector::parse_list("x").is_err());
+        assert!(JobSelector::parse_list("0").is_err());
+
+        let meta = job(5, 5, None, "3-6%2");
+        let task = job(8, 5, Some(1), "");
+        let all = JobSelector::parse_list("5").unwrap();
+        assert_eq!(select_job(&all, &meta), Some(meta.clone()));
+        assert_eq!(select_job(&all, &task), Some(task.clone()));
+        let one = JobSelector::parse_list("5_4").unwrap();
+        assert_eq!(display_id(&select_job(&one, &meta).unwrap()), "5_4");
+        assert_eq!(select_job(&one, &task), None);
+        let some = JobSelector::parse_list("5_[4-5],5_9").unwrap();
+        assert_eq!(display_id(&select_job(&some, &meta).unwrap()), "5_[4-5]");
+        // A task's own raw id selects it.
+        assert!(select_job(&JobSelector::parse_list("8").unwrap(), &task).is_some());
+    }
+
+    #[test]
+    fn squeue_times() {
+        assert_eq!(squeue_secs(0), "0:00");
+        assert_eq!(squeue_secs(3725), "1:02:05");
+        assert_eq!(squeue_secs(-1), "INVALID");
+    }
+}

@@ -1,0 +1,49 @@
+//! The `NodeAgent` gRPC service the controller calls: `LaunchJob` and `SignalJob`.
+
+use crate::jobs::{Jobs, JobsError};
+use proto::v1::node_agent_server::NodeAgent;
+use proto::v1::{LaunchJobReply, LaunchJobRequest, SignalJobReply, SignalJobRequest};
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+use tracing::warn;
+
+pub struct Agent {
+    jobs: Arc<Jobs>,
+}
+
+impl Agent {
+    pub fn new(jobs: Arc<Jobs>) -> Agent {
+        Agent { jobs }
+    }
+}
+
+fn to_status(e: &JobsError) -> Status {
+    match e {
+        JobsError::Launch(_) | JobsError::BadSignal(_) => Status::invalid_argument(e.to_string()),
+        JobsError::Busy(_) => Status::unavailable(e.to_string()),
+        JobsError::Spool(_) | JobsError::Supervisor { .. } => Status::internal(e.to_string()),
+    }
+}
+
+#[tonic::async_trait]
+impl NodeAgent for Agent {
+    async fn launch_job(&self, request: Request<LaunchJobRequest>) -> Result<Response<LaunchJobReply>, Status> {
+        let req = request.into_inner();
+        let job_id = req.job_id;
+        self.jobs.launch(req).await.map_err(|e| {
+            warn!(job_id, error = %e, "launch failed");
+            to_status(&e)
+        })?;
+        Ok(Response::new(LaunchJobReply {}))
+    }
+
+    async fn signal_job(&self, request: Request<SignalJobRequest>) -> Result<Response<SignalJobReply>, Status> {
+        let req = request.into_inner();
+        let found = self
+            .jobs
+            .signal(req.job_id, req.signal, req.batch_only)
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(SignalJobReply { found }))
+    }
+}

@@ -1,0 +1,121 @@
+//! Wiring of the daemon: config, resources, spool, the controller client, recovery of
+//! the jobs of an earlier run, the `NodeAgent` server and the registration loop.
+
+use anyhow::Context;
+use noded::agent::Agent;
+use noded::jobs::Jobs;
+use noded::spool::Spool;
+use noded::{control, inventory, procfs};
+use proto::v1::node_agent_server::NodeAgentServer;
+use proto::v1::node_control_client::NodeControlClient;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Endpoint, Server};
+use tracing::{info, warn};
+
+/// Reported job directories are kept this long, for post-mortems.
+const REPORTED_RETENTION: Duration = Duration::from_secs(600);
+
+pub struct Options {
+    pub config: PathBuf,
+    pub name: Option<String>,
+    pub listen: SocketAddr,
+    pub spool: Option<PathBuf>,
+    pub ctld_addr: Option<String>,
+}
+
+pub async fn run(opts: Options) -> anyhow::Result<()> {
+    let config_label = opts.config.display().to_string();
+    let text = std::fs::read_to_string(&opts.config).with_context(|| format!("reading config {config_label}"))?;
+    let config = model::Config::parse(&text, &config_label)?;
+    let name = match opts.name {
+        Some(name) => name,
+        None => short_hostname().context("finding the host name (pass --name)")?,
+    };
+    let resources = inventory::node_resources(&config, &name)?;
+    if !resources.from_config {
+        warn!(node = %name, "node not in the config; offering the host's cpus and memory");
+    }
+    let spool_dir = opts.spool.unwrap_or_else(|| Path::new(&config.state_dir).join(format!("noded-{name}")));
+    let spool = Spool::open(&spool_dir)?;
+    let ctld_addr = opts.ctld_addr.unwrap_or_else(|| config.controller.addr.clone());
+    let channel = Endpoint::from_shared(format!("http://{ctld_addr}"))
+        .with_context(|| format!("bad controller address {ctld_addr}"))?
+        .connect_timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(10))
+        .tcp_nodelay(true)
+        .connect_lazy();
+    let ctld = NodeControlClient::new(channel);
+
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("listening on {}", opts.listen))?;
+    let local = listener.local_addr()?;
+    let agent_addr =
+        if local.ip().is_unspecified() { format!("{name}:{}", local.port()) } else { local.to_string() };
+
+    let exe = std::env::current_exe().context("finding this binary (for job supervisors)")?;
+    let jobs = Jobs::new(name.clone(), spool, exe, ctld.clone());
+    let recovered = jobs.recover()?;
+    let registration = control::Registration {
+        node_name: name.clone(),
+        agent_addr: agent_addr.clone(),
+        resources: resources.clone(),
+        boot_time: procfs::boot_time().unwrap_or_else(noded::unix_now),
+    };
+    let default_interval = Duration::from_millis(u64::from(config.controller.heartbeat_interval_ms.max(1)));
+    tokio::spawn(control::run(jobs.clone(), ctld, registration, default_interval));
+    let sweeper_jobs = jobs.clone();
+    tokio::spawn(async move {
+        loop {
+            let removed = sweeper_jobs.spool().sweep_reported(REPORTED_RETENTION);
+            if removed > 0 {
+                info!(removed, "removed reported job directories");
+            }
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+    });
+
+    info!(
+        node = %name,
+        addr = %agent_addr,
+        controller = %ctld_addr,
+        cpus = resources.cpus,
+        memory_mb = resources.memory_mb,
+        gpus = resources.gpus.len(),
+        spool = %spool_dir.display(),
+        recovered,
+        "noded ready"
+    );
+    Server::builder()
+        .add_service(NodeAgentServer::new(Agent::new(jobs)))
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown())
+        .await
+        .context("serving NodeAgent")?;
+    info!("noded stopped; jobs keep running under their supervisors");
+    Ok(())
+}
+
+fn short_hostname() -> anyhow::Result<String> {
+    let host = nix::unistd::gethostname()?;
+    let host = host.to_string_lossy();
+    Ok(host.split('.').next().unwrap_or_default().to_string())
+}
+
+async fn shutdown() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(e) => {
+            warn!(error = %e, "cannot watch SIGTERM");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    info!("shutting down");
+}

@@ -1,0 +1,322 @@
+//! The environment of a batch script: what was captured at submit, with Slurm's output
+//! variables on top (sbatch(1), "OUTPUT ENVIRONMENT VARIABLES"), so that scripts and
+//! tools written for Slurm find their job id, nodes, GPUs and array index.
+//!
+//! `SLURM_TASK_PID` is the one variable missing here: only the forked child knows its
+//! pid (see `spawn`).
+
+use crate::launch::LaunchInfo;
+use std::collections::BTreeSet;
+
+/// The Slurm variables of the batch step of `req` on `node_name`, in a fixed order.
+pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
+    let spec = &req.spec;
+    let mut env = Vec::with_capacity(48);
+    let mut set = |name: &str, value: String| env.push((name.to_string(), value));
+
+    set("SLURM_JOB_ID", req.job_id.to_string());
+    set("SLURM_JOBID", req.job_id.to_string());
+    set("SLURM_JOB_NAME", spec.name.clone());
+    let nodelist = if req.nodes.is_empty() { node_name } else { req.nodes.as_str() };
+    set("SLURM_JOB_NODELIST", nodelist.to_string());
+    set("SLURM_NODELIST", nodelist.to_string());
+    let num_nodes = req.num_nodes.max(1);
+    set("SLURM_NNODES", num_nodes.to_string());
+    set("SLURM_JOB_NUM_NODES", num_nodes.to_string());
+    let num_tasks = spec.num_tasks.max(1);
+    set("SLURM_NTASKS", num_tasks.to_string());
+    set("SLURM_NPROCS", num_tasks.to_string());
+    set("SLURM_TASKS_PER_NODE", tasks_per_node(num_tasks, num_nodes, spec.ntasks_per_node));
+    if spec.ntasks_per_node > 0 {
+        set("SLURM_NTASKS_PER_NODE", spec.ntasks_per_node.to_string());
+    }
+    if spec.cpus_per_task > 0 {
+        set("SLURM_CPUS_PER_TASK", spec.cpus_per_task.to_string());
+    }
+    set("SLURM_CPUS_ON_NODE", req.cpus_on_node.to_string());
+    // Only this node's share is known here; allocations are uniform across nodes.
+    set("SLURM_JOB_CPUS_PER_NODE", repeated(req.cpus_on_node, num_nodes));
+    if spec.mem_per_node_mb > 0 {
+        set("SLURM_MEM_PER_NODE", spec.mem_per_node_mb.to_string());
+    }
+    if spec.mem_per_cpu_mb > 0 {
+        set("SLURM_MEM_PER_CPU", spec.mem_per_cpu_mb.to_string());
+    }
+    set("SLURM_SUBMIT_DIR", spec.work_dir.clone());
+    if !spec.submit_host.is_empty() {
+        set("SLURM_SUBMIT_HOST", spec.submit_host.clone());
+    }
+    set("SLURM_CLUSTER_NAME", req.cluster_name.clone());
+    set("SLURM_JOB_PARTITION", first_set(&req.partition, &spec.partition));
+    let account = first_set(&req.account, &spec.account);
+    if !account.is_empty() {
+        set("SLURM_JOB_ACCOUNT", account);
+    }
+    let qos = first_set(&req.qos, &spec.qos);
+    if !qos.is_empty() {
+        set("SLURM_JOB_QOS", qos);
+    }
+    if !spec.reservation.is_empty() {
+        set("SLURM_JOB_RESERVATION", spec.reservation.clone());
+    }
+    set("SLURM_JOB_USER", spec.user.clone());
+    set("SLURM_JOB_UID", spec.uid.to_string());
+    set("SLURM_JOB_GID", spec.gid.to_string());
+    set("SLURMD_NODENAME", node_name.to_string());
+    set("SLURM_NODEID", "0".into());
+    set("SLURM_PROCID", "0".into());
+    set("SLURM_LOCALID", "0".into());
+    set("SLURM_GTIDS", "0".into());
+    if req.restart_count > 0 {
+        set("SLURM_RESTART_COUNT", req.restart_count.to_string());
+    }
+    if let Some(task) = req.array_task_id {
+        let ids = spec.array.as_ref().map(|a| a.task_ids.as_slice()).unwrap_or(&[]);
+        let count = if req.array_task_count > 0 { req.array_task_count } else { ids.len() as u32 };
+        let array_job_id = if req.array_job_id > 0 { req.array_job_id } else { req.job_id };
+        set("SLURM_ARRAY_JOB_ID", array_job_id.to_string());
+        set("SLURM_ARRAY_TASK_ID", task.to_string());
+        set("SLURM_ARRAY_TASK_COUNT", count.max(1).to_string());
+        set("SLURM_ARRAY_TASK_MIN", req.array_task_min.to_string());
+        set("SLURM_ARRAY_TASK_MAX", req.array_task_max.to_string());
+        set("SLURM_ARRAY_TASK_STEP", array_step(ids).to_string());
+    }
+    if !req.gpu_indices.is_empty() {
+        let list = req.gpu_indices.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        // As Slurm: SLURM_GPUS is the `--gpus` count, set only when it was asked for.
+        if spec.gpus > 0 {
+            set("SLURM_GPUS", spec.gpus.to_string());
+        }
+        if spec.gpus_per_node > 0 {
+            set("SLURM_GPUS_PER_NODE", spec.gpus_per_node.to_string());
+        }
+        set("SLURM_GPUS_ON_NODE", req.gpu_indices.len().to_string());
+        set("SLURM_JOB_GPUS", list.clone());
+        set("CUDA_VISIBLE_DEVICES", list.clone());
+        set("GPU_DEVICE_ORDINAL", list);
+    }
+    set("SLURM_JOB_START_TIME", req.start_time.to_string());
+    if let Some(end) = req.end_time() {
+        set("SLURM_JOB_END_TIME", end.to_string());
+    }
+    set("ENVIRONMENT", "BATCH".into());
+    if !req.ctld_addr.is_empty() {
+        set("DROVER_CTLD_ADDR", req.ctld_addr.clone());
+    }
+    env
+}
+
+/// The whole environment of the batch script: the submit-time environment, where every
+/// variable that `slurm_env` sets is replaced by its value, followed by `slurm_env`.
+pub fn job_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
+    let slurm = slurm_env(req, node_name);
+    let ours: BTreeSet<&str> = slurm.iter().map(|(k, _)| k.as_str()).collect();
+    let mut env: Vec<(String, String)> =
+        req.env.iter().filter(|(k, _)| !ours.contains(k.as_str())).cloned().collect();
+    env.extend(slurm);
+    env
+}
+
+fn first_set(a: &str, b: &str) -> String {
+    if a.is_empty() { b.to_string() } else { a.to_string() }
+}
+
+/// Slurm's compressed per-node list: `4(x3)` for three nodes of 4, `4` for one.
+fn repeated(value: u32, times: u32) -> String {
+    if times > 1 { format!("{value}(x{times})") } else { value.to_string() }
+}
+
+/// Tasks on each node, in Slurm's compressed form: 5 tasks on 2 nodes is `3,2`.
+fn tasks_per_node(num_tasks: u32, num_nodes: u32, per_node: u32) -> String {
+    if per_node > 0 {
+        return repeated(per_node, num_nodes);
+    }
+    let base = num_tasks / num_nodes;
+    let extra = num_tasks % num_nodes;
+    let mut parts = Vec::new();
+    if extra > 0 {
+        parts.push(repeated(base + 1, extra));
+    }
+    if base > 0 && num_nodes > extra {
+        parts.push(repeated(base, num_nodes - extra));
+    }
+    if parts.is_empty() { "1".into() } else { parts.join(",") }
+}
+
+/// The step of an array's task ids when they form an arithmetic sequence, else 1.
+fn array_step(ids: &[u32]) -> u32 {
+    match ids {
+        [a, b, rest @ ..] if b > a => {
+            let step = b - a;
+            let regular = rest.iter().zip(ids[1..].iter()).all(|(next, prev)| next - prev == step);
+            if regular { step } else { 1 }
+        }
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::ArraySpec;
+
+    fn get<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
+        env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    fn sample() -> LaunchInfo {
+        let mut info = LaunchInfo::minimal(42, "gpu01", "/home/ada/run");
+        info.spec.name = "train".into();
+        info.spec.user = "ada".into();
+        info.spec.uid = 1000;
+        info.spec.gid = 100;
+        info.spec.submit_host = "login1".into();
+        info.spec.account = "spec-account".into();
+        info.cluster_name = "c1".into();
+        info.partition = "gpu".into();
+        info.account = "physics".into();
+        info.qos = "normal".into();
+        info.nodes = "gpu[01-02]".into();
+        info.num_nodes = 2;
+        info.cpus_on_node = 8;
+        info.start_time = 1_000;
+        info.ctld_addr = "10.0.0.1:6917".into();
+        info
+    }
+
+    #[test]
+    fn plain_job_gets_the_core_variables() {
+        let env = slurm_env(&sample(), "gpu01");
+        let expect = [
+            ("SLURM_JOB_ID", "42"),
+            ("SLURM_JOBID", "42"),
+            ("SLURM_JOB_NAME", "train"),
+            ("SLURM_JOB_NODELIST", "gpu[01-02]"),
+            ("SLURM_NODELIST", "gpu[01-02]"),
+            ("SLURM_NNODES", "2"),
+            ("SLURM_JOB_NUM_NODES", "2"),
+            ("SLURM_NTASKS", "1"),
+            ("SLURM_NPROCS", "1"),
+            ("SLURM_TASKS_PER_NODE", "1"),
+            ("SLURM_CPUS_ON_NODE", "8"),
+            ("SLURM_JOB_CPUS_PER_NODE", "8(x2)"),
+            ("SLURM_SUBMIT_DIR", "/home/ada/run"),
+            ("SLURM_SUBMIT_HOST", "login1"),
+            ("SLURM_CLUSTER_NAME", "c1"),
+            ("SLURM_JOB_PARTITION", "gpu"),
+            ("SLURM_JOB_ACCOUNT", "physics"),
+            ("SLURM_JOB_QOS", "normal"),
+            ("SLURM_JOB_USER", "ada"),
+            ("SLURM_JOB_UID", "1000"),
+            ("SLURM_JOB_GID", "100"),
+            ("SLURMD_NODENAME", "gpu01"),
+            ("SLURM_NODEID", "0"),
+            ("SLURM_PROCID", "0"),
+            ("SLURM_LOCALID", "0"),
+            ("SLURM_JOB_START_TIME", "1000"),
+            ("ENVIRONMENT", "BATCH"),
+            ("DROVER_CTLD_ADDR", "10.0.0.1:6917"),
+        ];
+        for (name, value) in expect {
+            assert_eq!(get(&env, name), Some(value), "{name}");
+        }
+        for absent in [
+            "SLURM_CPUS_PER_TASK",
+            "SLURM_MEM_PER_NODE",
+            "SLURM_MEM_PER_CPU",
+            "SLURM_RESTART_COUNT",
+            "SLURM_ARRAY_JOB_ID",
+            "SLURM_ARRAY_TASK_ID",
+            "CUDA_VISIBLE_DEVICES",
+            "SLURM_JOB_GPUS",
+            "SLURM_JOB_END_TIME",
+            "SLURM_TASK_PID",
+        ] {
+            assert_eq!(get(&env, absent), None, "{absent}");
+        }
+        let names: BTreeSet<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names.len(), env.len(), "no variable is set twice");
+    }
+
+    #[test]
+    fn optional_variables_appear_when_asked_for() {
+        let mut info = sample();
+        info.spec.cpus_per_task = 4;
+        info.spec.num_tasks = 5;
+        info.spec.mem_per_node_mb = 16_000;
+        info.restart_count = 2;
+        info.time_limit_secs = 600;
+        info.gpu_indices = vec![1, 3];
+        info.spec.gpus = 2;
+        let env = slurm_env(&info, "gpu01");
+        assert_eq!(get(&env, "SLURM_CPUS_PER_TASK"), Some("4"));
+        assert_eq!(get(&env, "SLURM_NTASKS"), Some("5"));
+        assert_eq!(get(&env, "SLURM_TASKS_PER_NODE"), Some("3,2"));
+        assert_eq!(get(&env, "SLURM_MEM_PER_NODE"), Some("16000"));
+        assert_eq!(get(&env, "SLURM_MEM_PER_CPU"), None);
+        assert_eq!(get(&env, "SLURM_RESTART_COUNT"), Some("2"));
+        assert_eq!(get(&env, "SLURM_JOB_END_TIME"), Some("1600"));
+        assert_eq!(get(&env, "SLURM_GPUS"), Some("2"));
+        assert_eq!(get(&env, "SLURM_GPUS_ON_NODE"), Some("2"));
+        assert_eq!(get(&env, "SLURM_JOB_GPUS"), Some("1,3"));
+        assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), Some("1,3"));
+        assert_eq!(get(&env, "GPU_DEVICE_ORDINAL"), Some("1,3"));
+
+        info.spec.mem_per_node_mb = 0;
+        info.spec.mem_per_cpu_mb = 2_000;
+        info.spec.gpus = 0;
+        info.spec.gpus_per_node = 2;
+        let env = slurm_env(&info, "gpu01");
+        assert_eq!(get(&env, "SLURM_MEM_PER_CPU"), Some("2000"));
+        assert_eq!(get(&env, "SLURM_MEM_PER_NODE"), None);
+        assert_eq!(get(&env, "SLURM_GPUS"), None, "only --gpus sets SLURM_GPUS");
+        assert_eq!(get(&env, "SLURM_GPUS_PER_NODE"), Some("2"));
+    }
+
+    #[test]
+    fn array_tasks_get_array_variables() {
+        let mut info = sample();
+        info.job_id = 57;
+        info.array_job_id = 50;
+        info.array_task_id = Some(7);
+        info.array_task_count = 4;
+        info.array_task_min = 1;
+        info.array_task_max = 7;
+        info.spec.array = Some(ArraySpec { task_ids: vec![1, 3, 5, 7], max_running: 0 });
+        let env = slurm_env(&info, "gpu01");
+        assert_eq!(get(&env, "SLURM_JOB_ID"), Some("57"));
+        assert_eq!(get(&env, "SLURM_ARRAY_JOB_ID"), Some("50"));
+        assert_eq!(get(&env, "SLURM_ARRAY_TASK_ID"), Some("7"));
+        assert_eq!(get(&env, "SLURM_ARRAY_TASK_COUNT"), Some("4"));
+        assert_eq!(get(&env, "SLURM_ARRAY_TASK_MIN"), Some("1"));
+        assert_eq!(get(&env, "SLURM_ARRAY_TASK_MAX"), Some("7"));
+        assert_eq!(get(&env, "SLURM_ARRAY_TASK_STEP"), Some("2"));
+    }
+
+    #[test]
+    fn job_env_keeps_submit_env_and_overrides_stale_slurm_values() {
+        let mut info = sample();
+        info.env = vec![
+            ("PATH".into(), "/usr/bin".into()),
+            ("SLURM_JOB_ID".into(), "1".into()),
+            ("HOME".into(), "/home/ada".into()),
+        ];
+        let env = job_env(&info, "gpu01");
+        assert_eq!(&env[0], &("PATH".to_string(), "/usr/bin".to_string()));
+        assert_eq!(&env[1], &("HOME".to_string(), "/home/ada".to_string()));
+        assert_eq!(env.iter().filter(|(k, _)| k == "SLURM_JOB_ID").count(), 1);
+        assert_eq!(get(&env, "SLURM_JOB_ID"), Some("42"));
+    }
+
+    #[test]
+    fn compressed_counts() {
+        assert_eq!(tasks_per_node(1, 1, 0), "1");
+        assert_eq!(tasks_per_node(8, 4, 0), "2(x4)");
+        assert_eq!(tasks_per_node(7, 3, 0), "3,2(x2)");
+        assert_eq!(tasks_per_node(2, 4, 0), "1(x2)");
+        assert_eq!(tasks_per_node(8, 2, 4), "4(x2)");
+        assert_eq!(array_step(&[0, 10, 20]), 10);
+        assert_eq!(array_step(&[1, 2, 5]), 1);
+        assert_eq!(array_step(&[3]), 1);
+    }
+}

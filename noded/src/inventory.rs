@@ -1,0 +1,109 @@
+//! What this node offers: CPUs, memory, GPUs and features, from the config's `[[nodes]]`
+//! entry that names it, or from the host when the config does not know it.
+//!
+//! GPUs come through a `GpuInventory`: today `ConfiguredGpus`, the devices the config
+//! declares (indices `0..n` of its `gpu_type`); NVML discovery will be another backend.
+
+use model::{Config, GpuDevice};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InventoryError {
+    /// A GPU backend failed to list the devices; the node should not register GPUs.
+    #[error("gpu discovery through {backend} failed: {message}")]
+    Gpu { backend: &'static str, message: String },
+}
+
+/// A source of the node's GPU devices.
+pub trait GpuInventory {
+    /// For logs: where the devices come from.
+    fn backend(&self) -> &'static str;
+    /// The devices, by index.
+    fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError>;
+}
+
+/// The GPUs the config declares: `count` devices of `gpu_type`, indices `0..count`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfiguredGpus {
+    pub count: u32,
+    pub gpu_type: String,
+}
+
+impl GpuInventory for ConfiguredGpus {
+    fn backend(&self) -> &'static str {
+        "config"
+    }
+
+    fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError> {
+        Ok((0..self.count)
+            .map(|index| GpuDevice { index, gpu_type: self.gpu_type.clone(), uuid: String::new() })
+            .collect())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeResources {
+    pub cpus: u32,
+    pub memory_mb: u64,
+    pub gpus: Vec<GpuDevice>,
+    pub features: Vec<String>,
+    /// False when the config does not list this node and the host was measured.
+    pub from_config: bool,
+}
+
+/// The resources of node `name`.
+pub fn node_resources(config: &Config, name: &str) -> Result<NodeResources, InventoryError> {
+    match config.node_list().into_iter().find(|n| n.name == name) {
+        Some(node) => {
+            let gpus = ConfiguredGpus { count: node.gpus.len() as u32, gpu_type: node.gpu_type().to_string() };
+            Ok(NodeResources {
+                cpus: node.cpus,
+                memory_mb: node.memory_mb,
+                gpus: gpus.discover()?,
+                features: node.features,
+                from_config: true,
+            })
+        }
+        None => Ok(NodeResources {
+            cpus: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
+            memory_mb: crate::procfs::memory_mb().unwrap_or(0),
+            gpus: Vec::new(),
+            features: Vec::new(),
+            from_config: false,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = r#"
+[[nodes]]
+names = "gpu[01-02]"
+cpus = 8
+memory = "32G"
+gpus = 2
+gpu_type = "h100"
+features = ["nvlink"]
+"#;
+
+    #[test]
+    fn configured_node_gets_fake_gpus_of_its_type() {
+        let config = Config::parse(CONFIG, "t.toml").unwrap();
+        let r = node_resources(&config, "gpu02").unwrap();
+        assert!(r.from_config);
+        assert_eq!((r.cpus, r.memory_mb), (8, 32 * 1024));
+        assert_eq!(r.features, vec!["nvlink".to_string()]);
+        let gpus: Vec<(u32, &str)> = r.gpus.iter().map(|g| (g.index, g.gpu_type.as_str())).collect();
+        assert_eq!(gpus, vec![(0, "h100"), (1, "h100")]);
+    }
+
+    #[test]
+    fn unknown_node_measures_the_host() {
+        let config = Config::parse(CONFIG, "t.toml").unwrap();
+        let r = node_resources(&config, "elsewhere").unwrap();
+        assert!(!r.from_config);
+        assert!(r.cpus >= 1 && r.memory_mb > 0);
+        assert!(r.gpus.is_empty());
+    }
+}

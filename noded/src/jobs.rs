@@ -1,0 +1,355 @@
+//! The daemon's table of the jobs on this node: launching a job's supervisor, signalling
+//! and cancelling it, noticing its end and reporting it to the controller until the
+//! controller acknowledges, and finding the jobs again after a restart of the daemon.
+//!
+//! A job stays in the table, and in the running list sent to the controller, from its
+//! launch until its end is acknowledged; then its directory becomes `job.<id>.done`.
+//! Supervisors started by this daemon are its children and are awaited; those found
+//! after a restart are not, and are polled instead.
+
+use crate::backoff::Backoff;
+use crate::launch::{LaunchError, LaunchInfo};
+use crate::procfs;
+use crate::spool::{JobDir, PGID, PID, SUPERVISOR_LOG, SUPERVISOR_PID, Spool, SpoolError};
+use crate::status::{FinishKind, JobStatus};
+use crate::unix_now;
+use model::JobId;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use proto::v1::LaunchJobRequest;
+use proto::v1::node_control_client::NodeControlClient;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::time::Instant;
+use tonic::Code;
+use tonic::transport::Channel;
+use tracing::{debug, info, warn};
+
+/// How often a supervisor that is not our child is checked.
+const ORPHAN_POLL: Duration = Duration::from_millis(100);
+/// How long a launch waits for the previous run of the same job to be reported.
+const RELAUNCH_WAIT: Duration = Duration::from_secs(2);
+/// How long a signal waits for a just-launched script to have a pid.
+const PID_WAIT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobsError {
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Spool(#[from] SpoolError),
+    /// The supervisor process could not be started (binary gone, no processes left).
+    #[error("cannot start the supervisor of job {job_id}: {error}")]
+    Supervisor { job_id: JobId, error: std::io::Error },
+    /// The end of this job's previous run is still being reported; retry shortly.
+    #[error("job {0} is still finishing its previous run here")]
+    Busy(JobId),
+    /// Not a signal number of this system.
+    #[error("unknown signal {0}")]
+    BadSignal(i32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The directory is being written and the supervisor started.
+    Starting,
+    Running,
+    /// Ended; the end is being reported.
+    Reporting,
+}
+
+#[derive(Debug)]
+struct Entry {
+    dir: JobDir,
+    phase: Phase,
+    supervisor: Option<u32>,
+    /// The supervisor is our child (its pid cannot be reused before we reap it).
+    own_child: bool,
+    cancel_requested: bool,
+}
+
+/// The jobs of this node.
+pub struct Jobs {
+    node_name: String,
+    spool: Spool,
+    /// The binary that runs supervisors (`<exe> supervise <dir>`).
+    exe: PathBuf,
+    ctld: NodeControlClient<Channel>,
+    table: Mutex<BTreeMap<JobId, Entry>>,
+    /// Job ends are reported only once the node has registered, so that the controller
+    /// hears of a node's jobs before it hears of their ends.
+    registered: tokio::sync::watch::Sender<bool>,
+}
+
+impl Jobs {
+    pub fn new(node_name: String, spool: Spool, exe: PathBuf, ctld: NodeControlClient<Channel>) -> Arc<Jobs> {
+        let registered = tokio::sync::watch::Sender::new(false);
+        Arc::new(Jobs { node_name, spool, exe, ctld, table: Mutex::new(BTreeMap::new()), registered })
+    }
+
+    /// Called once the controller has accepted a registration.
+    pub fn set_registered(&self) {
+        self.registered.send_replace(true);
+    }
+
+    fn table(&self) -> MutexGuard<'_, BTreeMap<JobId, Entry>> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn spool(&self) -> &Spool {
+        &self.spool
+    }
+
+    /// Jobs whose end the controller has not acknowledged yet, by id.
+    pub fn running(&self) -> Vec<JobId> {
+        self.table().keys().copied().collect()
+    }
+
+    /// Starts a job: writes its directory, starts its supervisor, returns. A launch of
+    /// a job already running here is acknowledged and ignored.
+    pub async fn launch(self: &Arc<Self>, req: LaunchJobRequest) -> Result<(), JobsError> {
+        let job_id = req.job_id;
+        let deadline = Instant::now() + RELAUNCH_WAIT;
+        loop {
+            {
+                let mut table = self.table();
+                match table.get(&job_id).map(|e| e.phase) {
+                    None => {
+                        let entry = Entry {
+                            dir: self.spool.job_dir(job_id),
+                            phase: Phase::Starting,
+                            supervisor: None,
+                            own_child: true,
+                            cancel_requested: false,
+                        };
+                        table.insert(job_id, entry);
+                        break;
+                    }
+                    Some(Phase::Starting | Phase::Running) => {
+                        debug!(job_id, "job already runs here; launch ignored");
+                        return Ok(());
+                    }
+                    Some(Phase::Reporting) => {}
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(JobsError::Busy(job_id));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let (dir, mut child) = match self.start_supervisor(req) {
+            Ok(started) => started,
+            Err(e) => {
+                self.table().remove(&job_id);
+                return Err(e);
+            }
+        };
+        let pid = child.id();
+        let cancel_now = {
+            let mut table = self.table();
+            let entry = table.get_mut(&job_id).expect("a starting job stays in the table");
+            entry.phase = Phase::Running;
+            entry.supervisor = pid;
+            entry.cancel_requested
+        };
+        info!(job_id, supervisor = pid, dir = %dir.path().display(), "job launched");
+        if let (true, Some(pid)) = (cancel_now, pid) {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+        }
+        let jobs = Arc::clone(self);
+        tokio::spawn(async move {
+            let why = match child.wait().await {
+                Ok(status) => status.to_string(),
+                Err(e) => format!("cannot wait for it: {e}"),
+            };
+            jobs.supervisor_ended(job_id, &why);
+        });
+        Ok(())
+    }
+
+    fn start_supervisor(&self, req: LaunchJobRequest) -> Result<(JobDir, tokio::process::Child), JobsError> {
+        let job_id = req.job_id;
+        let (info, script) = LaunchInfo::from_request(req, &self.node_name, unix_now())?;
+        let dir = self.spool.create_job(&info, &script)?;
+        let err = |error| JobsError::Supervisor { job_id, error };
+        let log = std::fs::File::create(dir.file(SUPERVISOR_LOG)).map_err(err)?;
+        let child = tokio::process::Command::new(&self.exe)
+            .arg("supervise")
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(err)?)
+            .stderr(log)
+            .kill_on_drop(false)
+            .spawn()
+            .map_err(err)?;
+        Ok((dir, child))
+    }
+
+    /// Cancels a job: SIGTERM to its supervisor, which terminates the job. False when
+    /// the job is not running here.
+    pub fn cancel(&self, job_id: JobId) -> bool {
+        let mut table = self.table();
+        let Some(entry) = table.get_mut(&job_id) else { return false };
+        if entry.phase == Phase::Reporting {
+            return false;
+        }
+        entry.cancel_requested = true;
+        if let Some(pid) = entry.supervisor {
+            if entry.own_child || procfs::is_supervisor_of(pid, entry.dir.path()) {
+                info!(job_id, "cancelling job");
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+            }
+        }
+        true
+    }
+
+    /// `scancel -s SIG`: 0 cancels; another signal goes to the job's process group, or
+    /// to the batch shell alone. False when the job is not running here.
+    pub async fn signal(&self, job_id: JobId, signal: i32, batch_only: bool) -> Result<bool, JobsError> {
+        if signal == 0 {
+            return Ok(self.cancel(job_id));
+        }
+        let sig = Signal::try_from(signal).map_err(|_| JobsError::BadSignal(signal))?;
+        let dir = match self.table().get(&job_id) {
+            Some(e) if e.phase != Phase::Reporting => e.dir.clone(),
+            _ => return Ok(false),
+        };
+        let file = if batch_only { PID } else { PGID };
+        let deadline = Instant::now() + PID_WAIT;
+        let pid = loop {
+            if let Some(pid) = dir.read_pid(file) {
+                break pid;
+            }
+            if Instant::now() >= deadline || matches!(dir.read_status(), Ok(Some(_))) {
+                warn!(job_id, "job has no running script to signal");
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        info!(job_id, signal = sig.as_str(), batch_only, "signalling job");
+        let pid = Pid::from_raw(pid as i32);
+        let _ = if batch_only { kill(pid, sig) } else { killpg(pid, sig) };
+        Ok(true)
+    }
+
+    /// Finds the jobs of an earlier daemon in the spool: live supervisors are watched,
+    /// ended jobs reported. Returns how many jobs were found.
+    pub fn recover(self: &Arc<Self>) -> Result<usize, SpoolError> {
+        let found = self.spool.scan()?;
+        for (job_id, dir) in &found {
+            let status = dir.read_status().ok().flatten();
+            let supervisor = if status.is_some() {
+                None
+            } else {
+                dir.read_pid(SUPERVISOR_PID)
+                    .filter(|pid| procfs::is_supervisor_of(*pid, dir.path()))
+                    .or_else(|| procfs::find_supervisor(dir.path()))
+            };
+            let entry = Entry {
+                dir: dir.clone(),
+                phase: Phase::Running,
+                supervisor,
+                own_child: false,
+                cancel_requested: false,
+            };
+            self.table().insert(*job_id, entry);
+            match supervisor {
+                Some(pid) => {
+                    info!(job_id, supervisor = pid, "job still running after a restart");
+                    let jobs = Arc::clone(self);
+                    tokio::spawn(jobs.watch_orphan(*job_id, pid));
+                }
+                None => self.supervisor_ended(*job_id, "supervisor not running after a restart of the daemon"),
+            }
+        }
+        Ok(found.len())
+    }
+
+    /// Polls a supervisor that is not our child until it has ended.
+    async fn watch_orphan(self: Arc<Self>, job_id: JobId, pid: u32) {
+        let Some(dir) = self.table().get(&job_id).map(|e| e.dir.clone()) else { return };
+        loop {
+            tokio::time::sleep(ORPHAN_POLL).await;
+            if matches!(dir.read_status(), Ok(Some(_))) || !procfs::is_supervisor_of(pid, dir.path()) {
+                break;
+            }
+        }
+        self.supervisor_ended(job_id, "supervisor exited");
+    }
+
+    /// The supervisor of `job_id` is gone: take its status (or make one up) and report.
+    fn supervisor_ended(self: &Arc<Self>, job_id: JobId, why: &str) {
+        let (dir, cancelled) = {
+            let mut table = self.table();
+            let Some(entry) = table.get_mut(&job_id) else { return };
+            entry.phase = Phase::Reporting;
+            (entry.dir.clone(), entry.cancel_requested)
+        };
+        let status = match dir.read_status() {
+            Ok(Some(status)) => status,
+            Ok(None) => lost_status(&dir, cancelled, why),
+            Err(e) => {
+                warn!(job_id, error = %e, "unreadable job status");
+                lost_status(&dir, cancelled, why)
+            }
+        };
+        info!(job_id, kind = ?status.kind, exit_code = status.exit_code, exit_signal = status.exit_signal, "job ended");
+        tokio::spawn(Arc::clone(self).report(job_id, status));
+    }
+
+    /// Sends a job's end to the controller until it is acknowledged, then retires the
+    /// job's directory.
+    async fn report(self: Arc<Self>, job_id: JobId, status: JobStatus) {
+        let req = status.to_wire(&self.node_name, job_id);
+        let _ = self.registered.subscribe().wait_for(|registered| *registered).await;
+        let mut backoff = Backoff::default();
+        let mut failures = 0u32;
+        loop {
+            match self.ctld.clone().job_finished(req.clone()).await {
+                Ok(_) => break,
+                Err(s) if refused_for_good(s.code()) => {
+                    warn!(job_id, code = ?s.code(), error = s.message(), "controller refused the job end; dropping it");
+                    break;
+                }
+                Err(s) => {
+                    failures += 1;
+                    if failures == 1 {
+                        warn!(job_id, code = ?s.code(), error = s.message(), "cannot report job end; retrying");
+                    }
+                    tokio::time::sleep(backoff.next_delay()).await;
+                }
+            }
+        }
+        debug!(job_id, "job end acknowledged");
+        // Retire the directory before leaving the table: a relaunch of the same job
+        // waits for the table entry to go, and then creates `job.<id>` afresh.
+        if let Err(e) = self.spool.mark_reported(job_id) {
+            warn!(job_id, error = %e, "cannot retire the job directory");
+        }
+        self.table().remove(&job_id);
+    }
+}
+
+/// Answers that retrying cannot change.
+fn refused_for_good(code: Code) -> bool {
+    matches!(code, Code::InvalidArgument | Code::NotFound | Code::FailedPrecondition | Code::PermissionDenied)
+}
+
+/// A status for a job whose supervisor ended without writing one (killed, crashed, or
+/// gone with a reboot).
+fn lost_status(dir: &JobDir, cancelled: bool, why: &str) -> JobStatus {
+    let now = unix_now();
+    let start_time = dir.read_launch().map(|l| l.start_time).unwrap_or(now);
+    let started = dir.read_pid(PID).is_some();
+    let (kind, exit_signal, message) = if cancelled {
+        (FinishKind::Cancelled, Signal::SIGTERM as i32, format!("cancelled; supervisor ended without a status ({why})"))
+    } else if started {
+        (FinishKind::Exited, Signal::SIGKILL as i32, format!("job supervisor ended without a status ({why})"))
+    } else {
+        (FinishKind::LaunchFailed, 0, format!("job supervisor ended before starting the script ({why})"))
+    };
+    JobStatus { kind, exit_code: 0, exit_signal, start_time, end_time: now, message }
+}

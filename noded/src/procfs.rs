@@ -1,0 +1,103 @@
+//! Small readers of Linux `/proc`: which process is a job's supervisor, a process's
+//! children, the boot time and the memory size of the host.
+
+use std::fs;
+use std::path::Path;
+
+/// A process's command line, or `None` when it is gone (or a zombie).
+pub fn cmdline(pid: u32) -> Option<Vec<String>> {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    if raw.is_empty() {
+        return None;
+    }
+    let args = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    Some(args)
+}
+
+/// True when `pid` is a live `drover-noded supervise <dir>` process.
+pub fn is_supervisor_of(pid: u32, dir: &Path) -> bool {
+    cmdline(pid).is_some_and(|args| {
+        args.len() >= 3 && args[1] == "supervise" && Path::new(&args[2]) == dir
+    })
+}
+
+fn pids() -> impl Iterator<Item = u32> {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
+/// The supervisor of the job in `dir`, found by its command line.
+pub fn find_supervisor(dir: &Path) -> Option<u32> {
+    pids().find(|pid| is_supervisor_of(*pid, dir))
+}
+
+/// The parent pid from the text of `/proc/<pid>/stat`.
+pub fn parse_stat_ppid(stat: &str) -> Option<u32> {
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The processes whose parent is `parent`.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    pids()
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| parse_stat_ppid(&s))
+                == Some(parent)
+        })
+        .collect()
+}
+
+/// When the host booted, in unix seconds.
+pub fn boot_time() -> Option<i64> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    stat.lines().find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, in MB.
+pub fn parse_meminfo_mb(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+/// The host's memory in MB.
+pub fn memory_mb() -> Option<u64> {
+    parse_meminfo_mb(&fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_texts() {
+        assert_eq!(parse_stat_ppid("123 (a b) c)) S 77 123 123 0"), Some(77));
+        assert_eq!(parse_stat_ppid("garbage"), None);
+        let meminfo = "MemTotal:       24683748 kB\nMemFree:        23934496 kB\n";
+        assert_eq!(parse_meminfo_mb(meminfo), Some(24105));
+        assert_eq!(parse_meminfo_mb("nothing"), None);
+    }
+
+    #[test]
+    fn finds_own_children() {
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let me = std::process::id();
+        assert!(children_of(me).contains(&child.id()));
+        assert!(cmdline(child.id()).unwrap()[0].ends_with("sleep"));
+        assert!(!is_supervisor_of(child.id(), Path::new("/")));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(boot_time().unwrap() > 0);
+        assert!(memory_mb().unwrap() > 0);
+    }
+}

@@ -1,0 +1,425 @@
+//! The job supervisor: `drover-noded supervise <job-dir>`, one process per batch job,
+//! started by the daemon in a session of its own so that the job outlives a restart of
+//! the daemon (Slurm's slurmstepd).
+//!
+//! It reads `launch.json`, opens the output files, enters the working directory, starts
+//! the script as the leader of its own process group (`spawn`), then waits for it while
+//! it enforces the time limit (SIGCONT+SIGTERM, SIGKILL after KillWait: TIMEOUT), sends
+//! the `--signal` warning, and treats its own SIGTERM as a cancel (same escalation:
+//! CANCELLED). When the script ends, whatever it left behind is killed: the supervisor
+//! is a child subreaper, so orphans of the job become its children and are reaped before
+//! `status.json` is written. The supervisor is single-threaded; its signals are blocked
+//! and taken synchronously with `sigtimedwait`.
+
+use crate::env::job_env;
+use crate::isolation::{Isolation, NoIsolation};
+use crate::launch::LaunchInfo;
+use crate::output::{appends, resolve_io};
+use crate::procfs;
+use crate::spawn::{Program, Stdio, spawn};
+use crate::spool::{JobDir, PGID, PID, SCRIPT, SUPERVISOR_PID};
+use crate::status::{FinishKind, JobStatus};
+use crate::unix_now;
+use model::Time;
+use nix::errno::Errno;
+use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tracing::{error, info, warn};
+
+/// Where a job runs when its working directory cannot be entered.
+pub const FALLBACK_WORK_DIR: &str = "/tmp";
+
+/// How long leftovers of a job may survive SIGKILL before the supervisor gives up on them.
+const KILL_GIVE_UP: Duration = Duration::from_secs(10);
+
+/// Runs the supervisor of the job in `dir`; returns the process exit code.
+pub fn main(dir: &Path) -> i32 {
+    // Our own session: a signal to the daemon's group or terminal does not reach us.
+    let _ = nix::unistd::setsid();
+    ensure_standard_fds();
+    let signals = supervisor_signals();
+    if let Err(e) = signals.thread_block() {
+        error!(error = %e, "cannot block signals");
+    }
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        warn!(error = %e, "cannot become a child subreaper; orphans of the job may survive it");
+    }
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let job_dir = JobDir::new(dir);
+    if let Err(e) = job_dir.write_pid(SUPERVISOR_PID, std::process::id()) {
+        warn!(error = %e, "cannot write the supervisor pid file");
+    }
+    let status = match job_dir.read_launch() {
+        Ok(info) => {
+            let span = tracing::info_span!("step", job_id = info.job_id, step_id = "batch");
+            let _enter = span.enter();
+            let mut isolation = NoIsolation::default();
+            Supervisor { info, dir: job_dir.clone(), isolation: &mut isolation, signals, notes: None }
+                .run()
+        }
+        Err(e) => {
+            error!(error = %e, "cannot read the launch record");
+            JobStatus::launch_failed(unix_now(), e.to_string())
+        }
+    };
+    match job_dir.write_status(&status) {
+        Ok(()) => 0,
+        Err(e) => {
+            error!(error = %e, "cannot write the job status");
+            1
+        }
+    }
+}
+
+/// The signals the supervisor takes synchronously.
+fn supervisor_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGCHLD] {
+        set.add(s);
+    }
+    set
+}
+
+/// Opens /dev/null on any of fds 0-2 that is closed, so that files opened later never
+/// land there (the child's streams are dup'ed onto 0-2).
+fn ensure_standard_fds() {
+    for fd in 0..3 {
+        // SAFETY: fcntl(F_GETFD) only queries a descriptor number.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            // Takes the lowest free descriptor, `fd`; deliberately leaked.
+            if let Ok(f) = File::options().read(true).write(true).open("/dev/null") {
+                std::mem::forget(f);
+            }
+        }
+    }
+}
+
+struct Started {
+    pid: Pid,
+    start_time: Time,
+    started_at: Instant,
+}
+
+struct Supervisor<'a> {
+    info: LaunchInfo,
+    dir: JobDir,
+    isolation: &'a mut dyn Isolation,
+    signals: SigSet,
+    /// The job's stderr file, for the lines Slurm writes there itself.
+    notes: Option<File>,
+}
+
+impl Supervisor<'_> {
+    fn run(&mut self) -> JobStatus {
+        let status = match self.start() {
+            Ok(started) => self.watch(started),
+            Err(message) => {
+                warn!(%message, "job launch failed");
+                JobStatus::launch_failed(unix_now(), message)
+            }
+        };
+        self.isolation.release();
+        info!(kind = ?status.kind, exit_code = status.exit_code, exit_signal = status.exit_signal, "job ended");
+        status
+    }
+
+    /// Opens the job's files, enters its working directory and starts the script.
+    fn start(&mut self) -> Result<Started, String> {
+        let (work_dir, chdir_error) = enter_work_dir(&self.info.spec.work_dir);
+        let io = resolve_io(&self.info, &work_dir);
+        let append = appends(&self.info);
+        let stdout = open_output(&io.stdout, append)
+            .map_err(|e| format!("cannot open output file {}: {}", io.stdout.display(), reason(&e)))?;
+        let stderr = match &io.stderr {
+            Some(path) => Some(
+                open_output(path, append)
+                    .map_err(|e| format!("cannot open error file {}: {}", path.display(), reason(&e)))?,
+            ),
+            None => None,
+        };
+        let stderr = stderr.as_ref().unwrap_or(&stdout);
+        self.notes = stderr.try_clone().ok();
+        if let Some(message) = chdir_error {
+            warn!(%message, "working directory unusable");
+            self.note(&format!("error: {message}"));
+        }
+        let stdin = File::open(&io.stdin)
+            .map_err(|e| format!("cannot open input file {}: {}", io.stdin.display(), reason(&e)))?;
+        self.isolation.prepare(&self.info).map_err(|e| self.failed(e.to_string()))?;
+        let env = job_env(&self.info, &self.info.node_name);
+        let program = Program::for_script(&self.dir.file(SCRIPT), &self.info.spec.script_args, &env)
+            .map_err(|e| self.failed(e.to_string()))?;
+        let stdio = Stdio { stdin: stdin.as_fd(), stdout: stdout.as_fd(), stderr: stderr.as_fd() };
+        let start_time = unix_now();
+        let started_at = Instant::now();
+        let pid = spawn(&program, &stdio, &*self.isolation).map_err(|e| self.failed(e.to_string()))?;
+        self.isolation.started(pid);
+        let pid_u32 = pid.as_raw() as u32;
+        for name in [PID, PGID] {
+            if let Err(e) = self.dir.write_pid(name, pid_u32) {
+                warn!(error = %e, "cannot write a pid file");
+            }
+        }
+        info!(pid = pid_u32, isolation = self.isolation.name(), argv = ?program.argv(), "script started");
+        Ok(Started { pid, start_time, started_at })
+    }
+
+    /// Notes a launch failure in the job's stderr and passes the message on.
+    fn failed(&mut self, message: String) -> String {
+        self.note(&format!("error: {message}"));
+        message
+    }
+
+    /// Writes a line of the supervisor's own into the job's stderr file.
+    fn note(&mut self, line: &str) {
+        if let Some(f) = self.notes.as_mut() {
+            let _ = writeln!(f, "drover-noded: {line}");
+        }
+    }
+
+    /// Waits for the script, enforcing time limit, warning signal and cancel; then
+    /// clears the job's leftovers. Returns how it ended.
+    fn watch(&mut self, s: Started) -> JobStatus {
+        let kill_wait = Duration::from_secs(u64::from(self.info.kill_wait_secs));
+        let limit = (self.info.time_limit_secs > 0)
+            .then(|| Duration::from_secs(u64::from(self.info.time_limit_secs)));
+        let mut timeout_at = limit.map(|l| s.started_at + l);
+        let mut warn_at = match (&self.info.spec.signal, limit) {
+            (Some(sig), Some(l)) => {
+                Some(s.started_at + l.saturating_sub(Duration::from_secs(u64::from(sig.seconds_before_end))))
+            }
+            _ => None,
+        };
+        let mut ending: Option<FinishKind> = None;
+        let mut kill_at: Option<Instant> = None;
+        let mut exit: Option<(i32, i32)> = None;
+        loop {
+            self.reap(s.pid, &mut exit);
+            if exit.is_some() {
+                break;
+            }
+            let now = Instant::now();
+            if warn_at.is_some_and(|t| t <= now) {
+                warn_at = None;
+                self.send_warning(s.pid);
+            }
+            if timeout_at.is_some_and(|t| t <= now) {
+                timeout_at = None;
+                warn_at = None;
+                ending = Some(FinishKind::Timeout);
+                info!(limit_secs = self.info.time_limit_secs, "time limit reached");
+                let line = format!(
+                    "error: *** JOB {} ON {} CANCELLED AT {} DUE TO TIME LIMIT ***",
+                    self.info.job_id,
+                    self.info.node_name,
+                    local_timestamp(unix_now())
+                );
+                self.note(&line);
+                self.terminate();
+                kill_at = Some(now + kill_wait);
+            }
+            if kill_at.is_some_and(|t| t <= now) {
+                kill_at = None;
+                self.signal_job(Signal::SIGKILL);
+            }
+            let next = [warn_at, timeout_at, kill_at].into_iter().flatten().min();
+            let got = self.wait_signal(next.map(|t| t.saturating_duration_since(now)));
+            if matches!(got, Some(Signal::SIGTERM | Signal::SIGINT)) && ending.is_none() {
+                timeout_at = None;
+                warn_at = None;
+                ending = Some(FinishKind::Cancelled);
+                info!("job cancelled");
+                let line = format!(
+                    "error: *** JOB {} ON {} CANCELLED AT {} ***",
+                    self.info.job_id,
+                    self.info.node_name,
+                    local_timestamp(unix_now())
+                );
+                self.note(&line);
+                self.terminate();
+                kill_at = Some(Instant::now() + kill_wait);
+            }
+        }
+        // The script is gone. Leftovers get the rest of the grace period when the job is
+        // being terminated, none when the script ended by itself.
+        let now = Instant::now();
+        let kill_leftovers_at = if ending.is_some() { kill_at.unwrap_or(now) } else { now };
+        self.clear_leftovers(kill_leftovers_at);
+
+        let (exit_code, exit_signal) = exit.unwrap_or_default();
+        let kind = if self.isolation.out_of_memory() {
+            FinishKind::OutOfMemory
+        } else {
+            ending.unwrap_or(FinishKind::Exited)
+        };
+        let message = match kind {
+            FinishKind::Timeout => format!("time limit of {} s reached", self.info.time_limit_secs),
+            FinishKind::Cancelled => "cancelled".to_string(),
+            FinishKind::OutOfMemory => "out of memory".to_string(),
+            FinishKind::Exited | FinishKind::LaunchFailed => String::new(),
+        };
+        JobStatus { kind, exit_code, exit_signal, start_time: s.start_time, end_time: unix_now(), message }
+    }
+
+    /// Reaps every child that has ended; records the script's end in `exit`. Returns
+    /// false when no child is left.
+    fn reap(&self, main: Pid, exit: &mut Option<(i32, i32)>) -> bool {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => return true,
+                Ok(WaitStatus::Exited(pid, code)) if pid == main => *exit = Some((code, 0)),
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => *exit = Some((0, sig as i32)),
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(Errno::ECHILD) => return false,
+                Err(e) => {
+                    error!(error = %e, "waitpid failed");
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Kills what the job left behind and reaps it, from `kill_at` on.
+    fn clear_leftovers(&mut self, kill_at: Instant) {
+        let give_up = kill_at + KILL_GIVE_UP;
+        let mut next_kill = kill_at;
+        let mut ignored = None;
+        while self.reap(Pid::from_raw(0), &mut ignored) {
+            let now = Instant::now();
+            if now >= give_up {
+                warn!("processes of the job survive SIGKILL; leaving them");
+                return;
+            }
+            if now >= next_kill {
+                self.signal_job(Signal::SIGKILL);
+                // Orphans that left the process group are our children (subreaper).
+                for child in procfs::children_of(std::process::id()) {
+                    let _ = kill(Pid::from_raw(child as i32), Signal::SIGKILL);
+                }
+                next_kill = now + Duration::from_millis(200);
+            }
+            let _ = self.wait_signal(Some(next_kill.min(give_up).saturating_duration_since(now)));
+        }
+    }
+
+    /// SIGCONT then SIGTERM to every process of the job.
+    fn terminate(&mut self) {
+        self.signal_job(Signal::SIGCONT);
+        self.signal_job(Signal::SIGTERM);
+    }
+
+    fn signal_job(&self, signal: Signal) {
+        if let Err(e) = self.isolation.signal_all(signal) {
+            warn!(error = %e, signal = signal.as_str(), "cannot signal the job");
+        }
+    }
+
+    /// `--signal=[B:]SIG@secs`: the warning before the time limit.
+    fn send_warning(&self, pid: Pid) {
+        let Some(spec) = &self.info.spec.signal else { return };
+        let Ok(signal) = Signal::try_from(spec.signal) else {
+            warn!(signal = spec.signal, "unknown warning signal");
+            return;
+        };
+        info!(signal = signal.as_str(), batch_only = spec.batch_only, "sending warning signal");
+        if spec.batch_only {
+            let _ = kill(pid, signal);
+        } else {
+            self.signal_job(signal);
+        }
+    }
+
+    /// Waits up to `timeout` (long when `None`) for one of the supervisor's signals.
+    fn wait_signal(&self, timeout: Option<Duration>) -> Option<Signal> {
+        let timeout = timeout.unwrap_or(Duration::from_secs(3600));
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: valid signal set and timespec; no siginfo is asked for.
+        let n = unsafe { libc::sigtimedwait(self.signals.as_ref(), std::ptr::null_mut(), &ts) };
+        Signal::try_from(n).ok()
+    }
+}
+
+/// Enters the job's working directory; when it cannot, enters /tmp, as Slurm does, and
+/// says why.
+fn enter_work_dir(dir: &str) -> (PathBuf, Option<String>) {
+    let fallback = || {
+        let _ = std::env::set_current_dir(FALLBACK_WORK_DIR);
+        PathBuf::from(FALLBACK_WORK_DIR)
+    };
+    if dir.is_empty() {
+        return (fallback(), Some(format!("no working directory given: going to {FALLBACK_WORK_DIR} instead")));
+    }
+    match std::env::set_current_dir(dir) {
+        Ok(()) => (PathBuf::from(dir), None),
+        Err(e) => (
+            fallback(),
+            Some(format!("couldn't chdir to `{dir}': {}: going to {FALLBACK_WORK_DIR} instead", reason(&e))),
+        ),
+    }
+}
+
+fn open_output(path: &Path, append: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .append(append)
+        .truncate(!append)
+        .mode(0o644)
+        .open(path)
+}
+
+/// An I/O error as `strerror` words, without Rust's "(os error N)".
+fn reason(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => Errno::from_raw(n).desc().to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// `2024-05-01T12:00:00` in local time, as Slurm prints it.
+fn local_timestamp(t: Time) -> String {
+    let t = t as libc::time_t;
+    // SAFETY: localtime_r writes only into `tm`.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return t.to_string();
+    }
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_look_like_slurms() {
+        let s = local_timestamp(1_700_000_000);
+        assert_eq!(s.len(), 19, "{s}");
+        assert_eq!(&s[4..5], "-");
+        assert_eq!(&s[10..11], "T");
+    }
+
+    #[test]
+    fn errors_read_like_strerror() {
+        let e = io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(reason(&e), "No such file or directory");
+    }
+}
