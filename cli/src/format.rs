@@ -12,8 +12,11 @@
 //!   says left, values longer than the column end in `+`, a header line and a dash line;
 //!   `--parsable`/`--parsable2` print `|`-separated values instead.
 //!
-//! The rest are helpers both squeue and sacct need to present jobs: display ids of array
-//! tasks and pending array remainders, job states, `-j` id selectors and time strings.
+//! Around them: getopt_long's acceptance of prefixes shared by aliases of one option
+//! (`--part` for `--partition`/`--partitions`), the early exits of a command (help,
+//! version, usage errors with Slurm's wording), and what squeue and sacct both need to
+//! present jobs: display ids of array tasks and pending array remainders, job states,
+//! `-j` id selectors, user and group names, and time strings.
 
 use model::JobState;
 use proto::v1::{JobInfo, JobSpec, StepInfo};
@@ -60,11 +63,17 @@ pub struct Cell {
 impl Cell {
     /// A value a fixed width truncates.
     pub fn cut(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), cut: true }
+        Cell {
+            text: text.into(),
+            cut: true,
+        }
     }
     /// A value printed whole even when wider than its column.
     pub fn whole(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), cut: false }
+        Cell {
+            text: text.into(),
+            cut: false,
+        }
     }
 }
 
@@ -76,7 +85,10 @@ pub fn parse_percent<K>(fmt: &str, lookup: impl Fn(char) -> Option<K>) -> (Forma
         Some(i) => (&fmt[..i], &fmt[i..]),
         None => (fmt, ""),
     };
-    let mut format = Format { prefix: prefix.to_string(), columns: Vec::new() };
+    let mut format = Format {
+        prefix: prefix.to_string(),
+        columns: Vec::new(),
+    };
     let mut invalid = Vec::new();
     // Like strtok: empty tokens ("%%") are skipped.
     for token in rest.split('%').filter(|t| !t.is_empty()) {
@@ -98,7 +110,12 @@ pub fn parse_percent<K>(fmt: &str, lookup: impl Fn(char) -> Option<K>) -> (Forma
         let Some(letter) = chars.next() else { continue };
         let suffix: String = chars.collect();
         match lookup(letter) {
-            Some(key) => format.columns.push(Column { key, width, right, suffix }),
+            Some(key) => format.columns.push(Column {
+                key,
+                width,
+                right,
+                suffix,
+            }),
             None => {
                 invalid.push(letter);
                 let literal = format!("%{token}");
@@ -115,11 +132,11 @@ pub fn parse_percent<K>(fmt: &str, lookup: impl Fn(char) -> Option<K>) -> (Forma
 /// Parses an `-O` list: `Name[:[.][size][suffix]],...`. Names are matched without
 /// regard to case; without a size a column is 20 wide, a size of 0 is natural width.
 /// Unknown names are skipped and returned.
-pub fn parse_long<K>(
-    fmt: &str,
-    lookup: impl Fn(&str) -> Option<K>,
-) -> (Format<K>, Vec<String>) {
-    let mut format = Format { prefix: String::new(), columns: Vec::new() };
+pub fn parse_long<K>(fmt: &str, lookup: impl Fn(&str) -> Option<K>) -> (Format<K>, Vec<String>) {
+    let mut format = Format {
+        prefix: String::new(),
+        columns: Vec::new(),
+    };
     let mut invalid = Vec::new();
     for token in fmt.split(',').filter(|t| !t.is_empty()) {
         let (name, spec) = match token.split_once(':') {
@@ -135,12 +152,21 @@ pub fn parse_long<K>(
                 };
                 let digits = s.bytes().take_while(u8::is_ascii_digit).count();
                 let n: usize = s[..digits].parse().unwrap_or(0);
-                let width = if n == 0 { Width::Natural } else { Width::Fixed(n) };
+                let width = if n == 0 {
+                    Width::Natural
+                } else {
+                    Width::Fixed(n)
+                };
                 (width, right, s[digits..].to_string())
             }
         };
         match lookup(name.trim()) {
-            Some(key) => format.columns.push(Column { key, width, right, suffix }),
+            Some(key) => format.columns.push(Column {
+                key,
+                width,
+                right,
+                suffix,
+            }),
             None => invalid.push(name.to_string()),
         }
     }
@@ -149,23 +175,38 @@ pub fn parse_long<K>(
 
 /// Pads (and, when the cell allows, truncates) a value as Slurm's `_print_str` does.
 pub fn pad(cell: &Cell, width: usize, right: bool) -> String {
-    if width == 0 {
-        return cell.text.clone();
-    }
-    let len = cell.text.chars().count();
-    let mut out = if right && len < width {
-        format!("{}{}", " ".repeat(width - len), cell.text)
-    } else {
-        cell.text.clone()
-    };
-    if cell.cut && out.chars().count() > width {
-        out = out.chars().take(width).collect();
-    }
-    let len = out.chars().count();
-    if len < width {
-        out.push_str(&" ".repeat(width - len));
-    }
+    let mut out = String::new();
+    pad_into(&mut out, cell, width, right);
     out
+}
+
+/// `pad`, appending to `out`.
+pub fn pad_into(out: &mut String, cell: &Cell, width: usize, right: bool) {
+    let text = cell.text.as_str();
+    if width == 0 {
+        out.push_str(text);
+        return;
+    }
+    let len = if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    };
+    if len >= width {
+        match text.char_indices().nth(width) {
+            Some((cut_at, _)) if cell.cut => out.push_str(&text[..cut_at]),
+            _ => out.push_str(text),
+        }
+        return;
+    }
+    let fill = width - len;
+    if right {
+        out.extend(std::iter::repeat_n(' ', fill));
+        out.push_str(text);
+    } else {
+        out.push_str(text);
+        out.extend(std::iter::repeat_n(' ', fill));
+    }
 }
 
 /// Renders `rows` with `fmt`, one line each, after a header line when `header` gives
@@ -176,8 +217,11 @@ pub fn render<K, R>(
     header: Option<&dyn Fn(&K) -> Cell>,
     cell: &dyn Fn(&R, &K) -> Cell,
 ) -> String {
-    let cells: Vec<Vec<Cell>> =
-        rows.iter().map(|r| fmt.columns.iter().map(|c| cell(r, &c.key)).collect()).collect();
+    let ncol = fmt.columns.len();
+    let cells: Vec<Cell> = rows
+        .iter()
+        .flat_map(|r| fmt.columns.iter().map(move |c| cell(r, &c.key)))
+        .collect();
     let widths: Vec<usize> = fmt
         .columns
         .iter()
@@ -185,27 +229,44 @@ pub fn render<K, R>(
         .map(|(i, c)| match c.width {
             Width::Natural => 0,
             Width::Fixed(n) => n,
-            Width::Auto(min) => {
-                cells.iter().map(|r| r[i].text.chars().count()).max().unwrap_or(0).max(min)
-            }
+            Width::Auto(min) => cells
+                .iter()
+                .skip(i)
+                .step_by(ncol.max(1))
+                .map(|c| c.text.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(min),
         })
         .collect();
-    let line = |row: &[Cell]| {
-        let mut s = fmt.prefix.clone();
+    let line = |out: &mut String, row: &[Cell]| {
+        out.push_str(&fmt.prefix);
         for ((c, w), v) in fmt.columns.iter().zip(&widths).zip(row) {
-            s.push_str(&pad(v, *w, c.right));
-            s.push_str(&c.suffix);
+            pad_into(out, v, *w, c.right);
+            out.push_str(&c.suffix);
         }
-        s.push('\n');
-        s
+        out.push('\n');
     };
-    let mut out = String::new();
+    let per_line = fmt.prefix.len()
+        + fmt
+            .columns
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| w + c.suffix.len() + 4)
+            .sum::<usize>();
+    let mut out = String::with_capacity(per_line * (rows.len() + 1));
     if let Some(h) = header {
         let titles: Vec<Cell> = fmt.columns.iter().map(|c| h(&c.key)).collect();
-        out.push_str(&line(&titles));
+        line(&mut out, &titles);
     }
-    for row in &cells {
-        out.push_str(&line(row));
+    if ncol == 0 {
+        for _ in rows {
+            line(&mut out, &[]);
+        }
+    } else {
+        for row in cells.chunks(ncol) {
+            line(&mut out, row);
+        }
     }
     out
 }
@@ -240,69 +301,101 @@ pub fn print_fields(
     mode: Parsable,
     delimiter: &str,
 ) -> String {
-    let mut out = String::new();
-    let line = |values: &mut dyn Iterator<Item = String>, out: &mut String| {
-        let values: Vec<String> = values.collect();
-        match mode {
-            Parsable::No => {
-                for v in values {
-                    out.push_str(&v);
+    let width = |f: &TableField| f.len.unsigned_abs() as usize;
+    let mut out = String::with_capacity(
+        (rows.len() + 2) * fields.iter().map(|f| width(f) + 2).sum::<usize>(),
+    );
+    // Appends one line; `cell` writes a value in aligned mode.
+    let line = |out: &mut String,
+                values: &mut dyn Iterator<Item = (&TableField, &str)>,
+                aligned: &dyn Fn(&mut String, &TableField, &str)| {
+        let mut first = true;
+        for (f, v) in values {
+            match mode {
+                Parsable::No => {
+                    aligned(out, f, v);
                     out.push(' ');
                 }
-            }
-            Parsable::Ending => {
-                for v in values {
-                    out.push_str(&v);
+                Parsable::Ending => {
+                    out.push_str(v);
                     out.push_str(delimiter);
                 }
+                Parsable::NoEnding => {
+                    if !first {
+                        out.push_str(delimiter);
+                    }
+                    out.push_str(v);
+                }
             }
-            Parsable::NoEnding => out.push_str(&values.join(delimiter)),
+            first = false;
         }
         out.push('\n');
     };
     if header {
-        let mut titles = fields.iter().map(|f| match mode {
-            Parsable::No => {
-                let w = f.len.unsigned_abs() as usize;
-                if w == 0 {
-                    f.name.clone()
-                } else {
-                    pad(&Cell::cut(f.name.clone()), w, true)
-                }
-            }
-            _ => f.name.clone(),
-        });
-        line(&mut titles, &mut out);
+        let titles = |out: &mut String, f: &TableField, v: &str| match width(f) {
+            0 => out.push_str(v),
+            w => pad_into(out, &Cell::cut(v), w, true),
+        };
+        line(
+            &mut out,
+            &mut fields.iter().map(|f| (f, f.name.as_str())),
+            &titles,
+        );
         if mode == Parsable::No {
-            let mut dashes = fields.iter().map(|f| {
-                let w = f.len.unsigned_abs() as usize;
-                "-".repeat(if w == 0 { f.name.chars().count() } else { w })
-            });
-            line(&mut dashes, &mut out);
+            let dashes = |out: &mut String, f: &TableField, v: &str| {
+                let n = match width(f) {
+                    0 => v.chars().count(),
+                    w => w,
+                };
+                out.extend(std::iter::repeat_n('-', n));
+            };
+            line(
+                &mut out,
+                &mut fields.iter().map(|f| (f, f.name.as_str())),
+                &dashes,
+            );
         }
     }
+    let cell = |out: &mut String, f: &TableField, v: &str| sacct_cell(out, v, f.len);
     for row in rows {
-        let mut values = fields.iter().zip(row).map(|(f, v)| match mode {
-            Parsable::No => sacct_cell(v, f.len),
-            _ => v.clone(),
-        });
-        line(&mut values, &mut out);
+        line(
+            &mut out,
+            &mut fields.iter().zip(row.iter().map(String::as_str)),
+            &cell,
+        );
     }
     out
 }
 
 /// One aligned sacct value: too long ends in `+`, then padded.
-fn sacct_cell(value: &str, len: i32) -> String {
+fn sacct_cell(out: &mut String, value: &str, len: i32) {
     let w = len.unsigned_abs() as usize;
     if w == 0 {
-        return value.to_string();
+        out.push_str(value);
+        return;
     }
-    let text: String = if value.chars().count() > w {
-        value.chars().take(w - 1).chain(std::iter::once('+')).collect()
+    let count = if value.is_ascii() {
+        value.len()
     } else {
-        value.to_string()
+        value.chars().count()
     };
-    pad(&Cell::cut(text), w, len > 0)
+    if count > w {
+        let text: String = value
+            .chars()
+            .take(w - 1)
+            .chain(std::iter::once('+'))
+            .collect();
+        pad_into(out, &Cell::cut(text), w, len > 0);
+    } else {
+        let fill = w - count;
+        if len > 0 {
+            out.extend(std::iter::repeat_n(' ', fill));
+            out.push_str(value);
+        } else {
+            out.push_str(value);
+            out.extend(std::iter::repeat_n(' ', fill));
+        }
+    }
 }
 
 // ---------------------------------------------------------------- option aliases
@@ -316,7 +409,11 @@ pub fn resolve_aliases(
     aliases: &[(&str, &'static str)],
 ) -> Vec<String> {
     let canonical = |long: &'static str| -> &'static str {
-        aliases.iter().find(|(from, _)| *from == long).map(|(_, to)| *to).unwrap_or(long)
+        aliases
+            .iter()
+            .find(|(from, _)| *from == long)
+            .map(|(_, to)| *to)
+            .unwrap_or(long)
     };
     let mut out = Vec::with_capacity(args.len());
     let mut rest = false;
@@ -341,7 +438,9 @@ pub fn resolve_aliases(
             .collect();
         let exact = specs.iter().any(|s| s.long == name);
         match candidates.split_first() {
-            Some((first, more)) if !exact && !more.is_empty() && more.iter().all(|c| c == first) => {
+            Some((first, more))
+                if !exact && !more.is_empty() && more.iter().all(|c| c == first) =>
+            {
                 out.push(match value {
                     Some(v) => format!("--{first}={v}"),
                     None => format!("--{first}"),
@@ -376,7 +475,11 @@ pub struct Early {
 impl Early {
     /// Text for stdout, exit status 0 (`--help`, `--version`).
     pub fn info(text: impl Into<String>) -> Early {
-        Early { code: 0, stdout: text.into(), stderr: String::new() }
+        Early {
+            code: 0,
+            stdout: text.into(),
+            stderr: String::new(),
+        }
     }
 
     /// A bad option, reported as getopt does, then Slurm's hint; exit status 1.
@@ -392,7 +495,11 @@ impl Early {
 
     /// `command: error: message`; exit status 1.
     pub fn error(command: &str, message: &str) -> Early {
-        Early { code: 1, stdout: String::new(), stderr: format!("{command}: error: {message}\n") }
+        Early {
+            code: 1,
+            stdout: String::new(),
+            stderr: format!("{command}: error: {message}\n"),
+        }
     }
 
     /// Prints the texts and gives the exit status.
@@ -434,7 +541,9 @@ pub fn is_array_meta(job: &JobInfo) -> bool {
 /// The pending tasks of an array remainder without brackets: `3-9%2`.
 pub fn task_str(job: &JobInfo) -> &str {
     let s = job.array_task_str.as_str();
-    s.strip_prefix('[').and_then(|s| s.strip_suffix(']')).unwrap_or(s)
+    s.strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+        .unwrap_or(s)
 }
 
 /// `12`, `12_3`, or `12_[3-9%2]` for a pending array remainder.
@@ -448,7 +557,10 @@ pub fn display_id(job: &JobInfo) -> String {
 
 /// Parses an array task list (`1,3,5-7`, `0-15:4`, with an optional `%N` throttle).
 pub fn parse_task_list(text: &str) -> Option<(Vec<u32>, u32)> {
-    let text = text.strip_prefix('[').and_then(|s| s.strip_suffix(']')).unwrap_or(text);
+    let text = text
+        .strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+        .unwrap_or(text);
     let (list, throttle) = match text.split_once('%') {
         Some((l, t)) => (l, t.parse().ok()?),
         None => (text, 0),
@@ -471,7 +583,9 @@ pub fn parse_task_list(text: &str) -> Option<(Vec<u32>, u32)> {
 
 /// The pending task ids of an array remainder.
 pub fn pending_tasks(job: &JobInfo) -> Vec<u32> {
-    parse_task_list(task_str(job)).map(|(ids, _)| ids).unwrap_or_default()
+    parse_task_list(task_str(job))
+        .map(|(ids, _)| ids)
+        .unwrap_or_default()
 }
 
 /// A copy of an array remainder restricted to some of its tasks: one task becomes a
@@ -485,6 +599,47 @@ pub fn narrow_array(job: &JobInfo, tasks: &[u32]) -> JobInfo {
         out.array_task_str = model::job::format_ranges(tasks);
     }
     out
+}
+
+/// A job to print: a record of the reply, or one derived from it (an array remainder
+/// narrowed to some tasks, or one task of it). Small, so that 100k rows sort and move
+/// cheaply.
+#[derive(Debug, Clone)]
+pub enum JobRef<'a> {
+    Borrowed(&'a JobInfo),
+    Owned(Box<JobInfo>),
+}
+
+impl std::ops::Deref for JobRef<'_> {
+    type Target = JobInfo;
+    fn deref(&self) -> &JobInfo {
+        match self {
+            JobRef::Borrowed(j) => j,
+            JobRef::Owned(j) => j,
+        }
+    }
+}
+
+/// Applies selectors (without steps) to a record, borrowing it unless a remainder had to
+/// be narrowed.
+pub fn select_ref<'a>(selectors: &[JobSelector], job: &'a JobInfo) -> Option<JobRef<'a>> {
+    let mut tasks: Vec<u32> = Vec::new();
+    for s in selectors {
+        match s.select(job) {
+            Some(Selected::Whole) => return Some(JobRef::Borrowed(job)),
+            Some(Selected::Tasks(t)) => tasks.extend(t),
+            None => {}
+        }
+    }
+    if tasks.is_empty() {
+        return None;
+    }
+    tasks.sort_unstable();
+    tasks.dedup();
+    if tasks == pending_tasks(job) {
+        return Some(JobRef::Borrowed(job));
+    }
+    Some(JobRef::Owned(Box::new(narrow_array(job, &tasks))))
 }
 
 /// One `-j` selector: `12`, `12_3`, `12_[1-3]`, each optionally with a step (`.batch`,
@@ -546,7 +701,11 @@ impl JobSelector {
             None => (job, None),
         };
         let job_id: u32 = id.parse().ok().filter(|n| *n > 0)?;
-        Some(JobSelector { job_id, tasks, step })
+        Some(JobSelector {
+            job_id,
+            tasks,
+            step,
+        })
     }
 
     /// Whether this selector names the record (ignoring any step).
@@ -576,20 +735,7 @@ impl JobSelector {
 /// Applies selectors (without steps) to a record: the record itself, a narrowed array
 /// remainder, or nothing.
 pub fn select_job(selectors: &[JobSelector], job: &JobInfo) -> Option<JobInfo> {
-    let mut tasks: Vec<u32> = Vec::new();
-    for s in selectors {
-        match s.select(job) {
-            Some(Selected::Whole) => return Some(job.clone()),
-            Some(Selected::Tasks(t)) => tasks.extend(t),
-            None => {}
-        }
-    }
-    if tasks.is_empty() {
-        return None;
-    }
-    tasks.sort_unstable();
-    tasks.dedup();
-    Some(narrow_array(job, &tasks))
+    select_ref(selectors, job).map(|r| (*r).clone())
 }
 
 /// Resolved user and group names, looked up once by the command so rendering stays
@@ -602,14 +748,23 @@ pub struct Names {
 
 impl Names {
     pub fn user(&self, uid: u32) -> String {
-        self.users.get(&uid).cloned().unwrap_or_else(|| uid.to_string())
+        self.users
+            .get(&uid)
+            .cloned()
+            .unwrap_or_else(|| uid.to_string())
     }
     pub fn group(&self, gid: u32) -> String {
-        self.groups.get(&gid).cloned().unwrap_or_else(|| gid.to_string())
+        self.groups
+            .get(&gid)
+            .cloned()
+            .unwrap_or_else(|| gid.to_string())
     }
 
     /// Looks up the names of these ids on this machine.
-    pub fn resolve(uids: impl IntoIterator<Item = u32>, gids: impl IntoIterator<Item = u32>) -> Names {
+    pub fn resolve(
+        uids: impl IntoIterator<Item = u32>,
+        gids: impl IntoIterator<Item = u32>,
+    ) -> Names {
         let mut names = Names::default();
         for uid in uids {
             if let std::collections::btree_map::Entry::Vacant(e) = names.users.entry(uid)
@@ -645,7 +800,9 @@ pub fn user_forms(user: &str) -> Vec<String> {
 /// True when the job belongs to one of `users` (names or uids).
 pub fn user_matches(users: &[String], job: &JobInfo) -> bool {
     let s = spec(job);
-    users.iter().any(|u| *u == s.user || *u == s.uid.to_string())
+    users
+        .iter()
+        .any(|u| *u == s.user || *u == s.uid.to_string())
 }
 
 /// A TRES string as sacct prints it: `billing=4,cpu=4,gres/gpu=1,mem=16G,node=1`.
@@ -661,11 +818,70 @@ pub fn tres_string(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> String {
     parts.join(",")
 }
 
+/// An exit code in Slurm's JSON shape: `{"status": ["SUCCESS"], "return_code": 0, ...}`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExitJson {
+    status: [&'static str; 1],
+    return_code: i32,
+    signal: SignalJson,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct SignalJson {
+    id: i32,
+}
+
+impl ExitJson {
+    /// `done`: the job or step has ended (else the status is `PENDING`).
+    pub fn new(code: i32, signal: i32, done: bool) -> ExitJson {
+        let status = if !done {
+            "PENDING"
+        } else if signal != 0 {
+            "SIGNALED"
+        } else if code != 0 {
+            "ERROR"
+        } else {
+            "SUCCESS"
+        };
+        ExitJson {
+            status: [status],
+            return_code: code,
+            signal: SignalJson { id: signal },
+        }
+    }
+}
+
+/// A JSON document as Slurm's `--json` prints it: `{"errors": [], KEY: ITEMS,
+/// "warnings": []}`, pretty-printed, with a final newline.
+pub fn json_doc<T: serde::Serialize>(key: &str, items: &T) -> String {
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut ser = serde_json::Serializer::pretty(&mut buf);
+    let result = {
+        use serde::ser::{SerializeMap, Serializer};
+        (&mut ser).serialize_map(Some(3)).and_then(|mut m| {
+            m.serialize_entry("errors", &[(); 0])?;
+            m.serialize_entry(key, items)?;
+            m.serialize_entry("warnings", &[(); 0])?;
+            m.end()
+        })
+    };
+    if result.is_err() {
+        return String::new();
+    }
+    let mut out = String::from_utf8(buf).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
 // ---------------------------------------------------------------- times
 
 /// A Unix time as Slurm prints it, or `none` for 0.
 pub fn time_or(t: i64, none: &str) -> String {
-    if t <= 0 { none.to_string() } else { crate::client::format_time(t) }
+    if t <= 0 {
+        none.to_string()
+    } else {
+        crate::client::format_time(t)
+    }
 }
 
 /// The local calendar fields of a Unix time.
@@ -690,8 +906,9 @@ pub fn local_mktime(tm: &libc::tm) -> i64 {
 /// The date line `squeue -l` and `sinfo -l` print first: `Mon Nov 30 04:32:41 2026`.
 pub fn ctime_line(t: i64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let tm = local_tm(t);
     format!(
         "{} {} {:2} {:02}:{:02}:{:02} {}",
@@ -774,8 +991,17 @@ mod tests {
         assert_eq!(bad2, vec!['-']);
         assert_eq!(fmt2.prefix, "%-4j");
         let (fmt, _) = parse_percent("x%.6i %4j|%T", letters);
-        let out = table(&fmt, &[("12", "verylongname", "RUNNING"), ("1234567", "ab", "PENDING")]);
-        assert_eq!(out, "x JOBID NAME|STATE\nx    12 very|RUNNING\nx123456 ab  |PENDING\n");
+        let out = table(
+            &fmt,
+            &[
+                ("12", "verylongname", "RUNNING"),
+                ("1234567", "ab", "PENDING"),
+            ],
+        );
+        assert_eq!(
+            out,
+            "x JOBID NAME|STATE\nx    12 very|RUNNING\nx123456 ab  |PENDING\n"
+        );
     }
 
     #[test]
@@ -806,11 +1032,18 @@ mod tests {
         assert!(fmt.columns[1].right);
         assert_eq!(fmt.columns[2].width, Width::Fixed(20));
         let out = table(&fmt, &[("42", "abcdefgh", "RUNNING")]);
-        let want = format!("JOBID  NAMESTATE{}\n42    abcdeRUNNING{}\n", " ".repeat(15), " ".repeat(13));
+        let want = format!(
+            "JOBID  NAMESTATE{}\n42    abcdeRUNNING{}\n",
+            " ".repeat(15),
+            " ".repeat(13)
+        );
         assert_eq!(out, want);
         let (fmt, _) = parse_long("jobid:|,state:0", names);
         assert_eq!(fmt.columns[0].suffix, "|");
-        assert_eq!(table(&fmt, &[("7", "x", "PENDING")]).lines().nth(1), Some("7|PENDING"));
+        assert_eq!(
+            table(&fmt, &[("7", "x", "PENDING")]).lines().nth(1),
+            Some("7|PENDING")
+        );
     }
 
     #[test]
@@ -823,13 +1056,22 @@ mod tests {
     }
 
     fn fields(spec: &[(&str, i32)]) -> Vec<TableField> {
-        spec.iter().map(|(n, l)| TableField { name: n.to_string(), len: *l }).collect()
+        spec.iter()
+            .map(|(n, l)| TableField {
+                name: n.to_string(),
+                len: *l,
+            })
+            .collect()
     }
 
     #[test]
     fn sacct_tables() {
         let f = fields(&[("JobID", -12), ("JobName", 10), ("State", 10)]);
-        let rows = vec![vec!["7".to_string(), "verylongname".to_string(), "COMPLETED".to_string()]];
+        let rows = vec![vec![
+            "7".to_string(),
+            "verylongname".to_string(),
+            "COMPLETED".to_string(),
+        ]];
         let out = print_fields(&f, &rows, true, Parsable::No, "|");
         assert_eq!(
             out,
@@ -841,14 +1083,26 @@ mod tests {
             print_fields(&f, &rows, true, Parsable::NoEnding, "|"),
             "JobID|JobName|State\n7|verylongname|COMPLETED\n"
         );
-        assert_eq!(print_fields(&f, &rows, false, Parsable::Ending, "|"), "7|verylongname|COMPLETED|\n");
+        assert_eq!(
+            print_fields(&f, &rows, false, Parsable::Ending, "|"),
+            "7|verylongname|COMPLETED|\n"
+        );
         let f = fields(&[("NodeList", -20)]);
         let rows = vec![vec!["node1".to_string()]];
-        assert_eq!(print_fields(&f, &rows, false, Parsable::No, "|"), format!("node1{} \n", " ".repeat(15)));
+        assert_eq!(
+            print_fields(&f, &rows, false, Parsable::No, "|"),
+            format!("node1{} \n", " ".repeat(15))
+        );
     }
 
     fn job(id: u32, array: u32, task: Option<u32>, tasks: &str) -> JobInfo {
-        JobInfo { job_id: id, array_job_id: array, array_task_id: task, array_task_str: tasks.into(), ..Default::default() }
+        JobInfo {
+            job_id: id,
+            array_job_id: array,
+            array_task_id: task,
+            array_task_str: tasks.into(),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -860,7 +1114,14 @@ mod tests {
         assert_eq!(parse_task_list("0-6:3,9%2"), Some((vec![0, 3, 6, 9], 2)));
 
         let sel = JobSelector::parse_list("5,9_[1,3].batch,12.0").unwrap();
-        assert_eq!(sel[1], JobSelector { job_id: 9, tasks: Some(vec![1, 3]), step: Some("batch".into()) });
+        assert_eq!(
+            sel[1],
+            JobSelector {
+                job_id: 9,
+                tasks: Some(vec![1, 3]),
+                step: Some("batch".into())
+            }
+        );
         assert_eq!(sel[2].step.as_deref(), Some("0"));
         assert!(JobSelector::parse_list("x").is_err());
         assert!(JobSelector::parse_list("0").is_err());

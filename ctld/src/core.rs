@@ -859,10 +859,19 @@ impl Core {
         let Some(job) = self.state.job(id) else {
             return;
         };
-        if !matches!(
-            job.state,
-            JobState::Running | JobState::Suspended | JobState::Completing
-        ) {
+        // A report from another node is about an earlier run (the job was requeued
+        // and placed elsewhere since): it says nothing about the current one.
+        let on_reporting_node = job
+            .alloc
+            .as_ref()
+            .and_then(|a| a.nodes.first())
+            .is_some_and(|n| n.node == req.node_name);
+        if !on_reporting_node
+            || !matches!(
+                job.state,
+                JobState::Running | JobState::Suspended | JobState::Completing
+            )
+        {
             return;
         }
         let time = if req.end_time > 0 { req.end_time } else { now };

@@ -27,7 +27,10 @@ fn to_status(e: &JobsError) -> Status {
 
 #[tonic::async_trait]
 impl NodeAgent for Agent {
-    async fn launch_job(&self, request: Request<LaunchJobRequest>) -> Result<Response<LaunchJobReply>, Status> {
+    async fn launch_job(
+        &self,
+        request: Request<LaunchJobRequest>,
+    ) -> Result<Response<LaunchJobReply>, Status> {
         let req = request.into_inner();
         let job_id = req.job_id;
         self.jobs.launch(req).await.map_err(|e| {
@@ -37,7 +40,10 @@ impl NodeAgent for Agent {
         Ok(Response::new(LaunchJobReply {}))
     }
 
-    async fn signal_job(&self, request: Request<SignalJobRequest>) -> Result<Response<SignalJobReply>, Status> {
+    async fn signal_job(
+        &self,
+        request: Request<SignalJobRequest>,
+    ) -> Result<Response<SignalJobReply>, Status> {
         let req = request.into_inner();
         let found = self
             .jobs

@@ -11,7 +11,11 @@ pub struct Backoff {
 
 impl Backoff {
     pub fn new(start: Duration, cap: Duration) -> Backoff {
-        Backoff { next: start, start, cap }
+        Backoff {
+            next: start,
+            start,
+            cap,
+        }
     }
 
     /// The delay before the next attempt.

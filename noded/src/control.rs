@@ -39,7 +39,10 @@ pub async fn run(
         };
         loop {
             tokio::time::sleep(interval).await;
-            let req = HeartbeatRequest { node_name: reg.node_name.clone(), running_jobs: jobs.running() };
+            let req = HeartbeatRequest {
+                node_name: reg.node_name.clone(),
+                running_jobs: jobs.running(),
+            };
             match ctld.heartbeat(req).await {
                 Ok(reply) => {
                     let reply = reply.into_inner();
@@ -59,7 +62,11 @@ pub async fn run(
 }
 
 /// Registers, retrying with backoff until the controller answers.
-async fn register(jobs: &Jobs, ctld: &mut NodeControlClient<Channel>, reg: &Registration) -> RegisterReply {
+async fn register(
+    jobs: &Jobs,
+    ctld: &mut NodeControlClient<Channel>,
+    reg: &Registration,
+) -> RegisterReply {
     let mut backoff = Backoff::default();
     let mut failures = 0u32;
     loop {
@@ -69,7 +76,12 @@ async fn register(jobs: &Jobs, ctld: &mut NodeControlClient<Channel>, reg: &Regi
             agent_addr: reg.agent_addr.clone(),
             cpus: reg.resources.cpus,
             memory_mb: reg.resources.memory_mb,
-            gpus: reg.resources.gpus.iter().map(proto::convert::gpu_to_wire).collect(),
+            gpus: reg
+                .resources
+                .gpus
+                .iter()
+                .map(proto::convert::gpu_to_wire)
+                .collect(),
             running_jobs: running.clone(),
             boot_time: reg.boot_time,
             features: reg.resources.features.clone(),

@@ -28,19 +28,24 @@ pub struct Options {
 
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let config_label = opts.config.display().to_string();
-    let text = std::fs::read_to_string(&opts.config).with_context(|| format!("reading config {config_label}"))?;
+    let text = std::fs::read_to_string(&opts.config)
+        .with_context(|| format!("reading config {config_label}"))?;
     let config = model::Config::parse(&text, &config_label)?;
     let name = match opts.name {
         Some(name) => name,
         None => short_hostname().context("finding the host name (pass --name)")?,
     };
-    let resources = inventory::node_resources(&config, &name)?;
+    let resources = inventory::node_resources(&config, &name, &inventory::NoGpus)?;
     if !resources.from_config {
         warn!(node = %name, "node not in the config; offering the host's cpus and memory");
     }
-    let spool_dir = opts.spool.unwrap_or_else(|| Path::new(&config.state_dir).join(format!("noded-{name}")));
+    let spool_dir = opts
+        .spool
+        .unwrap_or_else(|| Path::new(&config.state_dir).join(format!("noded-{name}")));
     let spool = Spool::open(&spool_dir)?;
-    let ctld_addr = opts.ctld_addr.unwrap_or_else(|| config.controller.addr.clone());
+    let ctld_addr = opts
+        .ctld_addr
+        .unwrap_or_else(|| config.controller.addr.clone());
     let channel = Endpoint::from_shared(format!("http://{ctld_addr}"))
         .with_context(|| format!("bad controller address {ctld_addr}"))?
         .connect_timeout(Duration::from_secs(1))
@@ -53,8 +58,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", opts.listen))?;
     let local = listener.local_addr()?;
-    let agent_addr =
-        if local.ip().is_unspecified() { format!("{name}:{}", local.port()) } else { local.to_string() };
+    let agent_addr = if local.ip().is_unspecified() {
+        format!("{name}:{}", local.port())
+    } else {
+        local.to_string()
+    };
 
     let exe = std::env::current_exe().context("finding this binary (for job supervisors)")?;
     let jobs = Jobs::new(name.clone(), spool, exe, ctld.clone());
@@ -65,8 +73,14 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         resources: resources.clone(),
         boot_time: procfs::boot_time().unwrap_or_else(noded::unix_now),
     };
-    let default_interval = Duration::from_millis(u64::from(config.controller.heartbeat_interval_ms.max(1)));
-    tokio::spawn(control::run(jobs.clone(), ctld, registration, default_interval));
+    let default_interval =
+        Duration::from_millis(u64::from(config.controller.heartbeat_interval_ms.max(1)));
+    tokio::spawn(control::run(
+        jobs.clone(),
+        ctld,
+        registration,
+        default_interval,
+    ));
     let sweeper_jobs = jobs.clone();
     tokio::spawn(async move {
         loop {
@@ -91,7 +105,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     Server::builder()
         .add_service(NodeAgentServer::new(Agent::new(jobs)))
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown())
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown(),
+        )
         .await
         .context("serving NodeAgent")?;
     info!("noded stopped; jobs keep running under their supervisors");

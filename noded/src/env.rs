@@ -17,7 +17,11 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     set("SLURM_JOB_ID", req.job_id.to_string());
     set("SLURM_JOBID", req.job_id.to_string());
     set("SLURM_JOB_NAME", spec.name.clone());
-    let nodelist = if req.nodes.is_empty() { node_name } else { req.nodes.as_str() };
+    let nodelist = if req.nodes.is_empty() {
+        node_name
+    } else {
+        req.nodes.as_str()
+    };
     set("SLURM_JOB_NODELIST", nodelist.to_string());
     set("SLURM_NODELIST", nodelist.to_string());
     let num_nodes = req.num_nodes.max(1);
@@ -26,7 +30,10 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     let num_tasks = spec.num_tasks.max(1);
     set("SLURM_NTASKS", num_tasks.to_string());
     set("SLURM_NPROCS", num_tasks.to_string());
-    set("SLURM_TASKS_PER_NODE", tasks_per_node(num_tasks, num_nodes, spec.ntasks_per_node));
+    set(
+        "SLURM_TASKS_PER_NODE",
+        tasks_per_node(num_tasks, num_nodes, spec.ntasks_per_node),
+    );
     if spec.ntasks_per_node > 0 {
         set("SLURM_NTASKS_PER_NODE", spec.ntasks_per_node.to_string());
     }
@@ -35,7 +42,10 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     }
     set("SLURM_CPUS_ON_NODE", req.cpus_on_node.to_string());
     // Only this node's share is known here; allocations are uniform across nodes.
-    set("SLURM_JOB_CPUS_PER_NODE", repeated(req.cpus_on_node, num_nodes));
+    set(
+        "SLURM_JOB_CPUS_PER_NODE",
+        repeated(req.cpus_on_node, num_nodes),
+    );
     if spec.mem_per_node_mb > 0 {
         set("SLURM_MEM_PER_NODE", spec.mem_per_node_mb.to_string());
     }
@@ -47,7 +57,10 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         set("SLURM_SUBMIT_HOST", spec.submit_host.clone());
     }
     set("SLURM_CLUSTER_NAME", req.cluster_name.clone());
-    set("SLURM_JOB_PARTITION", first_set(&req.partition, &spec.partition));
+    set(
+        "SLURM_JOB_PARTITION",
+        first_set(&req.partition, &spec.partition),
+    );
     let account = first_set(&req.account, &spec.account);
     if !account.is_empty() {
         set("SLURM_JOB_ACCOUNT", account);
@@ -71,9 +84,21 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         set("SLURM_RESTART_COUNT", req.restart_count.to_string());
     }
     if let Some(task) = req.array_task_id {
-        let ids = spec.array.as_ref().map(|a| a.task_ids.as_slice()).unwrap_or(&[]);
-        let count = if req.array_task_count > 0 { req.array_task_count } else { ids.len() as u32 };
-        let array_job_id = if req.array_job_id > 0 { req.array_job_id } else { req.job_id };
+        let ids = spec
+            .array
+            .as_ref()
+            .map(|a| a.task_ids.as_slice())
+            .unwrap_or(&[]);
+        let count = if req.array_task_count > 0 {
+            req.array_task_count
+        } else {
+            ids.len() as u32
+        };
+        let array_job_id = if req.array_job_id > 0 {
+            req.array_job_id
+        } else {
+            req.job_id
+        };
         set("SLURM_ARRAY_JOB_ID", array_job_id.to_string());
         set("SLURM_ARRAY_TASK_ID", task.to_string());
         set("SLURM_ARRAY_TASK_COUNT", count.max(1).to_string());
@@ -82,7 +107,12 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         set("SLURM_ARRAY_TASK_STEP", array_step(ids).to_string());
     }
     if !req.gpu_indices.is_empty() {
-        let list = req.gpu_indices.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let list = req
+            .gpu_indices
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         // As Slurm: SLURM_GPUS is the `--gpus` count, set only when it was asked for.
         if spec.gpus > 0 {
             set("SLURM_GPUS", spec.gpus.to_string());
@@ -111,19 +141,31 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
 pub fn job_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     let slurm = slurm_env(req, node_name);
     let ours: BTreeSet<&str> = slurm.iter().map(|(k, _)| k.as_str()).collect();
-    let mut env: Vec<(String, String)> =
-        req.env.iter().filter(|(k, _)| !ours.contains(k.as_str())).cloned().collect();
+    let mut env: Vec<(String, String)> = req
+        .env
+        .iter()
+        .filter(|(k, _)| !ours.contains(k.as_str()))
+        .cloned()
+        .collect();
     env.extend(slurm);
     env
 }
 
 fn first_set(a: &str, b: &str) -> String {
-    if a.is_empty() { b.to_string() } else { a.to_string() }
+    if a.is_empty() {
+        b.to_string()
+    } else {
+        a.to_string()
+    }
 }
 
 /// Slurm's compressed per-node list: `4(x3)` for three nodes of 4, `4` for one.
 fn repeated(value: u32, times: u32) -> String {
-    if times > 1 { format!("{value}(x{times})") } else { value.to_string() }
+    if times > 1 {
+        format!("{value}(x{times})")
+    } else {
+        value.to_string()
+    }
 }
 
 /// Tasks on each node, in Slurm's compressed form: 5 tasks on 2 nodes is `3,2`.
@@ -140,7 +182,11 @@ fn tasks_per_node(num_tasks: u32, num_nodes: u32, per_node: u32) -> String {
     if base > 0 && num_nodes > extra {
         parts.push(repeated(base, num_nodes - extra));
     }
-    if parts.is_empty() { "1".into() } else { parts.join(",") }
+    if parts.is_empty() {
+        "1".into()
+    } else {
+        parts.join(",")
+    }
 }
 
 /// The step of an array's task ids when they form an arithmetic sequence, else 1.
@@ -148,7 +194,10 @@ fn array_step(ids: &[u32]) -> u32 {
     match ids {
         [a, b, rest @ ..] if b > a => {
             let step = b - a;
-            let regular = rest.iter().zip(ids[1..].iter()).all(|(next, prev)| next - prev == step);
+            let regular = rest
+                .iter()
+                .zip(ids[1..].iter())
+                .all(|(next, prev)| next - prev == step);
             if regular { step } else { 1 }
         }
         _ => 1,
@@ -282,7 +331,10 @@ mod tests {
         info.array_task_count = 4;
         info.array_task_min = 1;
         info.array_task_max = 7;
-        info.spec.array = Some(ArraySpec { task_ids: vec![1, 3, 5, 7], max_running: 0 });
+        info.spec.array = Some(ArraySpec {
+            task_ids: vec![1, 3, 5, 7],
+            max_running: 0,
+        });
         let env = slurm_env(&info, "gpu01");
         assert_eq!(get(&env, "SLURM_JOB_ID"), Some("57"));
         assert_eq!(get(&env, "SLURM_ARRAY_JOB_ID"), Some("50"));

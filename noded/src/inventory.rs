@@ -1,8 +1,9 @@
 //! What this node offers: CPUs, memory, GPUs and features, from the config's `[[nodes]]`
 //! entry that names it, or from the host when the config does not know it.
 //!
-//! GPUs come through a `GpuInventory`: today `ConfiguredGpus`, the devices the config
-//! declares (indices `0..n` of its `gpu_type`); NVML discovery will be another backend.
+//! GPUs come through a `GpuInventory`: `ConfiguredGpus`, the devices the config declares
+//! (indices `0..n` of its `gpu_type`), for nodes the config lists; for other nodes the
+//! host's inventory the daemon passes in: `NoGpus` today, NVML discovery later.
 
 use model::{Config, GpuDevice};
 
@@ -10,7 +11,10 @@ use model::{Config, GpuDevice};
 pub enum InventoryError {
     /// A GPU backend failed to list the devices; the node should not register GPUs.
     #[error("gpu discovery through {backend} failed: {message}")]
-    Gpu { backend: &'static str, message: String },
+    Gpu {
+        backend: &'static str,
+        message: String,
+    },
 }
 
 /// A source of the node's GPU devices.
@@ -35,8 +39,26 @@ impl GpuInventory for ConfiguredGpus {
 
     fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError> {
         Ok((0..self.count)
-            .map(|index| GpuDevice { index, gpu_type: self.gpu_type.clone(), uuid: String::new() })
+            .map(|index| GpuDevice {
+                index,
+                gpu_type: self.gpu_type.clone(),
+                uuid: String::new(),
+            })
             .collect())
+    }
+}
+
+/// A host without GPUs (or without a way to find them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoGpus;
+
+impl GpuInventory for NoGpus {
+    fn backend(&self) -> &'static str {
+        "none"
+    }
+
+    fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError> {
+        Ok(Vec::new())
     }
 }
 
@@ -50,11 +72,19 @@ pub struct NodeResources {
     pub from_config: bool,
 }
 
-/// The resources of node `name`.
-pub fn node_resources(config: &Config, name: &str) -> Result<NodeResources, InventoryError> {
+/// The resources of node `name`: from the config when it lists the node, else measured
+/// on the host, with GPUs from `host_gpus`.
+pub fn node_resources(
+    config: &Config,
+    name: &str,
+    host_gpus: &dyn GpuInventory,
+) -> Result<NodeResources, InventoryError> {
     match config.node_list().into_iter().find(|n| n.name == name) {
         Some(node) => {
-            let gpus = ConfiguredGpus { count: node.gpus.len() as u32, gpu_type: node.gpu_type().to_string() };
+            let gpus = ConfiguredGpus {
+                count: node.gpus.len() as u32,
+                gpu_type: node.gpu_type().to_string(),
+            };
             Ok(NodeResources {
                 cpus: node.cpus,
                 memory_mb: node.memory_mb,
@@ -64,9 +94,11 @@ pub fn node_resources(config: &Config, name: &str) -> Result<NodeResources, Inve
             })
         }
         None => Ok(NodeResources {
-            cpus: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1),
             memory_mb: crate::procfs::memory_mb().unwrap_or(0),
-            gpus: Vec::new(),
+            gpus: host_gpus.discover()?,
             features: Vec::new(),
             from_config: false,
         }),
@@ -90,18 +122,22 @@ features = ["nvlink"]
     #[test]
     fn configured_node_gets_fake_gpus_of_its_type() {
         let config = Config::parse(CONFIG, "t.toml").unwrap();
-        let r = node_resources(&config, "gpu02").unwrap();
+        let r = node_resources(&config, "gpu02", &NoGpus).unwrap();
         assert!(r.from_config);
         assert_eq!((r.cpus, r.memory_mb), (8, 32 * 1024));
         assert_eq!(r.features, vec!["nvlink".to_string()]);
-        let gpus: Vec<(u32, &str)> = r.gpus.iter().map(|g| (g.index, g.gpu_type.as_str())).collect();
+        let gpus: Vec<(u32, &str)> = r
+            .gpus
+            .iter()
+            .map(|g| (g.index, g.gpu_type.as_str()))
+            .collect();
         assert_eq!(gpus, vec![(0, "h100"), (1, "h100")]);
     }
 
     #[test]
     fn unknown_node_measures_the_host() {
         let config = Config::parse(CONFIG, "t.toml").unwrap();
-        let r = node_resources(&config, "elsewhere").unwrap();
+        let r = node_resources(&config, "elsewhere", &NoGpus).unwrap();
         assert!(!r.from_config);
         assert!(r.cpus >= 1 && r.memory_mb > 0);
         assert!(r.gpus.is_empty());

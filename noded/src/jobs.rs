@@ -14,7 +14,7 @@ use crate::spool::{JobDir, PGID, PID, SUPERVISOR_LOG, SUPERVISOR_PID, Spool, Spo
 use crate::status::{FinishKind, JobStatus};
 use crate::unix_now;
 use model::JobId;
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use proto::v1::LaunchJobRequest;
 use proto::v1::node_control_client::NodeControlClient;
@@ -43,7 +43,10 @@ pub enum JobsError {
     Spool(#[from] SpoolError),
     /// The supervisor process could not be started (binary gone, no processes left).
     #[error("cannot start the supervisor of job {job_id}: {error}")]
-    Supervisor { job_id: JobId, error: std::io::Error },
+    Supervisor {
+        job_id: JobId,
+        error: std::io::Error,
+    },
     /// The end of this job's previous run is still being reported; retry shortly.
     #[error("job {0} is still finishing its previous run here")]
     Busy(JobId),
@@ -85,9 +88,21 @@ pub struct Jobs {
 }
 
 impl Jobs {
-    pub fn new(node_name: String, spool: Spool, exe: PathBuf, ctld: NodeControlClient<Channel>) -> Arc<Jobs> {
+    pub fn new(
+        node_name: String,
+        spool: Spool,
+        exe: PathBuf,
+        ctld: NodeControlClient<Channel>,
+    ) -> Arc<Jobs> {
         let registered = tokio::sync::watch::Sender::new(false);
-        Arc::new(Jobs { node_name, spool, exe, ctld, table: Mutex::new(BTreeMap::new()), registered })
+        Arc::new(Jobs {
+            node_name,
+            spool,
+            exe,
+            ctld,
+            table: Mutex::new(BTreeMap::new()),
+            registered,
+        })
     }
 
     /// Called once the controller has accepted a registration.
@@ -150,7 +165,9 @@ impl Jobs {
         let pid = child.id();
         let cancel_now = {
             let mut table = self.table();
-            let entry = table.get_mut(&job_id).expect("a starting job stays in the table");
+            let entry = table
+                .get_mut(&job_id)
+                .expect("a starting job stays in the table");
             entry.phase = Phase::Running;
             entry.supervisor = pid;
             entry.cancel_requested
@@ -170,7 +187,10 @@ impl Jobs {
         Ok(())
     }
 
-    fn start_supervisor(&self, req: LaunchJobRequest) -> Result<(JobDir, tokio::process::Child), JobsError> {
+    fn start_supervisor(
+        &self,
+        req: LaunchJobRequest,
+    ) -> Result<(JobDir, tokio::process::Child), JobsError> {
         let job_id = req.job_id;
         let (info, script) = LaunchInfo::from_request(req, &self.node_name, unix_now())?;
         let dir = self.spool.create_job(&info, &script)?;
@@ -192,23 +212,30 @@ impl Jobs {
     /// the job is not running here.
     pub fn cancel(&self, job_id: JobId) -> bool {
         let mut table = self.table();
-        let Some(entry) = table.get_mut(&job_id) else { return false };
+        let Some(entry) = table.get_mut(&job_id) else {
+            return false;
+        };
         if entry.phase == Phase::Reporting {
             return false;
         }
         entry.cancel_requested = true;
-        if let Some(pid) = entry.supervisor {
-            if entry.own_child || procfs::is_supervisor_of(pid, entry.dir.path()) {
-                info!(job_id, "cancelling job");
-                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
-            }
+        if let Some(pid) = entry.supervisor
+            && (entry.own_child || procfs::is_supervisor_of(pid, entry.dir.path()))
+        {
+            info!(job_id, "cancelling job");
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
         }
         true
     }
 
-    /// `scancel -s SIG`: 0 cancels; another signal goes to the job's process group, or
-    /// to the batch shell alone. False when the job is not running here.
-    pub async fn signal(&self, job_id: JobId, signal: i32, batch_only: bool) -> Result<bool, JobsError> {
+    /// `scancel -s SIG`: 0 cancels; another signal goes to the job's steps (every
+    /// process but the batch shell), or with `batch_only` to the batch shell alone. False when the job is not running here.
+    pub async fn signal(
+        &self,
+        job_id: JobId,
+        signal: i32,
+        batch_only: bool,
+    ) -> Result<bool, JobsError> {
         if signal == 0 {
             return Ok(self.cancel(job_id));
         }
@@ -230,8 +257,11 @@ impl Jobs {
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
         info!(job_id, signal = sig.as_str(), batch_only, "signalling job");
-        let pid = Pid::from_raw(pid as i32);
-        let _ = if batch_only { kill(pid, sig) } else { killpg(pid, sig) };
+        if batch_only {
+            let _ = kill(Pid::from_raw(pid as i32), sig);
+        } else {
+            crate::procfs::signal_steps(pid, sig);
+        }
         Ok(true)
     }
 
@@ -258,11 +288,18 @@ impl Jobs {
             self.table().insert(*job_id, entry);
             match supervisor {
                 Some(pid) => {
-                    info!(job_id, supervisor = pid, "job still running after a restart");
+                    info!(
+                        job_id,
+                        supervisor = pid,
+                        "job still running after a restart"
+                    );
                     let jobs = Arc::clone(self);
                     tokio::spawn(jobs.watch_orphan(*job_id, pid));
                 }
-                None => self.supervisor_ended(*job_id, "supervisor not running after a restart of the daemon"),
+                None => self.supervisor_ended(
+                    *job_id,
+                    "supervisor not running after a restart of the daemon",
+                ),
             }
         }
         Ok(found.len())
@@ -270,10 +307,14 @@ impl Jobs {
 
     /// Polls a supervisor that is not our child until it has ended.
     async fn watch_orphan(self: Arc<Self>, job_id: JobId, pid: u32) {
-        let Some(dir) = self.table().get(&job_id).map(|e| e.dir.clone()) else { return };
+        let Some(dir) = self.table().get(&job_id).map(|e| e.dir.clone()) else {
+            return;
+        };
         loop {
             tokio::time::sleep(ORPHAN_POLL).await;
-            if matches!(dir.read_status(), Ok(Some(_))) || !procfs::is_supervisor_of(pid, dir.path()) {
+            if matches!(dir.read_status(), Ok(Some(_)))
+                || !procfs::is_supervisor_of(pid, dir.path())
+            {
                 break;
             }
         }
@@ -284,7 +325,9 @@ impl Jobs {
     fn supervisor_ended(self: &Arc<Self>, job_id: JobId, why: &str) {
         let (dir, cancelled) = {
             let mut table = self.table();
-            let Some(entry) = table.get_mut(&job_id) else { return };
+            let Some(entry) = table.get_mut(&job_id) else {
+                return;
+            };
             entry.phase = Phase::Reporting;
             (entry.dir.clone(), entry.cancel_requested)
         };
@@ -304,7 +347,11 @@ impl Jobs {
     /// job's directory.
     async fn report(self: Arc<Self>, job_id: JobId, status: JobStatus) {
         let req = status.to_wire(&self.node_name, job_id);
-        let _ = self.registered.subscribe().wait_for(|registered| *registered).await;
+        let _ = self
+            .registered
+            .subscribe()
+            .wait_for(|registered| *registered)
+            .await;
         let mut backoff = Backoff::default();
         let mut failures = 0u32;
         loop {
@@ -335,7 +382,10 @@ impl Jobs {
 
 /// Answers that retrying cannot change.
 fn refused_for_good(code: Code) -> bool {
-    matches!(code, Code::InvalidArgument | Code::NotFound | Code::FailedPrecondition | Code::PermissionDenied)
+    matches!(
+        code,
+        Code::InvalidArgument | Code::NotFound | Code::FailedPrecondition | Code::PermissionDenied
+    )
 }
 
 /// A status for a job whose supervisor ended without writing one (killed, crashed, or
@@ -345,11 +395,30 @@ fn lost_status(dir: &JobDir, cancelled: bool, why: &str) -> JobStatus {
     let start_time = dir.read_launch().map(|l| l.start_time).unwrap_or(now);
     let started = dir.read_pid(PID).is_some();
     let (kind, exit_signal, message) = if cancelled {
-        (FinishKind::Cancelled, Signal::SIGTERM as i32, format!("cancelled; supervisor ended without a status ({why})"))
+        (
+            FinishKind::Cancelled,
+            Signal::SIGTERM as i32,
+            format!("cancelled; supervisor ended without a status ({why})"),
+        )
     } else if started {
-        (FinishKind::Exited, Signal::SIGKILL as i32, format!("job supervisor ended without a status ({why})"))
+        (
+            FinishKind::Exited,
+            Signal::SIGKILL as i32,
+            format!("job supervisor ended without a status ({why})"),
+        )
     } else {
-        (FinishKind::LaunchFailed, 0, format!("job supervisor ended before starting the script ({why})"))
+        (
+            FinishKind::LaunchFailed,
+            0,
+            format!("job supervisor ended before starting the script ({why})"),
+        )
     };
-    JobStatus { kind, exit_code: 0, exit_signal, start_time, end_time: now, message }
+    JobStatus {
+        kind,
+        exit_code: 0,
+        exit_signal,
+        start_time,
+        end_time: now,
+        message,
+    }
 }

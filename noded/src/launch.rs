@@ -148,7 +148,10 @@ mod tests {
             spec: Some(v1::JobSpec {
                 name: "train".into(),
                 script: "#!/bin/sh\necho hi\n".into(),
-                env: vec![v1::EnvVar { name: "A".into(), value: "1".into() }],
+                env: vec![v1::EnvVar {
+                    name: "A".into(),
+                    value: "1".into(),
+                }],
                 time_limit_min: 5,
                 ..Default::default()
             }),
@@ -171,7 +174,10 @@ mod tests {
 
     #[test]
     fn request_without_spec_is_refused() {
-        let req = LaunchJobRequest { job_id: 9, ..Default::default() };
+        let req = LaunchJobRequest {
+            job_id: 9,
+            ..Default::default()
+        };
         assert_eq!(
             LaunchInfo::from_request(req, "n1", 0).unwrap_err(),
             LaunchError::MissingSpec(9)

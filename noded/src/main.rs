@@ -10,7 +10,11 @@ use std::path::PathBuf;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Debug, Parser)]
-#[command(name = "drover-noded", version, about = "Drover node daemon: runs batch jobs for the controller")]
+#[command(
+    name = "drover-noded",
+    version,
+    about = "Drover node daemon: runs batch jobs for the controller"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -65,7 +69,9 @@ fn main() -> anyhow::Result<()> {
                 spool: cli.spool,
                 ctld_addr: cli.ctld_addr,
             };
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
             runtime.block_on(daemon::run(options))
         }
     }

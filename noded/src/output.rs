@@ -24,7 +24,11 @@ pub fn resolve_io(info: &LaunchInfo, work_dir: &Path) -> JobIo {
     let spec = &info.spec;
     let values = PatternValues {
         job_id: info.job_id,
-        array_job_id: if info.is_array_task() { info.array_job_id } else { 0 },
+        array_job_id: if info.is_array_task() {
+            info.array_job_id
+        } else {
+            0
+        },
         array_task_id: info.array_task_id,
         job_name: &spec.name,
         user: &spec.user,
@@ -48,7 +52,11 @@ pub fn resolve_io(info: &LaunchInfo, work_dir: &Path) -> JobIo {
         "" => PathBuf::from("/dev/null"),
         p => resolve(p),
     };
-    JobIo { stdin, stdout, stderr }
+    JobIo {
+        stdin,
+        stdout,
+        stderr,
+    }
 }
 
 /// Output files are appended to with `--open-mode=append`, and on a requeued run (as

@@ -20,9 +20,8 @@ pub fn cmdline(pid: u32) -> Option<Vec<String>> {
 
 /// True when `pid` is a live `drover-noded supervise <dir>` process.
 pub fn is_supervisor_of(pid: u32, dir: &Path) -> bool {
-    cmdline(pid).is_some_and(|args| {
-        args.len() >= 3 && args[1] == "supervise" && Path::new(&args[2]) == dir
-    })
+    cmdline(pid)
+        .is_some_and(|args| args.len() >= 3 && args[1] == "supervise" && Path::new(&args[2]) == dir)
 }
 
 fn pids() -> impl Iterator<Item = u32> {
@@ -45,6 +44,32 @@ pub fn parse_stat_ppid(stat: &str) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The process group from the text of `/proc/<pid>/stat`.
+pub fn parse_stat_pgrp(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// The processes of process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    pids()
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| parse_stat_pgrp(&s))
+                == Some(pgid)
+        })
+        .collect()
+}
+
+/// Sends `signal` to the job's steps, as Slurm does without `--batch`/`--full`: every
+/// process of the job's group except the batch shell itself (`pgid` is the shell's pid).
+pub fn signal_steps(pgid: u32, signal: nix::sys::signal::Signal) {
+    for pid in group_members(pgid).into_iter().filter(|p| *p != pgid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal);
+    }
+}
+
 /// The processes whose parent is `parent`.
 pub fn children_of(parent: u32) -> Vec<u32> {
     pids()
@@ -60,7 +85,8 @@ pub fn children_of(parent: u32) -> Vec<u32> {
 /// When the host booted, in unix seconds.
 pub fn boot_time() -> Option<i64> {
     let stat = fs::read_to_string("/proc/stat").ok()?;
-    stat.lines().find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())
 }
 
 /// `MemTotal` of a `/proc/meminfo` text, in MB.
@@ -80,6 +106,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn parses_group_from_stat() {
+        assert_eq!(parse_stat_pgrp("12 (a b) S 1 40 40 0"), Some(40));
+    }
+
+    #[test]
     fn parses_proc_texts() {
         assert_eq!(parse_stat_ppid("123 (a b) c)) S 77 123 123 0"), Some(77));
         assert_eq!(parse_stat_ppid("garbage"), None);
@@ -90,7 +121,10 @@ mod tests {
 
     #[test]
     fn finds_own_children() {
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let me = std::process::id();
         assert!(children_of(me).contains(&child.id()));
         assert!(cmdline(child.id()).unwrap()[0].ends_with("sleep"));

@@ -77,15 +77,23 @@ impl Program {
         };
         argv.push(script_c);
         for a in args {
-            argv.push(CString::new(a.as_str()).map_err(|_| SpawnError::Nul(format!("argument {a:?}")))?);
+            argv.push(
+                CString::new(a.as_str()).map_err(|_| SpawnError::Nul(format!("argument {a:?}")))?,
+            );
         }
-        let env = env.iter().filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok()).collect();
+        let env = env
+            .iter()
+            .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+            .collect();
         Ok(Program { path, argv, env })
     }
 
     /// The argument vector, for logs.
     pub fn argv(&self) -> Vec<String> {
-        self.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        self.argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 }
 
@@ -108,21 +116,34 @@ const STAGES: [&str; 5] = [
 /// Starts `program` as the leader of a new process group. Returns its pid once it has
 /// exec'd. The caller must be single-threaded or accept the usual fork caveats; the
 /// child itself only makes async-signal-safe calls.
-pub fn spawn(program: &Program, stdio: &Stdio, isolation: &dyn Isolation) -> Result<Pid, SpawnError> {
-    let argv: Vec<*const c_char> =
-        program.argv.iter().map(|a| a.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+pub fn spawn(
+    program: &Program,
+    stdio: &Stdio,
+    isolation: &dyn Isolation,
+) -> Result<Pid, SpawnError> {
+    let argv: Vec<*const c_char> = program
+        .argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
     // The variables, a slot for SLURM_TASK_PID, and the terminating null.
     let mut envp: Vec<*const c_char> = program.env.iter().map(|e| e.as_ptr()).collect();
     let pid_slot = envp.len();
     envp.push(std::ptr::null());
     envp.push(std::ptr::null());
-    let (report_rd, report_wr) =
-        pipe2(OFlag::O_CLOEXEC).map_err(|errno| SpawnError::Failed { stage: "create a pipe", errno })?;
+    let (report_rd, report_wr) = pipe2(OFlag::O_CLOEXEC).map_err(|errno| SpawnError::Failed {
+        stage: "create a pipe",
+        errno,
+    })?;
 
     // SAFETY: the child only makes async-signal-safe calls (see `exec_child`) before it
     // execs or exits, so forking a process with other threads would be sound as well.
     match unsafe { fork() } {
-        Err(errno) => Err(SpawnError::Failed { stage: "fork", errno }),
+        Err(errno) => Err(SpawnError::Failed {
+            stage: "fork",
+            errno,
+        }),
         Ok(ForkResult::Child) => {
             // SAFETY: we are the freshly forked child; the pointers point into memory
             // copied from the parent and stay valid until exec.
@@ -157,7 +178,10 @@ pub fn spawn(program: &Program, stdio: &Stdio, isolation: &dyn Isolation) -> Res
                 return Ok(child);
             }
             let _ = waitpid(child, None);
-            let stage = STAGES.get(usize::from(buf[0])).copied().unwrap_or("start the job");
+            let stage = STAGES
+                .get(usize::from(buf[0]))
+                .copied()
+                .unwrap_or("start the job");
             let errno = Errno::from_raw(i32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]));
             Err(SpawnError::Failed { stage, errno })
         }
@@ -202,7 +226,13 @@ unsafe fn exec_child(
             fail(2, Errno::last_raw());
         }
         // The Rust runtime ignores SIGPIPE; ignored signals survive exec.
-        for sig in [libc::SIGPIPE, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+        for sig in [
+            libc::SIGPIPE,
+            libc::SIGHUP,
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGTERM,
+        ] {
             libc::signal(sig, libc::SIG_DFL);
         }
         if let Err(errno) = isolation.enter_child() {
@@ -262,7 +292,14 @@ mod tests {
         let p = Program::for_script(&with, &args, &[]).unwrap();
         assert_eq!(p.argv(), vec![with.display().to_string(), "x".into()]);
         let p = Program::for_script(&without, &args, &[("A".into(), "1".into())]).unwrap();
-        assert_eq!(p.argv(), vec!["/bin/sh".to_string(), without.display().to_string(), "x".into()]);
+        assert_eq!(
+            p.argv(),
+            vec![
+                "/bin/sh".to_string(),
+                without.display().to_string(),
+                "x".into()
+            ]
+        );
         assert_eq!(p.env, vec![CString::new("A=1").unwrap()]);
     }
 }

@@ -33,14 +33,22 @@ pub const SUPERVISOR_LOG: &str = "supervisor.log";
 pub enum SpoolError {
     /// A filesystem call failed; the spool may be full or unwritable.
     #[error("cannot {action} {}: {error}", path.display())]
-    Io { action: &'static str, path: PathBuf, error: io::Error },
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        error: io::Error,
+    },
     /// A record in a job directory cannot be read back.
     #[error("bad record {}: {message}", path.display())]
     BadRecord { path: PathBuf, message: String },
 }
 
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> SpoolError + 'a {
-    move |error| SpoolError::Io { action, path: path.to_path_buf(), error }
+    move |error| SpoolError::Io {
+        action,
+        path: path.to_path_buf(),
+        error,
+    }
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so that a reader sees
@@ -92,7 +100,8 @@ impl JobDir {
             .mode(0o700)
             .open(&script_path)
             .map_err(io_err("create", &script_path))?;
-        file.write_all(script.as_bytes()).map_err(io_err("write", &script_path))?;
+        file.write_all(script.as_bytes())
+            .map_err(io_err("write", &script_path))?;
         let launch = dir.file(LAUNCH);
         let json = serde_json::to_vec(info).expect("launch records serialize");
         fs::write(&launch, json).map_err(io_err("write", &launch))?;
@@ -102,10 +111,16 @@ impl JobDir {
     pub fn read_launch(&self) -> Result<LaunchInfo, SpoolError> {
         let path = self.file(LAUNCH);
         let bytes = fs::read(&path).map_err(io_err("read", &path))?;
-        let info: LaunchInfo = serde_json::from_slice(&bytes)
-            .map_err(|e| SpoolError::BadRecord { path: path.clone(), message: e.to_string() })?;
+        let info: LaunchInfo =
+            serde_json::from_slice(&bytes).map_err(|e| SpoolError::BadRecord {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
         if info.version != LAUNCH_VERSION {
-            let message = format!("version {} (this build reads {LAUNCH_VERSION})", info.version);
+            let message = format!(
+                "version {} (this build reads {LAUNCH_VERSION})",
+                info.version
+            );
             return Err(SpoolError::BadRecord { path, message });
         }
         Ok(info)
@@ -120,11 +135,20 @@ impl JobDir {
     pub fn read_status(&self) -> Result<Option<JobStatus>, SpoolError> {
         let path = self.file(STATUS);
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| SpoolError::BadRecord { path, message: e.to_string() }),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| SpoolError::BadRecord {
+                        path,
+                        message: e.to_string(),
+                    })
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(SpoolError::Io { action: "read", path, error: e }),
+            Err(e) => Err(SpoolError::Io {
+                action: "read",
+                path,
+                error: e,
+            }),
         }
     }
 
@@ -134,7 +158,12 @@ impl JobDir {
 
     /// A pid file's value; `None` when it is absent or unreadable.
     pub fn read_pid(&self, name: &str) -> Option<u32> {
-        fs::read_to_string(self.file(name)).ok()?.trim().parse().ok().filter(|p| *p > 0)
+        fs::read_to_string(self.file(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+            .filter(|p| *p > 0)
     }
 }
 
@@ -172,7 +201,10 @@ impl Spool {
             .filter_map(|e| {
                 let name = e.file_name();
                 let id = name.to_str()?.strip_prefix("job.")?.parse().ok()?;
-                e.file_type().ok()?.is_dir().then(|| (id, JobDir::new(e.path())))
+                e.file_type()
+                    .ok()?
+                    .is_dir()
+                    .then(|| (id, JobDir::new(e.path())))
             })
             .collect();
         jobs.sort_by_key(|(id, _)| *id);
@@ -191,12 +223,16 @@ impl Spool {
 
     /// Removes reported job directories older than `age`; returns how many.
     pub fn sweep_reported(&self, age: Duration) -> usize {
-        let Ok(entries) = fs::read_dir(&self.root) else { return 0 };
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return 0;
+        };
         let now = SystemTime::now();
         let mut removed = 0;
         for entry in entries.filter_map(Result::ok) {
             let name = entry.file_name();
-            let done = name.to_str().is_some_and(|n| n.starts_with("job.") && n.ends_with(".done"));
+            let done = name
+                .to_str()
+                .is_some_and(|n| n.starts_with("job.") && n.ends_with(".done"));
             let old = entry
                 .metadata()
                 .and_then(|m| m.modified())

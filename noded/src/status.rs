@@ -75,7 +75,10 @@ mod tests {
 
     #[test]
     fn kinds_are_written_in_upper_case_and_map_to_the_wire() {
-        let s = JobStatus { kind: FinishKind::LaunchFailed, ..JobStatus::launch_failed(5, "x") };
+        let s = JobStatus {
+            kind: FinishKind::LaunchFailed,
+            ..JobStatus::launch_failed(5, "x")
+        };
         let json = serde_json::to_string(&s).unwrap();
         assert!(json.contains("\"LAUNCH_FAILED\""), "{json}");
         assert_eq!(serde_json::from_str::<JobStatus>(&json).unwrap(), s);

@@ -22,7 +22,7 @@ use crate::status::{FinishKind, JobStatus};
 use crate::unix_now;
 use model::Time;
 use nix::errno::Errno;
-use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::signal::{SigHandler, SigSet, Signal, kill, signal};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use std::fs::{File, OpenOptions};
@@ -44,6 +44,10 @@ pub fn main(dir: &Path) -> i32 {
     // Our own session: a signal to the daemon's group or terminal does not reach us.
     let _ = nix::unistd::setsid();
     ensure_standard_fds();
+    // An inherited SIG_IGN for SIGCHLD would make the kernel reap the script for us and
+    // lose its exit status.
+    // SAFETY: installs the default disposition; no handler code is involved.
+    let _ = unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) };
     let signals = supervisor_signals();
     if let Err(e) = signals.thread_block() {
         error!(error = %e, "cannot block signals");
@@ -61,8 +65,14 @@ pub fn main(dir: &Path) -> i32 {
             let span = tracing::info_span!("step", job_id = info.job_id, step_id = "batch");
             let _enter = span.enter();
             let mut isolation = NoIsolation::default();
-            Supervisor { info, dir: job_dir.clone(), isolation: &mut isolation, signals, notes: None }
-                .run()
+            Supervisor {
+                info,
+                dir: job_dir.clone(),
+                isolation: &mut isolation,
+                signals,
+                notes: None,
+            }
+            .run()
         }
         Err(e) => {
             error!(error = %e, "cannot read the launch record");
@@ -81,7 +91,12 @@ pub fn main(dir: &Path) -> i32 {
 /// The signals the supervisor takes synchronously.
 fn supervisor_signals() -> SigSet {
     let mut set = SigSet::empty();
-    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGCHLD] {
+    for s in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGCHLD,
+    ] {
         set.add(s);
     }
     set
@@ -135,13 +150,17 @@ impl Supervisor<'_> {
         let (work_dir, chdir_error) = enter_work_dir(&self.info.spec.work_dir);
         let io = resolve_io(&self.info, &work_dir);
         let append = appends(&self.info);
-        let stdout = open_output(&io.stdout, append)
-            .map_err(|e| format!("cannot open output file {}: {}", io.stdout.display(), reason(&e)))?;
+        let stdout = open_output(&io.stdout, append).map_err(|e| {
+            format!(
+                "cannot open output file {}: {}",
+                io.stdout.display(),
+                reason(&e)
+            )
+        })?;
         let stderr = match &io.stderr {
-            Some(path) => Some(
-                open_output(path, append)
-                    .map_err(|e| format!("cannot open error file {}: {}", path.display(), reason(&e)))?,
-            ),
+            Some(path) => Some(open_output(path, append).map_err(|e| {
+                format!("cannot open error file {}: {}", path.display(), reason(&e))
+            })?),
             None => None,
         };
         let stderr = stderr.as_ref().unwrap_or(&stdout);
@@ -150,16 +169,29 @@ impl Supervisor<'_> {
             warn!(%message, "working directory unusable");
             self.note(&format!("error: {message}"));
         }
-        let stdin = File::open(&io.stdin)
-            .map_err(|e| format!("cannot open input file {}: {}", io.stdin.display(), reason(&e)))?;
-        self.isolation.prepare(&self.info).map_err(|e| self.failed(e.to_string()))?;
-        let env = job_env(&self.info, &self.info.node_name);
-        let program = Program::for_script(&self.dir.file(SCRIPT), &self.info.spec.script_args, &env)
+        let stdin = File::open(&io.stdin).map_err(|e| {
+            format!(
+                "cannot open input file {}: {}",
+                io.stdin.display(),
+                reason(&e)
+            )
+        })?;
+        self.isolation
+            .prepare(&self.info)
             .map_err(|e| self.failed(e.to_string()))?;
-        let stdio = Stdio { stdin: stdin.as_fd(), stdout: stdout.as_fd(), stderr: stderr.as_fd() };
+        let env = job_env(&self.info, &self.info.node_name);
+        let program =
+            Program::for_script(&self.dir.file(SCRIPT), &self.info.spec.script_args, &env)
+                .map_err(|e| self.failed(e.to_string()))?;
+        let stdio = Stdio {
+            stdin: stdin.as_fd(),
+            stdout: stdout.as_fd(),
+            stderr: stderr.as_fd(),
+        };
         let start_time = unix_now();
         let started_at = Instant::now();
-        let pid = spawn(&program, &stdio, &*self.isolation).map_err(|e| self.failed(e.to_string()))?;
+        let pid =
+            spawn(&program, &stdio, &*self.isolation).map_err(|e| self.failed(e.to_string()))?;
         self.isolation.started(pid);
         let pid_u32 = pid.as_raw() as u32;
         for name in [PID, PGID] {
@@ -168,7 +200,11 @@ impl Supervisor<'_> {
             }
         }
         info!(pid = pid_u32, isolation = self.isolation.name(), argv = ?program.argv(), "script started");
-        Ok(Started { pid, start_time, started_at })
+        Ok(Started {
+            pid,
+            start_time,
+            started_at,
+        })
     }
 
     /// Notes a launch failure in the job's stderr and passes the message on.
@@ -192,9 +228,10 @@ impl Supervisor<'_> {
             .then(|| Duration::from_secs(u64::from(self.info.time_limit_secs)));
         let mut timeout_at = limit.map(|l| s.started_at + l);
         let mut warn_at = match (&self.info.spec.signal, limit) {
-            (Some(sig), Some(l)) => {
-                Some(s.started_at + l.saturating_sub(Duration::from_secs(u64::from(sig.seconds_before_end))))
-            }
+            (Some(sig), Some(l)) => Some(
+                s.started_at
+                    + l.saturating_sub(Duration::from_secs(u64::from(sig.seconds_before_end))),
+            ),
             _ => None,
         };
         let mut ending: Option<FinishKind> = None;
@@ -250,7 +287,11 @@ impl Supervisor<'_> {
         // The script is gone. Leftovers get the rest of the grace period when the job is
         // being terminated, none when the script ended by itself.
         let now = Instant::now();
-        let kill_leftovers_at = if ending.is_some() { kill_at.unwrap_or(now) } else { now };
+        let kill_leftovers_at = if ending.is_some() {
+            kill_at.unwrap_or(now)
+        } else {
+            now
+        };
         self.clear_leftovers(kill_leftovers_at);
 
         let (exit_code, exit_signal) = exit.unwrap_or_default();
@@ -265,7 +306,14 @@ impl Supervisor<'_> {
             FinishKind::OutOfMemory => "out of memory".to_string(),
             FinishKind::Exited | FinishKind::LaunchFailed => String::new(),
         };
-        JobStatus { kind, exit_code, exit_signal, start_time: s.start_time, end_time: unix_now(), message }
+        JobStatus {
+            kind,
+            exit_code,
+            exit_signal,
+            start_time: s.start_time,
+            end_time: unix_now(),
+            message,
+        }
     }
 
     /// Reaps every child that has ended; records the script's end in `exit`. Returns
@@ -275,7 +323,9 @@ impl Supervisor<'_> {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::StillAlive) => return true,
                 Ok(WaitStatus::Exited(pid, code)) if pid == main => *exit = Some((code, 0)),
-                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => *exit = Some((0, sig as i32)),
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
+                    *exit = Some((0, sig as i32))
+                }
                 Ok(_) | Err(Errno::EINTR) => {}
                 Err(Errno::ECHILD) => return false,
                 Err(e) => {
@@ -323,16 +373,23 @@ impl Supervisor<'_> {
 
     /// `--signal=[B:]SIG@secs`: the warning before the time limit.
     fn send_warning(&self, pid: Pid) {
-        let Some(spec) = &self.info.spec.signal else { return };
+        let Some(spec) = &self.info.spec.signal else {
+            return;
+        };
         let Ok(signal) = Signal::try_from(spec.signal) else {
             warn!(signal = spec.signal, "unknown warning signal");
             return;
         };
-        info!(signal = signal.as_str(), batch_only = spec.batch_only, "sending warning signal");
+        info!(
+            signal = signal.as_str(),
+            batch_only = spec.batch_only,
+            "sending warning signal"
+        );
         if spec.batch_only {
             let _ = kill(pid, signal);
         } else {
-            self.signal_job(signal);
+            // Without `B:` the steps get it, not the batch shell (the group leader).
+            crate::procfs::signal_steps(pid.as_raw() as u32, signal);
         }
     }
 
@@ -357,13 +414,21 @@ fn enter_work_dir(dir: &str) -> (PathBuf, Option<String>) {
         PathBuf::from(FALLBACK_WORK_DIR)
     };
     if dir.is_empty() {
-        return (fallback(), Some(format!("no working directory given: going to {FALLBACK_WORK_DIR} instead")));
+        return (
+            fallback(),
+            Some(format!(
+                "no working directory given: going to {FALLBACK_WORK_DIR} instead"
+            )),
+        );
     }
     match std::env::set_current_dir(dir) {
         Ok(()) => (PathBuf::from(dir), None),
         Err(e) => (
             fallback(),
-            Some(format!("couldn't chdir to `{dir}': {}: going to {FALLBACK_WORK_DIR} instead", reason(&e))),
+            Some(format!(
+                "couldn't chdir to `{dir}': {}: going to {FALLBACK_WORK_DIR} instead",
+                reason(&e)
+            )),
         ),
     }
 }

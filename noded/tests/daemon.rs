@@ -2,6 +2,10 @@
 //! configured resources, launches, signals, cancels, `kill_jobs`, retried job-end
 //! reports, `register_again`, and a `kill -9` restart while jobs run.
 
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use noded::procfs::is_supervisor_of;
+use noded::spool::{PGID, SUPERVISOR_PID, Spool};
 use proto::v1::node_agent_client::NodeAgentClient;
 use proto::v1::node_control_server::{NodeControl, NodeControlServer};
 use proto::v1::{
@@ -9,7 +13,7 @@ use proto::v1::{
     LaunchJobRequest, RegisterReply, RegisterRequest, SignalJobRequest,
 };
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,12 +43,21 @@ struct FakeCtld {
 
 #[tonic::async_trait]
 impl NodeControl for FakeCtld {
-    async fn register(&self, r: Request<RegisterRequest>) -> Result<Response<RegisterReply>, Status> {
+    async fn register(
+        &self,
+        r: Request<RegisterRequest>,
+    ) -> Result<Response<RegisterReply>, Status> {
         let _ = self.seen.send(Seen::Register(r.into_inner()));
-        Ok(Response::new(RegisterReply { heartbeat_interval_ms: 50, kill_jobs: vec![] }))
+        Ok(Response::new(RegisterReply {
+            heartbeat_interval_ms: 50,
+            kill_jobs: vec![],
+        }))
     }
 
-    async fn heartbeat(&self, _: Request<HeartbeatRequest>) -> Result<Response<HeartbeatReply>, Status> {
+    async fn heartbeat(
+        &self,
+        _: Request<HeartbeatRequest>,
+    ) -> Result<Response<HeartbeatReply>, Status> {
         let mut k = self.knobs.lock().unwrap();
         let reply = HeartbeatReply {
             register_again: std::mem::take(&mut k.register_again),
@@ -53,7 +66,10 @@ impl NodeControl for FakeCtld {
         Ok(Response::new(reply))
     }
 
-    async fn job_finished(&self, r: Request<JobFinishedRequest>) -> Result<Response<JobFinishedReply>, Status> {
+    async fn job_finished(
+        &self,
+        r: Request<JobFinishedRequest>,
+    ) -> Result<Response<JobFinishedReply>, Status> {
         let _ = self.seen.send(Seen::Finished(r.into_inner()));
         let mut k = self.knobs.lock().unwrap();
         if k.fail_finished > 0 {
@@ -83,7 +99,10 @@ impl Harness {
         let ctld_addr = listener.local_addr().unwrap();
         let (tx, seen) = mpsc::unbounded_channel();
         let knobs = Arc::new(Mutex::new(Knobs::default()));
-        let fake = FakeCtld { seen: tx, knobs: knobs.clone() };
+        let fake = FakeCtld {
+            seen: tx,
+            knobs: knobs.clone(),
+        };
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(NodeControlServer::new(fake))
@@ -94,7 +113,15 @@ impl Harness {
             root.display()
         );
         std::fs::write(root.join("drover.toml"), config).unwrap();
-        Harness { _tmp: tmp, root, ctld_addr, seen, knobs, noded: None, starts: 0 }
+        Harness {
+            _tmp: tmp,
+            root,
+            ctld_addr,
+            seen,
+            knobs,
+            noded: None,
+            starts: 0,
+        }
     }
 
     fn spool(&self) -> PathBuf {
@@ -108,7 +135,8 @@ impl Harness {
 
     fn start_noded(&mut self) {
         self.starts += 1;
-        let log = std::fs::File::create(self.root.join(format!("noded-{}.log", self.starts))).unwrap();
+        let log =
+            std::fs::File::create(self.root.join(format!("noded-{}.log", self.starts))).unwrap();
         let child = Command::new(NODED)
             .arg("--config")
             .arg(self.root.join("drover.toml"))
@@ -131,18 +159,19 @@ impl Harness {
 
     fn logs(&self) -> String {
         (1..=self.starts)
-            .map(|i| std::fs::read_to_string(self.root.join(format!("noded-{i}.log"))).unwrap_or_default())
+            .map(|i| {
+                std::fs::read_to_string(self.root.join(format!("noded-{i}.log")))
+                    .unwrap_or_default()
+            })
             .collect::<Vec<_>>()
             .join("\n----\n")
     }
 
-    /// The next registration (other messages are skipped).
+    /// The next message, which must be a registration.
     async fn next_register(&mut self) -> RegisterRequest {
-        loop {
-            match self.next().await {
-                Seen::Register(r) => return r,
-                Seen::Finished(f) => panic!("unexpected job end {f:?}"),
-            }
+        match self.next().await {
+            Seen::Register(r) => r,
+            Seen::Finished(f) => panic!("unexpected job end {f:?}"),
         }
     }
 
@@ -170,7 +199,10 @@ impl Harness {
                 name: format!("j{job_id}"),
                 script: script.to_string(),
                 work_dir: self.root.join("work").display().to_string(),
-                env: vec![proto::v1::EnvVar { name: "PATH".into(), value: std::env::var("PATH").unwrap() }],
+                env: vec![proto::v1::EnvVar {
+                    name: "PATH".into(),
+                    value: std::env::var("PATH").unwrap(),
+                }],
                 num_tasks: 1,
                 ..Default::default()
             }),
@@ -186,8 +218,22 @@ impl Harness {
 }
 
 impl Drop for Harness {
+    /// Stops the daemon and, should a check have failed midway, every job it left.
     fn drop(&mut self) {
         self.kill_noded();
+        let Ok(spool) = Spool::open(&self.spool()) else {
+            return;
+        };
+        for (_, dir) in spool.scan().unwrap_or_default() {
+            if let Some(pgid) = dir.read_pid(PGID) {
+                let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGKILL);
+            }
+            if let Some(pid) = dir.read_pid(SUPERVISOR_PID)
+                && is_supervisor_of(pid, dir.path())
+            {
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            }
+        }
     }
 }
 
@@ -200,11 +246,18 @@ async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 async fn agent(addr: &str) -> NodeAgentClient<tonic::transport::Channel> {
-    NodeAgentClient::connect(format!("http://{addr}")).await.unwrap()
+    NodeAgentClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap()
 }
 
 fn signal(job_id: u32, signal: i32) -> SignalJobRequest {
-    SignalJobRequest { job_id, signal, batch_only: false, kill_wait_secs: 5 }
+    SignalJobRequest {
+        job_id,
+        signal,
+        batch_only: false,
+        kill_wait_secs: 5,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,25 +269,44 @@ async fn daemon_runs_reports_and_survives_restart() {
     let reg = h.next_register().await;
     assert_eq!(reg.node_name, "n1");
     assert_eq!((reg.cpus, reg.memory_mb), (4, 1024));
-    let gpus: Vec<(u32, &str)> = reg.gpus.iter().map(|g| (g.index, g.gpu_type.as_str())).collect();
+    let gpus: Vec<(u32, &str)> = reg
+        .gpus
+        .iter()
+        .map(|g| (g.index, g.gpu_type.as_str()))
+        .collect();
     assert_eq!(gpus, vec![(0, "fake"), (1, "fake")]);
     assert_eq!(reg.features, vec!["f1".to_string()]);
     assert!(reg.running_jobs.is_empty());
-    assert!(reg.agent_addr.starts_with("127.0.0.1:"), "{}", reg.agent_addr);
+    assert!(
+        reg.agent_addr.starts_with("127.0.0.1:"),
+        "{}",
+        reg.agent_addr
+    );
     let mut client = agent(&reg.agent_addr).await;
 
     // A job runs, its end is reported again after the controller fails once, and its
     // directory is retired once acknowledged.
     h.knobs.lock().unwrap().fail_finished = 1;
-    let mut req = h.launch_request(1, "#!/bin/sh\necho \"$SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $DROVER_CTLD_ADDR\"\nexit 3\n");
+    let mut req = h.launch_request(
+        1,
+        "#!/bin/sh\necho \"$SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $DROVER_CTLD_ADDR\"\nexit 3\n",
+    );
     req.gpu_indices = vec![1];
     let t = Instant::now();
     client.launch_job(req).await.unwrap();
     let launch_took = t.elapsed();
-    assert!(launch_took < Duration::from_secs(1), "launch took {launch_took:?}");
+    eprintln!("launch rpc took {launch_took:?}");
+    assert!(
+        launch_took < Duration::from_secs(1),
+        "launch took {launch_took:?}"
+    );
     for attempt in 0..2 {
         let f = h.next_finished().await;
-        assert_eq!((f.job_id, f.kind, f.exit_code, f.exit_signal), (1, FinishKind::Exited as i32, 3, 0), "{attempt}");
+        assert_eq!(
+            (f.job_id, f.kind, f.exit_code, f.exit_signal),
+            (1, FinishKind::Exited as i32, 3, 0),
+            "{attempt}"
+        );
         assert_eq!(f.node_name, "n1");
     }
     let out = std::fs::read_to_string(h.work("slurm-1.out")).unwrap();
@@ -243,29 +315,72 @@ async fn daemon_runs_reports_and_survives_restart() {
     wait_until("job.1.done", || done.is_dir()).await;
     assert!(!h.spool().join("job.1").exists());
 
-    // A signal reaches the job's processes without cancelling it.
+    // A signal with `batch_only` reaches the batch shell without cancelling the job.
     let script = "#!/bin/sh\ntrap 'echo usr1; exit 0' USR1\necho ready > ready2\nwhile :; do sleep 0.05; done\n";
-    client.launch_job(h.launch_request(2, script)).await.unwrap();
+    client
+        .launch_job(h.launch_request(2, script))
+        .await
+        .unwrap();
     let ready = h.work("ready2");
     wait_until("job 2 ready", || ready.exists()).await;
-    let found = client.signal_job(signal(2, libc::SIGUSR1)).await.unwrap().into_inner().found;
+    let found = client
+        .signal_job(SignalJobRequest { batch_only: true, ..signal(2, libc::SIGUSR1) })
+        .await
+        .unwrap()
+        .into_inner()
+        .found;
     assert!(found);
     let f = h.next_finished().await;
-    assert_eq!((f.job_id, f.kind, f.exit_code), (2, FinishKind::Exited as i32, 0));
-    assert!(std::fs::read_to_string(h.work("slurm-2.out")).unwrap().contains("usr1"));
+    assert_eq!(
+        (f.job_id, f.kind, f.exit_code),
+        (2, FinishKind::Exited as i32, 0)
+    );
+    assert!(
+        std::fs::read_to_string(h.work("slurm-2.out"))
+            .unwrap()
+            .contains("usr1")
+    );
 
     // Signal 0 cancels; an unknown job is not found.
-    client.launch_job(h.launch_request(3, "#!/bin/sh\nsleep 100\n")).await.unwrap();
-    assert!(client.signal_job(signal(3, 0)).await.unwrap().into_inner().found);
+    client
+        .launch_job(h.launch_request(3, "#!/bin/sh\nsleep 100\n"))
+        .await
+        .unwrap();
+    assert!(
+        client
+            .signal_job(signal(3, 0))
+            .await
+            .unwrap()
+            .into_inner()
+            .found
+    );
     let f = h.next_finished().await;
-    assert_eq!((f.job_id, f.kind), (3, FinishKind::Cancelled as i32), "{f:?}");
-    assert!(!client.signal_job(signal(99, 0)).await.unwrap().into_inner().found);
+    assert_eq!(
+        (f.job_id, f.kind),
+        (3, FinishKind::Cancelled as i32),
+        "{f:?}"
+    );
+    assert!(
+        !client
+            .signal_job(signal(99, 0))
+            .await
+            .unwrap()
+            .into_inner()
+            .found
+    );
 
     // The controller's kill_jobs cancel.
-    client.launch_job(h.launch_request(4, "#!/bin/sh\nsleep 100\n")).await.unwrap();
+    client
+        .launch_job(h.launch_request(4, "#!/bin/sh\nsleep 100\n"))
+        .await
+        .unwrap();
     h.knobs.lock().unwrap().kill_jobs = vec![4];
     let f = h.next_finished().await;
-    assert_eq!((f.job_id, f.kind), (4, FinishKind::Cancelled as i32), "{f:?}");
+    assert_eq!(
+        (f.job_id, f.kind),
+        (4, FinishKind::Cancelled as i32),
+        "{f:?}"
+    );
 
     // register_again makes the node register again.
     h.knobs.lock().unwrap().register_again = true;
@@ -274,10 +389,18 @@ async fn daemon_runs_reports_and_survives_restart() {
 
     // kill -9 of the daemon: job 5 keeps running, job 6 ends while no daemon is there.
     let wait_for = |flag: &str, code: u32| {
-        format!("#!/bin/sh\necho started > {flag}.started\nwhile [ ! -e {flag} ]; do sleep 0.02; done\nexit {code}\n")
+        format!(
+            "#!/bin/sh\necho started > {flag}.started\nwhile [ ! -e {flag} ]; do sleep 0.02; done\nexit {code}\n"
+        )
     };
-    client.launch_job(h.launch_request(5, &wait_for("go5", 5))).await.unwrap();
-    client.launch_job(h.launch_request(6, &wait_for("go6", 6))).await.unwrap();
+    client
+        .launch_job(h.launch_request(5, &wait_for("go5", 5)))
+        .await
+        .unwrap();
+    client
+        .launch_job(h.launch_request(6, &wait_for("go6", 6)))
+        .await
+        .unwrap();
     let (s5, s6) = (h.work("go5.started"), h.work("go6.started"));
     wait_until("jobs 5 and 6 to start", || s5.exists() && s6.exists()).await;
     h.kill_noded();
@@ -289,22 +412,43 @@ async fn daemon_runs_reports_and_survives_restart() {
     let reg = h.next_register().await;
     assert_eq!(reg.running_jobs, vec![5, 6], "{reg:?}");
     let f = h.next_finished().await;
-    assert_eq!((f.job_id, f.kind, f.exit_code), (6, FinishKind::Exited as i32, 6), "{f:?}");
+    assert_eq!(
+        (f.job_id, f.kind, f.exit_code),
+        (6, FinishKind::Exited as i32, 6),
+        "{f:?}"
+    );
     std::fs::write(h.work("go5"), "").unwrap();
     let f = h.next_finished().await;
-    assert_eq!((f.job_id, f.kind, f.exit_code), (5, FinishKind::Exited as i32, 5), "{f:?}");
+    assert_eq!(
+        (f.job_id, f.kind, f.exit_code),
+        (5, FinishKind::Exited as i32, 5),
+        "{f:?}"
+    );
     assert_eq!(std::fs::read_to_string(h.work("slurm-5.out")).unwrap(), "");
 
     // A recovered job can still be cancelled.
     let mut client = agent(&reg.agent_addr).await;
-    client.launch_job(h.launch_request(7, "#!/bin/sh\nsleep 100\n")).await.unwrap();
+    client
+        .launch_job(h.launch_request(7, "#!/bin/sh\nsleep 100\n"))
+        .await
+        .unwrap();
     h.kill_noded();
     h.start_noded();
     let reg = h.next_register().await;
     assert_eq!(reg.running_jobs, vec![7]);
     let mut client = agent(&reg.agent_addr).await;
-    assert!(client.signal_job(signal(7, 0)).await.unwrap().into_inner().found);
+    assert!(
+        client
+            .signal_job(signal(7, 0))
+            .await
+            .unwrap()
+            .into_inner()
+            .found
+    );
     let f = h.next_finished().await;
-    assert_eq!((f.job_id, f.kind), (7, FinishKind::Cancelled as i32), "{f:?}");
-    let _ = Path::new("");
+    assert_eq!(
+        (f.job_id, f.kind),
+        (7, FinishKind::Cancelled as i32),
+        "{f:?}"
+    );
 }

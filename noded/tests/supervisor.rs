@@ -2,10 +2,10 @@
 //! temporary directory and checks what it records and what it leaves behind.
 
 use model::SignalSpec;
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use noded::launch::LaunchInfo;
-use noded::spool::{JobDir, PID};
+use noded::spool::{JobDir, PGID, PID};
 use noded::status::{FinishKind, JobStatus};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -35,7 +35,12 @@ impl TestJob {
         edit(&mut info, &root);
         std::fs::create_dir(root.join("spool")).unwrap();
         let dir = JobDir::create(root.join("spool").join("job.42"), &info, script).unwrap();
-        TestJob { _tmp: tmp, root, work, dir }
+        TestJob {
+            _tmp: tmp,
+            root,
+            work,
+            dir,
+        }
     }
 
     fn start(&self) -> Child {
@@ -53,9 +58,14 @@ impl TestJob {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             if let Some(code) = child.try_wait().unwrap() {
-                let log = std::fs::read_to_string(self.root.join("supervisor.log")).unwrap_or_default();
+                let log =
+                    std::fs::read_to_string(self.root.join("supervisor.log")).unwrap_or_default();
                 assert!(code.success(), "supervisor failed: {code}\n{log}");
-                return self.dir.read_status().unwrap().unwrap_or_else(|| panic!("no status\n{log}"));
+                return self
+                    .dir
+                    .read_status()
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("no status\n{log}"));
             }
             assert!(Instant::now() < deadline, "supervisor still running");
             std::thread::sleep(Duration::from_millis(10));
@@ -74,7 +84,11 @@ impl TestJob {
     fn wait_for(&self, path: &Path) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !path.exists() {
-            assert!(Instant::now() < deadline, "{} never appeared", path.display());
+            assert!(
+                Instant::now() < deadline,
+                "{} never appeared",
+                path.display()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -82,6 +96,16 @@ impl TestJob {
     /// The pid the script wrote to `bg.pid`.
     fn background_pid(&self) -> Pid {
         Pid::from_raw(self.read("bg.pid").trim().parse().unwrap())
+    }
+}
+
+impl Drop for TestJob {
+    /// Should a check have failed midway, nothing of the job outlives the test.
+    fn drop(&mut self) {
+        let ended = matches!(self.dir.read_status(), Ok(Some(_)));
+        if let (false, Some(pgid)) = (ended, self.dir.read_pid(PGID)) {
+            let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGKILL);
+        }
     }
 }
 
@@ -93,7 +117,11 @@ fn alive(pid: Pid) -> bool {
 fn records_exit_status_into_default_output_file() {
     let job = TestJob::new("#!/bin/sh\necho out\necho err >&2\nexit 7\n", |_, _| {});
     let s = job.run();
-    assert_eq!((s.kind, s.exit_code, s.exit_signal), (FinishKind::Exited, 7, 0), "{s:?}");
+    assert_eq!(
+        (s.kind, s.exit_code, s.exit_signal),
+        (FinishKind::Exited, 7, 0),
+        "{s:?}"
+    );
     assert!(s.start_time > 0 && s.start_time <= s.end_time, "{s:?}");
     assert_eq!(job.read("slurm-42.out"), "out\nerr\n");
     assert_eq!(job.dir.read_pid(PID), job.dir.read_pid("pgid"));
@@ -136,7 +164,9 @@ fn output_patterns_name_separate_files() {
 #[test]
 fn open_mode_append_keeps_earlier_output() {
     for (append, expect) in [(true, "old\nnew\n"), (false, "new\n")] {
-        let job = TestJob::new("#!/bin/sh\necho new\n", |info, _| info.spec.open_mode_append = append);
+        let job = TestJob::new("#!/bin/sh\necho new\n", |info, _| {
+            info.spec.open_mode_append = append
+        });
         std::fs::write(job.work.join("slurm-42.out"), "old\n").unwrap();
         job.run();
         assert_eq!(job.read("slurm-42.out"), expect, "append={append}");
@@ -153,7 +183,10 @@ fn missing_work_dir_falls_back_to_tmp_and_says_so() {
     assert_eq!((s.kind, s.exit_code), (FinishKind::Exited, 0));
     let out = job.read("out.txt");
     assert!(out.contains("couldn't chdir to `"), "{out}");
-    assert!(out.contains("No such file or directory: going to /tmp instead"), "{out}");
+    assert!(
+        out.contains("No such file or directory: going to /tmp instead"),
+        "{out}"
+    );
     assert_eq!(out.lines().last(), Some("/tmp"));
 }
 
@@ -169,7 +202,9 @@ fn script_without_shebang_runs_with_sh_and_gets_its_args() {
 
 #[test]
 fn stdin_comes_from_the_input_file() {
-    let job = TestJob::new("#!/bin/sh\ncat\n", |info, _| info.spec.stdin_path = "in.txt".into());
+    let job = TestJob::new("#!/bin/sh\ncat\n", |info, _| {
+        info.spec.stdin_path = "in.txt".into()
+    });
     std::fs::write(job.work.join("in.txt"), "hello from stdin\n").unwrap();
     job.run();
     assert_eq!(job.read("slurm-42.out"), "hello from stdin\n");
@@ -179,15 +214,25 @@ fn stdin_comes_from_the_input_file() {
 fn a_signal_death_is_recorded_as_exit_signal() {
     let job = TestJob::new("#!/bin/sh\nkill -9 $$\n", |_, _| {});
     let s = job.run();
-    assert_eq!((s.kind, s.exit_code, s.exit_signal), (FinishKind::Exited, 0, 9), "{s:?}");
+    assert_eq!(
+        (s.kind, s.exit_code, s.exit_signal),
+        (FinishKind::Exited, 0, 9),
+        "{s:?}"
+    );
 }
 
 #[test]
 fn leftovers_die_when_the_script_ends() {
-    let job = TestJob::new("#!/bin/sh\nsleep 100 &\necho $! > bg.pid\nexit 0\n", |_, _| {});
+    let job = TestJob::new(
+        "#!/bin/sh\nsleep 100 &\necho $! > bg.pid\nexit 0\n",
+        |_, _| {},
+    );
     let s = job.run();
     assert_eq!((s.kind, s.exit_code), (FinishKind::Exited, 0));
-    assert!(!alive(job.background_pid()), "background sleep survived the job");
+    assert!(
+        !alive(job.background_pid()),
+        "background sleep survived the job"
+    );
 }
 
 #[test]
@@ -202,33 +247,55 @@ fn time_limit_kills_the_whole_process_group() {
     let s = job.run();
     let took = started.elapsed();
     assert_eq!((s.kind, s.exit_signal), (FinishKind::Timeout, 9), "{s:?}");
-    assert!(took >= Duration::from_millis(1900), "killed before KillWait: {took:?}");
-    assert!(!alive(job.background_pid()), "background sleep survived the time limit");
+    assert!(
+        took >= Duration::from_millis(1900),
+        "killed before KillWait: {took:?}"
+    );
+    assert!(
+        !alive(job.background_pid()),
+        "background sleep survived the time limit"
+    );
     let out = job.read("slurm-42.out");
-    assert!(out.contains("*** JOB 42 ON n1 CANCELLED AT ") && out.contains(" DUE TO TIME LIMIT ***"), "{out}");
+    assert!(
+        out.contains("*** JOB 42 ON n1 CANCELLED AT ") && out.contains(" DUE TO TIME LIMIT ***"),
+        "{out}"
+    );
 }
 
 #[test]
 fn time_limit_sigterm_is_enough_for_a_plain_script() {
-    let job = TestJob::new("#!/bin/sh\nsleep 100 &\necho $! > bg.pid\nwait\n", |info, _| {
-        info.time_limit_secs = 1;
-        info.kill_wait_secs = 30;
-    });
+    let job = TestJob::new(
+        "#!/bin/sh\nsleep 100 &\necho $! > bg.pid\nwait\n",
+        |info, _| {
+            info.time_limit_secs = 1;
+            info.kill_wait_secs = 30;
+        },
+    );
     let started = Instant::now();
     let s = job.run();
     assert_eq!((s.kind, s.exit_signal), (FinishKind::Timeout, 15), "{s:?}");
-    assert!(started.elapsed() < Duration::from_secs(10), "waited for KillWait needlessly");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "waited for KillWait needlessly"
+    );
     assert!(!alive(job.background_pid()));
 }
 
 #[test]
 fn sigterm_to_the_supervisor_cancels_the_job() {
-    let job = TestJob::new("#!/bin/sh\nsleep 100 &\necho $! > bg.pid\nwait\n", |_, _| {});
+    let job = TestJob::new(
+        "#!/bin/sh\nsleep 100 &\necho $! > bg.pid\nwait\n",
+        |_, _| {},
+    );
     let child = job.start();
     job.wait_for(&job.work.join("bg.pid"));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let s = job.finish(child);
-    assert_eq!((s.kind, s.exit_signal), (FinishKind::Cancelled, 15), "{s:?}");
+    assert_eq!(
+        (s.kind, s.exit_signal),
+        (FinishKind::Cancelled, 15),
+        "{s:?}"
+    );
     assert!(!alive(job.background_pid()));
     let out = job.read("slurm-42.out");
     assert!(out.contains("*** JOB 42 ON n1 CANCELLED AT "), "{out}");
@@ -240,11 +307,18 @@ fn warning_signal_reaches_the_batch_shell_before_the_limit() {
     let job = TestJob::new(script, |info, _| {
         // The warning comes 1 s after the start, once the trap is set.
         info.time_limit_secs = 30;
-        info.spec.signal =
-            Some(SignalSpec { signal: Signal::SIGUSR1 as i32, seconds_before_end: 29, batch_only: true });
+        info.spec.signal = Some(SignalSpec {
+            signal: Signal::SIGUSR1 as i32,
+            seconds_before_end: 29,
+            batch_only: true,
+        });
     });
     let s = job.run();
-    assert_eq!((s.kind, s.exit_code, s.exit_signal), (FinishKind::Exited, 0, 0), "{s:?}");
+    assert_eq!(
+        (s.kind, s.exit_code, s.exit_signal),
+        (FinishKind::Exited, 0, 0),
+        "{s:?}"
+    );
     assert_eq!(job.read("slurm-42.out"), "got-usr1\n");
 }
 
@@ -255,7 +329,10 @@ fn unopenable_output_is_a_launch_failure() {
     });
     let s = job.run();
     assert_eq!(s.kind, FinishKind::LaunchFailed, "{s:?}");
-    assert!(s.message.contains("cannot open output file") && s.message.contains("no-such-dir/out"), "{s:?}");
+    assert!(
+        s.message.contains("cannot open output file") && s.message.contains("no-such-dir/out"),
+        "{s:?}"
+    );
     assert_eq!(job.dir.read_pid(PID), None, "the script never ran");
 }
 

@@ -62,13 +62,17 @@ def drover(tmp_path_factory):
     os.environ["PATH"] = f"{bin_dir}:{old_path}"
 
     def idle_nodes():
-        r = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True)
+        sinfo = bin_dir / "sinfo"
+        if proc.poll() is not None or not sinfo.exists():
+            return False
+        r = subprocess.run([str(sinfo), "-h", "-N", "-o", "%T"], capture_output=True, text=True)
         return r.returncode == 0 and r.stdout.split().count("idle") == nodes
 
     try:
         _wait(idle_nodes, 60, "the local cluster")
     except AssertionError:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
+        os.environ["PATH"] = old_path
         raise AssertionError((root / "up.log").read_text())
     yield root / "cluster"
     os.killpg(proc.pid, signal.SIGINT)

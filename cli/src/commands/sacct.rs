@@ -1,8 +1,1850 @@
-//! `sacct` (not yet written).
+//! `sacct`: accounting of running and finished jobs, as Slurm's sacct prints it.
+//!
+//! The controller keeps finished jobs; sacct asks for them (`include_finished`) within a
+//! time window (`-S`/`-E`, by default since midnight unless `-j` names jobs) and prints
+//! one row per job followed by its steps (`N.batch`, `N.0`, ...) unless `-X`. Columns
+//! come from Slurm's field table (`-o JobID,State%20`, case-insensitive prefixes), in
+//! aligned (`+` marks cut values), `--parsable`, `--parsable2` or `--json` form.
+//! Rendering (`render`) is pure and unit-tested.
+//!
+//! ```text
+//! sacct -o JobID,State,NodeList --parsable2 -j 12    →  JobID|State|NodeList
+//!                                                       12|COMPLETED|gpu01
+//!                                                       12.batch|COMPLETED|gpu01
+//! ```
 
+use crate::client;
+use crate::format::{self, Early, JobRef, JobSelector, Names, Parsable, TableField};
+use crate::opts::{self, OptSpec, flag, optional, value};
+use model::JobState;
+use proto::v1::{JobFilter, JobInfo, ListJobsRequest, StepInfo};
+use serde::Serialize;
 use std::process::ExitCode;
 
-pub fn run(_args: &[String]) -> ExitCode {
-    eprintln!("sacct: not implemented yet");
-    ExitCode::from(1)
+const SPECS: &[OptSpec] = &[
+    flag("allusers", Some('a')),
+    value("accounts", Some('A')),
+    flag("allocations", Some('X')),
+    flag("t-allocations", Some('t')),
+    flag("brief", Some('b')),
+    flag("completion", Some('c')),
+    value("constraints", Some('C')),
+    value("delimiter", None),
+    flag("duplicates", Some('D')),
+    flag("federation", None),
+    flag("helpformat", Some('e')),
+    flag("help-fields", None),
+    value("endtime", Some('E')),
+    value("file", Some('f')),
+    value("flags", Some('F')),
+    value("gid", Some('g')),
+    value("group", None),
+    flag("help", Some('h')),
+    flag("json", None),
+    flag("local", None),
+    flag("me", None),
+    value("name", None),
+    value("nnodes", Some('i')),
+    value("ncpus", Some('I')),
+    value("jobs", Some('j')),
+    value("timelimit-min", Some('k')),
+    value("timelimit-max", Some('K')),
+    flag("long", Some('l')),
+    flag("allclusters", Some('L')),
+    value("cluster", None),
+    value("clusters", Some('M')),
+    value("nodelist", Some('N')),
+    flag("noconvert", None),
+    value("units", None),
+    flag("noheader", Some('n')),
+    value("fields", None),
+    value("format", Some('o')),
+    flag("parsable", Some('p')),
+    flag("parsable2", Some('P')),
+    value("qos", Some('q')),
+    value("partition", Some('r')),
+    value("reason", Some('R')),
+    value("state", Some('s')),
+    value("starttime", Some('S')),
+    flag("truncate", Some('T')),
+    value("uid", Some('u')),
+    value("user", None),
+    flag("usage", Some('U')),
+    flag("verbose", Some('v')),
+    flag("version", Some('V')),
+    value("wckeys", Some('W')),
+    optional("whole-hetjob", None),
+    value("associations", Some('x')),
+];
+
+const ALIASES: &[(&str, &str)] = &[
+    ("t-allocations", "allocations"),
+    ("help-fields", "helpformat"),
+    ("group", "gid"),
+    ("cluster", "clusters"),
+    ("fields", "format"),
+    ("user", "uid"),
+];
+
+const DEFAULT_FIELDS: &str = "jobid,jobname,partition,account,alloccpus,state,exitcode";
+const BRIEF_FIELDS: &str = "jobid,state,exitcode";
+const LONG_FIELDS: &str = "jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,maxvmsizetask,\
+avevmsize,maxrss,maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,maxpagestask,avepages,mincpu,\
+mincpunode,mincputask,avecpu,ntasks,alloccpus,elapsed,state,exitcode,avecpufreq,reqcpufreqmin,\
+reqcpufreqmax,reqcpufreqgov,reqmem,consumedenergy,maxdiskread,maxdiskreadnode,maxdiskreadtask,\
+avediskread,maxdiskwrite,maxdiskwritenode,maxdiskwritetask,avediskwrite,reqtres,alloctres,\
+tresusageinave,tresusageinmax,tresusageinmaxnode,tresusageinmaxtask,tresusageinmin,\
+tresusageinminnode,tresusageinmintask,tresusageintot,tresusageoutmax,tresusageoutmaxnode,\
+tresusageoutmaxtask,tresusageoutave,tresusageouttot";
+
+/// Slurm's field table: names in the order prefixes are tried, with default widths
+/// (negative: left-aligned).
+pub const FIELDS: &[(&str, i32)] = &[
+    ("Account", 10),
+    ("AdminComment", 15),
+    ("AllocCPUS", 10),
+    ("AllocNodes", 10),
+    ("AllocTRES", 10),
+    ("AssocID", 7),
+    ("AveCPU", 10),
+    ("AveCPUFreq", 10),
+    ("AveDiskRead", 14),
+    ("AveDiskWrite", 14),
+    ("AvePages", 10),
+    ("AveRSS", 10),
+    ("AveVMSize", 10),
+    ("BlockID", 16),
+    ("Cluster", 10),
+    ("Comment", 14),
+    ("Constraints", 19),
+    ("ConsumedEnergy", 14),
+    ("ConsumedEnergyRaw", 17),
+    ("Container", 19),
+    ("CPUTime", 10),
+    ("CPUTimeRAW", 10),
+    ("DBIndex", -21),
+    ("DerivedExitCode", 15),
+    ("Elapsed", 10),
+    ("ElapsedRaw", 10),
+    ("Eligible", 19),
+    ("End", 19),
+    ("ExitCode", 8),
+    ("Extra", 14),
+    ("FailedNode", 8),
+    ("Flags", 19),
+    ("GID", 6),
+    ("Group", 9),
+    ("JobID", -12),
+    ("JobIDRaw", -12),
+    ("JobName", 10),
+    ("Layout", 9),
+    ("Licenses", 10),
+    ("MaxDiskRead", 12),
+    ("MaxDiskReadNode", 15),
+    ("MaxDiskReadTask", 15),
+    ("MaxDiskWrite", 12),
+    ("MaxDiskWriteNode", 16),
+    ("MaxDiskWriteTask", 16),
+    ("MaxPages", 8),
+    ("MaxPagesNode", 12),
+    ("MaxPagesTask", 14),
+    ("MaxRSS", 10),
+    ("MaxRSSNode", 10),
+    ("MaxRSSTask", 10),
+    ("MaxVMSize", 10),
+    ("MaxVMSizeNode", 14),
+    ("MaxVMSizeTask", 14),
+    ("McsLabel", 12),
+    ("MinCPU", 10),
+    ("MinCPUNode", 10),
+    ("MinCPUTask", 10),
+    ("NCPUS", 10),
+    ("NNodes", 8),
+    ("NodeList", 15),
+    ("NTasks", 8),
+    ("Partition", 10),
+    ("Planned", 10),
+    ("PlannedCPU", 10),
+    ("PlannedCPURAW", 13),
+    ("Priority", 10),
+    ("QOS", 10),
+    ("QOSRAW", 6),
+    ("QOSREQ", 10),
+    ("Reason", 22),
+    ("ReqCPUFreq", 10),
+    ("ReqCPUFreqGov", 13),
+    ("ReqCPUFreqMax", 13),
+    ("ReqCPUFreqMin", 13),
+    ("ReqCPUS", 8),
+    ("ReqMem", 10),
+    ("ReqNodes", 8),
+    ("ReqTRES", 10),
+    ("Reservation", 20),
+    ("ReservationId", 8),
+    ("Restarts", 8),
+    ("Start", 19),
+    ("State", 10),
+    ("StdErr", 20),
+    ("StdIn", 20),
+    ("StdOut", 20),
+    ("Submit", 19),
+    ("SubmitLine", 20),
+    ("Suspended", 10),
+    ("SystemComment", 15),
+    ("SystemCPU", 10),
+    ("Timelimit", 10),
+    ("TimelimitRaw", 10),
+    ("TotalCPU", 10),
+    ("TRESUsageInAve", 14),
+    ("TRESUsageInMax", 14),
+    ("TRESUsageInMaxNode", 18),
+    ("TRESUsageInMaxTask", 18),
+    ("TRESUsageInMin", 14),
+    ("TRESUsageInMinNode", 18),
+    ("TRESUsageInMinTask", 18),
+    ("TRESUsageInTot", 14),
+    ("TRESUsageOutAve", 15),
+    ("TRESUsageOutMax", 15),
+    ("TRESUsageOutMaxNode", 19),
+    ("TRESUsageOutMaxTask", 19),
+    ("TRESUsageOutMin", 15),
+    ("TRESUsageOutMinNode", 19),
+    ("TRESUsageOutMinTask", 19),
+    ("TRESUsageOutTot", 15),
+    ("UID", 6),
+    ("User", 9),
+    ("UserCPU", 10),
+    ("WCKey", 10),
+    ("WCKeyID", 10),
+    ("WorkDir", 20),
+];
+
+/// Parses a field list (`JobID,State%20,nodelist%-256`): names match the table without
+/// regard to case, a prefix picks the first field it starts (`jobn` is JobName), `ALL`
+/// takes every field; `%N` sets the width (negative: left-aligned).
+pub fn parse_fields(list: &str) -> Result<Vec<(&'static str, i32)>, String> {
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, width) = match item.split_once('%') {
+            Some((n, w)) => (n, Some(atoi(w))),
+            None => (item, None),
+        };
+        if name.len() <= 3
+            && "ALL"
+                .get(..name.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(name))
+            && !name.is_empty()
+        {
+            out.extend(FIELDS.iter().map(|(n, l)| (*n, width.unwrap_or(*l))));
+            continue;
+        }
+        let found = FIELDS.iter().find(|(n, _)| {
+            n.len() >= name.len() && !name.is_empty() && n[..name.len()].eq_ignore_ascii_case(name)
+        });
+        match found {
+            Some((n, l)) => out.push((*n, width.unwrap_or(*l))),
+            None => return Err(format!("Invalid field requested: \"{name}\"")),
+        }
+    }
+    Ok(out)
+}
+
+/// C's atoi: an optional sign and the leading digits.
+fn atoi(s: &str) -> i32 {
+    let s = s.trim();
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let n: i32 = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i32, |a, b| {
+            a.saturating_mul(10).saturating_add(i32::from(b - b'0'))
+        });
+    if neg { -n } else { n }
+}
+
+/// What the rendering needs besides the jobs.
+#[derive(Debug, Clone, Default)]
+pub struct Ctx {
+    pub now: i64,
+    pub names: Names,
+    pub cluster: String,
+}
+
+/// Everything the command line asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub fields: Vec<(&'static str, i32)>,
+    pub noheader: bool,
+    pub mode: Parsable,
+    pub delimiter: String,
+    pub json: bool,
+    pub no_steps: bool,
+    pub jobs: Option<Vec<JobSelector>>,
+    /// Names and uids; empty: every user.
+    pub users: Vec<String>,
+    pub names: Vec<String>,
+    pub accounts: Vec<String>,
+    pub partitions: Vec<String>,
+    pub states: Vec<JobState>,
+    pub qos: Vec<String>,
+    pub wckeys: Vec<String>,
+    pub gids: Vec<String>,
+    pub nodes: Vec<String>,
+    /// `-R`: pending or end reasons.
+    pub reasons: Vec<String>,
+    pub window_start: i64,
+    /// 0: no end.
+    pub window_end: i64,
+}
+
+fn split_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Parses the command line. `now` is the current time, `uid`/`me` the caller.
+pub fn parse_args(
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+    now: i64,
+    uid: u32,
+    me: &str,
+) -> Result<Options, Early> {
+    let args = format::resolve_aliases(args, SPECS, ALIASES);
+    let mut p =
+        opts::parse(SPECS, &args, false).map_err(|e| Early::usage("sacct", &e.to_string()))?;
+    format::apply_aliases(&mut p, ALIASES);
+    if p.has("help") {
+        return Err(Early::info(HELP));
+    }
+    if p.has("usage") {
+        return Err(Early::info(
+            "Usage: sacct [options]\n\tUse --help for help\n",
+        ));
+    }
+    if p.has("version") {
+        return Err(Early::info(format::VERSION_LINE));
+    }
+    if p.has("helpformat") {
+        return Err(Early::info(help_fields()));
+    }
+    if !p.positional.is_empty() {
+        return Err(Early::usage(
+            "sacct",
+            &format!("error: Unknown arguments: {}", p.positional.join(" ")),
+        ));
+    }
+
+    let mut jobs: Option<Vec<JobSelector>> = None;
+    for text in p.all("jobs") {
+        let sel = JobSelector::parse_list(text).map_err(|e| Early::error("sacct", &e))?;
+        jobs.get_or_insert_with(Vec::new).extend(sel);
+    }
+    let mut states = Vec::new();
+    for text in p.all("state") {
+        for s in split_list(text) {
+            match JobState::parse(&s) {
+                Some(st) => states.push(st),
+                None if [
+                    "R", "RUNNING", "RS", "RESIZING", "RQ", "REQUEUED", "RH", "SE",
+                ]
+                .contains(&s.to_ascii_uppercase().as_str()) => {}
+                None => {
+                    return Err(Early {
+                        code: 1,
+                        stdout: String::new(),
+                        stderr: format!("sacct: fatal: unrecognized job state value '{s}'\n"),
+                    });
+                }
+            }
+        }
+    }
+    let time = |key: &str| -> Result<Option<i64>, Early> {
+        match p.get(key) {
+            None => Ok(None),
+            Some(t) => parse_time(t, now).map(Some).ok_or_else(|| {
+                Early::error("sacct", &format!("Invalid time specification (pos=0): {t}"))
+            }),
+        }
+    };
+    let mut window_start = time("starttime")?.unwrap_or(0);
+    let window_end = time("endtime")?.unwrap_or(0);
+    if window_start == 0 && jobs.is_none() {
+        window_start = if states.is_empty() {
+            midnight(now)
+        } else {
+            now
+        };
+    }
+
+    let mut users = Vec::new();
+    let mut all_users = p.has("allusers");
+    for text in p.all("uid") {
+        if text == "-1" {
+            all_users = true;
+            users.clear();
+            continue;
+        }
+        all_users = false;
+        for u in split_list(text) {
+            users.extend(format::user_forms(&u));
+        }
+    }
+    if p.has("me") {
+        users.extend(format::user_forms(me));
+    }
+    if users.is_empty() && (jobs.is_some() || p.has("nodelist") || uid == 0) {
+        all_users = true;
+    }
+    if all_users {
+        users.clear();
+    } else if users.is_empty() {
+        users = format::user_forms(me);
+        users.push(uid.to_string());
+    }
+
+    let mut field_text: Vec<String> = p.all("format").into_iter().map(String::from).collect();
+    if p.has("brief") {
+        field_text.push(BRIEF_FIELDS.into());
+    }
+    if p.has("long") {
+        field_text.push(LONG_FIELDS.into());
+    }
+    if field_text.is_empty() {
+        field_text.push(env("SACCT_FORMAT").unwrap_or_else(|| DEFAULT_FIELDS.into()));
+    }
+    let fields = parse_fields(&field_text.join(",")).map_err(|e| Early::error("sacct", &e))?;
+
+    let nodes = match p.get("nodelist") {
+        None => Vec::new(),
+        Some(n) => model::hostlist::expand(n)
+            .map_err(|_| Early::error("sacct", &format!("Invalid node list: {n}")))?,
+    };
+    let all = |key: &str| {
+        p.all(key)
+            .into_iter()
+            .flat_map(split_list)
+            .collect::<Vec<_>>()
+    };
+    Ok(Options {
+        fields,
+        noheader: p.has("noheader"),
+        mode: if p.has("parsable2") {
+            Parsable::NoEnding
+        } else if p.has("parsable") {
+            Parsable::Ending
+        } else {
+            Parsable::No
+        },
+        delimiter: p.get("delimiter").unwrap_or("|").to_string(),
+        json: p.has("json"),
+        no_steps: p.has("allocations"),
+        jobs,
+        users,
+        names: all("name"),
+        accounts: all("accounts"),
+        partitions: all("partition"),
+        states,
+        qos: all("qos"),
+        wckeys: all("wckeys"),
+        gids: all("gid"),
+        nodes,
+        reasons: all("reason"),
+        window_start,
+        window_end,
+    })
+}
+
+fn help_fields() -> String {
+    let mut out = String::new();
+    for (i, (name, _)) in FIELDS.iter().enumerate() {
+        if i % 4 != 0 {
+            out.push(' ');
+        } else if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&format!("{name:<19}"));
+    }
+    out.push('\n');
+    out
+}
+
+/// Midnight (local time) of the day `now` falls in.
+fn midnight(now: i64) -> i64 {
+    let mut tm = format::local_tm(now);
+    tm.tm_hour = 0;
+    tm.tm_min = 0;
+    tm.tm_sec = 0;
+    format::local_mktime(&tm)
+}
+
+/// Parses Slurm's time forms for `-S`/`-E`: `now[{+|-}N[seconds|minutes|hours|days|weeks]]`,
+/// `today`, `midnight`, `noon`, `tomorrow`, `YYYY-MM-DD[THH:MM[:SS]]`, `MM/DD[/YY][-HH:MM[:SS]]`,
+/// `MM.DD[.YY]`, `MMDD[YY]` and `HH:MM[:SS][AM|PM]` (today). Local time.
+pub fn parse_time(text: &str, now: i64) -> Option<i64> {
+    let t = text.trim().to_ascii_lowercase();
+    if let Some(rest) = t.strip_prefix("now") {
+        if rest.is_empty() {
+            return Some(now);
+        }
+        let (sign, rest) = match rest.as_bytes()[0] {
+            b'+' => (1, &rest[1..]),
+            b'-' => (-1, &rest[1..]),
+            _ => return None,
+        };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let n: i64 = rest[..digits].parse().ok()?;
+        let unit = &rest[digits..];
+        let mult = if unit.is_empty() || "seconds".starts_with(unit) {
+            1
+        } else if "minutes".starts_with(unit) {
+            60
+        } else if "hours".starts_with(unit) {
+            3600
+        } else if "days".starts_with(unit) {
+            86400
+        } else if "weeks".starts_with(unit) {
+            7 * 86400
+        } else {
+            return None;
+        };
+        return Some(now + sign * n * mult);
+    }
+    let mut tm = format::local_tm(now);
+    let at = |tm: &mut libc::tm, h: i32, m: i32, s: i32| {
+        tm.tm_hour = h;
+        tm.tm_min = m;
+        tm.tm_sec = s;
+    };
+    match t.as_str() {
+        "today" | "midnight" => {
+            at(&mut tm, 0, 0, 0);
+            return Some(format::local_mktime(&tm));
+        }
+        "tomorrow" => {
+            at(&mut tm, 0, 0, 0);
+            tm.tm_mday += 1;
+            return Some(format::local_mktime(&tm));
+        }
+        "noon" | "elevenses" | "fika" | "teatime" => {
+            let h = match t.as_str() {
+                "noon" => 12,
+                "elevenses" => 11,
+                "fika" => 15,
+                _ => 16,
+            };
+            at(&mut tm, h, 0, 0);
+            return Some(format::local_mktime(&tm));
+        }
+        _ => {}
+    }
+    let num = |s: &str| -> Option<i32> {
+        (!s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())?
+    };
+    let year = |y: i32, len: usize| if len <= 2 { 2000 + y } else { y };
+    // HH:MM[:SS][am|pm]
+    let clock = |s: &str| -> Option<(i32, i32, i32)> {
+        let (s, pm) = if let Some(r) = s.strip_suffix("pm") {
+            (r.trim(), Some(true))
+        } else if let Some(r) = s.strip_suffix("am") {
+            (r.trim(), Some(false))
+        } else {
+            (s, None)
+        };
+        let parts: Vec<&str> = s.split(':').collect();
+        let (mut h, m, sec) = match parts.as_slice() {
+            [h, m] => (num(h)?, num(m)?, 0),
+            [h, m, s] => (num(h)?, num(m)?, num(s)?),
+            _ => return None,
+        };
+        match pm {
+            Some(true) if h < 12 => h += 12,
+            Some(false) if h == 12 => h = 0,
+            _ => {}
+        }
+        (h < 24 && m < 60 && sec < 61).then_some((h, m, sec))
+    };
+    let set_date = |tm: &mut libc::tm, y: Option<i32>, mo: i32, d: i32| -> Option<()> {
+        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
+            return None;
+        }
+        if let Some(y) = y {
+            tm.tm_year = y - 1900;
+        }
+        tm.tm_mon = mo - 1;
+        tm.tm_mday = d;
+        Some(())
+    };
+    // YYYY-MM-DD[THH:MM[:SS]]
+    if t.len() >= 8 && t.as_bytes()[4] == b'-' && t.as_bytes()[..4].iter().all(u8::is_ascii_digit) {
+        let (date, clk) = match t.split_once('t') {
+            Some((d, c)) => (d, Some(c)),
+            None => (t.as_str(), None),
+        };
+        let parts: Vec<&str> = date.split('-').collect();
+        let (y, mo, d) = match parts.as_slice() {
+            [y, m, d] => (num(y)?, num(m)?, num(d)?),
+            [y, m] => (num(y)?, num(m)?, 1),
+            _ => return None,
+        };
+        set_date(&mut tm, Some(y), mo, d)?;
+        let (h, m, s) = match clk {
+            Some(c) => clock(c)?,
+            None => (0, 0, 0),
+        };
+        at(&mut tm, h, m, s);
+        return Some(format::local_mktime(&tm));
+    }
+    // MM/DD[/YY][-HH:MM[:SS]] and MM.DD[.YY]
+    if t.contains('/') || (t.contains('.') && !t.contains(':')) {
+        let (date, clk) = match t.split_once('-') {
+            Some((d, c)) => (d, Some(c)),
+            None => (t.as_str(), None),
+        };
+        let parts: Vec<&str> = date.split(['/', '.']).collect();
+        let (y, mo, d) = match parts.as_slice() {
+            [m, d] => (None, num(m)?, num(d)?),
+            [m, d, y] => (Some(year(num(y)?, y.len())), num(m)?, num(d)?),
+            _ => return None,
+        };
+        set_date(&mut tm, y, mo, d)?;
+        let (h, m, s) = match clk {
+            Some(c) => clock(c)?,
+            None => (0, 0, 0),
+        };
+        at(&mut tm, h, m, s);
+        return Some(format::local_mktime(&tm));
+    }
+    // MMDD[YY]
+    if (t.len() == 4 || t.len() == 6) && t.bytes().all(|b| b.is_ascii_digit()) {
+        let y = (t.len() == 6).then(|| 2000 + t[4..6].parse::<i32>().unwrap_or(0));
+        set_date(&mut tm, y, t[0..2].parse().ok()?, t[2..4].parse().ok()?)?;
+        at(&mut tm, 0, 0, 0);
+        return Some(format::local_mktime(&tm));
+    }
+    // HH:MM[:SS] today
+    let (h, m, s) = clock(&t)?;
+    at(&mut tm, h, m, s);
+    Some(format::local_mktime(&tm))
+}
+
+/// The request that fetches what `opts` can show.
+pub fn request(opts: &Options) -> ListJobsRequest {
+    let mut job_ids: Vec<String> = opts
+        .jobs
+        .iter()
+        .flatten()
+        .map(|s| s.job_id.to_string())
+        .collect();
+    job_ids.sort();
+    job_ids.dedup();
+    ListJobsRequest {
+        filter: Some(JobFilter {
+            job_ids,
+            users: opts.users.clone(),
+            names: opts.names.clone(),
+            partitions: opts.partitions.clone(),
+            states: Vec::new(),
+            accounts: opts.accounts.clone(),
+        }),
+        include_finished: true,
+        window_start: opts.window_start,
+        window_end: opts.window_end,
+        ..Default::default()
+    }
+}
+
+/// One printed row: a job, or one of its steps.
+#[derive(Debug, Clone)]
+pub enum Row<'a> {
+    Job(JobRef<'a>),
+    Step(&'a JobInfo, &'a StepInfo),
+}
+
+/// Filters the jobs and lays out the rows: each job then its steps.
+pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
+    // (the job as shown, its record, the steps named when only steps were asked for)
+    let mut selected: Vec<(JobRef<'a>, &'a JobInfo, Option<Vec<String>>)> = Vec::new();
+    let whole: Vec<JobSelector> = opts
+        .jobs
+        .iter()
+        .flatten()
+        .filter(|s| s.step.is_none() || opts.no_steps)
+        .cloned()
+        .collect();
+    for job in jobs {
+        let (shown, steps) = match &opts.jobs {
+            None => (JobRef::Borrowed(job), None),
+            Some(sel) => match format::select_ref(&whole, job) {
+                Some(j) => (j, None),
+                None => {
+                    let steps: Vec<String> = sel
+                        .iter()
+                        .filter(|s| s.select(job).is_some())
+                        .filter_map(|s| s.step.clone())
+                        .collect();
+                    if steps.is_empty() {
+                        continue;
+                    }
+                    (JobRef::Borrowed(job), Some(steps))
+                }
+            },
+        };
+        if !keep(opts, &shown) {
+            continue;
+        }
+        selected.push((shown, job, steps));
+    }
+    let key = |j: &JobInfo| {
+        let base = if j.array_job_id != 0 {
+            j.array_job_id
+        } else {
+            j.job_id
+        };
+        (
+            base,
+            !format::is_array_meta(j),
+            j.array_task_id.unwrap_or(0),
+            j.job_id,
+        )
+    };
+    selected.sort_by_key(|(j, _, _)| key(j));
+    let mut out = Vec::new();
+    for (shown, job, only_steps) in selected {
+        if only_steps.is_none() {
+            out.push(Row::Job(shown));
+        }
+        if opts.no_steps {
+            continue;
+        }
+        let mut steps: Vec<&StepInfo> = job
+            .steps
+            .iter()
+            .filter(|s| {
+                only_steps
+                    .as_ref()
+                    .is_none_or(|ids| ids.contains(&s.step_id))
+            })
+            .collect();
+        steps.sort_by_key(|s| match s.step_id.as_str() {
+            "batch" => (0, 0),
+            "extern" => (1, 0),
+            n => (2, n.parse::<i64>().unwrap_or(i64::MAX)),
+        });
+        out.extend(steps.into_iter().map(|s| Row::Step(job, s)));
+    }
+    out
+}
+
+/// The filters the controller may not have applied.
+fn keep(opts: &Options, job: &JobInfo) -> bool {
+    let s = format::spec(job);
+    let in_list = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
+    let in_window =
+        (opts.window_start <= 0 || job.end_time <= 0 || job.end_time >= opts.window_start)
+            && (opts.window_end <= 0 || job.submit_time <= opts.window_end);
+    in_window
+        && (opts.users.is_empty() || format::user_matches(&opts.users, job))
+        && in_list(&opts.names, &s.name)
+        && (opts.accounts.is_empty()
+            || opts
+                .accounts
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(&s.account)))
+        && in_list(&opts.partitions, &s.partition)
+        && (opts.states.is_empty() || opts.states.contains(&format::job_state(job)))
+        && (opts.qos.is_empty() || opts.qos.iter().any(|q| q.eq_ignore_ascii_case(qos(s))))
+        && in_list(&opts.wckeys, &s.wckey)
+        && (opts.reasons.is_empty()
+            || opts
+                .reasons
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(&job.reason)))
+        && in_list(&opts.gids, &s.gid.to_string())
+        && (opts.nodes.is_empty()
+            || model::hostlist::expand(&job.nodes)
+                .unwrap_or_default()
+                .iter()
+                .any(|n| opts.nodes.contains(n)))
+}
+
+fn qos(s: &proto::v1::JobSpec) -> &str {
+    if s.qos.is_empty() { "normal" } else { &s.qos }
+}
+
+/// Seconds a job or step ran (still running: until now).
+fn elapsed(start: i64, end: i64, now: i64) -> i64 {
+    if start <= 0 {
+        return 0;
+    }
+    let end = if end > 0 { end } else { now };
+    (end - start).max(0)
+}
+
+fn job_elapsed(j: &JobInfo, now: i64) -> i64 {
+    if format::job_state(j) == JobState::Pending {
+        0
+    } else {
+        elapsed(j.start_time, j.end_time, now)
+    }
+}
+
+/// sacct's State text: `CANCELLED by 0` when someone cancelled the job.
+pub fn state_text(j: &JobInfo) -> String {
+    match (format::job_state(j), j.cancelled_by) {
+        (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
+        (s, _) => s.name().to_string(),
+    }
+}
+
+fn derived_exit_code(j: &JobInfo) -> String {
+    let worst = j
+        .steps
+        .iter()
+        .filter(|s| s.step_id != "batch" && s.step_id != "extern")
+        .max_by_key(|s| (s.exit_code, s.exit_signal));
+    match worst {
+        Some(s) => format!("{}:{}", s.exit_code, s.exit_signal),
+        None => "0:0".into(),
+    }
+}
+
+/// The value of one field for one row.
+pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
+    let now = ctx.now;
+    match row {
+        Row::Job(j) => {
+            let s = format::spec(j);
+            let st = format::job_state(j);
+            let started = j.start_time > 0 && st != JobState::Pending;
+            let el = job_elapsed(j, now);
+            let limit = s.time_limit_min;
+            match field {
+                "Account" => s.account.clone(),
+                "AllocCPUS" | "NCPUS" => j.num_cpus.to_string(),
+                "AllocNodes" => if started { j.num_nodes } else { 0 }.to_string(),
+                "AllocTRES" => {
+                    if started {
+                        format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus)
+                    } else {
+                        String::new()
+                    }
+                }
+                "AssocID" => "0".into(),
+                "Cluster" => ctx.cluster.clone(),
+                "Comment" => s.comment.clone(),
+                "Constraints" => s.constraint.clone(),
+                "ConsumedEnergy" | "ConsumedEnergyRaw" => "0".into(),
+                "CPUTime" => model::units::format_elapsed((el * i64::from(j.num_cpus)) as u64),
+                "CPUTimeRAW" => (el * i64::from(j.num_cpus)).to_string(),
+                "DerivedExitCode" => derived_exit_code(j),
+                "Elapsed" => model::units::format_elapsed(el as u64),
+                "ElapsedRaw" => el.to_string(),
+                "Eligible" => format::time_or(j.eligible_time, "Unknown"),
+                "End" => format::time_or(j.end_time, "Unknown"),
+                "ExitCode" => format!("{}:{}", j.exit_code, j.exit_signal),
+                "GID" => s.gid.to_string(),
+                "Group" => ctx.names.group(s.gid),
+                "JobID" => format::display_id(j),
+                "JobIDRaw" => j.job_id.to_string(),
+                "JobName" => s.name.clone(),
+                "NNodes" => j.num_nodes.to_string(),
+                "NodeList" => {
+                    if j.nodes.is_empty() {
+                        "None assigned".into()
+                    } else {
+                        j.nodes.clone()
+                    }
+                }
+                "Partition" => s.partition.clone(),
+                "Planned" | "PlannedCPU" | "PlannedCPURAW" => {
+                    let wait = if started {
+                        j.start_time - j.eligible_time
+                    } else {
+                        now - j.eligible_time
+                    }
+                    .max(0);
+                    match field {
+                        "Planned" => model::units::format_elapsed(wait as u64),
+                        "PlannedCPU" => {
+                            model::units::format_elapsed((wait * i64::from(j.num_cpus)) as u64)
+                        }
+                        _ => (wait * i64::from(j.num_cpus)).to_string(),
+                    }
+                }
+                "Priority" => j.priority.to_string(),
+                "QOS" => qos(s).to_string(),
+                "QOSRAW" => "1".into(),
+                "Reason" => {
+                    if j.reason.is_empty() {
+                        "None".into()
+                    } else {
+                        j.reason.clone()
+                    }
+                }
+                "ReqCPUFreq" | "ReqCPUFreqGov" | "ReqCPUFreqMax" | "ReqCPUFreqMin" => {
+                    "Unknown".into()
+                }
+                "ReqCPUS" => (s.num_tasks.max(1) * s.cpus_per_task.max(1)).to_string(),
+                "ReqMem" => {
+                    if j.mem_mb == 0 {
+                        "0".into()
+                    } else {
+                        model::units::format_memory_mb(j.mem_mb)
+                    }
+                }
+                "ReqNodes" => s.num_nodes.max(1).to_string(),
+                "ReqTRES" => format::tres_string(
+                    s.num_tasks.max(1) * s.cpus_per_task.max(1),
+                    j.mem_mb,
+                    s.num_nodes.max(1),
+                    j.num_gpus,
+                ),
+                "Reservation" => s.reservation.clone(),
+                "Restarts" => j.restart_count.to_string(),
+                "Start" => format::time_or(if started { j.start_time } else { 0 }, "Unknown"),
+                "State" => state_text(j),
+                "StdErr" => {
+                    if j.stderr_path.is_empty() {
+                        s.stderr_pattern.clone()
+                    } else {
+                        j.stderr_path.clone()
+                    }
+                }
+                "StdIn" => {
+                    if s.stdin_path.is_empty() {
+                        "/dev/null".into()
+                    } else {
+                        s.stdin_path.clone()
+                    }
+                }
+                "StdOut" => {
+                    if j.stdout_path.is_empty() {
+                        s.stdout_pattern.clone()
+                    } else {
+                        j.stdout_path.clone()
+                    }
+                }
+                "Submit" => format::time_or(j.submit_time, "Unknown"),
+                "Suspended" | "SystemCPU" | "TotalCPU" | "UserCPU" => "00:00:00".into(),
+                "Timelimit" => {
+                    if limit == 0 {
+                        "UNLIMITED".into()
+                    } else {
+                        model::units::format_elapsed(u64::from(limit) * 60)
+                    }
+                }
+                "TimelimitRaw" => {
+                    if limit == 0 {
+                        "UNLIMITED".into()
+                    } else {
+                        limit.to_string()
+                    }
+                }
+                "UID" => s.uid.to_string(),
+                "User" => {
+                    if s.user.is_empty() {
+                        ctx.names.user(s.uid)
+                    } else {
+                        s.user.clone()
+                    }
+                }
+                "WCKey" => s.wckey.clone(),
+                "WCKeyID" => "0".into(),
+                "WorkDir" => s.work_dir.clone(),
+                _ => String::new(),
+            }
+        }
+        Row::Step(j, st) => {
+            let s = format::spec(j);
+            let end = if st.end_time > 0 {
+                st.end_time
+            } else {
+                j.end_time
+            };
+            let el = elapsed(st.start_time, end, now);
+            let nnodes = || {
+                model::hostlist::expand(&st.nodes)
+                    .map(|v| v.len())
+                    .unwrap_or(0)
+            };
+            match field {
+                "Account" => s.account.clone(),
+                "AllocCPUS" | "NCPUS" | "ReqCPUS" => st.num_cpus.to_string(),
+                "AllocNodes" | "NNodes" => nnodes().to_string(),
+                "AllocTRES" => format::tres_string(st.num_cpus, 0, nnodes() as u32, 0),
+                "Cluster" => ctx.cluster.clone(),
+                "ConsumedEnergy" | "ConsumedEnergyRaw" => "0".into(),
+                "CPUTime" => model::units::format_elapsed((el * i64::from(st.num_cpus)) as u64),
+                "CPUTimeRAW" => (el * i64::from(st.num_cpus)).to_string(),
+                "Elapsed" => model::units::format_elapsed(el as u64),
+                "ElapsedRaw" => el.to_string(),
+                "Eligible" | "Start" | "Submit" => format::time_or(st.start_time, "Unknown"),
+                "End" => format::time_or(end, "Unknown"),
+                "ExitCode" => format!("{}:{}", st.exit_code, st.exit_signal),
+                "JobID" => format!("{}.{}", format::display_id(j), st.step_id),
+                "JobIDRaw" => format!("{}.{}", j.job_id, st.step_id),
+                "JobName" => st.name.clone(),
+                "NodeList" => st.nodes.clone(),
+                "NTasks" => st.num_tasks.to_string(),
+                "ReqCPUFreq" | "ReqCPUFreqGov" | "ReqCPUFreqMax" | "ReqCPUFreqMin" => {
+                    "Unknown".into()
+                }
+                "State" => format::step_state(st).name().to_string(),
+                "Suspended" | "SystemCPU" | "TotalCPU" | "UserCPU" => "00:00:00".into(),
+                _ => String::new(),
+            }
+        }
+    }
+}
+
+/// The whole output.
+pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
+    let rows = rows(opts, jobs);
+    if opts.json {
+        return json_doc(&rows, ctx);
+    }
+    let fields: Vec<TableField> = opts
+        .fields
+        .iter()
+        .map(|(n, l)| TableField {
+            name: n.to_string(),
+            len: *l,
+        })
+        .collect();
+    let values: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            opts.fields
+                .iter()
+                .map(|(f, _)| field_value(f, r, ctx))
+                .collect()
+        })
+        .collect();
+    format::print_fields(&fields, &values, !opts.noheader, opts.mode, &opts.delimiter)
+}
+
+/// One job in Slurm's `sacct --json` shape.
+#[derive(Debug, Serialize)]
+struct JobJson<'a> {
+    account: &'a str,
+    allocation_nodes: u32,
+    array: ArrayJson<'a>,
+    cluster: &'a str,
+    comment: CommentJson<'a>,
+    derived_exit_code: String,
+    exit_code: format::ExitJson,
+    group: String,
+    job_id: u32,
+    name: &'a str,
+    nodes: String,
+    partition: &'a str,
+    priority: u32,
+    qos: &'a str,
+    required: RequiredJson,
+    restart_cnt: u32,
+    state: StateJson,
+    steps: Vec<StepJson<'a>>,
+    time: TimeJson,
+    tres: TresJson,
+    user: String,
+    wckey: WckeyJson<'a>,
+    working_directory: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct ArrayJson<'a> {
+    job_id: u32,
+    task: &'a str,
+    task_id: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+struct CommentJson<'a> {
+    job: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct WckeyJson<'a> {
+    wckey: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct RequiredJson {
+    #[serde(rename = "CPUs")]
+    cpus: u32,
+    memory: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct StateJson {
+    current: [&'static str; 1],
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+struct TimeJson {
+    elapsed: i64,
+    eligible: i64,
+    end: i64,
+    /// Minutes; `null` is UNLIMITED.
+    limit: Option<u32>,
+    start: i64,
+    submission: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct TresJson {
+    allocated: String,
+    requested: String,
+}
+
+#[derive(Debug, Serialize)]
+struct StepJson<'a> {
+    exit_code: format::ExitJson,
+    nodes: StepNodesJson<'a>,
+    state: &'static str,
+    step: StepIdJson<'a>,
+    tasks: CountJson,
+    time: StepTimeJson,
+}
+
+#[derive(Debug, Serialize)]
+struct StepNodesJson<'a> {
+    count: usize,
+    range: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct StepIdJson<'a> {
+    id: String,
+    name: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct CountJson {
+    count: u32,
+}
+
+#[derive(Debug, Serialize)]
+struct StepTimeJson {
+    elapsed: i64,
+    end: i64,
+    start: i64,
+}
+
+fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
+    let s = format::spec(j);
+    let st = format::job_state(j);
+    JobJson {
+        account: &s.account,
+        allocation_nodes: j.num_nodes,
+        array: ArrayJson {
+            job_id: j.array_job_id,
+            task: format::task_str(j),
+            task_id: j.array_task_id,
+        },
+        cluster: &ctx.cluster,
+        comment: CommentJson { job: &s.comment },
+        derived_exit_code: derived_exit_code(j),
+        exit_code: format::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
+        group: ctx.names.group(s.gid),
+        job_id: j.job_id,
+        name: &s.name,
+        nodes: field_value("NodeList", row, ctx),
+        partition: &s.partition,
+        priority: j.priority,
+        qos: qos(s),
+        required: RequiredJson {
+            cpus: s.num_tasks.max(1) * s.cpus_per_task.max(1),
+            memory: j.mem_mb,
+        },
+        restart_cnt: j.restart_count,
+        state: StateJson {
+            current: [st.name()],
+            reason: field_value("Reason", row, ctx),
+        },
+        steps: Vec::new(),
+        time: TimeJson {
+            elapsed: job_elapsed(j, ctx.now),
+            eligible: j.eligible_time,
+            end: j.end_time,
+            limit: (s.time_limit_min > 0).then_some(s.time_limit_min),
+            start: j.start_time,
+            submission: j.submit_time,
+        },
+        tres: TresJson {
+            allocated: field_value("AllocTRES", row, ctx),
+            requested: field_value("ReqTRES", row, ctx),
+        },
+        user: field_value("User", row, ctx),
+        wckey: WckeyJson { wckey: &s.wckey },
+        working_directory: &s.work_dir,
+    }
+}
+
+fn step_json<'a>(j: &JobInfo, st: &'a StepInfo, now: i64) -> StepJson<'a> {
+    let state = format::step_state(st);
+    let end = if st.end_time > 0 {
+        st.end_time
+    } else {
+        j.end_time
+    };
+    StepJson {
+        exit_code: format::ExitJson::new(st.exit_code, st.exit_signal, state.is_final()),
+        nodes: StepNodesJson {
+            count: model::hostlist::expand(&st.nodes)
+                .map(|v| v.len())
+                .unwrap_or(0),
+            range: &st.nodes,
+        },
+        state: state.name(),
+        step: StepIdJson {
+            id: format!("{}.{}", j.job_id, st.step_id),
+            name: &st.name,
+        },
+        tasks: CountJson {
+            count: st.num_tasks,
+        },
+        time: StepTimeJson {
+            elapsed: elapsed(st.start_time, end, now),
+            end: st.end_time,
+            start: st.start_time,
+        },
+    }
+}
+
+fn json_doc(rows: &[Row], ctx: &Ctx) -> String {
+    let mut jobs: Vec<JobJson> = Vec::new();
+    for row in rows {
+        match row {
+            Row::Job(j) => jobs.push(job_json(j, row, ctx)),
+            Row::Step(j, st) => {
+                let step = step_json(j, st, ctx.now);
+                match jobs.last_mut() {
+                    Some(last) if last.job_id == j.job_id => last.steps.push(step),
+                    _ => {
+                        // Only steps were asked for: the job carries just its steps.
+                        let mut job = job_json(j, &Row::Job(JobRef::Borrowed(j)), ctx);
+                        job.steps.push(step);
+                        jobs.push(job);
+                    }
+                }
+            }
+        }
+    }
+    format::json_doc("jobs", &jobs)
+}
+
+pub fn run(args: &[String]) -> ExitCode {
+    let (me, uid, _) = client::current_user();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let opts = match parse_args(args, &env, now, uid, &me) {
+        Ok(o) => o,
+        Err(early) => return early.finish(),
+    };
+    let cluster = client::load_config()
+        .map(|c| c.cluster_name)
+        .unwrap_or_default();
+    let reply = client::runtime().block_on(async {
+        let mut c = client::connect().await?;
+        let r = c
+            .list_jobs(request(&opts))
+            .await
+            .map_err(|s| anyhow::anyhow!(client::status_message(&s)))?;
+        anyhow::Ok(r.into_inner())
+    });
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("sacct: error: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    let names = Names::resolve(
+        reply.jobs.iter().map(|j| format::spec(j).uid),
+        reply.jobs.iter().map(|j| format::spec(j).gid),
+    );
+    let ctx = Ctx {
+        now: if reply.now > 0 { reply.now } else { now },
+        names,
+        cluster,
+    };
+    print!("{}", render(&opts, &reply.jobs, &ctx));
+    ExitCode::SUCCESS
+}
+
+const HELP: &str = "\
+sacct [<OPTION>]
+    Valid <OPTION> values are:
+     -a, --allusers:
+                   Display jobs for all users. By default, only the
+                   current user's jobs are displayed.  If ran by user root
+                   this is the default.
+     -A, --accounts:
+                   Use this comma separated list of accounts to select jobs
+                   to display.  By default, all accounts are selected.
+     -b, --brief:
+                   Equivalent to '--format=jobstep,state,error'.
+         --delimiter:
+                   ASCII characters used to separate the fields when
+                   specifying the  -p  or  -P options. The default delimiter
+                   is a '|'. This options is ignored if -p or -P options
+                   are not specified.
+     -D, --duplicates:
+                   Accepted; job ids are never reused.
+     -e, --helpformat:
+                   Print a list of fields that can be specified with the
+                   '--format' option
+     -E, --endtime:
+                   Select jobs eligible before this time.
+     -g, --gid, --group:
+                   Use this comma separated list of gids or group names
+                   to select jobs to display.
+     -h, --help:   Print this description of use.
+     -j, --jobs:
+                   Format is <job(.step)>. Display information about this
+                   job or comma-separated list of jobs. The default is all
+                   jobs. Adding .step will display the specific job step of
+                   that job. (A step id of 'batch' will display the
+                   information about the batch step.)
+         --json:   Produce JSON output.
+     -l, --long:
+                   Equivalent to specifying a long list of fields.
+     -L, --allclusters, -M, --clusters:
+                   Accepted and ignored: one cluster.
+     -n, --noheader:
+                   No header will be added to the beginning of output.
+     -N, --nodelist:
+                   Display jobs that ran on any of these nodes.
+     --name:
+                   Display jobs that have any of these name(s).
+     -o, --format:
+                   Comma separated list of fields. (use \"--helpformat\"
+                   for a list of available fields).
+     -p, --parsable: output will be '|' delimited with a '|' at the end
+     -P, --parsable2: output will be '|' delimited without a '|' at the end
+     -q, --qos:
+                   Only send data about jobs using these qos.
+     -r, --partition:
+                   Comma separated list of partitions to select jobs and
+                   job steps from. The default is all partitions.
+     -s, --state:
+                   Select jobs based on their state: running (r),
+                   completed (cd), failed (f), timeout (to), cancelled (ca),
+                   node_fail (nf), out_of_memory (oom), pending (pd).
+     -S, --starttime:
+                   Select jobs eligible after this time.  Default is
+                   00:00:00 of the current day, unless '-s' is set then
+                   the default is 'now'.
+     -u, --uid, --user:
+                   Use this comma separated list of uids or user names
+                   to select jobs to display.  By default, the running
+                   user's uid is used.
+     --usage:      Display brief usage message.
+     -V, --version: Print version.
+     -W, --wckeys:
+                   Only send data about these wckeys.
+     -X, --allocations:
+                   Only show statistics relevant to the job allocation
+                   itself, not taking steps into consideration.
+
+     Note, valid start/end time formats are...
+                   HH:MM[:SS] [AM|PM]
+                   MMDD[YY] or MM/DD[/YY] or MM.DD[.YY]
+                   MM/DD[/YY]-HH:MM[:SS]
+                   YYYY-MM-DD[THH:MM[:SS]]
+                   now[{+|-}count[seconds|minutes|hours|days|weeks]]
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::v1::JobSpec;
+    use proto::v1::JobState as W;
+    use serde_json::json;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, Early> {
+        parse_args(&s(args), &|_| None, NOW, 1000, "alice")
+    }
+
+    fn ctx() -> Ctx {
+        Ctx {
+            now: NOW,
+            names: Names::default(),
+            cluster: "drover".into(),
+        }
+    }
+
+    fn out(args: &[&str], jobs: &[JobInfo]) -> String {
+        render(&parse(args).unwrap(), jobs, &ctx())
+    }
+
+    fn step(id: &str, name: &str, state: W, nodes: &str, code: i32) -> StepInfo {
+        StepInfo {
+            step_id: id.into(),
+            name: name.into(),
+            state: state as i32,
+            start_time: NOW - 60,
+            end_time: if state == W::Running { 0 } else { NOW - 10 },
+            exit_code: code,
+            nodes: nodes.into(),
+            num_tasks: 1,
+            num_cpus: 2,
+            ..Default::default()
+        }
+    }
+
+    fn job(id: u32, name: &str, state: W) -> JobInfo {
+        let finished = !matches!(state, W::Pending | W::Running);
+        let started = state != W::Pending;
+        JobInfo {
+            job_id: id,
+            state: state as i32,
+            reason: "None".into(),
+            submit_time: NOW - 100,
+            eligible_time: NOW - 100,
+            start_time: if started { NOW - 60 } else { 0 },
+            end_time: if finished { NOW - 10 } else { 0 },
+            nodes: if started {
+                "gpu01".into()
+            } else {
+                String::new()
+            },
+            num_nodes: 1,
+            num_cpus: 2,
+            mem_mb: 954,
+            spec: Some(JobSpec {
+                name: name.into(),
+                user: "alice".into(),
+                uid: 1000,
+                gid: 1000,
+                partition: "debug".into(),
+                account: "proj".into(),
+                time_limit_min: 5,
+                num_tasks: 1,
+                cpus_per_task: 2,
+                ..Default::default()
+            }),
+            steps: if finished || started {
+                vec![step(
+                    "batch",
+                    "batch",
+                    if finished { state } else { W::Running },
+                    "gpu01",
+                    0,
+                )]
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn sample() -> Vec<JobInfo> {
+        let mut done = job(10, "wrap", W::Completed);
+        done.steps
+            .push(step("0", "python", W::Completed, "gpu01", 0));
+        let mut failed = job(11, "verylongjobname", W::Failed);
+        failed.exit_code = 3;
+        failed.steps[0].exit_code = 3;
+        let mut cancelled = job(12, "cancelme", W::Cancelled);
+        cancelled.cancelled_by = Some(0);
+        cancelled.start_time = 0;
+        cancelled.nodes.clear();
+        cancelled.steps.clear();
+        let mut meta = job(13, "arr", W::Pending);
+        meta.array_job_id = 13;
+        meta.array_task_str = "2-4%2".into();
+        let mut t0 = job(14, "arr", W::Running);
+        t0.array_job_id = 13;
+        t0.array_task_id = Some(0);
+        let mut t1 = job(15, "arr", W::Completed);
+        t1.array_job_id = 13;
+        t1.array_task_id = Some(1);
+        vec![t1, t0, meta, cancelled, failed, done]
+    }
+
+    #[test]
+    fn default_table() {
+        let text = out(&["-j", "10,11,12"], &sample());
+        let want = [
+            "       JobID    JobName  Partition    Account  AllocCPUS      State ExitCode ",
+            "------------ ---------- ---------- ---------- ---------- ---------- -------- ",
+            "10                 wrap      debug       proj          2  COMPLETED      0:0 ",
+            "10.batch          batch                  proj          2  COMPLETED      0:0 ",
+            "10.0             python                  proj          2  COMPLETED      0:0 ",
+            "11           verylongj+      debug       proj          2     FAILED      3:0 ",
+            "11.batch          batch                  proj          2     FAILED      3:0 ",
+            "12             cancelme      debug       proj          2 CANCELLED+      0:0 ",
+        ];
+        assert_eq!(text, want.join("\n") + "\n");
+    }
+
+    #[test]
+    fn submitit_query() {
+        let text = out(
+            &[
+                "-o",
+                "JobID,State,NodeList",
+                "--parsable2",
+                "-j",
+                "13",
+                "-j",
+                "12",
+            ],
+            &sample(),
+        );
+        let want = [
+            "JobID|State|NodeList",
+            "12|CANCELLED by 0|None assigned",
+            "13_[2-4%2]|PENDING|None assigned",
+            "13_0|RUNNING|gpu01",
+            "13_0.batch|RUNNING|gpu01",
+            "13_1|COMPLETED|gpu01",
+            "13_1.batch|COMPLETED|gpu01",
+        ];
+        assert_eq!(text, want.join("\n") + "\n");
+    }
+
+    #[test]
+    fn snakemake_queries() {
+        // The status query, with a time window and the run's name.
+        let start = parse_time("2026-11-28T02:00", NOW).unwrap();
+        let args = [
+            "-X",
+            "--parsable2",
+            "--clusters",
+            "all",
+            "--noheader",
+            "--format=JobIdRaw,State",
+            "--starttime",
+            "2026-11-28T02:00",
+            "--endtime",
+            "now",
+            "--name",
+            "arr",
+        ];
+        let opts = parse(&args).unwrap();
+        assert_eq!((opts.window_start, opts.window_end), (start, NOW));
+        assert_eq!(
+            render(&opts, &sample(), &ctx()),
+            "13|PENDING\n14|RUNNING\n15|COMPLETED\n"
+        );
+        let req = request(&opts);
+        assert!(req.include_finished);
+        assert_eq!((req.window_start, req.window_end), (start, NOW));
+        assert_eq!(req.filter.unwrap().names, vec!["arr"]);
+        // Node list of one job, left-aligned 256 wide.
+        let text = out(&["-j", "10", "-n", "-X", "-o", "nodelist%-256"], &sample());
+        assert_eq!(text, format!("gpu01{} \n", " ".repeat(251)));
+        // Reason of one step.
+        assert_eq!(
+            out(
+                &["-j", "10.0", "--format=Reason,JobID", "--noheader", "-P"],
+                &sample()
+            ),
+            "|10.0\n"
+        );
+        // The account probe passes `| tail -1` as arguments: sacct must fail.
+        let e = parse(&["-nu", "root", "-o", "Account%256", "|", "tail", "-1"]).unwrap_err();
+        assert_eq!(e.code, 1);
+        assert_eq!(
+            e.stderr,
+            "sacct: invalid option -- '1'\nTry \"sacct --help\" for more information\n"
+        );
+        let e = parse(&["-nu", "root", "-o", "Account%256", "|", "tail"]).unwrap_err();
+        assert_eq!(e.code, 1);
+        assert!(
+            e.stderr
+                .starts_with("sacct: error: Unknown arguments: | tail\n"),
+            "{}",
+            e.stderr
+        );
+    }
+
+    #[test]
+    fn parsable_and_brief() {
+        assert_eq!(
+            out(&["-j", "11", "-b", "-p", "-n"], &sample()),
+            "11|FAILED|3:0|\n11.batch|FAILED|3:0|\n"
+        );
+        assert_eq!(
+            out(
+                &[
+                    "-j",
+                    "11",
+                    "-X",
+                    "-P",
+                    "-o",
+                    "jobn,jobidr,exitc,elapsed,timelimit,nnodes,reqmem",
+                    "--delimiter=,"
+                ],
+                &sample()
+            ),
+            "JobName,JobIDRaw,ExitCode,Elapsed,Timelimit,NNodes,ReqMem\nverylongjobname,11,3:0,00:00:50,00:05:00,1,954M\n"
+        );
+        assert_eq!(
+            out(
+                &["-j", "11", "-X", "-n", "-o", "JobID%4,State%-8,JobName%0"],
+                &sample()
+            ),
+            "  11 FAILED   verylongjobname \n"
+        );
+    }
+
+    #[test]
+    fn selection_windows_and_users() {
+        // Default window: since midnight; the caller's jobs only.
+        let opts = parse(&[]).unwrap();
+        assert!(opts.window_start > 0 && opts.window_start <= NOW);
+        assert!(opts.users.contains(&"alice".to_string()));
+        assert!(parse(&["-a"]).unwrap().users.is_empty());
+        assert!(parse(&["-j", "5"]).unwrap().users.is_empty());
+        assert_eq!(parse(&["-j", "5"]).unwrap().window_start, 0);
+        assert!(
+            parse_args(&s(&[]), &|_| None, NOW, 0, "root")
+                .unwrap()
+                .users
+                .is_empty()
+        );
+        let mut old = job(20, "old", W::Completed);
+        old.end_time = NOW - 10 * 86400;
+        old.submit_time = NOW - 11 * 86400;
+        let jobs = vec![old, job(21, "new", W::Completed)];
+        assert_eq!(
+            out(&["-X", "-n", "-P", "-o", "jobid", "-S", "now-2days"], &jobs),
+            "21\n"
+        );
+        assert_eq!(
+            out(
+                &[
+                    "-X",
+                    "-n",
+                    "-P",
+                    "-o",
+                    "jobid",
+                    "-S",
+                    "now-20days",
+                    "-E",
+                    "now-3days"
+                ],
+                &jobs
+            ),
+            "20\n"
+        );
+        assert_eq!(
+            out(
+                &[
+                    "-X",
+                    "-n",
+                    "-P",
+                    "-o",
+                    "jobid",
+                    "-u",
+                    "bob",
+                    "-S",
+                    "now-20days"
+                ],
+                &jobs
+            ),
+            ""
+        );
+        assert_eq!(
+            out(
+                &["-n", "-P", "-o", "jobid", "-s", "f,ca", "-j", "10,11,12"],
+                &sample()
+            ),
+            "11\n11.batch\n12\n"
+        );
+        assert_eq!(
+            out(&["-n", "-P", "-o", "jobid", "-j", "13_1"], &sample()),
+            "13_1\n13_1.batch\n"
+        );
+        assert_eq!(
+            out(&["-n", "-P", "-o", "jobid", "-j", "13_3"], &sample()),
+            "13_3\n"
+        );
+        assert_eq!(
+            out(&["-n", "-P", "-o", "jobid", "-j", "10.batch"], &sample()),
+            "10.batch\n"
+        );
+        let mut pending = job(30, "p", W::Pending);
+        pending.reason = "Dependency".into();
+        let jobs = vec![pending, job(31, "q", W::Pending)];
+        assert_eq!(
+            out(
+                &["-n", "-P", "-o", "jobid", "-a", "-R", "dependency"],
+                &jobs
+            ),
+            "30\n"
+        );
+    }
+
+    #[test]
+    fn field_table_and_errors() {
+        assert_eq!(
+            parse_fields("jobid,JobIDRaw,nodelist%-256,state%20").unwrap(),
+            vec![
+                ("JobID", -12),
+                ("JobIDRaw", -12),
+                ("NodeList", -256),
+                ("State", 20)
+            ]
+        );
+        assert_eq!(parse_fields("all").unwrap().len(), FIELDS.len());
+        let e = parse(&["-o", "JobID,Bogus"]).unwrap_err();
+        assert_eq!(
+            e.stderr,
+            "sacct: error: Invalid field requested: \"Bogus\"\n"
+        );
+        let e = parse(&["--bogus"]).unwrap_err();
+        assert_eq!(
+            e.stderr,
+            "sacct: unrecognized option '--bogus'\nTry \"sacct --help\" for more information\n"
+        );
+        assert_eq!(parse(&["-s", "sleepy"]).unwrap_err().code, 1);
+        assert!(
+            parse(&["-S", "yesterdayish"])
+                .unwrap_err()
+                .stderr
+                .contains("Invalid time specification")
+        );
+        assert!(parse(&["-L", "-D", "-M", "all", "--local", "-T"]).is_ok());
+        let help = parse(&["-e"]).unwrap_err().stdout;
+        assert!(
+            help.starts_with(
+                "Account             AdminComment        AllocCPUS           AllocNodes         \n"
+            ),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn more_fields() {
+        let jobs = sample();
+        let text = out(
+            &[
+                "-j",
+                "10",
+                "-P",
+                "-n",
+                "-o",
+                "JobID,User,UID,Start,End,Submit,AllocTRES,ReqTRES,NNodes,NTasks,DerivedExitCode,Cluster,QOS,TimelimitRaw,ElapsedRaw,CPUTimeRAW",
+            ],
+            &jobs,
+        );
+        let t = |d: i64| crate::client::format_time(NOW + d);
+        let want = [
+            format!(
+                "10|alice|1000|{}|{}|{}|billing=2,cpu=2,mem=954M,node=1|billing=2,cpu=2,mem=954M,node=1|1||0:0|drover|normal|5|50|100",
+                t(-60),
+                t(-10),
+                t(-100)
+            ),
+            format!(
+                "10.batch|||{}|{}|{}|billing=2,cpu=2,node=1||1|1||drover|||50|100",
+                t(-60),
+                t(-10),
+                t(-60)
+            ),
+            format!(
+                "10.0|||{}|{}|{}|billing=2,cpu=2,node=1||1|1||drover|||50|100",
+                t(-60),
+                t(-10),
+                t(-60)
+            ),
+        ];
+        assert_eq!(text, want.join("\n") + "\n");
+        let text = out(
+            &[
+                "-j",
+                "13",
+                "-X",
+                "-P",
+                "-n",
+                "-o",
+                "JobID,Start,End,Elapsed,AllocCPUS",
+            ],
+            &jobs,
+        );
+        assert!(
+            text.starts_with("13_[2-4%2]|Unknown|Unknown|00:00:00|2\n13_0|"),
+            "{text}"
+        );
+        assert!(
+            text.contains("13_0|") && text.contains("|Unknown|00:01:00|2\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn json_output() {
+        let text = out(&["--json", "-j", "10,12"], &sample());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0]["job_id"], 10);
+        assert_eq!(jobs[0]["state"]["current"], json!(["COMPLETED"]));
+        assert_eq!(jobs[0]["steps"].as_array().unwrap().len(), 2);
+        assert_eq!(jobs[0]["steps"][0]["step"]["id"], "10.batch");
+        assert_eq!(jobs[1]["nodes"], "None assigned");
+    }
+
+    #[test]
+    fn time_forms() {
+        let midnight = midnight(NOW);
+        assert_eq!(parse_time("now", NOW), Some(NOW));
+        assert_eq!(parse_time("now-2days", NOW), Some(NOW - 2 * 86400));
+        assert_eq!(parse_time("now-1hours", NOW), Some(NOW - 3600));
+        assert_eq!(parse_time("now+30", NOW), Some(NOW + 30));
+        assert_eq!(parse_time("today", NOW), Some(midnight));
+        assert_eq!(parse_time("noon", NOW), Some(midnight + 12 * 3600));
+        let tm = format::local_tm(NOW);
+        let (y, m, d) = (tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+        assert_eq!(
+            parse_time(&format!("{y:04}-{m:02}-{d:02}"), NOW),
+            Some(midnight)
+        );
+        assert_eq!(
+            parse_time(&format!("{y:04}-{m:02}-{d:02}T01:02:03"), NOW),
+            Some(midnight + 3723)
+        );
+        assert_eq!(
+            parse_time(&format!("{y:04}-{m:02}-{d:02}T01:02"), NOW),
+            Some(midnight + 3720)
+        );
+        assert_eq!(parse_time(&format!("{m:02}{d:02}"), NOW), Some(midnight));
+        assert_eq!(
+            parse_time(&format!("{m:02}{d:02}{:02}", y % 100), NOW),
+            Some(midnight)
+        );
+        assert_eq!(
+            parse_time(&format!("{m}/{d}/{:02}-01:00", y % 100), NOW),
+            Some(midnight + 3600)
+        );
+        assert_eq!(parse_time(&format!("{m}.{d}"), NOW), Some(midnight));
+        assert_eq!(parse_time("01:00:00", NOW), Some(midnight + 3600));
+        assert_eq!(parse_time("1:30pm", NOW), Some(midnight + 13 * 3600 + 1800));
+        for bad in ["", "later", "now-x", "2026-13-01", "25:00", "now*3"] {
+            assert_eq!(parse_time(bad, NOW), None, "{bad}");
+        }
+    }
 }

@@ -45,7 +45,10 @@ pub struct Submission {
 /// Checks a script as Slurm does before anything is sent.
 pub fn check_script(script: &str) -> Result<(), CliError> {
     let err = |lines: &[&str]| CliError {
-        lines: lines.iter().map(|l| format!("{PROG}: error: {l}")).collect(),
+        lines: lines
+            .iter()
+            .map(|l| format!("{PROG}: error: {l}"))
+            .collect(),
         code: 1,
     };
     if script.is_empty() {
@@ -96,7 +99,10 @@ pub fn prepare(
     let (script, script_args, default_name) = match &wrap {
         Some(cmd) => {
             if !cli.positional.is_empty() {
-                return Err(CliError::error(PROG, "Script arguments not permitted with --wrap option"));
+                return Err(CliError::error(
+                    PROG,
+                    "Script arguments not permitted with --wrap option",
+                ));
             }
             (wrap_script(cmd), Vec::new(), "wrap".to_string())
         }
@@ -115,10 +121,14 @@ pub fn prepare(
     let mut o = SubmitOpts::default();
     if wrap.is_none() {
         let words = directive_words(&script);
-        let parsed = opts::parse(&SBATCH_OPTS, &words, false).map_err(|e| CliError::usage(PROG, &e))?;
+        let parsed =
+            opts::parse(&SBATCH_OPTS, &words, false).map_err(|e| CliError::usage(PROG, &e))?;
         if let Some(stray) = parsed.positional.first() {
-            return Err(CliError::error(PROG, format!("Invalid directive found in batch script: {stray}"))
-                .with_code(255));
+            return Err(CliError::error(
+                PROG,
+                format!("Invalid directive found in batch script: {stray}"),
+            )
+            .with_code(255));
         }
         o.apply_all(PROG, &parsed.opts, Source::Script)?;
     }
@@ -127,7 +137,14 @@ pub fn prepare(
     o.apply_all(PROG, &cli.opts, Source::Cli)?;
 
     if o.output.is_none() {
-        o.output = Some(if o.array.is_some() { "slurm-%A_%a.out" } else { "slurm-%j.out" }.into());
+        o.output = Some(
+            if o.array.is_some() {
+                "slurm-%A_%a.out"
+            } else {
+                "slurm-%j.out"
+            }
+            .into(),
+        );
     }
     let spec = build_spec(&o, PROG, ctx, script, script_args, &default_name)?;
     Ok(Prepared::Submit(Box::new(Submission {
@@ -219,18 +236,29 @@ fn read_script(path: Option<&str>) -> Result<String, CliError> {
 /// The process environment as text.
 pub fn environment() -> Vec<(String, String)> {
     std::env::vars_os()
-        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
         .collect()
 }
 
 /// The current directory, as the shell names it when it can (`$PWD`), else resolved.
 pub fn current_dir() -> String {
-    let real = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
+    let real = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "/".into());
     match std::env::var("PWD") {
         Ok(pwd)
             if pwd.starts_with('/')
-                && std::fs::canonicalize(&pwd).ok().map(|p| p.display().to_string())
-                    == std::fs::canonicalize(&real).ok().map(|p| p.display().to_string()) =>
+                && std::fs::canonicalize(&pwd)
+                    .ok()
+                    .map(|p| p.display().to_string())
+                    == std::fs::canonicalize(&real)
+                        .ok()
+                        .map(|p| p.display().to_string()) =>
         {
             pwd
         }
@@ -240,7 +268,9 @@ pub fn current_dir() -> String {
 
 /// The largest array index + 1 the cluster takes, from the client's config.
 pub fn max_array_size() -> u32 {
-    client::load_config().map(|c| c.controller.max_array_size).unwrap_or(1001)
+    client::load_config()
+        .map(|c| c.controller.max_array_size)
+        .unwrap_or(1001)
 }
 
 pub fn run(args: &[String]) -> ExitCode {
@@ -280,14 +310,18 @@ pub fn run(args: &[String]) -> ExitCode {
 }
 
 async fn submit(sub: Submission) -> ExitCode {
-    let fail = |msg: String| CliError::error(PROG, format!("Batch job submission failed: {msg}")).report();
+    let fail =
+        |msg: String| CliError::error(PROG, format!("Batch job submission failed: {msg}")).report();
     let mut client = match util::connect().await {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
     let cpus = sub.spec.num_tasks.max(1) * sub.spec.cpus_per_task.max(1);
     let mut partition = sub.spec.partition.clone();
-    let req = v1::SubmitJobRequest { spec: Some(sub.spec), test_only: sub.test_only };
+    let req = v1::SubmitJobRequest {
+        spec: Some(sub.spec),
+        test_only: sub.test_only,
+    };
     let reply = match client.submit_job(req).await {
         Ok(r) => r.into_inner(),
         Err(s) => return fail(util::status_text(&s)),
@@ -315,7 +349,11 @@ async fn submit(sub: Submission) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let cluster = sub.clusters.as_ref().map(|c| {
-        if reply.cluster_name.is_empty() { c.clone() } else { reply.cluster_name.clone() }
+        if reply.cluster_name.is_empty() {
+            c.clone()
+        } else {
+            reply.cluster_name.clone()
+        }
     });
     if sub.parsable {
         match &cluster {
@@ -334,10 +372,14 @@ async fn submit(sub: Submission) -> ExitCode {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     match util::wait_for_job(&mut client, reply.job_id).await {
-        Ok(jobs) if jobs.is_empty() => {
-            CliError::error(PROG, format!("Job {} no longer found and exit code not found", reply.job_id))
-                .report()
-        }
+        Ok(jobs) if jobs.is_empty() => CliError::error(
+            PROG,
+            format!(
+                "Job {} no longer found and exit code not found",
+                reply.job_id
+            ),
+        )
+        .report(),
         Ok(jobs) => ExitCode::from(util::wait_exit_code(&jobs).clamp(0, 255) as u8),
         Err(e) => CliError::error(PROG, e).report(),
     }
@@ -353,14 +395,20 @@ mod tests {
     }
 
     fn env(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
-    fn prep_env(args: &[&str], script: &str, vars: &[(&str, &str)]) -> Result<Submission, CliError> {
+    fn prep_env(
+        args: &[&str],
+        script: &str,
+        vars: &[(&str, &str)],
+    ) -> Result<Submission, CliError> {
         let env = env(vars);
         let ctx = SubmitCtx {
             env: &env,
-            cwd: "/work/dir",
+            cwd: "/home/ada/proj",
             user: "ada",
             uid: 1000,
             gid: 100,
@@ -406,38 +454,71 @@ mod tests {
         assert_eq!(sp.stderr_pattern, "/d/%A_%a_0_log.err");
         assert_eq!(sp.partition, "debug");
         let sig = sp.signal.unwrap();
-        assert_eq!((sig.signal, sig.seconds_before_end, sig.batch_only), (libc::SIGUSR2, 90, false));
+        assert_eq!(
+            (sig.signal, sig.seconds_before_end, sig.batch_only),
+            (libc::SIGUSR2, 90, false)
+        );
         assert_eq!(sp.time_limit_min, 5);
         assert_eq!(sp.wckey, "submitit");
         assert_eq!(sp.script, script);
         assert_eq!((sp.uid, sp.gid, sp.user.as_str()), (1000, 100, "ada"));
         assert_eq!(sp.submit_host, "login1");
-        assert_eq!(sp.work_dir, "/work/dir");
-        assert!(sp.requeue);
+        assert_eq!(sp.work_dir, "/home/ada/proj");
+        assert!(!sp.requeue, "requeue after a node failure is opt-in");
         assert!(!sub.parsable && !sub.wait);
     }
 
     #[test]
     fn dask_script() {
         let script = "#!/usr/bin/env bash\n\n#SBATCH -J dask-worker\n#SBATCH -e /l/dask-worker-%J.err\n#SBATCH -o /l/dask-worker-%J.out\n#SBATCH -p debug\n#SBATCH -A acct\n#SBATCH -n 1\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=954M\n#SBATCH -t 00:10:00\n\npython -m distributed.cli.dask_worker tcp://127.0.0.1:1234\n";
-        let sp = prep(&["/tmp/tmpabc.sh"], script).unwrap().spec;
+        let sp = prep(&["/var/tmp/tmpabc.sh"], script).unwrap().spec;
         assert_eq!(sp.name, "dask-worker");
-        assert_eq!((sp.account.as_str(), sp.partition.as_str()), ("acct", "debug"));
-        assert_eq!((sp.num_tasks, sp.cpus_per_task, sp.mem_per_node_mb, sp.time_limit_min), (1, 1, 954, 10));
+        assert_eq!(
+            (sp.account.as_str(), sp.partition.as_str()),
+            ("acct", "debug")
+        );
+        assert_eq!(
+            (
+                sp.num_tasks,
+                sp.cpus_per_task,
+                sp.mem_per_node_mb,
+                sp.time_limit_min
+            ),
+            (1, 1, 954, 10)
+        );
         assert_eq!(sp.stdout_pattern, "/l/dask-worker-%J.out");
     }
 
     #[test]
     fn snakemake_wrap() {
         let args = [
-            "--parsable", "--job-name", "uuid-1", "--output", "/w/%j.log", "--export=ALL", "--comment",
-            "rule_make", "-p", "debug", "-t", "5", "--mem", "200", "--ntasks=1", "--cpus-per-task=1",
-            "-D", "/w", "--wrap=python -m snakemake --executor slurm-jobstep",
+            "--parsable",
+            "--job-name",
+            "uuid-1",
+            "--output",
+            "/w/%j.log",
+            "--export=ALL",
+            "--comment",
+            "rule_make",
+            "-p",
+            "debug",
+            "-t",
+            "5",
+            "--mem",
+            "200",
+            "--ntasks=1",
+            "--cpus-per-task=1",
+            "-D",
+            "/w",
+            "--wrap=python -m snakemake --executor slurm-jobstep",
         ];
         let sub = prep(&args, "").unwrap();
         assert!(sub.parsable);
         let sp = sub.spec;
-        assert_eq!(sp.script, "#!/bin/sh\n# This script was created by sbatch --wrap.\n\npython -m snakemake --executor slurm-jobstep\n");
+        assert_eq!(
+            sp.script,
+            "#!/bin/sh\n# This script was created by sbatch --wrap.\n\npython -m snakemake --executor slurm-jobstep\n"
+        );
         assert_eq!(sp.name, "uuid-1");
         assert_eq!((sp.time_limit_min, sp.mem_per_node_mb), (5, 200));
         assert_eq!(sp.work_dir, "/w");
@@ -454,44 +535,129 @@ mod tests {
     #[test]
     fn command_line_beats_env_beats_directives() {
         let script = "#!/bin/sh\n#SBATCH -p fromscript -t 10 -J s --account=a1\ntrue\n";
-        let vars = [("SBATCH_PARTITION", "fromenv"), ("SBATCH_TIMELIMIT", "20"), ("SBATCH_JOB_NAME", "e")];
-        let sp = prep_env(&["-p", "fromcli", "x.sh", "arg1", "-x"], script, &vars).unwrap().spec;
+        let vars = [
+            ("SBATCH_PARTITION", "fromenv"),
+            ("SBATCH_TIMELIMIT", "20"),
+            ("SBATCH_JOB_NAME", "e"),
+        ];
+        let sp = prep_env(&["-p", "fromcli", "x.sh", "arg1", "-x"], script, &vars)
+            .unwrap()
+            .spec;
         assert_eq!(sp.partition, "fromcli");
         assert_eq!(sp.time_limit_min, 20);
         assert_eq!(sp.name, "e");
         assert_eq!(sp.account, "a1");
         assert_eq!(sp.script_args, ["arg1", "-x"]);
-        let sp = prep_env(&["x.sh"], script, &[("SBATCH_EXPORT", "NONE"), ("SLURM_A", "1"), ("HOME", "/h")])
-            .unwrap()
-            .spec;
-        assert_eq!(sp.env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["SLURM_A"]);
+        let sp = prep_env(
+            &["x.sh"],
+            script,
+            &[("SBATCH_EXPORT", "NONE"), ("SLURM_A", "1"), ("HOME", "/h")],
+        )
+        .unwrap()
+        .spec;
+        assert_eq!(
+            sp.env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+            ["SLURM_A"]
+        );
     }
 
     #[test]
     fn gpus_and_resources() {
-        let sp = prep(&["--gres=gpu:a100:2", "-N", "2", "--ntasks-per-node=4", "--wrap=x"], "").unwrap().spec;
-        assert_eq!((sp.gpus_per_node, sp.gpu_type.as_str(), sp.num_nodes, sp.num_tasks), (2, "a100", 2, 8));
-        let sp = prep(&["--gpus-per-task=1", "-n", "3", "--cpus-per-gpu=4", "--wrap=x"], "").unwrap().spec;
+        let sp = prep(
+            &[
+                "--gres=gpu:a100:2",
+                "-N",
+                "2",
+                "--ntasks-per-node=4",
+                "--wrap=x",
+            ],
+            "",
+        )
+        .unwrap()
+        .spec;
+        assert_eq!(
+            (
+                sp.gpus_per_node,
+                sp.gpu_type.as_str(),
+                sp.num_nodes,
+                sp.num_tasks
+            ),
+            (2, "a100", 2, 8)
+        );
+        let sp = prep(
+            &[
+                "--gpus-per-task=1",
+                "-n",
+                "3",
+                "--cpus-per-gpu=4",
+                "--wrap=x",
+            ],
+            "",
+        )
+        .unwrap()
+        .spec;
         assert_eq!((sp.gpus, sp.cpus_per_task), (3, 4));
-        let sp = prep(&["-G", "h100:4", "--mem-per-gpu=10G", "--wrap=x"], "").unwrap().spec;
-        assert_eq!((sp.gpus, sp.gpu_type.as_str(), sp.mem_per_node_mb), (4, "h100", 40960));
-        let sp = prep(&["--mem-per-cpu=2G", "--exclusive", "--nice", "--hold", "-d", "afterok:3", "--wrap=x"], "")
+        let sp = prep(&["-G", "h100:4", "--mem-per-gpu=10G", "--wrap=x"], "")
             .unwrap()
             .spec;
-        assert_eq!((sp.mem_per_cpu_mb, sp.mem_per_node_mb, sp.exclusive, sp.nice, sp.hold), (2048, 0, true, 100, true));
+        assert_eq!(
+            (sp.gpus, sp.gpu_type.as_str(), sp.mem_per_node_mb),
+            (4, "h100", 40960)
+        );
+        let sp = prep(
+            &[
+                "--mem-per-cpu=2G",
+                "--exclusive",
+                "--nice",
+                "--hold",
+                "-d",
+                "afterok:3",
+                "--wrap=x",
+            ],
+            "",
+        )
+        .unwrap()
+        .spec;
+        assert_eq!(
+            (
+                sp.mem_per_cpu_mb,
+                sp.mem_per_node_mb,
+                sp.exclusive,
+                sp.nice,
+                sp.hold
+            ),
+            (2048, 0, true, 100, true)
+        );
         assert_eq!(sp.dependency, "afterok:3");
-        let sp = prep(&["--begin=now+1hour", "--no-requeue", "-o", "none", "--wrap=x"], "").unwrap().spec;
+        let sp = prep(
+            &[
+                "--begin=now+1hour",
+                "--no-requeue",
+                "-o",
+                "none",
+                "--wrap=x",
+            ],
+            "",
+        )
+        .unwrap()
+        .spec;
         assert_eq!(sp.begin_time, NOW + 3600);
         assert!(!sp.requeue);
         assert_eq!(sp.stdout_pattern, "/dev/null");
         let sp = prep(&["-D", "sub", "--wrap=x"], "").unwrap().spec;
-        assert_eq!(sp.work_dir, "/work/dir/sub");
+        assert_eq!(sp.work_dir, "/home/ada/proj/sub");
     }
 
     #[test]
     fn script_errors() {
-        assert_eq!(err(&["x.sh"], ""), ["sbatch: error: Batch script is empty!"]);
-        assert_eq!(err(&["x.sh"], "  \n\n"), ["sbatch: error: Batch script contains only whitespace!"]);
+        assert_eq!(
+            err(&["x.sh"], ""),
+            ["sbatch: error: Batch script is empty!"]
+        );
+        assert_eq!(
+            err(&["x.sh"], "  \n\n"),
+            ["sbatch: error: Batch script contains only whitespace!"]
+        );
         assert_eq!(
             err(&["x.sh"], "echo hi\n"),
             [
@@ -501,15 +667,27 @@ mod tests {
             ]
         );
         assert_eq!(err(&["x.sh"], "#!/bin/sh\r\ntrue\r\n").len(), 2);
-        assert_eq!(err(&["missing.sh"], ""), ["sbatch: error: Unable to open file missing.sh"]);
+        assert_eq!(
+            err(&["missing.sh"], ""),
+            ["sbatch: error: Unable to open file missing.sh"]
+        );
         assert_eq!(
             err(&["x.sh"], "#!/bin/sh\n#SBATCH --bogus\ntrue\n"),
-            ["sbatch: unrecognized option '--bogus'", "Try \"sbatch --help\" for more information"]
+            [
+                "sbatch: unrecognized option '--bogus'",
+                "Try \"sbatch --help\" for more information"
+            ]
         );
         let e = prep(&["x.sh"], "#!/bin/sh\n#SBATCH -J x extra\n").unwrap_err();
-        assert_eq!(e.lines, ["sbatch: error: Invalid directive found in batch script: extra"]);
+        assert_eq!(
+            e.lines,
+            ["sbatch: error: Invalid directive found in batch script: extra"]
+        );
         assert_eq!(e.code, 255);
-        assert_eq!(err(&["--wrap=true", "x.sh"], ""), ["sbatch: error: Script arguments not permitted with --wrap option"]);
+        assert_eq!(
+            err(&["--wrap=true", "x.sh"], ""),
+            ["sbatch: error: Script arguments not permitted with --wrap option"]
+        );
         let e = prep(&["--bogus", "x.sh"], "").unwrap_err();
         assert_eq!(e.lines[0], "sbatch: unrecognized option '--bogus'");
         assert_eq!(e.code, 255);
@@ -522,9 +700,15 @@ mod tests {
             err(&["--array=x", "--wrap=x"], ""),
             ["sbatch: error: Batch job submission failed: Invalid job array specification"]
         );
-        assert_eq!(err(&["-t", "abc", "--wrap=x"], ""), ["sbatch: error: Invalid --time specification"]);
+        assert_eq!(
+            err(&["-t", "abc", "--wrap=x"], ""),
+            ["sbatch: error: Invalid --time specification"]
+        );
         // A bad value in a directive is caught even when the command line overrides it.
-        assert_eq!(err(&["-t", "5", "x.sh"], "#!/bin/sh\n#SBATCH -t bad\n"), ["sbatch: error: Invalid --time specification"]);
+        assert_eq!(
+            err(&["-t", "5", "x.sh"], "#!/bin/sh\n#SBATCH -t bad\n"),
+            ["sbatch: error: Invalid --time specification"]
+        );
         assert_eq!(
             err(&["--mem=1G", "--mem-per-cpu=1G", "--wrap=x"], ""),
             ["sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."]

@@ -8,8 +8,8 @@
 //! exit status is 1. `-M/--clusters` is accepted and ignored (one cluster).
 
 use super::util::{self, CliError};
-use crate::opts::{self, OptSpec, flag, value};
 use crate::client;
+use crate::opts::{self, OptSpec, flag, value};
 use proto::v1;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -76,8 +76,11 @@ impl Request {
     }
 
     fn local_filters(&self) -> Option<()> {
-        (self.qos.is_some() || self.nodelist.is_some() || self.reservation.is_some() || self.wckey.is_some())
-            .then_some(())
+        (self.qos.is_some()
+            || self.nodelist.is_some()
+            || self.reservation.is_some()
+            || self.wckey.is_some())
+        .then_some(())
     }
 }
 
@@ -86,7 +89,7 @@ pub enum Parsed {
     Help,
     Usage,
     Version,
-    Cancel(Request),
+    Cancel(Box<Request>),
 }
 
 /// The command line → the request.
@@ -103,7 +106,8 @@ pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
     }
     let mut r = Request::default();
     for arg in &p.positional {
-        let ids = util::split_job_ids(arg).map_err(|bad| CliError::error(PROG, format!("Invalid job id {bad}")))?;
+        let ids = util::split_job_ids(arg)
+            .map_err(|bad| CliError::error(PROG, format!("Invalid job id {bad}")))?;
         r.filter.job_ids.extend(ids);
     }
     for (k, v) in &p.opts {
@@ -118,19 +122,27 @@ pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
             "quiet" => r.quiet = true,
             "reservation" => r.reservation = Some(v.clone()),
             "signal" => {
-                r.signal = util::parse_signal(v).ok_or_else(|| CliError::raw(format!("Unknown job signal: {v}")))?
+                r.signal = util::parse_signal(v)
+                    .ok_or_else(|| CliError::raw(format!("Unknown job signal: {v}")))?
             }
             "state" => {
                 for s in v.split(',') {
                     match model::JobState::parse(s) {
-                        Some(st @ (model::JobState::Pending | model::JobState::Running | model::JobState::Suspended)) => {
-                            r.filter.states.push(st.name().to_string())
-                        }
+                        Some(
+                            st @ (model::JobState::Pending
+                            | model::JobState::Running
+                            | model::JobState::Suspended),
+                        ) => r.filter.states.push(st.name().to_string()),
                         _ => {
-                            return Err(CliError::error(
-                                PROG,
-                                format!("Invalid job state specified: {s}\nValid job states are PENDING, RUNNING, and SUSPENDED"),
-                            ));
+                            return Err(CliError {
+                                lines: vec![
+                                    format!("{PROG}: error: Invalid job state specified: {s}"),
+                                    format!(
+                                        "{PROG}: error: Valid job states are PENDING, RUNNING, and SUSPENDED"
+                                    ),
+                                ],
+                                code: 1,
+                            });
                         }
                     }
                 }
@@ -152,7 +164,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
     {
         return Err(CliError::error(PROG, "No job identification provided"));
     }
-    Ok(Parsed::Cancel(r))
+    Ok(Parsed::Cancel(Box::new(r)))
 }
 
 /// Errors that mean the job is gone rather than that the request failed.
@@ -179,9 +191,12 @@ pub fn report(r: &Request, results: &[v1::JobResult]) -> (Vec<String>, u8) {
             if r.ids_only() {
                 if r.verbose {
                     lines.push(format!("{PROG}: Terminating job {}", res.job_id));
-                    lines.push(format!("{PROG}: error: Kill job error on job id {}: {}", res.job_id, res.error));
+                    lines.push(format!(
+                        "{PROG}: error: Kill job error on job id {}: {}",
+                        res.job_id, res.error
+                    ));
                 }
-            } else if r.filter.job_ids.iter().any(|id| *id == res.job_id) {
+            } else if r.filter.job_ids.contains(&res.job_id) {
                 code = 1;
                 if !r.quiet {
                     lines.push(format!(
@@ -196,7 +211,10 @@ pub fn report(r: &Request, results: &[v1::JobResult]) -> (Vec<String>, u8) {
         }
         code = 1;
         if !r.quiet {
-            lines.push(format!("{PROG}: error: Kill job error on job id {}: {}", res.job_id, res.error));
+            lines.push(format!(
+                "{PROG}: error: Kill job error on job id {}: {}",
+                res.job_id, res.error
+            ));
         }
     }
     (lines, code)
@@ -235,14 +253,16 @@ pub fn run(args: &[String]) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Parsed::Usage) => {
-            println!("Usage: scancel [-A account] [--batch] [--interactive] [-n job_name] [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer] [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name] [-V] [-v] [-w hosts...] [--wckey=wckey] [job_id[_array_id][.step_id]]");
+            println!(
+                "Usage: scancel [-A account] [--batch] [--interactive] [-n job_name] [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer] [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name] [-V] [-v] [-w hosts...] [--wckey=wckey] [job_id[_array_id][.step_id]]"
+            );
             return ExitCode::SUCCESS;
         }
         Ok(Parsed::Version) => {
             println!("slurm 22.05.8");
             return ExitCode::SUCCESS;
         }
-        Ok(Parsed::Cancel(r)) => r,
+        Ok(Parsed::Cancel(r)) => *r,
         Err(e) => return e.report(),
     };
     client::runtime().block_on(cancel(r))
@@ -257,11 +277,17 @@ async fn cancel(mut r: Request) -> ExitCode {
     if r.interactive || r.local_filters().is_some() {
         // Choose the jobs here, then cancel exactly those.
         let reply = match client
-            .list_jobs(v1::ListJobsRequest { filter: Some(r.filter.clone()), ..Default::default() })
+            .list_jobs(v1::ListJobsRequest {
+                filter: Some(r.filter.clone()),
+                ..Default::default()
+            })
             .await
         {
             Ok(rep) => rep.into_inner(),
-            Err(s) => return CliError::raw(format!("slurm_load_jobs error: {}", util::status_text(&s))).report(),
+            Err(s) => {
+                return CliError::raw(format!("slurm_load_jobs error: {}", util::status_text(&s)))
+                    .report();
+            }
         };
         let mut chosen = Vec::new();
         for j in reply.jobs.iter().filter(|j| matches_local(&r, j)) {
@@ -274,7 +300,10 @@ async fn cancel(mut r: Request) -> ExitCode {
         if chosen.is_empty() {
             return ExitCode::SUCCESS;
         }
-        r.filter = v1::JobFilter { job_ids: chosen, ..Default::default() };
+        r.filter = v1::JobFilter {
+            job_ids: chosen,
+            ..Default::default()
+        };
         r.qos = None;
         r.nodelist = None;
         r.reservation = None;
@@ -301,7 +330,9 @@ fn display_id(j: &v1::JobInfo) -> String {
     match (j.array_job_id, j.array_task_id) {
         (0, _) => j.job_id.to_string(),
         (a, Some(t)) => format!("{a}_{t}"),
-        (a, None) if !j.array_task_str.is_empty() => format!("{a}_[{}]", j.array_task_str.trim_matches(['[', ']'])),
+        (a, None) if !j.array_task_str.is_empty() => {
+            format!("{a}_[{}]", j.array_task_str.trim_matches(['[', ']']))
+        }
         (_, None) => j.job_id.to_string(),
     }
 }
@@ -339,7 +370,10 @@ fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
 fn confirm(id: &str, j: &v1::JobInfo) -> bool {
     let spec = j.spec.clone().unwrap_or_default();
     loop {
-        print!("Cancel job_id={id} name={} partition={} [y/n]? ", spec.name, spec.partition);
+        print!(
+            "Cancel job_id={id} name={} partition={} [y/n]? ",
+            spec.name, spec.partition
+        );
         let _ = std::io::stdout().flush();
         let mut line = String::new();
         match std::io::stdin().lock().read_line(&mut line) {
@@ -364,13 +398,16 @@ mod tests {
 
     fn req(args: &[&str]) -> Request {
         match parse(&s(args)).unwrap() {
-            Parsed::Cancel(r) => r,
+            Parsed::Cancel(r) => *r,
             other => panic!("{other:?}"),
         }
     }
 
     fn res(id: &str, err: &str) -> v1::JobResult {
-        v1::JobResult { job_id: id.into(), error: err.into() }
+        v1::JobResult {
+            job_id: id.into(),
+            error: err.into(),
+        }
     }
 
     #[test]
@@ -381,7 +418,9 @@ mod tests {
         let r = req(&["12", "--signal", "USR2"]);
         assert_eq!(r.signal, libc::SIGUSR2);
         assert!(!r.ids_only());
-        let r = req(&["-u", "ada", "-n", "x", "-p", "gpu", "-t", "pd,r", "-A", "acct", "-b"]);
+        let r = req(&[
+            "-u", "ada", "-n", "x", "-p", "gpu", "-t", "pd,r", "-A", "acct", "-b",
+        ]);
         assert_eq!(r.filter.users, ["ada"]);
         assert_eq!(r.filter.names, ["x"]);
         assert_eq!(r.filter.partitions, ["gpu"]);
@@ -389,18 +428,33 @@ mod tests {
         assert_eq!(r.filter.accounts, ["acct"]);
         assert!(r.batch);
         let r = req(&["--jobname=y", "-s", "9", "-q", "high"]);
-        assert_eq!((r.filter.names.clone(), r.signal, r.qos.clone()), (vec!["y".to_string()], 9, Some("high".into())));
+        assert_eq!(
+            (r.filter.names.clone(), r.signal, r.qos.clone()),
+            (vec!["y".to_string()], 9, Some("high".into()))
+        );
     }
 
     #[test]
     fn parse_errors() {
         let e = |a: &[&str]| parse(&s(a)).unwrap_err();
         assert_eq!(e(&["12x"]).lines, ["scancel: error: Invalid job id 12x"]);
-        assert_eq!(e(&[]).lines, ["scancel: error: No job identification provided"]);
-        assert_eq!(e(&["-v"]).lines, ["scancel: error: No job identification provided"]);
+        assert_eq!(
+            e(&[]).lines,
+            ["scancel: error: No job identification provided"]
+        );
+        assert_eq!(
+            e(&["-v"]).lines,
+            ["scancel: error: No job identification provided"]
+        );
         assert_eq!(e(&["-s", "FOO", "1"]).lines, ["Unknown job signal: FOO"]);
-        assert_eq!(e(&["--bogus", "1"]).lines[0], "scancel: unrecognized option '--bogus'");
-        assert!(e(&["-t", "completed", "-u", "x"]).lines[0].starts_with("scancel: error: Invalid job state specified: completed"));
+        assert_eq!(
+            e(&["--bogus", "1"]).lines[0],
+            "scancel: unrecognized option '--bogus'"
+        );
+        assert!(
+            e(&["-t", "completed", "-u", "x"]).lines[0]
+                .starts_with("scancel: error: Invalid job state specified: completed")
+        );
         assert!(matches!(parse(&s(&["--help"])).unwrap(), Parsed::Help));
     }
 
@@ -419,7 +473,8 @@ mod tests {
             (
                 vec![
                     "scancel: Terminating job 99".to_string(),
-                    "scancel: error: Kill job error on job id 99: Invalid job id specified".to_string()
+                    "scancel: error: Kill job error on job id 99: Invalid job id specified"
+                        .to_string()
                 ],
                 0
             )
@@ -427,21 +482,41 @@ mod tests {
         let r = req(&["99"]);
         assert_eq!(
             report(&r, &[res("99", "Access/permission denied")]),
-            (vec!["scancel: error: Kill job error on job id 99: Access/permission denied".to_string()], 1)
+            (
+                vec![
+                    "scancel: error: Kill job error on job id 99: Access/permission denied"
+                        .to_string()
+                ],
+                1
+            )
         );
     }
 
     #[test]
     fn gone_jobs_are_errors_with_a_signal_or_filter() {
         let r = req(&["99", "--signal", "USR2"]);
-        let expect = vec!["scancel: error: Kill job error on job id 99: Invalid job id specified".to_string()];
-        assert_eq!(report(&r, &[res("99", "Job/step already completing or completed")]), (expect.clone(), 1));
+        let expect = vec![
+            "scancel: error: Kill job error on job id 99: Invalid job id specified".to_string(),
+        ];
+        assert_eq!(
+            report(&r, &[res("99", "Job/step already completing or completed")]),
+            (expect.clone(), 1)
+        );
         let r = req(&["-u", "ada", "99"]);
-        assert_eq!(report(&r, &[res("99", "Invalid job id specified")]), (expect, 1));
+        assert_eq!(
+            report(&r, &[res("99", "Invalid job id specified")]),
+            (expect, 1)
+        );
         let r = req(&["-Q", "-s", "1", "99"]);
-        assert_eq!(report(&r, &[res("99", "Invalid job id specified")]), (vec![], 1));
+        assert_eq!(
+            report(&r, &[res("99", "Invalid job id specified")]),
+            (vec![], 1)
+        );
         // A filter that matched a job finishing meanwhile: no error on cancel.
         let r = req(&["-u", "ada"]);
-        assert_eq!(report(&r, &[res("5", "Job/step already completing or completed")]), (vec![], 0));
+        assert_eq!(
+            report(&r, &[res("5", "Job/step already completing or completed")]),
+            (vec![], 0)
+        );
     }
 }

@@ -1,8 +1,1760 @@
-//! `scontrol` (not yet written).
+//! `scontrol`: looks at and changes jobs, nodes and the configuration.
+//!
+//! `show job|node|partition|config|hostnames|hostlist|hostlistsorted`, `hold`, `uhold`,
+//! `release`, `requeue`, `requeuehold`, `suspend`, `resume`, `update JobId=…`/`update
+//! NodeName=…`, `ping`, `version`. Keywords are case-insensitive and may be shortened as in
+//! Slurm (`scontrol sh jo 12`). The record layouts and error lines follow Slurm 22.05;
+//! `-o/--oneliner` prints one record a line. Without a command, commands are read from
+//! stdin one a line.
 
+use super::submit_opts::{parse_begin, resolve_begin};
+use super::util::{self, CliError};
+use crate::client;
+use crate::opts::{self, OptSpec, flag, value};
+use model::units;
+use proto::v1;
+use proto::v1::ctld_client::CtldClient;
+use std::io::BufRead;
 use std::process::ExitCode;
+use tonic::transport::Channel;
 
-pub fn run(_args: &[String]) -> ExitCode {
-    eprintln!("scontrol: not implemented yet");
-    ExitCode::from(1)
+const PROG: &str = "scontrol";
+
+const SPECS: &[OptSpec] = &[
+    flag("all", Some('a')),
+    value("cluster", None),
+    value("clusters", Some('M')),
+    flag("details", Some('d')),
+    flag("federation", None),
+    flag("future", Some('F')),
+    flag("help", Some('h')),
+    flag("hide", None),
+    flag("local", None),
+    flag("oneliner", Some('o')),
+    flag("quiet", Some('Q')),
+    flag("sibling", None),
+    value("uid", Some('u')),
+    flag("usage", None),
+    flag("verbose", Some('v')),
+    flag("version", Some('V')),
+];
+
+/// Slurm's keyword test: `tag` is a prefix of `word` at least `min` long, any case.
+fn kw(tag: &str, word: &str, min: usize) -> bool {
+    tag.len() >= min.min(word.len())
+        && tag.len() <= word.len()
+        && word[..tag.len()].eq_ignore_ascii_case(tag)
+}
+
+/// Output settings and the exit status so far.
+struct Session {
+    one_liner: bool,
+    quiet: bool,
+    failed: bool,
+    out: Vec<String>,
+    err: Vec<String>,
+}
+
+impl Session {
+    fn fail(&mut self, line: impl Into<String>) {
+        self.failed = true;
+        if !self.quiet {
+            self.err.push(line.into());
+        }
+    }
+    fn flush(&mut self) {
+        use std::io::Write;
+        let mut so = std::io::stdout().lock();
+        for l in self.out.drain(..) {
+            let _ = so.write_all(l.as_bytes());
+        }
+        let _ = so.flush();
+        for l in self.err.drain(..) {
+            eprintln!("{l}");
+        }
+    }
+}
+
+/// Joins a record's lines as Slurm does: one per line indented by three spaces, or all on
+/// one line; a blank line ends a multi-line record. (A job record's last line is empty,
+/// which gives Slurm's `   ` line and, on one line, its trailing blank.)
+pub fn render(lines: &[String], one_liner: bool) -> String {
+    if one_liner {
+        format!("{}\n", lines.join(" "))
+    } else {
+        format!("{}\n\n", lines.join("\n   "))
+    }
+}
+
+fn or_null(s: &str) -> String {
+    if s.is_empty() {
+        "(null)".into()
+    } else {
+        s.to_string()
+    }
+}
+
+fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(uid.into())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string())
+}
+
+fn group_name(gid: u32) -> String {
+    nix::unistd::Group::from_gid(gid.into())
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .unwrap_or_else(|| gid.to_string())
+}
+
+fn limit_text(minutes: u32) -> String {
+    if minutes == 0 {
+        "UNLIMITED".into()
+    } else {
+        units::format_elapsed(u64::from(minutes) * 60)
+    }
+}
+
+fn resolve_io(pattern: &str, job: &v1::JobInfo, spec: &v1::JobSpec) -> String {
+    let values = model::pattern::PatternValues {
+        job_id: job.job_id,
+        array_job_id: job.array_job_id,
+        array_task_id: job.array_task_id,
+        job_name: &spec.name,
+        user: &spec.user,
+        node: &job.batch_host,
+        ..Default::default()
+    };
+    let p = model::pattern::expand_pattern(pattern, &values);
+    if p.starts_with('/') || spec.work_dir.is_empty() {
+        p
+    } else {
+        format!("{}/{}", spec.work_dir.trim_end_matches('/'), p)
+    }
+}
+
+/// The lines of `scontrol show job` for one record.
+pub fn job_lines(
+    j: &v1::JobInfo,
+    now: i64,
+    names: &dyn Fn(u32, u32) -> (String, String),
+) -> Vec<String> {
+    let spec = j.spec.clone().unwrap_or_default();
+    let state = util::job_state(j);
+    let mut first = format!("JobId={}", j.job_id);
+    if j.array_job_id != 0 {
+        match j.array_task_id {
+            Some(t) => first.push_str(&format!(" ArrayJobId={} ArrayTaskId={t}", j.array_job_id)),
+            None => {
+                let tasks = j.array_task_str.trim_matches(['[', ']']);
+                first.push_str(&format!(
+                    " ArrayJobId={} ArrayTaskId={tasks}",
+                    j.array_job_id
+                ));
+                if let Some(a) = spec.array.as_ref().filter(|a| a.max_running > 0) {
+                    first.push_str(&format!(" ArrayTaskThrottle={}", a.max_running));
+                }
+            }
+        }
+    }
+    first.push_str(&format!(" JobName={}", spec.name));
+    let (uname, gname) = names(spec.uid, spec.gid);
+    let run_secs = match state {
+        model::JobState::Pending => 0,
+        s if s.is_final() || s == model::JobState::Completing => (j.end_time - j.start_time).max(0),
+        _ if j.start_time > 0 => (now - j.start_time).max(0),
+        _ => 0,
+    };
+    let end_time = if j.end_time > 0 {
+        j.end_time
+    } else if state == model::JobState::Running && spec.time_limit_min > 0 {
+        j.start_time + i64::from(spec.time_limit_min) * 60
+    } else {
+        0
+    };
+    let start_time = if j.start_time > 0 {
+        j.start_time
+    } else {
+        j.planned_start
+    };
+    let reason = if j.reason.is_empty() {
+        "None".to_string()
+    } else {
+        j.reason.clone()
+    };
+    let mut tres = format!(
+        "cpu={},mem={},node={},billing={}",
+        j.num_cpus,
+        units::format_memory_mb(j.mem_mb),
+        j.num_nodes.max(1),
+        j.num_cpus
+    );
+    if j.num_gpus > 0 {
+        tres.push_str(&format!(",gres/gpu={}", j.num_gpus));
+    }
+    let mem_line = if spec.mem_per_cpu_mb > 0 {
+        format!("MinMemoryCPU={}M", spec.mem_per_cpu_mb)
+    } else {
+        format!("MinMemoryNode={}M", spec.mem_per_node_mb)
+    };
+    let stdout_pat = if spec.stdout_pattern.is_empty() {
+        "slurm-%j.out"
+    } else {
+        &spec.stdout_pattern
+    };
+    let stdout = if j.stdout_path.is_empty() {
+        resolve_io(stdout_pat, j, &spec)
+    } else {
+        j.stdout_path.clone()
+    };
+    let stderr = if !j.stderr_path.is_empty() {
+        j.stderr_path.clone()
+    } else if spec.stderr_pattern.is_empty() {
+        stdout.clone()
+    } else {
+        resolve_io(&spec.stderr_pattern, j, &spec)
+    };
+    let stdin = if spec.stdin_path.is_empty() {
+        "/dev/null".to_string()
+    } else {
+        spec.stdin_path.clone()
+    };
+    let fmt = client::format_time;
+    let mut lines = vec![
+        first,
+        format!(
+            "UserId={uname}({}) GroupId={gname}({}) MCS_label=N/A",
+            spec.uid, spec.gid
+        ),
+        format!(
+            "Priority={} Nice={} Account={} QOS={}",
+            j.priority,
+            spec.nice,
+            or_null(&spec.account),
+            if spec.qos.is_empty() {
+                "normal"
+            } else {
+                &spec.qos
+            }
+        ),
+        format!(
+            "JobState={} Reason={reason} Dependency={}",
+            state.name(),
+            or_null(&spec.dependency)
+        ),
+        format!(
+            "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}:{}",
+            u8::from(spec.requeue),
+            j.restart_count,
+            j.exit_code,
+            j.exit_signal
+        ),
+        format!(
+            "RunTime={} TimeLimit={} TimeMin=N/A",
+            units::format_elapsed(run_secs as u64),
+            limit_text(spec.time_limit_min)
+        ),
+        format!(
+            "SubmitTime={} EligibleTime={}",
+            fmt(j.submit_time),
+            fmt(j.eligible_time)
+        ),
+        format!("AccrueTime={}", fmt(j.eligible_time)),
+        format!(
+            "StartTime={} EndTime={} Deadline=N/A",
+            fmt(start_time),
+            fmt(end_time)
+        ),
+        format!(
+            "SuspendTime={} SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
+            if j.suspend_time > 0 {
+                fmt(j.suspend_time)
+            } else {
+                "None".into()
+            },
+            fmt(j.submit_time)
+        ),
+        format!(
+            "Partition={} AllocNode:Sid={}:0",
+            spec.partition, spec.submit_host
+        ),
+        format!(
+            "ReqNodeList={} ExcNodeList={}",
+            or_null(&spec.nodelist),
+            or_null(&spec.exclude)
+        ),
+        format!("NodeList={}", j.nodes),
+    ];
+    if !j.batch_host.is_empty() {
+        lines.push(format!("BatchHost={}", j.batch_host));
+    }
+    lines.extend([
+        format!(
+            "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
+            j.num_nodes.max(1),
+            j.num_cpus,
+            spec.num_tasks.max(1),
+            spec.cpus_per_task.max(1)
+        ),
+        format!("TRES={tres}"),
+        format!(
+            "Socks/Node=* NtasksPerN:B:S:C={}:0:*:* CoreSpec=*",
+            spec.ntasks_per_node
+        ),
+        format!(
+            "MinCPUsNode={} {mem_line} MinTmpDiskNode=0",
+            spec.cpus_per_task.max(1)
+        ),
+        format!("Features={} DelayBoot=00:00:00", or_null(&spec.constraint)),
+        format!(
+            "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
+            if spec.exclusive { "NO" } else { "OK" }
+        ),
+        "Command=(null)".to_string(),
+        format!("WorkDir={}", spec.work_dir),
+    ]);
+    if !spec.comment.is_empty() {
+        lines.push(format!("Comment={} ", spec.comment));
+    }
+    lines.extend([
+        format!("StdErr={stderr}"),
+        format!("StdIn={stdin}"),
+        format!("StdOut={stdout}"),
+        "Power=".into(),
+    ]);
+    let per_node_gpus = spec.gpus_per_node;
+    if per_node_gpus > 0 || spec.gpus > 0 {
+        let ty = if spec.gpu_type.is_empty() {
+            String::new()
+        } else {
+            format!("{}:", spec.gpu_type)
+        };
+        if per_node_gpus > 0 {
+            lines.push(format!("TresPerNode=gres:gpu:{ty}{per_node_gpus}"));
+        } else {
+            lines.push(format!("TresPerJob=gres:gpu:{ty}{}", spec.gpus));
+        }
+    }
+    lines.push(String::new());
+    lines
+}
+
+/// `scontrol show node`'s state words: flags joined with `+`.
+fn node_state(n: &v1::NodeInfo) -> String {
+    let (word, no_resp) = match n.state.strip_suffix('*') {
+        Some(w) => (w, true),
+        None => (n.state.as_str(), false),
+    };
+    let busy = if n.cpus_alloc >= n.cpus && n.cpus > 0 {
+        "ALLOCATED"
+    } else if n.cpus_alloc > 0 {
+        "MIXED"
+    } else {
+        "IDLE"
+    };
+    let mut s = match word.to_ascii_uppercase().as_str() {
+        "DRAINED" => "IDLE+DRAIN".to_string(),
+        "DRAINING" => format!("{busy}+DRAIN"),
+        "ALLOC" => "ALLOCATED".into(),
+        other => other.to_string(),
+    };
+    if no_resp {
+        s.push_str("+NOT_RESPONDING");
+    }
+    s
+}
+
+/// The lines of `scontrol show node` for one node.
+pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
+    let features = if n.features.is_empty() {
+        "(null)".to_string()
+    } else {
+        n.features.join(",")
+    };
+    let gres = match (n.gpus, n.gpu_type.as_str()) {
+        (0, _) => "(null)".to_string(),
+        (g, "") => format!("gpu:{g}"),
+        (g, t) => format!("gpu:{t}:{g}"),
+    };
+    let mut cfg = format!("cpu={},mem={}M,billing={}", n.cpus, n.memory_mb, n.cpus);
+    let mut alloc = String::new();
+    if n.cpus_alloc > 0 || n.memory_alloc_mb > 0 {
+        alloc = format!(
+            "cpu={},mem={}",
+            n.cpus_alloc,
+            units::format_memory_mb(n.memory_alloc_mb)
+        );
+    }
+    if n.gpus > 0 {
+        cfg.push_str(&format!(",gres/gpu={}", n.gpus));
+        if n.gpus_alloc > 0 {
+            alloc.push_str(&format!(",gres/gpu={}", n.gpus_alloc));
+        }
+    }
+    let mut lines = vec![
+        format!(
+            "NodeName={} Arch=x86_64 CoresPerSocket={} ",
+            n.name,
+            n.cpus.max(1)
+        ),
+        format!(
+            "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=N/A",
+            n.cpus_alloc, n.cpus, n.cpus
+        ),
+        format!("AvailableFeatures={features}"),
+        format!("ActiveFeatures={features}"),
+        format!("Gres={gres}"),
+        format!(
+            "NodeAddr={} NodeHostName={} Version={}",
+            n.addr,
+            n.name,
+            env!("CARGO_PKG_VERSION")
+        ),
+        format!(
+            "RealMemory={} AllocMem={} FreeMem=N/A Sockets=1 Boards=1",
+            n.memory_mb, n.memory_alloc_mb
+        ),
+        format!(
+            "State={} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
+            node_state(n)
+        ),
+        format!("Partitions={} ", n.partitions.join(",")),
+        format!(
+            "BootTime={} SlurmdStartTime={}",
+            client::format_time(n.boot_time),
+            client::format_time(n.boot_time)
+        ),
+        format!("LastBusyTime={}", client::format_time(n.last_heartbeat)),
+        format!("CfgTRES={cfg}"),
+        format!("AllocTRES={alloc}"),
+        "CapWatts=n/a".into(),
+        "CurrentWatts=0 AveWatts=0".into(),
+        "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s".into(),
+    ];
+    if !n.reason.is_empty() {
+        lines.push(format!(
+            "Reason={} [{}@{}]",
+            n.reason,
+            user_name(n.reason_uid),
+            client::format_time(n.reason_time)
+        ));
+    }
+    lines
+}
+
+/// The lines of `scontrol show partition` for one partition; `mem_mb` is the memory of
+/// its nodes.
+pub fn partition_lines(p: &v1::PartitionInfo, mem_mb: u64) -> Vec<String> {
+    let max_time = limit_text(p.max_time_min);
+    let def_time = if p.default_time_min == 0 {
+        "NONE".into()
+    } else {
+        limit_text(p.default_time_min)
+    };
+    let max_nodes = if p.max_nodes == 0 {
+        "UNLIMITED".into()
+    } else {
+        p.max_nodes.to_string()
+    };
+    vec![
+        format!("PartitionName={}", p.name),
+        "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL".into(),
+        format!(
+            "AllocNodes=ALL Default={} QoS=N/A",
+            if p.is_default { "YES" } else { "NO" }
+        ),
+        format!("DefaultTime={def_time} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO"),
+        format!(
+            "MaxNodes={max_nodes} MaxTime={max_time} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED"
+        ),
+        format!("Nodes={}", p.nodes),
+        "PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO".into(),
+        "OverTimeLimit=NONE PreemptMode=OFF".into(),
+        format!(
+            "State={} TotalCPUs={} TotalNodes={} SelectTypeParameters=NONE",
+            if p.state.is_empty() { "UP" } else { &p.state },
+            p.total_cpus,
+            p.total_nodes
+        ),
+        "JobDefaults=(null)".into(),
+        "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED".into(),
+        format!(
+            "TRES=cpu={},mem={mem_mb}M,node={},billing={}",
+            p.total_cpus, p.total_nodes, p.total_cpus
+        ),
+    ]
+}
+
+/// `scontrol show config`: a header, `Key = Value` with the key in 23 columns, a blank
+/// line. The cluster name is added when the controller's list lacks it.
+pub fn config_text(reply: &v1::GetConfigReply, now: i64, only: Option<&str>) -> String {
+    let mut entries: Vec<(String, String)> = reply
+        .entries
+        .iter()
+        .map(|e| (e.name.clone(), e.value.clone()))
+        .collect();
+    if !entries.iter().any(|(k, _)| k == "ClusterName") {
+        let at = entries
+            .iter()
+            .position(|(k, _)| k.as_str() > "ClusterName")
+            .unwrap_or(entries.len());
+        entries.insert(at, ("ClusterName".into(), reply.cluster_name.clone()));
+    }
+    let mut out = format!("Configuration data as of {}\n", client::format_time(now));
+    for (k, v) in entries {
+        if only.is_some_and(|o| !k.eq_ignore_ascii_case(o)) {
+            continue;
+        }
+        out.push_str(&format!("{k:<23} = {v}\n"));
+    }
+    out.push('\n');
+    out
+}
+
+/// A job id argument of hold, release, requeue, suspend and update: `12`, `12_3`,
+/// `JobId=12`, `12,13`.
+fn job_id_args(arg: &str) -> Result<Vec<String>, String> {
+    let a = if arg.len() > 6 && arg[..6].eq_ignore_ascii_case("jobid=") {
+        &arg[6..]
+    } else if arg.len() > 4 && arg[..4].eq_ignore_ascii_case("job=") {
+        &arg[4..]
+    } else {
+        arg
+    };
+    util::split_job_ids(a).map_err(|_| a.to_string())
+}
+
+/// Canonical `scontrol update` job keys and the shortest prefix Slurm takes for each.
+const JOB_KEYS: &[(&str, usize)] = &[
+    ("AdminComment", 3),
+    ("ArrayTaskThrottle", 10),
+    ("Comment", 3),
+    ("TimeLimit", 5),
+    ("TimeMin", 5),
+    ("Priority", 2),
+    ("Nice", 2),
+    ("CPUsPerTask", 6),
+    ("NumCPUs", 6),
+    ("NumTasks", 8),
+    ("Requeue", 4),
+    ("NumNodes", 8),
+    ("ReqNodes", 8),
+    ("MinCPUsNode", 4),
+    ("MinMemoryNode", 10),
+    ("MinMemoryCPU", 10),
+    ("Partition", 2),
+    ("QOS", 2),
+    ("ReservationName", 3),
+    ("Name", 2),
+    ("JobName", 4),
+    ("WCKey", 1),
+    ("StdOut", 6),
+    ("ExcNodeList", 3),
+    ("NodeList", 8),
+    ("ReqNodeList", 8),
+    ("Features", 1),
+    ("Gres", 2),
+    ("Account", 1),
+    ("Dependency", 1),
+    ("Licenses", 1),
+    ("EligibleTime", 2),
+    ("StartTime", 2),
+    ("Deadline", 3),
+];
+
+/// A parsed `scontrol update JobId=…` request.
+#[derive(Debug, Default, PartialEq)]
+pub struct JobUpdate {
+    pub ids: Vec<String>,
+    pub name: Option<String>,
+    pub fields: Vec<(String, String)>,
+}
+
+/// `Key=Value` words (or `Key Value`) → pairs.
+fn pairs(args: &[String]) -> Result<Vec<(String, String)>, CliError> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if let Some((k, v)) = a.split_once('=') {
+            out.push((k.to_string(), v.to_string()));
+        } else if a.eq_ignore_ascii_case("nice") || (a.len() >= 2 && kw(a, "Nice", 2)) {
+            out.push(("Nice".into(), String::new()));
+        } else if i + 1 < args.len() {
+            out.push((a.clone(), args[i + 1].clone()));
+            i += 1;
+        } else {
+            return Err(CliError {
+                lines: vec![format!("Invalid input: {a}"), "Request aborted".into()],
+                code: 1,
+            });
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// Validates a job update and puts keys in their canonical spelling. `StartTime` (any
+/// `--begin` form) is sent as Unix seconds; a `TimeLimit` of `+N`/`-N` is resolved against
+/// the job's current limit before sending.
+pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, CliError> {
+    let mut u = JobUpdate::default();
+    let bad = |what: &str| CliError::error(PROG, what.to_string());
+    for (k, v) in pairs(args)? {
+        if kw(&k, "JobId", 3) {
+            for id in v.split(' ') {
+                let ids = job_id_args(id)
+                    .map_err(|b| CliError::raw(format!("Invalid job id specified for job {b}")))?;
+                u.ids.extend(ids);
+            }
+            continue;
+        }
+        let Some((key, _)) = JOB_KEYS.iter().find(|(name, min)| kw(&k, name, *min)) else {
+            return Err(CliError {
+                lines: vec![
+                    format!("Update of this parameter is not supported: {k}={v}"),
+                    "Request aborted".into(),
+                ],
+                code: 1,
+            });
+        };
+        let key = match *key {
+            "Name" => "JobName",
+            "ReqNodes" => "NumNodes",
+            "ReqNodeList" => "NodeList",
+            "EligibleTime" => "StartTime",
+            other => other,
+        };
+        let value = match key {
+            "TimeLimit" | "TimeMin" => {
+                let t = v.trim_start_matches(['+', '-']);
+                units::parse_time_limit(t).map_err(|_| bad(&format!("Invalid {key} value")))?;
+                v.clone()
+            }
+            "Nice" => {
+                if v.is_empty() {
+                    "100".into()
+                } else {
+                    v.trim()
+                        .parse::<i64>()
+                        .map_err(|_| bad(&format!("Invalid Nice value: {v}")))?
+                        .to_string()
+                }
+            }
+            "Priority" | "NumTasks" | "CPUsPerTask" | "MinCPUsNode" | "Requeue" => {
+                v.trim()
+                    .parse::<u32>()
+                    .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?;
+                v.clone()
+            }
+            "NumCPUs" | "NumNodes" => {
+                let ok = v.split('-').all(|p| {
+                    p.trim()
+                        .parse::<u32>()
+                        .is_ok_and(|n| n > 0 || key == "NumNodes")
+                });
+                if !ok {
+                    return Err(bad(&format!("Invalid {key} value: {v}")));
+                }
+                v.clone()
+            }
+            "MinMemoryNode" | "MinMemoryCPU" => {
+                units::parse_memory_mb(&v)
+                    .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?;
+                v.clone()
+            }
+            "StartTime" | "Deadline" => {
+                let b = parse_begin(&v).ok_or_else(|| bad(&format!("Invalid {key} value: {v}")))?;
+                resolve_begin(&b, now, &util::to_local, &util::from_local)
+                    .max(now)
+                    .to_string()
+            }
+            "JobName" => {
+                u.name = Some(v.clone());
+                v.clone()
+            }
+            _ => v.clone(),
+        };
+        u.fields.push((key.to_string(), value));
+    }
+    if u.fields.is_empty() {
+        return Err(CliError::raw("No changes specified"));
+    }
+    if u.ids.is_empty() && u.name.is_none() {
+        return Err(CliError::error(PROG, "No job ID specified"));
+    }
+    Ok(u)
+}
+
+/// A parsed `scontrol update NodeName=…` request.
+#[derive(Debug, Default, PartialEq)]
+pub struct NodeUpdate {
+    pub nodes: String,
+    pub state: String,
+    pub reason: String,
+}
+
+pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, CliError> {
+    let mut u = NodeUpdate::default();
+    for (k, v) in pairs(args)? {
+        if kw(&k, "NodeName", 3) {
+            u.nodes = v;
+        } else if kw(&k, "State", 3) {
+            let up = v.to_ascii_uppercase();
+            let known = ["DOWN", "DRAIN", "FAIL", "RESUME", "UNDRAIN", "IDLE"];
+            match known.iter().find(|s| up.len() >= 2 && s.starts_with(&up)) {
+                Some(s) => u.state = (*s).to_string(),
+                None => {
+                    return Err(CliError {
+                        lines: vec![
+                            format!("Invalid input: {k}={v}"),
+                            "Request aborted".into(),
+                            "Valid states are: DOWN DRAIN FAIL RESUME UNDRAIN IDLE".into(),
+                        ],
+                        code: 1,
+                    });
+                }
+            }
+        } else if kw(&k, "Reason", 3) {
+            u.reason = v;
+        } else {
+            return Err(CliError {
+                lines: vec![
+                    format!("Update of this parameter is not supported: {k}={v}"),
+                    "Request aborted".into(),
+                ],
+                code: 1,
+            });
+        }
+    }
+    if matches!(u.state.as_str(), "DOWN" | "DRAIN" | "FAIL") && u.reason.trim().is_empty() {
+        return Err(CliError::raw(
+            "You must specify a reason when DOWNING or DRAINING a node. Request denied",
+        ));
+    }
+    if u.state.is_empty() && u.reason.is_empty() {
+        return Err(CliError::raw("No changes specified"));
+    }
+    Ok(u)
+}
+
+/// Splits an interactive line into words; quotes group.
+fn split_words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in line.chars() {
+        match (c, quote) {
+            (q, Some(open)) if q == open => quote = None,
+            (c, Some(_)) => cur.push(c),
+            ('"' | '\'', None) => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (c, None) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (c, None) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
+    Valid <OPTION> values are:
+     -a, --all      Equivalent to \"all\" command
+     -d, --details  Equivalent to \"details\" command
+     -h, --help     Equivalent to \"help\" command
+     -o, --oneliner Equivalent to \"oneliner\" command
+     -Q, --quiet    Equivalent to \"quiet\" command
+     -v, --verbose  Equivalent to \"verbose\" command
+     -V, --version  Equivalent to \"version\" command
+
+    Valid <COMMAND> values are:
+     exit                     terminate scontrol
+     help                     print this description of use.
+     hold <job_list>          prevent specified job from starting.
+     oneliner                 report output one record per line.
+     ping                     print status of slurmctld daemons.
+     quiet                    print no messages other than error messages.
+     quit                     terminate this command.
+     release <job_list>       permit specified job to start (see hold).
+     requeue <job_id>         re-queue a batch job.
+     requeuehold <job_id>     re-queue and hold a batch job.
+     resume <job_list>        resume previously suspended job (see suspend).
+     show <ENTITY> [<ID>]     display state of identified entity, default is all records.
+     suspend <job_list>       susend specified job (see resume).
+     uhold <job_list>         place user hold on specified job (see hold).
+     update <SPECIFICATIONS>  update job or node configuration.
+     version                  display tool version number.
+
+  <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\", \"job\",
+       \"node\" or \"partition\".
+";
+
+pub fn run(args: &[String]) -> ExitCode {
+    let p = match opts::parse(SPECS, args, false) {
+        Ok(p) => p,
+        Err(e) => return CliError::usage(PROG, &e).with_code(1).report(),
+    };
+    if p.has("help") || p.has("usage") {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
+    if p.has("version") {
+        println!("slurm 22.05.8");
+        return ExitCode::SUCCESS;
+    }
+    let mut s = Session {
+        one_liner: p.has("oneliner"),
+        quiet: p.has("quiet"),
+        failed: false,
+        out: Vec::new(),
+        err: Vec::new(),
+    };
+    let rt = client::runtime();
+    let mut conn: Option<CtldClient<Channel>> = None;
+    if !p.positional.is_empty() {
+        rt.block_on(command(&mut s, &mut conn, &p.positional));
+        s.flush();
+    } else {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines() {
+            let Ok(line) = line else { break };
+            let words = split_words(&line);
+            if words.is_empty() {
+                continue;
+            }
+            if kw(&words[0], "exit", 2) || kw(&words[0], "quit", 4) {
+                break;
+            }
+            rt.block_on(command(&mut s, &mut conn, &words));
+            s.flush();
+        }
+    }
+    if s.failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+async fn get_client<'a>(
+    s: &mut Session,
+    conn: &'a mut Option<CtldClient<Channel>>,
+    what: &str,
+) -> Option<&'a mut CtldClient<Channel>> {
+    if conn.is_none() {
+        match util::connect().await {
+            Ok(c) => *conn = Some(c),
+            Err(e) => {
+                s.fail(format!("{what}: {e}"));
+                return None;
+            }
+        }
+    }
+    conn.as_mut()
+}
+
+async fn command(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words: &[String]) {
+    let tag = words[0].as_str();
+    let rest = &words[1..];
+    if kw(tag, "show", 3) {
+        show(s, conn, words).await;
+    } else if kw(tag, "hold", 4)
+        || kw(tag, "holdu", 5)
+        || kw(tag, "uhold", 5)
+        || kw(tag, "release", 3)
+    {
+        let op = if kw(tag, "release", 3) {
+            v1::ControlOp::Release
+        } else if tag.len() >= 5 && (kw(tag, "uhold", 5) || kw(tag, "holdu", 5)) {
+            v1::ControlOp::Uhold
+        } else {
+            v1::ControlOp::Hold
+        };
+        control(s, conn, tag, op, rest, true).await;
+    } else if kw(tag, "requeuehold", 11) {
+        let ids: Vec<String> = rest
+            .iter()
+            .filter(|a| !a.to_ascii_lowercase().starts_with("state="))
+            .cloned()
+            .collect();
+        control(s, conn, tag, v1::ControlOp::RequeueHold, &ids, false).await;
+    } else if kw(tag, "requeue", 3) {
+        let ids: Vec<String> = rest
+            .iter()
+            .filter(|a| !a.to_ascii_lowercase().starts_with("state="))
+            .cloned()
+            .collect();
+        control(s, conn, tag, v1::ControlOp::Requeue, &ids, false).await;
+    } else if kw(tag, "suspend", 2) {
+        control(s, conn, tag, v1::ControlOp::Suspend, rest, false).await;
+    } else if kw(tag, "resume", 3) {
+        control(s, conn, tag, v1::ControlOp::Resume, rest, false).await;
+    } else if kw(tag, "update", 1) {
+        if rest.is_empty() {
+            s.fail(format!("too few arguments for {tag} keyword"));
+            return;
+        }
+        update(s, conn, rest).await;
+    } else if kw(tag, "ping", 3) {
+        ping(s, conn).await;
+    } else if kw(tag, "write", 2) {
+        write_batch_script(s, conn, rest).await;
+    } else if kw(tag, "version", 4) {
+        s.out.push("slurm 22.05.8\n".into());
+    } else if kw(tag, "help", 2) {
+        s.out.push(HELP.into());
+    } else if kw(tag, "oneliner", 1) {
+        s.one_liner = true;
+    } else if kw(tag, "quiet", 4) {
+        s.quiet = true;
+    } else if kw(tag, "details", 1)
+        || kw(tag, "all", 2)
+        || kw(tag, "verbose", 4)
+        || kw(tag, "hide", 2)
+    {
+    } else {
+        s.fail(format!("invalid keyword: {tag}"));
+    }
+}
+
+async fn control(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<Channel>>,
+    tag: &str,
+    op: v1::ControlOp,
+    args: &[String],
+    hold_style: bool,
+) {
+    if args.is_empty() {
+        s.fail(format!("too few arguments for keyword:{tag}"));
+        return;
+    }
+    let (_, uid, _) = client::current_user();
+    for arg in args {
+        let ids = match job_id_args(arg) {
+            Ok(ids) => ids,
+            Err(bad) => {
+                s.fail(format!("Invalid job id specified for job {bad}"));
+                if hold_style {
+                    s.fail("slurm_suspend error: Invalid job id specified");
+                }
+                continue;
+            }
+        };
+        let Some(c) = get_client(s, conn, "slurm_update error").await else {
+            return;
+        };
+        let req = v1::ControlJobsRequest {
+            op: op as i32,
+            job_ids: ids.clone(),
+            requester_uid: uid,
+        };
+        let results = match c.control_jobs(req).await {
+            Ok(r) => r.into_inner().results,
+            Err(st) => {
+                let msg = util::status_text(&st);
+                for id in &ids {
+                    s.fail(format!("{msg} for job {id}"));
+                }
+                continue;
+            }
+        };
+        let mut last_err = None;
+        for r in results.iter().filter(|r| !r.error.is_empty()) {
+            s.fail(format!("{} for job {}", r.error, r.job_id));
+            last_err = Some(r.error.clone());
+        }
+        if hold_style && let Some(e) = last_err {
+            s.fail(format!("slurm_suspend error: {e}"));
+        }
+    }
+}
+
+async fn update(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, args: &[String]) {
+    let is = |name: &str, min: usize| {
+        args.iter().any(|a| {
+            let k = a.split_once('=').map_or(a.as_str(), |(k, _)| k);
+            kw(k, name, min)
+        })
+    };
+    let (_, uid, _) = client::current_user();
+    if is("JobId", 3) || is("JobName", 3) {
+        let u = match parse_job_update(args, util::now()) {
+            Ok(u) => u,
+            Err(e) => {
+                s.failed = true;
+                s.err.extend(e.lines);
+                return;
+            }
+        };
+        let Some(c) = get_client(s, conn, "slurm_update error").await else {
+            return;
+        };
+        let mut ids = u.ids.clone();
+        if ids.is_empty() {
+            let name = u.name.clone().unwrap_or_default();
+            let req = v1::ListJobsRequest {
+                filter: Some(v1::JobFilter {
+                    names: vec![name.clone()],
+                    users: vec![client::current_user().0],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            match c.list_jobs(req).await {
+                Ok(r) => {
+                    ids = r.into_inner().jobs.iter().map(display_id).collect();
+                }
+                Err(st) => {
+                    s.fail(format!(
+                        "{PROG}: error: Could not load state information: {}",
+                        util::status_text(&st)
+                    ));
+                    return;
+                }
+            }
+            if ids.is_empty() {
+                s.fail(format!("{PROG}: error: No jobs with name '{name}'"));
+                return;
+            }
+        }
+        let mut fields = u.fields.clone();
+        for (k, v) in fields.iter_mut() {
+            if k != "TimeLimit" || !v.starts_with(['+', '-']) {
+                continue;
+            }
+            match relative_limit(c, &ids, v).await {
+                Ok(abs) => *v = abs,
+                Err(e) => {
+                    s.fail(format!("{PROG}: error: {e}"));
+                    return;
+                }
+            }
+        }
+        let req = v1::UpdateJobRequest {
+            job_ids: ids.clone(),
+            fields: fields
+                .iter()
+                .map(|(k, v)| v1::EnvVar {
+                    name: k.clone(),
+                    value: v.clone(),
+                })
+                .collect(),
+            requester_uid: uid,
+        };
+        match c.update_job(req).await {
+            Ok(r) => {
+                for r in r
+                    .into_inner()
+                    .results
+                    .iter()
+                    .filter(|r| !r.error.is_empty())
+                {
+                    s.fail(format!("{} for job {}", r.error, r.job_id));
+                }
+            }
+            Err(st) => {
+                let msg = util::status_text(&st);
+                for id in &ids {
+                    s.fail(format!("{msg} for job {id}"));
+                }
+            }
+        }
+    } else if is("NodeName", 3) {
+        let u = match parse_node_update(args) {
+            Ok(u) => u,
+            Err(e) => {
+                s.failed = true;
+                s.err.extend(e.lines);
+                return;
+            }
+        };
+        if let Err(e) = model::hostlist::expand(&u.nodes) {
+            s.fail(format!(
+                "slurm_update error: Invalid node name specified ({e})"
+            ));
+            return;
+        }
+        let Some(c) = get_client(s, conn, "slurm_update error").await else {
+            return;
+        };
+        let req = v1::UpdateNodesRequest {
+            nodes: u.nodes,
+            state: u.state,
+            reason: u.reason,
+            requester_uid: uid,
+        };
+        if let Err(st) = c.update_nodes(req).await {
+            s.fail(format!("slurm_update error: {}", util::status_text(&st)));
+        }
+    } else {
+        s.failed = true;
+        s.err.extend([
+            "No valid entity in update command".to_string(),
+            "Input line must include \"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or \"SlurmctldDebug\"".to_string(),
+        ]);
+    }
+}
+
+/// `TimeLimit=+30` / `-30`: the job's current limit moved by that much, in minutes.
+async fn relative_limit(
+    c: &mut CtldClient<Channel>,
+    ids: &[String],
+    value: &str,
+) -> Result<String, String> {
+    let [id] = ids else {
+        return Err("TimeLimit increment/decrement not supported for several jobs".into());
+    };
+    let delta = units::parse_time_limit(&value[1..])
+        .ok()
+        .flatten()
+        .ok_or_else(|| "Invalid TimeLimit value".to_string())?;
+    let req = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter {
+            job_ids: vec![id.clone()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let jobs = c
+        .list_jobs(req)
+        .await
+        .map_err(|st| util::status_text(&st))?
+        .into_inner()
+        .jobs;
+    let [job] = jobs.as_slice() else {
+        return Err(if jobs.is_empty() {
+            format!("Job ID {id} not found")
+        } else {
+            "TimeLimit increment/decrement not supported for job arrays".into()
+        });
+    };
+    let current = job.spec.as_ref().map_or(0, |s| s.time_limit_min);
+    if current == 0 {
+        return Err(format!("Job {id} has no time limit to change"));
+    }
+    let new = if value.starts_with('+') {
+        current.saturating_add(delta)
+    } else if delta > current {
+        return Err(format!(
+            "TimeLimit decrement larger than current time limit ({delta} > {current})"
+        ));
+    } else {
+        current - delta
+    };
+    Ok(new.to_string())
+}
+
+fn display_id(j: &v1::JobInfo) -> String {
+    match (j.array_job_id, j.array_task_id) {
+        (0, _) => j.job_id.to_string(),
+        (a, Some(t)) => format!("{a}_{t}"),
+        (_, None) => j.job_id.to_string(),
+    }
+}
+
+fn ctld_host() -> String {
+    let config = client::load_config().ok();
+    let addr = config
+        .as_ref()
+        .map(client::ctld_addr)
+        .unwrap_or_else(|| "localhost".into());
+    match addr.rsplit_once(':') {
+        Some((h, _)) => h.trim_matches(['[', ']']).to_string(),
+        None => addr,
+    }
+}
+
+/// `write batch_script JOBID [FILE]`: the script as submitted, to `slurm-JOBID.sh` by
+/// default or to stdout with `-`.
+async fn write_batch_script(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, args: &[String]) {
+    let (Some(what), Some(id)) = (args.first(), args.get(1)) else {
+        s.fail("too few arguments for keyword:write");
+        return;
+    };
+    if !kw(what, "batch_script", 5) {
+        s.fail(format!("invalid write option: {what}"));
+        return;
+    }
+    let Some(c) = get_client(s, conn, "slurm_job_batch_script error").await else {
+        return;
+    };
+    let req = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter { job_ids: vec![id.clone()], ..Default::default() }),
+        include_finished: true,
+        with_script: true,
+        ..Default::default()
+    };
+    let script = match c.list_jobs(req).await {
+        Ok(r) => r.into_inner().jobs.into_iter().find_map(|j| j.spec.map(|sp| sp.script)),
+        Err(e) => {
+            s.fail(format!("slurm_job_batch_script error: {}", util::status_text(&e)));
+            return;
+        }
+    };
+    let Some(script) = script.filter(|t| !t.is_empty()) else {
+        s.fail("slurm_job_batch_script error: Invalid job id specified");
+        return;
+    };
+    match args.get(2).map(String::as_str) {
+        Some("-") => s.out.push(script),
+        target => {
+            let path = target.map(str::to_string).unwrap_or_else(|| format!("slurm-{id}.sh"));
+            match std::fs::write(&path, script) {
+                Ok(()) => s.out.push(format!("batch script for job {id} written to {path}\n")),
+                Err(e) => s.fail(format!("failed to write {path}: {e}")),
+            }
+        }
+    }
+}
+
+async fn ping(s: &mut Session, conn: &mut Option<CtldClient<Channel>>) {
+    let host = ctld_host();
+    let up = match util::connect().await {
+        Ok(mut c) => {
+            let ok = c.get_config(v1::GetConfigRequest {}).await.is_ok();
+            *conn = Some(c);
+            ok
+        }
+        Err(_) => false,
+    };
+    s.out.push(format!(
+        "Slurmctld(primary) at {host} is {}\n",
+        if up { "UP" } else { "DOWN" }
+    ));
+    if !up {
+        s.failed = true;
+    }
+}
+
+async fn show(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words: &[String]) {
+    if words.len() < 2 {
+        s.fail(format!("too few arguments for keyword:{}", words[0]));
+        return;
+    }
+    if words.len() > 3 {
+        s.fail(format!("too many arguments for keyword:{}", words[0]));
+        return;
+    }
+    let (tag, val) = match words[1].split_once('=') {
+        Some((t, v)) => (t.to_string(), Some(v.to_string())),
+        None => (words[1].clone(), words.get(2).cloned()),
+    };
+    let tag = tag.as_str();
+    if kw(tag, "config", 1) {
+        let Some(c) = get_client(s, conn, "slurm_load_ctl_conf error").await else {
+            return;
+        };
+        match c.get_config(v1::GetConfigRequest {}).await {
+            Ok(r) => {
+                s.out
+                    .push(config_text(&r.into_inner(), util::now(), val.as_deref()));
+                s.out
+                    .push(format!("Slurmctld(primary) at {} is UP\n", ctld_host()));
+            }
+            Err(st) => s.fail(format!(
+                "slurm_load_ctl_conf error: {}",
+                util::status_text(&st)
+            )),
+        }
+    } else if kw(tag, "hostnames", 5) {
+        let expr = val
+            .or_else(|| std::env::var("SLURM_JOB_NODELIST").ok())
+            .or_else(|| std::env::var("SLURM_NODELIST").ok())
+            .unwrap_or_default();
+        match model::hostlist::expand(&expr) {
+            Ok(hosts) => s.out.extend(hosts.into_iter().map(|h| format!("{h}\n"))),
+            Err(_) => s.fail(format!("Invalid hostlist: {expr}")),
+        }
+    } else if kw(tag, "hostlistsorted", 9) || kw(tag, "hostlist", 5) {
+        let Some(v) = val else {
+            s.fail("invalid encode argument");
+            return;
+        };
+        let sorted = tag.len() >= 9 && kw(tag, "hostlistsorted", 9);
+        match model::hostlist::expand(&v) {
+            Ok(mut hosts) => {
+                if sorted {
+                    hosts.sort();
+                }
+                s.out.push(format!("{}\n", model::hostlist::fold(&hosts)));
+            }
+            Err(_) => s.fail(format!("Invalid hostlist: {v}")),
+        }
+    } else if kw(tag, "jobs", 1) || kw(tag, "jobid", 1) {
+        show_jobs(s, conn, val).await;
+    } else if kw(tag, "nodes", 1) {
+        show_nodes(s, conn, val).await;
+    } else if kw(tag, "partitions", 2) || kw(tag, "partitionname", 2) {
+        show_partitions(s, conn, val).await;
+    } else {
+        s.fail(format!("invalid entity:{tag} for keyword:{} ", words[0]));
+    }
+}
+
+async fn show_jobs(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, id: Option<String>) {
+    let ids = match &id {
+        Some(i) => match util::split_job_ids(i) {
+            Ok(ids) => ids,
+            Err(_) => {
+                s.fail("slurm_load_jobs error: Invalid job id specified");
+                return;
+            }
+        },
+        None => Vec::new(),
+    };
+    let Some(c) = get_client(s, conn, "slurm_load_jobs error").await else {
+        return;
+    };
+    let req = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter {
+            job_ids: ids,
+            ..Default::default()
+        }),
+        include_finished: true,
+        recent_finished_only: true,
+        ..Default::default()
+    };
+    let reply = match c.list_jobs(req).await {
+        Ok(r) => r.into_inner(),
+        Err(st) => {
+            s.fail(format!("slurm_load_jobs error: {}", util::status_text(&st)));
+            return;
+        }
+    };
+    if reply.jobs.is_empty() {
+        if id.is_some() {
+            s.fail("slurm_load_jobs error: Invalid job id specified");
+        } else {
+            s.out.push("No jobs in the system\n".into());
+        }
+        return;
+    }
+    let names = |uid: u32, gid: u32| (user_name(uid), group_name(gid));
+    let now = if reply.now > 0 {
+        reply.now
+    } else {
+        util::now()
+    };
+    for j in &reply.jobs {
+        s.out.push(render(&job_lines(j, now, &names), s.one_liner));
+    }
+}
+
+async fn show_nodes(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, name: Option<String>) {
+    let names = match &name {
+        Some(n) => match model::hostlist::expand(n) {
+            Ok(v) => v,
+            Err(_) => {
+                s.fail(format!("Node {n} not found"));
+                return;
+            }
+        },
+        None => Vec::new(),
+    };
+    let Some(c) = get_client(s, conn, "slurm_load_node error").await else {
+        return;
+    };
+    let nodes = match c
+        .list_nodes(v1::ListNodesRequest {
+            names: names.clone(),
+        })
+        .await
+    {
+        Ok(r) => r.into_inner().nodes,
+        Err(st) => {
+            s.fail(format!("slurm_load_node error: {}", util::status_text(&st)));
+            return;
+        }
+    };
+    let nodes: Vec<_> = nodes
+        .into_iter()
+        .filter(|n| names.is_empty() || names.contains(&n.name))
+        .collect();
+    if nodes.is_empty() {
+        s.failed = true;
+        s.out.push(match name {
+            Some(n) => format!("Node {n} not found\n"),
+            None => "No nodes in the system\n".into(),
+        });
+        return;
+    }
+    for n in &nodes {
+        s.out.push(render(&node_lines(n), s.one_liner));
+    }
+}
+
+async fn show_partitions(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<Channel>>,
+    name: Option<String>,
+) {
+    let Some(c) = get_client(s, conn, "slurm_load_partitions error").await else {
+        return;
+    };
+    let parts = match c.list_partitions(v1::ListPartitionsRequest {}).await {
+        Ok(r) => r.into_inner().partitions,
+        Err(st) => {
+            s.fail(format!(
+                "slurm_load_partitions error: {}",
+                util::status_text(&st)
+            ));
+            return;
+        }
+    };
+    let nodes = c
+        .list_nodes(v1::ListNodesRequest { names: vec![] })
+        .await
+        .map(|r| r.into_inner().nodes)
+        .unwrap_or_default();
+    let chosen: Vec<_> = parts
+        .iter()
+        .filter(|p| name.as_ref().is_none_or(|n| p.name == *n))
+        .collect();
+    if chosen.is_empty() {
+        s.failed = true;
+        s.out.push(match name {
+            Some(n) => format!("Partition {n} not found\n"),
+            None => "No partitions in the system\n".into(),
+        });
+        return;
+    }
+    for p in chosen {
+        let mem: u64 = nodes
+            .iter()
+            .filter(|n| n.partitions.contains(&p.name))
+            .map(|n| n.memory_mb)
+            .sum();
+        s.out.push(render(&partition_lines(p, mem), s.one_liner));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sv(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn keywords_match_like_slurm() {
+        assert!(kw("show", "show", 3));
+        assert!(kw("sho", "show", 3));
+        assert!(!kw("sh", "show", 3));
+        assert!(kw("SHOW", "show", 3));
+        assert!(kw("j", "jobs", 1));
+        assert!(kw("job", "jobs", 1));
+        assert!(!kw("jobsx", "jobs", 1));
+        assert!(kw("part", "partitions", 2));
+        assert!(!kw("p", "partitions", 2));
+    }
+
+    fn sample_job() -> v1::JobInfo {
+        v1::JobInfo {
+            job_id: 1,
+            state: v1::JobState::Running as i32,
+            reason: "None".into(),
+            submit_time: 1000,
+            eligible_time: 1000,
+            start_time: 1001,
+            nodes: "vm".into(),
+            num_nodes: 1,
+            num_cpus: 1,
+            mem_mb: 100,
+            priority: 1056,
+            batch_host: "vm".into(),
+            spec: Some(v1::JobSpec {
+                name: "myname".into(),
+                uid: 0,
+                gid: 0,
+                user: "root".into(),
+                partition: "debug".into(),
+                work_dir: "/home/ada/run".into(),
+                stdout_pattern: "/home/ada/run/out-%j.txt".into(),
+                comment: "hello".into(),
+                mem_per_cpu_mb: 100,
+                num_tasks: 1,
+                cpus_per_task: 1,
+                requeue: true,
+                submit_host: "localhost".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn job_record_layout() {
+        let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
+        let lines = job_lines(&sample_job(), 1002, &names);
+        let text = render(&lines, false);
+        let expect_start = "JobId=1 JobName=myname\n   UserId=root(0) GroupId=root(0) MCS_label=N/A\n   Priority=1056 Nice=0 Account=(null) QOS=normal\n   JobState=RUNNING Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0\n   RunTime=00:00:01 TimeLimit=UNLIMITED TimeMin=N/A\n";
+        assert!(text.starts_with(expect_start), "{text}");
+        assert!(text.contains("\n   NodeList=vm\n   BatchHost=vm\n   NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:*\n   TRES=cpu=1,mem=100M,node=1,billing=1\n"));
+        assert!(text.contains("\n   MinCPUsNode=1 MinMemoryCPU=100M MinTmpDiskNode=0\n"));
+        assert!(text.ends_with(
+            "   Command=(null)\n   WorkDir=/home/ada/run\n   Comment=hello \n   StdErr=/home/ada/run/out-1.txt\n   StdIn=/dev/null\n   StdOut=/home/ada/run/out-1.txt\n   Power=\n   \n\n"
+        ), "{text}");
+        let one = render(&lines, true);
+        assert!(one.starts_with(
+            "JobId=1 JobName=myname UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=1056"
+        ));
+        assert!(one.contains(
+            " WorkDir=/home/ada/run Comment=hello  StdErr=/home/ada/run/out-1.txt StdIn=/dev/null"
+        ));
+        assert!(
+            one.ends_with("StdOut=/home/ada/run/out-1.txt Power= \n"),
+            "{one}"
+        );
+        assert_eq!(one.matches('\n').count(), 1);
+    }
+
+    #[test]
+    fn array_and_pending_records() {
+        let mut j = sample_job();
+        j.state = v1::JobState::Pending as i32;
+        j.reason = "JobHeldUser".into();
+        j.array_job_id = 1;
+        j.array_task_str = "0-4%2".into();
+        j.batch_host.clear();
+        j.nodes.clear();
+        j.start_time = 0;
+        let spec = j.spec.as_mut().unwrap();
+        spec.array = Some(v1::ArraySpec {
+            task_ids: vec![0, 1, 2, 3, 4],
+            max_running: 2,
+        });
+        spec.stdout_pattern = "slurm-%A_%a.out".into();
+        spec.time_limit_min = 10;
+        let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
+        let text = render(&job_lines(&j, 1002, &names), false);
+        assert!(
+            text.starts_with(
+                "JobId=1 ArrayJobId=1 ArrayTaskId=0-4%2 ArrayTaskThrottle=2 JobName=myname\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("JobState=PENDING Reason=JobHeldUser"));
+        assert!(text.contains("RunTime=00:00:00 TimeLimit=00:10:00"));
+        assert!(text.contains("StartTime=Unknown EndTime=Unknown"));
+        assert!(text.contains("\n   NodeList=\n   NumNodes=1"));
+        assert!(text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"));
+    }
+
+    #[test]
+    fn config_layout() {
+        let reply = v1::GetConfigReply {
+            cluster_name: "drover".into(),
+            entries: vec![
+                v1::EnvVar {
+                    name: "AccountingStorageType".into(),
+                    value: "none".into(),
+                },
+                v1::EnvVar {
+                    name: "MaxArraySize".into(),
+                    value: "1001".into(),
+                },
+                v1::EnvVar {
+                    name: "MinJobAge".into(),
+                    value: "300 sec".into(),
+                },
+            ],
+        };
+        let text = config_text(&reply, 0, None);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Configuration data as of Unknown");
+        assert_eq!(lines[1], "AccountingStorageType   = none");
+        assert_eq!(lines[2], "ClusterName             = drover");
+        assert_eq!(lines[3], "MaxArraySize            = 1001");
+        assert_eq!(lines[4], "MinJobAge               = 300 sec");
+        assert_eq!(lines[5], "");
+        assert_eq!(
+            config_text(&reply, 0, Some("minjobage")).lines().nth(1),
+            Some("MinJobAge               = 300 sec")
+        );
+    }
+
+    #[test]
+    fn node_and_partition_layout() {
+        let n = v1::NodeInfo {
+            name: "gpu01".into(),
+            addr: "127.0.0.1:7000".into(),
+            state: "DRAINED".into(),
+            reason: "maint".into(),
+            cpus: 8,
+            memory_mb: 16000,
+            gpus: 4,
+            gpu_type: "h100".into(),
+            partitions: vec!["debug".into(), "gpu".into()],
+            ..Default::default()
+        };
+        let text = render(&node_lines(&n), false);
+        assert!(text.starts_with(
+            "NodeName=gpu01 Arch=x86_64 CoresPerSocket=8 \n   CPUAlloc=0 CPUEfctv=8 CPUTot=8"
+        ));
+        assert!(text.contains("\n   Gres=gpu:h100:4\n"));
+        assert!(text.contains("\n   State=IDLE+DRAIN ThreadsPerCore=1"));
+        assert!(text.contains("\n   Partitions=debug,gpu \n"));
+        assert!(text.contains("\n   CfgTRES=cpu=8,mem=16000M,billing=8,gres/gpu=4\n"));
+        assert!(text.contains("\n   Reason=maint ["));
+        let p = v1::PartitionInfo {
+            name: "debug".into(),
+            nodes: "gpu[01-02]".into(),
+            is_default: true,
+            max_time_min: 1440,
+            state: "UP".into(),
+            total_cpus: 16,
+            total_nodes: 2,
+            ..Default::default()
+        };
+        let lines = partition_lines(&p, 32000);
+        assert_eq!(lines[0], "PartitionName=debug");
+        assert_eq!(lines[2], "AllocNodes=ALL Default=YES QoS=N/A");
+        assert_eq!(
+            lines[3],
+            "DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO"
+        );
+        assert_eq!(
+            lines[4],
+            "MaxNodes=UNLIMITED MaxTime=1-00:00:00 MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED"
+        );
+        assert_eq!(
+            lines[8],
+            "State=UP TotalCPUs=16 TotalNodes=2 SelectTypeParameters=NONE"
+        );
+        assert_eq!(lines[11], "TRES=cpu=16,mem=32000M,node=2,billing=16");
+    }
+
+    #[test]
+    fn job_updates() {
+        let u = parse_job_update(
+            &sv(&[
+                "JobId=12",
+                "timelimit=10",
+                "Name=x",
+                "Comment=c d",
+                "nice",
+                "MinMemoryNode=2G",
+            ]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(u.ids, ["12"]);
+        assert_eq!(
+            u.fields,
+            [
+                ("TimeLimit".to_string(), "10".to_string()),
+                ("JobName".into(), "x".into()),
+                ("Comment".into(), "c d".into()),
+                ("Nice".into(), "100".into()),
+                ("MinMemoryNode".into(), "2G".into()),
+            ]
+        );
+        let u = parse_job_update(
+            &sv(&["jobid=3_1,4", "Partition", "gpu", "TimeLimit=+30"]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(u.ids, ["3_1", "4"]);
+        assert_eq!(
+            u.fields,
+            [
+                ("Partition".to_string(), "gpu".to_string()),
+                ("TimeLimit".into(), "+30".into())
+            ]
+        );
+        let e = |a: &[&str]| parse_job_update(&sv(a), 0).unwrap_err().lines;
+        assert_eq!(
+            e(&["JobId=1", "Foo=1"]),
+            [
+                "Update of this parameter is not supported: Foo=1",
+                "Request aborted"
+            ]
+        );
+        assert_eq!(
+            e(&["JobId=1", "TimeLimit=abc"]),
+            ["scontrol: error: Invalid TimeLimit value"]
+        );
+        assert_eq!(e(&["JobId=1"]), ["No changes specified"]);
+        assert_eq!(
+            e(&["JobId=1x", "Comment=a"]),
+            ["Invalid job id specified for job 1x"]
+        );
+        assert_eq!(
+            e(&["JobId=1", "NumCPUs=0"]),
+            ["scontrol: error: Invalid NumCPUs value: 0"]
+        );
+        let u = parse_job_update(&sv(&["JobId=1", "StartTime=now+60"]), 1_000_000).unwrap();
+        assert_eq!(u.fields[0].0, "StartTime");
+        assert_eq!(u.fields[0].1, "1000060");
+    }
+
+    #[test]
+    fn node_updates() {
+        let u = parse_node_update(&sv(&[
+            "NodeName=gpu[01-02]",
+            "State=drain",
+            "Reason=disk swap",
+        ]))
+        .unwrap();
+        assert_eq!(
+            u,
+            NodeUpdate {
+                nodes: "gpu[01-02]".into(),
+                state: "DRAIN".into(),
+                reason: "disk swap".into()
+            }
+        );
+        let u = parse_node_update(&sv(&["nodename=n1", "state=RESUME"])).unwrap();
+        assert_eq!(u.state, "RESUME");
+        let e = |a: &[&str]| parse_node_update(&sv(a)).unwrap_err().lines;
+        assert_eq!(
+            e(&["NodeName=n1", "State=DRAIN"]),
+            ["You must specify a reason when DOWNING or DRAINING a node. Request denied"]
+        );
+        assert_eq!(
+            e(&["NodeName=n1", "State=down", "Reason="]),
+            ["You must specify a reason when DOWNING or DRAINING a node. Request denied"]
+        );
+        assert_eq!(
+            e(&["NodeName=n1", "State=bogus"])[0],
+            "Invalid input: State=bogus"
+        );
+        assert_eq!(
+            e(&["NodeName=n1", "Weight=3"]),
+            [
+                "Update of this parameter is not supported: Weight=3",
+                "Request aborted"
+            ]
+        );
+        assert_eq!(e(&["NodeName=n1"]), ["No changes specified"]);
+    }
+
+    #[test]
+    fn interactive_words() {
+        assert_eq!(
+            split_words("update NodeName=n1 Reason=\"a b\""),
+            ["update", "NodeName=n1", "Reason=a b"]
+        );
+        assert_eq!(job_id_args("JobId=12").unwrap(), ["12"]);
+        assert_eq!(job_id_args("12,13").unwrap(), ["12", "13"]);
+        assert_eq!(job_id_args("1x").unwrap_err(), "1x");
+    }
 }

@@ -1,8 +1,1362 @@
-//! `sinfo` (not yet written).
+//! `sinfo`: partitions and nodes, as Slurm's sinfo prints them.
+//!
+//! Lines are groups of nodes: by default one per partition and node state, with the
+//! node names folded into a hostlist (`gpu[01-03]`). Which nodes share a line follows
+//! from the format: nodes go together when every per-node or per-partition field of the
+//! format (state, CPUs, GRES, reason, ...) prints the same; counts and node lists
+//! (`%D %N %C %F`) are summed over the group. `-N` gives a line per node and partition,
+//! `-R` a line per reason. Rendering (`render`) is pure and unit-tested.
+//!
+//! ```text
+//! PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST
+//! gpu*         up 1-00:00:00      2    mix gpu[01-02]
+//! ```
 
+use crate::client;
+use crate::format::{self, Cell, Early, Format, Names, Width};
+use crate::opts::{self, OptSpec, flag, value};
+use proto::v1::{ListNodesRequest, ListPartitionsRequest, NodeInfo, PartitionInfo};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
-pub fn run(_args: &[String]) -> ExitCode {
-    eprintln!("sinfo: not implemented yet");
-    ExitCode::from(1)
+const SPECS: &[OptSpec] = &[
+    flag("all", Some('a')),
+    flag("dead", Some('d')),
+    flag("exact", Some('e')),
+    flag("federation", None),
+    flag("future", Some('F')),
+    flag("help", None),
+    flag("hide", None),
+    value("iterate", Some('i')),
+    flag("json", None),
+    flag("list-reasons", Some('R')),
+    flag("local", None),
+    flag("long", Some('l')),
+    value("cluster", None),
+    value("clusters", Some('M')),
+    value("nodes", Some('n')),
+    flag("noconvert", None),
+    flag("Node", Some('N')),
+    flag("noheader", Some('h')),
+    value("format", Some('o')),
+    value("Format", Some('O')),
+    value("partition", Some('p')),
+    flag("responding", Some('r')),
+    flag("reservation", Some('T')),
+    value("sort", Some('S')),
+    flag("summarize", Some('s')),
+    value("states", Some('t')),
+    flag("usage", None),
+    flag("verbose", Some('v')),
+    flag("version", Some('V')),
+];
+
+const ALIASES: &[(&str, &str)] = &[("cluster", "clusters")];
+
+const DEFAULT_FORMAT: &str = "%#P %.5a %.10l %.6D %.6t %N";
+const SUMMARIZE_FORMAT: &str = "%#P %.5a %.10l %.16F  %N";
+const LONG_FORMAT: &str = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
+const NODE_FORMAT: &str = "%#N %.6D %#P %6t";
+const NODE_LONG_FORMAT: &str = "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E";
+const REASONS_FORMAT: &str = "%20E %9u %19H %N";
+const REASONS_LONG_FORMAT: &str = "%20E %12U %19H %6t %N";
+
+/// Slurm's smallest width for `%#P` and `%#N` columns.
+const MIN_AUTO_WIDTH: usize = 9;
+
+/// A field of an sinfo line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeField {
+    Partition,
+    PartitionName,
+    Avail,
+    TimeLimit,
+    DefaultTime,
+    Nodes,
+    StateCompact,
+    StateLong,
+    StateComplete,
+    NodeList,
+    Hostnames,
+    NodeAddr,
+    CpusState,
+    Cpus,
+    Memory,
+    AllocMem,
+    Gres,
+    GresUsed,
+    Reason,
+    ReasonTime,
+    ReasonUser,
+    ReasonUserLong,
+    FreeMem,
+    CpuLoad,
+    Features,
+    FeaturesAct,
+    Sct,
+    Sockets,
+    Cores,
+    Threads,
+    TmpDisk,
+    Weight,
+    JobSize,
+    Groups,
+    OverSubscribe,
+    Root,
+    PriorityTier,
+    PriorityJobFactor,
+    AllocNodes,
+    MaxCpusPerNode,
+    PreemptMode,
+    Version,
+    Cluster,
+    Reservation,
+    NodesAiot,
+    NodesAi,
+    Comment,
+    Extra,
+    Port,
+}
+
+/// Whether a field is computed over a line's nodes (and so does not split lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Aggregate,
+    Grouping,
+}
+
+impl NodeField {
+    pub fn from_letter(c: char) -> Option<NodeField> {
+        use NodeField::*;
+        Some(match c {
+            'a' => Avail,
+            'A' => NodesAi,
+            'b' => FeaturesAct,
+            'B' => MaxCpusPerNode,
+            'c' => Cpus,
+            'C' => CpusState,
+            'd' => TmpDisk,
+            'D' => Nodes,
+            'e' => FreeMem,
+            'E' => Reason,
+            'f' => Features,
+            'F' => NodesAiot,
+            'g' => Groups,
+            'G' => Gres,
+            'h' => OverSubscribe,
+            'H' => ReasonTime,
+            'i' => Reservation,
+            'I' => PriorityJobFactor,
+            'l' => TimeLimit,
+            'L' => DefaultTime,
+            'm' => Memory,
+            'M' => PreemptMode,
+            'n' => Hostnames,
+            'N' => NodeList,
+            'o' => NodeAddr,
+            'O' => CpuLoad,
+            'p' => PriorityTier,
+            'P' => Partition,
+            'r' => Root,
+            'R' => PartitionName,
+            's' => JobSize,
+            'S' => AllocNodes,
+            't' => StateCompact,
+            'T' => StateLong,
+            'u' => ReasonUser,
+            'U' => ReasonUserLong,
+            'v' => Version,
+            'V' => Cluster,
+            'w' => Weight,
+            'X' => Sockets,
+            'Y' => Cores,
+            'Z' => Threads,
+            'z' => Sct,
+            _ => return None,
+        })
+    }
+
+    pub fn from_name(name: &str) -> Option<NodeField> {
+        use NodeField::*;
+        Some(match name.to_ascii_lowercase().as_str() {
+            "allocmem" => AllocMem,
+            "allocnodes" => AllocNodes,
+            "available" => Avail,
+            "cluster" => Cluster,
+            "comment" => Comment,
+            "cores" => Cores,
+            "cpus" => Cpus,
+            "cpusload" => CpuLoad,
+            "cpusstate" => CpusState,
+            "defaulttime" => DefaultTime,
+            "disk" => TmpDisk,
+            "extra" => Extra,
+            "features" => Features,
+            "features_act" => FeaturesAct,
+            "freemem" => FreeMem,
+            "gres" => Gres,
+            "gresused" => GresUsed,
+            "groups" => Groups,
+            "maxcpuspernode" => MaxCpusPerNode,
+            "memory" => Memory,
+            "nodeaddr" => NodeAddr,
+            "nodeai" => NodesAi,
+            "nodeaiot" => NodesAiot,
+            "nodehost" => Hostnames,
+            "nodelist" => NodeList,
+            "nodes" => Nodes,
+            "oversubscribe" => OverSubscribe,
+            "partition" => Partition,
+            "partitionname" => PartitionName,
+            "port" => Port,
+            "preemptmode" => PreemptMode,
+            "priorityjobfactor" => PriorityJobFactor,
+            "prioritytier" | "priority" => PriorityTier,
+            "reason" => Reason,
+            "reservation" => Reservation,
+            "root" => Root,
+            "size" => JobSize,
+            "socketcorethread" => Sct,
+            "sockets" => Sockets,
+            "statecompact" => StateCompact,
+            "statelong" => StateLong,
+            "statecomplete" => StateComplete,
+            "threads" => Threads,
+            "time" => TimeLimit,
+            "timestamp" => ReasonTime,
+            "user" => ReasonUser,
+            "userlong" => ReasonUserLong,
+            "version" => Version,
+            "weight" => Weight,
+            _ => return None,
+        })
+    }
+
+    fn kind(self) -> Kind {
+        use NodeField::*;
+        match self {
+            Nodes | NodeList | Hostnames | NodeAddr | CpusState | NodesAiot | NodesAi => {
+                Kind::Aggregate
+            }
+            _ => Kind::Grouping,
+        }
+    }
+
+    pub fn header(self) -> Cell {
+        use NodeField::*;
+        let text = match self {
+            Partition | PartitionName => "PARTITION",
+            Avail => "AVAIL",
+            TimeLimit => "TIMELIMIT",
+            DefaultTime => "DEFAULTTIME",
+            Nodes => "NODES",
+            StateCompact | StateLong => "STATE",
+            StateComplete => "STATECOMPLETE",
+            NodeList => return Cell::whole("NODELIST"),
+            Hostnames => return Cell::whole("HOSTNAMES"),
+            NodeAddr => return Cell::whole("NODE_ADDR"),
+            CpusState => "CPUS(A/I/O/T)",
+            Cpus => "CPUS",
+            Memory => "MEMORY",
+            AllocMem => "ALLOCMEM",
+            Gres => "GRES",
+            GresUsed => "GRES_USED",
+            Reason => "REASON",
+            ReasonTime => "TIMESTAMP",
+            ReasonUser | ReasonUserLong => "USER",
+            FreeMem => "FREE_MEM",
+            CpuLoad => "CPU_LOAD",
+            Features => "AVAIL_FEATURES",
+            FeaturesAct => "ACTIVE_FEATURES",
+            Sct => "S:C:T",
+            Sockets => "SOCKETS",
+            Cores => "CORES",
+            Threads => "THREADS",
+            TmpDisk => "TMP_DISK",
+            Weight => "WEIGHT",
+            JobSize => "JOB_SIZE",
+            Groups => "GROUPS",
+            OverSubscribe => "OVERSUBSCRIBE",
+            Root => "ROOT",
+            PriorityTier => "PRIO_TIER",
+            PriorityJobFactor => "PRIO_JOB_FACTOR",
+            AllocNodes => "ALLOCNODES",
+            MaxCpusPerNode => "MAX_CPUS_PER_NODE",
+            PreemptMode => "PREEMPT_MODE",
+            Version => "VERSION",
+            Cluster => "CLUSTER",
+            Reservation => "RESERVATION",
+            NodesAiot => "NODES(A/I/O/T)",
+            NodesAi => "NODES(A/I)",
+            Comment => "COMMENT",
+            Extra => "EXTRA",
+            Port => "PORT",
+        };
+        Cell::cut(text)
+    }
+
+    /// The value for a line of nodes (all in `part` when it is set).
+    pub fn value(self, line: &Line, ctx: &Ctx) -> Cell {
+        use NodeField::*;
+        let part = line.part.as_ref();
+        let node = line.nodes.first();
+        let on_node =
+            |f: &dyn Fn(&NodeInfo) -> String| Cell::cut(node.map(f).unwrap_or_else(|| "0".into()));
+        match self {
+            Partition => Cell::cut(
+                part.map(|p| {
+                    if p.is_default {
+                        format!("{}*", p.name)
+                    } else {
+                        p.name.clone()
+                    }
+                })
+                .unwrap_or_default(),
+            ),
+            PartitionName => Cell::cut(part.map(|p| p.name.clone()).unwrap_or_default()),
+            Avail => Cell::cut(part.map(|p| avail(&p.state)).unwrap_or("n/a")),
+            TimeLimit => Cell::cut(
+                part.map(|p| minutes_text(p.max_time_min, "infinite"))
+                    .unwrap_or_else(|| "n/a".into()),
+            ),
+            DefaultTime => Cell::cut(
+                part.map(|p| minutes_text(p.default_time_min, "n/a"))
+                    .unwrap_or_else(|| "n/a".into()),
+            ),
+            Nodes => Cell::cut(line.nodes.len().to_string()),
+            StateCompact => Cell::cut(
+                node.map(|n| NodeState::of(n).compact())
+                    .unwrap_or_else(|| "n/a".into()),
+            ),
+            StateLong | StateComplete => Cell::cut(
+                node.map(|n| NodeState::of(n).long())
+                    .unwrap_or_else(|| "n/a".into()),
+            ),
+            NodeList | Hostnames => Cell::whole(model::hostlist::fold(
+                &line
+                    .nodes
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>(),
+            )),
+            NodeAddr => Cell::whole(
+                line.nodes
+                    .iter()
+                    .map(|n| match n.addr.rsplit_once(':') {
+                        Some((host, _)) if !host.is_empty() => host.to_string(),
+                        _ => n.name.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            CpusState => {
+                let (mut a, mut i, mut o, mut t) = (0, 0, 0, 0);
+                for n in &line.nodes {
+                    let free = n.cpus.saturating_sub(n.cpus_alloc);
+                    a += n.cpus_alloc;
+                    if NodeState::of(n).usable() {
+                        i += free;
+                    } else {
+                        o += free;
+                    }
+                    t += n.cpus;
+                }
+                Cell::cut(format!("{a}/{i}/{o}/{t}"))
+            }
+            NodesAiot | NodesAi => {
+                let (mut a, mut i, mut o) = (0, 0, 0);
+                for n in &line.nodes {
+                    match NodeState::of(n).category() {
+                        Category::Alloc => a += 1,
+                        Category::Idle => i += 1,
+                        Category::Other => o += 1,
+                    }
+                }
+                Cell::cut(if self == NodesAi {
+                    format!("{a}/{i}")
+                } else {
+                    format!("{a}/{i}/{o}/{}", line.nodes.len())
+                })
+            }
+            Cpus | Sockets => on_node(&|n| n.cpus.to_string()),
+            Memory => on_node(&|n| n.memory_mb.to_string()),
+            AllocMem => on_node(&|n| n.memory_alloc_mb.to_string()),
+            FreeMem | CpuLoad => Cell::cut("N/A"),
+            Gres => Cell::cut(
+                node.map(|n| gres(n, n.gpus))
+                    .unwrap_or_else(|| "(null)".into()),
+            ),
+            GresUsed => Cell::cut(
+                node.map(|n| gres(n, n.gpus_alloc))
+                    .unwrap_or_else(|| "(null)".into()),
+            ),
+            Reason => Cell::cut(
+                node.map(|n| n.reason.clone())
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| "none".into()),
+            ),
+            ReasonTime => Cell::cut(
+                node.map(|n| format::time_or(n.reason_time, "Unknown"))
+                    .unwrap_or_else(|| "Unknown".into()),
+            ),
+            ReasonUser => Cell::cut(match node {
+                Some(n) if n.reason_time > 0 => ctx.names.user(n.reason_uid),
+                _ => "Unknown".into(),
+            }),
+            ReasonUserLong => Cell::cut(match node {
+                Some(n) if n.reason_time > 0 => {
+                    format!("{}({})", ctx.names.user(n.reason_uid), n.reason_uid)
+                }
+                _ => "Unknown".into(),
+            }),
+            Features | FeaturesAct => Cell::cut(
+                node.map(|n| n.features.join(","))
+                    .filter(|f| !f.is_empty())
+                    .unwrap_or_else(|| "(null)".into()),
+            ),
+            Sct => on_node(&|n| format!("{}:1:1", n.cpus)),
+            Cores | Threads | Weight | PriorityTier | PriorityJobFactor => Cell::cut("1"),
+            TmpDisk => Cell::cut("0"),
+            JobSize => Cell::cut(match part.map(|p| p.max_nodes) {
+                Some(0) | None => "1-infinite".to_string(),
+                Some(1) => "1".to_string(),
+                Some(m) => format!("1-{m}"),
+            }),
+            Groups | AllocNodes => Cell::cut("all"),
+            OverSubscribe => Cell::cut("NO"),
+            Root => Cell::cut("no"),
+            MaxCpusPerNode => Cell::cut("UNLIMITED"),
+            PreemptMode => Cell::cut("OFF"),
+            Version | Comment | Extra => Cell::cut("N/A"),
+            Cluster => Cell::cut(ctx.cluster.clone()),
+            Reservation => Cell::cut(""),
+            Port => on_node(&|n| {
+                n.addr
+                    .rsplit_once(':')
+                    .map(|(_, p)| p.to_string())
+                    .unwrap_or_else(|| "0".into())
+            }),
+        }
+    }
+}
+
+fn avail(state: &str) -> &'static str {
+    match state.to_ascii_uppercase().as_str() {
+        "UP" | "" => "up",
+        "DOWN" => "down",
+        "DRAIN" => "drain",
+        "INACTIVE" => "inact",
+        _ => "unk",
+    }
+}
+
+fn minutes_text(min: u32, zero: &str) -> String {
+    if min == 0 {
+        zero.to_string()
+    } else {
+        model::units::format_duration(u64::from(min) * 60)
+    }
+}
+
+fn gres(n: &NodeInfo, count: u32) -> String {
+    if n.gpus == 0 {
+        return "(null)".into();
+    }
+    match n.gpu_type.as_str() {
+        "" => format!("gpu:{count}"),
+        t => format!("gpu:{t}:{count}"),
+    }
+}
+
+/// How a node counts in `%F` and `%C`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Category {
+    Alloc,
+    Idle,
+    Other,
+}
+
+/// A node's state word (`IDLE`, `DRAINING`, `DOWN*`, ...) understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NodeState {
+    base: String,
+    no_respond: bool,
+}
+
+impl NodeState {
+    fn of(n: &NodeInfo) -> NodeState {
+        let s = n.state.trim().to_ascii_uppercase();
+        let no_respond = s.ends_with('*');
+        NodeState {
+            base: s.trim_end_matches('*').to_string(),
+            no_respond,
+        }
+    }
+
+    fn suffix(&self) -> &'static str {
+        if self.no_respond { "*" } else { "" }
+    }
+
+    /// `idle`, `mix`, `alloc`, `drain`, `drng`, `down`, `unk` (with `*` when the node
+    /// does not respond).
+    fn compact(&self) -> String {
+        let word = match self.base.as_str() {
+            "IDLE" => "idle",
+            "MIXED" => "mix",
+            "ALLOCATED" => "alloc",
+            "DRAINED" | "DOWN+DRAIN" | "DRAIN" => "drain",
+            "DRAINING" => "drng",
+            "DOWN" => "down",
+            "COMPLETING" => "comp",
+            "RESERVED" => "resv",
+            "FAIL" => "fail",
+            "FAILING" => "failg",
+            "FUTURE" => "futr",
+            "UNKNOWN" | "" => "unk",
+            other => return format!("{}{}", other.to_ascii_lowercase(), self.suffix()),
+        };
+        format!("{word}{}", self.suffix())
+    }
+
+    /// `idle`, `mixed`, `allocated`, `drained`, `draining`, `down`, `unknown`.
+    fn long(&self) -> String {
+        let word = match self.base.as_str() {
+            "DOWN+DRAIN" | "DRAIN" => "drained".to_string(),
+            "" => "unknown".to_string(),
+            other => other.to_ascii_lowercase(),
+        };
+        format!("{word}{}", self.suffix())
+    }
+
+    /// Whether new work may start here.
+    fn usable(&self) -> bool {
+        !self.no_respond
+            && matches!(
+                self.base.as_str(),
+                "IDLE" | "MIXED" | "ALLOCATED" | "COMPLETING"
+            )
+    }
+
+    fn category(&self) -> Category {
+        match self.base.as_str() {
+            _ if self.no_respond => Category::Other,
+            "ALLOCATED" | "MIXED" | "COMPLETING" => Category::Alloc,
+            "IDLE" => Category::Idle,
+            _ => Category::Other,
+        }
+    }
+
+    /// Slurm's base-state order, for the default `-t` (descending) sort.
+    fn rank(&self) -> i32 {
+        match self.base.as_str() {
+            "MIXED" | "DRAINING" => 5,
+            "ALLOCATED" | "COMPLETING" => 3,
+            "IDLE" | "DRAINED" | "DRAIN" => 2,
+            "DOWN" | "DOWN+DRAIN" => 1,
+            _ => 0,
+        }
+    }
+
+    /// The `-t` words this node matches.
+    fn matches(&self, word: &str) -> bool {
+        let w = word.to_ascii_uppercase();
+        if w == "NO_RESPOND" {
+            return self.no_respond;
+        }
+        if w == "RESPONDING" {
+            return !self.no_respond;
+        }
+        let b = self.base.as_str();
+        match w.as_str() {
+            "IDLE" => b == "IDLE",
+            "MIX" | "MIXED" => b == "MIXED",
+            "ALLOC" | "ALLOCATED" => b == "ALLOCATED",
+            "DOWN" => b == "DOWN" || b == "DOWN+DRAIN",
+            "DRAIN" => matches!(b, "DRAINED" | "DRAINING" | "DOWN+DRAIN" | "DRAIN"),
+            "DRAINED" => matches!(b, "DRAINED" | "DOWN+DRAIN" | "DRAIN"),
+            "DRAINING" => b == "DRAINING",
+            "UNK" | "UNKNOWN" => b == "UNKNOWN" || b.is_empty(),
+            "COMP" | "COMPLETING" => b == "COMPLETING",
+            "FAIL" => b == "FAIL" || b == "FAILING",
+            "RESV" | "RESERVED" => b == "RESERVED",
+            _ => false,
+        }
+    }
+}
+
+/// The `-t` words sinfo knows.
+const STATE_WORDS: &[&str] = &[
+    "ALLOC",
+    "ALLOCATED",
+    "CLOUD",
+    "COMP",
+    "COMPLETING",
+    "DOWN",
+    "DRAIN",
+    "DRAINED",
+    "DRAINING",
+    "FAIL",
+    "FUTURE",
+    "FUTR",
+    "IDLE",
+    "MAINT",
+    "MIX",
+    "MIXED",
+    "NO_RESPOND",
+    "NPC",
+    "PERFCTRS",
+    "PLANNED",
+    "POWER_DOWN",
+    "POWERING_DOWN",
+    "POWERED_DOWN",
+    "POWERING_UP",
+    "REBOOT_ISSUED",
+    "REBOOT_REQUESTED",
+    "RESV",
+    "RESERVED",
+    "UNK",
+    "UNKNOWN",
+    "RESPONDING",
+];
+
+/// A printed line: nodes that print alike, in one partition (none for `-R` lines and
+/// partitions without nodes).
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub part: Option<PartitionInfo>,
+    pub nodes: Vec<NodeInfo>,
+}
+
+/// What the rendering needs besides partitions and nodes.
+#[derive(Debug, Clone, Default)]
+pub struct Ctx {
+    pub now: i64,
+    pub names: Names,
+    pub cluster: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    Lines(Format<NodeField>),
+    Json,
+}
+
+/// Everything the command line asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub layout: Layout,
+    pub node_oriented: bool,
+    pub noheader: bool,
+    pub long: bool,
+    pub partitions: Vec<String>,
+    pub nodes: Vec<String>,
+    /// `-t`: any of these lists, each needing all its words (`a&b`).
+    pub states: Vec<Vec<String>>,
+    pub responding: bool,
+    pub dead: bool,
+    pub reservations: bool,
+    pub iterate: Option<u64>,
+}
+
+fn split_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Parses the command line; `env` reads SINFO_FORMAT and friends.
+pub fn parse_args(
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Options, Early> {
+    let args = format::resolve_aliases(args, SPECS, ALIASES);
+    let mut p =
+        opts::parse(SPECS, &args, false).map_err(|e| Early::usage("sinfo", &e.to_string()))?;
+    format::apply_aliases(&mut p, ALIASES);
+    if p.has("help") {
+        return Err(Early::info(HELP));
+    }
+    if p.has("usage") {
+        return Err(Early::info(USAGE));
+    }
+    if p.has("version") {
+        return Err(Early::info(format::VERSION_LINE));
+    }
+    if let Some(extra) = p.positional.first() {
+        return Err(Early::usage(
+            "sinfo",
+            &format!("error: Unrecognized option: {extra}"),
+        ));
+    }
+    if p.has("format") && p.has("Format") {
+        return Err(Early::error(
+            "sinfo",
+            "-o (--format) is incompatible with -O (--Format)",
+        ));
+    }
+    let node_oriented = p.has("Node");
+    let long = p.has("long");
+    let reasons = p.has("list-reasons");
+    let layout = if p.has("json") {
+        Layout::Json
+    } else if let Some(t) = p.get("Format").map(String::from).or_else(|| {
+        if p.has("format") {
+            None
+        } else {
+            env("SINFO_FORMAT2")
+        }
+    }) {
+        let (fmt, bad) = format::parse_long(&t, NodeField::from_name);
+        for n in bad {
+            warnings.push(format!(
+                "sinfo: error: Invalid node format specification: {n}"
+            ));
+        }
+        Layout::Lines(fmt)
+    } else {
+        let text = p
+            .get("format")
+            .map(String::from)
+            .or_else(|| env("SINFO_FORMAT"))
+            .unwrap_or_else(|| {
+                match (reasons, node_oriented, long, p.has("summarize")) {
+                    (true, _, false, _) => REASONS_FORMAT,
+                    (true, _, true, _) => REASONS_LONG_FORMAT,
+                    (false, true, false, _) => NODE_FORMAT,
+                    (false, true, true, _) => NODE_LONG_FORMAT,
+                    (false, false, _, true) => SUMMARIZE_FORMAT,
+                    (false, false, true, false) => LONG_FORMAT,
+                    (false, false, false, false) => DEFAULT_FORMAT,
+                }
+                .to_string()
+            });
+        let (mut fmt, bad) = format::parse_percent(&text, NodeField::from_letter);
+        for c in bad {
+            warnings.push(format!(
+                "sinfo: error: Invalid node format specification: {c}"
+            ));
+        }
+        for col in &mut fmt.columns {
+            if col.width == Width::Auto(0) {
+                col.width = Width::Auto(MIN_AUTO_WIDTH);
+            }
+        }
+        Layout::Lines(fmt)
+    };
+    let mut states = Vec::new();
+    if let Some(t) = p.get("states") {
+        for any in split_list(t) {
+            let all: Vec<String> = any
+                .split('&')
+                .map(|w| w.trim().to_string())
+                .filter(|w| !w.is_empty())
+                .collect();
+            for w in &all {
+                if !STATE_WORDS.contains(&w.to_ascii_uppercase().as_str())
+                    && !w.eq_ignore_ascii_case("all")
+                {
+                    return Err(Early::error(
+                        "sinfo",
+                        &format!("Invalid node state specified: {w}"),
+                    ));
+                }
+            }
+            if all.iter().any(|w| w.eq_ignore_ascii_case("all")) {
+                states.clear();
+                break;
+            }
+            states.push(all);
+        }
+    }
+    if reasons && states.is_empty() {
+        states = ["DOWN", "DRAIN", "FAIL", "NO_RESPOND"]
+            .iter()
+            .map(|w| vec![w.to_string()])
+            .collect();
+    }
+    let nodes = match p.get("nodes") {
+        None => Vec::new(),
+        Some(n) => model::hostlist::expand(n)
+            .map_err(|_| Early::error("sinfo", &format!("Invalid node name specified: {n}")))?,
+    };
+    let iterate = match p.get("iterate") {
+        None => None,
+        Some(v) => Some(
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Early::error("sinfo", &format!("--iterate={v}")))?,
+        ),
+    };
+    Ok(Options {
+        layout,
+        // A reason list groups by reason, whatever -N says.
+        node_oriented: node_oriented && !reasons,
+        noheader: p.has("noheader"),
+        long,
+        partitions: p.get("partition").map(split_list).unwrap_or_default(),
+        nodes,
+        states,
+        responding: p.has("responding"),
+        dead: p.has("dead"),
+        reservations: p.has("reservation"),
+        iterate,
+    })
+}
+
+fn node_selected(opts: &Options, n: &NodeInfo) -> bool {
+    let st = NodeState::of(n);
+    (opts.nodes.is_empty() || opts.nodes.contains(&n.name))
+        && (!opts.responding || !st.no_respond)
+        && (!opts.dead || st.no_respond)
+        && (opts.states.is_empty()
+            || opts
+                .states
+                .iter()
+                .any(|all| all.iter().all(|w| st.matches(w))))
+}
+
+/// Orders node names with their numbers as numbers (`n2` before `n10`).
+fn natural_key(name: &str) -> (String, u64, String) {
+    let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    let (prefix, num) = name.split_at(name.len() - digits);
+    (
+        prefix.to_string(),
+        num.parse().unwrap_or(0),
+        name.to_string(),
+    )
+}
+
+/// Groups nodes into the lines `fmt` prints, in sinfo's order.
+pub fn lines(
+    opts: &Options,
+    fmt: &Format<NodeField>,
+    parts: &[PartitionInfo],
+    nodes: &[NodeInfo],
+    ctx: &Ctx,
+) -> Vec<Line> {
+    let mut sorted: Vec<&NodeInfo> = nodes.iter().filter(|n| node_selected(opts, n)).collect();
+    sorted.sort_by_key(|n| natural_key(&n.name));
+    let part_selected =
+        |p: &PartitionInfo| opts.partitions.is_empty() || opts.partitions.contains(&p.name);
+    let uses_partition = fmt.columns.iter().any(|c| {
+        use NodeField::*;
+        matches!(
+            c.key,
+            Partition
+                | PartitionName
+                | Avail
+                | TimeLimit
+                | DefaultTime
+                | JobSize
+                | Groups
+                | OverSubscribe
+                | Root
+                | PriorityTier
+                | PriorityJobFactor
+                | AllocNodes
+                | MaxCpusPerNode
+                | PreemptMode
+        )
+    });
+    let filtering =
+        !opts.nodes.is_empty() || !opts.states.is_empty() || opts.responding || opts.dead;
+
+    // (partition index, line) in the order records are made.
+    let mut records: Vec<(usize, Line)> = Vec::new();
+    for (pi, p) in parts.iter().enumerate().filter(|(_, p)| part_selected(p)) {
+        // Nodes name their partitions; should a controller leave that out, the
+        // partition's own node list still counts.
+        let listed = if sorted.iter().any(|n| n.partitions.is_empty()) {
+            model::hostlist::expand(&p.nodes).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let members: Vec<&NodeInfo> = sorted
+            .iter()
+            .copied()
+            .filter(|n| {
+                n.partitions.contains(&p.name)
+                    || (n.partitions.is_empty() && listed.contains(&n.name))
+            })
+            .collect();
+        if members.is_empty() {
+            if !filtering && !opts.node_oriented {
+                records.push((
+                    pi,
+                    Line {
+                        part: Some(p.clone()),
+                        nodes: Vec::new(),
+                    },
+                ));
+            }
+            continue;
+        }
+        for n in members {
+            records.push((
+                pi,
+                Line {
+                    part: Some(p.clone()),
+                    nodes: vec![n.clone()],
+                },
+            ));
+        }
+    }
+    if opts.node_oriented {
+        records.sort_by_key(|(pi, l)| (l.nodes.first().map(|n| natural_key(&n.name)), *pi));
+        return records.into_iter().map(|(_, l)| l).collect();
+    }
+
+    // Merge records whose grouping fields print the same.
+    let key_of = |l: &Line| -> Vec<String> {
+        let mut k: Vec<String> = fmt
+            .columns
+            .iter()
+            .filter(|c| c.key.kind() == Kind::Grouping)
+            .map(|c| c.key.value(l, ctx).text)
+            .collect();
+        if uses_partition {
+            k.push(l.part.as_ref().map(|p| p.name.clone()).unwrap_or_default());
+        }
+        k
+    };
+    let mut groups: Vec<(usize, i32, Line)> = Vec::new();
+    let mut index: BTreeMap<Vec<String>, usize> = BTreeMap::new();
+    let mut members: Vec<BTreeSet<String>> = Vec::new();
+    for (pi, rec) in records {
+        let key = key_of(&rec);
+        match index.get(&key) {
+            Some(&g) => {
+                for n in rec.nodes {
+                    if members[g].insert(n.name.clone()) {
+                        groups[g].2.nodes.push(n);
+                    }
+                }
+            }
+            None => {
+                let rank = rec
+                    .nodes
+                    .first()
+                    .map(|n| NodeState::of(n).rank())
+                    .unwrap_or(-1);
+                let part = if uses_partition { rec.part } else { None };
+                index.insert(key, groups.len());
+                members.push(rec.nodes.iter().map(|n| n.name.clone()).collect());
+                groups.push((
+                    if uses_partition { pi } else { 0 },
+                    rank,
+                    Line {
+                        part,
+                        nodes: rec.nodes,
+                    },
+                ));
+            }
+        }
+    }
+    // "#P,-t": partitions as configured, then busier states first.
+    groups.sort_by_key(|g| (g.0, -g.1));
+    groups
+        .into_iter()
+        .map(|(_, _, mut l)| {
+            l.nodes.sort_by_key(|n| natural_key(&n.name));
+            l
+        })
+        .collect()
+}
+
+/// The whole output.
+pub fn render(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo], ctx: &Ctx) -> String {
+    let mut out = String::new();
+    if opts.reservations {
+        if !opts.noheader {
+            out.push_str("RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST\n");
+        }
+        return out;
+    }
+    match &opts.layout {
+        Layout::Json => {
+            let doc = json_doc(opts, parts, nodes);
+            out.push_str(&serde_json::to_string_pretty(&doc).unwrap_or_default());
+            out.push('\n');
+        }
+        Layout::Lines(fmt) => {
+            if opts.long && !opts.noheader {
+                out.push_str(&format::ctime_line(ctx.now));
+                out.push('\n');
+            }
+            let lines = lines(opts, fmt, parts, nodes, ctx);
+            let head = |k: &NodeField| k.header();
+            let header: Option<&dyn Fn(&NodeField) -> Cell> =
+                if opts.noheader { None } else { Some(&head) };
+            out.push_str(&format::render(
+                fmt,
+                &lines,
+                header,
+                &|l: &Line, k: &NodeField| k.value(l, ctx),
+            ));
+        }
+    }
+    out
+}
+
+fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serde_json::Value {
+    let nodes: Vec<serde_json::Value> = nodes
+        .iter()
+        .filter(|n| node_selected(opts, n))
+        .filter(|n| {
+            opts.partitions.is_empty() || n.partitions.iter().any(|p| opts.partitions.contains(p))
+        })
+        .map(|n| {
+            let st = NodeState::of(n);
+            let mut state = vec![st.base.clone()];
+            if st.no_respond {
+                state.push("NOT_RESPONDING".into());
+            }
+            json!({
+                "name": n.name,
+                "hostname": n.name,
+                "address": n.addr,
+                "state": state,
+                "cpus": n.cpus,
+                "alloc_cpus": n.cpus_alloc,
+                "alloc_idle_cpus": n.cpus.saturating_sub(n.cpus_alloc),
+                "real_memory": n.memory_mb,
+                "alloc_memory": n.memory_alloc_mb,
+                "gres": gres(n, n.gpus).replace("(null)", ""),
+                "gres_used": gres(n, n.gpus_alloc).replace("(null)", ""),
+                "partitions": n.partitions,
+                "reason": n.reason,
+                "reason_changed_at": n.reason_time,
+                "reason_set_by_user": n.reason_uid,
+                "boot_time": n.boot_time,
+                "last_busy": n.last_heartbeat,
+                "features": n.features,
+            })
+        })
+        .collect();
+    let partitions: Vec<serde_json::Value> = parts
+        .iter()
+        .filter(|p| opts.partitions.is_empty() || opts.partitions.contains(&p.name))
+        .map(|p| {
+            json!({
+                "name": p.name,
+                "nodes": { "configured": p.nodes, "total": p.total_nodes },
+                "cpus": { "total": p.total_cpus },
+                "default": p.is_default,
+                "state": [p.state],
+                "maximums": { "time": (p.max_time_min > 0).then_some(p.max_time_min), "nodes": p.max_nodes },
+                "defaults": { "time": (p.default_time_min > 0).then_some(p.default_time_min) },
+            })
+        })
+        .collect();
+    json!({ "nodes": nodes, "partitions": partitions, "errors": [], "warnings": [] })
+}
+
+pub fn run(args: &[String]) -> ExitCode {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut warnings = Vec::new();
+    let opts = match parse_args(args, &env, &mut warnings) {
+        Ok(o) => o,
+        Err(early) => return early.finish(),
+    };
+    for w in &warnings {
+        eprintln!("{w}");
+    }
+    let cluster = client::load_config()
+        .map(|c| c.cluster_name)
+        .unwrap_or_default();
+    let rt = client::runtime();
+    loop {
+        let reply = rt.block_on(async {
+            let mut c = client::connect().await?;
+            let status = |s: tonic::Status| anyhow::anyhow!(client::status_message(&s));
+            let parts = c
+                .list_partitions(ListPartitionsRequest {})
+                .await
+                .map_err(status)?
+                .into_inner();
+            let nodes = c
+                .list_nodes(ListNodesRequest { names: Vec::new() })
+                .await
+                .map_err(status)?
+                .into_inner();
+            anyhow::Ok((parts.partitions, nodes.nodes))
+        });
+        let (parts, nodes) = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("sinfo: error: {e:#}");
+                return ExitCode::from(1);
+            }
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        let names = Names::resolve(
+            nodes
+                .iter()
+                .filter(|n| n.reason_time > 0)
+                .map(|n| n.reason_uid),
+            [],
+        );
+        let ctx = Ctx {
+            now,
+            names,
+            cluster: cluster.clone(),
+        };
+        if opts.iterate.is_some() && !opts.long && !opts.noheader {
+            println!("{}", format::ctime_line(now));
+        }
+        print!("{}", render(&opts, &parts, &nodes, &ctx));
+        match opts.iterate {
+            Some(secs) => {
+                println!();
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+            }
+            None => return ExitCode::SUCCESS,
+        }
+    }
+}
+
+const USAGE: &str = "\
+Usage: sinfo [-adelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]
+             [-S fields] [-o format] [-O Format] [--json]
+";
+
+const HELP: &str = "\
+Usage: sinfo [OPTIONS]
+  -a, --all                  show all partitions (including hidden and those
+                             not accessible)
+  -d, --dead                 show only non-responding nodes
+  -e, --exact                group nodes only on exact match of configuration
+  -h, --noheader             no headers on output
+  --hide                     do not show hidden or non-accessible partitions
+  -i, --iterate=seconds      specify an iteration period
+      --json                 produce JSON output
+  -l, --long                 long output - displays more information
+  -M, --clusters=names       clusters to issue commands to (ignored)
+  -n, --nodes=NODES          report on specific node(s)
+  -N, --Node                 Node-centric format
+  -o, --format=format        format specification
+  -O, --Format=format        long format specification
+  -p, --partition=PARTITION  report on specific partition
+  -r, --responding           report only responding nodes
+  -R, --list-reasons         list reason nodes are down or drained
+  -s, --summarize            report state summary only
+  -S, --sort=fields          comma separated list of fields to sort on
+  -t, --states=node_state    specify the what states of nodes to view
+  -T, --reservation          show only reservation information
+  -v, --verbose              verbosity level
+  -V, --version              output version information and exit
+
+Help options:
+  --help                     show this help message
+  --usage                    display brief usage message
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, Early> {
+        parse_args(&s(args), &|_| None, &mut Vec::new())
+    }
+
+    fn node(name: &str, state: &str, alloc: u32, parts: &[&str]) -> NodeInfo {
+        NodeInfo {
+            name: name.into(),
+            addr: format!("127.0.0.1:{}", 7000 + name.len()),
+            state: state.into(),
+            cpus: 8,
+            cpus_alloc: alloc,
+            memory_mb: 32768,
+            gpus: 4,
+            gpus_alloc: alloc / 2,
+            gpu_type: "h100".into(),
+            partitions: parts.iter().map(|p| p.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn part(name: &str, nodes: &str, default: bool, max: u32) -> PartitionInfo {
+        PartitionInfo {
+            name: name.into(),
+            nodes: nodes.into(),
+            is_default: default,
+            max_time_min: max,
+            state: "UP".into(),
+            ..Default::default()
+        }
+    }
+
+    fn cluster() -> (Vec<PartitionInfo>, Vec<NodeInfo>) {
+        let parts = vec![
+            part("gpu", "gpu[01-04]", true, 1440),
+            part("debug", "gpu04", false, 0),
+            part("empty", "", false, 30),
+        ];
+        let mut drained = node("gpu03", "DRAINED", 0, &["gpu"]);
+        drained.reason = "bad fan".into();
+        drained.reason_time = 1_700_000_000;
+        drained.reason_uid = 0;
+        let nodes = vec![
+            node("gpu01", "MIXED", 4, &["gpu"]),
+            node("gpu02", "MIXED", 2, &["gpu"]),
+            drained,
+            node("gpu04", "IDLE", 0, &["gpu", "debug"]),
+        ];
+        (parts, nodes)
+    }
+
+    fn ctx() -> Ctx {
+        let mut names = Names::default();
+        names.users.insert(0, "root".into());
+        Ctx {
+            now: 1_800_000_000,
+            names,
+            cluster: "drover".into(),
+        }
+    }
+
+    fn out(args: &[&str]) -> String {
+        let (parts, nodes) = cluster();
+        render(&parse(args).unwrap(), &parts, &nodes, &ctx())
+    }
+
+    #[test]
+    fn default_output() {
+        let want = [
+            "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST",
+            "gpu*         up 1-00:00:00      2    mix gpu[01-02]",
+            "gpu*         up 1-00:00:00      1  drain gpu03",
+            "gpu*         up 1-00:00:00      1   idle gpu04",
+            "debug        up   infinite      1   idle gpu04",
+            "empty        up      30:00      0    n/a ",
+        ];
+        assert_eq!(out(&[]), want.join("\n") + "\n");
+    }
+
+    #[test]
+    fn snakemake_partition_query() {
+        assert_eq!(out(&["-o", "%P"]), "PARTITION\ngpu*\ndebug\nempty\n");
+        let (p, n) = cluster();
+        let opts = parse(&["-o", "%P", "-p", "debug"]).unwrap();
+        assert_eq!(render(&opts, &p, &n, &ctx()), "PARTITION\ndebug\n");
+    }
+
+    #[test]
+    fn node_oriented() {
+        let want = [
+            "NODELIST   NODES PARTITION STATE ",
+            "gpu01          1 gpu*      mix   ",
+            "gpu02          1 gpu*      mix   ",
+            "gpu03          1 gpu*      drain ",
+            "gpu04          1 gpu*      idle  ",
+            "gpu04          1 debug     idle  ",
+        ];
+        assert_eq!(out(&["-N"]), want.join("\n") + "\n");
+        assert_eq!(
+            out(&["-N", "-h", "-o", "%N %T %C %G", "-p", "gpu", "-t", "mix"]),
+            "gpu01 mixed 4/4/0/8 gpu:h100:4\ngpu02 mixed 2/6/0/8 gpu:h100:4\n"
+        );
+    }
+
+    #[test]
+    fn summarize_reasons_and_cpu_states() {
+        let want = [
+            "PARTITION AVAIL  TIMELIMIT   NODES(A/I/O/T)  NODELIST",
+            "gpu*         up 1-00:00:00          2/1/1/4  gpu[01-04]",
+            "debug        up   infinite          0/1/0/1  gpu04",
+            "empty        up      30:00          0/0/0/0  ",
+        ];
+        assert_eq!(out(&["-s"]), want.join("\n") + "\n");
+        let reasons = out(&["-R"]);
+        let want = format!(
+            "REASON               USER      TIMESTAMP           NODELIST\nbad fan              root      {:19} gpu03\n",
+            crate::client::format_time(1_700_000_000)
+        );
+        assert_eq!(reasons, want);
+        assert_eq!(
+            out(&["-h", "-o", "%P %C %F"]),
+            "gpu* 6/18/8/32 2/1/1/4\ndebug 0/8/0/8 0/1/0/1\nempty 0/0/0/0 0/0/0/0\n"
+        );
+    }
+
+    #[test]
+    fn filters_states_and_gres() {
+        assert_eq!(
+            out(&["-h", "-o", "%R %t %D", "-t", "idle,drain"]),
+            "gpu drain 1\ngpu idle 1\ndebug idle 1\n"
+        );
+        assert_eq!(
+            out(&["-h", "-o", "%N", "-n", "gpu[03-04]", "-p", "gpu"]),
+            "gpu[03-04]\n"
+        );
+        assert_eq!(
+            out(&["-h", "-o", "%20P|%.6c|%m|%G|%E|%f", "-p", "debug"]),
+            "debug               |     8|32768|gpu:h100:4|none|(null)\n"
+        );
+        let mut nodes = cluster().1;
+        nodes[0].state = "DOWN*".into();
+        let opts = parse(&["-h", "-o", "%N %t %T", "-d"]).unwrap();
+        assert_eq!(
+            render(&opts, &cluster().0, &nodes, &ctx()),
+            "gpu01 down* down*\n"
+        );
+        let e = parse(&["-t", "sleepy"]).unwrap_err();
+        assert_eq!(
+            (e.code, e.stderr.as_str()),
+            (1, "sinfo: error: Invalid node state specified: sleepy\n")
+        );
+    }
+
+    #[test]
+    fn long_and_format_names() {
+        let text = out(&["-l", "-p", "debug"]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(
+            lines[1],
+            "PARTITION AVAIL  TIMELIMIT   JOB_SIZE ROOT OVERSUBS     GROUPS  NODES       STATE NODELIST"
+        );
+        assert_eq!(
+            lines[2],
+            "debug        up   infinite 1-infinite   no       NO        all      1        idle gpu04"
+        );
+        assert_eq!(
+            out(&[
+                "-h",
+                "-O",
+                "PartitionName:8,Nodes:.4,StateLong:9,NodeList:0",
+                "-p",
+                "gpu"
+            ]),
+            "gpu        2mixed    gpu[01-02]\ngpu        1drained  gpu03\ngpu        1idle     gpu04\n"
+        );
+    }
+
+    #[test]
+    fn errors_and_json() {
+        let e = parse(&["--bogus"]).unwrap_err();
+        assert_eq!(
+            e.stderr,
+            "sinfo: unrecognized option '--bogus'\nTry \"sinfo --help\" for more information\n"
+        );
+        assert_eq!(parse(&["x"]).unwrap_err().code, 1);
+        assert!(parse(&["-a", "-e", "--hide", "-M", "all", "-S", "P"]).is_ok());
+        let text = out(&["--json"]);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["nodes"].as_array().unwrap().len(), 4);
+        assert_eq!(v["nodes"][2]["state"], json!(["DRAINED"]));
+        assert_eq!(v["partitions"][0]["default"], true);
+    }
 }

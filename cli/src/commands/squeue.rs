@@ -10,11 +10,11 @@
 //! ```
 
 use crate::client;
-use crate::format::{self, Cell, Early, Format, JobSelector, Names};
+use crate::format::{self, Cell, Early, Format, JobRef, JobSelector, Names};
 use crate::opts::{self, OptSpec, flag, optional, value};
 use model::JobState;
 use proto::v1::{JobFilter, JobInfo, ListJobsRequest};
-use serde_json::json;
+use serde::Serialize;
 use std::process::ExitCode;
 
 const SPECS: &[OptSpec] = &[
@@ -65,7 +65,7 @@ const SPECS: &[OptSpec] = &[
 ];
 
 /// Long names that mean the same option; the first is the one read.
-const ALIASES: &[(&str, &'static str)] = &[
+const ALIASES: &[(&str, &str)] = &[
     ("account", "accounts"),
     ("U", "accounts"),
     ("job", "jobs"),
@@ -381,7 +381,11 @@ impl JobField {
             Account => or_null(&s.account),
             JobIdRaw => Cell::cut(j.job_id.to_string()),
             TresPerNode => Cell::cut(tres_per_node(s)),
-            BatchHost => Cell::cut(if j.batch_host.is_empty() { "n/a" } else { &j.batch_host }),
+            BatchHost => Cell::cut(if j.batch_host.is_empty() {
+                "n/a"
+            } else {
+                &j.batch_host
+            }),
             MinCpus => Cell::cut((s.cpus_per_task.max(1) * s.ntasks_per_node.max(1)).to_string()),
             NumCpus => Cell::cut(j.num_cpus.to_string()),
             MinTmpDisk => Cell::cut("0"),
@@ -390,7 +394,12 @@ impl JobField {
             Dependency => or_null(&s.dependency),
             Features => or_null(&s.constraint),
             ArrayJobId => Cell::cut(
-                if j.array_job_id != 0 { j.array_job_id } else { j.job_id }.to_string(),
+                if j.array_job_id != 0 {
+                    j.array_job_id
+                } else {
+                    j.job_id
+                }
+                .to_string(),
             ),
             GroupName => Cell::cut(ctx.names.group(s.gid)),
             GroupId => Cell::cut(s.gid.to_string()),
@@ -419,9 +428,10 @@ impl JobField {
             NodeList => Cell::whole(j.nodes.clone()),
             Command => Cell::cut("(null)"),
             Contiguous => Cell::cut("0"),
-            Priority => {
-                Cell::cut(format!("{:16.14}", f64::from(j.priority) / f64::from(u32::MAX)))
-            }
+            Priority => Cell::cut(format!(
+                "{:16.14}",
+                f64::from(j.priority) / f64::from(u32::MAX)
+            )),
             Partition => Cell::cut(s.partition.clone()),
             Qos => Cell::cut(if s.qos.is_empty() { "normal" } else { &s.qos }),
             PriorityLong => Cell::cut(j.priority.to_string()),
@@ -443,7 +453,11 @@ impl JobField {
             }
             SelectJobInfo => Cell::cut("N/A"),
             StartTime => {
-                let t = if st == JobState::Pending { j.planned_start } else { j.start_time };
+                let t = if st == JobState::Pending {
+                    j.planned_start
+                } else {
+                    j.start_time
+                };
                 Cell::cut(format::time_or(t, "N/A"))
             }
             StateCompact => Cell::cut(st.short_name()),
@@ -469,17 +483,42 @@ impl JobField {
             ExitCode => Cell::cut(format!("{}:{}", j.exit_code, j.exit_signal)),
             NumTasks => Cell::cut(s.num_tasks.max(1).to_string()),
             PendingTime => Cell::cut(
-                if j.start_time > 0 { j.start_time - j.submit_time } else { ctx.now - j.submit_time }
-                    .max(0)
-                    .to_string(),
+                if j.start_time > 0 {
+                    j.start_time - j.submit_time
+                } else {
+                    ctx.now - j.submit_time
+                }
+                .max(0)
+                .to_string(),
             ),
             Requeue => Cell::cut(if s.requeue { "1" } else { "0" }),
             RestartCnt => Cell::cut(j.restart_count.to_string()),
-            StdErr => Cell::cut(if j.stderr_path.is_empty() { &s.stderr_pattern } else { &j.stderr_path }),
-            StdIn => Cell::cut(if s.stdin_path.is_empty() { "/dev/null" } else { &s.stdin_path }),
-            StdOut => Cell::cut(if j.stdout_path.is_empty() { &s.stdout_pattern } else { &j.stdout_path }),
-            TresAlloc => Cell::cut(format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus)),
-            TresPerJob => Cell::cut(if s.gpus > 0 { format!("gres/gpu:{}", s.gpus) } else { "N/A".into() }),
+            StdErr => Cell::cut(if j.stderr_path.is_empty() {
+                &s.stderr_pattern
+            } else {
+                &j.stderr_path
+            }),
+            StdIn => Cell::cut(if s.stdin_path.is_empty() {
+                "/dev/null"
+            } else {
+                &s.stdin_path
+            }),
+            StdOut => Cell::cut(if j.stdout_path.is_empty() {
+                &s.stdout_pattern
+            } else {
+                &j.stdout_path
+            }),
+            TresAlloc => Cell::cut(format::tres_string(
+                j.num_cpus,
+                j.mem_mb,
+                j.num_nodes,
+                j.num_gpus,
+            )),
+            TresPerJob => Cell::cut(if s.gpus > 0 {
+                format!("gres/gpu:{}", s.gpus)
+            } else {
+                "N/A".into()
+            }),
         }
     }
 
@@ -489,10 +528,14 @@ impl JobField {
         let s = format::spec(j);
         let st = format::job_state(j);
         match self {
-            JobIdRaw | JobId | ArrayJobId => SortKey::Num(i64::from(
-                if j.array_job_id != 0 { j.array_job_id } else { j.job_id },
-            ) * 1_000_000
-                + j.array_task_id.map(i64::from).unwrap_or(-1)),
+            JobIdRaw | JobId | ArrayJobId => SortKey::Num(
+                i64::from(if j.array_job_id != 0 {
+                    j.array_job_id
+                } else {
+                    j.job_id
+                }) * 1_000_000
+                    + j.array_task_id.map(i64::from).unwrap_or(-1),
+            ),
             Priority | PriorityLong => SortKey::Num(i64::from(j.priority)),
             StateCompact | State => SortKey::Num(state_rank(st)),
             NumCpus => SortKey::Num(i64::from(j.num_cpus)),
@@ -677,7 +720,11 @@ pub struct Options {
 }
 
 fn split_list(v: &str) -> Vec<String> {
-    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// Parses the command line. `env` reads the environment (SQUEUE_FORMAT, ...); `me` is
@@ -702,7 +749,10 @@ pub fn parse_args(
         return Err(Early::info(format::VERSION_LINE));
     }
     if p.has("format") && p.has("Format") {
-        return Err(Early::error("squeue", "-o (--format) is incompatible with -O (--Format)"));
+        return Err(Early::error(
+            "squeue",
+            "-o (--format) is incompatible with -O (--Format)",
+        ));
     }
     if p.has("long") && p.has("format") {
         return Err(Early::error(
@@ -717,13 +767,20 @@ pub fn parse_args(
         if !p.has(key) {
             return None;
         }
-        let v = p.all(key).into_iter().rfind(|v| !v.is_empty()).map(String::from);
+        let v = p
+            .all(key)
+            .into_iter()
+            .rfind(|v| !v.is_empty())
+            .map(String::from);
         Some(v.or_else(|| positional.next()).unwrap_or_default())
     };
     let jobs_text = optional_list("jobs");
     let steps_text = optional_list("steps");
     if let Some(extra) = positional.next() {
-        return Err(Early::usage("squeue", &format!("error: Unrecognized option: {extra}")));
+        return Err(Early::usage(
+            "squeue",
+            &format!("error: Unrecognized option: {extra}"),
+        ));
     }
     let jobs = match jobs_text.as_deref() {
         Some("") | None => None,
@@ -736,14 +793,20 @@ pub fn parse_args(
     };
 
     let mut users = Vec::new();
-    let user_text = p.get("users").map(String::from).or_else(|| env("SQUEUE_USERS"));
+    let user_text = p
+        .get("users")
+        .map(String::from)
+        .or_else(|| env("SQUEUE_USERS"));
     for u in user_text.as_deref().map(split_list).unwrap_or_default() {
         users.extend(format::user_forms(&u));
     }
     if p.has("me") {
         users.extend(format::user_forms(me));
     }
-    let states_text = p.get("states").map(String::from).or_else(|| env("SQUEUE_STATES"));
+    let states_text = p
+        .get("states")
+        .map(String::from)
+        .or_else(|| env("SQUEUE_STATES"));
     let start = p.has("start");
     let mut states = match states_text.as_deref() {
         None => States::Active,
@@ -754,9 +817,8 @@ pub fn parse_args(
     }
     let nodes = match p.get("nodelist") {
         None => Vec::new(),
-        Some(n) => model::hostlist::expand(n).map_err(|_| {
-            Early::error("squeue", &format!("'{n}' invalid entry for --nodelist"))
-        })?,
+        Some(n) => model::hostlist::expand(n)
+            .map_err(|_| Early::error("squeue", &format!("'{n}' invalid entry for --nodelist")))?,
     };
 
     let layout = if p.has("json") {
@@ -765,35 +827,60 @@ pub fn parse_args(
         let text = p.get("format").unwrap_or(STEP_FORMAT);
         let (fmt, bad) = format::parse_percent(text, StepField::from_letter);
         for c in bad {
-            warnings.push(format!("squeue: error: Invalid job step format specification: {c}"));
+            warnings.push(format!(
+                "squeue: error: Invalid job step format specification: {c}"
+            ));
         }
         Layout::Steps(fmt)
     } else {
-        let env_format = if p.has("long") || start { None } else { env("SQUEUE_FORMAT") };
-        let env_format2 = if p.has("long") || start { None } else { env("SQUEUE_FORMAT2") };
-        let long_text = p.get("Format").map(String::from).or(if p.has("format") { None } else { env_format2 });
+        let env_format = if p.has("long") || start {
+            None
+        } else {
+            env("SQUEUE_FORMAT")
+        };
+        let env_format2 = if p.has("long") || start {
+            None
+        } else {
+            env("SQUEUE_FORMAT2")
+        };
+        let long_text =
+            p.get("Format")
+                .map(String::from)
+                .or(if p.has("format") { None } else { env_format2 });
         match long_text {
             Some(t) if env_format.is_none() || p.has("Format") => {
                 let (fmt, bad) = format::parse_long(&t, JobField::from_name);
                 for n in bad {
-                    warnings.push(format!("squeue: error: Invalid job format specification: {n}"));
+                    warnings.push(format!(
+                        "squeue: error: Invalid job format specification: {n}"
+                    ));
                 }
                 Layout::Jobs(fmt)
             }
             _ => {
-                let text = p.get("format").map(String::from).or(env_format).unwrap_or_else(|| {
-                    if p.has("long") {
-                        LONG_FORMAT.into()
-                    } else if start {
-                        START_FORMAT.into()
-                    } else {
-                        DEFAULT_FORMAT.into()
-                    }
-                });
-                let text = if text.eq_ignore_ascii_case("%all") { all_format() } else { text };
+                let text = p
+                    .get("format")
+                    .map(String::from)
+                    .or(env_format)
+                    .unwrap_or_else(|| {
+                        if p.has("long") {
+                            LONG_FORMAT.into()
+                        } else if start {
+                            START_FORMAT.into()
+                        } else {
+                            DEFAULT_FORMAT.into()
+                        }
+                    });
+                let text = if text.eq_ignore_ascii_case("%all") {
+                    all_format()
+                } else {
+                    text
+                };
                 let (fmt, bad) = format::parse_percent(&text, JobField::from_letter);
                 for c in bad {
-                    warnings.push(format!("squeue: error: Invalid job format specification: {c}"));
+                    warnings.push(format!(
+                        "squeue: error: Invalid job format specification: {c}"
+                    ));
                 }
                 Layout::Jobs(fmt)
             }
@@ -804,7 +891,13 @@ pub fn parse_args(
         .get("sort")
         .map(String::from)
         .or_else(|| env("SQUEUE_SORT"))
-        .unwrap_or_else(|| if start { "S".into() } else { DEFAULT_SORT.into() });
+        .unwrap_or_else(|| {
+            if start {
+                "S".into()
+            } else {
+                DEFAULT_SORT.into()
+            }
+        });
     let sort = sort_text
         .split(',')
         .filter_map(|k| {
@@ -857,8 +950,29 @@ fn parse_states(text: &str) -> Result<States, Early> {
         match JobState::parse(&s) {
             Some(state) => out.push(state),
             // States Drover never enters: accepted, match nothing.
-            None if ["CF", "CONFIGURING", "SO", "STAGE_OUT", "RS", "RESIZING", "SE", "SPECIAL_EXIT", "ST", "STOPPED", "SI", "SIGNALING", "RV", "REVOKED", "RH", "REQUEUE_HOLD", "RF", "REQUEUE_FED", "RD", "RESV_DEL_HOLD"]
-                .contains(&s.to_ascii_uppercase().as_str()) => {}
+            None if [
+                "CF",
+                "CONFIGURING",
+                "SO",
+                "STAGE_OUT",
+                "RS",
+                "RESIZING",
+                "SE",
+                "SPECIAL_EXIT",
+                "ST",
+                "STOPPED",
+                "SI",
+                "SIGNALING",
+                "RV",
+                "REVOKED",
+                "RH",
+                "REQUEUE_HOLD",
+                "RF",
+                "REQUEUE_FED",
+                "RD",
+                "RESV_DEL_HOLD",
+            ]
+            .contains(&s.to_ascii_uppercase().as_str()) => {}
             None => {
                 let valid: Vec<&str> = JobState::ALL.iter().map(|s| s.name()).collect();
                 return Err(Early {
@@ -877,13 +991,20 @@ fn parse_states(text: &str) -> Result<States, Early> {
 
 /// `%all`: every letter, `|`-separated.
 fn all_format() -> String {
-    ('a'..='z').chain('A'..='Z').filter(|c| JobField::from_letter(*c).is_some()).map(|c| format!("%{c}")).collect::<Vec<_>>().join("|")
+    ('a'..='z')
+        .chain('A'..='Z')
+        .filter(|c| JobField::from_letter(*c).is_some())
+        .map(|c| format!("%{c}"))
+        .collect::<Vec<_>>()
+        .join("|")
 }
 
 /// The request that fetches what `opts` can show.
 pub fn request(opts: &Options) -> ListJobsRequest {
+    // One job by id: fetch it in whatever state, to tell "unknown job" from "filtered".
+    let single = single_job(opts);
     let states = match &opts.states {
-        States::List(l) => l.iter().map(|s| s.name().to_string()).collect(),
+        States::List(l) if !single => l.iter().map(|s| s.name().to_string()).collect(),
         _ => Vec::new(),
     };
     let mut job_ids: Vec<String> = opts
@@ -904,28 +1025,47 @@ pub fn request(opts: &Options) -> ListJobsRequest {
             states,
             accounts: Vec::new(),
         }),
-        include_finished: opts.states.wants_finished(),
+        include_finished: single || opts.states.wants_finished(),
         recent_finished_only: true,
         ..Default::default()
     }
 }
 
+/// True when `-j` names exactly one job (Slurm then asks for that job alone).
+fn single_job(opts: &Options) -> bool {
+    opts.jobs.as_ref().is_some_and(|j| j.len() == 1) && opts.steps.is_none()
+}
+
+/// True when `-j` named a single job the controller does not know (or has forgotten):
+/// Slurm's squeue then fails with `slurm_load_jobs error: Invalid job id specified`.
+pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
+    match &opts.jobs {
+        Some(sel) if single_job(opts) => !jobs.iter().any(|j| format::select_job(sel, j).is_some()),
+        _ => false,
+    }
+}
+
 /// Applies the filters to one record; an array remainder may come back narrowed to the
 /// tasks `-j` named.
-fn filter(opts: &Options, job: &JobInfo) -> Option<JobInfo> {
+fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
     let job = match &opts.jobs {
-        Some(sel) => format::select_job(sel, job)?,
-        None => job.clone(),
+        Some(sel) => format::select_ref(sel, job)?,
+        None => JobRef::Borrowed(job),
     };
     let s = format::spec(&job);
-    let ci = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v));
+    let ci = |list: &[String], v: &str| {
+        list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v))
+    };
     let ok = opts.states.matches(format::job_state(&job))
         && (opts.users.is_empty() || format::user_matches(&opts.users, &job))
         && ci(&opts.names, &s.name)
         && (opts.partitions.is_empty() || opts.partitions.contains(&s.partition))
         && ci(&opts.accounts, &s.account)
         && ci(&opts.qos, if s.qos.is_empty() { "normal" } else { &s.qos })
-        && opts.reservation.as_ref().is_none_or(|r| *r == s.reservation)
+        && opts
+            .reservation
+            .as_ref()
+            .is_none_or(|r| *r == s.reservation)
         && (opts.nodes.is_empty()
             || model::hostlist::expand(&job.nodes)
                 .unwrap_or_default()
@@ -934,30 +1074,51 @@ fn filter(opts: &Options, job: &JobInfo) -> Option<JobInfo> {
     ok.then_some(job)
 }
 
-/// The rows to print: filtered, arrays expanded with `-r`, sorted.
-pub fn rows(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> Vec<JobInfo> {
-    let mut out = Vec::new();
+/// The rows to print: filtered, arrays expanded with `-r`, sorted (`-S`, then by id).
+pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a>> {
+    let mut out: Vec<JobRef<'a>> = Vec::new();
     for job in jobs.iter().filter_map(|j| filter(opts, j)) {
         if opts.array && format::is_array_meta(&job) {
             for t in format::pending_tasks(&job) {
-                out.push(format::narrow_array(&job, &[t]));
+                out.push(JobRef::Owned(Box::new(format::narrow_array(&job, &[t]))));
             }
         } else {
             out.push(job);
         }
     }
-    let raw_id = |j: &JobInfo| (j.array_job_id.max(j.job_id), j.array_task_id.map(i64::from).unwrap_or(-1), j.job_id);
-    out.sort_by(|a, b| {
-        for (field, desc) in &opts.sort {
-            let (ka, kb) = (field.sort_key(a, ctx), field.sort_key(b, ctx));
-            let ord = if *desc { kb.cmp(&ka) } else { ka.cmp(&kb) };
+    // Keys are computed once per row, and indices sorted rather than the (large) rows.
+    let keys: Vec<(Vec<SortKey>, (u32, i64, u32))> = out
+        .iter()
+        .map(|j| {
+            let keys = opts.sort.iter().map(|(f, _)| f.sort_key(j, ctx)).collect();
+            let base = if j.array_job_id != 0 {
+                j.array_job_id
+            } else {
+                j.job_id
+            };
+            (
+                keys,
+                (base, j.array_task_id.map(i64::from).unwrap_or(-1), j.job_id),
+            )
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ka, kb) = (&keys[a], &keys[b]);
+        for (i, (_, desc)) in opts.sort.iter().enumerate() {
+            let ord = if *desc {
+                kb.0[i].cmp(&ka.0[i])
+            } else {
+                ka.0[i].cmp(&kb.0[i])
+            };
             if ord != std::cmp::Ordering::Equal {
                 return ord;
             }
         }
-        raw_id(a).cmp(&raw_id(b))
+        ka.1.cmp(&kb.1)
     });
-    out
+    let mut slots: Vec<Option<JobRef<'a>>> = out.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// The whole output for one reply.
@@ -969,20 +1130,29 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
     }
     match &opts.layout {
         Layout::Json => {
-            let list: Vec<serde_json::Value> = rows(opts, jobs, ctx).iter().map(|j| job_json(j, ctx)).collect();
-            let doc = json!({ "jobs": list, "errors": [], "warnings": [] });
-            out.push_str(&serde_json::to_string_pretty(&doc).unwrap_or_default());
-            out.push('\n');
+            let rows = rows(opts, jobs, ctx);
+            let list: Vec<JobJson> = rows.iter().map(|j| job_json(j, ctx)).collect();
+            out.push_str(&format::json_doc("jobs", &list));
         }
         Layout::Jobs(fmt) => {
             let rows = rows(opts, jobs, ctx);
             let head = |k: &JobField| k.header();
-            let header: Option<&dyn Fn(&JobField) -> Cell> = if opts.noheader { None } else { Some(&head) };
-            out.push_str(&format::render(fmt, &rows, header, &|j: &JobInfo, k: &JobField| k.value(j, ctx)));
+            let header: Option<&dyn Fn(&JobField) -> Cell> =
+                if opts.noheader { None } else { Some(&head) };
+            out.push_str(&format::render(
+                fmt,
+                &rows,
+                header,
+                &|j: &JobRef, k: &JobField| k.value(j, ctx),
+            ));
         }
         Layout::Steps(fmt) => {
             let mut step_rows = Vec::new();
-            let job_opts = Options { jobs: None, states: States::Active, ..opts.clone() };
+            let job_opts = Options {
+                jobs: None,
+                states: States::Active,
+                ..opts.clone()
+            };
             for job in jobs.iter().filter_map(|j| filter(&job_opts, j)) {
                 for step in &job.steps {
                     if format::step_state(step) != JobState::Running {
@@ -992,97 +1162,168 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
                         sel.as_ref().is_none_or(|list| {
                             list.iter().any(|s| {
                                 s.select(&job).is_some()
-                                    && (!need_step || s.step.as_deref().is_none_or(|id| id == step.step_id))
+                                    && (!need_step
+                                        || s.step.as_deref().is_none_or(|id| id == step.step_id))
                             })
                         })
                     };
                     if wanted(&opts.jobs, false) && wanted(&opts.steps, true) {
-                        step_rows.push((job.clone(), step.clone()));
+                        step_rows.push(((*job).clone(), step.clone()));
                     }
                 }
             }
             step_rows.sort_by_key(|(j, s)| {
-                (format::spec(j).partition.clone(), j.job_id, s.step_id.parse::<i64>().unwrap_or(-1))
+                (
+                    format::spec(j).partition.clone(),
+                    j.job_id,
+                    s.step_id.parse::<i64>().unwrap_or(-1),
+                )
             });
             let head = |k: &StepField| k.header();
-            let header: Option<&dyn Fn(&StepField) -> Cell> = if opts.noheader { None } else { Some(&head) };
-            out.push_str(&format::render(fmt, &step_rows, header, &|r: &(JobInfo, proto::v1::StepInfo), k: &StepField| {
-                k.value(r, ctx)
-            }));
+            let header: Option<&dyn Fn(&StepField) -> Cell> =
+                if opts.noheader { None } else { Some(&head) };
+            out.push_str(&format::render(
+                fmt,
+                &step_rows,
+                header,
+                &|r: &(JobInfo, proto::v1::StepInfo), k: &StepField| k.value(r, ctx),
+            ));
         }
     }
     out
 }
 
-/// One job in Slurm's `squeue --json` shape.
-pub fn job_json(j: &JobInfo, ctx: &Ctx) -> serde_json::Value {
+/// One job in Slurm's `squeue --json` shape (keys as Slurm's data_parser names them).
+#[derive(Debug, Serialize)]
+pub struct JobJson<'a> {
+    account: &'a str,
+    array_job_id: u32,
+    array_task_id: Option<u32>,
+    array_task_string: &'a str,
+    batch_host: &'a str,
+    cluster: &'a str,
+    comment: &'a str,
+    cpus: u32,
+    cpus_per_task: u32,
+    current_working_directory: &'a str,
+    dependency: &'a str,
+    eligible_time: i64,
+    end_time: i64,
+    exit_code: format::ExitJson,
+    group_id: u32,
+    group_name: String,
+    job_id: u32,
+    job_state: [&'static str; 1],
+    memory_per_cpu: u64,
+    memory_per_node: u64,
+    name: &'a str,
+    nice: i32,
+    node_count: u32,
+    nodes: &'a str,
+    partition: &'a str,
+    priority: u32,
+    qos: &'a str,
+    requeue: bool,
+    restart_cnt: u32,
+    standard_error: &'a str,
+    standard_input: &'a str,
+    standard_output: &'a str,
+    start_time: i64,
+    state_reason: &'a str,
+    submit_time: i64,
+    tasks: u32,
+    /// Minutes; `null` is UNLIMITED.
+    time_limit: Option<u32>,
+    tres_alloc_str: String,
+    user_id: u32,
+    user_name: String,
+    wckey: &'a str,
+}
+
+/// One job for `--json`.
+pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
     let s = format::spec(j);
     let st = format::job_state(j);
-    let status = if !st.is_final() {
-        "PENDING"
-    } else if j.exit_signal != 0 {
-        "SIGNALED"
-    } else if j.exit_code != 0 {
-        "ERROR"
-    } else {
-        "SUCCESS"
-    };
-    json!({
-        "account": s.account,
-        "array_job_id": j.array_job_id,
-        "array_task_id": j.array_task_id,
-        "array_task_string": format::task_str(j),
-        "batch_host": j.batch_host,
-        "cluster": ctx.cluster,
-        "comment": s.comment,
-        "cpus": j.num_cpus,
-        "cpus_per_task": s.cpus_per_task.max(1),
-        "current_working_directory": s.work_dir,
-        "dependency": s.dependency,
-        "eligible_time": j.eligible_time,
-        "end_time": j.end_time,
-        "exit_code": {
-            "status": [status],
-            "return_code": j.exit_code,
-            "signal": { "id": j.exit_signal },
+    JobJson {
+        account: &s.account,
+        array_job_id: j.array_job_id,
+        array_task_id: j.array_task_id,
+        array_task_string: format::task_str(j),
+        batch_host: &j.batch_host,
+        cluster: &ctx.cluster,
+        comment: &s.comment,
+        cpus: j.num_cpus,
+        cpus_per_task: s.cpus_per_task.max(1),
+        current_working_directory: &s.work_dir,
+        dependency: &s.dependency,
+        eligible_time: j.eligible_time,
+        end_time: j.end_time,
+        exit_code: format::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
+        group_id: s.gid,
+        group_name: ctx.names.group(s.gid),
+        job_id: j.job_id,
+        job_state: [st.name()],
+        memory_per_cpu: s.mem_per_cpu_mb,
+        memory_per_node: s.mem_per_node_mb,
+        name: &s.name,
+        nice: s.nice,
+        node_count: j.num_nodes,
+        nodes: &j.nodes,
+        partition: &s.partition,
+        priority: j.priority,
+        qos: if s.qos.is_empty() { "normal" } else { &s.qos },
+        requeue: s.requeue,
+        restart_cnt: j.restart_count,
+        standard_error: if j.stderr_path.is_empty() {
+            &s.stderr_pattern
+        } else {
+            &j.stderr_path
         },
-        "group_id": s.gid,
-        "group_name": ctx.names.group(s.gid),
-        "job_id": j.job_id,
-        "job_state": [st.name()],
-        "memory_per_cpu": s.mem_per_cpu_mb,
-        "memory_per_node": s.mem_per_node_mb,
-        "name": s.name,
-        "nice": s.nice,
-        "node_count": j.num_nodes,
-        "nodes": j.nodes,
-        "partition": s.partition,
-        "priority": j.priority,
-        "qos": if s.qos.is_empty() { "normal" } else { &s.qos },
-        "requeue": s.requeue,
-        "restart_cnt": j.restart_count,
-        "standard_error": if j.stderr_path.is_empty() { &s.stderr_pattern } else { &j.stderr_path },
-        "standard_input": if s.stdin_path.is_empty() { "/dev/null" } else { &s.stdin_path },
-        "standard_output": if j.stdout_path.is_empty() { &s.stdout_pattern } else { &j.stdout_path },
-        "start_time": if st == JobState::Pending { j.planned_start } else { j.start_time },
-        "state_reason": reason(j),
-        "submit_time": j.submit_time,
-        "tasks": s.num_tasks.max(1),
-        "time_limit": (s.time_limit_min > 0).then_some(s.time_limit_min),
-        "tres_alloc_str": format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
-        "user_id": s.uid,
-        "user_name": user_name(j, ctx),
-        "wckey": s.wckey,
-    })
+        standard_input: if s.stdin_path.is_empty() {
+            "/dev/null"
+        } else {
+            &s.stdin_path
+        },
+        standard_output: if j.stdout_path.is_empty() {
+            &s.stdout_pattern
+        } else {
+            &j.stdout_path
+        },
+        start_time: if st == JobState::Pending {
+            j.planned_start
+        } else {
+            j.start_time
+        },
+        state_reason: if j.reason.is_empty() {
+            "None"
+        } else {
+            &j.reason
+        },
+        submit_time: j.submit_time,
+        tasks: s.num_tasks.max(1),
+        time_limit: (s.time_limit_min > 0).then_some(s.time_limit_min),
+        tres_alloc_str: format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
+        user_id: s.uid,
+        user_name: user_name(j, ctx),
+        wckey: &s.wckey,
+    }
 }
 
 fn user_name(j: &JobInfo, ctx: &Ctx) -> String {
     let s = format::spec(j);
-    if s.user.is_empty() { ctx.names.user(s.uid) } else { s.user.clone() }
+    if s.user.is_empty() {
+        ctx.names.user(s.uid)
+    } else {
+        s.user.clone()
+    }
 }
 
 fn reason(j: &JobInfo) -> String {
-    if j.reason.is_empty() { "None".into() } else { j.reason.clone() }
+    if j.reason.is_empty() {
+        "None".into()
+    } else {
+        j.reason.clone()
+    }
 }
 
 fn limit_text(minutes: u32) -> String {
@@ -1120,9 +1361,15 @@ fn end_time(j: &JobInfo, st: JobState) -> String {
     let limit = i64::from(format::spec(j).time_limit_min) * 60;
     match st {
         JobState::Running | JobState::Suspended | JobState::Completing if j.end_time <= 0 => {
-            if limit == 0 { "NONE".into() } else { format::time_or(j.start_time + limit, "N/A") }
+            if limit == 0 {
+                "NONE".into()
+            } else {
+                format::time_or(j.start_time + limit, "N/A")
+            }
         }
-        JobState::Pending if j.planned_start > 0 && limit > 0 => format::time_or(j.planned_start + limit, "N/A"),
+        JobState::Pending if j.planned_start > 0 && limit > 0 => {
+            format::time_or(j.planned_start + limit, "N/A")
+        }
         JobState::Pending => "N/A".into(),
         _ => format::time_or(j.end_time, "N/A"),
     }
@@ -1139,12 +1386,17 @@ pub fn run(args: &[String]) -> ExitCode {
     for w in &warnings {
         eprintln!("{w}");
     }
-    let cluster = client::load_config().map(|c| c.cluster_name).unwrap_or_default();
+    let cluster = client::load_config()
+        .map(|c| c.cluster_name)
+        .unwrap_or_default();
     let rt = client::runtime();
     loop {
         let reply = rt.block_on(async {
             let mut c = client::connect().await?;
-            let r = c.list_jobs(request(&opts)).await.map_err(|s| anyhow::anyhow!(client::status_message(&s)))?;
+            let r = c
+                .list_jobs(request(&opts))
+                .await
+                .map_err(|s| anyhow::anyhow!(client::status_message(&s)))?;
             anyhow::Ok(r.into_inner())
         });
         let reply = match reply {
@@ -1154,11 +1406,26 @@ pub fn run(args: &[String]) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        if unknown_single_job(&opts, &reply.jobs) {
+            eprintln!("slurm_load_jobs error: Invalid job id specified");
+            return ExitCode::from(1);
+        }
         let names = Names::resolve(
             reply.jobs.iter().map(|j| format::spec(j).uid).chain([uid]),
             reply.jobs.iter().map(|j| format::spec(j).gid),
         );
-        let ctx = Ctx { now: reply.now.max(1), names, cluster: cluster.clone() };
+        let ctx = Ctx {
+            now: if reply.now > 0 {
+                reply.now
+            } else {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .unwrap_or(0)
+            },
+            names,
+            cluster: cluster.clone(),
+        };
         let text = render(&opts, &reply.jobs, &ctx);
         if opts.iterate.is_some() && !opts.long && !opts.noheader {
             println!("{}", format::ctime_line(ctx.now));
@@ -1226,8 +1493,9 @@ Help options:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proto::v1::{JobSpec, StepInfo};
     use proto::v1::JobState as W;
+    use proto::v1::{JobSpec, StepInfo};
+    use serde_json::json;
 
     const NOW: i64 = 1_800_000_000;
 
@@ -1265,11 +1533,20 @@ mod tests {
     }
 
     fn running(id: u32, name: &str, started: i64, nodes: &str) -> JobInfo {
-        JobInfo { start_time: NOW - started, nodes: nodes.into(), batch_host: nodes.into(), ..job(id, name, W::Running) }
+        JobInfo {
+            start_time: NOW - started,
+            nodes: nodes.into(),
+            batch_host: nodes.into(),
+            ..job(id, name, W::Running)
+        }
     }
 
     fn ctx() -> Ctx {
-        Ctx { now: NOW, names: Names::default(), cluster: "drover".into() }
+        Ctx {
+            now: NOW,
+            names: Names::default(),
+            cluster: "drover".into(),
+        }
     }
 
     fn out(args: &[&str], jobs: &[JobInfo]) -> String {
@@ -1286,9 +1563,21 @@ mod tests {
         let mut task = running(7, "sweep", 65, "gpu02");
         task.array_job_id = 4;
         task.array_task_id = Some(0);
-        let done = JobInfo { end_time: NOW - 5, ..running(2, "old", 50, "gpu01") };
-        let done = JobInfo { state: W::Completed as i32, ..done };
-        vec![running(1, "verylongjobname", 3725, "gpu[01-02]"), pending, array, task, done]
+        let done = JobInfo {
+            end_time: NOW - 5,
+            ..running(2, "old", 50, "gpu01")
+        };
+        let done = JobInfo {
+            state: W::Completed as i32,
+            ..done
+        };
+        vec![
+            running(1, "verylongjobname", 3725, "gpu[01-02]"),
+            pending,
+            array,
+            task,
+            done,
+        ]
     }
 
     #[test]
@@ -1306,10 +1595,22 @@ mod tests {
 
     #[test]
     fn snakemake_status_query() {
-        let text = out(&["--format=%i|%T", "--states=all", "--noheader", "--name", "old"], &sample());
+        let text = out(
+            &[
+                "--format=%i|%T",
+                "--states=all",
+                "--noheader",
+                "--name",
+                "old",
+            ],
+            &sample(),
+        );
         assert_eq!(text, "2|COMPLETED\n");
         let text = out(&["--format=%i|%T", "--states=all", "--noheader"], &sample());
-        assert!(text.contains("4_[2-4%2]|PENDING\n") && text.contains("4_0|RUNNING\n"), "{text}");
+        assert!(
+            text.contains("4_[2-4%2]|PENDING\n") && text.contains("4_0|RUNNING\n"),
+            "{text}"
+        );
         let req = request(&parse(&["--states=all", "--name", "x"]).unwrap());
         assert!(req.include_finished && req.recent_finished_only);
         assert_eq!(req.filter.unwrap().names, vec!["x"]);
@@ -1334,58 +1635,133 @@ mod tests {
 
     #[test]
     fn states_users_and_filters() {
-        assert_eq!(out(&["-h", "-o", "%i", "-t", "pd"], &sample()), "3\n4_[2-4%2]\n");
-        assert_eq!(out(&["-h", "-o", "%i", "-t", "R,CD"], &sample()), "1\n4_0\n2\n");
+        assert_eq!(
+            out(&["-h", "-o", "%i", "-t", "pd"], &sample()),
+            "3\n4_[2-4%2]\n"
+        );
+        assert_eq!(
+            out(&["-h", "-o", "%i", "-t", "R,CD"], &sample()),
+            "1\n4_0\n2\n"
+        );
         assert_eq!(out(&["-h", "-o", "%i", "-u", "bob"], &sample()), "");
-        assert_eq!(out(&["-h", "-o", "%i", "--me", "-w", "gpu02"], &sample()), "1\n4_0\n");
+        assert_eq!(
+            out(&["-h", "-o", "%i", "--me", "-w", "gpu02"], &sample()),
+            "1\n4_0\n"
+        );
         assert_eq!(out(&["-h", "-o", "%i", "-p", "other"], &sample()), "");
-        assert_eq!(out(&["-h", "-o", "%i", "-A", "PROJ", "-n", "TRAIN"], &sample()), "3\n");
+        assert_eq!(
+            out(&["-h", "-o", "%i", "-A", "PROJ", "-n", "TRAIN"], &sample()),
+            "3\n"
+        );
         let e = parse(&["-t", "bogus"]).unwrap_err();
         assert_eq!(e.code, 1);
-        assert!(e.stderr.starts_with("squeue: error: Invalid job state specified: bogus\n"));
+        assert!(
+            e.stderr
+                .starts_with("squeue: error: Invalid job state specified: bogus\n")
+        );
     }
 
     #[test]
     fn long_start_and_format_letters() {
         let text = out(&["-l", "-j", "1"], &sample());
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[1], "             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES NODELIST(REASON)");
-        assert_eq!(lines[2], "                 1     debug verylong    alice  RUNNING    1:02:05      5:00      1 gpu[01-02]");
+        assert_eq!(
+            lines[1],
+            "             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES NODELIST(REASON)"
+        );
+        assert_eq!(
+            lines[2],
+            "                 1     debug verylong    alice  RUNNING    1:02:05      5:00      1 gpu[01-02]"
+        );
         let mut jobs = sample();
         jobs[1].planned_start = NOW + 600;
         let text = out(&["--start", "-h"], &jobs);
         assert_eq!(text.lines().count(), 2, "{text}");
         let first = text.lines().next().unwrap();
-        assert!(first.contains(&crate::client::format_time(NOW + 600)), "{first}");
+        assert!(
+            first.contains(&crate::client::format_time(NOW + 600)),
+            "{first}"
+        );
         assert!(text.lines().nth(1).unwrap().contains("N/A"));
-        let text = out(&["-h", "-o", "%a %u %U %G %P %q %l %L %D %C %m %h %k %E %y %Z %B %b %Q", "-j", "1"], &sample());
-        assert_eq!(text, "proj alice 1000 1000 debug normal 5:00 INVALID 1 1 0 OK (null) (null) 0  gpu[01-02] N/A 999\n");
+        let text = out(
+            &[
+                "-h",
+                "-o",
+                "%a %u %U %G %P %q %l %L %D %C %m %h %k %E %y %Z %B %b %Q",
+                "-j",
+                "1",
+            ],
+            &sample(),
+        );
+        assert_eq!(
+            text,
+            "proj alice 1000 1000 debug normal 5:00 INVALID 1 1 0 OK (null) (null) 0  gpu[01-02] N/A 999\n"
+        );
     }
 
     #[test]
     fn long_format_names() {
-        let text = out(&["-h", "-O", "JobID:6,JobArrayID:12,State:.10,ArrayJobID:4,ArrayTaskID:3,UserName:0"], &sample()[3..4]);
+        let text = out(
+            &[
+                "-h",
+                "-O",
+                "JobID:6,JobArrayID:12,State:.10,ArrayJobID:4,ArrayTaskID:3,UserName:0",
+            ],
+            &sample()[3..4],
+        );
         assert_eq!(text, "7     4_0            RUNNING4   0  alice\n");
         let mut w = Vec::new();
         let o = parse_args(&s(&["-O", "JobID,Bogus"]), &|_| None, "a", &mut w).unwrap();
-        assert_eq!(w, vec!["squeue: error: Invalid job format specification: Bogus"]);
+        assert_eq!(
+            w,
+            vec!["squeue: error: Invalid job format specification: Bogus"]
+        );
         assert!(matches!(o.layout, Layout::Jobs(ref f) if f.columns.len() == 1));
     }
 
     #[test]
     fn sort_option() {
-        assert_eq!(out(&["-h", "-o", "%i", "-S", "-i", "-t", "all"], &sample()), "4_0\n4_[2-4%2]\n3\n2\n1\n");
-        assert_eq!(out(&["-h", "-o", "%i", "-S", "M"], &sample()), "3\n4_[2-4%2]\n4_0\n1\n");
+        assert_eq!(
+            out(&["-h", "-o", "%i", "-S", "-i", "-t", "all"], &sample()),
+            "4_0\n4_[2-4%2]\n3\n2\n1\n"
+        );
+        assert_eq!(
+            out(&["-h", "-o", "%i", "-S", "M"], &sample()),
+            "3\n4_[2-4%2]\n4_0\n1\n"
+        );
+    }
+
+    #[test]
+    fn single_job_requests() {
+        let o = parse(&["-j", "3", "-t", "R"]).unwrap();
+        let req = request(&o);
+        assert!(req.include_finished);
+        assert!(req.filter.unwrap().states.is_empty());
+        assert!(!unknown_single_job(&o, &sample()));
+        assert!(unknown_single_job(&o, &sample()[3..]));
+        assert_eq!(render(&o, &sample(), &ctx()).lines().count(), 1);
+        let two = parse(&["-j", "3,99"]).unwrap();
+        assert!(!unknown_single_job(&two, &[]));
+        assert!(!request(&two).include_finished);
     }
 
     #[test]
     fn errors_and_help() {
         let e = parse(&["--x"]).unwrap_err();
-        assert_eq!((e.code, e.stderr.as_str()), (1, "squeue: unrecognized option '--x'\nTry \"squeue --help\" for more information\n"));
+        assert_eq!(
+            (e.code, e.stderr.as_str()),
+            (
+                1,
+                "squeue: unrecognized option '--x'\nTry \"squeue --help\" for more information\n"
+            )
+        );
         let e = parse(&["-Z"]).unwrap_err();
         assert!(e.stderr.starts_with("squeue: invalid option -- 'Z'\n"));
         let e = parse(&["stray"]).unwrap_err();
-        assert!(e.stderr.starts_with("squeue: error: Unrecognized option: stray\n"));
+        assert!(
+            e.stderr
+                .starts_with("squeue: error: Unrecognized option: stray\n")
+        );
         let e = parse(&["-o", "%i", "-O", "JobID"]).unwrap_err();
         assert_eq!(e.code, 1);
         assert_eq!(parse(&["--help"]).unwrap_err().code, 0);
@@ -1414,14 +1790,31 @@ mod tests {
     fn steps_view() {
         let mut j = running(1, "mpi", 100, "gpu[01-02]");
         j.steps = vec![
-            StepInfo { step_id: "batch".into(), name: "batch".into(), state: W::Running as i32, start_time: NOW - 100, nodes: "gpu01".into(), ..Default::default() },
-            StepInfo { step_id: "0".into(), name: "python".into(), state: W::Running as i32, start_time: NOW - 30, nodes: "gpu[01-02]".into(), ..Default::default() },
+            StepInfo {
+                step_id: "batch".into(),
+                name: "batch".into(),
+                state: W::Running as i32,
+                start_time: NOW - 100,
+                nodes: "gpu01".into(),
+                ..Default::default()
+            },
+            StepInfo {
+                step_id: "0".into(),
+                name: "python".into(),
+                state: W::Running as i32,
+                start_time: NOW - 30,
+                nodes: "gpu[01-02]".into(),
+                ..Default::default()
+            },
         ];
         let text = out(&["-s"], std::slice::from_ref(&j));
         assert_eq!(
             text,
             "         STEPID     NAME PARTITION     USER      TIME NODELIST\n        1.batch    batch     debug    alice      1:40 gpu01\n            1.0   python     debug    alice      0:30 gpu[01-02]\n"
         );
-        assert_eq!(out(&["-h", "-s", "1.0", "-o", "%i"], std::slice::from_ref(&j)), "1.0\n");
+        assert_eq!(
+            out(&["-h", "-s", "1.0", "-o", "%i"], std::slice::from_ref(&j)),
+            "1.0\n"
+        );
     }
 }

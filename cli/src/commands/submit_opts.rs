@@ -209,7 +209,9 @@ pub fn env_options(
     let mut out = Vec::new();
     for (var, opt) in table {
         if let Some((_, v)) = env.iter().find(|(k, _)| k == var) {
-            let is_flag = specs.iter().any(|s| s.long == *opt && s.arg == ArgKind::None);
+            let is_flag = specs
+                .iter()
+                .any(|s| s.long == *opt && s.arg == ArgKind::None);
             out.push((*opt, if is_flag { String::new() } else { v.clone() }));
         }
     }
@@ -292,7 +294,10 @@ pub struct SubmitOpts {
 fn positive(prog: &str, name: &str, val: &str) -> Result<u32, CliError> {
     match val.trim().parse::<i64>() {
         Ok(n) if n > 0 && n <= i64::from(u32::MAX) => Ok(n as u32),
-        _ => Err(CliError::error(prog, format!("Invalid numeric value \"{val}\" for {name}."))),
+        _ => Err(CliError::error(
+            prog,
+            format!("Invalid numeric value \"{val}\" for {name}."),
+        )),
     }
 }
 
@@ -315,9 +320,17 @@ impl SubmitOpts {
     }
 
     /// Applies one option; a bad value is Slurm's error line.
-    pub fn apply(&mut self, prog: &str, key: &str, val: &str, source: Source) -> Result<(), CliError> {
+    pub fn apply(
+        &mut self,
+        prog: &str,
+        key: &str,
+        val: &str,
+        source: Source,
+    ) -> Result<(), CliError> {
         let s = || Some(val.to_string());
-        let bad = |what: &str| CliError::error(prog, format!("Invalid --{what} specification")).with_code(255);
+        let bad = |what: &str| {
+            CliError::error(prog, format!("Invalid --{what} specification")).with_code(255)
+        };
         match key {
             "job-name" => self.job_name = s(),
             "output" => self.output = s(),
@@ -383,7 +396,11 @@ impl SubmitOpts {
             "exclusive" => self.exclusive = true,
             // Slurm reads a bare --nice as 100 and a non-number as 0.
             "nice" => {
-                self.nice = Some(if val.is_empty() { 100 } else { val.trim().parse().unwrap_or(0) })
+                self.nice = Some(if val.is_empty() {
+                    100
+                } else {
+                    val.trim().parse().unwrap_or(0)
+                })
             }
             "kill-on-invalid-dep" => {
                 self.kill_on_invalid_dep = Some(match val.to_ascii_lowercase().as_str() {
@@ -415,8 +432,12 @@ impl SubmitOpts {
     /// The memory request in force: the one from the strongest source; two kinds on the
     /// command line are an error, as in Slurm.
     fn memory(&self, prog: &str) -> Result<Option<(MemKind, u64)>, CliError> {
-        let cli_kinds: Vec<MemKind> =
-            self.mem.iter().filter(|m| m.2 == Source::Cli).map(|m| m.0).collect();
+        let cli_kinds: Vec<MemKind> = self
+            .mem
+            .iter()
+            .filter(|m| m.2 == Source::Cli)
+            .map(|m| m.0)
+            .collect();
         if cli_kinds.iter().any(|k| *k != cli_kinds[0]) {
             return Err(CliError::raw(format!(
                 "{prog}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
@@ -462,7 +483,10 @@ pub fn parse_gpu_count(text: &str) -> Option<Gpu> {
         _ => return None,
     };
     let count = n.parse::<u32>().ok()?;
-    Some(Gpu { gpu_type: ty.to_string(), count })
+    Some(Gpu {
+        gpu_type: ty.to_string(),
+        count,
+    })
 }
 
 /// `--gres`: `gpu`, `gpu:2`, `gpu:a100:1`, with an optional `gres:`/`gres/` prefix, or
@@ -474,13 +498,28 @@ pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
     let mut found: Option<Gpu> = None;
     for item in text.split(',') {
         let item = item.trim();
-        let item = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
+        let item = item
+            .strip_prefix("gres:")
+            .or_else(|| item.strip_prefix("gres/"))
+            .unwrap_or(item);
         let parts: Vec<&str> = item.split(':').collect();
         let gpu = match parts.as_slice() {
-            ["gpu"] => Gpu { gpu_type: String::new(), count: 1 },
-            ["gpu", n] if n.parse::<u32>().is_ok() => Gpu { gpu_type: String::new(), count: n.parse().ok()? },
-            ["gpu", ty] => Gpu { gpu_type: ty.to_string(), count: 1 },
-            ["gpu", ty, n] if !ty.is_empty() => Gpu { gpu_type: ty.to_string(), count: n.parse().ok()? },
+            ["gpu"] => Gpu {
+                gpu_type: String::new(),
+                count: 1,
+            },
+            ["gpu", n] if n.parse::<u32>().is_ok() => Gpu {
+                gpu_type: String::new(),
+                count: n.parse().ok()?,
+            },
+            ["gpu", ty] => Gpu {
+                gpu_type: ty.to_string(),
+                count: 1,
+            },
+            ["gpu", ty, n] if !ty.is_empty() => Gpu {
+                gpu_type: ty.to_string(),
+                count: n.parse().ok()?,
+            },
             _ => return None,
         };
         if found.replace(gpu).is_some() {
@@ -493,7 +532,9 @@ pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
 /// `--signal=[{R|B}:]sig[@seconds]`; the time defaults to 60 s.
 pub fn parse_signal_spec(text: &str) -> Option<v1::SignalSpec> {
     let (flags, rest) = match text.split_once(':') {
-        Some((f, r)) if !f.is_empty() && f.chars().all(|c| matches!(c, 'R' | 'B' | 'r' | 'b')) => (f, r),
+        Some((f, r)) if !f.is_empty() && f.chars().all(|c| matches!(c, 'R' | 'B' | 'r' | 'b')) => {
+            (f, r)
+        }
         Some(_) => return None,
         None => ("", text),
     };
@@ -515,7 +556,12 @@ pub enum Begin {
     Now(i64),
     /// A calendar time: a date (today when absent) plus whole days, at a time of day.
     /// With `roll`, a time already past means the same time tomorrow.
-    At { date: Option<(i32, u32, u32)>, plus_days: i64, hms: (u32, u32, u32), roll: bool },
+    At {
+        date: Option<(i32, u32, u32)>,
+        plus_days: i64,
+        hms: (u32, u32, u32),
+        roll: bool,
+    },
 }
 
 fn time_of_day(text: &str) -> Option<(u32, u32, u32)> {
@@ -527,8 +573,14 @@ fn time_of_day(text: &str) -> Option<(u32, u32, u32)> {
     } else {
         (up.as_str(), None)
     };
-    let parts: Vec<u32> =
-        clock.split(':').map(|p| p.parse::<u32>().ok().filter(|_| !p.is_empty() && p.len() <= 2)).collect::<Option<_>>()?;
+    let parts: Vec<u32> = clock
+        .split(':')
+        .map(|p| {
+            p.parse::<u32>()
+                .ok()
+                .filter(|_| !p.is_empty() && p.len() <= 2)
+        })
+        .collect::<Option<_>>()?;
     let (mut h, m, s) = match parts.as_slice() {
         [h, m] => (*h, *m, 0),
         [h, m, s] => (*h, *m, *s),
@@ -544,7 +596,8 @@ fn time_of_day(text: &str) -> Option<(u32, u32, u32)> {
 }
 
 fn valid_date(y: i32, m: u32, d: u32) -> Option<(i32, u32, u32)> {
-    ((1970..=9999).contains(&y) && (1..=12).contains(&m) && (1..=31).contains(&d)).then_some((y, m, d))
+    ((1970..=9999).contains(&y) && (1..=12).contains(&m) && (1..=31).contains(&d))
+        .then_some((y, m, d))
 }
 
 /// Parses Slurm's `--begin` forms: `now`, `now+60`, `now+1hour` (seconds, minutes,
@@ -561,7 +614,9 @@ pub fn parse_begin(text: &str) -> Option<Begin> {
             b'-' => (-1, &rest[1..]),
             _ => return None,
         };
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let n: i64 = rest[..digits].parse().ok()?;
         let unit = match &rest[digits..] {
             "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
@@ -573,7 +628,14 @@ pub fn parse_begin(text: &str) -> Option<Begin> {
         };
         return Some(Begin::Now(sign * n.checked_mul(unit)?));
     }
-    let at = |hms, plus_days, roll| Some(Begin::At { date: None, plus_days, hms, roll });
+    let at = |hms, plus_days, roll| {
+        Some(Begin::At {
+            date: None,
+            plus_days,
+            hms,
+            roll,
+        })
+    };
     match t.as_str() {
         "today" => return at((0, 0, 0), 0, false),
         "tomorrow" | "midnight" => return at((0, 0, 0), 1, false),
@@ -594,7 +656,11 @@ pub fn parse_begin(text: &str) -> Option<Begin> {
         Some(tm) => time_of_day(tm)?,
         None => (0, 0, 0),
     };
-    let num = |s: &str| s.parse::<u32>().ok().filter(|_| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
+    let num = |s: &str| {
+        s.parse::<u32>()
+            .ok()
+            .filter(|_| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+    };
     let date = if let [y, m, d] = date_part.split('-').collect::<Vec<_>>().as_slice() {
         valid_date(num(y)? as i32, num(m)?, num(d)?)?
     } else {
@@ -604,7 +670,11 @@ pub fn parse_begin(text: &str) -> Option<Begin> {
             [m, d] => (num(m)?, num(d)?, 0),
             [m, d, y] => (num(m)?, num(d)?, 2000 + num(y)? as i32),
             [md] if md.len() == 4 => (num(&md[..2])?, num(&md[2..])?, 0),
-            [mdy] if mdy.len() == 6 => (num(&mdy[..2])?, num(&mdy[2..4])?, 2000 + num(&mdy[4..])? as i32),
+            [mdy] if mdy.len() == 6 => (
+                num(&mdy[..2])?,
+                num(&mdy[2..4])?,
+                2000 + num(&mdy[4..])? as i32,
+            ),
             _ => return None,
         };
         if y == 0 {
@@ -614,7 +684,12 @@ pub fn parse_begin(text: &str) -> Option<Begin> {
         }
         (y, m, d)
     };
-    Some(Begin::At { date: Some(date), plus_days: 0, hms, roll: false })
+    Some(Begin::At {
+        date: Some(date),
+        plus_days: 0,
+        hms,
+        roll: false,
+    })
 }
 
 /// The Unix time a `--begin` stands for, given the clock and the local calendar.
@@ -626,7 +701,12 @@ pub fn resolve_begin(
 ) -> i64 {
     match b {
         Begin::Now(off) => now + off,
-        Begin::At { date, plus_days, hms, roll } => {
+        Begin::At {
+            date,
+            plus_days,
+            hms,
+            roll,
+        } => {
             let today = to_local(now);
             let (year, mon, day) = match date {
                 Some((0, m, d)) => (today.year, *m, *d),
@@ -655,8 +735,12 @@ pub fn resolve_begin(
 /// `NONE` only `SLURM_*` variables; `ALL,A=1,B` everything plus the listed settings;
 /// `A,B=x` only `SLURM_*` plus the listed names (taken from here) and settings.
 pub fn export_env(spec: Option<&str>, env: &[(String, String)]) -> Vec<(String, String)> {
-    let slurm_only =
-        || env.iter().filter(|(k, _)| k.starts_with("SLURM_")).cloned().collect::<Vec<_>>();
+    let slurm_only = || {
+        env.iter()
+            .filter(|(k, _)| k.starts_with("SLURM_"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     let Some(spec) = spec.map(str::trim).filter(|s| !s.is_empty()) else {
         return env.to_vec();
     };
@@ -786,7 +870,10 @@ pub fn build_spec(
     };
     let array = match o.array.as_deref() {
         Some(a) => Some(model::job::parse_array(a, ctx.max_array_size).map_err(|_| {
-            CliError::error(prog, "Batch job submission failed: Invalid job array specification")
+            CliError::error(
+                prog,
+                "Batch job submission failed: Invalid job array specification",
+            )
         })?),
         None => None,
     };
@@ -799,10 +886,12 @@ pub fn build_spec(
         }
         None => 0,
     };
-    let num_nodes = o.nodes.unwrap_or_else(|| match (o.ntasks, o.ntasks_per_node) {
-        (Some(n), Some(per)) => n.div_ceil(per),
-        _ => 0,
-    });
+    let num_nodes = o
+        .nodes
+        .unwrap_or_else(|| match (o.ntasks, o.ntasks_per_node) {
+            (Some(n), Some(per)) => n.div_ceil(per),
+            _ => 0,
+        });
     let num_tasks = o
         .ntasks
         .or_else(|| o.ntasks_per_node.map(|p| p * num_nodes.max(1)))
@@ -826,11 +915,17 @@ pub fn build_spec(
         .or(gres.as_ref())
         .map(|g| g.count)
         .unwrap_or(0);
-    let gpus_each_node = if gpus_per_node > 0 { gpus_per_node } else { gpus.div_ceil(num_nodes.max(1)) };
+    let gpus_each_node = if gpus_per_node > 0 {
+        gpus_per_node
+    } else {
+        gpus.div_ceil(num_nodes.max(1))
+    };
     let total_gpus = gpus.max(gpus_per_node * num_nodes.max(1));
     let cpus_per_task = match (o.cpus_per_task, o.cpus_per_gpu) {
         (Some(c), _) => c,
-        (None, Some(per_gpu)) if total_gpus > 0 => (per_gpu * total_gpus).div_ceil(num_tasks.max(1)),
+        (None, Some(per_gpu)) if total_gpus > 0 => {
+            (per_gpu * total_gpus).div_ceil(num_tasks.max(1))
+        }
         _ => 0,
     };
     let (mem_per_node_mb, mem_per_cpu_mb) = match o.memory(prog)? {
@@ -844,7 +939,10 @@ pub fn build_spec(
         .map(|(name, value)| v1::EnvVar { name, value })
         .collect();
     Ok(v1::JobSpec {
-        name: o.job_name.clone().unwrap_or_else(|| default_name.to_string()),
+        name: o
+            .job_name
+            .clone()
+            .unwrap_or_else(|| default_name.to_string()),
         uid: ctx.uid,
         gid: ctx.gid,
         user: ctx.user.to_string(),
@@ -870,13 +968,16 @@ pub fn build_spec(
         gpu_type,
         time_limit_min: o.time_limit.flatten().unwrap_or(0),
         signal: o.signal,
-        requeue: o.requeue.unwrap_or(true),
+        requeue: o.requeue.unwrap_or(false),
         comment: o.comment.clone().unwrap_or_default(),
         wckey: o.wckey.clone().unwrap_or_default(),
         begin_time,
         hold: o.hold,
         dependency: o.dependency.clone().unwrap_or_default(),
-        array: array.map(|a| v1::ArraySpec { task_ids: a.task_ids, max_running: a.max_running }),
+        array: array.map(|a| v1::ArraySpec {
+            task_ids: a.task_ids,
+            max_running: a.max_running,
+        }),
         submit_host: ctx.host.to_string(),
         reservation: o.reservation.clone().unwrap_or_default(),
         constraint: o.constraint.clone().unwrap_or_default(),
@@ -936,12 +1037,29 @@ pub(crate) mod tests {
     }
 
     fn at(y: i32, mo: u32, d: i64, h: u32, mi: u32, s: u32) -> i64 {
-        utc_from(&LocalTm { year: y, mon: mo, day: d, hour: h, min: mi, sec: s })
+        utc_from(&LocalTm {
+            year: y,
+            mon: mo,
+            day: d,
+            hour: h,
+            min: mi,
+            sec: s,
+        })
     }
 
     #[test]
     fn utc_helpers_agree() {
-        assert_eq!(utc_to(NOW), LocalTm { year: 2026, mon: 11, day: 30, hour: 4, min: 50, sec: 16 });
+        assert_eq!(
+            utc_to(NOW),
+            LocalTm {
+                year: 2026,
+                mon: 11,
+                day: 30,
+                hour: 4,
+                min: 50,
+                sec: 16
+            }
+        );
         assert_eq!(utc_from(&utc_to(NOW)), NOW);
     }
 
@@ -967,7 +1085,15 @@ pub(crate) mod tests {
         assert_eq!(begin("12/01"), at(2026, 12, 1, 0, 0, 0));
         assert_eq!(begin("1201"), at(2026, 12, 1, 0, 0, 0));
         assert_eq!(begin("12/24/27"), at(2027, 12, 24, 0, 0, 0));
-        for bad in ["garbage", "now+", "now+5parsecs", "25:00", "2026-13-01", "2026-12-01Tx", ""] {
+        for bad in [
+            "garbage",
+            "now+",
+            "now+5parsecs",
+            "25:00",
+            "2026-13-01",
+            "2026-12-01Tx",
+            "",
+        ] {
             assert!(parse_begin(bad).is_none(), "{bad}");
         }
     }
@@ -975,11 +1101,20 @@ pub(crate) mod tests {
     #[test]
     fn signal_specs() {
         let s = parse_signal_spec("USR2@90").unwrap();
-        assert_eq!((s.signal, s.seconds_before_end, s.batch_only), (libc::SIGUSR2, 90, false));
+        assert_eq!(
+            (s.signal, s.seconds_before_end, s.batch_only),
+            (libc::SIGUSR2, 90, false)
+        );
         let s = parse_signal_spec("B:SIGTERM").unwrap();
-        assert_eq!((s.signal, s.seconds_before_end, s.batch_only), (libc::SIGTERM, 60, true));
+        assert_eq!(
+            (s.signal, s.seconds_before_end, s.batch_only),
+            (libc::SIGTERM, 60, true)
+        );
         let s = parse_signal_spec("R:10@5").unwrap();
-        assert_eq!((s.signal, s.seconds_before_end, s.batch_only), (10, 5, false));
+        assert_eq!(
+            (s.signal, s.seconds_before_end, s.batch_only),
+            (10, 5, false)
+        );
         for bad in ["FOO", "USR2@x", "X:USR2", "USR2@70000", "", "@5"] {
             assert!(parse_signal_spec(bad).is_none(), "{bad}");
         }
@@ -987,14 +1122,50 @@ pub(crate) mod tests {
 
     #[test]
     fn gpu_forms() {
-        assert_eq!(parse_gpu_count("2"), Some(Gpu { gpu_type: "".into(), count: 2 }));
-        assert_eq!(parse_gpu_count("a100:4"), Some(Gpu { gpu_type: "a100".into(), count: 4 }));
+        assert_eq!(
+            parse_gpu_count("2"),
+            Some(Gpu {
+                gpu_type: "".into(),
+                count: 2
+            })
+        );
+        assert_eq!(
+            parse_gpu_count("a100:4"),
+            Some(Gpu {
+                gpu_type: "a100".into(),
+                count: 4
+            })
+        );
         assert_eq!(parse_gpu_count("x:y:z"), None);
         assert_eq!(parse_gpu_count("two"), None);
-        assert_eq!(parse_gres("gpu:2"), Some(Some(Gpu { gpu_type: "".into(), count: 2 })));
-        assert_eq!(parse_gres("gpu:a100:1"), Some(Some(Gpu { gpu_type: "a100".into(), count: 1 })));
-        assert_eq!(parse_gres("gpu"), Some(Some(Gpu { gpu_type: "".into(), count: 1 })));
-        assert_eq!(parse_gres("gres:gpu:3"), Some(Some(Gpu { gpu_type: "".into(), count: 3 })));
+        assert_eq!(
+            parse_gres("gpu:2"),
+            Some(Some(Gpu {
+                gpu_type: "".into(),
+                count: 2
+            }))
+        );
+        assert_eq!(
+            parse_gres("gpu:a100:1"),
+            Some(Some(Gpu {
+                gpu_type: "a100".into(),
+                count: 1
+            }))
+        );
+        assert_eq!(
+            parse_gres("gpu"),
+            Some(Some(Gpu {
+                gpu_type: "".into(),
+                count: 1
+            }))
+        );
+        assert_eq!(
+            parse_gres("gres:gpu:3"),
+            Some(Some(Gpu {
+                gpu_type: "".into(),
+                count: 3
+            }))
+        );
         assert_eq!(parse_gres("none"), Some(None));
         assert_eq!(parse_gres("foo:1"), None);
         assert_eq!(parse_gres("gpu:a100:x"), None);
@@ -1007,15 +1178,28 @@ pub(crate) mod tests {
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect();
-        let names = |v: Vec<(String, String)>| v.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>();
-        assert_eq!(names(export_env(None, &env)), ["HOME=/h", "PATH=/bin", "SLURM_X=1"]);
-        assert_eq!(names(export_env(Some("ALL"), &env)), ["HOME=/h", "PATH=/bin", "SLURM_X=1"]);
+        let names = |v: Vec<(String, String)>| {
+            v.into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(export_env(None, &env)),
+            ["HOME=/h", "PATH=/bin", "SLURM_X=1"]
+        );
+        assert_eq!(
+            names(export_env(Some("ALL"), &env)),
+            ["HOME=/h", "PATH=/bin", "SLURM_X=1"]
+        );
         assert_eq!(names(export_env(Some("NONE"), &env)), ["SLURM_X=1"]);
         assert_eq!(
             names(export_env(Some("ALL,HOME=/x,NEW=1"), &env)),
             ["HOME=/x", "PATH=/bin", "SLURM_X=1", "NEW=1"]
         );
-        assert_eq!(names(export_env(Some("PATH,FOO=bar,MISSING"), &env)), ["SLURM_X=1", "PATH=/bin", "FOO=bar"]);
+        assert_eq!(
+            names(export_env(Some("PATH,FOO=bar,MISSING"), &env)),
+            ["SLURM_X=1", "PATH=/bin", "FOO=bar"]
+        );
     }
 
     #[test]
@@ -1023,33 +1207,91 @@ pub(crate) mod tests {
         let script = "#!/bin/bash\n#SBATCH -J dask-worker\n#SBATCH --mem=954M # a comment\n\n# plain comment\n#SBATCH --comment=\"two words\" -t 00:10:00\necho hi\n#SBATCH --late\n";
         assert_eq!(
             directive_words(script),
-            ["-J", "dask-worker", "--mem=954M", "--comment=two words", "-t", "00:10:00"]
+            [
+                "-J",
+                "dask-worker",
+                "--mem=954M",
+                "--comment=two words",
+                "-t",
+                "00:10:00"
+            ]
         );
-        assert_eq!(directive_words("#!/bin/sh\n  #SBATCH -p x\n"), Vec::<String>::new());
+        assert_eq!(
+            directive_words("#!/bin/sh\n  #SBATCH -p x\n"),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
     fn option_values_and_errors() {
         let mut o = SubmitOpts::default();
-        let e = |o: &mut SubmitOpts, k: &str, v: &str| o.apply("sbatch", k, v, Source::Cli).unwrap_err().lines;
-        assert_eq!(e(&mut o, "time", "abc"), ["sbatch: error: Invalid --time specification"]);
-        assert_eq!(e(&mut o, "mem", "1X"), ["sbatch: error: Invalid --mem specification"]);
-        assert_eq!(e(&mut o, "mem-per-cpu", "x"), ["sbatch: error: Invalid --mem-per-cpu specification"]);
-        assert_eq!(e(&mut o, "ntasks", "0"), ["sbatch: error: Invalid numeric value \"0\" for --ntasks."]);
-        assert_eq!(e(&mut o, "ntasks", "-1"), ["sbatch: error: Invalid numeric value \"-1\" for --ntasks."]);
-        assert_eq!(e(&mut o, "cpus-per-task", "x"), ["sbatch: error: Invalid numeric value \"x\" for --cpus-per-task."]);
-        assert_eq!(e(&mut o, "nodes", "x"), ["sbatch: error: \"x\" is not a valid node count"]);
-        assert_eq!(e(&mut o, "gpus", "x:y:z"), ["sbatch: error: Invalid generic resource (gres) specification"]);
-        assert_eq!(e(&mut o, "gres", "foo:1"), ["sbatch: error: Invalid generic resource (gres) specification"]);
-        assert_eq!(e(&mut o, "signal", "FOO"), ["sbatch: error: Invalid --signal specification"]);
-        assert_eq!(e(&mut o, "begin", "garbage"), ["sbatch: error: Invalid --begin specification"]);
-        assert_eq!(e(&mut o, "open-mode", "x"), ["sbatch: error: Invalid --open-mode specification"]);
+        let e = |o: &mut SubmitOpts, k: &str, v: &str| {
+            o.apply("sbatch", k, v, Source::Cli).unwrap_err().lines
+        };
+        assert_eq!(
+            e(&mut o, "time", "abc"),
+            ["sbatch: error: Invalid --time specification"]
+        );
+        assert_eq!(
+            e(&mut o, "mem", "1X"),
+            ["sbatch: error: Invalid --mem specification"]
+        );
+        assert_eq!(
+            e(&mut o, "mem-per-cpu", "x"),
+            ["sbatch: error: Invalid --mem-per-cpu specification"]
+        );
+        assert_eq!(
+            e(&mut o, "ntasks", "0"),
+            ["sbatch: error: Invalid numeric value \"0\" for --ntasks."]
+        );
+        assert_eq!(
+            e(&mut o, "ntasks", "-1"),
+            ["sbatch: error: Invalid numeric value \"-1\" for --ntasks."]
+        );
+        assert_eq!(
+            e(&mut o, "cpus-per-task", "x"),
+            ["sbatch: error: Invalid numeric value \"x\" for --cpus-per-task."]
+        );
+        assert_eq!(
+            e(&mut o, "nodes", "x"),
+            ["sbatch: error: \"x\" is not a valid node count"]
+        );
+        assert_eq!(
+            e(&mut o, "gpus", "x:y:z"),
+            ["sbatch: error: Invalid generic resource (gres) specification"]
+        );
+        assert_eq!(
+            e(&mut o, "gres", "foo:1"),
+            ["sbatch: error: Invalid generic resource (gres) specification"]
+        );
+        assert_eq!(
+            e(&mut o, "signal", "FOO"),
+            ["sbatch: error: Invalid --signal specification"]
+        );
+        assert_eq!(
+            e(&mut o, "begin", "garbage"),
+            ["sbatch: error: Invalid --begin specification"]
+        );
+        assert_eq!(
+            e(&mut o, "open-mode", "x"),
+            ["sbatch: error: Invalid --open-mode specification"]
+        );
         assert_eq!(
             e(&mut o, "kill-on-invalid-dep", "maybe"),
             ["sbatch: error: Invalid --kill-on-invalid-dep specification"]
         );
-        assert_eq!(o.apply("sbatch", "time", "abc", Source::Cli).unwrap_err().code, 255);
-        assert_eq!(o.apply("sbatch", "ntasks", "x", Source::Cli).unwrap_err().code, 1);
+        assert_eq!(
+            o.apply("sbatch", "time", "abc", Source::Cli)
+                .unwrap_err()
+                .code,
+            255
+        );
+        assert_eq!(
+            o.apply("sbatch", "ntasks", "x", Source::Cli)
+                .unwrap_err()
+                .code,
+            1
+        );
         o.apply("sbatch", "time", "5", Source::Cli).unwrap();
         assert_eq!(o.time_limit, Some(Some(5)));
         o.apply("sbatch", "time", "0", Source::Cli).unwrap();
@@ -1063,7 +1305,8 @@ pub(crate) mod tests {
     #[test]
     fn memory_precedence() {
         let mut o = SubmitOpts::default();
-        o.apply("sbatch", "mem-per-cpu", "100", Source::Script).unwrap();
+        o.apply("sbatch", "mem-per-cpu", "100", Source::Script)
+            .unwrap();
         o.apply("sbatch", "mem", "1G", Source::Cli).unwrap();
         assert_eq!(o.memory("sbatch").unwrap(), Some((MemKind::Node, 1024)));
         o.apply("sbatch", "mem-per-cpu", "1G", Source::Cli).unwrap();

@@ -18,12 +18,18 @@ pub struct CliError {
 impl CliError {
     /// `prog: error: MSG`, exit status 1.
     pub fn error(prog: &str, msg: impl std::fmt::Display) -> CliError {
-        CliError { lines: vec![format!("{prog}: error: {msg}")], code: 1 }
+        CliError {
+            lines: vec![format!("{prog}: error: {msg}")],
+            code: 1,
+        }
     }
 
     /// A line printed as is, exit status 1.
     pub fn raw(msg: impl Into<String>) -> CliError {
-        CliError { lines: vec![msg.into()], code: 1 }
+        CliError {
+            lines: vec![msg.into()],
+            code: 1,
+        }
     }
 
     /// getopt's complaint about the command line, as Slurm prints it (exit status 255).
@@ -141,7 +147,13 @@ pub fn split_job_ids(arg: &str) -> Result<Vec<String>, String> {
     out.push(&arg[start..]);
     out.into_iter()
         .filter(|p| !p.is_empty() || arg.is_empty())
-        .map(|p| if valid_job_id(p) { Ok(p.to_string()) } else { Err(p.to_string()) })
+        .map(|p| {
+            if valid_job_id(p) {
+                Ok(p.to_string())
+            } else {
+                Err(p.to_string())
+            }
+        })
         .collect()
 }
 
@@ -247,7 +259,9 @@ pub fn hostname() -> String {
 
 /// The job's state as the model knows it.
 pub fn job_state(j: &v1::JobInfo) -> model::JobState {
-    proto::convert::state_from_wire(v1::JobState::try_from(j.state).unwrap_or(v1::JobState::Pending))
+    proto::convert::state_from_wire(
+        v1::JobState::try_from(j.state).unwrap_or(v1::JobState::Pending),
+    )
 }
 
 /// Polls the controller until the job (every task of an array) is final; gives the final
@@ -260,7 +274,10 @@ pub async fn wait_for_job(
     let mut last = Vec::new();
     loop {
         let req = v1::ListJobsRequest {
-            filter: Some(v1::JobFilter { job_ids: vec![job_id.to_string()], ..Default::default() }),
+            filter: Some(v1::JobFilter {
+                job_ids: vec![job_id.to_string()],
+                ..Default::default()
+            }),
             include_finished: true,
             ..Default::default()
         };
@@ -305,7 +322,10 @@ pub fn wait_exit_code(jobs: &[v1::JobInfo]) -> i32 {
 
 /// The last path component.
 pub fn basename(path: &str) -> &str {
-    path.trim_end_matches('/').rsplit('/').next().unwrap_or(path)
+    path.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(path)
 }
 
 #[cfg(test)]
@@ -334,13 +354,20 @@ mod tests {
         assert_eq!(split_job_ids("12_*").unwrap(), ["12_*"]);
         assert_eq!(split_job_ids("12.0").unwrap(), ["12.0"]);
         assert_eq!(split_job_ids("12.batch").unwrap(), ["12.batch"]);
-        for bad in ["12x", "x", "", "0", "12_", "12_[]", "12_[a]", "12.x", "-1", "12_3_4"] {
+        for bad in [
+            "12x", "x", "", "0", "12_", "12_[]", "12_[a]", "12.x", "-1", "12_3_4",
+        ] {
             assert!(split_job_ids(bad).is_err(), "{bad}");
         }
     }
 
     fn info(state: v1::JobState, code: i32, sig: i32) -> v1::JobInfo {
-        v1::JobInfo { state: state as i32, exit_code: code, exit_signal: sig, ..Default::default() }
+        v1::JobInfo {
+            state: state as i32,
+            exit_code: code,
+            exit_signal: sig,
+            ..Default::default()
+        }
     }
 
     #[test]
