@@ -3,7 +3,8 @@
 //! Three layouts, each as Slurm prints it:
 //!
 //! - `-o/--format` strings of `%[.][size]type[suffix]` specifiers (squeue, sinfo). A size
-//!   pads the value (left-aligned, `.` right-aligns) and, for most fields, truncates it;
+//!   pads the value (left-aligned, `.` right-aligns, `-` is accepted as printf's
+//!   left-alignment) and, for most fields, truncates it;
 //!   text before the first `%` and after each type letter is printed as is. sinfo's `%#P`
 //!   sizes a column to its widest value.
 //! - `-O/--Format` lists of `Name[:[.][size][suffix]]` (squeue, sinfo); without a size a
@@ -93,7 +94,12 @@ pub fn parse_percent<K>(fmt: &str, lookup: impl Fn(char) -> Option<K>) -> (Forma
     // Like strtok: empty tokens ("%%") are skipped.
     for token in rest.split('%').filter(|t| !t.is_empty()) {
         let mut chars = token.chars().peekable();
-        let right = chars.next_if_eq(&'.').is_some();
+        let mut right = chars.next_if_eq(&'.').is_some();
+        // printf's `-` (left-aligned, the default anyway); Slurm itself would take it
+        // for an unknown type letter.
+        if chars.next_if_eq(&'-').is_some() {
+            right = false;
+        }
         let mut width = Width::Natural;
         if chars.next_if_eq(&'#').is_some() {
             width = Width::Auto(0);
@@ -305,7 +311,7 @@ pub fn print_fields(
     let mut out = String::with_capacity(
         (rows.len() + 2) * fields.iter().map(|f| width(f) + 2).sum::<usize>(),
     );
-    // Appends one line; `cell` writes a value in aligned mode.
+    // Appends one line; `aligned` writes a value in the aligned mode.
     let line = |out: &mut String,
                 values: &mut dyn Iterator<Item = (&TableField, &str)>,
                 aligned: &dyn Fn(&mut String, &TableField, &str)| {
@@ -985,11 +991,11 @@ mod tests {
         let (fmt, bad) = parse_percent("%.6i %4j|%T", letters);
         assert!(bad.is_empty());
         assert_eq!(fmt.columns.len(), 3);
-        // `-` is not a flag in Slurm: it is read as the type letter; our lookup does not
-        // know it, so it stays literal text. Plain `%4j` is left-aligned.
+        // `%-4j` is `%4j`: left-aligned.
         let (fmt2, bad2) = parse_percent("%-4j", letters);
-        assert_eq!(bad2, vec!['-']);
-        assert_eq!(fmt2.prefix, "%-4j");
+        assert!(bad2.is_empty());
+        assert_eq!(fmt2.columns[0].width, Width::Fixed(4));
+        assert!(!fmt2.columns[0].right);
         let (fmt, _) = parse_percent("x%.6i %4j|%T", letters);
         let out = table(
             &fmt,

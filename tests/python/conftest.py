@@ -60,6 +60,10 @@ def drover(tmp_path_factory):
     bin_dir = root / "cluster" / "bin"
     old_path = os.environ["PATH"]
     os.environ["PATH"] = f"{bin_dir}:{old_path}"
+    # Jobs inherit this environment (--export=ALL), so they can unpickle functions
+    # defined in these test modules, as on a Slurm cluster with a shared filesystem.
+    here = str(pathlib.Path(__file__).resolve().parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
 
     def idle_nodes():
         sinfo = bin_dir / "sinfo"
