@@ -23,7 +23,9 @@ fn config_candidates() -> Vec<PathBuf> {
         } else {
             // Found through PATH: look for it there without resolving symlinks.
             std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths).map(|d| d.join(&argv0)).find(|p| p.exists())
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(&argv0))
+                    .find(|p| p.exists())
             })
         };
         if let Some(dir) = resolved.as_ref().and_then(|p| p.parent()) {
@@ -53,7 +55,10 @@ pub fn ctld_addr(config: &Config) -> String {
 
 /// A single-threaded runtime: CLI calls are short and sequential.
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 /// Connects to the controller.
@@ -106,7 +111,10 @@ pub fn format_time(t: i64) -> String {
 /// The error text of a gRPC status, as one line.
 pub fn status_message(s: &tonic::Status) -> String {
     match s.code() {
-        tonic::Code::Unavailable => format!("Unable to contact slurm controller (connect failure): {}", s.message()),
+        tonic::Code::Unavailable => format!(
+            "Unable to contact slurm controller (connect failure): {}",
+            s.message()
+        ),
         _ => s.message().to_string(),
     }
 }

@@ -12,8 +12,9 @@ pub mod opts;
 use std::process::ExitCode;
 
 /// The commands this binary answers to.
-pub const COMMANDS: &[&str] =
-    &["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun"];
+pub const COMMANDS: &[&str] = &[
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun",
+];
 
 /// Dispatches on the program name (argv[0]) or the first argument.
 pub fn run(args: Vec<String>) -> ExitCode {
@@ -29,7 +30,10 @@ pub fn run(args: Vec<String>) -> ExitCode {
             commands::dispatch(cmd, &args[2..])
         }
         Some("-h" | "--help") | None => {
-            println!("usage: drover <command> [args...]\n\ncommands: up, {}", COMMANDS.join(", "));
+            println!(
+                "usage: drover <command> [args...]\n\ncommands: up, {}",
+                COMMANDS.join(", ")
+            );
             ExitCode::SUCCESS
         }
         Some(other) => {

@@ -31,13 +31,25 @@ pub enum ArgKind {
 }
 
 pub const fn flag(long: &'static str, short: Option<char>) -> OptSpec {
-    OptSpec { long, short, arg: ArgKind::None }
+    OptSpec {
+        long,
+        short,
+        arg: ArgKind::None,
+    }
 }
 pub const fn value(long: &'static str, short: Option<char>) -> OptSpec {
-    OptSpec { long, short, arg: ArgKind::Required }
+    OptSpec {
+        long,
+        short,
+        arg: ArgKind::Required,
+    }
 }
 pub const fn optional(long: &'static str, short: Option<char>) -> OptSpec {
-    OptSpec { long, short, arg: ArgKind::Optional }
+    OptSpec {
+        long,
+        short,
+        arg: ArgKind::Optional,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -66,11 +78,19 @@ pub struct Parsed {
 impl Parsed {
     /// The last value given for an option.
     pub fn get(&self, long: &str) -> Option<&str> {
-        self.opts.iter().rev().find(|(k, _)| *k == long).map(|(_, v)| v.as_str())
+        self.opts
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == long)
+            .map(|(_, v)| v.as_str())
     }
     /// Every value given for an option, in order.
     pub fn all(&self, long: &str) -> Vec<&str> {
-        self.opts.iter().filter(|(k, _)| *k == long).map(|(_, v)| v.as_str()).collect()
+        self.opts
+            .iter()
+            .filter(|(k, _)| *k == long)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
     pub fn has(&self, long: &str) -> bool {
         self.opts.iter().any(|(k, _)| *k == long)
@@ -80,7 +100,11 @@ impl Parsed {
 /// Parses `args`. With `stop_at_positional`, the first positional argument ends option
 /// parsing and everything after it is positional (sbatch's `script args...`, srun's
 /// `command args...`).
-pub fn parse(specs: &[OptSpec], args: &[String], stop_at_positional: bool) -> Result<Parsed, OptError> {
+pub fn parse(
+    specs: &[OptSpec],
+    args: &[String],
+    stop_at_positional: bool,
+) -> Result<Parsed, OptError> {
     let mut out = Parsed::default();
     let mut i = 0;
     while i < args.len() {
@@ -97,12 +121,16 @@ pub fn parse(specs: &[OptSpec], args: &[String], stop_at_positional: bool) -> Re
             };
             let spec = find_long(specs, name)?;
             let value = match (spec.arg, attached) {
-                (ArgKind::None, Some(_)) => return Err(OptError::UnexpectedValue(spec.long.into())),
+                (ArgKind::None, Some(_)) => {
+                    return Err(OptError::UnexpectedValue(spec.long.into()));
+                }
                 (ArgKind::None, None) => String::new(),
                 (_, Some(v)) => v,
                 (ArgKind::Optional, None) => String::new(),
                 (ArgKind::Required, None) => {
-                    let v = args.get(i).ok_or_else(|| OptError::MissingValue(spec.long.into()))?;
+                    let v = args
+                        .get(i)
+                        .ok_or_else(|| OptError::MissingValue(spec.long.into()))?;
                     i += 1;
                     v.clone()
                 }
@@ -182,7 +210,21 @@ mod tests {
 
     #[test]
     fn long_short_clustered_and_positional() {
-        let p = parse(SPECS, &s(&["-J", "x", "--hold", "-nu", "root", "--part=debug", "run.sh", "-a"]), true).unwrap();
+        let p = parse(
+            SPECS,
+            &s(&[
+                "-J",
+                "x",
+                "--hold",
+                "-nu",
+                "root",
+                "--part=debug",
+                "run.sh",
+                "-a",
+            ]),
+            true,
+        )
+        .unwrap();
         assert_eq!(p.get("job-name"), Some("x"));
         assert!(p.has("hold") && p.has("noheader"));
         assert_eq!(p.get("user"), Some("root"));
@@ -191,15 +233,34 @@ mod tests {
         let p = parse(SPECS, &s(&["-Jname", "--job-name", "y"]), false).unwrap();
         assert_eq!(p.all("job-name"), vec!["name", "y"]);
         // An exact long name wins over a longer one it prefixes.
-        assert!(parse(SPECS, &s(&["--parsable"]), false).unwrap().has("parsable"));
+        assert!(
+            parse(SPECS, &s(&["--parsable"]), false)
+                .unwrap()
+                .has("parsable")
+        );
     }
 
     #[test]
     fn errors() {
-        assert_eq!(parse(SPECS, &s(&["--bogus"]), false), Err(OptError::Unknown("--bogus".into())));
-        assert_eq!(parse(SPECS, &s(&["-1"]), false), Err(OptError::UnknownShort('1')));
-        assert_eq!(parse(SPECS, &s(&["-J"]), false), Err(OptError::MissingShortValue('J')));
-        assert_eq!(parse(SPECS, &s(&["--hold=1"]), false), Err(OptError::UnexpectedValue("hold".into())));
-        assert_eq!(parse(SPECS, &s(&["--pa"]), false), Err(OptError::Ambiguous("pa".into())));
+        assert_eq!(
+            parse(SPECS, &s(&["--bogus"]), false),
+            Err(OptError::Unknown("--bogus".into()))
+        );
+        assert_eq!(
+            parse(SPECS, &s(&["-1"]), false),
+            Err(OptError::UnknownShort('1'))
+        );
+        assert_eq!(
+            parse(SPECS, &s(&["-J"]), false),
+            Err(OptError::MissingShortValue('J'))
+        );
+        assert_eq!(
+            parse(SPECS, &s(&["--hold=1"]), false),
+            Err(OptError::UnexpectedValue("hold".into()))
+        );
+        assert_eq!(
+            parse(SPECS, &s(&["--pa"]), false),
+            Err(OptError::Ambiguous("pa".into()))
+        );
     }
 }

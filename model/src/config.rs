@@ -378,7 +378,10 @@ mod sample_tests {
                 let text = std::fs::read_to_string(&path).unwrap();
                 let c = Config::parse(&text, &path.display().to_string()).unwrap();
                 assert!(!c.node_list().is_empty(), "{}", path.display());
-                assert_eq!(c.partition_list().iter().filter(|p| p.is_default).count(), 1);
+                assert_eq!(
+                    c.partition_list().iter().filter(|p| p.is_default).count(),
+                    1
+                );
                 seen += 1;
             }
         }

@@ -324,7 +324,10 @@ async fn daemon_runs_reports_and_survives_restart() {
     let ready = h.work("ready2");
     wait_until("job 2 ready", || ready.exists()).await;
     let found = client
-        .signal_job(SignalJobRequest { batch_only: true, ..signal(2, libc::SIGUSR1) })
+        .signal_job(SignalJobRequest {
+            batch_only: true,
+            ..signal(2, libc::SIGUSR1)
+        })
         .await
         .unwrap()
         .into_inner()

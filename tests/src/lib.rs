@@ -30,9 +30,13 @@ pub fn bin_dir() -> PathBuf {
 
 /// Ports nobody listens on right now.
 pub fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<std::net::TcpListener> =
-        (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind")).collect();
-    listeners.iter().map(|l| l.local_addr().unwrap().port()).collect()
+    let listeners: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
 }
 
 /// Polls `f` every 20 ms until it returns true or the deadline passes.
@@ -95,7 +99,10 @@ pub struct Cluster {
 impl Cluster {
     pub fn start(spec: ClusterSpec) -> Cluster {
         let binaries = bin_dir();
-        let dir = tempfile::Builder::new().prefix("drover-test-").tempdir().expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix("drover-test-")
+            .tempdir()
+            .expect("tempdir");
         let ports = free_ports(spec.nodes + 1);
         let node_names: Vec<String> = (1..=spec.nodes).map(|i| format!("tn{i}")).collect();
         let conf = dir.path().join("drover.toml");
@@ -139,7 +146,9 @@ default_time = "10:00"
         std::fs::create_dir_all(&bin).unwrap();
         std::fs::create_dir_all(&work).unwrap();
         std::fs::create_dir_all(dir.path().join("log")).unwrap();
-        for name in ["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "drover"] {
+        for name in [
+            "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "drover",
+        ] {
             std::os::unix::fs::symlink(binaries.join("drover"), bin.join(name)).unwrap();
         }
         let cluster = Cluster {
@@ -162,7 +171,11 @@ default_time = "10:00"
         let up = wait_until(Duration::from_secs(30), || {
             let out = cluster.run(&["sinfo", "-h", "-N", "-o", "%N %T"]);
             out.status.success()
-                && String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.ends_with("idle")).count() == n
+                && String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|l| l.ends_with("idle"))
+                    .count()
+                    == n
         });
         assert!(up, "cluster did not come up; logs:\n{}", cluster.logs());
         cluster
@@ -192,7 +205,9 @@ default_time = "10:00"
         let args = vec!["--config".to_string(), self.conf.display().to_string()];
         *self.ctld.lock().unwrap() = Some(self.spawn_daemon("drover-ctld", &args, "ctld"));
         let addr = self.ctld_addr.clone();
-        let up = wait_until(Duration::from_secs(30), || std::net::TcpStream::connect(&addr).is_ok());
+        let up = wait_until(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(&addr).is_ok()
+        });
         assert!(up, "controller did not start; logs:\n{}", self.logs());
     }
 
@@ -232,7 +247,14 @@ default_time = "10:00"
     pub fn command(&self, name: &str) -> Command {
         let mut c = Command::new(self.bin.join(name));
         c.current_dir(&self.work).env("DROVER_CONF", &self.conf);
-        c.env("PATH", format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default()));
+        c.env(
+            "PATH",
+            format!(
+                "{}:{}",
+                self.bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        );
         for (k, _) in std::env::vars() {
             if k.starts_with("SLURM_") || k.starts_with("SBATCH_") {
                 c.env_remove(k);
@@ -242,7 +264,11 @@ default_time = "10:00"
     }
 
     pub fn run(&self, argv: &[&str]) -> Output {
-        self.command(argv[0]).args(&argv[1..]).stdin(Stdio::null()).output().expect("run command")
+        self.command(argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run command")
     }
 
     /// Runs a command with `input` on its stdin.
@@ -255,7 +281,12 @@ default_time = "10:00"
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     }
 
@@ -281,12 +312,26 @@ default_time = "10:00"
         let path = script.display().to_string();
         argv.push(&path);
         let out = self.ok(&argv);
-        out.trim().split(';').next().unwrap().parse().unwrap_or_else(|_| panic!("sbatch printed `{out}`"))
+        out.trim()
+            .split(';')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("sbatch printed `{out}`"))
     }
 
     /// The state of a job as `squeue -t all` (or `sacct` once gone) reports it.
     pub fn state(&self, id: u32) -> String {
-        let out = self.ok(&["sacct", "-n", "-X", "-P", "-o", "State", "-j", &id.to_string()]);
+        let out = self.ok(&[
+            "sacct",
+            "-n",
+            "-X",
+            "-P",
+            "-o",
+            "State",
+            "-j",
+            &id.to_string(),
+        ]);
         out.lines().next().unwrap_or("").trim().to_string()
     }
 
@@ -297,14 +342,19 @@ default_time = "10:00"
             last = self.state(id);
             last.starts_with(want)
         });
-        assert!(ok, "job {id}: wanted {want}, last state `{last}`; logs:\n{}", self.logs());
+        assert!(
+            ok,
+            "job {id}: wanted {want}, last state `{last}`; logs:\n{}",
+            self.logs()
+        );
     }
 
     /// All daemon logs, for failure messages.
     pub fn logs(&self) -> String {
         let mut out = String::new();
         if let Ok(entries) = std::fs::read_dir(self.dir.path().join("log")) {
-            let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+            let mut paths: Vec<PathBuf> =
+                entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
             paths.sort();
             for p in paths {
                 let text = std::fs::read_to_string(&p).unwrap_or_default();
@@ -338,9 +388,13 @@ impl Drop for Cluster {
 /// they run), with their process groups.
 pub fn kill_processes_under(dir: &Path) {
     let needle = dir.display().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
     for e in entries.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         if String::from_utf8_lossy(&cmdline).contains(&needle) && pid != std::process::id() as i32 {
             // SAFETY: plain signal sends to processes this test started.

@@ -22,47 +22,105 @@ fn submit_run_watch_and_account() {
     );
     c.wait_state(id, "COMPLETED", T);
     let out = read(c.work.join(format!("slurm-{id}.out")));
-    assert!(out.contains(&format!("id={id} jobid={id} name=envcheck")), "{out}");
+    assert!(
+        out.contains(&format!("id={id} jobid={id} name=envcheck")),
+        "{out}"
+    );
     assert!(out.contains("n=1 1 tasks=1"), "{out}");
     assert!(out.contains("cpt=2 con=2 mem=100"), "{out}");
-    assert!(out.contains(&format!("submitdir={} cluster=test part=debug", c.work.display())), "{out}");
-    assert!(out.contains(&format!("procid=0 localid=0 nodeid=0 pwd={}", c.work.display())), "{out}");
+    assert!(
+        out.contains(&format!(
+            "submitdir={} cluster=test part=debug",
+            c.work.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "procid=0 localid=0 nodeid=0 pwd={}",
+            c.work.display()
+        )),
+        "{out}"
+    );
     assert!(out.contains("nodes=tn"), "{out}");
 
     // Finished jobs leave the default squeue view but stay in `squeue -t all` and sacct.
     let q = c.ok(&["squeue", "-h", "-o", "%i"]);
     assert!(!q.lines().any(|l| l.trim() == id.to_string()), "{q}");
     let all = c.ok(&["squeue", "-h", "-t", "all", "-o", "%i|%T"]);
-    assert!(all.lines().any(|l| l.trim() == format!("{id}|COMPLETED")), "{all}");
-    let acct = c.ok(&["sacct", "-P", "-n", "-j", &id.to_string(), "-o", "JobID,JobName,State,ExitCode,AllocCPUS"]);
+    assert!(
+        all.lines().any(|l| l.trim() == format!("{id}|COMPLETED")),
+        "{all}"
+    );
+    let acct = c.ok(&[
+        "sacct",
+        "-P",
+        "-n",
+        "-j",
+        &id.to_string(),
+        "-o",
+        "JobID,JobName,State,ExitCode,AllocCPUS",
+    ]);
     let rows: Vec<&str> = acct.lines().collect();
     assert_eq!(rows[0], format!("{id}|envcheck|COMPLETED|0:0|2"), "{acct}");
-    assert!(rows.iter().any(|r| r.starts_with(&format!("{id}.batch|batch|COMPLETED|0:0"))), "{acct}");
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with(&format!("{id}.batch|batch|COMPLETED|0:0"))),
+        "{acct}"
+    );
 }
 
 #[test]
 fn scripts_from_stdin_wrap_and_deleted_files() {
     let c = Cluster::start(ClusterSpec::default());
-    let out = c.run_with_stdin(&["sbatch"], "#!/bin/sh\n#SBATCH -J fromstdin\necho stdin-ok\n");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = c.run_with_stdin(
+        &["sbatch"],
+        "#!/bin/sh\n#SBATCH -J fromstdin\necho stdin-ok\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.starts_with("Submitted batch job "), "{text}");
     let stdin_id: u32 = text.trim().rsplit(' ').next().unwrap().parse().unwrap();
 
-    let wrap_id: u32 = c.ok(&["sbatch", "--parsable", "--wrap", "echo wrap-ok"]).trim().parse().unwrap();
+    let wrap_id: u32 = c
+        .ok(&["sbatch", "--parsable", "--wrap", "echo wrap-ok"])
+        .trim()
+        .parse()
+        .unwrap();
 
     // The script file may vanish right after sbatch returns (dask-jobqueue does this).
     let script = c.work.join("gone.sh");
     std::fs::write(&script, "#!/bin/bash\necho deleted-ok\n").unwrap();
-    let gone_id: u32 = c.ok(&["sbatch", "--parsable", "--hold", script.to_str().unwrap()]).trim().parse().unwrap();
+    let gone_id: u32 = c
+        .ok(&["sbatch", "--parsable", "--hold", script.to_str().unwrap()])
+        .trim()
+        .parse()
+        .unwrap();
     std::fs::remove_file(&script).unwrap();
     c.ok(&["scontrol", "release", &gone_id.to_string()]);
 
-    for (id, want) in [(stdin_id, "stdin-ok"), (wrap_id, "wrap-ok"), (gone_id, "deleted-ok")] {
+    for (id, want) in [
+        (stdin_id, "stdin-ok"),
+        (wrap_id, "wrap-ok"),
+        (gone_id, "deleted-ok"),
+    ] {
         c.wait_state(id, "COMPLETED", T);
         assert_eq!(read(c.work.join(format!("slurm-{id}.out"))).trim(), want);
     }
-    let name = c.ok(&["squeue", "-h", "-t", "all", "-j", &stdin_id.to_string(), "-o", "%j"]);
+    let name = c.ok(&[
+        "squeue",
+        "-h",
+        "-t",
+        "all",
+        "-j",
+        &stdin_id.to_string(),
+        "-o",
+        "%j",
+    ]);
     assert_eq!(name.trim(), "fromstdin");
 }
 
@@ -74,9 +132,21 @@ fn output_patterns_directives_and_append() {
                 echo to-out; echo to-err >&2; exit 3";
     let id = c.sbatch(&["-J", "cmdline"], body);
     c.wait_state(id, "FAILED", T);
-    assert_eq!(read(c.work.join(format!("out-cmdline-{id}.txt"))).trim(), "to-out");
+    assert_eq!(
+        read(c.work.join(format!("out-cmdline-{id}.txt"))).trim(),
+        "to-out"
+    );
     assert_eq!(read(c.work.join(format!("err-{id}.txt"))).trim(), "to-err");
-    let code = c.ok(&["sacct", "-n", "-X", "-P", "-j", &id.to_string(), "-o", "ExitCode"]);
+    let code = c.ok(&[
+        "sacct",
+        "-n",
+        "-X",
+        "-P",
+        "-j",
+        &id.to_string(),
+        "-o",
+        "ExitCode",
+    ]);
     assert_eq!(code.trim(), "3:0");
 
     std::fs::write(c.work.join("log.txt"), "before\n").unwrap();
@@ -92,7 +162,10 @@ fn output_patterns_directives_and_append() {
 fn cancel_kills_the_whole_process_tree() {
     let c = Cluster::start(ClusterSpec::default());
     let pidfile = c.work.join("child.pid");
-    let id = c.sbatch(&[], &format!("sleep 300 &\necho $! > {}\nwait", pidfile.display()));
+    let id = c.sbatch(
+        &[],
+        &format!("sleep 300 &\necho $! > {}\nwait", pidfile.display()),
+    );
     c.wait_state(id, "RUNNING", T);
     assert!(wait_until(T, || pidfile.exists() && !read(&pidfile).trim().is_empty()));
     let child: i32 = read(&pidfile).trim().parse().unwrap();
@@ -100,10 +173,20 @@ fn cancel_kills_the_whole_process_tree() {
     assert!(q.contains(" R "), "{q}");
     c.ok(&["scancel", &id.to_string()]);
     c.wait_state(id, "CANCELLED", T);
-    let state = c.ok(&["sacct", "-n", "-X", "-P", "-j", &id.to_string(), "-o", "State"]);
+    let state = c.ok(&[
+        "sacct",
+        "-n",
+        "-X",
+        "-P",
+        "-j",
+        &id.to_string(),
+        "-o",
+        "State",
+    ]);
     assert_eq!(state.trim(), "CANCELLED by 0");
     assert!(
-        wait_until(T, || !std::path::Path::new(&format!("/proc/{child}")).exists()),
+        wait_until(T, || !std::path::Path::new(&format!("/proc/{child}"))
+            .exists()),
         "the job's background child survived the cancel"
     );
     // As in Slurm, signalling an unknown job is an error.
@@ -118,9 +201,21 @@ fn time_limit_ends_in_timeout() {
     let id = c.sbatch(&["-t", "1"], "sleep 600");
     c.wait_state(id, "RUNNING", T);
     c.wait_state(id, "TIMEOUT", Duration::from_secs(100));
-    let elapsed = c.ok(&["sacct", "-n", "-X", "-P", "-j", &id.to_string(), "-o", "ElapsedRaw"]);
+    let elapsed = c.ok(&[
+        "sacct",
+        "-n",
+        "-X",
+        "-P",
+        "-j",
+        &id.to_string(),
+        "-o",
+        "ElapsedRaw",
+    ]);
     let secs: i64 = elapsed.trim().parse().unwrap_or(0);
-    assert!((60..=75).contains(&secs), "ran {secs} s for a 1-minute limit");
+    assert!(
+        (60..=75).contains(&secs),
+        "ran {secs} s for a 1-minute limit"
+    );
 }
 
 #[test]
@@ -134,7 +229,16 @@ fn arrays_with_throttle() {
     let q = c.ok(&["squeue", "-h", "-t", "all", "-o", "%i %T"]);
     assert!(q.lines().any(|l| l.starts_with(&format!("{id}_["))), "{q}");
     let done = wait_until(Duration::from_secs(60), || {
-        let out = c.ok(&["sacct", "-n", "-X", "-P", "-j", &id.to_string(), "-o", "JobID,State"]);
+        let out = c.ok(&[
+            "sacct",
+            "-n",
+            "-X",
+            "-P",
+            "-j",
+            &id.to_string(),
+            "-o",
+            "JobID,State",
+        ]);
         out.lines().filter(|l| l.ends_with("|COMPLETED")).count() == 5
     });
     assert!(done, "{}", c.ok(&["sacct", "-j", &id.to_string()]));
@@ -142,7 +246,16 @@ fn arrays_with_throttle() {
         let out = read(c.work.join(format!("arr-{id}_{task}.out")));
         assert_eq!(out.trim(), format!("task={task} of {id} count=5"));
     }
-    let rows = c.ok(&["sacct", "-n", "-X", "-P", "-j", &id.to_string(), "-o", "JobID"]);
+    let rows = c.ok(&[
+        "sacct",
+        "-n",
+        "-X",
+        "-P",
+        "-j",
+        &id.to_string(),
+        "-o",
+        "JobID",
+    ]);
     let mut ids: Vec<&str> = rows.lines().collect();
     ids.sort();
     let want: Vec<String> = (0..5).map(|t| format!("{id}_{t}")).collect();
@@ -158,12 +271,17 @@ fn dependencies_hold_and_release() {
     c.wait_state(fail, "FAILED", T);
     c.wait_state(any, "COMPLETED", T);
     let reason = wait_until(T, || {
-        c.ok(&["squeue", "-h", "-j", &never.to_string(), "-o", "%r"]).trim() == "DependencyNeverSatisfied"
+        c.ok(&["squeue", "-h", "-j", &never.to_string(), "-o", "%r"])
+            .trim()
+            == "DependencyNeverSatisfied"
     });
     assert!(reason);
 
     let held = c.sbatch(&["-H"], "true");
-    assert!(wait_until(T, || c.ok(&["squeue", "-h", "-j", &held.to_string(), "-o", "%T %r"]).trim() == "PENDING JobHeldUser"));
+    assert!(wait_until(T, || c
+        .ok(&["squeue", "-h", "-j", &held.to_string(), "-o", "%T %r"])
+        .trim()
+        == "PENDING JobHeldUser"));
     c.ok(&["scontrol", "release", &held.to_string()]);
     c.wait_state(held, "COMPLETED", T);
 }
@@ -171,28 +289,53 @@ fn dependencies_hold_and_release() {
 #[test]
 fn requeue_runs_a_job_again() {
     let c = Cluster::start(ClusterSpec::default());
-    let id = c.sbatch(&["-o", "rq.out", "--open-mode=append"], "echo run-$SLURM_RESTART_COUNT; sleep 300");
+    let id = c.sbatch(
+        &["-o", "rq.out", "--open-mode=append"],
+        "echo run-$SLURM_RESTART_COUNT; sleep 300",
+    );
     c.wait_state(id, "RUNNING", T);
     assert!(wait_until(T, || read(c.work.join("rq.out")).contains("run-")));
     c.ok(&["scontrol", "requeue", &id.to_string()]);
-    assert!(wait_until(T, || read(c.work.join("rq.out")).contains("run-1")), "{}", read(c.work.join("rq.out")));
+    assert!(
+        wait_until(T, || read(c.work.join("rq.out")).contains("run-1")),
+        "{}",
+        read(c.work.join("rq.out"))
+    );
     c.ok(&["scancel", &id.to_string()]);
     c.wait_state(id, "CANCELLED", T);
 }
 
 #[test]
 fn gpus_are_bound_and_never_shared() {
-    let c = Cluster::start(ClusterSpec { nodes: 1, gpus: 2, ..ClusterSpec::default() });
-    let a = c.sbatch(&["--gpus=1", "-o", "a.out"], "echo gpus=$CUDA_VISIBLE_DEVICES; sleep 300");
-    let b = c.sbatch(&["--gres=gpu:h100:1", "-o", "b.out"], "echo gpus=$CUDA_VISIBLE_DEVICES; sleep 300");
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        gpus: 2,
+        ..ClusterSpec::default()
+    });
+    let a = c.sbatch(
+        &["--gpus=1", "-o", "a.out"],
+        "echo gpus=$CUDA_VISIBLE_DEVICES; sleep 300",
+    );
+    let b = c.sbatch(
+        &["--gres=gpu:h100:1", "-o", "b.out"],
+        "echo gpus=$CUDA_VISIBLE_DEVICES; sleep 300",
+    );
     let d = c.sbatch(&["--gpus-per-node=1"], "true");
     c.wait_state(a, "RUNNING", T);
     c.wait_state(b, "RUNNING", T);
-    assert!(wait_until(T, || read(c.work.join("a.out")).contains("gpus=") && read(c.work.join("b.out")).contains("gpus=")));
-    let mut seen = vec![read(c.work.join("a.out")).trim().to_string(), read(c.work.join("b.out")).trim().to_string()];
+    assert!(wait_until(T, || read(c.work.join("a.out"))
+        .contains("gpus=")
+        && read(c.work.join("b.out")).contains("gpus=")));
+    let mut seen = vec![
+        read(c.work.join("a.out")).trim().to_string(),
+        read(c.work.join("b.out")).trim().to_string(),
+    ];
     seen.sort();
     assert_eq!(seen, ["gpus=0", "gpus=1"]);
-    assert!(wait_until(T, || c.ok(&["squeue", "-h", "-j", &d.to_string(), "-o", "%T %r"]).trim() == "PENDING Resources"));
+    assert!(wait_until(T, || c
+        .ok(&["squeue", "-h", "-j", &d.to_string(), "-o", "%T %r"])
+        .trim()
+        == "PENDING Resources"));
     c.ok(&["scancel", &a.to_string()]);
     c.wait_state(d, "COMPLETED", T);
     c.ok(&["scancel", &b.to_string()]);
@@ -209,15 +352,36 @@ fn bad_input_is_refused_and_changes_nothing() {
     let p = plain.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["sbatch", "--bogus", s], "unrecognized option"),
-        (vec!["sbatch", "-t", "abc", s], "Invalid --time specification"),
+        (
+            vec!["sbatch", "-t", "abc", s],
+            "Invalid --time specification",
+        ),
         (vec!["sbatch", "--mem=12Q", s], "mem"),
-        (vec!["sbatch", "-p", "nosuch", s], "Invalid partition name specified"),
-        (vec!["sbatch", "-c", "64", s], "Requested node configuration is not available"),
-        (vec!["sbatch", "-N", "9", s], "Node count specification invalid"),
-        (vec!["sbatch", "--gpus=5", s], "Requested node configuration is not available"),
-        (vec!["sbatch", "-t", "2:00:00", s], "Requested time limit is invalid"),
+        (
+            vec!["sbatch", "-p", "nosuch", s],
+            "Invalid partition name specified",
+        ),
+        (
+            vec!["sbatch", "-c", "64", s],
+            "Requested node configuration is not available",
+        ),
+        (
+            vec!["sbatch", "-N", "9", s],
+            "Node count specification invalid",
+        ),
+        (
+            vec!["sbatch", "--gpus=5", s],
+            "Requested node configuration is not available",
+        ),
+        (
+            vec!["sbatch", "-t", "2:00:00", s],
+            "Requested time limit is invalid",
+        ),
         (vec!["sbatch", "--array=5-1", s], "array"),
-        (vec!["sbatch", "-d", "afterok:424242", s], "Job dependency problem"),
+        (
+            vec!["sbatch", "-d", "afterok:424242", s],
+            "Job dependency problem",
+        ),
         (vec!["sbatch", p], "does not look like a batch script"),
         (vec!["sbatch", "/nonexistent/job.sh"], "Unable to open file"),
     ];
@@ -225,20 +389,41 @@ fn bad_input_is_refused_and_changes_nothing() {
         let out = c.run(&argv);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{argv:?} succeeded");
-        assert!(err.to_lowercase().contains(&want.to_lowercase()), "{argv:?}: stderr `{err}`");
+        assert!(
+            err.to_lowercase().contains(&want.to_lowercase()),
+            "{argv:?}: stderr `{err}`"
+        );
     }
     let q = c.ok(&["squeue", "-h", "-t", "all"]);
     assert_eq!(q.trim(), "", "a refused submit left a job behind");
-    let bad = c.run(&["sacct", "-nu", "root", "-o", "Account%256", "|", "tail", "-1"]);
+    let bad = c.run(&[
+        "sacct",
+        "-nu",
+        "root",
+        "-o",
+        "Account%256",
+        "|",
+        "tail",
+        "-1",
+    ]);
     assert!(!bad.status.success(), "sacct must reject junk arguments");
 }
 
 #[test]
 fn nodes_drain_and_resume() {
-    let c = Cluster::start(ClusterSpec { nodes: 2, ..ClusterSpec::default() });
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        ..ClusterSpec::default()
+    });
     let denied = c.run(&["scontrol", "update", "nodename=tn1", "state=drain"]);
     assert!(!denied.status.success());
-    c.ok(&["scontrol", "update", "NodeName=tn1", "State=DRAIN", "Reason=maintenance"]);
+    c.ok(&[
+        "scontrol",
+        "update",
+        "NodeName=tn1",
+        "State=DRAIN",
+        "Reason=maintenance",
+    ]);
     let info = c.ok(&["sinfo", "-h", "-N", "-o", "%N %T"]);
     assert!(info.lines().any(|l| l.trim() == "tn1 drained"), "{info}");
     let reasons = c.ok(&["sinfo", "-R", "-h"]);
@@ -246,26 +431,60 @@ fn nodes_drain_and_resume() {
     let ids: Vec<u32> = (0..3).map(|_| c.sbatch(&["-c", "1"], "sleep 1")).collect();
     for id in &ids {
         c.wait_state(*id, "COMPLETED", T);
-        let node = c.ok(&["sacct", "-n", "-X", "-P", "-j", &id.to_string(), "-o", "NodeList"]);
+        let node = c.ok(&[
+            "sacct",
+            "-n",
+            "-X",
+            "-P",
+            "-j",
+            &id.to_string(),
+            "-o",
+            "NodeList",
+        ]);
         assert_eq!(node.trim(), "tn2");
     }
     c.ok(&["scontrol", "update", "nodename=tn1", "state=resume"]);
-    assert!(wait_until(T, || c.ok(&["sinfo", "-h", "-N", "-o", "%N %T"]).lines().any(|l| l.trim() == "tn1 idle")));
+    assert!(wait_until(T, || c
+        .ok(&["sinfo", "-h", "-N", "-o", "%N %T"])
+        .lines()
+        .any(|l| l.trim() == "tn1 idle")));
 }
 
 #[test]
 fn srun_inside_a_batch_job_and_config() {
     let c = Cluster::start(ClusterSpec::default());
-    let id = c.sbatch(&["-o", "steps.out"], "srun echo step-says-hi\nsrun sh -c 'echo proc=$SLURM_PROCID step=$SLURM_STEP_ID'");
+    let id = c.sbatch(
+        &["-o", "steps.out"],
+        "srun echo step-says-hi\nsrun sh -c 'echo proc=$SLURM_PROCID step=$SLURM_STEP_ID'",
+    );
     c.wait_state(id, "COMPLETED", T);
     let out = read(c.work.join("steps.out"));
     assert!(out.contains("step-says-hi"), "{out}");
     assert!(out.contains("proc=0 step=1"), "{out}");
-    let acct = c.ok(&["sacct", "-n", "-P", "-j", &id.to_string(), "-o", "JobID,State"]);
-    assert!(acct.lines().any(|l| l == format!("{id}.0|COMPLETED")), "{acct}");
+    let acct = c.ok(&[
+        "sacct",
+        "-n",
+        "-P",
+        "-j",
+        &id.to_string(),
+        "-o",
+        "JobID,State",
+    ]);
+    assert!(
+        acct.lines().any(|l| l == format!("{id}.0|COMPLETED")),
+        "{acct}"
+    );
     let conf = c.ok(&["scontrol", "show", "config"]);
-    assert!(conf.lines().any(|l| l.starts_with("MinJobAge") && l.ends_with("= 300 sec")), "{conf}");
-    assert!(conf.lines().any(|l| l.starts_with("MaxArraySize") && l.ends_with("= 1001")), "{conf}");
+    assert!(
+        conf.lines()
+            .any(|l| l.starts_with("MinJobAge") && l.ends_with("= 300 sec")),
+        "{conf}"
+    );
+    assert!(
+        conf.lines()
+            .any(|l| l.starts_with("MaxArraySize") && l.ends_with("= 1001")),
+        "{conf}"
+    );
     let part = c.ok(&["sinfo", "-o", "%P"]);
     assert!(part.lines().any(|l| l.trim() == "debug*"), "{part}");
 }

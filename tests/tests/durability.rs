@@ -12,11 +12,19 @@ const T: Duration = Duration::from_secs(30);
 
 #[test]
 fn acknowledged_submits_survive_controller_kill() {
-    let c = Cluster::start(ClusterSpec { nodes: 2, cpus: 2, ..ClusterSpec::default() });
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        cpus: 2,
+        ..ClusterSpec::default()
+    });
     let ran = c.work.join("ran.log");
     let script = c.work.join("storm.sh");
     // Each run appends its id once; a job that ran twice would show up twice.
-    std::fs::write(&script, format!("#!/bin/sh\necho $SLURM_JOB_ID >> {}\n", ran.display())).unwrap();
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho $SLURM_JOB_ID >> {}\n", ran.display()),
+    )
+    .unwrap();
     let acked: Arc<Mutex<Vec<u32>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     std::thread::scope(|s| {
@@ -42,7 +50,10 @@ fn acknowledged_submits_survive_controller_kill() {
     let last = *acked.iter().max().unwrap();
     for id in &acked {
         let script_text = c.ok(&["scontrol", "write", "batch_script", &id.to_string(), "-"]);
-        assert!(script_text.contains("echo $SLURM_JOB_ID"), "job {id} lost its script: `{script_text}`");
+        assert!(
+            script_text.contains("echo $SLURM_JOB_ID"),
+            "job {id} lost its script: `{script_text}`"
+        );
     }
     // Every acknowledged job completes, and none ran twice.
     let all_done = wait_until(Duration::from_secs(90), || {
@@ -61,7 +72,12 @@ fn acknowledged_submits_survive_controller_kill() {
             "job {id} ended {state} after the restart"
         );
         if state == "COMPLETED" {
-            assert_eq!(runs.get(id), Some(&1), "job {id} ran {:?} times", runs.get(id));
+            assert_eq!(
+                runs.get(id),
+                Some(&1),
+                "job {id} ran {:?} times",
+                runs.get(id)
+            );
         }
     }
     assert!(runs.values().all(|n| *n == 1), "a job ran twice: {runs:?}");
@@ -70,16 +86,35 @@ fn acknowledged_submits_survive_controller_kill() {
 
 #[test]
 fn jobs_survive_a_node_daemon_restart() {
-    let c = Cluster::start(ClusterSpec { nodes: 1, ..ClusterSpec::default() });
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
     let gate = c.work.join("gate");
-    let id = c.sbatch(&["-o", "survivor.out"], &format!("while [ ! -e {} ]; do sleep 0.1; done; echo finished", gate.display()));
+    let id = c.sbatch(
+        &["-o", "survivor.out"],
+        &format!(
+            "while [ ! -e {} ]; do sleep 0.1; done; echo finished",
+            gate.display()
+        ),
+    );
     c.wait_state(id, "RUNNING", T);
     c.kill_node(0);
     c.start_node(0);
-    assert!(wait_until(T, || c.ok(&["sinfo", "-h", "-N", "-o", "%T"]).trim() == "mixed"), "{}", c.logs());
+    assert!(
+        wait_until(T, || c.ok(&["sinfo", "-h", "-N", "-o", "%T"]).trim()
+            == "mixed"),
+        "{}",
+        c.logs()
+    );
     std::fs::write(&gate, "").unwrap();
     c.wait_state(id, "COMPLETED", T);
-    assert_eq!(std::fs::read_to_string(c.work.join("survivor.out")).unwrap().trim(), "finished");
+    assert_eq!(
+        std::fs::read_to_string(c.work.join("survivor.out"))
+            .unwrap()
+            .trim(),
+        "finished"
+    );
     // The controller restarting changes nothing for finished and new jobs.
     c.kill_ctld();
     c.start_ctld();
@@ -91,28 +126,61 @@ fn jobs_survive_a_node_daemon_restart() {
 
 #[test]
 fn a_vanished_node_fails_or_requeues_its_jobs() {
-    let c = Cluster::start(ClusterSpec { nodes: 2, cpus: 1, node_timeout_s: 2, ..ClusterSpec::default() });
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        cpus: 1,
+        node_timeout_s: 2,
+        ..ClusterSpec::default()
+    });
     let plain = c.sbatch(&["-w", "tn1"], "sleep 300");
-    let requeue = c.sbatch(&["--requeue", "-o", "rq-%j.out", "--open-mode=append"], "echo on-$SLURMD_NODENAME; sleep 300");
+    let requeue = c.sbatch(
+        &["--requeue", "-o", "rq-%j.out", "--open-mode=append"],
+        "echo on-$SLURMD_NODENAME; sleep 300",
+    );
     c.wait_state(plain, "RUNNING", T);
     c.wait_state(requeue, "RUNNING", T);
-    let node_of = |id: u32| c.ok(&["sacct", "-n", "-X", "-P", "-j", &id.to_string(), "-o", "NodeList"]).trim().to_string();
+    let node_of = |id: u32| {
+        c.ok(&[
+            "sacct",
+            "-n",
+            "-X",
+            "-P",
+            "-j",
+            &id.to_string(),
+            "-o",
+            "NodeList",
+        ])
+        .trim()
+        .to_string()
+    };
     assert_eq!(node_of(plain), "tn1");
     assert_eq!(node_of(requeue), "tn2");
     // tn2's daemon dies with its jobs.
     c.kill_node(1);
     tests::kill_processes_under(&c.path().join("state").join("noded-tn2"));
-    assert!(wait_until(T, || c.ok(&["sinfo", "-h", "-N", "-n", "tn2", "-o", "%T"]).trim().starts_with("down")));
+    assert!(wait_until(T, || c
+        .ok(&["sinfo", "-h", "-N", "-n", "tn2", "-o", "%T"])
+        .trim()
+        .starts_with("down")));
     // The requeued job waits for a CPU (tn1 is busy), then runs there once it frees.
-    assert!(wait_until(T, || c.state(requeue) == "PENDING"), "{}", c.state(requeue));
+    assert!(
+        wait_until(T, || c.state(requeue) == "PENDING"),
+        "{}",
+        c.state(requeue)
+    );
     c.ok(&["scancel", &plain.to_string()]);
     c.wait_state(requeue, "RUNNING", T);
     assert_eq!(node_of(requeue), "tn1");
     let out = c.work.join(format!("rq-{requeue}.out"));
-    assert!(wait_until(T, || std::fs::read_to_string(&out).unwrap_or_default().contains("on-tn1")));
+    assert!(wait_until(T, || std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .contains("on-tn1")));
     // A job that did not ask for requeue ends NODE_FAIL when its node vanishes.
     c.start_node(1);
-    assert!(wait_until(T, || c.ok(&["sinfo", "-h", "-N", "-n", "tn2", "-o", "%T"]).trim() == "idle"));
+    assert!(wait_until(T, || c
+        .ok(&["sinfo", "-h", "-N", "-n", "tn2", "-o", "%T"])
+        .trim()
+        == "idle"));
     let doomed = c.sbatch(&["-w", "tn2"], "sleep 300");
     c.wait_state(doomed, "RUNNING", T);
     c.kill_node(1);

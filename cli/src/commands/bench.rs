@@ -34,15 +34,37 @@ struct Counts {
 fn bench(args: &[String]) -> Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
     let counts = if quick {
-        Counts { api_jobs: 2000, sbatch_calls: 100, latency_jobs: 50, e2e_jobs: 200, queue_sizes: vec![1000, 10_000] }
+        Counts {
+            api_jobs: 2000,
+            sbatch_calls: 100,
+            latency_jobs: 50,
+            e2e_jobs: 200,
+            queue_sizes: vec![1000, 10_000],
+        }
     } else {
-        Counts { api_jobs: 20_000, sbatch_calls: 500, latency_jobs: 200, e2e_jobs: 500, queue_sizes: vec![10_000, 100_000] }
+        Counts {
+            api_jobs: 20_000,
+            sbatch_calls: 500,
+            latency_jobs: 200,
+            e2e_jobs: 500,
+            queue_sizes: vec![10_000, 100_000],
+        }
     };
     let dir = tempfile::Builder::new().prefix("drover-bench-").tempdir()?;
     let port = free_base_port(5)?;
     let up_args: Vec<String> = [
-        "--dir", &dir.path().join("cluster").display().to_string(), "--port", &port.to_string(),
-        "--nodes", "4", "--cpus", "8", "--memory", "64G", "--gpus", "0",
+        "--dir",
+        &dir.path().join("cluster").display().to_string(),
+        "--port",
+        &port.to_string(),
+        "--nodes",
+        "4",
+        "--cpus",
+        "8",
+        "--memory",
+        "64G",
+        "--gpus",
+        "0",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -54,8 +76,15 @@ fn bench(args: &[String]) -> Result<()> {
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work)?;
     wait_nodes_idle(&bin, 4)?;
-    println!("drover bench ({}; {} cores)", if quick { "quick" } else { "full" }, num_cpus());
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    println!(
+        "drover bench ({}; {} cores)",
+        if quick { "quick" } else { "full" },
+        num_cpus()
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
 
     // 1. API submits, held so that nothing runs: the durable submit path alone.
     for clients in [1usize, 64] {
@@ -79,7 +108,10 @@ fn bench(args: &[String]) -> Result<()> {
         }
     }
     let rate = counts.sbatch_calls as f64 / started.elapsed().as_secs_f64();
-    println!("sbatch_calls_per_s sequential calls={} rate={rate:.0} (target >= 300; Slurm here 31-54)", counts.sbatch_calls);
+    println!(
+        "sbatch_calls_per_s sequential calls={} rate={rate:.0} (target >= 300; Slurm here 31-54)",
+        counts.sbatch_calls
+    );
     cancel_all(&bin)?;
 
     // 3. Submit-to-running latency on an idle cluster: the job itself stamps its start.
@@ -108,7 +140,10 @@ fn bench(args: &[String]) -> Result<()> {
         let mut times = Vec::new();
         for _ in 0..10 {
             let t = Instant::now();
-            let out = Command::new(bin.join("squeue")).current_dir(&work).stdout(Stdio::null()).status()?;
+            let out = Command::new(bin.join("squeue"))
+                .current_dir(&work)
+                .stdout(Stdio::null())
+                .status()?;
             if !out.success() {
                 bail!("squeue failed");
             }
@@ -123,7 +158,9 @@ fn bench(args: &[String]) -> Result<()> {
     let rss_after = rss_kb(cluster.ctld_pid());
     if let (Some(a), Some(b)) = (rss_before, rss_after) {
         let per_job = (b.saturating_sub(a)) as f64 * 1024.0 / queued as f64;
-        println!("ctld_rss_bytes_per_pending_job jobs={queued} bytes={per_job:.0} (target <= 2048)");
+        println!(
+            "ctld_rss_bytes_per_pending_job jobs={queued} bytes={per_job:.0} (target <= 2048)"
+        );
     }
 
     // 6. Restart with the large store: kill -9, start, time to the first answered query.
@@ -142,12 +179,15 @@ fn bench(args: &[String]) -> Result<()> {
 }
 
 fn num_cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 fn free_base_port(count: u16) -> Result<u16> {
     for base in (30000..60000u16).step_by(97) {
-        let all_free = (base..=base + count).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok());
+        let all_free =
+            (base..=base + count).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok());
         if all_free {
             return Ok(base);
         }
@@ -158,8 +198,15 @@ fn free_base_port(count: u16) -> Result<u16> {
 fn wait_nodes_idle(bin: &std::path::Path, n: usize) -> Result<()> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
-        let out = Command::new(bin.join("sinfo")).args(["-h", "-N", "-o", "%T"]).output()?;
-        if String::from_utf8_lossy(&out.stdout).split_whitespace().filter(|s| *s == "idle").count() == n {
+        let out = Command::new(bin.join("sinfo"))
+            .args(["-h", "-N", "-o", "%T"])
+            .output()?;
+        if String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter(|s| *s == "idle")
+            .count()
+            == n
+        {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -169,12 +216,18 @@ fn wait_nodes_idle(bin: &std::path::Path, n: usize) -> Result<()> {
 
 fn cancel_all(bin: &std::path::Path) -> Result<()> {
     let user = crate::client::current_user().0;
-    Command::new(bin.join("scancel")).args(["-u", &user]).status().context("scancel")?;
+    Command::new(bin.join("scancel"))
+        .args(["-u", &user])
+        .status()
+        .context("scancel")?;
     Ok(())
 }
 
 async fn connect(addr: &str) -> Result<CtldClient<Channel>> {
-    let channel = Channel::from_shared(format!("http://{addr}"))?.tcp_nodelay(true).connect().await?;
+    let channel = Channel::from_shared(format!("http://{addr}"))?
+        .tcp_nodelay(true)
+        .connect()
+        .await?;
     Ok(CtldClient::new(channel).max_decoding_message_size(1 << 30))
 }
 
@@ -191,13 +244,22 @@ fn spec(work: &std::path::Path, script: &str, hold: bool) -> v1::JobSpec {
         num_tasks: 1,
         cpus_per_task: 1,
         hold,
-        env: vec![v1::EnvVar { name: "PATH".into(), value: std::env::var("PATH").unwrap_or_default() }],
+        env: vec![v1::EnvVar {
+            name: "PATH".into(),
+            value: std::env::var("PATH").unwrap_or_default(),
+        }],
         ..Default::default()
     }
 }
 
 /// Submits `n` jobs from `clients` concurrent connections; returns jobs/s.
-async fn api_submits(addr: &str, work: &std::path::Path, n: usize, clients: usize, hold: bool) -> Result<f64> {
+async fn api_submits(
+    addr: &str,
+    work: &std::path::Path,
+    n: usize,
+    clients: usize,
+    hold: bool,
+) -> Result<f64> {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -206,7 +268,10 @@ async fn api_submits(addr: &str, work: &std::path::Path, n: usize, clients: usiz
         let spec = spec(work, "#!/bin/sh\ntrue\n", hold);
         tasks.push(tokio::spawn(async move {
             for _ in 0..share {
-                let req = v1::SubmitJobRequest { spec: Some(spec.clone()), test_only: false };
+                let req = v1::SubmitJobRequest {
+                    spec: Some(spec.clone()),
+                    test_only: false,
+                };
                 client.submit_job(req).await?;
             }
             Ok::<_, tonic::Status>(())
@@ -223,9 +288,19 @@ async fn submit_to_running(addr: &str, work: &std::path::Path, n: usize) -> Resu
     let mut lat = Vec::new();
     for i in 0..n {
         let stamp = work.join(format!("stamp-{i}"));
-        let script = format!("#!/bin/sh\ndate +%s%N > {}.tmp && mv {0}.tmp {0}\n", stamp.display());
-        client.submit_job(v1::SubmitJobRequest { spec: Some(spec(work, &script, false)), test_only: false }).await?;
-        let acked = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as i128;
+        let script = format!(
+            "#!/bin/sh\ndate +%s%N > {}.tmp && mv {0}.tmp {0}\n",
+            stamp.display()
+        );
+        client
+            .submit_job(v1::SubmitJobRequest {
+                spec: Some(spec(work, &script, false)),
+                test_only: false,
+            })
+            .await?;
+        let acked = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos() as i128;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(text) = std::fs::read_to_string(&stamp)
@@ -248,18 +323,29 @@ async fn end_to_end(addr: &str, work: &std::path::Path, n: usize) -> Result<f64>
     let started = Instant::now();
     let mut ids = Vec::new();
     for _ in 0..n {
-        let r = client.submit_job(v1::SubmitJobRequest { spec: Some(spec(work, "#!/bin/sh\ntrue\n", false)), test_only: false }).await?;
+        let r = client
+            .submit_job(v1::SubmitJobRequest {
+                spec: Some(spec(work, "#!/bin/sh\ntrue\n", false)),
+                test_only: false,
+            })
+            .await?;
         ids.push(r.into_inner().job_id.to_string());
     }
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let req = v1::ListJobsRequest {
-            filter: Some(v1::JobFilter { job_ids: ids.clone(), ..Default::default() }),
+            filter: Some(v1::JobFilter {
+                job_ids: ids.clone(),
+                ..Default::default()
+            }),
             include_finished: true,
             ..Default::default()
         };
         let jobs = client.list_jobs(req).await?.into_inner().jobs;
-        let done = jobs.iter().filter(|j| j.state == v1::JobState::Completed as i32).count();
+        let done = jobs
+            .iter()
+            .filter(|j| j.state == v1::JobState::Completed as i32)
+            .count();
         if done == n {
             return Ok(started.elapsed().as_secs_f64());
         }
@@ -272,13 +358,22 @@ async fn end_to_end(addr: &str, work: &std::path::Path, n: usize) -> Result<f64>
 
 async fn count_jobs(addr: &str) -> Result<usize> {
     let mut client = connect(addr).await?;
-    let req = v1::ListJobsRequest { include_finished: true, ..Default::default() };
+    let req = v1::ListJobsRequest {
+        include_finished: true,
+        ..Default::default()
+    };
     Ok(client.list_jobs(req).await?.into_inner().jobs.len())
 }
 
 fn rss_kb(pid: Option<u32>) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{}/status", pid?)).ok()?;
-    status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 fn percentile(values: &[f64], q: f64) -> f64 {

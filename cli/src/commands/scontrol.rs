@@ -1183,7 +1183,11 @@ fn ctld_host() -> String {
 
 /// `write batch_script JOBID [FILE]`: the script as submitted, to `slurm-JOBID.sh` by
 /// default or to stdout with `-`.
-async fn write_batch_script(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, args: &[String]) {
+async fn write_batch_script(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<Channel>>,
+    args: &[String],
+) {
     let (Some(what), Some(id)) = (args.first(), args.get(1)) else {
         s.fail("too few arguments for keyword:write");
         return;
@@ -1196,15 +1200,25 @@ async fn write_batch_script(s: &mut Session, conn: &mut Option<CtldClient<Channe
         return;
     };
     let req = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter { job_ids: vec![id.clone()], ..Default::default() }),
+        filter: Some(v1::JobFilter {
+            job_ids: vec![id.clone()],
+            ..Default::default()
+        }),
         include_finished: true,
         with_script: true,
         ..Default::default()
     };
     let script = match c.list_jobs(req).await {
-        Ok(r) => r.into_inner().jobs.into_iter().find_map(|j| j.spec.map(|sp| sp.script)),
+        Ok(r) => r
+            .into_inner()
+            .jobs
+            .into_iter()
+            .find_map(|j| j.spec.map(|sp| sp.script)),
         Err(e) => {
-            s.fail(format!("slurm_job_batch_script error: {}", util::status_text(&e)));
+            s.fail(format!(
+                "slurm_job_batch_script error: {}",
+                util::status_text(&e)
+            ));
             return;
         }
     };
@@ -1215,9 +1229,13 @@ async fn write_batch_script(s: &mut Session, conn: &mut Option<CtldClient<Channe
     match args.get(2).map(String::as_str) {
         Some("-") => s.out.push(script),
         target => {
-            let path = target.map(str::to_string).unwrap_or_else(|| format!("slurm-{id}.sh"));
+            let path = target
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("slurm-{id}.sh"));
             match std::fs::write(&path, script) {
-                Ok(()) => s.out.push(format!("batch script for job {id} written to {path}\n")),
+                Ok(()) => s
+                    .out
+                    .push(format!("batch script for job {id} written to {path}\n")),
                 Err(e) => s.fail(format!("failed to write {path}: {e}")),
             }
         }

@@ -70,11 +70,17 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
         bail!("unexpected argument `{}`", p.positional[0]);
     }
     let num = |key: &str, default: u32| -> Result<u32> {
-        p.get(key).map_or(Ok(default), |v| v.parse().with_context(|| format!("invalid --{key} `{v}`")))
+        p.get(key).map_or(Ok(default), |v| {
+            v.parse().with_context(|| format!("invalid --{key} `{v}`"))
+        })
     };
     let port = num("port", 6917)?;
     let dir = PathBuf::from(p.get("dir").unwrap_or("drover-cluster"));
-    let dir = if dir.is_absolute() { dir } else { std::env::current_dir()?.join(dir) };
+    let dir = if dir.is_absolute() {
+        dir
+    } else {
+        std::env::current_dir()?.join(dir)
+    };
     let memory = p.get("memory").unwrap_or("16G").to_string();
     model::units::parse_memory_mb(&memory)?;
     let nodes = num("nodes", 4)?;
@@ -136,7 +142,10 @@ pub fn prepare(o: &Options) -> Result<PathBuf> {
 }
 
 fn spawn(program: &Path, args: &[String], log: &Path) -> Result<Child> {
-    let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
     Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -180,21 +189,51 @@ impl LocalCluster {
     /// accepts connections.
     pub fn start(o: &Options) -> Result<LocalCluster> {
         let conf_path = prepare(o)?;
-        let config = model::Config::parse(&std::fs::read_to_string(&conf_path)?, &conf_path.display().to_string())?;
+        let config = model::Config::parse(
+            &std::fs::read_to_string(&conf_path)?,
+            &conf_path.display().to_string(),
+        )?;
         let conf = conf_path.display().to_string();
         let log = o.dir.join("log");
         let ctld_addr = config.controller.addr.clone();
         if std::net::TcpStream::connect(&ctld_addr).is_ok() {
-            bail!("something already listens on {ctld_addr}: another cluster is running (use --port)");
+            bail!(
+                "something already listens on {ctld_addr}: another cluster is running (use --port)"
+            );
         }
-        let mut cluster = LocalCluster { config, conf_path: conf_path.clone(), dir: o.dir.clone(), children: Vec::new() };
+        let mut cluster = LocalCluster {
+            config,
+            conf_path: conf_path.clone(),
+            dir: o.dir.clone(),
+            children: Vec::new(),
+        };
         cluster.start_ctld()?;
-        let port: u16 = ctld_addr.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(o.port);
-        let nodes: Vec<String> = cluster.config.node_list().into_iter().map(|n| n.name).collect();
+        let port: u16 = ctld_addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(o.port);
+        let nodes: Vec<String> = cluster
+            .config
+            .node_list()
+            .into_iter()
+            .map(|n| n.name)
+            .collect();
         for (i, name) in nodes.iter().enumerate() {
             let listen = format!("127.0.0.1:{}", u32::from(port) + 1 + i as u32);
-            let args = vec!["--config".into(), conf.clone(), "--name".into(), name.clone(), "--listen".into(), listen];
-            let child = spawn(&sibling("drover-noded"), &args, &log.join(format!("{name}.log")))?;
+            let args = vec![
+                "--config".into(),
+                conf.clone(),
+                "--name".into(),
+                name.clone(),
+                "--listen".into(),
+                listen,
+            ];
+            let child = spawn(
+                &sibling("drover-noded"),
+                &args,
+                &log.join(format!("{name}.log")),
+            )?;
             cluster.children.push((name.clone(), child));
         }
         Ok(cluster)
@@ -223,11 +262,17 @@ impl LocalCluster {
     }
 
     pub fn ctld_pid(&self) -> Option<u32> {
-        self.children.iter().find(|(n, _)| n == "drover-ctld").map(|(_, c)| c.id())
+        self.children
+            .iter()
+            .find(|(n, _)| n == "drover-ctld")
+            .map(|(_, c)| c.id())
     }
 
     pub fn node_count(&self) -> usize {
-        self.children.iter().filter(|(n, _)| n != "drover-ctld").count()
+        self.children
+            .iter()
+            .filter(|(n, _)| n != "drover-ctld")
+            .count()
     }
 
     /// Stops the node daemons, then the controller.
@@ -245,7 +290,9 @@ impl Drop for LocalCluster {
 
 fn up(args: &[String]) -> Result<()> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("usage: drover up [--nodes N] [--dir DIR] [--port PORT] [--config FILE] [--cpus N] [--memory SIZE] [--gpus N]");
+        println!(
+            "usage: drover up [--nodes N] [--dir DIR] [--port PORT] [--config FILE] [--cpus N] [--memory SIZE] [--gpus N]"
+        );
         return Ok(());
     }
     let o = parse_args(args)?;
@@ -258,7 +305,10 @@ fn up(args: &[String]) -> Result<()> {
         cluster.node_count()
     );
     println!("drover: state and logs under {}", o.dir.display());
-    println!("drover: to use it, run:  export PATH={}:$PATH", o.dir.join("bin").display());
+    println!(
+        "drover: to use it, run:  export PATH={}:$PATH",
+        o.dir.join("bin").display()
+    );
     println!("drover: press Ctrl-C to stop");
     wait_for_stop(&mut cluster.children);
     cluster.stop();
@@ -275,7 +325,10 @@ fn wait_for_stop(children: &mut [(String, Child)]) {
     let _ = set.thread_block();
     loop {
         // Poll the children between short timed waits for a signal.
-        let ts = libc::timespec { tv_sec: 0, tv_nsec: 200_000_000 };
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 200_000_000,
+        };
         // SAFETY: `set` and `ts` are valid for the call; no siginfo is requested.
         let sig = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &ts) };
         if sig > 0 {
@@ -293,7 +346,10 @@ fn wait_for_stop(children: &mut [(String, Child)]) {
 fn stop(children: &mut [(String, Child)]) {
     // Node daemons first, then the controller.
     for (_, child) in children.iter_mut().rev() {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     for (_, child) in children.iter_mut() {
