@@ -89,6 +89,7 @@ pub fn unix_now() -> Time {
 pub struct Core {
     state: ClusterState,
     config: Arc<Config>,
+    sched_config: sched::SchedConfig,
     store: Arc<Store>,
     snapshot: watch::Sender<Arc<ClusterState>>,
     dispatcher: Dispatcher,
@@ -117,6 +118,7 @@ impl Core {
     ) -> Core {
         Core {
             state,
+            sched_config: sched::SchedConfig::from_config(&config),
             config,
             store,
             snapshot,
@@ -328,7 +330,7 @@ impl Core {
             trial.apply(&Event::JobSubmitted {
                 job: Box::new(Job::new(id, spec, now, time_limit)),
             });
-            let plan = sched::schedule(&trial, now, &sched::SchedConfig::default());
+            let plan = sched::schedule(&trial, now, &self.sched_config);
             let start = plan.starts.iter().find(|s| s.job_id == id);
             return Ok(v1::SubmitJobReply {
                 job_id: id,
@@ -988,7 +990,7 @@ impl Core {
     /// One scheduling pass: start what fits, note why the rest waits.
     fn schedule(&mut self, now: Time) {
         let started = Instant::now();
-        let plan = sched::schedule(&self.state, now, &sched::SchedConfig::default());
+        let plan = sched::schedule(&self.state, now, &self.sched_config);
         for start in &plan.starts {
             let mut id = start.job_id;
             if let Some(task) = start.array_task

@@ -10,15 +10,16 @@
 //! Example: two idle 4-CPU nodes n1, n2 and jobs 1 (3 CPUs), 2 (3 CPUs), 3 (2 CPUs)
 //! give: 1 on n1, 2 on n2, and 3 pends with reason `Resources` (1 CPU free on each).
 
+pub mod config;
 pub mod dependency;
+pub mod eligibility;
+pub mod limits;
+pub mod priority;
 
-use dependency::DepStatus;
+pub use config::SchedConfig;
+use eligibility::Eligibility;
 use model::{Allocation, ClusterState, Job, JobId, NodeAllocation, NodeUsage, Time};
 use std::collections::BTreeMap;
-
-/// Knobs of the scheduler (grows with the real scheduler).
-#[derive(Debug, Clone, Default)]
-pub struct SchedConfig {}
 
 /// One job to start now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +109,7 @@ pub fn node_could_fit(node: &model::Node, req: &PerNode) -> bool {
 }
 
 /// Plans one scheduling pass.
-pub fn schedule(state: &ClusterState, now: Time, _config: &SchedConfig) -> Plan {
+pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     let usage = state.node_usage();
     let mut free: BTreeMap<&str, Free> = state
         .nodes
@@ -143,12 +144,12 @@ pub fn schedule(state: &ClusterState, now: Time, _config: &SchedConfig) -> Plan 
         }
     }
 
-    let mut queue: Vec<&Job> = state.pending_jobs().collect();
-    queue.sort_by_key(|j| (j.submit_time, j.id));
+    let queue = priority::queue_order(state, now, config);
+    let mut limits = limits::LimitTracker::new(state, config);
 
     let mut plan = Plan::default();
     let mut blocked_partitions: BTreeMap<&str, ()> = BTreeMap::new();
-    for job in queue {
+    for (job, _priority) in queue {
         let pend = |plan: &mut Plan, reason: &str| {
             plan.pending.insert(
                 job.id,
@@ -158,36 +159,17 @@ pub fn schedule(state: &ClusterState, now: Time, _config: &SchedConfig) -> Plan 
                 },
             );
         };
-        if job.held {
-            pend(
-                &mut plan,
-                if job.reason.starts_with("JobHeld") {
-                    &job.reason
-                } else {
-                    "JobHeldUser"
-                },
-            );
-            continue;
-        }
-        if job.spec.begin_time > now {
-            pend(&mut plan, "BeginTime");
-            continue;
-        }
-        match dependency::evaluate(state, job) {
-            DepStatus::Satisfied => {}
-            DepStatus::Waiting => {
-                pend(&mut plan, "Dependency");
+        match eligibility::check(state, job, now) {
+            Eligibility::Eligible => {}
+            Eligibility::Wait(reason) => {
+                pend(&mut plan, &reason);
                 continue;
             }
-            DepStatus::Never => {
-                if job.spec.kill_on_invalid_dep {
-                    plan.cancels.push(Cancel {
-                        job_id: job.id,
-                        reason: "DependencyNeverSatisfied".into(),
-                    });
-                } else {
-                    pend(&mut plan, "DependencyNeverSatisfied");
-                }
+            Eligibility::Cancel(reason) => {
+                plan.cancels.push(Cancel {
+                    job_id: job.id,
+                    reason,
+                });
                 continue;
             }
         }
@@ -195,15 +177,8 @@ pub fn schedule(state: &ClusterState, now: Time, _config: &SchedConfig) -> Plan 
             pend(&mut plan, "PartitionDown");
             continue;
         };
-        if !partition.schedules_jobs() {
-            pend(
-                &mut plan,
-                if partition.state == "INACTIVE" {
-                    "PartitionInactive"
-                } else {
-                    "PartitionDown"
-                },
-            );
+        if let Some(reason) = limits.check(job) {
+            pend(&mut plan, &reason);
             continue;
         }
         let req = per_node_request(job);
@@ -237,6 +212,7 @@ pub fn schedule(state: &ClusterState, now: Time, _config: &SchedConfig) -> Plan 
             if job.array_job_id != 0 {
                 *array_running.entry(job.array_job_id).or_default() += 1;
             }
+            limits.charge(job, &alloc);
             plan.starts.push(Start {
                 job_id: job.id,
                 array_task: task,
