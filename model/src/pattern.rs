@@ -71,46 +71,54 @@ pub fn expand_pattern(pattern: &str, v: &PatternValues) -> String {
     out
 }
 
-/// The paths a batch job's stdout and stderr go to, absolute when the work dir is:
-/// the patterns expanded, relative ones under the work dir, Slurm's defaults
-/// (`slurm-%j.out`, arrays `slurm-%A_%a.out`; stderr joins stdout) when unset.
+/// The default stdout pattern of a batch job, and of an array task.
+pub const DEFAULT_STDOUT: &str = "slurm-%j.out";
+pub const DEFAULT_ARRAY_STDOUT: &str = "slurm-%A_%a.out";
+
+/// Where a batch script's stdout and stderr go: the spec's patterns (Slurm's defaults
+/// when unset) expanded with `values`, relative ones under `work_dir`. Stderr is `None`
+/// when it shares the stdout file.
+pub fn output_paths(
+    spec: &crate::JobSpec,
+    values: &PatternValues,
+    work_dir: &str,
+) -> (String, Option<String>) {
+    let resolve = |pattern: &str| {
+        let p = expand_pattern(pattern, values);
+        if p.starts_with('/') || work_dir.is_empty() {
+            p
+        } else {
+            format!("{}/{p}", work_dir.trim_end_matches('/'))
+        }
+    };
+    let stdout = match spec.stdout_pattern.as_str() {
+        "" if values.array_job_id != 0 => resolve(DEFAULT_ARRAY_STDOUT),
+        "" => resolve(DEFAULT_STDOUT),
+        p => resolve(p),
+    };
+    let stderr = Some(spec.stderr_pattern.as_str())
+        .filter(|p| !p.is_empty())
+        .map(resolve)
+        .filter(|p| *p != stdout);
+    (stdout, stderr)
+}
+
+/// The stdout and stderr paths of a batch job started on `node`, as `scontrol show
+/// job` reports them.
 pub fn batch_output_paths(job: &crate::Job, node: &str) -> (String, String) {
-    let spec = &job.spec;
     let values = PatternValues {
         job_id: job.id,
         array_job_id: job.array_job_id,
         array_task_id: job.array_task_id,
-        job_name: &spec.name,
-        user: &spec.user,
+        job_name: &job.spec.name,
+        user: &job.spec.user,
         node,
         node_index: 0,
         task_id: Some(0),
         step_id: None,
     };
-    let default = if job.array_job_id != 0 {
-        "slurm-%A_%a.out"
-    } else {
-        "slurm-%j.out"
-    };
-    let resolve = |pattern: &str| {
-        let p = expand_pattern(pattern, &values);
-        if p.starts_with('/') || spec.work_dir.is_empty() {
-            p
-        } else {
-            format!("{}/{p}", spec.work_dir.trim_end_matches('/'))
-        }
-    };
-    let out_pattern = if spec.stdout_pattern.is_empty() {
-        default
-    } else {
-        &spec.stdout_pattern
-    };
-    let stdout = resolve(out_pattern);
-    let stderr = if spec.stderr_pattern.is_empty() {
-        stdout.clone()
-    } else {
-        resolve(&spec.stderr_pattern)
-    };
+    let (stdout, stderr) = output_paths(&job.spec, &values, &job.spec.work_dir);
+    let stderr = stderr.unwrap_or_else(|| stdout.clone());
     (stdout, stderr)
 }
 

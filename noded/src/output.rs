@@ -3,13 +3,8 @@
 //! from the working directory, stderr sharing the stdout file unless it names another.
 
 use crate::launch::LaunchInfo;
-use model::pattern::{PatternValues, expand_pattern};
+use model::pattern::{PatternValues, expand_pattern, output_paths};
 use std::path::{Path, PathBuf};
-
-/// The default stdout pattern of a plain job.
-pub const DEFAULT_STDOUT: &str = "slurm-%j.out";
-/// The default stdout pattern of an array task.
-pub const DEFAULT_ARRAY_STDOUT: &str = "slurm-%A_%a.out";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobIo {
@@ -37,25 +32,15 @@ pub fn resolve_io(info: &LaunchInfo, work_dir: &Path) -> JobIo {
         task_id: Some(0),
         step_id: None,
     };
-    let resolve = |pattern: &str| work_dir.join(expand_pattern(pattern, &values));
-    let stdout_pattern = match spec.stdout_pattern.as_str() {
-        "" if info.is_array_task() => DEFAULT_ARRAY_STDOUT,
-        "" => DEFAULT_STDOUT,
-        p => p,
-    };
-    let stdout = resolve(stdout_pattern);
-    let stderr = Some(spec.stderr_pattern.as_str())
-        .filter(|p| !p.is_empty())
-        .map(resolve)
-        .filter(|p| *p != stdout);
+    let (stdout, stderr) = output_paths(spec, &values, &work_dir.display().to_string());
     let stdin = match spec.stdin_path.as_str() {
         "" => PathBuf::from("/dev/null"),
-        p => resolve(p),
+        p => work_dir.join(expand_pattern(p, &values)),
     };
     JobIo {
         stdin,
-        stdout,
-        stderr,
+        stdout: PathBuf::from(stdout),
+        stderr: stderr.map(PathBuf::from),
     }
 }
 
