@@ -93,7 +93,7 @@ impl Store {
         let db = sled::Config::new()
             .path(dir)
             .mode(sled::Mode::HighThroughput)
-            .cache_capacity(64 << 20)
+            .cache_capacity(16 << 20)
             .open()?;
         Ok(Store {
             jobs: db.open_tree("jobs")?,

@@ -1,0 +1,80 @@
+//! `drover up` as a new user runs it: a cluster from the embedded config, Ctrl-C stops
+//! it, and starting it again on the same directory recovers the jobs. Also: a broken
+//! config file is refused with its file, line and key.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use tests::{bin_dir, free_ports, kill_processes_under, wait_until};
+
+const T: Duration = Duration::from_secs(30);
+
+fn up(dir: &std::path::Path, port: u16) -> std::process::Child {
+    Command::new(bin_dir().join("drover"))
+        .args(["up", "--nodes", "2", "--dir", &dir.display().to_string(), "--port", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("drover up")
+}
+
+fn cmd(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
+    // Only the bin directory on PATH: the commands find the cluster's config by
+    // themselves, as after the README's `export PATH=...`.
+    // Empty until `drover up` has made the bin directory.
+    Command::new(dir.join("bin").join(name))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("DROVER_CONF")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+fn interrupt_and_wait(mut child: std::process::Child) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let stopped = wait_until(T, || matches!(child.try_wait(), Ok(Some(_))));
+    assert!(stopped, "drover up did not stop on Ctrl-C");
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(out.contains("drover: stopped"), "{out}");
+}
+
+#[test]
+fn up_runs_stops_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = loop {
+        let p = free_ports(1)[0];
+        if p < 65000 && (1..=2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()) {
+            break p;
+        }
+    };
+    let first = up(dir.path(), port);
+    assert!(wait_until(T, || cmd(dir.path(), "sinfo", &["-h", "-N", "-o", "%T"]).split_whitespace().filter(|s| *s == "idle").count() == 2));
+    let id = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "echo from-up"]);
+    let id = id.trim().to_string();
+    assert!(!id.is_empty());
+    assert!(wait_until(T, || cmd(dir.path(), "sacct", &["-n", "-X", "-P", "-o", "State", "-j", &id]).trim() == "COMPLETED"));
+    assert_eq!(std::fs::read_to_string(dir.path().join(format!("slurm-{id}.out"))).unwrap().trim(), "from-up");
+    interrupt_and_wait(first);
+
+    let second = up(dir.path(), port);
+    assert!(wait_until(T, || cmd(dir.path(), "sacct", &["-n", "-X", "-P", "-o", "State", "-j", &id]).trim() == "COMPLETED"));
+    let next = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "true"]);
+    assert!(next.trim().parse::<u32>().unwrap() > id.parse::<u32>().unwrap());
+    interrupt_and_wait(second);
+    kill_processes_under(dir.path());
+}
+
+#[test]
+fn broken_config_names_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("bad.toml");
+    std::fs::write(&conf, "cluster_name = \"x\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\nmemroy = \"1G\"\n").unwrap();
+    let out = Command::new(bin_dir().join("drover-ctld")).args(["--config", conf.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:5:", conf.display())), "{err}");
+    assert!(err.contains("memroy"), "{err}");
+    assert!(!dir.path().join("state").exists());
+}
