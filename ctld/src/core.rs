@@ -68,6 +68,10 @@ pub enum Input {
         req: v1::JobFinishedRequest,
         reply: Reply<()>,
     },
+    ChangeReservation {
+        req: v1::ChangeReservationRequest,
+        reply: Reply<String>,
+    },
     /// A node could not be told to launch a job.
     LaunchFailed {
         job_id: JobId,
@@ -96,6 +100,7 @@ pub struct Core {
     batch: WriteBatch,
     dirty_jobs: BTreeSet<JobId>,
     dirty_nodes: BTreeSet<String>,
+    dirty_reservations: BTreeSet<String>,
     /// Acknowledgements held back until the turn's flush.
     acks: Vec<Box<dyn FnOnce() + Send>>,
     effects: Vec<Effect>,
@@ -126,6 +131,7 @@ impl Core {
             batch: WriteBatch::default(),
             dirty_jobs: BTreeSet::new(),
             dirty_nodes: BTreeSet::new(),
+            dirty_reservations: BTreeSet::new(),
             acks: Vec::new(),
             effects: Vec::new(),
             cancel_requests: BTreeMap::new(),
@@ -186,6 +192,12 @@ impl Core {
                 self.batch.put_node(node).unwrap_or_else(|e| fatal(&e));
             }
         }
+        for name in std::mem::take(&mut self.dirty_reservations) {
+            match self.state.reservations.get(&name) {
+                Some(r) => self.batch.put_reservation(r).unwrap_or_else(|e| fatal(&e)),
+                None => self.batch.delete_reservation(&name),
+            }
+        }
         let batch = std::mem::take(&mut self.batch);
         if let Err(e) = self.store.commit(batch).await {
             fatal(&e);
@@ -212,6 +224,9 @@ impl Core {
         self.state.apply(&event);
         if let Some(id) = event.job_id() {
             self.dirty_jobs.insert(id);
+        }
+        if let Some(name) = event.reservation_name() {
+            self.dirty_reservations.insert(name.to_string());
         }
         if let Some(name) = event.node_name()
             && !matches!(event, Event::NodeHeartbeat { .. })
@@ -284,6 +299,17 @@ impl Core {
             Input::JobFinished { req, reply } => {
                 self.job_finished(req, now);
                 self.ack(reply, Ok(()));
+            }
+            Input::ChangeReservation { req, reply } => {
+                let result = crate::reservations::change(&self.state, &req, now)
+                    .map_err(Status::invalid_argument)
+                    .map(|event| {
+                        let name = event.reservation_name().unwrap_or_default().to_string();
+                        self.emit(event);
+                        self.want_schedule();
+                        name
+                    });
+                self.ack(reply, result);
             }
             Input::LaunchFailed {
                 job_id,
@@ -968,6 +994,12 @@ impl Core {
 
     /// Periodic work: nodes that stopped answering go DOWN.
     fn tick(&mut self, now: Time) {
+        let expired: Vec<String> =
+            self.state.reservations.values().filter(|r| r.expired(now)).map(|r| r.name.clone()).collect();
+        for name in expired {
+            tracing::info!(reservation = %name, "reservation ended");
+            self.emit(Event::ReservationDeleted { name });
+        }
         let timeout = Time::from(self.config.controller.node_timeout_s);
         let silent: Vec<String> = self
             .state

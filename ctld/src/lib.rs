@@ -7,6 +7,7 @@
 
 pub mod core;
 pub mod dispatch;
+pub mod reservations;
 pub mod service;
 pub mod store;
 pub mod validate;
@@ -68,6 +69,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     for node in state.nodes.values_mut() {
         node.last_heartbeat = now;
+    }
+    for r in loaded.reservations {
+        state.reservations.insert(r.name.clone(), r);
     }
     let job_count = loaded.jobs.len();
     for job in loaded.jobs {

@@ -247,6 +247,26 @@ impl v1::ctld_server::Ctld for Services {
         Ok(Response::new(v1::CreateStepReply { step_id, job }))
     }
 
+    async fn change_reservation(
+        &self,
+        req: Request<v1::ChangeReservationRequest>,
+    ) -> Result<Response<v1::ChangeReservationReply>, Status> {
+        let req = req.into_inner();
+        let name = self.ask(|reply| Input::ChangeReservation { req, reply }).await?;
+        Ok(Response::new(v1::ChangeReservationReply { name }))
+    }
+
+    async fn list_reservations(
+        &self,
+        _req: Request<v1::ListReservationsRequest>,
+    ) -> Result<Response<v1::ListReservationsReply>, Status> {
+        let snap = self.snapshot();
+        let now = unix_now();
+        let reservations =
+            snap.reservations.values().map(|r| crate::reservations::to_wire(&snap, r, now)).collect();
+        Ok(Response::new(v1::ListReservationsReply { reservations }))
+    }
+
     async fn complete_step(
         &self,
         req: Request<v1::CompleteStepRequest>,

@@ -6,7 +6,7 @@
 //! behind a one-byte format version. A batch of writes becomes durable with one
 //! `flush` (group commit): the caller acknowledges nothing before `commit` returns.
 
-use model::{Job, JobId, JobPayload, Node};
+use model::{Job, JobId, JobPayload, Node, Reservation};
 use serde::{Serialize, de::DeserializeOwned};
 use std::path::Path;
 
@@ -28,12 +28,14 @@ pub struct Store {
     jobs: sled::Tree,
     payloads: sled::Tree,
     nodes: sled::Tree,
+    reservations: sled::Tree,
 }
 
 /// What a restart loads.
 pub struct Loaded {
     pub jobs: Vec<Job>,
     pub nodes: Vec<Node>,
+    pub reservations: Vec<Reservation>,
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
@@ -67,6 +69,7 @@ pub struct WriteBatch {
     jobs: sled::Batch,
     payloads: sled::Batch,
     nodes: sled::Batch,
+    reservations: sled::Batch,
     pub len: usize,
 }
 
@@ -86,6 +89,15 @@ impl WriteBatch {
         self.len += 1;
         Ok(())
     }
+    pub fn put_reservation(&mut self, r: &Reservation) -> Result<(), StoreError> {
+        self.reservations.insert(r.name.as_bytes(), encode(r)?);
+        self.len += 1;
+        Ok(())
+    }
+    pub fn delete_reservation(&mut self, name: &str) {
+        self.reservations.remove(name.as_bytes());
+        self.len += 1;
+    }
 }
 
 impl Store {
@@ -99,6 +111,7 @@ impl Store {
             jobs: db.open_tree("jobs")?,
             payloads: db.open_tree("payloads")?,
             nodes: db.open_tree("nodes")?,
+            reservations: db.open_tree("reservations")?,
             db,
         })
     }
@@ -119,7 +132,12 @@ impl Store {
                 &v,
             )?);
         }
-        Ok(Loaded { jobs, nodes })
+        let mut reservations = Vec::new();
+        for item in self.reservations.iter() {
+            let (k, v) = item?;
+            reservations.push(decode(&format!("reservation {}", String::from_utf8_lossy(&k)), &v)?);
+        }
+        Ok(Loaded { jobs, nodes, reservations })
     }
 
     pub fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError> {
@@ -137,6 +155,7 @@ impl Store {
         self.jobs.apply_batch(batch.jobs)?;
         self.payloads.apply_batch(batch.payloads)?;
         self.nodes.apply_batch(batch.nodes)?;
+        self.reservations.apply_batch(batch.reservations)?;
         self.db.flush_async().await?;
         Ok(())
     }

@@ -102,6 +102,14 @@ pub fn check_submit(
         }
     }
     model::hostlist::expand(&spec.exclude).map_err(|e| Rejected(e.to_string()))?;
+    if !spec.reservation.is_empty() {
+        let Some(r) = state.reservations.get(&spec.reservation) else {
+            return reject("Requested reservation is invalid");
+        };
+        if !r.admits(&model::Job::new(0, spec.clone(), 0, None)) {
+            return reject("Access denied to requested reservation");
+        }
+    }
     let req = sched::per_node_request(&model::Job::new(0, spec.clone(), 0, None));
     let able = partition
         .nodes

@@ -7,6 +7,7 @@ pub mod hostlist;
 pub mod job;
 pub mod node;
 pub mod pattern;
+pub mod reservation;
 pub mod state;
 pub mod units;
 
@@ -16,4 +17,5 @@ pub use job::{
     Step, Time,
 };
 pub use node::{GpuDevice, Node, NodeHealth};
+pub use reservation::{Reservation, ReservationFlag};
 pub use state::{ClusterState, Event, NodeUsage};

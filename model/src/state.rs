@@ -11,6 +11,7 @@
 use crate::config::Partition;
 use crate::job::{Allocation, Job, JobId, JobSpec, JobState, Step, Time};
 use crate::node::{GpuDevice, Node, NodeHealth};
+use crate::reservation::Reservation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -96,6 +97,9 @@ pub enum Event {
         reason: String,
         time: Time,
     },
+    /// `scontrol create|update reservation`: the reservation as it now stands.
+    ReservationSet { reservation: Box<Reservation> },
+    ReservationDeleted { name: String },
     /// An admin drains, resumes or downs a node.
     NodeAdmin {
         name: String,
@@ -121,6 +125,15 @@ impl Event {
             | Event::JobPendingReason { job_id, .. }
             | Event::StepStarted { job_id, .. }
             | Event::StepEnded { job_id, .. } => Some(*job_id),
+            _ => None,
+        }
+    }
+
+    /// The reservation this event changes, if any.
+    pub fn reservation_name(&self) -> Option<&str> {
+        match self {
+            Event::ReservationSet { reservation } => Some(&reservation.name),
+            Event::ReservationDeleted { name } => Some(name),
             _ => None,
         }
     }
@@ -151,6 +164,7 @@ pub struct ClusterState {
     pub jobs: imbl::OrdMap<JobId, Arc<Job>>,
     pub nodes: BTreeMap<String, Node>,
     pub partitions: Vec<Partition>,
+    pub reservations: BTreeMap<String, Reservation>,
     pub next_job_id: JobId,
 }
 
@@ -160,6 +174,7 @@ impl ClusterState {
             jobs: imbl::OrdMap::new(),
             nodes: nodes.into_iter().map(|n| (n.name.clone(), n)).collect(),
             partitions,
+            reservations: BTreeMap::new(),
             next_job_id: 1,
         }
     }
@@ -410,6 +425,12 @@ impl ClusterState {
                     node.reason = reason.clone();
                     node.reason_time = *time;
                 }
+            }
+            Event::ReservationSet { reservation } => {
+                self.reservations.insert(reservation.name.clone(), reservation.as_ref().clone());
+            }
+            Event::ReservationDeleted { name } => {
+                self.reservations.remove(name);
             }
             Event::NodeAdmin {
                 name,

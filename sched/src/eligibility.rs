@@ -3,7 +3,8 @@
 //!
 //! Example: a job held by its user waits with `JobHeldUser`; one whose `afterok`
 //! dependency failed waits with `DependencyNeverSatisfied` (or is cancelled with
-//! `--kill-on-invalid-dep`).
+//! `--kill-on-invalid-dep`); one submitted into a reservation whose window has not
+//! opened waits with `Reservation`.
 
 use crate::dependency::{self, DepStatus};
 use model::{ClusterState, Job, Time};
@@ -36,6 +37,13 @@ pub fn check(state: &ClusterState, job: &Job, now: Time) -> Eligibility {
             return Eligibility::Cancel("DependencyNeverSatisfied".into());
         }
         DepStatus::Never => return wait("DependencyNeverSatisfied"),
+    }
+    if !job.spec.reservation.is_empty() {
+        match state.reservations.get(&job.spec.reservation) {
+            None => return wait("ReservationDeleted"),
+            Some(r) if r.window_at(now).0 > now => return wait("Reservation"),
+            Some(_) => {}
+        }
     }
     match state.partition(&job.spec.partition) {
         None => wait("PartitionDown"),

@@ -1,0 +1,170 @@
+//! Advance reservations: nodes set aside for some users or accounts over a time window,
+//! as `scontrol create reservation` makes them.
+//!
+//! Example: `maint` on `n[1-2]` from 10:00 to 12:00 with flag MAINT. A job of another
+//! user may run on n1 before 10:00 only if its time limit ends by then; a job submitted
+//! with `--reservation=maint` by an allowed user runs only on n1–n2 and only inside the
+//! window. A DAILY reservation moves one day ahead when its window has passed.
+
+use crate::job::{Job, Time};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ReservationFlag {
+    Maint,
+    IgnoreJobs,
+    Flex,
+    Daily,
+    Weekly,
+    Overlap,
+}
+
+impl ReservationFlag {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReservationFlag::Maint => "MAINT",
+            ReservationFlag::IgnoreJobs => "IGNORE_JOBS",
+            ReservationFlag::Flex => "FLEX",
+            ReservationFlag::Daily => "DAILY",
+            ReservationFlag::Weekly => "WEEKLY",
+            ReservationFlag::Overlap => "OVERLAP",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ReservationFlag> {
+        let up = text.trim().to_ascii_uppercase();
+        [
+            ReservationFlag::Maint,
+            ReservationFlag::IgnoreJobs,
+            ReservationFlag::Flex,
+            ReservationFlag::Daily,
+            ReservationFlag::Weekly,
+            ReservationFlag::Overlap,
+        ]
+        .into_iter()
+        .find(|f| f.name() == up)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    pub name: String,
+    pub start: Time,
+    pub end: Time,
+    /// Node names, expanded.
+    pub nodes: Vec<String>,
+    pub users: Vec<String>,
+    pub accounts: Vec<String>,
+    pub flags: Vec<ReservationFlag>,
+    pub partition: String,
+}
+
+impl Reservation {
+    pub fn has(&self, flag: ReservationFlag) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    /// The window in force at `now`: a DAILY or WEEKLY reservation whose window has
+    /// passed repeats with the same length.
+    pub fn window_at(&self, now: Time) -> (Time, Time) {
+        let period = if self.has(ReservationFlag::Daily) {
+            86_400
+        } else if self.has(ReservationFlag::Weekly) {
+            7 * 86_400
+        } else {
+            return (self.start, self.end);
+        };
+        if now < self.end {
+            return (self.start, self.end);
+        }
+        let skipped = (now - self.end) / period + 1;
+        (self.start + skipped * period, self.end + skipped * period)
+    }
+
+    /// ACTIVE while the window is open, INACTIVE before it.
+    pub fn state_at(&self, now: Time) -> &'static str {
+        let (start, end) = self.window_at(now);
+        if start <= now && now < end { "ACTIVE" } else { "INACTIVE" }
+    }
+
+    /// Has the (non-repeating) reservation ended for good?
+    pub fn expired(&self, now: Time) -> bool {
+        !self.has(ReservationFlag::Daily) && !self.has(ReservationFlag::Weekly) && now >= self.end
+    }
+
+    /// May this job use the reservation (`--reservation=name`)?
+    pub fn admits(&self, job: &Job) -> bool {
+        self.users.iter().any(|u| *u == job.spec.user || u.parse::<u32>().ok() == Some(job.spec.uid))
+            || (!job.spec.account.is_empty() && self.accounts.contains(&job.spec.account))
+    }
+
+    /// Does the reservation keep `job` off `node` during `[from, to)`? Jobs inside the
+    /// reservation are confined to its nodes and window; other jobs may not overlap it.
+    pub fn blocks(&self, job: &Job, node: &str, from: Time, to: Time) -> bool {
+        let (start, end) = self.window_at(from);
+        let inside = job.spec.reservation == self.name;
+        if inside {
+            return !self.nodes.iter().any(|n| n == node) || from < start || (to > end && !self.has(ReservationFlag::Flex));
+        }
+        self.nodes.iter().any(|n| n == node) && from < end && to > start
+    }
+
+    pub fn flags_text(&self) -> String {
+        if self.flags.is_empty() {
+            return "(null)".into();
+        }
+        self.flags.iter().map(|f| f.name()).collect::<Vec<_>>().join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::JobSpec;
+
+    fn res(flags: Vec<ReservationFlag>) -> Reservation {
+        Reservation {
+            name: "maint".into(),
+            start: 1000,
+            end: 2000,
+            nodes: vec!["n1".into(), "n2".into()],
+            users: vec!["ada".into()],
+            accounts: vec![],
+            flags,
+            partition: String::new(),
+        }
+    }
+
+    fn job(user: &str, reservation: &str) -> Job {
+        let spec = JobSpec { user: user.into(), reservation: reservation.into(), ..JobSpec::default() };
+        Job::new(1, spec, 0, None)
+    }
+
+    #[test]
+    fn outsiders_may_not_overlap_members_stay_inside() {
+        let r = res(vec![]);
+        let other = job("bob", "");
+        assert!(!r.blocks(&other, "n1", 0, 1000), "ends as the window opens");
+        assert!(r.blocks(&other, "n1", 500, 1500));
+        assert!(!r.blocks(&other, "n3", 500, 1500));
+        let member = job("ada", "maint");
+        assert!(r.admits(&member));
+        assert!(!r.admits(&other));
+        assert!(r.blocks(&member, "n3", 1000, 1500), "only its nodes");
+        assert!(r.blocks(&member, "n1", 900, 1500), "not before the window");
+        assert!(!r.blocks(&member, "n1", 1000, 2000));
+        assert!(r.blocks(&member, "n1", 1500, 2500), "not past the end without FLEX");
+        assert!(!res(vec![ReservationFlag::Flex]).blocks(&member, "n1", 1500, 2500));
+    }
+
+    #[test]
+    fn daily_windows_repeat() {
+        let r = res(vec![ReservationFlag::Daily]);
+        assert_eq!(r.window_at(1500), (1000, 2000));
+        assert_eq!(r.window_at(2000), (87_400, 88_400));
+        assert_eq!(r.state_at(87_500), "ACTIVE");
+        assert!(!r.expired(10_000_000));
+        assert!(res(vec![]).expired(2000));
+        assert_eq!(ReservationFlag::parse("ignore_jobs"), Some(ReservationFlag::IgnoreJobs));
+    }
+}
