@@ -85,36 +85,41 @@ pub fn current_user() -> (String, u32, u32) {
     (name, uid.as_raw(), gid.as_raw())
 }
 
-/// Formats a Unix time as Slurm does: `2026-11-30T04:32:41` (local time), or `Unknown`
-/// for 0 / `None` for pending.
-pub fn format_time(t: i64) -> String {
-    if t <= 0 {
-        return "Unknown".into();
-    }
-    let tm = unsafe {
-        let mut out: libc::tm = std::mem::zeroed();
-        let secs = t as libc::time_t;
-        libc::localtime_r(&secs, &mut out);
-        out
-    };
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
-}
+/// The words of every command for a controller it cannot reach.
+pub const CONNECT_FAILURE: &str = "Unable to contact slurm controller (connect failure)";
 
 /// The error text of a gRPC status, as one line.
-pub fn status_message(s: &tonic::Status) -> String {
+fn status_message(s: &tonic::Status) -> String {
     match s.code() {
-        tonic::Code::Unavailable => format!(
-            "Unable to contact slurm controller (connect failure): {}",
-            s.message()
-        ),
+        tonic::Code::Unavailable => format!("{CONNECT_FAILURE}: {}", s.message()),
         _ => s.message().to_string(),
     }
+}
+
+/// One exchange of a read command with the controller: connects, then runs `call`. A
+/// failure is printed as `command: error: ...` and gives exit status 1.
+pub fn query<T, F, Fut>(
+    rt: &tokio::runtime::Runtime,
+    command: &str,
+    call: F,
+) -> Result<T, std::process::ExitCode>
+where
+    F: FnOnce(CtldClient<Channel>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+{
+    let reply = rt.block_on(async {
+        let c = connect().await?;
+        call(c)
+            .await
+            .map_err(|s| anyhow::anyhow!(status_message(&s)))
+    });
+    reply.map_err(|e| {
+        eprintln!("{command}: error: {e:#}");
+        std::process::ExitCode::from(1)
+    })
+}
+
+/// The cluster's name from the config; empty without one.
+pub fn cluster_name() -> String {
+    load_config().map(|c| c.cluster_name).unwrap_or_default()
 }

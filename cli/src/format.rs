@@ -13,14 +13,17 @@
 //!   says left, values longer than the column end in `+`, a header line and a dash line;
 //!   `--parsable`/`--parsable2` print `|`-separated values instead.
 //!
-//! Around them: getopt_long's acceptance of prefixes shared by aliases of one option
-//! (`--part` for `--partition`/`--partitions`), the early exits of a command (help,
-//! version, usage errors with Slurm's wording), and what squeue and sacct both need to
-//! present jobs: display ids of array tasks and pending array remainders, job states,
-//! `-j` id selectors, user and group names, and time strings.
+//! Around them: a read command's command line (getopt_long's acceptance of prefixes
+//! shared by aliases of one option, `--part` for `--partition`/`--partitions`) and its
+//! early exits (help, usage, version, errors in the arguments with Slurm's wording); what
+//! the commands that show jobs (squeue, sacct, scontrol) need to present them: display
+//! ids of array tasks and pending array remainders, job states, `-j` id selectors, user
+//! and group names, and what Slurm prints for a field left empty; a node's GRES; time
+//! strings; and the `--iterate` loop of squeue and sinfo.
 
+use crate::opts::{self, OptSpec, Parsed};
 use model::JobState;
-use proto::v1::{JobInfo, JobSpec, StepInfo};
+use proto::v1::{JobInfo, JobSpec, NodeInfo, StepInfo};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -179,28 +182,17 @@ pub fn parse_long<K>(fmt: &str, lookup: impl Fn(&str) -> Option<K>) -> (Format<K
     (format, invalid)
 }
 
-/// Pads (and, when the cell allows, truncates) a value as Slurm's `_print_str` does.
-pub fn pad(cell: &Cell, width: usize, right: bool) -> String {
-    let mut out = String::new();
-    pad_into(&mut out, cell, width, right);
-    out
-}
-
-/// `pad`, appending to `out`.
-pub fn pad_into(out: &mut String, cell: &Cell, width: usize, right: bool) {
-    let text = cell.text.as_str();
+/// Pads (and, with `cut`, truncates) a value as Slurm's `_print_str` does, appending it
+/// to `out`.
+fn pad_into(out: &mut String, text: &str, cut: bool, width: usize, right: bool) {
     if width == 0 {
         out.push_str(text);
         return;
     }
-    let len = if text.is_ascii() {
-        text.len()
-    } else {
-        text.chars().count()
-    };
+    let len = char_count(text);
     if len >= width {
         match text.char_indices().nth(width) {
-            Some((cut_at, _)) if cell.cut => out.push_str(&text[..cut_at]),
+            Some((cut_at, _)) if cut => out.push_str(&text[..cut_at]),
             _ => out.push_str(text),
         }
         return;
@@ -248,7 +240,7 @@ pub fn render<K, R>(
     let line = |out: &mut String, row: &[Cell]| {
         out.push_str(&fmt.prefix);
         for ((c, w), v) in fmt.columns.iter().zip(&widths).zip(row) {
-            pad_into(out, v, *w, c.right);
+            pad_into(out, &v.text, v.cut, *w, c.right);
             out.push_str(&c.suffix);
         }
         out.push('\n');
@@ -340,7 +332,7 @@ pub fn print_fields(
     if header {
         let titles = |out: &mut String, f: &TableField, v: &str| match width(f) {
             0 => out.push_str(v),
-            w => pad_into(out, &Cell::cut(v), w, true),
+            w => pad_into(out, v, true, w, true),
         };
         line(
             &mut out,
@@ -373,45 +365,35 @@ pub fn print_fields(
     out
 }
 
-/// One aligned sacct value: too long ends in `+`, then padded.
+/// One aligned sacct value: one longer than its column is cut to end in `+`, a shorter
+/// one padded.
 fn sacct_cell(out: &mut String, value: &str, len: i32) {
     let w = len.unsigned_abs() as usize;
-    if w == 0 {
-        out.push_str(value);
-        return;
-    }
-    let count = if value.is_ascii() {
-        value.len()
+    if w > 0 && char_count(value) > w {
+        out.extend(value.chars().take(w - 1));
+        out.push('+');
     } else {
-        value.chars().count()
-    };
-    if count > w {
-        let text: String = value
-            .chars()
-            .take(w - 1)
-            .chain(std::iter::once('+'))
-            .collect();
-        pad_into(out, &Cell::cut(text), w, len > 0);
-    } else {
-        let fill = w - count;
-        if len > 0 {
-            out.extend(std::iter::repeat_n(' ', fill));
-            out.push_str(value);
-        } else {
-            out.push_str(value);
-            out.extend(std::iter::repeat_n(' ', fill));
-        }
+        pad_into(out, value, false, w, len > 0);
     }
 }
 
-// ---------------------------------------------------------------- option aliases
+/// How many characters a text has (its length, for ASCII).
+fn char_count(text: &str) -> usize {
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    }
+}
+
+// ---------------------------------------------------------------- command lines
 
 /// Rewrites `--prefix` arguments that are ambiguous only between names of one option
 /// (`--part` for `--partition`/`--partitions`) to that option's name, as getopt_long
 /// accepts them. `aliases` maps alternative long names to the one the command reads.
-pub fn resolve_aliases(
+fn resolve_aliases(
     args: &[String],
-    specs: &[crate::opts::OptSpec],
+    specs: &[OptSpec],
     aliases: &[(&str, &'static str)],
 ) -> Vec<String> {
     let canonical = |long: &'static str| -> &'static str {
@@ -459,12 +441,60 @@ pub fn resolve_aliases(
 }
 
 /// Renames alternative long names in parsed options to the one the command reads.
-pub fn apply_aliases(parsed: &mut crate::opts::Parsed, aliases: &[(&str, &'static str)]) {
+fn apply_aliases(parsed: &mut Parsed, aliases: &[(&str, &'static str)]) {
     for (k, _) in parsed.opts.iter_mut() {
         if let Some(&(_, to)) = aliases.iter().find(|(from, _)| from == k) {
             *k = to;
         }
     }
+}
+
+/// Parses a read command's arguments: long-name aliases folded as `aliases` says, then
+/// the early exits every one of them has (`--help`, `--usage`, `--version`, checked in
+/// that order).
+pub fn parse_command_line(
+    command: &str,
+    args: &[String],
+    specs: &[OptSpec],
+    aliases: &[(&str, &'static str)],
+    help: &str,
+    usage: &str,
+) -> Result<Parsed, Early> {
+    let args = resolve_aliases(args, specs, aliases);
+    let mut p =
+        opts::parse(specs, &args, false).map_err(|e| Early::usage(command, &e.to_string()))?;
+    apply_aliases(&mut p, aliases);
+    match Info::asked(&p) {
+        Some(info) => Err(Early::info(info.text(help, usage))),
+        None => Ok(p),
+    }
+}
+
+/// A comma-separated list without blanks and empty items.
+pub fn split_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// `-i/--iterate=seconds`: a positive count of seconds, if given.
+pub fn iterate_option(command: &str, p: &Parsed) -> Result<Option<u64>, Early> {
+    p.get("iterate")
+        .map(|v| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Early::error(command, &format!("--iterate={v}")))
+        })
+        .transpose()
+}
+
+/// An environment variable that is set and not empty (how the read commands take
+/// `SQUEUE_FORMAT` and friends).
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 // ---------------------------------------------------------------- early exits
@@ -516,9 +546,59 @@ impl Early {
     }
 }
 
+/// Runs a command-line parser that reports bad format letters as warnings: an early exit
+/// is printed and its status given back; otherwise the warnings are printed on stderr.
+pub fn parse_printing_warnings<T>(
+    parse: impl FnOnce(&mut Vec<String>) -> Result<T, Early>,
+) -> Result<T, ExitCode> {
+    let mut warnings = Vec::new();
+    let parsed = parse(&mut warnings).map_err(Early::finish)?;
+    for w in &warnings {
+        eprintln!("{w}");
+    }
+    Ok(parsed)
+}
+
 /// The version line every command prints for `-V/--version`: the Slurm release whose
 /// interface Drover follows.
 pub const VERSION_LINE: &str = "slurm 22.05.8\n";
+
+/// What `--help`, `--usage` or `--version` asks a command to print instead of working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Info {
+    Help,
+    Usage,
+    Version,
+}
+
+impl Info {
+    /// The first of `--help`, `--usage` and `--version` (in that order) on the command
+    /// line.
+    pub fn asked(p: &Parsed) -> Option<Info> {
+        [
+            ("help", Info::Help),
+            ("usage", Info::Usage),
+            ("version", Info::Version),
+        ]
+        .into_iter()
+        .find_map(|(name, info)| p.has(name).then_some(info))
+    }
+
+    /// The command's text for it.
+    pub fn text<'a>(self, help: &'a str, usage: &'a str) -> &'a str {
+        match self {
+            Info::Help => help,
+            Info::Usage => usage,
+            Info::Version => VERSION_LINE,
+        }
+    }
+
+    /// Prints the text on stdout; exit status 0.
+    pub fn print(self, help: &str, usage: &str) -> ExitCode {
+        print!("{}", self.text(help, usage));
+        ExitCode::SUCCESS
+    }
+}
 
 // ---------------------------------------------------------------- jobs
 
@@ -542,6 +622,75 @@ pub fn step_state(step: &StepInfo) -> JobState {
 /// True for the record that stands for several pending array tasks.
 pub fn is_array_meta(job: &JobInfo) -> bool {
     job.array_job_id != 0 && job.array_task_id.is_none()
+}
+
+/// The id an array's records share (the array's), else the job's own.
+pub fn base_id(job: &JobInfo) -> u32 {
+    if job.array_job_id != 0 {
+        job.array_job_id
+    } else {
+        job.job_id
+    }
+}
+
+/// The job's QOS; none named is `normal`.
+pub fn qos(s: &JobSpec) -> &str {
+    if s.qos.is_empty() { "normal" } else { &s.qos }
+}
+
+/// Why the job is pending or ended; none is `None`.
+pub fn reason(job: &JobInfo) -> &str {
+    if job.reason.is_empty() {
+        "None"
+    } else {
+        &job.reason
+    }
+}
+
+/// The job's standard output: the path the controller resolved, else the pattern asked
+/// for.
+pub fn stdout_path(job: &JobInfo) -> &str {
+    if job.stdout_path.is_empty() {
+        &spec(job).stdout_pattern
+    } else {
+        &job.stdout_path
+    }
+}
+
+/// The job's standard error, as `stdout_path`.
+pub fn stderr_path(job: &JobInfo) -> &str {
+    if job.stderr_path.is_empty() {
+        &spec(job).stderr_pattern
+    } else {
+        &job.stderr_path
+    }
+}
+
+/// The job's standard input; none given is `/dev/null`.
+pub fn stdin_path(s: &JobSpec) -> &str {
+    if s.stdin_path.is_empty() {
+        "/dev/null"
+    } else {
+        &s.stdin_path
+    }
+}
+
+/// The CPUs the job asked for: tasks times CPUs per task, each at least 1.
+pub fn req_cpus(s: &JobSpec) -> u32 {
+    s.num_tasks.max(1) * s.cpus_per_task.max(1)
+}
+
+/// `(null)` for an empty value, as Slurm prints unset strings.
+pub fn or_null(s: &str) -> &str {
+    if s.is_empty() { "(null)" } else { s }
+}
+
+/// True when the hostlist `nodes` (a job's or step's) names one of `wanted`.
+pub fn on_any_node(wanted: &[String], nodes: &str) -> bool {
+    model::hostlist::expand(nodes)
+        .unwrap_or_default()
+        .iter()
+        .any(|n| wanted.contains(n))
 }
 
 /// The pending tasks of an array remainder without brackets: `3-9%2`.
@@ -648,6 +797,27 @@ pub fn select_ref<'a>(selectors: &[JobSelector], job: &'a JobInfo) -> Option<Job
     Some(JobRef::Owned(Box::new(narrow_array(job, &tasks))))
 }
 
+/// Splits a list of job ids at the commas outside brackets: `12_[1,3],14` is `12_[1,3]`
+/// and `14`. Empty items are kept.
+pub fn split_id_list(text: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&text[start..]);
+    items
+}
+
 /// One `-j` selector: `12`, `12_3`, `12_[1-3]`, each optionally with a step (`.batch`,
 /// `.0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -671,22 +841,11 @@ impl JobSelector {
     /// Parses a comma list of selectors; brackets may hold commas (`12_[1,3],14`).
     pub fn parse_list(text: &str) -> Result<Vec<JobSelector>, String> {
         let mut out = Vec::new();
-        let mut depth = 0;
-        let mut start = 0;
-        let mut items = Vec::new();
-        for (i, c) in text.char_indices() {
-            match c {
-                '[' => depth += 1,
-                ']' => depth -= 1,
-                ',' if depth == 0 => {
-                    items.push(&text[start..i]);
-                    start = i + 1;
-                }
-                _ => {}
-            }
-        }
-        items.push(&text[start..]);
-        for item in items.into_iter().map(str::trim).filter(|s| !s.is_empty()) {
+        for item in split_id_list(text)
+            .into_iter()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             out.push(JobSelector::parse(item).ok_or_else(|| format!("Invalid job id: {item}"))?);
         }
         Ok(out)
@@ -744,6 +903,17 @@ pub fn select_job(selectors: &[JobSelector], job: &JobInfo) -> Option<JobInfo> {
     select_ref(selectors, job).map(|r| (*r).clone())
 }
 
+/// The job ids selectors name, sorted, each once: what to ask the controller for.
+pub fn selector_ids<'a>(selectors: impl IntoIterator<Item = &'a JobSelector>) -> Vec<String> {
+    let mut ids: Vec<String> = selectors
+        .into_iter()
+        .map(|s| s.job_id.to_string())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
 /// Resolved user and group names, looked up once by the command so rendering stays
 /// pure. Missing entries print as the number.
 #[derive(Debug, Clone, Default)]
@@ -774,28 +944,63 @@ impl Names {
         let mut names = Names::default();
         for uid in uids {
             if let std::collections::btree_map::Entry::Vacant(e) = names.users.entry(uid)
-                && let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                && let Some(name) = lookup_user(uid)
             {
-                e.insert(u.name);
+                e.insert(name);
             }
         }
         for gid in gids {
             if let std::collections::btree_map::Entry::Vacant(e) = names.groups.entry(gid)
-                && let Ok(Some(g)) = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+                && let Some(name) = lookup_group(gid)
             {
-                e.insert(g.name);
+                e.insert(name);
             }
         }
         names
     }
+
+    /// The job's user: the name it was submitted under, else its uid's.
+    pub fn job_user(&self, job: &JobInfo) -> String {
+        let s = spec(job);
+        if s.user.is_empty() {
+            self.user(s.uid)
+        } else {
+            s.user.clone()
+        }
+    }
+}
+
+/// The name of a user id on this machine.
+pub fn lookup_user(uid: u32) -> Option<String> {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+}
+
+/// The name of a group id on this machine.
+pub fn lookup_group(gid: u32) -> Option<String> {
+    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+}
+
+/// What rendering needs besides the records: the clock, the names of the ids in them,
+/// and the cluster's name.
+#[derive(Debug, Clone, Default)]
+pub struct Ctx {
+    pub now: i64,
+    pub names: Names,
+    pub cluster: String,
 }
 
 /// A user given by name or number, as both forms: `root` → `["root", "0"]`.
 pub fn user_forms(user: &str) -> Vec<String> {
     let mut out = vec![user.to_string()];
     if let Ok(uid) = user.parse::<u32>() {
-        if let Ok(Some(u)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
-            out.push(u.name);
+        if let Some(name) = lookup_user(uid) {
+            out.push(name);
         }
     } else if let Ok(Some(u)) = nix::unistd::User::from_name(user) {
         out.push(u.uid.as_raw().to_string());
@@ -879,15 +1084,42 @@ pub fn json_doc<T: serde::Serialize>(key: &str, items: &T) -> String {
     out
 }
 
+// ---------------------------------------------------------------- nodes
+
+/// A node's GPUs as Slurm's GRES: `gpu:h100:4`, `gpu:4`, `(null)` for a node without
+/// any; `count` is how many to show (all of them, or those in use).
+pub fn gres(n: &NodeInfo, count: u32) -> String {
+    if n.gpus == 0 {
+        return "(null)".into();
+    }
+    match n.gpu_type.as_str() {
+        "" => format!("gpu:{count}"),
+        t => format!("gpu:{t}:{count}"),
+    }
+}
+
 // ---------------------------------------------------------------- times
 
-/// A Unix time as Slurm prints it, or `none` for 0.
+/// A Unix time as Slurm prints it: `2026-11-30T04:32:41` (local time), or `none` for 0.
 pub fn time_or(t: i64, none: &str) -> String {
     if t <= 0 {
-        none.to_string()
-    } else {
-        crate::client::format_time(t)
+        return none.to_string();
     }
+    let tm = local_tm(t);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// A Unix time as Slurm prints it, `Unknown` for 0.
+pub fn format_time(t: i64) -> String {
+    time_or(t, "Unknown")
 }
 
 /// The local calendar fields of a Unix time.
@@ -901,7 +1133,8 @@ pub fn local_tm(t: i64) -> libc::tm {
     }
 }
 
-/// A Unix time from local calendar fields (`tm_isdst` is worked out).
+/// A Unix time from local calendar fields (`tm_isdst` is worked out; fields past their
+/// range roll over).
 pub fn local_mktime(tm: &libc::tm) -> i64 {
     let mut tm = *tm;
     tm.tm_isdst = -1;
@@ -935,6 +1168,46 @@ pub fn squeue_secs(secs: i64) -> String {
         return "INVALID".into();
     }
     model::units::format_duration(secs as u64)
+}
+
+/// A time limit in minutes as squeue and sinfo print it (`1-00:00:00`, `30:00`), `zero`
+/// for none.
+pub fn minutes_text(min: u32, zero: &str) -> String {
+    if min == 0 {
+        zero.to_string()
+    } else {
+        model::units::format_duration(u64::from(min) * 60)
+    }
+}
+
+/// A time limit in minutes as sacct and scontrol print it (`00:30:00`), `UNLIMITED` for
+/// none.
+pub fn elapsed_limit(min: u32) -> String {
+    if min == 0 {
+        "UNLIMITED".into()
+    } else {
+        model::units::format_elapsed(u64::from(min) * 60)
+    }
+}
+
+// ---------------------------------------------------------------- listings
+
+/// Prints one listing of `squeue`/`sinfo`. With `-i/--iterate` a date line comes first
+/// (unless `-l` put one in the text, or headers are off), and a blank line and the pause
+/// after it; the answer says whether another round follows.
+pub fn print_round(iterate: Option<u64>, long: bool, noheader: bool, now: i64, text: &str) -> bool {
+    if iterate.is_some() && !long && !noheader {
+        println!("{}", ctime_line(now));
+    }
+    print!("{text}");
+    match iterate {
+        Some(secs) => {
+            println!();
+            std::thread::sleep(std::time::Duration::from_secs(secs));
+            true
+        }
+        None => false,
+    }
 }
 
 #[cfg(test)]
@@ -1052,6 +1325,12 @@ mod tests {
         );
     }
 
+    fn pad(cell: &Cell, width: usize, right: bool) -> String {
+        let mut out = String::new();
+        pad_into(&mut out, &cell.text, cell.cut, width, right);
+        out
+    }
+
     #[test]
     fn pad_rules() {
         assert_eq!(pad(&Cell::cut("abc"), 5, true), "  abc");
@@ -1144,6 +1423,141 @@ mod tests {
         assert_eq!(display_id(&select_job(&some, &meta).unwrap()), "5_[4-5]");
         // A task's own raw id selects it.
         assert!(select_job(&JobSelector::parse_list("8").unwrap(), &task).is_some());
+    }
+
+    #[test]
+    fn sacct_cells_cut_and_pad() {
+        let f = fields(&[("A", 5), ("B", -5), ("C", 0), ("D", 5)]);
+        let row = |a: &str, b: &str| {
+            vec![vec![
+                a.to_string(),
+                b.to_string(),
+                "xyz".to_string(),
+                "ééééééé".to_string(),
+            ]]
+        };
+        assert_eq!(
+            print_fields(&f, &row("abcde", "ab"), false, Parsable::No, "|"),
+            "abcde ab    xyz éééé+ \n"
+        );
+        assert_eq!(
+            print_fields(&f, &row("abcdefg", "abcdefg"), false, Parsable::No, "|"),
+            "abcd+ abcd+ xyz éééé+ \n"
+        );
+        assert_eq!(
+            print_fields(&f, &row("a", "a"), true, Parsable::No, "|"),
+            "    A     B C     D \n----- ----- - ----- \n    a a     xyz éééé+ \n"
+        );
+    }
+
+    #[test]
+    fn command_line_early_exits() {
+        let specs = [
+            opts::flag("help", None),
+            opts::flag("usage", None),
+            opts::flag("version", Some('V')),
+            opts::value("partition", Some('p')),
+            opts::value("partitions", None),
+            opts::value("iterate", Some('i')),
+        ];
+        let aliases = [("partitions", "partition")];
+        let parse = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            parse_command_line("cmd", &args, &specs, &aliases, "HELP\n", "USAGE\n")
+        };
+        assert_eq!(parse(&["-V", "--usage"]).unwrap_err().stdout, "USAGE\n");
+        assert_eq!(parse(&["-V", "--help"]).unwrap_err().stdout, "HELP\n");
+        assert_eq!(parse(&["-V"]).unwrap_err().stdout, VERSION_LINE);
+        let e = parse(&["--bogus"]).unwrap_err();
+        assert_eq!(
+            (e.code, e.stderr.as_str()),
+            (
+                1,
+                "cmd: unrecognized option '--bogus'\nTry \"cmd --help\" for more information\n"
+            )
+        );
+        // `--part` is a prefix of two names of one option.
+        let p = parse(&["--part=a", "--partitions", "b"]).unwrap();
+        assert_eq!(p.all("partition"), ["a", "b"]);
+        assert_eq!(iterate_option("cmd", &p).unwrap(), None);
+        let p = parse(&["-i", "5"]).unwrap();
+        assert_eq!(iterate_option("cmd", &p).unwrap(), Some(5));
+        let p = parse(&["-i", "0"]).unwrap();
+        assert_eq!(
+            iterate_option("cmd", &p).unwrap_err().stderr,
+            "cmd: error: --iterate=0\n"
+        );
+        assert_eq!(split_list(" a, ,b,"), ["a", "b"]);
+    }
+
+    #[test]
+    fn job_fields_with_slurm_defaults() {
+        let mut j = job(7, 5, Some(2), "");
+        // A state number the wire does not know reads as pending.
+        j.state = 99;
+        assert_eq!(job_state(&j), JobState::Pending);
+        assert_eq!(base_id(&j), 5);
+        assert_eq!(base_id(&job(7, 0, None, "")), 7);
+        assert_eq!(qos(spec(&j)), "normal");
+        assert_eq!(reason(&j), "None");
+        assert_eq!(stdin_path(spec(&j)), "/dev/null");
+        assert_eq!(req_cpus(spec(&j)), 1);
+        assert_eq!(or_null(""), "(null)");
+        assert_eq!(or_null("x"), "x");
+        j.spec = Some(JobSpec {
+            stdout_pattern: "out-%j".into(),
+            stderr_pattern: "err-%j".into(),
+            qos: "high".into(),
+            user: String::new(),
+            uid: 42,
+            num_tasks: 3,
+            cpus_per_task: 2,
+            ..Default::default()
+        });
+        j.stderr_path = "/w/err-7".into();
+        assert_eq!((stdout_path(&j), stderr_path(&j)), ("out-%j", "/w/err-7"));
+        assert_eq!((qos(spec(&j)), req_cpus(spec(&j))), ("high", 6));
+        let mut names = Names::default();
+        assert_eq!(names.job_user(&j), "42");
+        names.users.insert(42, "ada".into());
+        assert_eq!(names.job_user(&j), "ada");
+        let wanted = ["n2".to_string()];
+        assert!(on_any_node(&wanted, "n[1-3]"));
+        assert!(!on_any_node(&wanted, "n[3-4]"));
+        assert!(!on_any_node(&wanted, "n[bad"));
+        let sel = JobSelector::parse_list("12,3_[1,2],12.batch").unwrap();
+        assert_eq!(selector_ids(&sel), ["12", "3"]);
+        assert_eq!(split_id_list("12_[1,3],,14"), ["12_[1,3]", "", "14"]);
+        assert_eq!(split_id_list(""), [""]);
+    }
+
+    #[test]
+    fn node_gres() {
+        let n = |gpus, ty: &str| NodeInfo {
+            gpus,
+            gpu_type: ty.into(),
+            ..Default::default()
+        };
+        assert_eq!(gres(&n(0, "h100"), 0), "(null)");
+        assert_eq!(gres(&n(4, ""), 2), "gpu:2");
+        assert_eq!(gres(&n(4, "h100"), 4), "gpu:h100:4");
+    }
+
+    #[test]
+    fn times_and_limits() {
+        let t = 1_800_000_000;
+        assert_eq!(format_time(0), "Unknown");
+        assert_eq!(time_or(-1, "N/A"), "N/A");
+        assert_eq!(time_or(t, "N/A"), format_time(t));
+        let text = format_time(t);
+        assert_eq!(text.len(), 19);
+        assert_eq!(&text[10..11], "T");
+        assert_eq!(local_mktime(&local_tm(t)), t);
+        assert_eq!(minutes_text(0, "infinite"), "infinite");
+        assert_eq!(minutes_text(90, "n/a"), "1:30:00");
+        assert_eq!(minutes_text(1440, "n/a"), "1-00:00:00");
+        assert_eq!(elapsed_limit(0), "UNLIMITED");
+        assert_eq!(elapsed_limit(30), "00:30:00");
     }
 
     #[test]

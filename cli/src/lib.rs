@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun",
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "sprio", "sshare",
 ];
 
 /// Dispatches on the program name (argv[0]) or the first argument.

@@ -1,11 +1,14 @@
 //! One module per command.
 
 pub mod bench;
+pub mod reservation;
 pub mod sacct;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
 pub mod sinfo;
+pub mod sprio;
+pub mod sshare;
 pub mod squeue;
 pub mod srun;
 pub mod submit_opts;
@@ -22,6 +25,8 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "sbatch" => sbatch::run(args),
         "squeue" => squeue::run(args),
         "sinfo" => sinfo::run(args),
+        "sprio" => sprio::run(args),
+        "sshare" => sshare::run(args),
         "scancel" => scancel::run(args),
         "scontrol" => scontrol::run(args),
         "sacct" => sacct::run(args),

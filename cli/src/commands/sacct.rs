@@ -13,9 +13,12 @@
 //!                                                       12.batch|COMPLETED|gpu01
 //! ```
 
+use super::util;
 use crate::client;
-use crate::format::{self, Early, JobRef, JobSelector, Names, Parsable, TableField};
-use crate::opts::{self, OptSpec, flag, optional, value};
+use crate::format::{
+    self, Ctx, Early, JobRef, JobSelector, Names, Parsable, TableField, split_list,
+};
+use crate::opts::{OptSpec, flag, optional, value};
 use model::JobState;
 use proto::v1::{JobFilter, JobInfo, ListJobsRequest, StepInfo};
 use serde::Serialize;
@@ -85,6 +88,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("fields", "format"),
     ("user", "uid"),
 ];
+
+const USAGE: &str = "Usage: sacct [options]\n\tUse --help for help\n";
 
 const DEFAULT_FIELDS: &str = "jobid,jobname,partition,account,alloccpus,state,exitcode";
 const BRIEF_FIELDS: &str = "jobid,state,exitcode";
@@ -265,14 +270,6 @@ fn atoi(s: &str) -> i32 {
     if neg { -n } else { n }
 }
 
-/// What the rendering needs besides the jobs.
-#[derive(Debug, Clone, Default)]
-pub struct Ctx {
-    pub now: i64,
-    pub names: Names,
-    pub cluster: String,
-}
-
 /// Everything the command line asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -300,14 +297,6 @@ pub struct Options {
     pub window_end: i64,
 }
 
-fn split_list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
-}
-
 /// Parses the command line. `now` is the current time, `uid`/`me` the caller.
 pub fn parse_args(
     args: &[String],
@@ -316,21 +305,7 @@ pub fn parse_args(
     uid: u32,
     me: &str,
 ) -> Result<Options, Early> {
-    let args = format::resolve_aliases(args, SPECS, ALIASES);
-    let mut p =
-        opts::parse(SPECS, &args, false).map_err(|e| Early::usage("sacct", &e.to_string()))?;
-    format::apply_aliases(&mut p, ALIASES);
-    if p.has("help") {
-        return Err(Early::info(HELP));
-    }
-    if p.has("usage") {
-        return Err(Early::info(
-            "Usage: sacct [options]\n\tUse --help for help\n",
-        ));
-    }
-    if p.has("version") {
-        return Err(Early::info(format::VERSION_LINE));
-    }
+    let p = format::parse_command_line("sacct", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("helpformat") {
         return Err(Early::info(help_fields()));
     }
@@ -637,17 +612,9 @@ pub fn parse_time(text: &str, now: i64) -> Option<i64> {
 
 /// The request that fetches what `opts` can show.
 pub fn request(opts: &Options) -> ListJobsRequest {
-    let mut job_ids: Vec<String> = opts
-        .jobs
-        .iter()
-        .flatten()
-        .map(|s| s.job_id.to_string())
-        .collect();
-    job_ids.sort();
-    job_ids.dedup();
     ListJobsRequest {
         filter: Some(JobFilter {
-            job_ids,
+            job_ids: format::selector_ids(opts.jobs.iter().flatten()),
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
@@ -703,13 +670,8 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
         selected.push((shown, job, steps));
     }
     let key = |j: &JobInfo| {
-        let base = if j.array_job_id != 0 {
-            j.array_job_id
-        } else {
-            j.job_id
-        };
         (
-            base,
+            format::base_id(j),
             !format::is_array_meta(j),
             j.array_task_id.unwrap_or(0),
             j.job_id,
@@ -760,7 +722,11 @@ fn keep(opts: &Options, job: &JobInfo) -> bool {
                 .any(|a| a.eq_ignore_ascii_case(&s.account)))
         && in_list(&opts.partitions, &s.partition)
         && (opts.states.is_empty() || opts.states.contains(&format::job_state(job)))
-        && (opts.qos.is_empty() || opts.qos.iter().any(|q| q.eq_ignore_ascii_case(qos(s))))
+        && (opts.qos.is_empty()
+            || opts
+                .qos
+                .iter()
+                .any(|q| q.eq_ignore_ascii_case(format::qos(s))))
         && in_list(&opts.wckeys, &s.wckey)
         && (opts.reasons.is_empty()
             || opts
@@ -768,15 +734,7 @@ fn keep(opts: &Options, job: &JobInfo) -> bool {
                 .iter()
                 .any(|r| r.eq_ignore_ascii_case(&job.reason)))
         && in_list(&opts.gids, &s.gid.to_string())
-        && (opts.nodes.is_empty()
-            || model::hostlist::expand(&job.nodes)
-                .unwrap_or_default()
-                .iter()
-                .any(|n| opts.nodes.contains(n)))
-}
-
-fn qos(s: &proto::v1::JobSpec) -> &str {
-    if s.qos.is_empty() { "normal" } else { &s.qos }
+        && (opts.nodes.is_empty() || format::on_any_node(&opts.nodes, &job.nodes))
 }
 
 /// Seconds a job or step ran (still running: until now).
@@ -786,6 +744,22 @@ fn elapsed(start: i64, end: i64, now: i64) -> i64 {
     }
     let end = if end > 0 { end } else { now };
     (end - start).max(0)
+}
+
+/// When a step ended: its own end, else (still running, or not recorded) the job's.
+fn step_end(j: &JobInfo, st: &StepInfo) -> i64 {
+    if st.end_time > 0 {
+        st.end_time
+    } else {
+        j.end_time
+    }
+}
+
+/// How many nodes a step ran on.
+fn step_node_count(st: &StepInfo) -> usize {
+    model::hostlist::expand(&st.nodes)
+        .map(|v| v.len())
+        .unwrap_or(0)
 }
 
 fn job_elapsed(j: &JobInfo, now: i64) -> i64 {
@@ -880,19 +854,13 @@ pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
                     }
                 }
                 "Priority" => j.priority.to_string(),
-                "QOS" => qos(s).to_string(),
+                "QOS" => format::qos(s).to_string(),
                 "QOSRAW" => "1".into(),
-                "Reason" => {
-                    if j.reason.is_empty() {
-                        "None".into()
-                    } else {
-                        j.reason.clone()
-                    }
-                }
+                "Reason" => format::reason(j).to_string(),
                 "ReqCPUFreq" | "ReqCPUFreqGov" | "ReqCPUFreqMax" | "ReqCPUFreqMin" => {
                     "Unknown".into()
                 }
-                "ReqCPUS" => (s.num_tasks.max(1) * s.cpus_per_task.max(1)).to_string(),
+                "ReqCPUS" => format::req_cpus(s).to_string(),
                 "ReqMem" => {
                     if j.mem_mb == 0 {
                         "0".into()
@@ -902,7 +870,7 @@ pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
                 }
                 "ReqNodes" => s.num_nodes.max(1).to_string(),
                 "ReqTRES" => format::tres_string(
-                    s.num_tasks.max(1) * s.cpus_per_task.max(1),
+                    format::req_cpus(s),
                     j.mem_mb,
                     s.num_nodes.max(1),
                     j.num_gpus,
@@ -911,36 +879,12 @@ pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
                 "Restarts" => j.restart_count.to_string(),
                 "Start" => format::time_or(if started { j.start_time } else { 0 }, "Unknown"),
                 "State" => state_text(j),
-                "StdErr" => {
-                    if j.stderr_path.is_empty() {
-                        s.stderr_pattern.clone()
-                    } else {
-                        j.stderr_path.clone()
-                    }
-                }
-                "StdIn" => {
-                    if s.stdin_path.is_empty() {
-                        "/dev/null".into()
-                    } else {
-                        s.stdin_path.clone()
-                    }
-                }
-                "StdOut" => {
-                    if j.stdout_path.is_empty() {
-                        s.stdout_pattern.clone()
-                    } else {
-                        j.stdout_path.clone()
-                    }
-                }
+                "StdErr" => format::stderr_path(j).to_string(),
+                "StdIn" => format::stdin_path(s).to_string(),
+                "StdOut" => format::stdout_path(j).to_string(),
                 "Submit" => format::time_or(j.submit_time, "Unknown"),
                 "Suspended" | "SystemCPU" | "TotalCPU" | "UserCPU" => "00:00:00".into(),
-                "Timelimit" => {
-                    if limit == 0 {
-                        "UNLIMITED".into()
-                    } else {
-                        model::units::format_elapsed(u64::from(limit) * 60)
-                    }
-                }
+                "Timelimit" => format::elapsed_limit(limit),
                 "TimelimitRaw" => {
                     if limit == 0 {
                         "UNLIMITED".into()
@@ -949,13 +893,7 @@ pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
                     }
                 }
                 "UID" => s.uid.to_string(),
-                "User" => {
-                    if s.user.is_empty() {
-                        ctx.names.user(s.uid)
-                    } else {
-                        s.user.clone()
-                    }
-                }
+                "User" => ctx.names.job_user(j),
                 "WCKey" => s.wckey.clone(),
                 "WCKeyID" => "0".into(),
                 "WorkDir" => s.work_dir.clone(),
@@ -964,17 +902,9 @@ pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
         }
         Row::Step(j, st) => {
             let s = format::spec(j);
-            let end = if st.end_time > 0 {
-                st.end_time
-            } else {
-                j.end_time
-            };
+            let end = step_end(j, st);
             let el = elapsed(st.start_time, end, now);
-            let nnodes = || {
-                model::hostlist::expand(&st.nodes)
-                    .map(|v| v.len())
-                    .unwrap_or(0)
-            };
+            let nnodes = || step_node_count(st);
             match field {
                 "Account" => s.account.clone(),
                 "AllocCPUS" | "NCPUS" | "ReqCPUS" => st.num_cpus.to_string(),
@@ -1161,9 +1091,9 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
         nodes: field_value("NodeList", row, ctx),
         partition: &s.partition,
         priority: j.priority,
-        qos: qos(s),
+        qos: format::qos(s),
         required: RequiredJson {
-            cpus: s.num_tasks.max(1) * s.cpus_per_task.max(1),
+            cpus: format::req_cpus(s),
             memory: j.mem_mb,
         },
         restart_cnt: j.restart_count,
@@ -1192,17 +1122,11 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
 
 fn step_json<'a>(j: &JobInfo, st: &'a StepInfo, now: i64) -> StepJson<'a> {
     let state = format::step_state(st);
-    let end = if st.end_time > 0 {
-        st.end_time
-    } else {
-        j.end_time
-    };
+    let end = step_end(j, st);
     StepJson {
         exit_code: format::ExitJson::new(st.exit_code, st.exit_signal, state.is_final()),
         nodes: StepNodesJson {
-            count: model::hostlist::expand(&st.nodes)
-                .map(|v| v.len())
-                .unwrap_or(0),
+            count: step_node_count(st),
             range: &st.nodes,
         },
         state: state.name(),
@@ -1245,32 +1169,18 @@ fn json_doc(rows: &[Row], ctx: &Ctx) -> String {
 
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let opts = match parse_args(args, &env, now, uid, &me) {
+    let now = util::now();
+    let opts = match parse_args(args, &format::env_var, now, uid, &me) {
         Ok(o) => o,
         Err(early) => return early.finish(),
     };
-    let cluster = client::load_config()
-        .map(|c| c.cluster_name)
-        .unwrap_or_default();
-    let reply = client::runtime().block_on(async {
-        let mut c = client::connect().await?;
-        let r = c
-            .list_jobs(request(&opts))
-            .await
-            .map_err(|s| anyhow::anyhow!(client::status_message(&s)))?;
-        anyhow::Ok(r.into_inner())
-    });
-    let reply = match reply {
+    let cluster = client::cluster_name();
+    let req = request(&opts);
+    let reply = match client::query(&client::runtime(), "sacct", |mut c| async move {
+        c.list_jobs(req).await.map(|r| r.into_inner())
+    }) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("sacct: error: {e:#}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let names = Names::resolve(
         reply.jobs.iter().map(|j| format::spec(j).uid),
@@ -1751,7 +1661,7 @@ mod tests {
             ],
             &jobs,
         );
-        let t = |d: i64| crate::client::format_time(NOW + d);
+        let t = |d: i64| crate::format::format_time(NOW + d);
         let want = [
             format!(
                 "10|alice|1000|{}|{}|{}|billing=2,cpu=2,mem=954M,node=1|billing=2,cpu=2,mem=954M,node=1|1||0:0|drover|normal|5|50|100",

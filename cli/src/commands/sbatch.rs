@@ -15,6 +15,7 @@ use super::submit_opts::{
     self, SBATCH_ENV, SBATCH_OPTS, Source, SubmitCtx, SubmitOpts, build_spec, directive_words,
 };
 use super::util::{self, CliError};
+use crate::format::{self, Info};
 use crate::{client, opts};
 use proto::v1;
 use std::io::Read;
@@ -25,9 +26,7 @@ const PROG: &str = "sbatch";
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Prepared {
-    Help,
-    Usage,
-    Version,
+    Info(Info),
     Submit(Box<Submission>),
 }
 
@@ -86,14 +85,8 @@ pub fn prepare(
     read_script: &mut dyn FnMut(Option<&str>) -> Result<String, CliError>,
 ) -> Result<Prepared, CliError> {
     let cli = opts::parse(&SBATCH_OPTS, args, true).map_err(|e| CliError::usage(PROG, &e))?;
-    if cli.has("help") {
-        return Ok(Prepared::Help);
-    }
-    if cli.has("usage") {
-        return Ok(Prepared::Usage);
-    }
-    if cli.has("version") {
-        return Ok(Prepared::Version);
+    if let Some(info) = Info::asked(&cli) {
+        return Ok(Prepared::Info(info));
     }
     let wrap = cli.get("wrap").map(str::to_string);
     let (script, script_args, default_name) = match &wrap {
@@ -267,42 +260,59 @@ pub fn current_dir() -> String {
 }
 
 /// The largest array index + 1 the cluster takes, from the client's config.
-pub fn max_array_size() -> u32 {
+fn max_array_size() -> u32 {
     client::load_config()
         .map(|c| c.controller.max_array_size)
         .unwrap_or(1001)
 }
 
+/// Who submits, and from where: what a `SubmitCtx` borrows, taken from this process
+/// (`sbatch`, and `srun` outside an allocation).
+pub struct Submitter {
+    pub env: Vec<(String, String)>,
+    pub cwd: String,
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub host: String,
+}
+
+impl Submitter {
+    /// The caller, the current directory and this host, with the environment `env`.
+    pub fn here(env: Vec<(String, String)>) -> Submitter {
+        let (user, uid, gid) = client::current_user();
+        Submitter {
+            env,
+            cwd: current_dir(),
+            user,
+            uid,
+            gid,
+            host: util::hostname(),
+        }
+    }
+
+    /// The context to build a job from, with the clock read now.
+    pub fn ctx(&self) -> SubmitCtx<'_> {
+        SubmitCtx {
+            env: &self.env,
+            cwd: &self.cwd,
+            user: &self.user,
+            uid: self.uid,
+            gid: self.gid,
+            host: &self.host,
+            now: util::now(),
+            max_array_size: max_array_size(),
+            to_local: &util::to_local,
+            from_local: &util::from_local,
+        }
+    }
+}
+
 pub fn run(args: &[String]) -> ExitCode {
-    let env = environment();
-    let cwd = current_dir();
-    let (user, uid, gid) = client::current_user();
-    let host = util::hostname();
-    let ctx = SubmitCtx {
-        env: &env,
-        cwd: &cwd,
-        user: &user,
-        uid,
-        gid,
-        host: &host,
-        now: util::now(),
-        max_array_size: max_array_size(),
-        to_local: &util::to_local,
-        from_local: &util::from_local,
-    };
+    let submitter = Submitter::here(environment());
+    let ctx = submitter.ctx();
     let sub = match prepare(args, &ctx, &mut read_script) {
-        Ok(Prepared::Help) => {
-            print!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Prepared::Usage) => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Prepared::Version) => {
-            println!("slurm 22.05.8");
-            return ExitCode::SUCCESS;
-        }
+        Ok(Prepared::Info(info)) => return info.print(HELP, USAGE),
         Ok(Prepared::Submit(s)) => *s,
         Err(e) => return e.report(),
     };
@@ -316,7 +326,7 @@ async fn submit(sub: Submission) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let cpus = sub.spec.num_tasks.max(1) * sub.spec.cpus_per_task.max(1);
+    let cpus = format::req_cpus(&sub.spec);
     let mut partition = sub.spec.partition.clone();
     let req = v1::SubmitJobRequest {
         spec: Some(sub.spec),
@@ -341,7 +351,7 @@ async fn submit(sub: Submission) -> ExitCode {
         eprintln!(
             "{PROG}: Job {} to start at {} using {} processors on nodes {} in partition {}",
             reply.job_id,
-            client::format_time(reply.estimated_start),
+            format::format_time(reply.estimated_start),
             cpus,
             reply.estimated_nodes,
             partition

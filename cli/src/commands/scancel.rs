@@ -9,6 +9,7 @@
 
 use super::util::{self, CliError};
 use crate::client;
+use crate::format::{self, Info};
 use crate::opts::{self, OptSpec, flag, value};
 use proto::v1;
 use std::io::{BufRead, Write};
@@ -63,46 +64,40 @@ pub struct Request {
 impl Request {
     /// Slurm's plain path: only ids, no signal, no filter.
     pub fn ids_only(&self) -> bool {
+        self.signal == 0 && !self.batch && !self.interactive && !self.filtered()
+    }
+
+    /// Whether a filter (the controller's or a local one) narrows the jobs.
+    fn filtered(&self) -> bool {
         let f = &self.filter;
-        self.signal == 0
-            && !self.batch
-            && !self.interactive
-            && f.users.is_empty()
+        !(f.users.is_empty()
             && f.names.is_empty()
             && f.partitions.is_empty()
             && f.states.is_empty()
-            && f.accounts.is_empty()
-            && self.local_filters().is_none()
+            && f.accounts.is_empty())
+            || self.local_filters()
     }
 
-    fn local_filters(&self) -> Option<()> {
-        (self.qos.is_some()
+    /// Whether a filter the controller does not know is set.
+    fn local_filters(&self) -> bool {
+        self.qos.is_some()
             || self.nodelist.is_some()
             || self.reservation.is_some()
-            || self.wckey.is_some())
-        .then_some(())
+            || self.wckey.is_some()
     }
 }
 
 #[derive(Debug)]
 pub enum Parsed {
-    Help,
-    Usage,
-    Version,
+    Info(Info),
     Cancel(Box<Request>),
 }
 
 /// The command line → the request.
 pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
     let p = opts::parse(SPECS, args, false).map_err(|e| CliError::usage(PROG, &e).with_code(1))?;
-    if p.has("help") {
-        return Ok(Parsed::Help);
-    }
-    if p.has("usage") {
-        return Ok(Parsed::Usage);
-    }
-    if p.has("version") {
-        return Ok(Parsed::Version);
+    if let Some(info) = Info::asked(&p) {
+        return Ok(Parsed::Info(info));
     }
     let mut r = Request::default();
     for arg in &p.positional {
@@ -153,15 +148,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
             _ => {}
         }
     }
-    let f = &r.filter;
-    if f.job_ids.is_empty()
-        && f.users.is_empty()
-        && f.names.is_empty()
-        && f.partitions.is_empty()
-        && f.states.is_empty()
-        && f.accounts.is_empty()
-        && r.local_filters().is_none()
-    {
+    if r.filter.job_ids.is_empty() && !r.filtered() {
         return Err(CliError::error(PROG, "No job identification provided"));
     }
     Ok(Parsed::Cancel(Box::new(r)))
@@ -246,22 +233,11 @@ Help options:
   --usage                         display brief usage message
 ";
 
+const USAGE: &str = "Usage: scancel [-A account] [--batch] [--interactive] [-n job_name] [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer] [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name] [-V] [-v] [-w hosts...] [--wckey=wckey] [job_id[_array_id][.step_id]]\n";
+
 pub fn run(args: &[String]) -> ExitCode {
     let r = match parse(args) {
-        Ok(Parsed::Help) => {
-            print!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::Usage) => {
-            println!(
-                "Usage: scancel [-A account] [--batch] [--interactive] [-n job_name] [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer] [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name] [-V] [-v] [-w hosts...] [--wckey=wckey] [job_id[_array_id][.step_id]]"
-            );
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::Version) => {
-            println!("slurm 22.05.8");
-            return ExitCode::SUCCESS;
-        }
+        Ok(Parsed::Info(info)) => return info.print(HELP, USAGE),
         Ok(Parsed::Cancel(r)) => *r,
         Err(e) => return e.report(),
     };
@@ -274,7 +250,7 @@ async fn cancel(mut r: Request) -> ExitCode {
         Err(e) => return CliError::error(PROG, e).report(),
     };
     let (_, uid, _) = client::current_user();
-    if r.interactive || r.local_filters().is_some() {
+    if r.interactive || r.local_filters() {
         // Choose the jobs here, then cancel exactly those.
         let reply = match client
             .list_jobs(v1::ListJobsRequest {
@@ -326,20 +302,19 @@ async fn cancel(mut r: Request) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The id to cancel a listed job by: its display id, or the raw id of an array
+/// remainder without pending tasks.
 fn display_id(j: &v1::JobInfo) -> String {
-    match (j.array_job_id, j.array_task_id) {
-        (0, _) => j.job_id.to_string(),
-        (a, Some(t)) => format!("{a}_{t}"),
-        (a, None) if !j.array_task_str.is_empty() => {
-            format!("{a}_[{}]", j.array_task_str.trim_matches(['[', ']']))
-        }
-        (_, None) => j.job_id.to_string(),
+    if format::is_array_meta(j) && j.array_task_str.is_empty() {
+        j.job_id.to_string()
+    } else {
+        format::display_id(j)
     }
 }
 
 fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
-    let spec = j.spec.clone().unwrap_or_default();
-    if util::job_state(j).is_final() {
+    let spec = format::spec(j);
+    if format::job_state(j).is_final() {
         return false;
     }
     if let Some(q) = &r.qos
@@ -357,18 +332,16 @@ fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
     {
         return false;
     }
-    if let Some(nl) = &r.nodelist {
-        let want = model::hostlist::expand(nl).unwrap_or_default();
-        let have = model::hostlist::expand(&j.nodes).unwrap_or_default();
-        if !have.iter().any(|h| want.contains(h)) {
-            return false;
-        }
+    if let Some(nl) = &r.nodelist
+        && !format::on_any_node(&model::hostlist::expand(nl).unwrap_or_default(), &j.nodes)
+    {
+        return false;
     }
     true
 }
 
 fn confirm(id: &str, j: &v1::JobInfo) -> bool {
-    let spec = j.spec.clone().unwrap_or_default();
+    let spec = format::spec(j);
     loop {
         print!(
             "Cancel job_id={id} name={} partition={} [y/n]? ",
@@ -455,7 +428,26 @@ mod tests {
             e(&["-t", "completed", "-u", "x"]).lines[0]
                 .starts_with("scancel: error: Invalid job state specified: completed")
         );
-        assert!(matches!(parse(&s(&["--help"])).unwrap(), Parsed::Help));
+        assert!(matches!(
+            parse(&s(&["--help"])).unwrap(),
+            Parsed::Info(Info::Help)
+        ));
+    }
+
+    #[test]
+    fn ids_of_listed_jobs() {
+        let job = |id, array, task, tasks: &str| v1::JobInfo {
+            job_id: id,
+            array_job_id: array,
+            array_task_id: task,
+            array_task_str: tasks.into(),
+            ..Default::default()
+        };
+        assert_eq!(display_id(&job(5, 0, None, "")), "5");
+        assert_eq!(display_id(&job(7, 5, Some(2), "")), "5_2");
+        assert_eq!(display_id(&job(5, 5, None, "3-4%2")), "5_[3-4%2]");
+        // An array remainder without pending tasks goes by its own id.
+        assert_eq!(display_id(&job(5, 5, None, "")), "5");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 use super::submit_opts::{parse_begin, resolve_begin};
 use super::util::{self, CliError};
 use crate::client;
+use crate::format::{self, elapsed_limit, format_time, or_null};
 use crate::opts::{self, OptSpec, flag, value};
 use model::units;
 use proto::v1;
@@ -62,6 +63,15 @@ impl Session {
             self.err.push(line.into());
         }
     }
+    /// `show` found nothing: `Node x not found` (or `No nodes in the system`), on stdout
+    /// as in Slurm, and a failure.
+    fn none_found(&mut self, what: &str, name: Option<String>) {
+        self.failed = true;
+        self.out.push(match name {
+            Some(n) => format!("{what} {n} not found\n"),
+            None => format!("No {}s in the system\n", what.to_ascii_lowercase()),
+        });
+    }
     fn flush(&mut self) {
         use std::io::Write;
         let mut so = std::io::stdout().lock();
@@ -86,36 +96,12 @@ pub fn render(lines: &[String], one_liner: bool) -> String {
     }
 }
 
-fn or_null(s: &str) -> String {
-    if s.is_empty() {
-        "(null)".into()
-    } else {
-        s.to_string()
-    }
-}
-
 fn user_name(uid: u32) -> String {
-    nix::unistd::User::from_uid(uid.into())
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .unwrap_or_else(|| uid.to_string())
+    format::lookup_user(uid).unwrap_or_else(|| uid.to_string())
 }
 
 fn group_name(gid: u32) -> String {
-    nix::unistd::Group::from_gid(gid.into())
-        .ok()
-        .flatten()
-        .map(|g| g.name)
-        .unwrap_or_else(|| gid.to_string())
-}
-
-fn limit_text(minutes: u32) -> String {
-    if minutes == 0 {
-        "UNLIMITED".into()
-    } else {
-        units::format_elapsed(u64::from(minutes) * 60)
-    }
+    format::lookup_group(gid).unwrap_or_else(|| gid.to_string())
 }
 
 fn resolve_io(pattern: &str, job: &v1::JobInfo, spec: &v1::JobSpec) -> String {
@@ -143,7 +129,7 @@ pub fn job_lines(
     names: &dyn Fn(u32, u32) -> (String, String),
 ) -> Vec<String> {
     let spec = j.spec.clone().unwrap_or_default();
-    let state = util::job_state(j);
+    let state = format::job_state(j);
     let mut first = format!("JobId={}", j.job_id);
     if j.array_job_id != 0 {
         match j.array_task_id {
@@ -180,11 +166,7 @@ pub fn job_lines(
     } else {
         j.planned_start
     };
-    let reason = if j.reason.is_empty() {
-        "None".to_string()
-    } else {
-        j.reason.clone()
-    };
+    let reason = format::reason(j);
     let mut tres = format!(
         "cpu={},mem={},node={},billing={}",
         j.num_cpus,
@@ -217,12 +199,8 @@ pub fn job_lines(
     } else {
         resolve_io(&spec.stderr_pattern, j, &spec)
     };
-    let stdin = if spec.stdin_path.is_empty() {
-        "/dev/null".to_string()
-    } else {
-        spec.stdin_path.clone()
-    };
-    let fmt = client::format_time;
+    let stdin = format::stdin_path(&spec);
+    let fmt = format_time;
     let mut lines = vec![
         first,
         format!(
@@ -234,11 +212,7 @@ pub fn job_lines(
             j.priority,
             spec.nice,
             or_null(&spec.account),
-            if spec.qos.is_empty() {
-                "normal"
-            } else {
-                &spec.qos
-            }
+            format::qos(&spec)
         ),
         format!(
             "JobState={} Reason={reason} Dependency={}",
@@ -255,7 +229,7 @@ pub fn job_lines(
         format!(
             "RunTime={} TimeLimit={} TimeMin=N/A",
             units::format_elapsed(run_secs as u64),
-            limit_text(spec.time_limit_min)
+            elapsed_limit(spec.time_limit_min)
         ),
         format!(
             "SubmitTime={} EligibleTime={}",
@@ -374,11 +348,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
     } else {
         n.features.join(",")
     };
-    let gres = match (n.gpus, n.gpu_type.as_str()) {
-        (0, _) => "(null)".to_string(),
-        (g, "") => format!("gpu:{g}"),
-        (g, t) => format!("gpu:{t}:{g}"),
-    };
+    let gres = format::gres(n, n.gpus);
     let mut cfg = format!("cpu={},mem={}M,billing={}", n.cpus, n.memory_mb, n.cpus);
     let mut alloc = String::new();
     if n.cpus_alloc > 0 || n.memory_alloc_mb > 0 {
@@ -424,10 +394,10 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
         format!("Partitions={} ", n.partitions.join(",")),
         format!(
             "BootTime={} SlurmdStartTime={}",
-            client::format_time(n.boot_time),
-            client::format_time(n.boot_time)
+            format_time(n.boot_time),
+            format_time(n.boot_time)
         ),
-        format!("LastBusyTime={}", client::format_time(n.last_heartbeat)),
+        format!("LastBusyTime={}", format_time(n.last_heartbeat)),
         format!("CfgTRES={cfg}"),
         format!("AllocTRES={alloc}"),
         "CapWatts=n/a".into(),
@@ -439,7 +409,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             "Reason={} [{}@{}]",
             n.reason,
             user_name(n.reason_uid),
-            client::format_time(n.reason_time)
+            format_time(n.reason_time)
         ));
     }
     lines
@@ -448,11 +418,11 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
 /// The lines of `scontrol show partition` for one partition; `mem_mb` is the memory of
 /// its nodes.
 pub fn partition_lines(p: &v1::PartitionInfo, mem_mb: u64) -> Vec<String> {
-    let max_time = limit_text(p.max_time_min);
+    let max_time = elapsed_limit(p.max_time_min);
     let def_time = if p.default_time_min == 0 {
         "NONE".into()
     } else {
-        limit_text(p.default_time_min)
+        elapsed_limit(p.default_time_min)
     };
     let max_nodes = if p.max_nodes == 0 {
         "UNLIMITED".into()
@@ -503,7 +473,7 @@ pub fn config_text(reply: &v1::GetConfigReply, now: i64, only: Option<&str>) -> 
             .unwrap_or(entries.len());
         entries.insert(at, ("ClusterName".into(), reply.cluster_name.clone()));
     }
-    let mut out = format!("Configuration data as of {}\n", client::format_time(now));
+    let mut out = format!("Configuration data as of {}\n", format_time(now));
     for (k, v) in entries {
         if only.is_some_and(|o| !k.eq_ignore_ascii_case(o)) {
             continue;
@@ -573,6 +543,17 @@ pub struct JobUpdate {
     pub fields: Vec<(String, String)>,
 }
 
+/// Slurm's answer to a key `scontrol update` cannot change.
+fn unsupported(key: &str, value: &str) -> CliError {
+    CliError {
+        lines: vec![
+            format!("Update of this parameter is not supported: {key}={value}"),
+            "Request aborted".into(),
+        ],
+        code: 1,
+    }
+}
+
 /// `Key=Value` words (or `Key Value`) → pairs.
 fn pairs(args: &[String]) -> Result<Vec<(String, String)>, CliError> {
     let mut out = Vec::new();
@@ -613,13 +594,7 @@ pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, CliError
             continue;
         }
         let Some((key, _)) = JOB_KEYS.iter().find(|(name, min)| kw(&k, name, *min)) else {
-            return Err(CliError {
-                lines: vec![
-                    format!("Update of this parameter is not supported: {k}={v}"),
-                    "Request aborted".into(),
-                ],
-                code: 1,
-            });
+            return Err(unsupported(&k, &v));
         };
         let key = match *key {
             "Name" => "JobName",
@@ -721,13 +696,7 @@ pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, CliError> {
         } else if kw(&k, "Reason", 3) {
             u.reason = v;
         } else {
-            return Err(CliError {
-                lines: vec![
-                    format!("Update of this parameter is not supported: {k}={v}"),
-                    "Request aborted".into(),
-                ],
-                code: 1,
-            });
+            return Err(unsupported(&k, &v));
         }
     }
     if matches!(u.state.as_str(), "DOWN" | "DRAIN" | "FAIL") && u.reason.trim().is_empty() {
@@ -739,38 +708,6 @@ pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, CliError> {
         return Err(CliError::raw("No changes specified"));
     }
     Ok(u)
-}
-
-/// Splits an interactive line into words; quotes group.
-fn split_words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    for c in line.chars() {
-        match (c, quote) {
-            (q, Some(open)) if q == open => quote = None,
-            (c, Some(_)) => cur.push(c),
-            ('"' | '\'', None) => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (c, None) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            (c, None) => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    out
 }
 
 const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
@@ -810,13 +747,9 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(p) => p,
         Err(e) => return CliError::usage(PROG, &e).with_code(1).report(),
     };
-    if p.has("help") || p.has("usage") {
-        print!("{HELP}");
-        return ExitCode::SUCCESS;
-    }
-    if p.has("version") {
-        println!("slurm 22.05.8");
-        return ExitCode::SUCCESS;
+    if let Some(info) = format::Info::asked(&p) {
+        // `--usage` prints the help, as Slurm's scontrol does.
+        return info.print(HELP, HELP);
     }
     let mut s = Session {
         one_liner: p.has("oneliner"),
@@ -834,7 +767,7 @@ pub fn run(args: &[String]) -> ExitCode {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
             let Ok(line) = line else { break };
-            let words = split_words(&line);
+            let words = util::split_words(&line, false);
             if words.is_empty() {
                 continue;
             }
@@ -887,20 +820,18 @@ async fn command(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words:
             v1::ControlOp::Hold
         };
         control(s, conn, tag, op, rest, true).await;
-    } else if kw(tag, "requeuehold", 11) {
+    } else if kw(tag, "requeuehold", 11) || kw(tag, "requeue", 3) {
+        let op = if kw(tag, "requeuehold", 11) {
+            v1::ControlOp::RequeueHold
+        } else {
+            v1::ControlOp::Requeue
+        };
         let ids: Vec<String> = rest
             .iter()
             .filter(|a| !a.to_ascii_lowercase().starts_with("state="))
             .cloned()
             .collect();
-        control(s, conn, tag, v1::ControlOp::RequeueHold, &ids, false).await;
-    } else if kw(tag, "requeue", 3) {
-        let ids: Vec<String> = rest
-            .iter()
-            .filter(|a| !a.to_ascii_lowercase().starts_with("state="))
-            .cloned()
-            .collect();
-        control(s, conn, tag, v1::ControlOp::Requeue, &ids, false).await;
+        control(s, conn, tag, op, &ids, false).await;
     } else if kw(tag, "suspend", 2) {
         control(s, conn, tag, v1::ControlOp::Suspend, rest, false).await;
     } else if kw(tag, "resume", 3) {
@@ -913,10 +844,12 @@ async fn command(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words:
         update(s, conn, rest).await;
     } else if kw(tag, "ping", 3) {
         ping(s, conn).await;
+    } else if kw(tag, "create", 2) || kw(tag, "delete", 3) {
+        reservation_change(s, conn, tag, rest).await;
     } else if kw(tag, "write", 2) {
         write_batch_script(s, conn, rest).await;
     } else if kw(tag, "version", 4) {
-        s.out.push("slurm 22.05.8\n".into());
+        s.out.push(format::VERSION_LINE.into());
     } else if kw(tag, "help", 2) {
         s.out.push(HELP.into());
     } else if kw(tag, "oneliner", 1) {
@@ -994,6 +927,9 @@ async fn update(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, args: &
         })
     };
     let (_, uid, _) = client::current_user();
+    if is("ReservationName", 3) {
+        return reservation_change(s, conn, "update", args).await;
+    }
     if is("JobId", 3) || is("JobName", 3) {
         let u = match parse_job_update(args, util::now()) {
             Ok(u) => u,
@@ -1319,6 +1255,8 @@ async fn show(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words: &[
         show_jobs(s, conn, val).await;
     } else if kw(tag, "nodes", 1) {
         show_nodes(s, conn, val).await;
+    } else if kw(tag, "reservations", 3) || kw(tag, "reservationname", 3) {
+        show_reservations(s, conn, val).await;
     } else if kw(tag, "partitions", 2) || kw(tag, "partitionname", 2) {
         show_partitions(s, conn, val).await;
     } else {
@@ -1406,15 +1344,82 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, nam
         .filter(|n| names.is_empty() || names.contains(&n.name))
         .collect();
     if nodes.is_empty() {
-        s.failed = true;
-        s.out.push(match name {
-            Some(n) => format!("Node {n} not found\n"),
-            None => "No nodes in the system\n".into(),
-        });
+        s.none_found("Node", name);
         return;
     }
     for n in &nodes {
         s.out.push(render(&node_lines(n), s.one_liner));
+    }
+}
+
+/// `create reservation K=V...`, `update ReservationName=... K=V...` (routed here by
+/// `update`), `delete ReservationName=name`.
+async fn reservation_change(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, tag: &str, rest: &[String]) {
+    use super::reservation;
+    let creating = kw(tag, "create", 2);
+    let (op, words) = if creating {
+        match rest.split_first() {
+            Some((what, words)) if kw(what, "reservation", 3) || kw(what, "reservationname", 3) => {
+                (v1::ReservationOp::Create, words.to_vec())
+            }
+            _ => {
+                s.fail(format!("invalid keyword: {}", rest.first().map(String::as_str).unwrap_or(tag)));
+                return;
+            }
+        }
+    } else if kw(tag, "update", 1) {
+        (v1::ReservationOp::Update, rest.to_vec())
+    } else {
+        // `delete ReservationName=x` or `delete reservation x`.
+        let words = match rest {
+            [what, name] if kw(what, "reservation", 3) => vec![format!("ReservationName={name}")],
+            other => other.to_vec(),
+        };
+        (v1::ReservationOp::Delete, words)
+    };
+    let verb = match op {
+        v1::ReservationOp::Create => "creating",
+        v1::ReservationOp::Update => "updating",
+        v1::ReservationOp::Delete => "deleting",
+    };
+    let (_, uid, _) = client::current_user();
+    let req = match reservation::request(op, &words, util::now(), uid) {
+        Ok(r) => r,
+        Err(e) => {
+            s.fail(format!("Error {verb} the reservation: {e}"));
+            return;
+        }
+    };
+    let Some(c) = get_client(s, conn, "slurm_reservation error").await else {
+        return;
+    };
+    match c.change_reservation(req).await {
+        Ok(r) => match op {
+            v1::ReservationOp::Create => s.out.push(format!("Reservation created: {}\n", r.into_inner().name)),
+            v1::ReservationOp::Update => s.out.push("Reservation updated.\n".into()),
+            v1::ReservationOp::Delete => {}
+        },
+        Err(e) => s.fail(format!("Error {verb} the reservation: {}", util::status_text(&e))),
+    }
+}
+
+async fn show_reservations(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, name: Option<String>) {
+    let Some(c) = get_client(s, conn, "slurm_load_reservations error").await else {
+        return;
+    };
+    match c.list_reservations(v1::ListReservationsRequest {}).await {
+        Ok(r) => {
+            let mut list = r.into_inner().reservations;
+            if let Some(name) = &name {
+                list.retain(|r| &r.name == name);
+                if list.is_empty() {
+                    s.fail(format!("Reservation {name} not found"));
+                    return;
+                }
+            }
+            s.out.push(super::reservation::render_show(&list, s.one_liner));
+        }
+        Err(e) => s.fail(format!("slurm_load_reservations error: {}", util::status_text(&e))),
     }
 }
 
@@ -1446,11 +1451,7 @@ async fn show_partitions(
         .filter(|p| name.as_ref().is_none_or(|n| p.name == *n))
         .collect();
     if chosen.is_empty() {
-        s.failed = true;
-        s.out.push(match name {
-            Some(n) => format!("Partition {n} not found\n"),
-            None => "No partitions in the system\n".into(),
-        });
+        s.none_found("Partition", name);
         return;
     }
     for p in chosen {
@@ -1768,7 +1769,7 @@ mod tests {
     #[test]
     fn interactive_words() {
         assert_eq!(
-            split_words("update NodeName=n1 Reason=\"a b\""),
+            util::split_words("update NodeName=n1 Reason=\"a b\"", false),
             ["update", "NodeName=n1", "Reason=a b"]
         );
         assert_eq!(job_id_args("JobId=12").unwrap(), ["12"]);

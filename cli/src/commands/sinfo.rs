@@ -12,9 +12,10 @@
 //! gpu*         up 1-00:00:00      2    mix gpu[01-02]
 //! ```
 
+use super::util;
 use crate::client;
-use crate::format::{self, Cell, Early, Format, Names, Width};
-use crate::opts::{self, OptSpec, flag, value};
+use crate::format::{self, Cell, Ctx, Early, Format, Names, Width, gres, split_list};
+use crate::opts::{OptSpec, flag, value};
 use proto::v1::{ListNodesRequest, ListPartitionsRequest, NodeInfo, PartitionInfo};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -317,11 +318,11 @@ impl NodeField {
             PartitionName => Cell::cut(part.map(|p| p.name.clone()).unwrap_or_default()),
             Avail => Cell::cut(part.map(|p| avail(&p.state)).unwrap_or("n/a")),
             TimeLimit => Cell::cut(
-                part.map(|p| minutes_text(p.max_time_min, "infinite"))
+                part.map(|p| format::minutes_text(p.max_time_min, "infinite"))
                     .unwrap_or_else(|| "n/a".into()),
             ),
             DefaultTime => Cell::cut(
-                part.map(|p| minutes_text(p.default_time_min, "n/a"))
+                part.map(|p| format::minutes_text(p.default_time_min, "n/a"))
                     .unwrap_or_else(|| "n/a".into()),
             ),
             Nodes => Cell::cut(line.nodes.len().to_string()),
@@ -448,24 +449,6 @@ fn avail(state: &str) -> &'static str {
         "DRAIN" => "drain",
         "INACTIVE" => "inact",
         _ => "unk",
-    }
-}
-
-fn minutes_text(min: u32, zero: &str) -> String {
-    if min == 0 {
-        zero.to_string()
-    } else {
-        model::units::format_duration(u64::from(min) * 60)
-    }
-}
-
-fn gres(n: &NodeInfo, count: u32) -> String {
-    if n.gpus == 0 {
-        return "(null)".into();
-    }
-    match n.gpu_type.as_str() {
-        "" => format!("gpu:{count}"),
-        t => format!("gpu:{t}:{count}"),
     }
 }
 
@@ -628,14 +611,6 @@ pub struct Line {
     pub nodes: Vec<NodeInfo>,
 }
 
-/// What the rendering needs besides partitions and nodes.
-#[derive(Debug, Clone, Default)]
-pub struct Ctx {
-    pub now: i64,
-    pub names: Names,
-    pub cluster: String,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Layout {
     Lines(Format<NodeField>),
@@ -659,33 +634,13 @@ pub struct Options {
     pub iterate: Option<u64>,
 }
 
-fn split_list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
-}
-
 /// Parses the command line; `env` reads SINFO_FORMAT and friends.
 pub fn parse_args(
     args: &[String],
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Result<Options, Early> {
-    let args = format::resolve_aliases(args, SPECS, ALIASES);
-    let mut p =
-        opts::parse(SPECS, &args, false).map_err(|e| Early::usage("sinfo", &e.to_string()))?;
-    format::apply_aliases(&mut p, ALIASES);
-    if p.has("help") {
-        return Err(Early::info(HELP));
-    }
-    if p.has("usage") {
-        return Err(Early::info(USAGE));
-    }
-    if p.has("version") {
-        return Err(Early::info(format::VERSION_LINE));
-    }
+    let p = format::parse_command_line("sinfo", args, SPECS, ALIASES, HELP, USAGE)?;
     if let Some(extra) = p.positional.first() {
         return Err(Early::usage(
             "sinfo",
@@ -783,15 +738,7 @@ pub fn parse_args(
         Some(n) => model::hostlist::expand(n)
             .map_err(|_| Early::error("sinfo", &format!("Invalid node name specified: {n}")))?,
     };
-    let iterate = match p.get("iterate") {
-        None => None,
-        Some(v) => Some(
-            v.parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| Early::error("sinfo", &format!("--iterate={v}")))?,
-        ),
-    };
+    let iterate = format::iterate_option("sinfo", &p)?;
     Ok(Options {
         layout,
         // A reason list groups by reason, whatever -N says.
@@ -971,12 +918,6 @@ pub fn lines(
 /// The whole output.
 pub fn render(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo], ctx: &Ctx) -> String {
     let mut out = String::new();
-    if opts.reservations {
-        if !opts.noheader {
-            out.push_str("RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST\n");
-        }
-        return out;
-    }
     match &opts.layout {
         Layout::Json => {
             let doc = json_doc(opts, parts, nodes);
@@ -1057,46 +998,33 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
 }
 
 pub fn run(args: &[String]) -> ExitCode {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let mut warnings = Vec::new();
-    let opts = match parse_args(args, &env, &mut warnings) {
+    let opts = match format::parse_printing_warnings(|w| parse_args(args, &format::env_var, w)) {
         Ok(o) => o,
-        Err(early) => return early.finish(),
+        Err(code) => return code,
     };
-    for w in &warnings {
-        eprintln!("{w}");
-    }
-    let cluster = client::load_config()
-        .map(|c| c.cluster_name)
-        .unwrap_or_default();
+    let cluster = client::cluster_name();
     let rt = client::runtime();
-    loop {
-        let reply = rt.block_on(async {
-            let mut c = client::connect().await?;
-            let status = |s: tonic::Status| anyhow::anyhow!(client::status_message(&s));
-            let parts = c
-                .list_partitions(ListPartitionsRequest {})
-                .await
-                .map_err(status)?
-                .into_inner();
-            let nodes = c
-                .list_nodes(ListNodesRequest { names: Vec::new() })
-                .await
-                .map_err(status)?
-                .into_inner();
-            anyhow::Ok((parts.partitions, nodes.nodes))
-        });
-        let (parts, nodes) = match reply {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("sinfo: error: {e:#}");
-                return ExitCode::from(1);
+    if opts.reservations {
+        return match client::query(&rt, "sinfo", |mut c| async move {
+            Ok(c.list_reservations(proto::v1::ListReservationsRequest {}).await?.into_inner().reservations)
+        }) {
+            Ok(list) => {
+                print!("{}", super::reservation::render_sinfo(&list, !opts.noheader));
+                ExitCode::SUCCESS
             }
+            Err(code) => code,
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
+    }
+    loop {
+        let (parts, nodes) = match client::query(&rt, "sinfo", |mut c| async move {
+            let parts = c.list_partitions(ListPartitionsRequest {}).await?;
+            let nodes = c.list_nodes(ListNodesRequest { names: Vec::new() }).await?;
+            Ok((parts.into_inner().partitions, nodes.into_inner().nodes))
+        }) {
+            Ok(r) => r,
+            Err(code) => return code,
+        };
+        let now = util::now();
         let names = Names::resolve(
             nodes
                 .iter()
@@ -1109,16 +1037,9 @@ pub fn run(args: &[String]) -> ExitCode {
             names,
             cluster: cluster.clone(),
         };
-        if opts.iterate.is_some() && !opts.long && !opts.noheader {
-            println!("{}", format::ctime_line(now));
-        }
-        print!("{}", render(&opts, &parts, &nodes, &ctx));
-        match opts.iterate {
-            Some(secs) => {
-                println!();
-                std::thread::sleep(std::time::Duration::from_secs(secs));
-            }
-            None => return ExitCode::SUCCESS,
+        let text = render(&opts, &parts, &nodes, &ctx);
+        if !format::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
+            return ExitCode::SUCCESS;
         }
     }
 }
@@ -1282,7 +1203,7 @@ mod tests {
         let reasons = out(&["-R"]);
         let want = format!(
             "REASON               USER      TIMESTAMP           NODELIST\nbad fan              root      {:19} gpu03\n",
-            crate::client::format_time(1_700_000_000)
+            crate::format::format_time(1_700_000_000)
         );
         assert_eq!(reasons, want);
         assert_eq!(

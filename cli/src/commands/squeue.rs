@@ -9,9 +9,10 @@
 //! squeue                                                    →  JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)
 //! ```
 
+use super::util;
 use crate::client;
-use crate::format::{self, Cell, Early, Format, JobRef, JobSelector, Names};
-use crate::opts::{self, OptSpec, flag, optional, value};
+use crate::format::{self, Cell, Ctx, Early, Format, JobRef, JobSelector, Names, split_list};
+use crate::opts::{OptSpec, flag, optional, value};
 use model::JobState;
 use proto::v1::{JobFilter, JobInfo, ListJobsRequest};
 use serde::Serialize;
@@ -376,7 +377,7 @@ impl JobField {
         use JobField::*;
         let s = format::spec(j);
         let st = format::job_state(j);
-        let or_null = |v: &str| Cell::cut(if v.is_empty() { "(null)" } else { v });
+        let or_null = |v: &str| Cell::cut(format::or_null(v));
         match self {
             Account => or_null(&s.account),
             JobIdRaw => Cell::cut(j.job_id.to_string()),
@@ -393,14 +394,7 @@ impl JobField {
             EndTime => Cell::cut(end_time(j, st)),
             Dependency => or_null(&s.dependency),
             Features => or_null(&s.constraint),
-            ArrayJobId => Cell::cut(
-                if j.array_job_id != 0 {
-                    j.array_job_id
-                } else {
-                    j.job_id
-                }
-                .to_string(),
-            ),
+            ArrayJobId => Cell::cut(format::base_id(j).to_string()),
             GroupName => Cell::cut(ctx.names.group(s.gid)),
             GroupId => Cell::cut(s.gid.to_string()),
             OverSubscribe => Cell::cut(if s.exclusive { "NO" } else { "OK" }),
@@ -433,9 +427,9 @@ impl JobField {
                 f64::from(j.priority) / f64::from(u32::MAX)
             )),
             Partition => Cell::cut(s.partition.clone()),
-            Qos => Cell::cut(if s.qos.is_empty() { "normal" } else { &s.qos }),
+            Qos => Cell::cut(format::qos(s)),
             PriorityLong => Cell::cut(j.priority.to_string()),
-            Reason => Cell::cut(reason(j)),
+            Reason => Cell::cut(format::reason(j)),
             ReasonList => {
                 if matches!(
                     st,
@@ -446,7 +440,7 @@ impl JobField {
                         | JobState::Deadline
                         | JobState::Failed
                 ) {
-                    Cell::cut(format!("({})", reason(j)))
+                    Cell::cut(format!("({})", format::reason(j)))
                 } else {
                     Cell::whole(j.nodes.clone())
                 }
@@ -462,7 +456,7 @@ impl JobField {
             }
             StateCompact => Cell::cut(st.short_name()),
             State => Cell::cut(st.name()),
-            UserName => Cell::cut(user_name(j, ctx)),
+            UserName => Cell::cut(ctx.names.job_user(j)),
             UserId => Cell::cut(s.uid.to_string()),
             Reservation => or_null(&s.reservation),
             SubmitTime => Cell::cut(format::time_or(j.submit_time, "N/A")),
@@ -493,21 +487,9 @@ impl JobField {
             ),
             Requeue => Cell::cut(if s.requeue { "1" } else { "0" }),
             RestartCnt => Cell::cut(j.restart_count.to_string()),
-            StdErr => Cell::cut(if j.stderr_path.is_empty() {
-                &s.stderr_pattern
-            } else {
-                &j.stderr_path
-            }),
-            StdIn => Cell::cut(if s.stdin_path.is_empty() {
-                "/dev/null"
-            } else {
-                &s.stdin_path
-            }),
-            StdOut => Cell::cut(if j.stdout_path.is_empty() {
-                &s.stdout_pattern
-            } else {
-                &j.stdout_path
-            }),
+            StdErr => Cell::cut(format::stderr_path(j)),
+            StdIn => Cell::cut(format::stdin_path(s)),
+            StdOut => Cell::cut(format::stdout_path(j)),
             TresAlloc => Cell::cut(format::tres_string(
                 j.num_cpus,
                 j.mem_mb,
@@ -529,11 +511,7 @@ impl JobField {
         let st = format::job_state(j);
         match self {
             JobIdRaw | JobId | ArrayJobId => SortKey::Num(
-                i64::from(if j.array_job_id != 0 {
-                    j.array_job_id
-                } else {
-                    j.job_id
-                }) * 1_000_000
+                i64::from(format::base_id(j)) * 1_000_000
                     + j.array_task_id.map(i64::from).unwrap_or(-1),
             ),
             Priority | PriorityLong => SortKey::Num(i64::from(j.priority)),
@@ -638,7 +616,7 @@ impl StepField {
             StepField::Id => Cell::cut(format!("{}.{}", format::display_id(j), step.step_id)),
             StepField::Name => Cell::cut(step.name.clone()),
             StepField::Partition => Cell::cut(format::spec(j).partition.clone()),
-            StepField::User => Cell::cut(user_name(j, ctx)),
+            StepField::User => Cell::cut(ctx.names.job_user(j)),
             StepField::Uid => Cell::cut(format::spec(j).uid.to_string()),
             StepField::TimeUsed => Cell::whole(format::squeue_secs(if step.start_time > 0 {
                 ctx.now - step.start_time
@@ -653,14 +631,6 @@ impl StepField {
             StepField::State => Cell::cut(format::step_state(step).name()),
         }
     }
-}
-
-/// What the rendering needs besides the jobs.
-#[derive(Debug, Clone, Default)]
-pub struct Ctx {
-    pub now: i64,
-    pub names: Names,
-    pub cluster: String,
 }
 
 /// Which states to show.
@@ -719,14 +689,6 @@ pub struct Options {
     pub iterate: Option<u64>,
 }
 
-fn split_list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
-}
-
 /// Parses the command line. `env` reads the environment (SQUEUE_FORMAT, ...); `me` is
 /// the caller's user name. Warnings (bad format letters) go to `warnings`.
 pub fn parse_args(
@@ -735,19 +697,7 @@ pub fn parse_args(
     me: &str,
     warnings: &mut Vec<String>,
 ) -> Result<Options, Early> {
-    let args = format::resolve_aliases(args, SPECS, ALIASES);
-    let mut p =
-        opts::parse(SPECS, &args, false).map_err(|e| Early::usage("squeue", &e.to_string()))?;
-    format::apply_aliases(&mut p, ALIASES);
-    if p.has("help") {
-        return Err(Early::info(HELP));
-    }
-    if p.has("usage") {
-        return Err(Early::info(USAGE));
-    }
-    if p.has("version") {
-        return Err(Early::info(format::VERSION_LINE));
-    }
+    let p = format::parse_command_line("squeue", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("format") && p.has("Format") {
         return Err(Early::error(
             "squeue",
@@ -911,15 +861,7 @@ pub fn parse_args(
             JobField::from_letter(c).map(|f| (f, desc))
         })
         .collect();
-    let iterate = match p.get("iterate") {
-        None => None,
-        Some(v) => Some(
-            v.parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| Early::error("squeue", &format!("--iterate={v}")))?,
-        ),
-    };
+    let iterate = format::iterate_option("squeue", &p)?;
 
     Ok(Options {
         jobs,
@@ -1007,18 +949,9 @@ pub fn request(opts: &Options) -> ListJobsRequest {
         States::List(l) if !single => l.iter().map(|s| s.name().to_string()).collect(),
         _ => Vec::new(),
     };
-    let mut job_ids: Vec<String> = opts
-        .jobs
-        .iter()
-        .chain(opts.steps.iter())
-        .flatten()
-        .map(|s| s.job_id.to_string())
-        .collect();
-    job_ids.sort();
-    job_ids.dedup();
     ListJobsRequest {
         filter: Some(JobFilter {
-            job_ids,
+            job_ids: format::selector_ids(opts.jobs.iter().chain(opts.steps.iter()).flatten()),
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
@@ -1061,16 +994,12 @@ fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
         && ci(&opts.names, &s.name)
         && (opts.partitions.is_empty() || opts.partitions.contains(&s.partition))
         && ci(&opts.accounts, &s.account)
-        && ci(&opts.qos, if s.qos.is_empty() { "normal" } else { &s.qos })
+        && ci(&opts.qos, format::qos(s))
         && opts
             .reservation
             .as_ref()
             .is_none_or(|r| *r == s.reservation)
-        && (opts.nodes.is_empty()
-            || model::hostlist::expand(&job.nodes)
-                .unwrap_or_default()
-                .iter()
-                .any(|n| opts.nodes.contains(n)));
+        && (opts.nodes.is_empty() || format::on_any_node(&opts.nodes, &job.nodes));
     ok.then_some(job)
 }
 
@@ -1091,14 +1020,13 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a
         .iter()
         .map(|j| {
             let keys = opts.sort.iter().map(|(f, _)| f.sort_key(j, ctx)).collect();
-            let base = if j.array_job_id != 0 {
-                j.array_job_id
-            } else {
-                j.job_id
-            };
             (
                 keys,
-                (base, j.array_task_id.map(i64::from).unwrap_or(-1), j.job_id),
+                (
+                    format::base_id(j),
+                    j.array_task_id.map(i64::from).unwrap_or(-1),
+                    j.job_id,
+                ),
             )
         })
         .collect();
@@ -1271,63 +1199,30 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         nodes: &j.nodes,
         partition: &s.partition,
         priority: j.priority,
-        qos: if s.qos.is_empty() { "normal" } else { &s.qos },
+        qos: format::qos(s),
         requeue: s.requeue,
         restart_cnt: j.restart_count,
-        standard_error: if j.stderr_path.is_empty() {
-            &s.stderr_pattern
-        } else {
-            &j.stderr_path
-        },
-        standard_input: if s.stdin_path.is_empty() {
-            "/dev/null"
-        } else {
-            &s.stdin_path
-        },
-        standard_output: if j.stdout_path.is_empty() {
-            &s.stdout_pattern
-        } else {
-            &j.stdout_path
-        },
+        standard_error: format::stderr_path(j),
+        standard_input: format::stdin_path(s),
+        standard_output: format::stdout_path(j),
         start_time: if st == JobState::Pending {
             j.planned_start
         } else {
             j.start_time
         },
-        state_reason: if j.reason.is_empty() {
-            "None"
-        } else {
-            &j.reason
-        },
+        state_reason: format::reason(j),
         submit_time: j.submit_time,
         tasks: s.num_tasks.max(1),
         time_limit: (s.time_limit_min > 0).then_some(s.time_limit_min),
         tres_alloc_str: format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
         user_id: s.uid,
-        user_name: user_name(j, ctx),
+        user_name: ctx.names.job_user(j),
         wckey: &s.wckey,
     }
 }
 
-fn user_name(j: &JobInfo, ctx: &Ctx) -> String {
-    let s = format::spec(j);
-    if s.user.is_empty() {
-        ctx.names.user(s.uid)
-    } else {
-        s.user.clone()
-    }
-}
-
-fn reason(j: &JobInfo) -> String {
-    if j.reason.is_empty() {
-        "None".into()
-    } else {
-        j.reason.clone()
-    }
-}
-
 fn limit_text(minutes: u32) -> String {
-    model::units::format_time_limit((minutes > 0).then_some(minutes))
+    format::minutes_text(minutes, "UNLIMITED")
 }
 
 fn tres_per_node(s: &proto::v1::JobSpec) -> String {
@@ -1377,34 +1272,20 @@ fn end_time(j: &JobInfo, st: JobState) -> String {
 
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let mut warnings = Vec::new();
-    let opts = match parse_args(args, &env, &me, &mut warnings) {
+    let opts = match format::parse_printing_warnings(|w| parse_args(args, &format::env_var, &me, w))
+    {
         Ok(o) => o,
-        Err(early) => return early.finish(),
+        Err(code) => return code,
     };
-    for w in &warnings {
-        eprintln!("{w}");
-    }
-    let cluster = client::load_config()
-        .map(|c| c.cluster_name)
-        .unwrap_or_default();
+    let cluster = client::cluster_name();
     let rt = client::runtime();
     loop {
-        let reply = rt.block_on(async {
-            let mut c = client::connect().await?;
-            let r = c
-                .list_jobs(request(&opts))
-                .await
-                .map_err(|s| anyhow::anyhow!(client::status_message(&s)))?;
-            anyhow::Ok(r.into_inner())
-        });
-        let reply = match reply {
+        let req = request(&opts);
+        let reply = match client::query(&rt, "squeue", |mut c| async move {
+            c.list_jobs(req).await.map(|r| r.into_inner())
+        }) {
             Ok(r) => r,
-            Err(e) => {
-                eprintln!("squeue: error: {e:#}");
-                return ExitCode::from(1);
-            }
+            Err(code) => return code,
         };
         if unknown_single_job(&opts, &reply.jobs) {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
@@ -1418,25 +1299,14 @@ pub fn run(args: &[String]) -> ExitCode {
             now: if reply.now > 0 {
                 reply.now
             } else {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs() as i64)
-                    .unwrap_or(0)
+                util::now()
             },
             names,
             cluster: cluster.clone(),
         };
         let text = render(&opts, &reply.jobs, &ctx);
-        if opts.iterate.is_some() && !opts.long && !opts.noheader {
-            println!("{}", format::ctime_line(ctx.now));
-        }
-        print!("{text}");
-        match opts.iterate {
-            Some(secs) => {
-                println!();
-                std::thread::sleep(std::time::Duration::from_secs(secs));
-            }
-            None => return ExitCode::SUCCESS,
+        if !format::print_round(opts.iterate, opts.long, opts.noheader, ctx.now, &text) {
+            return ExitCode::SUCCESS;
         }
     }
 }
@@ -1679,7 +1549,7 @@ mod tests {
         assert_eq!(text.lines().count(), 2, "{text}");
         let first = text.lines().next().unwrap();
         assert!(
-            first.contains(&crate::client::format_time(NOW + 600)),
+            first.contains(&crate::format::format_time(NOW + 600)),
             "{first}"
         );
         assert!(text.lines().nth(1).unwrap().contains("N/A"));

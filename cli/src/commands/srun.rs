@@ -14,9 +14,10 @@
 //! its code; Ctrl-C cancels the job. Interactive streaming of output and stdin, and steps
 //! with several tasks or nodes, come in a later version.
 
-use super::submit_opts::{self, SRUN_OPTS, Source, SubmitCtx, SubmitOpts, build_spec};
+use super::sbatch::Submitter;
+use super::submit_opts::{self, SRUN_OPTS, Source, SubmitOpts, build_spec};
 use super::util::{self, CliError};
-use crate::{client, opts};
+use crate::{client, format, opts};
 use model::pattern::{PatternValues, expand_pattern};
 use proto::v1;
 use std::fs::File;
@@ -177,7 +178,7 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(Some(r)) => r,
         Ok(None) => {
             if args.iter().any(|a| a == "-V" || a == "--version") {
-                println!("slurm 22.05.8");
+                print!("{}", format::VERSION_LINE);
             } else {
                 print!("{HELP}");
             }
@@ -219,12 +220,12 @@ fn signal_text(sig: i32) -> String {
 async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) -> ExitCode {
     let o = &req.opts;
     let host = util::hostname();
+    let fail = |e: String| {
+        CliError::error(PROG, format!("Unable to create step for job {job_id}: {e}")).report()
+    };
     let mut client = match util::connect().await {
         Ok(c) => c,
-        Err(e) => {
-            return CliError::error(PROG, format!("Unable to create step for job {job_id}: {e}"))
-                .report();
-        }
+        Err(e) => return fail(e),
     };
     let (_, uid, _) = client::current_user();
     let name = o
@@ -241,16 +242,7 @@ async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) ->
         .await
     {
         Ok(r) => r.into_inner(),
-        Err(s) => {
-            return CliError::error(
-                PROG,
-                format!(
-                    "Unable to create step for job {job_id}: {}",
-                    util::status_text(&s)
-                ),
-            )
-            .report();
-        }
+        Err(s) => return fail(util::status_text(&s)),
     };
     let step_id = reply.step_id;
     let job = reply.job.unwrap_or(v1::JobInfo {
@@ -372,17 +364,21 @@ async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) ->
             exit_signal,
         })
         .await;
-    if exit_signal != 0 {
-        eprintln!(
-            "{PROG}: error: {host}: task 0: {}",
-            signal_text(exit_signal)
-        );
-        return ExitCode::from((128 + exit_signal).clamp(0, 255) as u8);
+    task_failure(&host, exit_code, exit_signal).unwrap_or(ExitCode::SUCCESS)
+}
+
+/// Reports a task that failed (`srun: error: HOST: task 0: ...`) and gives srun's exit
+/// status for it: 128+signal when killed, else its exit code. `None`: it exited with 0.
+fn task_failure(host: &str, code: i32, signal: i32) -> Option<ExitCode> {
+    if signal != 0 {
+        eprintln!("{PROG}: error: {host}: task 0: {}", signal_text(signal));
+        return Some(ExitCode::from((128 + signal).clamp(0, 255) as u8));
     }
-    if exit_code != 0 {
-        eprintln!("{PROG}: error: {host}: task 0: Exited with exit code {exit_code}");
+    if code != 0 {
+        eprintln!("{PROG}: error: {host}: task 0: Exited with exit code {code}");
+        return Some(ExitCode::from(code.clamp(0, 255) as u8));
     }
-    ExitCode::from(exit_code.clamp(0, 255) as u8)
+    None
 }
 
 fn io_error_text(e: &std::io::Error) -> String {
@@ -454,12 +450,11 @@ pub fn command_script(command: &[String]) -> String {
 
 async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
     let mut o = req.opts.clone();
-    let cwd = super::sbatch::current_dir();
-    let (user, uid, gid) = client::current_user();
-    let host = util::hostname();
+    let submitter = Submitter::here(env);
+    let uid = submitter.uid;
     let tag = format!(
         "{}/.drover-srun-{}-{}",
-        cwd.trim_end_matches('/'),
+        submitter.cwd.trim_end_matches('/'),
         std::process::id(),
         util::now()
     );
@@ -474,18 +469,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
     if o.input.is_none() {
         o.input = Some("/dev/null".into());
     }
-    let ctx = SubmitCtx {
-        env: &env,
-        cwd: &cwd,
-        user: &user,
-        uid,
-        gid,
-        host: &host,
-        now: util::now(),
-        max_array_size: super::sbatch::max_array_size(),
-        to_local: &util::to_local,
-        from_local: &util::from_local,
-    };
+    let ctx = submitter.ctx();
     let name = util::basename(&req.command[0]).to_string();
     let spec = match build_spec(
         &o,
@@ -498,11 +482,11 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         Ok(s) => s,
         Err(e) => return e.report(),
     };
+    let fail =
+        |e: String| CliError::error(PROG, format!("Unable to allocate resources: {e}")).report();
     let mut client = match util::connect().await {
         Ok(c) => c,
-        Err(e) => {
-            return CliError::error(PROG, format!("Unable to allocate resources: {e}")).report();
-        }
+        Err(e) => return fail(e),
     };
     let reply = match client
         .submit_job(v1::SubmitJobRequest {
@@ -512,13 +496,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         .await
     {
         Ok(r) => r.into_inner(),
-        Err(s) => {
-            return CliError::error(
-                PROG,
-                format!("Unable to allocate resources: {}", util::status_text(&s)),
-            )
-            .report();
-        }
+        Err(s) => return fail(util::status_text(&s)),
     };
     let job_id = reply.job_id;
     let outcome = tokio::select! {
@@ -567,22 +545,10 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
     let Some(j) = jobs.first() else {
         return CliError::error(PROG, format!("Job {job_id} no longer found")).report();
     };
-    if j.exit_signal != 0 {
-        eprintln!(
-            "{PROG}: error: {}: task 0: {}",
-            j.batch_host,
-            signal_text(j.exit_signal)
-        );
-        return ExitCode::from((128 + j.exit_signal).clamp(0, 255) as u8);
+    if let Some(code) = task_failure(&j.batch_host, j.exit_code, j.exit_signal) {
+        return code;
     }
-    let state = util::job_state(j);
-    if j.exit_code != 0 {
-        eprintln!(
-            "{PROG}: error: {}: task 0: Exited with exit code {}",
-            j.batch_host, j.exit_code
-        );
-        return ExitCode::from(j.exit_code.clamp(0, 255) as u8);
-    }
+    let state = format::job_state(j);
     if state != model::JobState::Completed {
         eprintln!("{PROG}: error: job {job_id} ended {}", state.name());
         return ExitCode::from(1);

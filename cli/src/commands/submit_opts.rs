@@ -11,7 +11,7 @@
 //! maximum unless configured), `--mem=0` sends 0 (the partition's default), and unset
 //! counts send 0 (unspecified; the model reads them as 1).
 
-use super::util::{CliError, LocalTm, parse_signal};
+use super::util::{CliError, LocalTm, parse_signal, split_words};
 use crate::opts::{ArgKind, OptSpec, flag, optional, value};
 use model::units;
 use proto::v1;
@@ -783,7 +783,7 @@ pub fn directive_words(script: &str) -> Vec<String> {
     let mut words = Vec::new();
     for line in script.lines() {
         if let Some(rest) = line.strip_prefix("#SBATCH") {
-            split_directive(rest, &mut words);
+            words.extend(split_words(rest, true));
             continue;
         }
         let t = line.trim_start();
@@ -792,43 +792,6 @@ pub fn directive_words(script: &str) -> Vec<String> {
         }
     }
     words
-}
-
-fn split_directive(line: &str, out: &mut Vec<String>) {
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut quote: Option<char> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match (c, quote) {
-            ('\\', _) => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                    in_word = true;
-                }
-            }
-            (q, Some(open)) if q == open => quote = None,
-            (c, Some(_)) => cur.push(c),
-            ('"' | '\'', None) => {
-                quote = Some(c);
-                in_word = true;
-            }
-            ('#', None) => break,
-            (c, None) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            (c, None) => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
 }
 
 /// What the request is built from besides the options.

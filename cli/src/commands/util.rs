@@ -1,8 +1,11 @@
 //! Helpers the job commands (`sbatch`, `scancel`, `scontrol`, `srun`) share: Slurm-style
 //! error lines with their exit status, the controller connection with Slurm's wording of
-//! its failures, signal names, the job id syntax, local calendar time, and waiting for a
-//! job to finish (`sbatch --wait`, `srun` outside an allocation).
+//! its failures, signal names, the job id syntax, quoted words, local calendar time, and
+//! waiting for a job to finish (`sbatch --wait`, `srun` outside an allocation). The clock
+//! (`now`) serves every command.
 
+use crate::client::CONNECT_FAILURE;
+use crate::format::{self, job_state};
 use crate::opts::OptError;
 use proto::v1::{self, ctld_client::CtldClient};
 use std::process::ExitCode;
@@ -61,13 +64,13 @@ impl CliError {
 pub async fn connect() -> Result<CtldClient<Channel>, String> {
     crate::client::connect()
         .await
-        .map_err(|_| "Unable to contact slurm controller (connect failure)".to_string())
+        .map_err(|_| CONNECT_FAILURE.to_string())
 }
 
 /// A failed call's message, as Slurm would word it.
 pub fn status_text(s: &tonic::Status) -> String {
     match s.code() {
-        tonic::Code::Unavailable => "Unable to contact slurm controller (connect failure)".into(),
+        tonic::Code::Unavailable => CONNECT_FAILURE.into(),
         _ if s.message().is_empty() => format!("{:?}", s.code()),
         _ => s.message().to_string(),
     }
@@ -117,35 +120,12 @@ pub fn parse_signal(text: &str) -> Option<i32> {
     SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
 }
 
-/// The short name of a signal (`TERM`), or its number.
-pub fn signal_name(sig: i32) -> String {
-    SIGNALS
-        .iter()
-        .find(|(_, s)| *s == sig)
-        .map(|(n, _)| n.to_string())
-        .unwrap_or_else(|| sig.to_string())
-}
-
 /// Splits a job id argument at top-level commas (`12,13_[1,3]` is `12` and `13_[1,3]`) and
 /// checks each part: `N`, `N_M`, `N_[1-3,7]`, `N_*`, each optionally with a step (`.0`,
 /// `.batch`). The bad part is the error.
 pub fn split_job_ids(arg: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in arg.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&arg[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&arg[start..]);
-    out.into_iter()
+    format::split_id_list(arg)
+        .into_iter()
         .filter(|p| !p.is_empty() || arg.is_empty())
         .map(|p| {
             if valid_job_id(p) {
@@ -196,6 +176,48 @@ fn valid_job_id(id: &str) -> bool {
     }
 }
 
+/// Splits a line into words at blanks; double or single quotes group. With `directive`
+/// (a `#SBATCH` line), a backslash also escapes the next character and an unquoted `#`
+/// starts a comment.
+pub fn split_words(line: &str, directive: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (c, quote) {
+            ('\\', _) if directive => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                    in_word = true;
+                }
+            }
+            (q, Some(open)) if q == open => quote = None,
+            (c, Some(_)) => cur.push(c),
+            ('"' | '\'', None) => {
+                quote = Some(c);
+                in_word = true;
+            }
+            ('#', None) if directive => break,
+            (c, None) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (c, None) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
 /// A calendar time in the local zone; months and days count from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalTm {
@@ -209,13 +231,7 @@ pub struct LocalTm {
 
 /// Unix time → local calendar time.
 pub fn to_local(t: i64) -> LocalTm {
-    // SAFETY: localtime_r only writes the tm we hand it.
-    let tm = unsafe {
-        let mut out: libc::tm = std::mem::zeroed();
-        let secs = t as libc::time_t;
-        libc::localtime_r(&secs, &mut out);
-        out
-    };
+    let tm = format::local_tm(t);
     LocalTm {
         year: tm.tm_year + 1900,
         mon: (tm.tm_mon + 1) as u32,
@@ -228,20 +244,18 @@ pub fn to_local(t: i64) -> LocalTm {
 
 /// Local calendar time → Unix time; a day past the month's end rolls over.
 pub fn from_local(tm: &LocalTm) -> i64 {
-    // SAFETY: mktime reads and normalises the tm we hand it.
-    unsafe {
-        let mut t: libc::tm = std::mem::zeroed();
-        t.tm_year = tm.year - 1900;
-        t.tm_mon = tm.mon as i32 - 1;
-        t.tm_mday = tm.day as i32;
-        t.tm_hour = tm.hour as i32;
-        t.tm_min = tm.min as i32;
-        t.tm_sec = tm.sec as i32;
-        t.tm_isdst = -1;
-        libc::mktime(&mut t) as i64
-    }
+    // SAFETY: all zeroes is a valid `tm` (every field a plain number or a null pointer).
+    let mut t: libc::tm = unsafe { std::mem::zeroed() };
+    t.tm_year = tm.year - 1900;
+    t.tm_mon = tm.mon as i32 - 1;
+    t.tm_mday = tm.day as i32;
+    t.tm_hour = tm.hour as i32;
+    t.tm_min = tm.min as i32;
+    t.tm_sec = tm.sec as i32;
+    format::local_mktime(&t)
 }
 
+/// The current Unix time, in seconds.
 pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -255,13 +269,6 @@ pub fn hostname() -> String {
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_else(|| "localhost".into())
-}
-
-/// The job's state as the model knows it.
-pub fn job_state(j: &v1::JobInfo) -> model::JobState {
-    proto::convert::state_from_wire(
-        v1::JobState::try_from(j.state).unwrap_or(v1::JobState::Pending),
-    )
 }
 
 /// Polls the controller until the job (every task of an array) is final; gives the final
@@ -342,7 +349,6 @@ mod tests {
         assert_eq!(parse_signal("65"), None);
         assert_eq!(parse_signal("FOO"), None);
         assert_eq!(parse_signal(""), None);
-        assert_eq!(signal_name(libc::SIGKILL), "KILL");
     }
 
     #[test]
@@ -382,6 +388,18 @@ mod tests {
             info(v1::JobState::Failed, 2, 0),
         ];
         assert_eq!(wait_exit_code(&array), 2);
+    }
+
+    #[test]
+    fn words_plain_and_directive() {
+        let line = r#"a "b c" 'd e'f \x # g"#;
+        assert_eq!(
+            split_words(line, false),
+            ["a", "b c", "d ef", "\\x", "#", "g"]
+        );
+        assert_eq!(split_words(line, true), ["a", "b c", "d ef", "x"]);
+        assert_eq!(split_words("  ", false), Vec::<String>::new());
+        assert_eq!(split_words("''", false), [""]);
     }
 
     #[test]

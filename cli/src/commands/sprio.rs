@@ -1,0 +1,603 @@
+//! `sprio`: the factors that make up pending jobs' priorities, as Slurm's sprio prints
+//! them.
+//!
+//! The controller sends each pending job's normalized factors and the configured
+//! weights (`GetPriorities`); this command weighs them (`%A` = age × weight, rounded
+//! like `%.0f`), or shows them normalized (`-n`, `%a`: `%.7f`), and prints the columns
+//! of the factors whose weight is not 0. Rendering (`render`) is pure and unit-tested.
+//!
+//! ```text
+//! sprio            →            JOBID PARTITION   PRIORITY       SITE        AGE  FAIRSHARE
+//!                                  12 gpu            10500          0        500      10000
+//! sprio -w         →          Weights                                1       1000      10000
+//! ```
+
+use crate::client;
+use crate::format::{self, Cell, Early, Format};
+use crate::opts::{OptSpec, flag, optional, value};
+use proto::v1::{GetPrioritiesReply, GetPrioritiesRequest, PriorityFactors, PriorityWeights};
+use std::process::ExitCode;
+
+const SPECS: &[OptSpec] = &[
+    value("clusters", Some('M')),
+    value("cluster", None),
+    flag("federation", None),
+    flag("help", None),
+    optional("jobs", Some('j')),
+    flag("local", None),
+    flag("long", Some('l')),
+    flag("noheader", Some('h')),
+    flag("norm", Some('n')),
+    value("format", Some('o')),
+    value("partition", Some('p')),
+    flag("sibling", None),
+    value("sort", Some('S')),
+    flag("usage", None),
+    value("user", Some('u')),
+    value("users", None),
+    flag("verbose", Some('v')),
+    flag("version", Some('V')),
+    flag("weights", Some('w')),
+];
+
+const ALIASES: &[(&str, &str)] = &[("cluster", "clusters"), ("users", "user")];
+
+/// A column of `sprio -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    AgeNorm,
+    Age,
+    AssocNorm,
+    Assoc,
+    Cluster,
+    FairshareNorm,
+    Fairshare,
+    JobId,
+    JobSizeNorm,
+    JobSize,
+    QosName,
+    Nice,
+    Account,
+    PartitionNorm,
+    PartitionPrio,
+    QosNorm,
+    Qos,
+    Partition,
+    Site,
+    TresNorm,
+    Tres,
+    User,
+    Priority,
+    PriorityNorm,
+}
+
+impl Field {
+    pub fn from_letter(c: char) -> Option<Field> {
+        use Field::*;
+        Some(match c {
+            'a' => AgeNorm,
+            'A' => Age,
+            'b' => AssocNorm,
+            'B' => Assoc,
+            'c' => Cluster,
+            'f' => FairshareNorm,
+            'F' => Fairshare,
+            'i' => JobId,
+            'j' => JobSizeNorm,
+            'J' => JobSize,
+            'n' => QosName,
+            'N' => Nice,
+            'o' => Account,
+            'p' => PartitionNorm,
+            'P' => PartitionPrio,
+            'q' => QosNorm,
+            'Q' => Qos,
+            'r' => Partition,
+            'S' => Site,
+            't' => TresNorm,
+            'T' => Tres,
+            'u' => User,
+            'Y' => Priority,
+            'y' => PriorityNorm,
+            _ => return None,
+        })
+    }
+
+    fn header(self) -> &'static str {
+        use Field::*;
+        match self {
+            AgeNorm | Age => "AGE",
+            AssocNorm | Assoc => "ASSOC",
+            Cluster => "CLUSTER",
+            FairshareNorm | Fairshare => "FAIRSHARE",
+            JobId => "JOBID",
+            JobSizeNorm | JobSize => "JOBSIZE",
+            QosName => "QOSNAME",
+            Nice => "NICE",
+            Account => "ACCOUNT",
+            PartitionNorm | PartitionPrio | Partition => "PARTITION",
+            QosNorm | Qos => "QOS",
+            Site => "SITE",
+            TresNorm | Tres => "TRES",
+            User => "USER",
+            Priority | PriorityNorm => "PRIORITY",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    pub noheader: bool,
+    /// `-j`: these job ids only.
+    pub jobs: Option<Vec<u32>>,
+    pub long: bool,
+    pub norm: bool,
+    pub format: Option<String>,
+    pub partitions: Vec<String>,
+    pub sort: Option<String>,
+    pub users: Vec<String>,
+    pub weights: bool,
+}
+
+pub fn parse_args(args: &[String]) -> Result<Options, Early> {
+    let p = format::parse_command_line("sprio", args, SPECS, ALIASES, HELP, USAGE)?;
+    let mut positional = p.positional.clone().into_iter();
+    let jobs_text = if p.has("jobs") {
+        let v = p.all("jobs").into_iter().rfind(|v| !v.is_empty());
+        Some(
+            v.map(String::from)
+                .or_else(|| positional.next())
+                .unwrap_or_default(),
+        )
+    } else {
+        None
+    };
+    if let Some(extra) = positional.next() {
+        return Err(Early::usage(
+            "sprio",
+            &format!("error: Unrecognized option: {extra}"),
+        ));
+    }
+    let jobs = match jobs_text {
+        None => None,
+        Some(text) => {
+            let mut ids = Vec::new();
+            for id in format::split_list(&text) {
+                match id.parse::<u32>() {
+                    Ok(n) if n > 0 => ids.push(n),
+                    _ => return Err(Early::error("sprio", &format!("Invalid job id: {id}"))),
+                }
+            }
+            // `-j` without a list means every job.
+            (!ids.is_empty()).then_some(ids)
+        }
+    };
+    if let Some(sort) = p.get("sort")
+        && let Some(bad) = sort
+            .chars()
+            .find(|c| !matches!(c, ',' | '-' | '+') && !"cinNoruaAfFjJpPqQtTyY".contains(*c))
+    {
+        return Err(Early::error(
+            "sprio",
+            &format!("Invalid sort specification: {bad}"),
+        ));
+    }
+    Ok(Options {
+        noheader: p.has("noheader"),
+        jobs,
+        long: p.has("long"),
+        norm: p.has("norm"),
+        format: p.get("format").map(String::from),
+        partitions: p
+            .all("partition")
+            .into_iter()
+            .flat_map(format::split_list)
+            .collect(),
+        sort: p.get("sort").map(String::from),
+        users: p
+            .all("user")
+            .into_iter()
+            .flat_map(format::split_list)
+            .collect(),
+        weights: p.has("weights"),
+    })
+}
+
+pub fn request(opts: &Options) -> GetPrioritiesRequest {
+    GetPrioritiesRequest {
+        job_ids: opts.jobs.clone().unwrap_or_default(),
+        users: opts.users.clone(),
+        partitions: opts.partitions.clone(),
+    }
+}
+
+/// Slurm's default format for the options and the configured weights: only factors
+/// with a weight get a column (all of them with `-l`).
+pub fn default_format(opts: &Options, w: &PriorityWeights) -> String {
+    if opts.long {
+        return if opts.norm {
+            "%.15i %9r %.8u %.8o %10y %10a %10b %10f %10j %10p %10n %10q %20t".into()
+        } else {
+            "%.15i %9r %.8u %.8o %.10Y %.10S %.10A %.10B %.10F %.10J %.10P %.10n %.10Q %.11N %.20T"
+                .into()
+        };
+    }
+    let mut f = String::from("%.15i %9r");
+    if !opts.users.is_empty() {
+        f.push_str(" %.8u");
+    }
+    let columns = [
+        (w.age, 'a'),
+        (w.assoc, 'b'),
+        (w.fairshare, 'f'),
+        (w.job_size, 'j'),
+        (w.partition, 'p'),
+        (w.qos, 'q'),
+    ];
+    if opts.norm {
+        f.push_str(" %10y");
+        for (weight, letter) in columns {
+            if weight > 0 {
+                f.push_str(&format!(" %10{letter}"));
+            }
+        }
+        if !w.tres.is_empty() {
+            f.push_str(" %20t");
+        }
+    } else {
+        f.push_str(" %.10Y %.10S");
+        for (weight, letter) in columns {
+            if weight > 0 {
+                f.push_str(&format!(" %.10{}", letter.to_ascii_uppercase()));
+            }
+        }
+        if !w.tres.is_empty() {
+            f.push_str(" %.20T");
+        }
+    }
+    f
+}
+
+/// A line of output: a job, or the weights (`-w`).
+enum Row<'a> {
+    Job(&'a PriorityFactors),
+    Weights,
+}
+
+fn weighted(factor: f64, weight: u32) -> String {
+    format!("{:.0}", factor * f64::from(weight))
+}
+
+fn norm(factor: f64, weight: u32) -> String {
+    // Slurm prints the weighted value over the weight: 0 when the weight is 0.
+    let v = if weight > 0 { factor } else { 0.0 };
+    format!("{v:.7}")
+}
+
+fn tres_weight(w: &PriorityWeights, name: &str) -> f64 {
+    w.tres_weights
+        .iter()
+        .find(|t| t.name == name)
+        .map(|t| t.value)
+        .unwrap_or(0.0)
+}
+
+fn cell(row: &Row, field: Field, w: &PriorityWeights, cluster: &str) -> Cell {
+    use Field::*;
+    let job = match row {
+        Row::Weights => {
+            let text = match field {
+                JobId => "Weights".to_string(),
+                Age | AgeNorm => w.age.to_string(),
+                Assoc | AssocNorm => w.assoc.to_string(),
+                Fairshare | FairshareNorm => w.fairshare.to_string(),
+                JobSize | JobSizeNorm => w.job_size.to_string(),
+                PartitionPrio | PartitionNorm => w.partition.to_string(),
+                Qos | QosNorm => w.qos.to_string(),
+                Site => "1".to_string(),
+                Tres => w.tres.clone(),
+                Cluster => cluster.to_string(),
+                _ => String::new(),
+            };
+            return Cell::cut(text);
+        }
+        Row::Job(j) => j,
+    };
+    let text = match field {
+        JobId => job.job_id.to_string(),
+        Partition => job.partition.clone(),
+        User => job.user.clone(),
+        Account => job.account.clone(),
+        QosName => job.qos.clone(),
+        Cluster => cluster.to_string(),
+        Priority => job.priority.to_string(),
+        PriorityNorm => format!("{:16.14}", f64::from(job.priority) / f64::from(u32::MAX)),
+        Site => job.site.to_string(),
+        Nice => job.nice.to_string(),
+        Age => weighted(job.age, w.age),
+        AgeNorm => norm(job.age, w.age),
+        Assoc => weighted(job.assoc, w.assoc),
+        AssocNorm => norm(job.assoc, w.assoc),
+        Fairshare => weighted(job.fairshare, w.fairshare),
+        FairshareNorm => norm(job.fairshare, w.fairshare),
+        JobSize => weighted(job.job_size, w.job_size),
+        JobSizeNorm => norm(job.job_size, w.job_size),
+        PartitionPrio => weighted(job.partition_factor, w.partition),
+        PartitionNorm => norm(job.partition_factor, w.partition),
+        Qos => weighted(job.qos_factor, w.qos),
+        QosNorm => norm(job.qos_factor, w.qos),
+        Tres | TresNorm => job
+            .tres
+            .iter()
+            .filter(|t| t.value > 0.0)
+            .map(|t| {
+                if field == Tres {
+                    format!("{}={:.0}", t.name, t.value * tres_weight(w, &t.name))
+                } else {
+                    format!("{}={:.2}", t.name, t.value)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+    };
+    Cell::cut(text)
+}
+
+/// Sorts the jobs by `-S` (default: job id), keys applied last to first as Slurm does.
+fn sort(jobs: &mut [&PriorityFactors], spec: &str, w: &PriorityWeights) {
+    let chars: Vec<char> = spec.chars().collect();
+    for i in (0..chars.len()).rev() {
+        let c = chars[i];
+        if matches!(c, ',' | '-' | '+') {
+            continue;
+        }
+        let descend = i > 0 && chars[i - 1] == '-';
+        let key = |j: &PriorityFactors| -> f64 {
+            match c {
+                'a' | 'A' => j.age * f64::from(w.age),
+                'f' | 'F' => j.fairshare * f64::from(w.fairshare),
+                'j' | 'J' => j.job_size * f64::from(w.job_size),
+                'p' | 'P' => j.partition_factor * f64::from(w.partition),
+                'q' | 'Q' => j.qos_factor * f64::from(w.qos),
+                't' | 'T' => j
+                    .tres
+                    .iter()
+                    .map(|t| t.value * tres_weight(w, &t.name))
+                    .sum(),
+                'y' | 'Y' => f64::from(j.priority),
+                'N' => j.nice as f64,
+                _ => f64::from(j.job_id),
+            }
+        };
+        jobs.sort_by(|a, b| {
+            let o = match c {
+                'u' => a.user.cmp(&b.user),
+                'o' => a.account.cmp(&b.account),
+                'n' => a.qos.cmp(&b.qos),
+                'r' => a.partition.cmp(&b.partition),
+                'c' => std::cmp::Ordering::Equal,
+                _ => key(a).total_cmp(&key(b)),
+            };
+            if descend { o.reverse() } else { o }
+        });
+    }
+}
+
+/// The text sprio prints for a reply.
+pub fn render(opts: &Options, reply: &GetPrioritiesReply, cluster: &str) -> String {
+    let w = reply.weights.clone().unwrap_or_default();
+    let fmt_text = opts
+        .format
+        .clone()
+        .unwrap_or_else(|| default_format(opts, &w));
+    let (fmt, _invalid): (Format<Field>, _) = format::parse_percent(&fmt_text, Field::from_letter);
+    let header = |f: &Field| Cell::cut(f.header());
+    let header: Option<&dyn Fn(&Field) -> Cell> = (!opts.noheader).then_some(&header);
+    if opts.weights {
+        return format::render(&fmt, &[Row::Weights], header, &|r, f| {
+            cell(r, *f, &w, cluster)
+        });
+    }
+    if opts.jobs.is_some() && reply.jobs.is_empty() {
+        return "Unable to find jobs matching user/id(s) specified\n".into();
+    }
+    let mut jobs: Vec<&PriorityFactors> = reply.jobs.iter().collect();
+    sort(&mut jobs, opts.sort.as_deref().unwrap_or("i"), &w);
+    let rows: Vec<Row> = jobs.into_iter().map(Row::Job).collect();
+    format::render(&fmt, &rows, header, &|r, f| cell(r, *f, &w, cluster))
+}
+
+pub fn run(args: &[String]) -> ExitCode {
+    let opts = match parse_args(args) {
+        Ok(o) => o,
+        Err(early) => return early.finish(),
+    };
+    if let Some(f) = &opts.format {
+        let (_, invalid) = format::parse_percent(f, Field::from_letter);
+        for c in invalid {
+            eprintln!("sprio: error: Invalid job format specification: {c}");
+        }
+    }
+    let rt = client::runtime();
+    let req = request(&opts);
+    let reply = match client::query(&rt, "sprio", |mut c| async move {
+        c.get_priorities(req).await.map(|r| r.into_inner())
+    }) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    if reply
+        .weights
+        .as_ref()
+        .is_some_and(|w| w.priority_type == "basic")
+    {
+        eprintln!(
+            "You are not running a supported priority plugin\n(priority/basic).\n\
+             Only 'priority/multifactor' is supported."
+        );
+        return ExitCode::from(1);
+    }
+    print!("{}", render(&opts, &reply, &client::cluster_name()));
+    ExitCode::SUCCESS
+}
+
+const USAGE: &str = "\
+Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]
+     [--federation] [--local] [--sibling] [--usage] [-hlnvVw]
+";
+
+const HELP: &str = "\
+Usage: sprio [OPTIONS]
+  -h, --noheader                  no headers on output
+  -j, --jobs                      comma separated list of jobs
+                                  to view, default is all
+  -l, --long                      long report
+  -M, --cluster=cluster_name      cluster to issue commands to (ignored)
+  -n, --norm                      display normalized values
+  -o, --format=format             format specification
+  -p, --partition=partition_name  comma separated list of partitions
+  -S, --sort=sort_list            comma separated list of fields to sort on
+  -u, --user=user_name            comma separated list of users to view
+  -v, --verbose                   verbosity level
+  -V, --version                   output version information and exit
+  -w, --weights                   show the weights for each priority factor
+
+Help options:
+  --help                          show this help message
+  --usage                         display a brief summary of sprio options
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::v1::TresValue;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn weights() -> PriorityWeights {
+        PriorityWeights {
+            priority_type: "multifactor".into(),
+            age: 1000,
+            fairshare: 10000,
+            job_size: 0,
+            partition: 1000,
+            qos: 2000,
+            assoc: 0,
+            tres: "gres/gpu=1000".into(),
+            tres_weights: vec![TresValue {
+                name: "gres/gpu".into(),
+                value: 1000.0,
+            }],
+        }
+    }
+
+    fn job(id: u32, user: &str, age: f64, fs: f64, qos: f64, gpus: f64) -> PriorityFactors {
+        let priority = (1000.0 * age + 10000.0 * fs + 1000.0 + 2000.0 * qos + 1000.0 * gpus) as u32;
+        PriorityFactors {
+            job_id: id,
+            partition: "gpu".into(),
+            user: user.into(),
+            uid: 1000,
+            account: "ml".into(),
+            qos: "normal".into(),
+            priority,
+            age,
+            fairshare: fs,
+            partition_factor: 1.0,
+            qos_factor: qos,
+            tres: if gpus > 0.0 {
+                vec![TresValue {
+                    name: "gres/gpu".into(),
+                    value: gpus,
+                }]
+            } else {
+                vec![]
+            },
+            ..Default::default()
+        }
+    }
+
+    fn reply() -> GetPrioritiesReply {
+        GetPrioritiesReply {
+            weights: Some(weights()),
+            jobs: vec![
+                job(12, "alice", 0.5, 1.0, 0.0, 0.25),
+                job(7, "bob", 1.0, 0.333333, 1.0, 0.0),
+            ],
+        }
+    }
+
+    fn out(args: &[&str]) -> String {
+        render(&parse_args(&s(args)).unwrap(), &reply(), "drover")
+    }
+
+    #[test]
+    fn default_columns_follow_the_weights() {
+        assert_eq!(
+            out(&[]),
+            "          JOBID PARTITION   PRIORITY       SITE        AGE  FAIRSHARE  PARTITION        QOS                 TRES\n\
+             \x20             7 gpu             7333          0       1000       3333       1000       2000                     \n\
+             \x20            12 gpu            11750          0        500      10000       1000          0         gres/gpu=250\n"
+        );
+        // With -u the user is shown; -h drops the header.
+        let lines = out(&["-h", "-u", "alice,bob"]);
+        assert!(
+            lines.starts_with("              7 gpu            bob       7333"),
+            "{lines}"
+        );
+    }
+
+    #[test]
+    fn normalized_weights_long_and_formats() {
+        let n = out(&["-n", "-o", "%i %y %a %f %q %t"]);
+        assert_eq!(
+            n,
+            "JOBID PRIORITY AGE FAIRSHARE QOS TRES\n\
+             7 0.00000170734711 1.0000000 0.3333330 1.0000000 \n\
+             12 0.00000273576006 0.5000000 1.0000000 0.0000000 gres/gpu=0.25\n"
+        );
+        assert_eq!(
+            out(&["-w"]),
+            "          JOBID PARTITION   PRIORITY       SITE        AGE  FAIRSHARE  PARTITION        QOS                 TRES\n\
+             \x20       Weights                               1       1000      10000       1000       2000        gres/gpu=1000\n"
+        );
+        let long = out(&["-l"]);
+        assert!(
+            long.starts_with(
+                "          JOBID PARTITION     USER  ACCOUNT   PRIORITY       SITE        AGE      ASSOC  FAIRSHARE    JOBSIZE  PARTITION    QOSNAME        QOS        NICE                 TRES\n"
+            ),
+            "{long}"
+        );
+        assert!(long.contains("      alice       ml      11750          0        500          0      10000          0       1000     normal          0           0"), "{long}");
+        // Sorting: by priority, highest first.
+        let sorted = out(&["-h", "-S", "-y", "-o", "%i"]);
+        assert_eq!(sorted, "12\n7\n");
+    }
+
+    #[test]
+    fn job_selection_and_errors() {
+        let opts = parse_args(&s(&["-j", "12,7"])).unwrap();
+        assert_eq!(opts.jobs, Some(vec![12, 7]));
+        assert_eq!(request(&opts).job_ids, vec![12, 7]);
+        let opts = parse_args(&s(&["--jobs=3"])).unwrap();
+        let empty = GetPrioritiesReply {
+            weights: Some(weights()),
+            jobs: vec![],
+        };
+        assert_eq!(
+            render(&opts, &empty, "c"),
+            "Unable to find jobs matching user/id(s) specified\n"
+        );
+        assert!(parse_args(&s(&["-j", "x"])).is_err());
+        assert!(parse_args(&s(&["-S", "z"])).is_err());
+        assert!(parse_args(&s(&["--bogus"])).is_err());
+        assert!(parse_args(&s(&["extra"])).is_err());
+        let help = parse_args(&s(&["--help"])).unwrap_err();
+        assert!(help.stdout.starts_with("Usage: sprio"));
+        let opts = parse_args(&s(&["-p", "gpu", "--user=alice"])).unwrap();
+        assert_eq!(request(&opts).partitions, vec!["gpu"]);
+        assert_eq!(request(&opts).users, vec!["alice"]);
+    }
+}
