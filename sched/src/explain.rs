@@ -1,0 +1,193 @@
+//! `drover why JOBID`: every reason a pending job waits, with numbers, and what will
+//! unblock it. Pure: the same state, time and config give the same lines.
+//!
+//! Example, for a job asking for 4 GPUs on one node in partition `gpu`:
+//! ```text
+//! job 42 is PENDING (Resources), planned to start at 2026-11-30T10:00:00 on gpu03
+//! - needs 1 node with 8 CPUs, 4 GPUs (h100): 2 of 4 nodes in partition gpu could ever run it
+//! - the largest free block now is 2 GPUs on gpu01 (gpu02: 0 GPUs, gpu03: 1 GPU)
+//! - 3 higher-priority pending jobs in partition gpu want 10 GPUs, 24 CPUs first
+//! - first to free resources: job 17 on gpu03 ends by its time limit at 10:00:00
+//! ```
+//! Times are Unix seconds here; the command line formats them.
+
+use crate::dependency::{self, DepStatus};
+use crate::eligibility::{self, Eligibility};
+use crate::{SchedConfig, limits, node_could_fit, per_node_request, priority};
+use model::{ClusterState, Job, JobId, JobState, Time};
+
+/// One thing holding the job back, with the time it is expected to clear (0: unknown
+/// or never by itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocker {
+    pub text: String,
+    pub clears_at: Time,
+}
+
+/// Why the job waits. An empty list for a job that is not pending.
+pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId) -> Vec<Blocker> {
+    let Some(job) = state.job(id) else { return Vec::new() };
+    if job.state != JobState::Pending {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut push = |text: String, clears_at: Time| out.push(Blocker { text, clears_at });
+    if let Eligibility::Wait(reason) | Eligibility::Cancel(reason) = eligibility::check(state, job, now) {
+        match reason.as_str() {
+            "JobHeldUser" | "JobHeldAdmin" => push(
+                format!("held ({reason}): `scontrol release {}` lets it run", job.id),
+                0,
+            ),
+            "BeginTime" => push(format!("may not start before its begin time {}", job.spec.begin_time), job.spec.begin_time),
+            "Dependency" | "DependencyNeverSatisfied" => {
+                for line in dependency_lines(state, job) {
+                    push(line, 0);
+                }
+            }
+            "Reservation" => {
+                let start = state.reservations.get(&job.spec.reservation).map_or(0, |r| r.window_at(now).0);
+                push(format!("its reservation {} opens at {start}", job.spec.reservation), start);
+            }
+            "ReservationDeleted" => push(format!("its reservation {} no longer exists", job.spec.reservation), 0),
+            other => push(format!("partition {} does not schedule jobs now ({other})", job.spec.partition), 0),
+        }
+    }
+    if let Some(reason) = limits::LimitTracker::at(state, now, config).check(job) {
+        push(format!("a limit holds it: {reason} (it clears as the association's or QOS's running jobs end)"), 0);
+    }
+    resource_lines(state, now, config, job, &mut push);
+    out
+}
+
+fn dependency_lines(state: &ClusterState, job: &Job) -> Vec<String> {
+    let Ok(dep) = dependency::parse(&job.spec.dependency) else {
+        return vec![format!("its dependency `{}` cannot be read", job.spec.dependency)];
+    };
+    let mut lines = Vec::new();
+    for clause in &dep.clauses {
+        if clause.jobs.is_empty() {
+            lines.push("singleton: another job of the same name and user runs or waits ahead".into());
+        }
+        for id in &clause.jobs {
+            let state_text = state.job(*id).map_or("gone".to_string(), |j| j.state.name().to_string());
+            let kind = format!("{:?}", clause.kind).to_lowercase();
+            lines.push(format!("waits for job {id} ({state_text}) under {kind}"));
+        }
+    }
+    if dependency::evaluate(state, job) == DepStatus::Never {
+        lines.push("the dependency can never be satisfied: cancel the job or update its dependency".into());
+    }
+    lines
+}
+
+fn resource_lines(state: &ClusterState, now: Time, config: &SchedConfig, job: &Job, push: &mut impl FnMut(String, Time)) {
+    let Some(partition) = state.partition(&job.spec.partition) else { return };
+    let req = per_node_request(job);
+    let gpu_text = if req.gpus > 0 {
+        let ty = if req.gpu_type.is_empty() { String::new() } else { format!(" ({})", req.gpu_type) };
+        format!(", {} GPUs{ty}", req.gpus)
+    } else {
+        String::new()
+    };
+    let able: Vec<&model::Node> = partition
+        .nodes
+        .iter()
+        .filter_map(|n| state.nodes.get(n))
+        .filter(|n| node_could_fit(n, &req))
+        .collect();
+    let up = able.iter().filter(|n| n.schedulable()).count();
+    push(
+        format!(
+            "needs {} node(s) with {} CPUs, {} MB{gpu_text} each: {} of {} nodes in partition {} could ever run it, {up} of them up",
+            req.nodes,
+            req.cpus,
+            req.mem_mb,
+            able.len(),
+            partition.nodes.len(),
+            partition.name
+        ),
+        0,
+    );
+    let usage = state.node_usage();
+    let mut free: Vec<(u32, u32, String)> = able
+        .iter()
+        .filter(|n| n.schedulable())
+        .map(|n| {
+            let u = usage.get(&n.name).cloned().unwrap_or_default();
+            let gpus = n.gpus.iter().filter(|g| !u.gpus.contains(&g.index)).count() as u32;
+            (n.cpus.saturating_sub(u.cpus), gpus, n.name.clone())
+        })
+        .collect();
+    free.sort_by(|a, b| (b.1, b.0, &a.2).cmp(&(a.1, a.0, &b.2)));
+    if let Some((cpus, gpus, name)) = free.first() {
+        let gpu = if req.gpus > 0 { format!(", {gpus} GPUs") } else { String::new() };
+        push(format!("the most free on one usable node now: {cpus} CPUs{gpu} on {name}"), 0);
+    }
+    let queue = priority::queue_order(state, now, config);
+    let ahead: Vec<&Job> = queue
+        .iter()
+        .take_while(|(j, _)| j.id != job.id)
+        .map(|(j, _)| *j)
+        .filter(|j| j.spec.partition == job.spec.partition && !j.held)
+        .collect();
+    if !ahead.is_empty() {
+        let cpus: u32 = ahead.iter().map(|j| j.spec.total_cpus()).sum();
+        let gpus: u32 = ahead.iter().map(|j| per_node_request(j).gpus * j.spec.num_nodes.max(1)).sum();
+        let gpu = if gpus > 0 { format!(", {gpus} GPUs") } else { String::new() };
+        push(
+            format!("{} higher-priority pending jobs in partition {} want {cpus} CPUs{gpu} first", ahead.len(), partition.name),
+            0,
+        );
+    }
+    // The earliest end of a running job on a node that could run this one.
+    let next_end = state
+        .running_jobs()
+        .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes.iter().any(|n| able.iter().any(|m| m.name == n.node))))
+        .filter_map(|j| j.time_limit_min.map(|m| (j.start_time + Time::from(m) * 60, j.id)))
+        .min();
+    if let Some((end, id)) = next_end {
+        push(format!("first to free resources: job {id} ends by its time limit at {end}"), end);
+    }
+    if job.planned_start > 0 {
+        push(format!("planned to start at {}", job.planned_start), job.planned_start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::{Allocation, Config, Event, JobSpec, NodeAllocation};
+
+    #[test]
+    fn explains_holds_dependencies_and_resources() {
+        let c = Config::parse(
+            "[[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\nmemory = \"1G\"\ngpus = 2\ngpu_type = \"h100\"\n\
+             [[partitions]]\nname = \"gpu\"\nnodes = \"ALL\"\n",
+            "t",
+        )
+        .unwrap();
+        let mut s = ClusterState::new(c.node_list(), c.partition_list());
+        for n in s.nodes.values_mut() {
+            n.health = model::NodeHealth::Up;
+        }
+        let spec = |gpus: u32| JobSpec { partition: "gpu".into(), gpus_per_node: gpus, ..JobSpec::default() };
+        s.apply(&Event::JobSubmitted { job: Box::new(model::Job::new(1, spec(2), 0, Some(10))) });
+        let alloc = Allocation { nodes: vec![NodeAllocation { node: "n1".into(), cpus: 1, mem_mb: 0, gpus: vec![0, 1] }] };
+        s.apply(&Event::JobStarted { job_id: 1, alloc, time: 0, stdout_path: String::new(), stderr_path: String::new() });
+        s.apply(&Event::JobSubmitted { job: Box::new(model::Job::new(2, spec(2), 1, Some(10))) });
+        let mut held = spec(3);
+        held.hold = true;
+        held.dependency = "afterok:1".into();
+        s.apply(&Event::JobSubmitted { job: Box::new(model::Job::new(3, held, 2, Some(10))) });
+        let config = SchedConfig::default();
+        let text: Vec<String> = explain(&s, 10, &config, 3).into_iter().map(|b| b.text).collect();
+        assert!(text[0].starts_with("held (JobHeldUser)"), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("0 of 2 nodes in partition gpu could ever run it")), "{text:?}");
+        let text: Vec<String> = explain(&s, 10, &config, 2).into_iter().map(|b| b.text).collect();
+        assert!(text.iter().any(|t| t.contains("2 of 2 nodes")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("2 GPUs on n2")), "{text:?}");
+        let end = explain(&s, 10, &config, 2).into_iter().find(|b| b.text.starts_with("first to free")).unwrap();
+        assert_eq!(end.clears_at, 600);
+        assert!(explain(&s, 10, &config, 1).is_empty(), "a running job has no blockers");
+    }
+}
