@@ -100,6 +100,10 @@ pub struct Core {
     batch: WriteBatch,
     dirty_jobs: BTreeSet<JobId>,
     dirty_nodes: BTreeSet<String>,
+    /// Associations whose usage record changed this turn.
+    dirty_usage: BTreeSet<model::usage::AssocKey>,
+    /// Live jobs per user for MaxSubmit limits, counted once per turn when needed.
+    submit_counts: Option<sched::limits::SubmitCounts>,
     dirty_reservations: BTreeSet<String>,
     /// Acknowledgements held back until the turn's flush.
     acks: Vec<Box<dyn FnOnce() + Send>>,
@@ -131,6 +135,8 @@ impl Core {
             batch: WriteBatch::default(),
             dirty_jobs: BTreeSet::new(),
             dirty_nodes: BTreeSet::new(),
+            dirty_usage: BTreeSet::new(),
+            submit_counts: None,
             dirty_reservations: BTreeSet::new(),
             acks: Vec::new(),
             effects: Vec::new(),
@@ -198,6 +204,14 @@ impl Core {
                 None => self.batch.delete_reservation(&name),
             }
         }
+        for key in std::mem::take(&mut self.dirty_usage) {
+            if let Some(usage) = self.state.usage.get(&key) {
+                self.batch
+                    .put_usage(&key, usage)
+                    .unwrap_or_else(|e| fatal(&e));
+            }
+        }
+        self.submit_counts = None;
         let batch = std::mem::take(&mut self.batch);
         if let Err(e) = self.store.commit(batch).await {
             fatal(&e);
@@ -221,7 +235,14 @@ impl Core {
 
     /// Applies an event and marks what it touched for the store.
     fn emit(&mut self, event: Event) {
+        // A run that ends (or is requeued) is charged to its association first.
+        if let Some(charge) = self.usage_charge(&event) {
+            self.emit(charge);
+        }
         self.state.apply(&event);
+        if let Event::UsageCharged { account, user, .. } = &event {
+            self.dirty_usage.insert((account.clone(), user.clone()));
+        }
         if let Some(id) = event.job_id() {
             self.dirty_jobs.insert(id);
         }
@@ -234,6 +255,24 @@ impl Core {
             self.dirty_nodes.insert(name.to_string());
         }
         self.changed = true;
+    }
+
+    /// The usage charge of a running job that this event ends or requeues.
+    fn usage_charge(&self, event: &Event) -> Option<Event> {
+        let (job_id, time) = match event {
+            Event::JobEnded { job_id, time, .. } | Event::JobRequeued { job_id, time, .. } => {
+                (*job_id, *time)
+            }
+            _ => return None,
+        };
+        let job = self.state.job(job_id)?;
+        if !matches!(
+            job.state,
+            JobState::Running | JobState::Suspended | JobState::Completing
+        ) {
+            return None;
+        }
+        sched::fairshare::charge(&self.state, job, time, &self.sched_config)
     }
 
     fn want_schedule(&mut self) {
@@ -349,6 +388,21 @@ impl Core {
     ) -> Result<v1::SubmitJobReply, Status> {
         let (spec, time_limit) = validate::check_submit(&self.state, &self.config, spec, &payload)
             .map_err(|e| Status::invalid_argument(e.0))?;
+        let assocs = self.sched_config.assocs.clone();
+        let spec =
+            validate::check_accounting(&assocs, spec).map_err(|e| Status::invalid_argument(e.0))?;
+        if sched::limits::SubmitCounts::needed(&assocs) {
+            let state = &self.state;
+            let counts = self
+                .submit_counts
+                .get_or_insert_with(|| sched::limits::SubmitCounts::new(state, &assocs));
+            counts
+                .check(&assocs, &spec)
+                .map_err(Status::invalid_argument)?;
+            if !test_only {
+                counts.add(&assocs, &spec);
+            }
+        }
         let cluster_name = self.config.cluster_name.clone();
         if test_only {
             let mut trial = self.state.clone();
@@ -657,6 +711,7 @@ impl Core {
         }
         let pending = job.state == JobState::Pending;
         let mut spec = job.spec.clone();
+        let old_assoc = (job.spec.account.clone(), job.spec.qos.clone());
         let mut limit = job.time_limit_min;
         let parse_u32 = |v: &str| v.parse::<u32>().map_err(|_| format!("Invalid value {v}"));
         for f in fields {
@@ -723,6 +778,9 @@ impl Core {
                 "requeue" => spec.requeue = value == "1" || value.eq_ignore_ascii_case("yes"),
                 other => return Err(format!("Update of {other} is not supported")),
             }
+        }
+        if (spec.account.clone(), spec.qos.clone()) != old_assoc {
+            spec = validate::check_accounting(&self.sched_config.assocs, spec).map_err(|e| e.0)?;
         }
         self.emit(Event::JobUpdated {
             job_id: id,

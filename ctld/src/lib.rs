@@ -21,6 +21,14 @@ use tokio::sync::{mpsc, watch};
 /// What `scontrol show config` prints, in order, with Slurm's key names.
 pub fn config_entries(config: &Config) -> Vec<(String, String)> {
     let c = &config.controller;
+    let p = &config.priority;
+    let duration = |text: &str, default: &str| match model::units::parse_duration_secs(text) {
+        Ok(Some(s)) => {
+            let (d, r) = (s / 86400, s % 86400);
+            format!("{d}-{:02}:{:02}:{:02}", r / 3600, r % 3600 / 60, r % 60)
+        }
+        _ => default.to_string(),
+    };
     let entries = [
         (
             "AccountingStorageType",
@@ -31,7 +39,29 @@ pub fn config_entries(config: &Config) -> Vec<(String, String)> {
         ("MaxArraySize", c.max_array_size.to_string()),
         ("MaxJobCount", c.max_job_count.to_string()),
         ("MinJobAge", format!("{} sec", c.min_job_age_s)),
-        ("PriorityType", "priority/basic".to_string()),
+        (
+            "PriorityDecayHalfLife",
+            duration(&p.decay_half_life, "7-00:00:00"),
+        ),
+        ("PriorityMaxAge", duration(&p.max_age, "7-00:00:00")),
+        (
+            "PriorityType",
+            format!(
+                "priority/{}",
+                if p.kind == "basic" {
+                    "basic"
+                } else {
+                    "multifactor"
+                }
+            ),
+        ),
+        ("PriorityWeightAge", p.weight_age.to_string()),
+        ("PriorityWeightAssoc", p.weight_assoc.to_string()),
+        ("PriorityWeightFairshare", p.weight_fairshare.to_string()),
+        ("PriorityWeightJobSize", p.weight_job_size.to_string()),
+        ("PriorityWeightPartition", p.weight_partition.to_string()),
+        ("PriorityWeightQOS", p.weight_qos.to_string()),
+        ("PriorityWeightTRES", p.weight_tres.clone()),
         ("SchedulerType", "sched/builtin".to_string()),
         ("SelectType", "select/cons_tres".to_string()),
         ("SlurmctldHost[0]", c.addr.clone()),
@@ -73,6 +103,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for r in loaded.reservations {
         state.reservations.insert(r.name.clone(), r);
     }
+    state.usage = loaded.usage.into_iter().collect();
     let job_count = loaded.jobs.len();
     for job in loaded.jobs {
         state.restore_job(job);
@@ -104,6 +135,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         snapshot: snap_rx,
         store,
         config: config.clone(),
+        sched_config: Arc::new(sched::SchedConfig::from_config(&config)),
     };
     let listener = tokio::net::TcpListener::bind(addr)
         .await

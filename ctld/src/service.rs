@@ -18,6 +18,8 @@ pub struct Services {
     pub snapshot: watch::Receiver<Arc<ClusterState>>,
     pub store: Arc<Store>,
     pub config: Arc<Config>,
+    /// Priority weights and associations, for the priority and fair-share reads.
+    pub sched_config: Arc<sched::SchedConfig>,
 }
 
 impl Services {
@@ -117,6 +119,8 @@ impl v1::ctld_server::Ctld for Services {
         let now = unix_now();
         let min_age = i64::from(self.config.controller.min_job_age_s);
         let mut jobs = Vec::new();
+        // Built on the first live job: the fair-share tree is not free.
+        let mut priorities: Option<sched::priority::Context> = None;
         for job in snap.jobs.values() {
             if job.state.is_final() {
                 if !req.include_finished {
@@ -151,8 +155,14 @@ impl v1::ctld_server::Ctld for Services {
                 None
             };
             let mut info = proto::convert::job_to_wire(job, payload.as_ref());
-            // Basic priority: earlier submits first, as Slurm's priority/basic.
-            info.priority = (u32::MAX >> 4).saturating_sub(job.id);
+            if !job.state.is_final() {
+                info.priority = priorities
+                    .get_or_insert_with(|| {
+                        sched::priority::Context::new(&snap, now, &self.sched_config)
+                    })
+                    .rank(job)
+                    .1;
+            }
             jobs.push(info);
         }
         Ok(Response::new(v1::ListJobsReply { jobs, now }))
@@ -215,6 +225,8 @@ impl v1::ctld_server::Ctld for Services {
                     .sum(),
                 total_nodes: p.nodes.len() as u32,
                 max_nodes: p.max_nodes,
+                priority_job_factor: p.priority_job_factor,
+                priority_tier: p.priority_tier,
             })
             .collect();
         Ok(Response::new(v1::ListPartitionsReply { partitions }))
@@ -256,6 +268,20 @@ impl v1::ctld_server::Ctld for Services {
         Ok(Response::new(v1::ChangeReservationReply { name }))
     }
 
+    async fn explain_job(
+        &self,
+        req: Request<v1::ExplainJobRequest>,
+    ) -> Result<Response<v1::ExplainJobReply>, Status> {
+        let id = req.into_inner().job_id;
+        let snap = self.snapshot();
+        let job = snap.job(id).ok_or_else(|| Status::not_found("Invalid job id specified"))?;
+        let blockers = sched::explain::explain(&snap, unix_now(), &self.sched_config, id)
+            .into_iter()
+            .map(|b| v1::Blocker { text: b.text, clears_at: b.clears_at })
+            .collect();
+        Ok(Response::new(v1::ExplainJobReply { job: Some(proto::convert::job_to_wire(job, None)), blockers }))
+    }
+
     async fn list_reservations(
         &self,
         _req: Request<v1::ListReservationsRequest>,
@@ -265,6 +291,48 @@ impl v1::ctld_server::Ctld for Services {
         let reservations =
             snap.reservations.values().map(|r| crate::reservations::to_wire(&snap, r, now)).collect();
         Ok(Response::new(v1::ListReservationsReply { reservations }))
+    }
+
+    async fn get_priorities(
+        &self,
+        req: Request<v1::GetPrioritiesRequest>,
+    ) -> Result<Response<v1::GetPrioritiesReply>, Status> {
+        let req = req.into_inner();
+        let snap = self.snapshot();
+        let now = unix_now();
+        let jobs = sched::priority::pending_factors(&snap, now, &self.sched_config)
+            .iter()
+            .filter(|f| req.job_ids.is_empty() || req.job_ids.contains(&f.job_id))
+            .filter(|f| {
+                req.users.is_empty()
+                    || req
+                        .users
+                        .iter()
+                        .any(|u| *u == f.user || u.parse::<u32>().ok() == Some(f.uid))
+            })
+            .filter(|f| req.partitions.is_empty() || req.partitions.contains(&f.partition))
+            .map(proto::convert::factors_to_wire)
+            .collect();
+        Ok(Response::new(v1::GetPrioritiesReply {
+            weights: Some(proto::convert::weights_to_wire(&self.config.priority)),
+            jobs,
+        }))
+    }
+
+    async fn get_shares(
+        &self,
+        _req: Request<v1::GetSharesRequest>,
+    ) -> Result<Response<v1::GetSharesReply>, Status> {
+        let snap = self.snapshot();
+        let tree = sched::fairshare::ShareTree::compute(&snap, unix_now(), &self.sched_config);
+        Ok(Response::new(v1::GetSharesReply {
+            algorithm: tree.algorithm.name().to_string(),
+            shares: tree
+                .rows
+                .iter()
+                .map(proto::convert::share_to_wire)
+                .collect(),
+        }))
     }
 
     async fn complete_step(

@@ -1,17 +1,19 @@
 //! The controller's durable state in sled: the only module that touches it.
 //!
 //! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
-//! written once at submit), `nodes` (name → node record), `meta`. Keys of jobs are
+//! written once at submit), `nodes` (name → node record), `usage` (account `\0` user →
+//! decayed usage of that association), `meta`. Keys of jobs are
 //! big-endian ids, so a scan returns jobs in id order. Every record is postcard-encoded
 //! behind a one-byte format version. A batch of writes becomes durable with one
 //! `flush` (group commit): the caller acknowledges nothing before `commit` returns.
 
+use model::usage::{AssocKey, AssocUsage};
 use model::{Job, JobId, JobPayload, Node, Reservation};
 use serde::{Serialize, de::DeserializeOwned};
 use std::path::Path;
 
 /// Format version of every record; bump it when a record's layout changes.
-const RECORD_VERSION: u8 = 1;
+const RECORD_VERSION: u8 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -29,6 +31,7 @@ pub struct Store {
     payloads: sled::Tree,
     nodes: sled::Tree,
     reservations: sled::Tree,
+    usage: sled::Tree,
 }
 
 /// What a restart loads.
@@ -36,6 +39,16 @@ pub struct Loaded {
     pub jobs: Vec<Job>,
     pub nodes: Vec<Node>,
     pub reservations: Vec<Reservation>,
+    /// Decayed usage per (account, user).
+    pub usage: Vec<(AssocKey, AssocUsage)>,
+}
+
+/// `account \0 user`: the key of a usage record.
+fn usage_key(key: &AssocKey) -> Vec<u8> {
+    let mut out = key.0.as_bytes().to_vec();
+    out.push(0);
+    out.extend(key.1.as_bytes());
+    out
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
@@ -70,6 +83,7 @@ pub struct WriteBatch {
     payloads: sled::Batch,
     nodes: sled::Batch,
     reservations: sled::Batch,
+    usage: sled::Batch,
     pub len: usize,
 }
 
@@ -94,6 +108,12 @@ impl WriteBatch {
         self.len += 1;
         Ok(())
     }
+    /// The usage record of an association (account, user).
+    pub fn put_usage(&mut self, key: &AssocKey, usage: &AssocUsage) -> Result<(), StoreError> {
+        self.usage.insert(usage_key(key), encode(usage)?);
+        self.len += 1;
+        Ok(())
+    }
     pub fn delete_reservation(&mut self, name: &str) {
         self.reservations.remove(name.as_bytes());
         self.len += 1;
@@ -112,6 +132,7 @@ impl Store {
             payloads: db.open_tree("payloads")?,
             nodes: db.open_tree("nodes")?,
             reservations: db.open_tree("reservations")?,
+            usage: db.open_tree("usage")?,
             db,
         })
     }
@@ -137,7 +158,25 @@ impl Store {
             let (k, v) = item?;
             reservations.push(decode(&format!("reservation {}", String::from_utf8_lossy(&k)), &v)?);
         }
-        Ok(Loaded { jobs, nodes, reservations })
+        let mut usage = Vec::new();
+        for item in self.usage.iter() {
+            let (k, v) = item?;
+            let key = String::from_utf8_lossy(&k).into_owned();
+            let Some((account, user)) = key.split_once('\0') else {
+                return Err(StoreError::Decode {
+                    key: format!("usage {key}"),
+                    reason: "bad key".into(),
+                });
+            };
+            let record = decode(&format!("usage {account}/{user}"), &v)?;
+            usage.push(((account.to_string(), user.to_string()), record));
+        }
+        Ok(Loaded {
+            jobs,
+            nodes,
+            reservations,
+            usage,
+        })
     }
 
     pub fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError> {
@@ -156,6 +195,7 @@ impl Store {
         self.payloads.apply_batch(batch.payloads)?;
         self.nodes.apply_batch(batch.nodes)?;
         self.reservations.apply_batch(batch.reservations)?;
+        self.usage.apply_batch(batch.usage)?;
         self.db.flush_async().await?;
         Ok(())
     }
@@ -198,6 +238,52 @@ mod tests {
         assert_eq!(loaded.nodes[0].name, "n1");
         assert_eq!(store.payload(1).unwrap().unwrap().script, "#!/bin/sh\n");
         assert!(store.payload(2).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn usage_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let ml = ("ml".to_string(), "alice".to_string());
+        let record = AssocUsage {
+            billing: 1234.5,
+            tres: [("cpu".to_string(), 1000.0), ("gres/gpu".to_string(), 250.0)].into(),
+            at: 1_700_000_000,
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let mut batch = WriteBatch::default();
+            batch.put_usage(&ml, &record).unwrap();
+            batch
+                .put_usage(
+                    &("root".to_string(), "root".to_string()),
+                    &AssocUsage::default(),
+                )
+                .unwrap();
+            store.commit(batch).await.unwrap();
+            // A later record of the same association replaces the first.
+            let mut batch = WriteBatch::default();
+            let newer = AssocUsage {
+                billing: 2000.0,
+                ..record.clone()
+            };
+            batch.put_usage(&ml, &newer).unwrap();
+            store.commit(batch).await.unwrap();
+        }
+        // sled's background flusher may hold the file lock a moment after the drop.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let store = loop {
+            match Store::open(dir.path()) {
+                Ok(s) => break s,
+                Err(e) if std::time::Instant::now() > deadline => panic!("{e}"),
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        };
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.usage.len(), 2);
+        assert_eq!(loaded.usage[0].0, ml);
+        assert_eq!(loaded.usage[0].1.billing, 2000.0);
+        assert_eq!(loaded.usage[0].1.tres, record.tres);
+        assert_eq!(loaded.usage[1].0.0, "root");
     }
 
     #[test]

@@ -123,6 +123,40 @@ pub fn check_submit(
     Ok((spec, time_limit))
 }
 
+/// The text Slurm prints for a job naming an account its user does not belong to.
+pub const INVALID_ACCOUNT: &str = "Invalid account or account/partition combination specified";
+/// The text Slurm prints for an unknown (or, for the account, not allowed) QOS.
+pub const INVALID_QOS: &str = "Invalid qos specification";
+
+/// Resolves and checks a job's account and QOS: the account defaults to the user's
+/// default account and must have the user among its users (when accounts are
+/// configured); the QOS defaults to the account's default QOS (else `normal`), must
+/// exist, and must be one the account allows.
+pub fn check_accounting(
+    assocs: &model::assoc::Associations,
+    mut spec: JobSpec,
+) -> Result<JobSpec, Rejected> {
+    if spec.account.is_empty() {
+        match assocs.default_account(&spec.user) {
+            Some(a) => spec.account = a.to_string(),
+            None => return reject(INVALID_ACCOUNT),
+        }
+    }
+    if !assocs.is_member(&spec.account, &spec.user) {
+        return reject(INVALID_ACCOUNT);
+    }
+    let qos = assocs.qos_of(&spec).to_string();
+    if !assocs.qos.contains_key(&qos)
+        || assocs
+            .allowed_qos(&spec.account)
+            .is_some_and(|allowed| !allowed.contains(&qos))
+    {
+        return reject(INVALID_QOS);
+    }
+    spec.qos = qos;
+    Ok(spec)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +207,66 @@ default_time = "10"
         assert_eq!(out.partition, "debug");
         assert_eq!(limit, Some(10));
         assert_eq!(out.num_tasks, 1);
+    }
+
+    #[test]
+    fn accounts_and_qos() {
+        let assocs = model::assoc::Associations::from_config(
+            &Config::parse(
+                r#"
+[[qos]]
+name = "high"
+[[qos]]
+name = "low"
+[[accounts]]
+name = "ml"
+users = ["alice"]
+default_qos = "high"
+[[accounts]]
+name = "physics"
+users = ["bob", "alice"]
+qos = ["normal", "low"]
+"#,
+                "t",
+            )
+            .unwrap(),
+        );
+        let spec = |user: &str, account: &str, qos: &str| JobSpec {
+            user: user.into(),
+            account: account.into(),
+            qos: qos.into(),
+            ..JobSpec::default()
+        };
+        let ok = check_accounting(&assocs, spec("alice", "", "")).unwrap();
+        assert_eq!((ok.account.as_str(), ok.qos.as_str()), ("ml", "high"));
+        let ok = check_accounting(&assocs, spec("alice", "physics", "low")).unwrap();
+        assert_eq!((ok.account.as_str(), ok.qos.as_str()), ("physics", "low"));
+        let ok = check_accounting(&assocs, spec("bob", "", "")).unwrap();
+        assert_eq!(ok.qos, "normal");
+        for (user, account, qos, want) in [
+            ("bob", "ml", "", INVALID_ACCOUNT),
+            ("carol", "", "", INVALID_ACCOUNT),
+            ("bob", "nope", "", INVALID_ACCOUNT),
+            ("alice", "", "nope", INVALID_QOS),
+            ("bob", "physics", "high", INVALID_QOS),
+        ] {
+            let e = check_accounting(&assocs, spec(user, account, qos)).unwrap_err();
+            assert_eq!(e.0, want, "{user} {account} {qos}");
+        }
+        // Without accounts anything goes, under `default` with QOS `normal`.
+        let open = model::assoc::Associations::default();
+        let ok = check_accounting(&open, spec("carol", "", "")).unwrap();
+        assert_eq!(
+            (ok.account.as_str(), ok.qos.as_str()),
+            ("default", "normal")
+        );
+        assert!(check_accounting(&open, spec("carol", "anything", "")).is_ok());
+        assert_eq!(
+            check_accounting(&open, spec("carol", "", "gold"))
+                .unwrap_err()
+                .0,
+            INVALID_QOS
+        );
     }
 
     #[test]

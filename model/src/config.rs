@@ -44,7 +44,50 @@ pub struct Config {
     pub nodes: Vec<NodeConfig>,
     #[serde(default)]
     pub partitions: Vec<PartitionConfig>,
+    #[serde(default)]
+    pub scheduler: SchedulerConfig,
+    /// `[priority]`: multifactor weights, fair share and usage decay.
+    #[serde(default)]
+    pub priority: PriorityConfig,
+    /// `[[accounts]]`: the account tree with shares, users and limits.
+    #[serde(default)]
+    pub accounts: Vec<AccountConfig>,
+    /// `[[qos]]`: qualities of service with priorities and limits.
+    #[serde(default)]
+    pub qos: Vec<QosConfig>,
 }
+
+/// `[scheduler]`: how pending jobs are placed.
+///
+/// ```toml
+/// [scheduler]
+/// policy = "easy"            # "easy" (default), "conservative" or "fcfs"
+/// bf_max_reservations = 500  # conservative: reserve for at most this many jobs (0: all)
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerConfig {
+    /// `easy`: backfill behind one reservation per partition (Slurm's default
+    /// sched/backfill behaves so for the top job); `conservative`: every pending job (or
+    /// the first `bf_max_reservations`) gets a reservation no later job may delay;
+    /// `fcfs`: no backfill, the first job that does not fit blocks its partition.
+    pub policy: String,
+    /// Under `conservative`, how many pending jobs get a reservation each pass; 0 is
+    /// all of them. Later jobs still start when they delay none of the reservations.
+    pub bf_max_reservations: u32,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            policy: "easy".into(),
+            bf_max_reservations: 500,
+        }
+    }
+}
+
+/// The scheduling policies `[scheduler] policy` accepts.
+pub const SCHEDULER_POLICIES: [&str; 3] = ["easy", "conservative", "fcfs"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -117,6 +160,13 @@ pub struct PartitionConfig {
     /// UP, DOWN, DRAIN or INACTIVE.
     #[serde(default = "up")]
     pub state: String,
+    /// The partition factor of the multifactor priority (normalized by the largest).
+    #[serde(default = "one")]
+    pub priority_job_factor: u32,
+    /// Jobs of partitions with a higher tier are considered first, whatever their
+    /// priority.
+    #[serde(default = "one")]
+    pub priority_tier: u32,
 }
 
 fn default_cluster_name() -> String {
@@ -131,6 +181,9 @@ fn unlimited() -> String {
 fn up() -> String {
     "UP".into()
 }
+fn one() -> u32 {
+    1
+}
 
 /// A partition with its node names expanded and times parsed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +196,8 @@ pub struct Partition {
     pub default_time_min: Option<u32>,
     pub max_nodes: u32,
     pub state: String,
+    pub priority_job_factor: u32,
+    pub priority_tier: u32,
 }
 
 impl Partition {
@@ -220,6 +275,17 @@ impl Config {
                 ));
             }
         }
+        if !SCHEDULER_POLICIES.contains(&self.scheduler.policy.as_str()) {
+            return Err(err(
+                "policy",
+                &self.scheduler.policy,
+                format!(
+                    "unknown scheduling policy `{}` (expected easy, conservative or fcfs)",
+                    self.scheduler.policy
+                ),
+            ));
+        }
+        self.check_accounting(text, file)?;
         if self.partitions.iter().filter(|p| p.default).count() > 1 {
             return Err(err(
                 "default",
@@ -290,10 +356,371 @@ impl Config {
                     default_time_min: default_time,
                     max_nodes: p.max_nodes,
                     state: p.state.clone(),
+                    priority_job_factor: p.priority_job_factor,
+                    priority_tier: p.priority_tier,
                 }
             })
             .collect()
     }
+}
+
+// ---------------------------------------------------------------- priority, accounts, QOS
+
+/// `[priority]`: how pending jobs are ordered (Slurm's PriorityType and
+/// PriorityWeight*), how usage is billed and how fast it is forgotten.
+///
+/// ```toml
+/// [priority]
+/// type = "multifactor"          # or "basic": first come, first served
+/// weight_age = 1000
+/// weight_fairshare = 10000
+/// weight_tres = "gres/gpu=1000"
+/// max_age = "7-0"
+/// decay_half_life = "7-0"
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PriorityConfig {
+    /// `multifactor` (Slurm's priority/multifactor) or `basic` (submit order).
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub weight_age: u32,
+    pub weight_fairshare: u32,
+    pub weight_job_size: u32,
+    pub weight_partition: u32,
+    pub weight_qos: u32,
+    pub weight_assoc: u32,
+    /// Per-TRES weights: `cpu=1,gres/gpu=1000`.
+    pub weight_tres: String,
+    /// The age factor reaches 1 after this long (Slurm time syntax).
+    pub max_age: String,
+    /// Favor small jobs (few nodes and CPUs) instead of large ones.
+    pub favor_small: bool,
+    /// Past usage loses half its weight over this; `0` turns decay off.
+    pub decay_half_life: String,
+    /// `fair_tree` (Slurm's default) or `classic` (`2^(-U/S)`).
+    pub fairshare: String,
+    /// What a second of a job costs in usage: `cpu=1,mem=0.25G,gres/gpu=10`. Empty: its
+    /// CPUs (Slurm's default without TRESBillingWeights).
+    pub billing_weights: String,
+}
+
+impl Default for PriorityConfig {
+    fn default() -> Self {
+        PriorityConfig {
+            kind: "multifactor".into(),
+            weight_age: 0,
+            weight_fairshare: 0,
+            weight_job_size: 0,
+            weight_partition: 0,
+            weight_qos: 0,
+            weight_assoc: 0,
+            weight_tres: String::new(),
+            max_age: "7-0".into(),
+            favor_small: false,
+            decay_half_life: "7-0".into(),
+            fairshare: "fair_tree".into(),
+            billing_weights: String::new(),
+        }
+    }
+}
+
+/// One `[[accounts]]` entry: a node of the account tree. `Max*` limits apply to each
+/// user of the account (and are inherited by sub-accounts that set none); `Grp*`
+/// limits to the account with everything below it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountConfig {
+    pub name: String,
+    /// The parent account; empty (or `root`) hangs it under `root`.
+    #[serde(default)]
+    pub parent: String,
+    /// Fair-share shares among its siblings (Slurm's Fairshare).
+    #[serde(default = "one", alias = "fairshare")]
+    pub shares: u32,
+    /// The association factor of the multifactor priority.
+    #[serde(default)]
+    pub priority: u32,
+    /// Users of this account, each an association with 1 share. A user's default
+    /// account is the first account listing them.
+    #[serde(default)]
+    pub users: Vec<String>,
+    /// QOS its jobs may use; empty: inherited from the parent (at the top: all).
+    #[serde(default)]
+    pub qos: Vec<String>,
+    /// QOS of jobs that name none; empty: inherited (at the top: `normal`).
+    #[serde(default)]
+    pub default_qos: String,
+    /// GrpTRES: what all running jobs below this account may hold together.
+    #[serde(default)]
+    pub grp_tres: String,
+    /// GrpTRESMins: TRES-minutes of past (decayed), running and new jobs together.
+    #[serde(default)]
+    pub grp_tres_mins: String,
+    /// GrpJobs: running jobs below this account.
+    #[serde(default)]
+    pub grp_jobs: Option<u32>,
+    /// What the running jobs of one user of the account may hold together.
+    #[serde(default)]
+    pub max_tres_per_user: String,
+    /// MaxTRES: what one job may hold.
+    #[serde(default)]
+    pub max_tres_per_job: String,
+    /// MaxJobs: running jobs per user.
+    #[serde(default)]
+    pub max_jobs: Option<u32>,
+    /// MaxSubmitJobs: pending and running jobs per user, checked at submit.
+    #[serde(default)]
+    pub max_submit: Option<u32>,
+    /// MaxWall: the longest time limit a job may have (Slurm time syntax).
+    #[serde(default)]
+    pub max_wall: String,
+}
+
+/// One `[[qos]]` entry. `normal` (priority 0, no limits) exists even when not listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QosConfig {
+    pub name: String,
+    /// The QOS factor of the multifactor priority (normalized by the largest).
+    #[serde(default)]
+    pub priority: u32,
+    /// MaxTRESPerUser: what one user's running jobs in this QOS may hold together.
+    #[serde(default)]
+    pub max_tres_per_user: String,
+    /// MaxTRESPerJob.
+    #[serde(default)]
+    pub max_tres_per_job: String,
+    /// MaxJobsPerUser: running jobs per user.
+    #[serde(default)]
+    pub max_jobs_per_user: Option<u32>,
+    /// MaxSubmitJobsPerUser: pending and running jobs per user, checked at submit.
+    #[serde(default)]
+    pub max_submit_jobs_per_user: Option<u32>,
+    /// MaxWall (Slurm time syntax).
+    #[serde(default)]
+    pub max_wall: String,
+    /// GrpTRES: what all running jobs of this QOS may hold together.
+    #[serde(default)]
+    pub grp_tres: String,
+    /// GrpJobs: running jobs of this QOS.
+    #[serde(default)]
+    pub grp_jobs: Option<u32>,
+    /// QOS whose jobs this one may preempt (stored for the preemption step).
+    #[serde(default)]
+    pub preempt: Vec<String>,
+    /// `cancel`, `requeue`, `suspend` or `off`; empty: the cluster's default.
+    #[serde(default)]
+    pub preempt_mode: String,
+    /// Usage of its jobs is multiplied by this (Slurm's UsageFactor).
+    #[serde(default = "one_f64")]
+    pub usage_factor: f64,
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+
+/// `[priority] type` values.
+pub const PRIORITY_TYPES: [&str; 2] = ["multifactor", "basic"];
+/// `[priority] fairshare` values.
+pub const FAIRSHARE_ALGORITHMS: [&str; 2] = ["fair_tree", "classic"];
+/// `[[qos]] preempt_mode` values.
+pub const PREEMPT_MODES: [&str; 5] = ["", "off", "cancel", "requeue", "suspend"];
+
+impl Config {
+    /// Checks `[priority]`, `[[accounts]]`, `[[qos]]`.
+    fn check_accounting(&self, text: &str, file: &str) -> Result<(), ConfigError> {
+        let err = |key: &str, value: &str, message: String| ConfigError {
+            file: file.to_string(),
+            line: find_key_line(text, key, value, false),
+            message: format!("{key}: {message}"),
+        };
+        let err_last = |key: &str, value: &str, message: String| ConfigError {
+            file: file.to_string(),
+            line: find_key_line(text, key, value, true),
+            message: format!("{key}: {message}"),
+        };
+        let p = &self.priority;
+        if !PRIORITY_TYPES.contains(&p.kind.as_str()) {
+            return Err(err(
+                "type",
+                &p.kind,
+                format!(
+                    "unknown priority type `{}` (expected multifactor or basic)",
+                    p.kind
+                ),
+            ));
+        }
+        if !FAIRSHARE_ALGORITHMS.contains(&p.fairshare.as_str()) {
+            return Err(err(
+                "fairshare",
+                &p.fairshare,
+                format!(
+                    "unknown fair-share algorithm `{}` (expected fair_tree or classic)",
+                    p.fairshare
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("weight_tres", &p.weight_tres),
+            ("billing_weights", &p.billing_weights),
+        ] {
+            crate::tres::parse_weights(value).map_err(|e| err(key, value, e.to_string()))?;
+        }
+        for (key, value) in [
+            ("max_age", &p.max_age),
+            ("decay_half_life", &p.decay_half_life),
+        ] {
+            match units::parse_duration_secs(value) {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(err(key, value, "must be a duration".into())),
+                Err(e) => return Err(err(key, value, e.to_string())),
+            }
+        }
+        let check_limits = |counts: [(&str, &String); 3], wall: &String| {
+            for (key, value) in counts {
+                crate::tres::parse_counts(value).map_err(|e| err(key, value, e.to_string()))?;
+            }
+            if !wall.is_empty() {
+                units::parse_time_limit(wall).map_err(|e| err("max_wall", wall, e.to_string()))?;
+            }
+            Ok::<(), ConfigError>(())
+        };
+        let mut qos_names = BTreeSet::from([crate::assoc::DEFAULT_QOS.to_string()]);
+        let mut seen_qos = BTreeSet::new();
+        for q in &self.qos {
+            if q.name.is_empty() {
+                return Err(err("name", "\"\"", "a QOS needs a name".into()));
+            }
+            if !seen_qos.insert(q.name.as_str()) {
+                return Err(err_last(
+                    "name",
+                    &q.name,
+                    format!("QOS {} is defined twice", q.name),
+                ));
+            }
+            qos_names.insert(q.name.clone());
+            check_limits(
+                [
+                    ("max_tres_per_user", &q.max_tres_per_user),
+                    ("max_tres_per_job", &q.max_tres_per_job),
+                    ("grp_tres", &q.grp_tres),
+                ],
+                &q.max_wall,
+            )?;
+            if !PREEMPT_MODES.contains(&q.preempt_mode.to_ascii_lowercase().as_str()) {
+                return Err(err(
+                    "preempt_mode",
+                    &q.preempt_mode,
+                    format!(
+                        "unknown preempt mode `{}` (expected off, cancel, requeue or suspend)",
+                        q.preempt_mode
+                    ),
+                ));
+            }
+            if !q.usage_factor.is_finite() || q.usage_factor < 0.0 {
+                return Err(err(
+                    "usage_factor",
+                    "",
+                    "must be a number of at least 0".into(),
+                ));
+            }
+        }
+        for q in &self.qos {
+            if let Some(other) = q.preempt.iter().find(|o| !qos_names.contains(*o)) {
+                return Err(err("preempt", other, format!("unknown QOS {other}")));
+            }
+        }
+        let root = crate::assoc::ROOT;
+        let names: BTreeSet<&str> = self.accounts.iter().map(|a| a.name.as_str()).collect();
+        let mut seen = BTreeSet::new();
+        for a in &self.accounts {
+            if a.name.is_empty() || a.name.contains(char::is_whitespace) {
+                return Err(err(
+                    "name",
+                    &a.name,
+                    format!("invalid account name `{}`", a.name),
+                ));
+            }
+            if !seen.insert(a.name.as_str()) {
+                return Err(err_last(
+                    "name",
+                    &a.name,
+                    format!("account {} is defined twice", a.name),
+                ));
+            }
+            if a.name == root && !(a.parent.is_empty() || a.parent == root) {
+                return Err(err("parent", &a.parent, "root has no parent".into()));
+            }
+            if !a.parent.is_empty() && a.parent != root && !names.contains(a.parent.as_str()) {
+                return Err(err(
+                    "parent",
+                    &a.parent,
+                    format!("unknown parent account {}", a.parent),
+                ));
+            }
+            if let Some(u) = a.users.iter().find(|u| u.is_empty() || u.contains(',')) {
+                return Err(err("users", u, format!("invalid user name `{u}`")));
+            }
+            check_limits(
+                [
+                    ("grp_tres", &a.grp_tres),
+                    ("grp_tres_mins", &a.grp_tres_mins),
+                    ("max_tres_per_user", &a.max_tres_per_user),
+                ],
+                &a.max_wall,
+            )?;
+            crate::tres::parse_counts(&a.max_tres_per_job)
+                .map_err(|e| err("max_tres_per_job", &a.max_tres_per_job, e.to_string()))?;
+            if let Some(q) = a.qos.iter().find(|q| !qos_names.contains(*q)) {
+                return Err(err("qos", q, format!("unknown QOS {q}")));
+            }
+            if !a.default_qos.is_empty() && !qos_names.contains(&a.default_qos) {
+                return Err(err(
+                    "default_qos",
+                    &a.default_qos,
+                    format!("unknown QOS {}", a.default_qos),
+                ));
+            }
+            // Walking up must reach root: no cycles.
+            let mut at = a;
+            for _ in 0..=self.accounts.len() {
+                match self
+                    .accounts
+                    .iter()
+                    .find(|p| p.name == at.parent && at.name != root)
+                {
+                    Some(parent) => at = parent,
+                    None => break,
+                }
+            }
+            if at.name != root && !at.parent.is_empty() && at.parent != root {
+                return Err(err(
+                    "parent",
+                    &a.parent,
+                    format!("account {} is its own ancestor", a.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The line setting `key` (exactly, then `=`) to something containing `value`; the
+/// last such line with `last`. Falls back to `find_line`.
+fn find_key_line(text: &str, key: &str, value: &str, last: bool) -> usize {
+    let sets = |l: &str| {
+        let l = l.trim_start();
+        l.strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+            && l.contains(value)
+    };
+    let mut lines = text.lines().enumerate().filter(|(_, l)| sets(l));
+    let found = if last { lines.last() } else { lines.next() };
+    found
+        .map(|(i, _)| i + 1)
+        .unwrap_or_else(|| find_line(text, key, value))
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -386,5 +813,128 @@ mod sample_tests {
             }
         }
         assert!(seen >= 1);
+    }
+}
+
+#[cfg(test)]
+mod accounting_tests {
+    use super::*;
+
+    const BASE: &str = r#"
+[[nodes]]
+names = "n1"
+cpus = 4
+memory = "8G"
+[[partitions]]
+name = "p"
+nodes = "n1"
+"#;
+
+    #[test]
+    fn sample_accounting_parses() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf/drover.toml");
+        let c = Config::parse(&std::fs::read_to_string(dir).unwrap(), "drover.toml").unwrap();
+        assert_eq!(c.priority.weight_fairshare, 10000);
+        assert_eq!(c.priority.fairshare, "fair_tree");
+        let a = crate::assoc::Associations::from_config(&c);
+        assert!(a.enforced);
+        assert_eq!(a.default_account("alice"), Some("ml"));
+        assert_eq!(a.accounts["vision"].parent.as_deref(), Some("ml"));
+        assert_eq!(a.qos["high"].preempt, vec!["low".to_string()]);
+        assert_eq!(a.qos["normal"].limits.max_submit, Some(1000));
+        let tiers: Vec<u32> = c.partition_list().iter().map(|p| p.priority_tier).collect();
+        assert_eq!(tiers, vec![1, 1, 1, 2]);
+    }
+
+    #[test]
+    fn accounting_errors_name_file_line_and_key() {
+        let cases = [
+            (
+                "[priority]\ntype = \"fancy\"\n",
+                10,
+                "type: unknown priority type",
+            ),
+            (
+                "[priority]\nfairshare = \"fifo\"\n",
+                10,
+                "fairshare: unknown fair-share",
+            ),
+            (
+                "[priority]\nweight_tres = \"cpus=1\"\n",
+                10,
+                "weight_tres: invalid TRES",
+            ),
+            (
+                "[priority]\nmax_age = \"soon\"\n",
+                10,
+                "max_age: invalid time",
+            ),
+            ("[priority]\nweight_age = -1\n", 10, "invalid value"),
+            ("[priority]\nbogus = 1\n", 10, "unknown field"),
+            (
+                "[[accounts]]\nname = \"a\"\nparent = \"nope\"\n",
+                11,
+                "parent: unknown parent account nope",
+            ),
+            (
+                "[[accounts]]\nname = \"a\"\n[[accounts]]\nname = \"a\"\n",
+                12,
+                "name: account a is defined twice",
+            ),
+            (
+                "[[accounts]]\nname = \"a\"\nparent = \"b\"\n[[accounts]]\nname = \"b\"\nparent = \"a\"\n",
+                11,
+                "its own ancestor",
+            ),
+            (
+                "[[accounts]]\nname = \"a\"\ngrp_tres = \"gpu=x\"\n",
+                11,
+                "grp_tres: invalid TRES",
+            ),
+            (
+                "[[accounts]]\nname = \"a\"\nqos = [\"gold\"]\n",
+                11,
+                "qos: unknown QOS gold",
+            ),
+            (
+                "[[accounts]]\nname = \"a\"\nmax_wall = \"forever\"\n",
+                11,
+                "max_wall: invalid time",
+            ),
+            (
+                "[[qos]]\nname = \"high\"\npreempt = [\"nobody\"]\n",
+                11,
+                "preempt: unknown QOS nobody",
+            ),
+            (
+                "[[qos]]\nname = \"high\"\npreempt_mode = \"kill\"\n",
+                11,
+                "preempt_mode: unknown preempt mode",
+            ),
+            (
+                "[[qos]]\nname = \"high\"\nmax_tres_per_user = \"cpu=1,mem=lots\"\n",
+                11,
+                "max_tres_per_user: invalid TRES",
+            ),
+        ];
+        for (extra, line, want) in cases {
+            let text = format!("{BASE}{extra}");
+            let e = Config::parse(&text, "t.toml").unwrap_err();
+            assert_eq!(e.file, "t.toml");
+            assert_eq!(e.line, line, "{extra}: {e}");
+            assert!(e.message.contains(want), "{extra}: {e}");
+        }
+        let ok = Config::parse(
+            &format!(
+                "{BASE}[[partitions]]\nname = \"q\"\nnodes = \"n1\"\npriority_tier = 3\n\
+                 [[accounts]]\nname = \"root\"\nusers = [\"ops\"]\n\
+                 [[accounts]]\nname = \"a\"\nfairshare = 5\n"
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(ok.accounts[1].shares, 5);
+        assert_eq!(ok.partition_list()[1].priority_tier, 3);
+        assert_eq!(ok.partition_list()[0].priority_job_factor, 1);
     }
 }

@@ -267,6 +267,11 @@ pub struct Job {
     pub stdout_path: String,
     pub stderr_path: String,
     pub planned_start: Time,
+    /// The time limit in force in seconds, when it is finer than whole minutes (the
+    /// simulator replays traces whose estimates are in seconds). `None`: the limit is
+    /// `time_limit_min`. Use [`Job::time_limit_secs`].
+    #[serde(default)]
+    pub time_limit_s: Option<u32>,
 }
 
 impl Job {
@@ -303,7 +308,16 @@ impl Job {
             stdout_path: String::new(),
             stderr_path: String::new(),
             planned_start: 0,
+            time_limit_s: None,
             spec,
+        }
+    }
+
+    /// The time limit in force in seconds; `None` is UNLIMITED.
+    pub fn time_limit_secs(&self) -> Option<Time> {
+        match self.time_limit_s {
+            Some(s) => Some(Time::from(s)),
+            None => self.time_limit_min.map(|m| Time::from(m) * 60),
         }
     }
 

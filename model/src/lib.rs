@@ -2,14 +2,18 @@
 //! the Slurm syntaxes every part shares (hostlists, times, memory sizes, filename
 //! patterns). Pure: no IO, no clock, no randomness; time comes in as a parameter.
 
+pub mod assoc;
 pub mod config;
+pub mod factors;
 pub mod hostlist;
 pub mod job;
 pub mod node;
 pub mod pattern;
 pub mod reservation;
 pub mod state;
+pub mod tres;
 pub mod units;
+pub mod usage;
 
 pub use config::{Config, ConfigError, Partition};
 pub use job::{

@@ -12,6 +12,7 @@ use crate::config::Partition;
 use crate::job::{Allocation, Job, JobId, JobSpec, JobState, Step, Time};
 use crate::node::{GpuDevice, Node, NodeHealth};
 use crate::reservation::Reservation;
+use crate::usage::{AssocKey, AssocUsage};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -77,6 +78,14 @@ pub enum Event {
         exit_code: i32,
         exit_signal: i32,
         time: Time,
+    },
+    /// A job's run was charged to its association: `usage` is the association's new
+    /// record (the old one decayed to the job's end, plus the job's usage).
+    UsageCharged {
+        job_id: JobId,
+        account: String,
+        user: String,
+        usage: AssocUsage,
     },
     NodeRegistered {
         name: String,
@@ -166,6 +175,8 @@ pub struct ClusterState {
     pub partitions: Vec<Partition>,
     pub reservations: BTreeMap<String, Reservation>,
     pub next_job_id: JobId,
+    /// Decayed usage per association, charged as jobs end (`UsageCharged`).
+    pub usage: BTreeMap<AssocKey, AssocUsage>,
 }
 
 impl ClusterState {
@@ -176,6 +187,7 @@ impl ClusterState {
             partitions,
             reservations: BTreeMap::new(),
             next_job_id: 1,
+            usage: BTreeMap::new(),
         }
     }
 
@@ -340,6 +352,7 @@ impl ClusterState {
                 };
                 job.spec = spec.as_ref().clone();
                 job.time_limit_min = *time_limit_min;
+                job.time_limit_s = None;
             }
             Event::JobPendingReason {
                 job_id,
@@ -383,6 +396,15 @@ impl ClusterState {
                     step.exit_signal = *exit_signal;
                     step.end_time = *time;
                 }
+            }
+            Event::UsageCharged {
+                account,
+                user,
+                usage,
+                ..
+            } => {
+                self.usage
+                    .insert((account.clone(), user.clone()), usage.clone());
             }
             Event::NodeRegistered {
                 name,

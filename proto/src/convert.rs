@@ -314,6 +314,77 @@ pub fn node_to_wire(n: &Node, usage: &model::NodeUsage, partitions: Vec<String>)
     }
 }
 
+/// The configured priority weights, as `sprio -w` shows them.
+pub fn weights_to_wire(p: &model::config::PriorityConfig) -> v1::PriorityWeights {
+    let weights = model::tres::parse_weights(&p.weight_tres).unwrap_or_default();
+    v1::PriorityWeights {
+        priority_type: p.kind.clone(),
+        age: p.weight_age,
+        fairshare: p.weight_fairshare,
+        job_size: p.weight_job_size,
+        partition: p.weight_partition,
+        qos: p.weight_qos,
+        assoc: p.weight_assoc,
+        tres: p.weight_tres.clone(),
+        tres_weights: model::tres::sorted_names(&weights)
+            .into_iter()
+            .map(|name| v1::TresValue {
+                name: name.to_string(),
+                value: weights[name],
+            })
+            .collect(),
+    }
+}
+
+/// A job's priority factors.
+pub fn factors_to_wire(f: &model::factors::Factors) -> v1::PriorityFactors {
+    v1::PriorityFactors {
+        job_id: f.job_id,
+        partition: f.partition.clone(),
+        user: f.user.clone(),
+        uid: f.uid,
+        account: f.account.clone(),
+        qos: f.qos.clone(),
+        priority: f.priority,
+        age: f.age,
+        fairshare: f.fairshare,
+        job_size: f.job_size,
+        partition_factor: f.partition_factor,
+        qos_factor: f.qos_factor,
+        assoc: f.assoc,
+        tres: f
+            .tres
+            .iter()
+            .map(|(name, value)| v1::TresValue {
+                name: name.clone(),
+                value: *value,
+            })
+            .collect(),
+        nice: f.nice,
+        site: f.site,
+        tier: f.tier,
+    }
+}
+
+/// One row of the fair-share tree.
+pub fn share_to_wire(r: &model::factors::ShareRow) -> v1::ShareInfo {
+    v1::ShareInfo {
+        account: r.account.clone(),
+        user: r.user.clone().unwrap_or_default(),
+        parent: r.parent.clone().unwrap_or_default(),
+        depth: r.depth,
+        raw_shares: r.raw_shares,
+        norm_shares: r.norm_shares,
+        raw_usage: r.raw_usage,
+        norm_usage: r.norm_usage,
+        effective_usage: r.effective_usage,
+        level_fs: r.level_fs,
+        fairshare: r.fairshare,
+        grp_tres_mins: model::tres::format_counts_raw(&r.grp_tres_mins),
+        tres_run_mins: model::tres::format_counts_raw(&r.tres_run_mins),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

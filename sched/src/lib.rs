@@ -2,23 +2,33 @@
 //! deterministic function. It never reads a clock or does IO; the controller and the
 //! simulator call the very same code.
 //!
-//! This is the first-fit placeholder that the multifactor/backfill scheduler replaces:
-//! pending jobs are taken in (submit time, job id) order; each eligible job starts on
-//! the first nodes of its partition that have enough free CPUs, memory and GPUs;
-//! others keep a pending reason.
+//! One pass: pending jobs come in priority order (`priority::queue_order`); each is
+//! checked for eligibility (holds, begin time, dependencies, partition state) and
+//! limits, then handed to the placement policy (`backfill`: fcfs, easy or
+//! conservative) over an availability profile of every node's free CPUs, memory and
+//! GPUs over time (`profile`). A job starts now with an exact allocation, or waits
+//! with Slurm's reason code and, when the policy reserved resources for it, a
+//! planned start and nodes (`squeue --start`).
 //!
-//! Example: two idle 4-CPU nodes n1, n2 and jobs 1 (3 CPUs), 2 (3 CPUs), 3 (2 CPUs)
-//! give: 1 on n1, 2 on n2, and 3 pends with reason `Resources` (1 CPU free on each).
-
+//! Example (easy, the default): two idle 4-CPU nodes n1, n2 and jobs 1 (3 CPUs),
+//! 2 (3 CPUs), 3 (2 CPUs, 1 h), 4 (1 CPU, 10 min), jobs 1 and 2 limited to 30 min:
+//! 1 starts on n1, 2 on n2; 3 does not fit and is reserved on n1 at +30 min
+//! (`Resources`); 4 fits on n1 and ends before +30 min, so it starts (backfill).
+pub mod backfill;
 pub mod config;
 pub mod dependency;
 pub mod eligibility;
+pub mod explain;
+pub mod fairshare;
 pub mod limits;
 pub mod priority;
+pub mod profile;
+pub mod reservation;
 
-pub use config::SchedConfig;
+pub use config::{BackfillConfig, Policy, SchedConfig};
+use backfill::Decision;
 use eligibility::Eligibility;
-use model::{Allocation, ClusterState, Job, JobId, NodeAllocation, NodeUsage, Time};
+use model::{Allocation, ClusterState, Job, JobId, Time};
 use std::collections::BTreeMap;
 
 /// One job to start now.
@@ -31,11 +41,14 @@ pub struct Start {
     pub alloc: Allocation,
 }
 
-/// Why a job still waits, and when it is expected to start (0: unknown).
+/// Why a job still waits, and when and where it is expected to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
     pub reason: String,
+    /// The start the pass reserved for it; 0 when it made no reservation.
     pub planned_start: Time,
+    /// The nodes of that reservation, as a hostlist; empty without one.
+    pub planned_nodes: String,
 }
 
 /// A job the scheduler wants ended without running (an unsatisfiable dependency with
@@ -51,16 +64,6 @@ pub struct Plan {
     pub starts: Vec<Start>,
     pub pending: BTreeMap<JobId, Pending>,
     pub cancels: Vec<Cancel>,
-}
-
-/// Free resources on one node during a pass.
-#[derive(Debug, Clone)]
-struct Free {
-    cpus: u32,
-    mem_mb: u64,
-    /// Free GPU indices with their types, in index order.
-    gpus: Vec<(u32, String)>,
-    idle: bool,
 }
 
 /// What a job needs on each of its nodes.
@@ -110,31 +113,8 @@ pub fn node_could_fit(node: &model::Node, req: &PerNode) -> bool {
 
 /// Plans one scheduling pass.
 pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
-    let usage = state.node_usage();
-    let mut free: BTreeMap<&str, Free> = state
-        .nodes
-        .values()
-        .filter(|n| n.schedulable())
-        .map(|n| {
-            let u = usage
-                .get(&n.name)
-                .cloned()
-                .unwrap_or_else(NodeUsage::default);
-            let gpus = n
-                .gpus
-                .iter()
-                .filter(|g| !u.gpus.contains(&g.index))
-                .map(|g| (g.index, g.gpu_type.clone()))
-                .collect();
-            let f = Free {
-                cpus: n.cpus.saturating_sub(u.cpus),
-                mem_mb: n.memory_mb.saturating_sub(u.mem_mb),
-                gpus,
-                idle: u.jobs == 0,
-            };
-            (n.name.as_str(), f)
-        })
-        .collect();
+    let mut profile = profile::Profile::build(state, now);
+    let mut planner = backfill::Planner::new(&config.backfill, state);
 
     // Running tasks per array, for `%N` throttles.
     let mut array_running: BTreeMap<JobId, u32> = BTreeMap::new();
@@ -148,21 +128,22 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     let mut limits = limits::LimitTracker::new(state, config);
 
     let mut plan = Plan::default();
-    let mut blocked_partitions: BTreeMap<&str, ()> = BTreeMap::new();
+    let mut pending: Vec<(JobId, Pending)> = Vec::with_capacity(queue.len());
     for (job, _priority) in queue {
-        let pend = |plan: &mut Plan, reason: &str| {
-            plan.pending.insert(
+        let mut pend = |reason: &str, planned_start: Time, planned_nodes: String| {
+            pending.push((
                 job.id,
                 Pending {
                     reason: reason.to_string(),
-                    planned_start: 0,
+                    planned_start,
+                    planned_nodes,
                 },
-            );
+            ));
         };
         match eligibility::check(state, job, now) {
             Eligibility::Eligible => {}
             Eligibility::Wait(reason) => {
-                pend(&mut plan, &reason);
+                pend(&reason, 0, String::new());
                 continue;
             }
             Eligibility::Cancel(reason) => {
@@ -173,12 +154,16 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                 continue;
             }
         }
-        let Some(partition) = state.partition(&job.spec.partition) else {
-            pend(&mut plan, "PartitionDown");
+        let Some(p) = state
+            .partitions
+            .iter()
+            .position(|p| p.name == job.spec.partition)
+        else {
+            pend("PartitionDown", 0, String::new());
             continue;
         };
         if let Some(reason) = limits.check(job) {
-            pend(&mut plan, &reason);
+            pend(&reason, 0, String::new());
             continue;
         }
         let req = per_node_request(job);
@@ -188,109 +173,43 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         } else {
             vec![None]
         };
-        let limit = job.spec.array.as_ref().map(|a| a.max_running).unwrap_or(0);
-        let mut started = 0;
-        let mut throttled = false;
+        let throttle = job.spec.array.as_ref().map(|a| a.max_running).unwrap_or(0);
+        let mut waiting = None;
         for task in tasks {
             let running = array_running.get(&job.array_job_id).copied().unwrap_or(0);
-            if job.array_job_id != 0 && limit > 0 && running >= limit {
-                throttled = true;
+            if job.array_job_id != 0 && throttle > 0 && running >= throttle {
+                waiting = Some(("JobArrayTaskLimit", 0, String::new()));
                 break;
             }
-            let Some(alloc) = place(state, partition, job, &req, &free) else {
-                break;
-            };
-            for na in &alloc.nodes {
-                let f = free
-                    .get_mut(na.node.as_str())
-                    .expect("placed on a free node");
-                f.cpus -= na.cpus;
-                f.mem_mb -= na.mem_mb;
-                f.gpus.retain(|(i, _)| !na.gpus.contains(i));
-                f.idle = false;
+            match planner.place(&mut profile, p, job, &req) {
+                Decision::Start(alloc) => {
+                    if job.array_job_id != 0 {
+                        *array_running.entry(job.array_job_id).or_default() += 1;
+                    }
+                    limits.charge(job, &alloc);
+                    plan.starts.push(Start {
+                        job_id: job.id,
+                        array_task: task,
+                        alloc,
+                    });
+                }
+                Decision::Wait {
+                    reason,
+                    planned_start,
+                    planned_nodes,
+                } => {
+                    waiting = Some((reason, planned_start, planned_nodes));
+                    break;
+                }
             }
-            if job.array_job_id != 0 {
-                *array_running.entry(job.array_job_id).or_default() += 1;
-            }
-            limits.charge(job, &alloc);
-            plan.starts.push(Start {
-                job_id: job.id,
-                array_task: task,
-                alloc,
-            });
-            started += 1;
         }
-        let all_started =
-            started > 0 && (!job.is_array_meta() || started == job.pending_tasks.len());
-        if throttled {
-            pend(&mut plan, "JobArrayTaskLimit");
-        } else if !all_started {
-            let first_blocked = blocked_partitions
-                .insert(partition.name.as_str(), ())
-                .is_none();
-            pend(
-                &mut plan,
-                if first_blocked {
-                    "Resources"
-                } else {
-                    "Priority"
-                },
-            );
+        if let Some((reason, planned_start, planned_nodes)) = waiting {
+            pend(reason, planned_start, planned_nodes);
         }
     }
+    pending.sort_unstable_by_key(|(id, _)| *id);
+    plan.pending = pending.into_iter().collect();
     plan
-}
-
-/// Finds nodes for one job (or one array task) among the free ones, first fit in the
-/// partition's node order; `None` if it does not fit now.
-fn place(
-    state: &ClusterState,
-    partition: &model::Partition,
-    job: &Job,
-    req: &PerNode,
-    free: &BTreeMap<&str, Free>,
-) -> Option<Allocation> {
-    let wanted: Option<Vec<String>> = (!job.spec.nodelist.is_empty())
-        .then(|| model::hostlist::expand(&job.spec.nodelist).unwrap_or_default());
-    let excluded = model::hostlist::expand(&job.spec.exclude).unwrap_or_default();
-    let mut chosen = Vec::new();
-    for name in &partition.nodes {
-        if chosen.len() as u32 == req.nodes {
-            break;
-        }
-        if excluded.contains(name) || wanted.as_ref().is_some_and(|w| !w.contains(name)) {
-            continue;
-        }
-        let Some(f) = free.get(name.as_str()) else {
-            continue;
-        };
-        if req.exclusive && !f.idle {
-            continue;
-        }
-        let gpus: Vec<u32> = f
-            .gpus
-            .iter()
-            .filter(|(_, t)| req.gpu_type.is_empty() || *t == req.gpu_type)
-            .map(|(i, _)| *i)
-            .take(req.gpus as usize)
-            .collect();
-        if f.cpus < req.cpus || f.mem_mb < req.mem_mb || (gpus.len() as u32) < req.gpus {
-            continue;
-        }
-        let node = &state.nodes[name];
-        let (cpus, mem_mb) = if req.exclusive {
-            (node.cpus, if req.mem_mb > 0 { node.memory_mb } else { 0 })
-        } else {
-            (req.cpus, req.mem_mb)
-        };
-        chosen.push(NodeAllocation {
-            node: name.clone(),
-            cpus,
-            mem_mb,
-            gpus,
-        });
-    }
-    (chosen.len() as u32 == req.nodes).then_some(Allocation { nodes: chosen })
 }
 
 #[cfg(test)]

@@ -1,28 +1,691 @@
-//! Limits on associations and QOS (GrpTRES, MaxTRESPerUser, MaxJobs, MaxSubmit,
-//! MaxWall, ...), checked for each job in queue order and charged as jobs are planned
-//! to start, so that one pass never exceeds a limit.
+//! Limits on associations and QOS, checked for each job in queue order and charged as
+//! jobs are planned to start, so that one pass never exceeds a limit; and the MaxSubmit
+//! limits, checked when a job is submitted.
 //!
-//! For now there are no limits: every job passes. The contract: `check` returns the
-//! Slurm reason code (`QOSMaxGRESPerUser`, `AssocGrpGRES`, ...) of the first limit the
-//! job would break by starting now, and `charge` records a start planned in this pass.
+//! A job runs under one QOS and one association (account, user). QOS limits are checked
+//! first, then the account's, each giving Slurm's reason code:
+//!
+//! | limit | QOS | account |
+//! |---|---|---|
+//! | MaxWall | `QOSMaxWallDurationPerJobLimit` | `AssocMaxWallDurationPerJobLimit` |
+//! | MaxTRESPerJob | `QOSMaxCpuPerJobLimit`, `QOSMaxGRESPerJob`, … | `AssocMaxCpuPerJobLimit`, `AssocMaxGRESPerJob`, … |
+//! | GrpJobs | `QOSGrpJobsLimit` | `AssocGrpJobsLimit` |
+//! | MaxJobs per user | `QOSMaxJobsPerUserLimit` | `AssocMaxJobsLimit` |
+//! | GrpTRES | `QOSGrpCpuLimit`, `QOSGrpGRES`, `QOSGrpMemLimit`, … | `AssocGrpCpuLimit`, `AssocGrpGRES`, … |
+//! | MaxTRESPerUser | `QOSMaxCpuPerUserLimit`, `QOSMaxGRESPerUser`, … | `AssocGrpCpuLimit`, … (the user's association) |
+//! | GrpTRESMins | | `AssocGrpCPUMinutesLimit`, `AssocGrpGRESMinutes`, … |
+//!
+//! Account `Grp*` limits hold for everything below the account; `Max*` limits of an
+//! account apply to each of its users and are inherited by sub-accounts that set none.
+//! GrpTRESMins counts past usage (decayed), every running job for its whole time limit,
+//! and the new job for its time limit.
+//!
+//! Worked example: QOS `normal` with `max_tres_per_user = "gres/gpu=4"`; alice runs a
+//! 3-GPU job and has two pending 1-GPU jobs. The first fits (4 of 4) and is charged;
+//! the second pends with `QOSMaxGRESPerUser`. bob's jobs are not affected.
 
 use crate::SchedConfig;
-use model::{Allocation, ClusterState, Job};
+use model::assoc::{Associations, Limits};
+use model::tres::{self, TresCounts, TresWeights};
+use model::usage::AssocKey;
+use model::{Allocation, ClusterState, Job, JobSpec, Time};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Which limit a reason names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Grp,
+    GrpMins,
+    MaxPerUser,
+    MaxPerJob,
+}
+
+/// Slurm's reason code for a TRES limit of `scope` (`QOS` or `Assoc`).
+fn tres_reason(scope: &str, kind: Kind, name: &str) -> String {
+    let gres = name.starts_with("gres/");
+    let body = match (kind, name) {
+        (Kind::Grp, "cpu") => "GrpCpuLimit",
+        (Kind::Grp, "mem") => "GrpMemLimit",
+        (Kind::Grp, "node") => "GrpNodeLimit",
+        (Kind::Grp, "billing") => "GrpBilling",
+        (Kind::Grp, _) if gres => "GrpGRES",
+        (Kind::GrpMins, "cpu") => "GrpCPUMinutesLimit",
+        (Kind::GrpMins, "mem") => "GrpMemMinutes",
+        (Kind::GrpMins, "node") => "GrpNodeMinutes",
+        (Kind::GrpMins, "billing") => "GrpBillingMinutes",
+        (Kind::GrpMins, _) if gres => "GrpGRESMinutes",
+        (Kind::MaxPerUser, "cpu") => "MaxCpuPerUserLimit",
+        (Kind::MaxPerUser, "mem") => "MaxMemoryPerUser",
+        (Kind::MaxPerUser, "node") => "MaxNodePerUserLimit",
+        (Kind::MaxPerUser, "billing") => "MaxBillingPerUser",
+        (Kind::MaxPerUser, _) if gres => "MaxGRESPerUser",
+        (Kind::MaxPerJob, "cpu") => "MaxCpuPerJobLimit",
+        (Kind::MaxPerJob, "mem") if scope == "Assoc" => "MaxMemPerJob",
+        (Kind::MaxPerJob, "mem") => "MaxMemoryPerJob",
+        (Kind::MaxPerJob, "node") => "MaxNodePerJobLimit",
+        (Kind::MaxPerJob, "billing") => "MaxBillingPerJob",
+        (Kind::MaxPerJob, _) if gres => "MaxGRESPerJob",
+        _ => "GrpTRESLimit",
+    };
+    format!("{scope}{body}")
+}
+
+/// The message of a submit refused by MaxSubmit limits (Slurm's
+/// ESLURM_ACCOUNTING_POLICY).
+pub const SUBMIT_LIMIT_MESSAGE: &str =
+    "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)";
+
+/// The first TRES of `counts` + `add` over its limit, if any.
+fn over<'l>(
+    limits: &'l TresCounts,
+    used: Option<&TresCounts>,
+    add: &TresCounts,
+) -> Option<&'l str> {
+    limits.iter().find_map(|(name, limit)| {
+        let have = used.and_then(|u| u.get(name)).copied().unwrap_or(0);
+        let want = add.get(name).copied().unwrap_or(0);
+        (want > 0 && have + want > *limit).then_some(name.as_str())
+    })
+}
+
+fn add_into(map: &mut TresCounts, add: &TresCounts) {
+    for (k, v) in add {
+        *map.entry(k.clone()).or_default() += v;
+    }
+}
+
+/// A job's TRES with its billing value added (for billing limits).
+fn with_billing(mut t: TresCounts, weights: &TresWeights) -> TresCounts {
+    let b = tres::billing(&t, weights);
+    t.insert("billing".into(), b.ceil() as u64);
+    t
+}
 
 /// What running and just-planned jobs use against each limit.
-#[derive(Debug, Default)]
-pub struct LimitTracker {}
+#[derive(Debug)]
+pub struct LimitTracker<'a> {
+    state: &'a ClusterState,
+    assocs: Arc<Associations>,
+    billing_weights: TresWeights,
+    /// False when no limit is configured anywhere: every check passes at once.
+    enabled: bool,
+    qos_jobs: BTreeMap<String, u32>,
+    qos_tres: BTreeMap<String, TresCounts>,
+    qos_user_jobs: BTreeMap<(String, String), u32>,
+    qos_user_tres: BTreeMap<(String, String), TresCounts>,
+    /// Per account, everything below it.
+    acct_jobs: BTreeMap<String, u32>,
+    acct_tres: BTreeMap<String, TresCounts>,
+    /// Per account: TRES-minutes of past usage and of running jobs' time limits.
+    acct_tres_mins: BTreeMap<String, BTreeMap<String, f64>>,
+    assoc_jobs: BTreeMap<AssocKey, u32>,
+    assoc_tres: BTreeMap<AssocKey, TresCounts>,
+}
 
-impl LimitTracker {
-    pub fn new(_state: &ClusterState, _config: &SchedConfig) -> LimitTracker {
-        LimitTracker {}
+impl<'a> LimitTracker<'a> {
+    /// The tracker for a pass; past usage (for GrpTRESMins) is decayed to the latest
+    /// time the state has seen (a submit, start or end): `at` with the pass's time is
+    /// exact.
+    pub fn new(state: &'a ClusterState, config: &SchedConfig) -> LimitTracker<'a> {
+        let needs_time = config
+            .assocs
+            .accounts
+            .values()
+            .any(|a| !a.limits.grp_tres_mins.is_empty());
+        let latest = if needs_time {
+            state
+                .usage
+                .values()
+                .map(|u| u.at)
+                .chain(
+                    state
+                        .jobs
+                        .values()
+                        .map(|j| j.submit_time.max(j.start_time).max(j.end_time)),
+                )
+                .max()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        LimitTracker::at(state, latest, config)
+    }
+
+    /// The tracker for a pass at `now`.
+    pub fn at(state: &'a ClusterState, now: Time, config: &SchedConfig) -> LimitTracker<'a> {
+        let assocs = config.assocs.clone();
+        let enabled = assocs.qos.values().any(|q| !q.limits.is_empty())
+            || assocs.accounts.values().any(|a| !a.limits.is_empty());
+        let mut t = LimitTracker {
+            state,
+            assocs,
+            billing_weights: config.priority.billing_weights.clone(),
+            enabled,
+            qos_jobs: BTreeMap::new(),
+            qos_tres: BTreeMap::new(),
+            qos_user_jobs: BTreeMap::new(),
+            qos_user_tres: BTreeMap::new(),
+            acct_jobs: BTreeMap::new(),
+            acct_tres: BTreeMap::new(),
+            acct_tres_mins: BTreeMap::new(),
+            assoc_jobs: BTreeMap::new(),
+            assoc_tres: BTreeMap::new(),
+        };
+        if !t.enabled {
+            return t;
+        }
+        let any_mins = t
+            .assocs
+            .accounts
+            .values()
+            .any(|a| !a.limits.grp_tres_mins.is_empty());
+        if any_mins {
+            let half_life = config.priority.half_life_s;
+            for ((account, _), usage) in &state.usage {
+                let usage = usage.decayed(now, half_life);
+                let mut mins: BTreeMap<String, f64> = usage
+                    .tres
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v / 60.0))
+                    .collect();
+                mins.insert("billing".into(), usage.billing / 60.0);
+                let names: Vec<String> = t
+                    .assocs
+                    .lineage(account)
+                    .iter()
+                    .map(|a| a.name.clone())
+                    .collect();
+                for name in names {
+                    let entry = t.acct_tres_mins.entry(name).or_default();
+                    for (k, v) in &mins {
+                        *entry.entry(k.clone()).or_default() += v;
+                    }
+                }
+            }
+        }
+        for job in state.running_jobs() {
+            if let Some(alloc) = &job.alloc {
+                t.charge(job, alloc);
+            }
+        }
+        t
     }
 
     /// The reason the job may not start now because of a limit, if any.
-    pub fn check(&self, _job: &Job) -> Option<String> {
+    pub fn check(&self, job: &Job) -> Option<String> {
+        if !self.enabled {
+            return None;
+        }
+        let assocs = &self.assocs;
+        let spec = &job.spec;
+        let account = assocs.account_of(spec).to_string();
+        let user = spec.user.clone();
+        let qos_name = assocs.qos_of(spec).to_string();
+        let req = with_billing(tres::job_request(spec), &self.billing_weights);
+        let wall = job.time_limit_min;
+        let over_wall = |l: &Limits| {
+            l.max_wall_min
+                .is_some_and(|max| wall.is_none_or(|w| w > max))
+        };
+        if let Some(q) = assocs.qos.get(&qos_name) {
+            let l = &q.limits;
+            if over_wall(l) {
+                return Some("QOSMaxWallDurationPerJobLimit".into());
+            }
+            if let Some(name) = over(&l.max_tres_per_job, None, &req) {
+                return Some(tres_reason("QOS", Kind::MaxPerJob, name));
+            }
+            if l.grp_jobs
+                .is_some_and(|max| self.qos_jobs.get(&qos_name).copied().unwrap_or(0) >= max)
+            {
+                return Some("QOSGrpJobsLimit".into());
+            }
+            let qu = (qos_name.clone(), user.clone());
+            if l.max_jobs
+                .is_some_and(|max| self.qos_user_jobs.get(&qu).copied().unwrap_or(0) >= max)
+            {
+                return Some("QOSMaxJobsPerUserLimit".into());
+            }
+            if let Some(name) = over(&l.grp_tres, self.qos_tres.get(&qos_name), &req) {
+                return Some(tres_reason("QOS", Kind::Grp, name));
+            }
+            if let Some(name) = over(&l.max_tres_per_user, self.qos_user_tres.get(&qu), &req) {
+                return Some(tres_reason("QOS", Kind::MaxPerUser, name));
+            }
+        }
+        let ul = assocs.user_limits(&account);
+        if over_wall(&ul) {
+            return Some("AssocMaxWallDurationPerJobLimit".into());
+        }
+        if let Some(name) = over(&ul.max_tres_per_job, None, &req) {
+            return Some(tres_reason("Assoc", Kind::MaxPerJob, name));
+        }
+        let key = (account.clone(), user);
+        if ul
+            .max_jobs
+            .is_some_and(|max| self.assoc_jobs.get(&key).copied().unwrap_or(0) >= max)
+        {
+            return Some("AssocMaxJobsLimit".into());
+        }
+        if let Some(name) = over(&ul.max_tres_per_user, self.assoc_tres.get(&key), &req) {
+            return Some(tres_reason("Assoc", Kind::Grp, name));
+        }
+        for a in assocs.lineage(&account) {
+            let l = &a.limits;
+            if l.grp_jobs
+                .is_some_and(|max| self.acct_jobs.get(&a.name).copied().unwrap_or(0) >= max)
+            {
+                return Some("AssocGrpJobsLimit".into());
+            }
+            if let Some(name) = over(&l.grp_tres, self.acct_tres.get(&a.name), &req) {
+                return Some(tres_reason("Assoc", Kind::Grp, name));
+            }
+            let used = self.acct_tres_mins.get(&a.name);
+            for (name, limit) in &l.grp_tres_mins {
+                let have = used.and_then(|u| u.get(name)).copied().unwrap_or(0.0);
+                let want = match wall {
+                    Some(w) => req.get(name).copied().unwrap_or(0) as f64 * f64::from(w),
+                    None => 0.0,
+                };
+                let wants_any = req.get(name).copied().unwrap_or(0) > 0;
+                if wants_any && have + want > *limit as f64 {
+                    return Some(tres_reason("Assoc", Kind::GrpMins, name));
+                }
+            }
+        }
         None
     }
 
-    /// Counts a start planned in this pass.
-    pub fn charge(&mut self, _job: &Job, _alloc: &Allocation) {}
+    /// Counts a start planned in this pass (and, in `new`, every running job).
+    pub fn charge(&mut self, job: &Job, alloc: &Allocation) {
+        if !self.enabled {
+            return;
+        }
+        let held = with_billing(
+            tres::alloc_tres(alloc, &self.state.nodes),
+            &self.billing_weights,
+        );
+        let spec = &job.spec;
+        let account = self.assocs.account_of(spec).to_string();
+        let qos = self.assocs.qos_of(spec).to_string();
+        let user = spec.user.clone();
+        *self.qos_jobs.entry(qos.clone()).or_default() += 1;
+        add_into(self.qos_tres.entry(qos.clone()).or_default(), &held);
+        let qu = (qos, user.clone());
+        *self.qos_user_jobs.entry(qu.clone()).or_default() += 1;
+        add_into(self.qos_user_tres.entry(qu).or_default(), &held);
+        let key = (account.clone(), user);
+        *self.assoc_jobs.entry(key.clone()).or_default() += 1;
+        add_into(self.assoc_tres.entry(key).or_default(), &held);
+        let minutes = job.time_limit_min.map(f64::from).unwrap_or(0.0);
+        let names: Vec<String> = self
+            .assocs
+            .lineage(&account)
+            .iter()
+            .map(|a| a.name.clone())
+            .collect();
+        for name in names {
+            *self.acct_jobs.entry(name.clone()).or_default() += 1;
+            add_into(self.acct_tres.entry(name.clone()).or_default(), &held);
+            if minutes > 0.0 {
+                let mins = self.acct_tres_mins.entry(name).or_default();
+                for (k, v) in &held {
+                    *mins.entry(k.clone()).or_default() += *v as f64 * minutes;
+                }
+            }
+        }
+    }
+}
+
+/// Pending and running jobs per user, by QOS and by association, for MaxSubmit limits.
+#[derive(Debug, Clone, Default)]
+pub struct SubmitCounts {
+    qos_user: BTreeMap<(String, String), u32>,
+    assoc: BTreeMap<AssocKey, u32>,
+}
+
+/// How many jobs a record stands for: its pending tasks for an array's remainder.
+fn job_count(job: &Job) -> u32 {
+    if job.is_array_meta() {
+        job.pending_tasks.len() as u32
+    } else {
+        1
+    }
+}
+
+fn spec_count(spec: &JobSpec) -> u32 {
+    spec.array
+        .as_ref()
+        .map(|a| a.task_ids.len() as u32)
+        .unwrap_or(1)
+}
+
+impl SubmitCounts {
+    /// Counts the live jobs of the state.
+    pub fn new(state: &ClusterState, assocs: &Associations) -> SubmitCounts {
+        let mut out = SubmitCounts::default();
+        for job in state.pending_jobs().chain(state.running_jobs()) {
+            out.add_n(assocs, &job.spec, job_count(job));
+        }
+        out
+    }
+
+    /// True when some MaxSubmit limit exists (otherwise counting is pointless).
+    pub fn needed(assocs: &Associations) -> bool {
+        assocs.qos.values().any(|q| q.limits.max_submit.is_some())
+            || assocs
+                .accounts
+                .values()
+                .any(|a| a.limits.max_submit.is_some())
+    }
+
+    /// Would submitting this spec exceed a MaxSubmit limit?
+    pub fn check(&self, assocs: &Associations, spec: &JobSpec) -> Result<(), String> {
+        let n = spec_count(spec);
+        let account = assocs.account_of(spec).to_string();
+        let qos = assocs.qos_of(spec).to_string();
+        let user = spec.user.clone();
+        let qos_max = assocs.qos.get(&qos).and_then(|q| q.limits.max_submit);
+        let have = self
+            .qos_user
+            .get(&(qos, user.clone()))
+            .copied()
+            .unwrap_or(0);
+        if qos_max.is_some_and(|max| have + n > max) {
+            return Err(SUBMIT_LIMIT_MESSAGE.into());
+        }
+        let have = self
+            .assoc
+            .get(&(account.clone(), user))
+            .copied()
+            .unwrap_or(0);
+        if assocs
+            .user_limits(&account)
+            .max_submit
+            .is_some_and(|max| have + n > max)
+        {
+            return Err(SUBMIT_LIMIT_MESSAGE.into());
+        }
+        Ok(())
+    }
+
+    /// Counts a submitted spec.
+    pub fn add(&mut self, assocs: &Associations, spec: &JobSpec) {
+        self.add_n(assocs, spec, spec_count(spec));
+    }
+
+    fn add_n(&mut self, assocs: &Associations, spec: &JobSpec, n: u32) {
+        let account = assocs.account_of(spec).to_string();
+        let qos = assocs.qos_of(spec).to_string();
+        *self.qos_user.entry((qos, spec.user.clone())).or_default() += n;
+        *self.assoc.entry((account, spec.user.clone())).or_default() += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::{Config, Event, NodeAllocation};
+
+    const NODES: &str = r#"
+[[nodes]]
+names = "n[1-4]"
+cpus = 16
+memory = "64G"
+gpus = 4
+gpu_type = "h100"
+[[partitions]]
+name = "p"
+nodes = "ALL"
+"#;
+
+    fn setup(extra: &str) -> (ClusterState, SchedConfig) {
+        let config = Config::parse(&format!("{NODES}{extra}"), "t").unwrap();
+        let state = ClusterState::new(config.node_list(), config.partition_list());
+        (state, SchedConfig::from_config(&config))
+    }
+
+    fn job(id: u32, user: &str, f: impl FnOnce(&mut JobSpec)) -> Job {
+        let mut spec = JobSpec {
+            partition: "p".into(),
+            user: user.into(),
+            num_tasks: 1,
+            cpus_per_task: 1,
+            ..JobSpec::default()
+        };
+        f(&mut spec);
+        Job::new(id, spec, 0, Some(60))
+    }
+
+    fn alloc(node: &str, cpus: u32, gpus: &[u32]) -> Allocation {
+        Allocation {
+            nodes: vec![NodeAllocation {
+                node: node.into(),
+                cpus,
+                mem_mb: 0,
+                gpus: gpus.to_vec(),
+            }],
+        }
+    }
+
+    /// Runs `job` on `alloc` in the state.
+    fn run(s: &mut ClusterState, j: Job, a: Allocation) {
+        let id = j.id;
+        s.apply(&Event::JobSubmitted { job: Box::new(j) });
+        s.apply(&Event::JobStarted {
+            job_id: id,
+            alloc: a,
+            time: 0,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+    }
+
+    #[test]
+    fn worked_example_qos_gpus_per_user() {
+        let (mut s, c) = setup("[[qos]]\nname = \"normal\"\nmax_tres_per_user = \"gres/gpu=4\"\n");
+        run(
+            &mut s,
+            job(1, "alice", |j| j.gpus = 3),
+            alloc("n1", 1, &[0, 1, 2]),
+        );
+        let (j2, j3) = (
+            job(2, "alice", |j| j.gpus = 1),
+            job(3, "alice", |j| j.gpus = 1),
+        );
+        let j4 = job(4, "bob", |j| j.gpus = 4);
+        let mut t = LimitTracker::new(&s, &c);
+        assert_eq!(t.check(&j2), None);
+        t.charge(&j2, &alloc("n1", 1, &[3]));
+        assert_eq!(t.check(&j3).as_deref(), Some("QOSMaxGRESPerUser"));
+        assert_eq!(t.check(&j4), None);
+    }
+
+    /// Each case: limits (TOML), running jobs, the candidate, the reason.
+    #[test]
+    fn reasons_by_limit() {
+        type Mk = fn(&mut JobSpec);
+        let none: Mk = |_| {};
+        type Case = (
+            &'static str,
+            Vec<(&'static str, Mk)>,
+            Mk,
+            Option<&'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "[[qos]]\nname = \"normal\"\nmax_tres_per_user = \"cpu=4\"\n",
+                vec![("alice", |j| j.cpus_per_task = 3)],
+                |j| j.cpus_per_task = 2,
+                Some("QOSMaxCpuPerUserLimit"),
+            ),
+            (
+                "[[qos]]\nname = \"normal\"\nmax_jobs_per_user = 1\n",
+                vec![("alice", none)],
+                none,
+                Some("QOSMaxJobsPerUserLimit"),
+            ),
+            (
+                "[[qos]]\nname = \"normal\"\ngrp_jobs = 1\n",
+                vec![("bob", none)],
+                none,
+                Some("QOSGrpJobsLimit"),
+            ),
+            (
+                "[[qos]]\nname = \"normal\"\ngrp_tres = \"gres/gpu=4\"\n",
+                vec![("bob", |j| j.gpus = 2)],
+                |j| j.gpus = 3,
+                Some("QOSGrpGRES"),
+            ),
+            (
+                "[[qos]]\nname = \"normal\"\nmax_wall = \"30\"\n",
+                vec![],
+                none,
+                Some("QOSMaxWallDurationPerJobLimit"),
+            ),
+            (
+                "[[qos]]\nname = \"normal\"\nmax_tres_per_job = \"gres/gpu:h100=2\"\n",
+                vec![],
+                |j| {
+                    j.gpus = 3;
+                    j.gpu_type = "h100".into()
+                },
+                Some("QOSMaxGRESPerJob"),
+            ),
+            (
+                "[[accounts]]\nname = \"ml\"\nusers = [\"alice\", \"bob\"]\ngrp_tres = \"cpu=4\"\n",
+                vec![("bob", |j| j.cpus_per_task = 2)],
+                |j| j.cpus_per_task = 3,
+                Some("AssocGrpCpuLimit"),
+            ),
+            (
+                "[[accounts]]\nname = \"ml\"\nusers = [\"alice\", \"bob\"]\ngrp_tres = \"gres/gpu=4\"\n",
+                vec![("bob", |j| j.gpus = 4)],
+                |j| j.gpus = 1,
+                Some("AssocGrpGRES"),
+            ),
+            (
+                "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\nmax_jobs = 1\n",
+                vec![("alice", none)],
+                none,
+                Some("AssocMaxJobsLimit"),
+            ),
+            (
+                "[[accounts]]\nname = \"ml\"\nusers = [\"alice\", \"bob\"]\ngrp_jobs = 1\n",
+                vec![("bob", none)],
+                none,
+                Some("AssocGrpJobsLimit"),
+            ),
+            (
+                "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\nmax_wall = \"59\"\n",
+                vec![],
+                none,
+                Some("AssocMaxWallDurationPerJobLimit"),
+            ),
+            (
+                "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\nmax_tres_per_user = \"gres/gpu=2\"\n",
+                vec![("alice", |j| j.gpus = 2)],
+                |j| j.gpus = 1,
+                Some("AssocGrpGRES"),
+            ),
+            (
+                "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\nmax_tres_per_job = \"cpu=8\"\n",
+                vec![],
+                |j| j.cpus_per_task = 9,
+                Some("AssocMaxCpuPerJobLimit"),
+            ),
+            // The running job holds 2 CPUs × 60 min = 120 of 150 CPU-minutes.
+            (
+                "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\ngrp_tres_mins = \"cpu=150\"\n",
+                vec![("alice", |j| j.cpus_per_task = 2)],
+                none,
+                Some("AssocGrpCPUMinutesLimit"),
+            ),
+            // A parent's GrpTRES holds for its sub-accounts.
+            (
+                "[[accounts]]\nname = \"ml\"\ngrp_tres = \"cpu=2\"\n\
+                 [[accounts]]\nname = \"vision\"\nparent = \"ml\"\nusers = [\"alice\", \"bob\"]\n",
+                vec![("bob", |j| j.cpus_per_task = 2)],
+                none,
+                Some("AssocGrpCpuLimit"),
+            ),
+            // Within every limit.
+            (
+                "[[qos]]\nname = \"normal\"\nmax_jobs_per_user = 2\nmax_tres_per_user = \"cpu=8\"\n\
+                 [[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\ngrp_tres = \"cpu=8\"\n",
+                vec![("alice", |j| j.cpus_per_task = 4)],
+                |j| j.cpus_per_task = 4,
+                None,
+            ),
+        ];
+        for (limits, running, candidate, want) in cases {
+            let (mut s, c) = setup(limits);
+            for (i, (user, f)) in running.iter().enumerate() {
+                let j = job(i as u32 + 1, user, f);
+                let req = tres::job_request(&j.spec);
+                let gpus: Vec<u32> =
+                    (0..req.get("gres/gpu").copied().unwrap_or(0) as u32).collect();
+                let a = alloc(&format!("n{}", i + 1), req["cpu"] as u32, &gpus);
+                run(&mut s, j, a);
+            }
+            let t = LimitTracker::new(&s, &c);
+            let got = t.check(&job(100, "alice", candidate));
+            assert_eq!(got.as_deref(), want, "{limits}");
+        }
+    }
+
+    #[test]
+    fn grp_tres_mins_counts_decayed_usage() {
+        let (mut s, c) = setup(
+            "[priority]\ndecay_half_life = \"1:00:00\"\n\
+             [[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\ngrp_tres_mins = \"cpu=100\"\n",
+        );
+        // 160 CPU-minutes recorded at time 0; one half-life later they count 80.
+        s.usage.insert(
+            ("ml".into(), "alice".into()),
+            model::usage::AssocUsage {
+                billing: 9600.0,
+                tres: BTreeMap::from([("cpu".to_string(), 9600.0)]),
+                at: 0,
+            },
+        );
+        let mut j = job(1, "alice", |_| {});
+        j.time_limit_min = Some(10);
+        assert_eq!(
+            LimitTracker::at(&s, 0, &c).check(&j).as_deref(),
+            Some("AssocGrpCPUMinutesLimit")
+        );
+        assert_eq!(LimitTracker::at(&s, 3600, &c).check(&j), None);
+        j.time_limit_min = Some(30);
+        assert!(LimitTracker::at(&s, 3600, &c).check(&j).is_some());
+    }
+
+    #[test]
+    fn submit_limits_count_array_tasks() {
+        let (mut s, c) = setup(
+            "[[qos]]\nname = \"normal\"\nmax_submit_jobs_per_user = 4\n\
+             [[accounts]]\nname = \"ml\"\nusers = [\"alice\", \"bob\"]\nmax_submit = 3\n",
+        );
+        let a = &c.assocs;
+        let array = job(1, "alice", |j| {
+            j.array = Some(model::job::parse_array("0-1", 10).unwrap())
+        });
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(array),
+        });
+        let counts = SubmitCounts::new(&s, a);
+        let one = job(2, "alice", |_| {}).spec;
+        assert_eq!(counts.check(a, &one), Ok(()));
+        let two = job(3, "alice", |j| {
+            j.array = Some(model::job::parse_array("0-1", 10).unwrap())
+        })
+        .spec;
+        assert_eq!(counts.check(a, &two), Err(SUBMIT_LIMIT_MESSAGE.into()));
+        let mut counts = counts;
+        counts.add(a, &one);
+        assert!(counts.check(a, &one).is_err());
+        assert_eq!(counts.check(a, &job(4, "bob", |_| {}).spec), Ok(()));
+        assert!(SubmitCounts::needed(a));
+    }
 }

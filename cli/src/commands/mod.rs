@@ -8,17 +8,18 @@ pub mod scancel;
 pub mod scontrol;
 pub mod sinfo;
 pub mod sprio;
-pub mod sshare;
 pub mod squeue;
 pub mod srun;
+pub mod sshare;
 pub mod submit_opts;
 pub mod up;
 pub mod util;
+pub mod why;
 
 use std::process::ExitCode;
 
 /// Commands that only `drover` itself answers to.
-pub const EXTRA: &[&str] = &["up", "bench"];
+pub const EXTRA: &[&str] = &["up", "bench", "why"];
 
 pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
     match command {
@@ -33,6 +34,7 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "srun" => srun::run(args),
         "up" => up::run(args),
         "bench" => bench::run(args),
+        "why" => why::run(args),
         _ => {
             eprintln!("drover: unknown command `{command}`");
             ExitCode::from(2)

@@ -441,7 +441,11 @@ pub fn partition_lines(p: &v1::PartitionInfo, mem_mb: u64) -> Vec<String> {
             "MaxNodes={max_nodes} MaxTime={max_time} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED"
         ),
         format!("Nodes={}", p.nodes),
-        "PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO".into(),
+        format!(
+            "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe=NO",
+            p.priority_job_factor.max(1),
+            p.priority_tier.max(1)
+        ),
         "OverTimeLimit=NONE PreemptMode=OFF".into(),
         format!(
             "State={} TotalCPUs={} TotalNodes={} SelectTypeParameters=NONE",

@@ -1,0 +1,452 @@
+//! Accounts, users and QOS: the associations that fair share and limits work on,
+//! built from the config's `[[accounts]]` and `[[qos]]`.
+//!
+//! An association is an (account, user) pair. Accounts form a tree under `root`; users
+//! hang under the accounts that list them. A job runs under one association: its
+//! `--account` (or the user's default account, the first that lists them) and its user.
+//!
+//! With no `[[accounts]]` at all, accounting is not enforced: every user belongs to an
+//! implicit account `default` under `root`, with equal shares, any account name a job
+//! gives is accepted (and becomes a sibling of `default`), and there are no account
+//! limits. The QOS `normal` always exists.
+//!
+//! Example:
+//!
+//! ```toml
+//! [[accounts]]
+//! name = "ml"
+//! shares = 3
+//! users = ["alice", "bob"]
+//! [[accounts]]
+//! name = "physics"
+//! users = ["carol", "alice"]
+//! ```
+//!
+//! gives `root → {ml (3 shares) → {alice, bob}, physics (1) → {alice, carol}}`;
+//! alice's default account is `ml`, and `bob -A physics` is refused.
+
+use crate::config::{AccountConfig, Config, QosConfig};
+use crate::job::JobSpec;
+use crate::tres::{self, TresCounts};
+use crate::units;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The top of the account tree.
+pub const ROOT: &str = "root";
+/// The implicit account of every user when no accounts are configured.
+pub const DEFAULT_ACCOUNT: &str = "default";
+/// The QOS that always exists and jobs get by default.
+pub const DEFAULT_QOS: &str = "normal";
+
+/// Limits of an account or a QOS. `None` or an absent TRES is no limit.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Limits {
+    /// GrpTRES: running jobs of the account (and below) or of the QOS, together.
+    pub grp_tres: TresCounts,
+    /// GrpTRESMins: TRES-minutes of past (decayed), running and new jobs (accounts).
+    pub grp_tres_mins: TresCounts,
+    /// GrpJobs: running jobs of the account (and below) or of the QOS.
+    pub grp_jobs: Option<u32>,
+    /// Running jobs of one user (in the account, or in the QOS), together.
+    pub max_tres_per_user: TresCounts,
+    /// What a single job may hold.
+    pub max_tres_per_job: TresCounts,
+    /// Running jobs per user (MaxJobs / MaxJobsPerUser).
+    pub max_jobs: Option<u32>,
+    /// Pending and running jobs per user (MaxSubmitJobs / MaxSubmitJobsPerUser).
+    pub max_submit: Option<u32>,
+    /// The longest time limit, minutes.
+    pub max_wall_min: Option<u32>,
+}
+
+impl Limits {
+    /// True when nothing is limited.
+    pub fn is_empty(&self) -> bool {
+        *self == Limits::default()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Account {
+    pub name: String,
+    /// `None` for root.
+    pub parent: Option<String>,
+    pub shares: u32,
+    pub priority: u32,
+    pub users: BTreeSet<String>,
+    /// Child accounts, by name.
+    pub children: BTreeSet<String>,
+    pub limits: Limits,
+    /// Allowed QOS as configured (empty: inherited).
+    pub qos: BTreeSet<String>,
+    /// Default QOS as configured (empty: inherited).
+    pub default_qos: String,
+}
+
+impl Account {
+    fn new(name: &str, parent: Option<&str>) -> Account {
+        Account {
+            name: name.to_string(),
+            parent: parent.map(str::to_string),
+            shares: 1,
+            priority: 0,
+            users: BTreeSet::new(),
+            children: BTreeSet::new(),
+            limits: Limits::default(),
+            qos: BTreeSet::new(),
+            default_qos: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Qos {
+    pub name: String,
+    pub priority: u32,
+    pub limits: Limits,
+    pub preempt: Vec<String>,
+    /// Lower case; empty: the cluster's default.
+    pub preempt_mode: String,
+    pub usage_factor: f64,
+}
+
+impl Qos {
+    fn normal() -> Qos {
+        Qos {
+            name: DEFAULT_QOS.into(),
+            priority: 0,
+            limits: Limits::default(),
+            preempt: Vec::new(),
+            preempt_mode: String::new(),
+            usage_factor: 1.0,
+        }
+    }
+}
+
+/// The account tree and the QOS, ready for lookups.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Associations {
+    /// Every account, `root` included.
+    pub accounts: BTreeMap<String, Account>,
+    pub qos: BTreeMap<String, Qos>,
+    /// user → default account (the first account listing them).
+    pub default_accounts: BTreeMap<String, String>,
+    /// False when no accounts are configured: any account name is accepted.
+    pub enforced: bool,
+}
+
+impl Default for Associations {
+    fn default() -> Self {
+        Associations::build(&[], &[])
+    }
+}
+
+fn counts(text: &str) -> TresCounts {
+    tres::parse_counts(text).unwrap_or_default()
+}
+
+fn wall(text: &str) -> Option<u32> {
+    if text.is_empty() {
+        None
+    } else {
+        units::parse_time_limit(text).unwrap_or(None)
+    }
+}
+
+impl Associations {
+    /// From a checked config.
+    pub fn from_config(config: &Config) -> Associations {
+        Associations::build(&config.accounts, &config.qos)
+    }
+
+    /// From `[[accounts]]` and `[[qos]]` entries (already checked: unparsable values
+    /// are taken as no limit).
+    pub fn build(accounts: &[AccountConfig], qos: &[QosConfig]) -> Associations {
+        let mut out = Associations {
+            accounts: BTreeMap::new(),
+            qos: BTreeMap::new(),
+            default_accounts: BTreeMap::new(),
+            enforced: !accounts.is_empty(),
+        };
+        out.qos.insert(DEFAULT_QOS.into(), Qos::normal());
+        for q in qos {
+            out.qos.insert(
+                q.name.clone(),
+                Qos {
+                    name: q.name.clone(),
+                    priority: q.priority,
+                    limits: Limits {
+                        grp_tres: counts(&q.grp_tres),
+                        grp_tres_mins: TresCounts::new(),
+                        grp_jobs: q.grp_jobs,
+                        max_tres_per_user: counts(&q.max_tres_per_user),
+                        max_tres_per_job: counts(&q.max_tres_per_job),
+                        max_jobs: q.max_jobs_per_user,
+                        max_submit: q.max_submit_jobs_per_user,
+                        max_wall_min: wall(&q.max_wall),
+                    },
+                    preempt: q.preempt.clone(),
+                    preempt_mode: q.preempt_mode.to_ascii_lowercase(),
+                    usage_factor: q.usage_factor,
+                },
+            );
+        }
+        let mut root = Account::new(ROOT, None);
+        // Slurm's root user belongs to the root account.
+        root.users.insert("root".into());
+        out.accounts.insert(ROOT.into(), root);
+        if accounts.is_empty() {
+            out.accounts.insert(
+                DEFAULT_ACCOUNT.into(),
+                Account::new(DEFAULT_ACCOUNT, Some(ROOT)),
+            );
+        }
+        for a in accounts {
+            let parent = if a.name == ROOT {
+                None
+            } else if a.parent.is_empty() {
+                Some(ROOT)
+            } else {
+                Some(a.parent.as_str())
+            };
+            let entry = out
+                .accounts
+                .entry(a.name.clone())
+                .or_insert_with(|| Account::new(&a.name, parent));
+            entry.parent = parent.map(str::to_string);
+            entry.shares = a.shares;
+            entry.priority = a.priority;
+            entry.users.extend(a.users.iter().cloned());
+            entry.qos = a.qos.iter().cloned().collect();
+            entry.default_qos = a.default_qos.clone();
+            entry.limits = Limits {
+                grp_tres: counts(&a.grp_tres),
+                grp_tres_mins: counts(&a.grp_tres_mins),
+                grp_jobs: a.grp_jobs,
+                max_tres_per_user: counts(&a.max_tres_per_user),
+                max_tres_per_job: counts(&a.max_tres_per_job),
+                max_jobs: a.max_jobs,
+                max_submit: a.max_submit,
+                max_wall_min: wall(&a.max_wall),
+            };
+            for user in &a.users {
+                out.default_accounts
+                    .entry(user.clone())
+                    .or_insert_with(|| a.name.clone());
+            }
+        }
+        let links: Vec<(String, String)> = out
+            .accounts
+            .values()
+            .filter_map(|a| a.parent.clone().map(|p| (p, a.name.clone())))
+            .collect();
+        for (parent, child) in links {
+            if let Some(p) = out.accounts.get_mut(&parent) {
+                p.children.insert(child);
+            }
+        }
+        out
+    }
+
+    /// The account a user's jobs go to without `--account`.
+    pub fn default_account(&self, user: &str) -> Option<&str> {
+        if !self.enforced {
+            return Some(DEFAULT_ACCOUNT);
+        }
+        match self.default_accounts.get(user) {
+            Some(a) => Some(a),
+            None if user == "root" => Some(ROOT),
+            None => None,
+        }
+    }
+
+    /// May `user` run jobs under `account`?
+    pub fn is_member(&self, account: &str, user: &str) -> bool {
+        !self.enforced
+            || self
+                .accounts
+                .get(account)
+                .is_some_and(|a| a.users.contains(user))
+    }
+
+    /// The account of a job: its `--account`, else its user's default account.
+    pub fn account_of<'a>(&'a self, spec: &'a JobSpec) -> &'a str {
+        if !spec.account.is_empty() {
+            &spec.account
+        } else {
+            self.default_account(&spec.user).unwrap_or(DEFAULT_ACCOUNT)
+        }
+    }
+
+    /// The QOS of a job: its `--qos`, else its account's default (inherited), else
+    /// `normal`.
+    pub fn qos_of<'a>(&'a self, spec: &'a JobSpec) -> &'a str {
+        if !spec.qos.is_empty() {
+            return &spec.qos;
+        }
+        self.lineage(self.account_of(spec))
+            .into_iter()
+            .map(|a| a.default_qos.as_str())
+            .find(|q| !q.is_empty())
+            .unwrap_or(DEFAULT_QOS)
+    }
+
+    /// The QOS an account's jobs may use (inherited), or `None` for any.
+    pub fn allowed_qos(&self, account: &str) -> Option<&BTreeSet<String>> {
+        self.lineage(account)
+            .into_iter()
+            .map(|a| &a.qos)
+            .find(|q| !q.is_empty())
+    }
+
+    /// The account and its ancestors, nearest first, ending at root. An unknown account
+    /// (accounting not enforced) is a child of root.
+    pub fn lineage(&self, account: &str) -> Vec<&Account> {
+        let mut out = Vec::new();
+        let mut at = self.accounts.get(account);
+        if at.is_none() {
+            at = self.accounts.get(ROOT);
+        }
+        while let Some(a) = at {
+            out.push(a);
+            if out.len() > self.accounts.len() {
+                break;
+            }
+            at = a.parent.as_ref().and_then(|p| self.accounts.get(p));
+        }
+        out
+    }
+
+    /// The per-user and per-job limits in force for an account's users: each one set
+    /// on the account or, failing that, on its nearest ancestor.
+    pub fn user_limits(&self, account: &str) -> Limits {
+        let lineage = self.lineage(account);
+        let pick_map = |f: fn(&Limits) -> &TresCounts| {
+            lineage
+                .iter()
+                .map(|a| f(&a.limits))
+                .find(|m| !m.is_empty())
+                .cloned()
+                .unwrap_or_default()
+        };
+        let pick = |f: fn(&Limits) -> Option<u32>| lineage.iter().find_map(|a| f(&a.limits));
+        Limits {
+            grp_tres: TresCounts::new(),
+            grp_tres_mins: TresCounts::new(),
+            grp_jobs: None,
+            max_tres_per_user: pick_map(|l| &l.max_tres_per_user),
+            max_tres_per_job: pick_map(|l| &l.max_tres_per_job),
+            max_jobs: pick(|l| l.max_jobs),
+            max_submit: pick(|l| l.max_submit),
+            max_wall_min: pick(|l| l.max_wall_min),
+        }
+    }
+
+    /// The largest QOS priority, for normalizing.
+    pub fn max_qos_priority(&self) -> u32 {
+        self.qos.values().map(|q| q.priority).max().unwrap_or(0)
+    }
+
+    /// An account's association priority: its own, else its nearest ancestor's.
+    pub fn assoc_priority(&self, account: &str) -> u32 {
+        self.lineage(account)
+            .iter()
+            .map(|a| a.priority)
+            .find(|p| *p > 0)
+            .unwrap_or(0)
+    }
+
+    /// The largest association priority, for normalizing.
+    pub fn max_assoc_priority(&self) -> u32 {
+        self.accounts
+            .values()
+            .map(|a| a.priority)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config::parse(text, "t.toml").unwrap()
+    }
+
+    #[test]
+    fn defaults_without_accounts() {
+        let a = Associations::from_config(&config(""));
+        assert!(!a.enforced);
+        assert_eq!(a.default_account("anyone"), Some(DEFAULT_ACCOUNT));
+        assert!(a.is_member("whatever", "anyone"));
+        assert!(a.qos.contains_key(DEFAULT_QOS));
+        let spec = JobSpec {
+            user: "x".into(),
+            ..JobSpec::default()
+        };
+        assert_eq!(a.account_of(&spec), DEFAULT_ACCOUNT);
+        assert_eq!(a.qos_of(&spec), DEFAULT_QOS);
+        let names: Vec<&str> = a
+            .lineage("unknown")
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(names, vec!["root"]);
+    }
+
+    #[test]
+    fn tree_defaults_and_inherited_limits() {
+        let a = Associations::from_config(&config(
+            r#"
+[[qos]]
+name = "high"
+priority = 100
+[[accounts]]
+name = "ml"
+shares = 3
+users = ["alice", "bob"]
+max_jobs = 4
+max_wall = "1-0"
+default_qos = "high"
+[[accounts]]
+name = "vision"
+parent = "ml"
+users = ["alice"]
+max_jobs = 2
+[[accounts]]
+name = "physics"
+users = ["carol", "alice"]
+qos = ["normal"]
+"#,
+        ));
+        assert!(a.enforced);
+        assert_eq!(a.default_account("alice"), Some("ml"));
+        assert_eq!(a.default_account("carol"), Some("physics"));
+        assert_eq!(a.default_account("root"), Some(ROOT));
+        assert_eq!(a.default_account("dave"), None);
+        assert!(a.is_member("physics", "alice"));
+        assert!(!a.is_member("physics", "bob"));
+        let lineage: Vec<&str> = a
+            .lineage("vision")
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(lineage, vec!["vision", "ml", "root"]);
+        let l = a.user_limits("vision");
+        assert_eq!((l.max_jobs, l.max_wall_min), (Some(2), Some(1440)));
+        let spec = JobSpec {
+            user: "alice".into(),
+            account: "vision".into(),
+            ..JobSpec::default()
+        };
+        assert_eq!(a.qos_of(&spec), "high");
+        assert_eq!(a.allowed_qos("vision"), None);
+        assert!(a.allowed_qos("physics").unwrap().contains("normal"));
+        assert_eq!(
+            a.accounts["root"].children,
+            BTreeSet::from(["ml".to_string(), "physics".to_string()])
+        );
+        assert_eq!(a.max_qos_priority(), 100);
+    }
+}

@@ -1,0 +1,407 @@
+//! The placement policies over the availability profile: FCFS, EASY backfill and
+//! conservative backfill. The pass in `lib.rs` hands jobs here in priority order; each
+//! one starts now, or waits with a reason and, when the policy reserves for it, a
+//! planned start and nodes.
+//!
+//! Worked example (one 4-CPU node; job R runs 2 CPUs until t=100; queue in order:
+//! A 4 CPUs/50 s, B 2 CPUs/50 s, C 2 CPUs/500 s; now = 0):
+//!
+//! - fcfs: A does not fit and blocks the partition (`Resources`); B and C wait
+//!   (`Priority`) although they would fit.
+//! - easy: A does not fit; its reservation is the earliest time the profile fits it,
+//!   t=100 on the node, and it waits with `Resources`, planned start 100. B fits now and
+//!   ends at 50 ≤ 100: it starts. C fits now but would still run at 100, where A needs
+//!   all 4 CPUs: it waits with `Priority`.
+//! - conservative: as easy, and C gets a reservation too, after A's: t=150.
+//!
+//! A job starts now only if the profile has room for it over its whole time limit,
+//! and the profile already holds every reservation made earlier in the pass, so a job
+//! that starts never delays a reserved one. Under EASY each partition gets one
+//! reservation (the first of its jobs that cannot start); under conservative every
+//! job that cannot start gets one, up to `max_reservations`.
+
+use crate::config::{BackfillConfig, Policy};
+use crate::profile::{self, FOREVER, Free, Profile};
+use crate::{PerNode, node_could_fit};
+use model::{Allocation, ClusterState, Job, NodeAllocation, Time};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the pass does with one job (or one array task).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Start(Allocation),
+    Wait {
+        reason: &'static str,
+        /// 0 when the pass made no reservation for it.
+        planned_start: Time,
+        /// The reserved nodes as a hostlist; empty without a reservation.
+        planned_nodes: String,
+    },
+}
+
+/// A request as far as "does it fit now" goes, for jobs without node lists or
+/// reservations: if one such request did not fit for some duration, the same request
+/// for a duration as long or longer does not fit either until the pass ends (the
+/// profile only loses room during a pass).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct RequestKey {
+    partition: usize,
+    nodes: u32,
+    cpus: u32,
+    mem_mb: u64,
+    gpus: u32,
+    gpu_type: String,
+    exclusive: bool,
+}
+
+/// The policy's state during one pass.
+pub struct Planner<'a, 's> {
+    config: &'a BackfillConfig,
+    state: &'s ClusterState,
+    /// Per partition: some job of it could not start in this pass.
+    blocked: Vec<bool>,
+    /// Per partition: it holds an EASY reservation.
+    reserved: Vec<bool>,
+    reservations: u32,
+    failed_now: BTreeMap<RequestKey, Time>,
+}
+
+impl<'a, 's> Planner<'a, 's> {
+    pub fn new(config: &'a BackfillConfig, state: &'s ClusterState) -> Planner<'a, 's> {
+        Planner {
+            config,
+            state,
+            blocked: vec![false; state.partitions.len()],
+            reserved: vec![false; state.partitions.len()],
+            reservations: 0,
+            failed_now: BTreeMap::new(),
+        }
+    }
+
+    /// Decides for one job (or the next task of an array) of partition `p`.
+    pub fn place(
+        &mut self,
+        profile: &mut Profile<'s>,
+        p: usize,
+        job: &Job,
+        req: &PerNode,
+    ) -> Decision {
+        let now = profile.now;
+        let dur = job_duration(job);
+        if self.config.policy == Policy::Fcfs && self.blocked[p] {
+            return wait("Priority");
+        }
+        if let Some(chosen) = self.fits_now(profile, p, job, req, dur) {
+            let end = now.saturating_add(dur).min(FOREVER);
+            let alloc = allocation(profile, &chosen);
+            for (slot, used) in &chosen {
+                profile.take(*slot, now, end, used);
+            }
+            return Decision::Start(alloc);
+        }
+        let first = !self.blocked[p];
+        self.blocked[p] = true;
+        let reason = if first { "Resources" } else { "Priority" };
+        let may_reserve = match self.config.policy {
+            Policy::Fcfs => false,
+            Policy::Easy => !self.reserved[p],
+            Policy::Conservative => {
+                self.config.max_reservations == 0
+                    || self.reservations < self.config.max_reservations
+            }
+        };
+        if may_reserve && let Some((start, chosen)) = self.earliest(profile, p, job, req, dur) {
+            let end = start.saturating_add(dur).min(FOREVER);
+            for (slot, used) in &chosen {
+                profile.take(*slot, start, end, used);
+            }
+            self.reserved[p] = true;
+            self.reservations += 1;
+            let names: Vec<&str> = chosen
+                .iter()
+                .map(|(s, _)| profile.slots[*s].node.name.as_str())
+                .collect();
+            return Decision::Wait {
+                reason,
+                planned_start: start,
+                planned_nodes: model::hostlist::fold(&names),
+            };
+        }
+        wait(reason)
+    }
+
+    /// Nodes on which the job fits from now over its whole limit, with what it takes
+    /// on each; `None` if fewer than it needs.
+    fn fits_now(
+        &mut self,
+        profile: &Profile<'s>,
+        p: usize,
+        job: &Job,
+        req: &PerNode,
+        dur: Time,
+    ) -> Option<Vec<(usize, Free)>> {
+        let spec = &job.spec;
+        let key = (spec.nodelist.is_empty()
+            && spec.exclude.is_empty()
+            && spec.reservation.is_empty())
+        .then(|| RequestKey {
+            partition: p,
+            nodes: req.nodes,
+            cpus: req.cpus,
+            mem_mb: req.mem_mb,
+            gpus: req.gpus,
+            gpu_type: req.gpu_type.clone(),
+            exclusive: req.exclusive,
+        });
+        if let Some(k) = &key
+            && self.failed_now.get(k).is_some_and(|d| *d <= dur)
+        {
+            return None;
+        }
+        let now = profile.now;
+        let to = now.saturating_add(dur).min(FOREVER);
+        let want = req.nodes as usize;
+        let filter = NodeFilter::new(job);
+        let mut chosen = Vec::with_capacity(want);
+        let slots = profile.partition_slots(p);
+        let check = |i: usize| -> Option<Free> {
+            let slot = &profile.slots[i];
+            if !slot.usable || !filter.allows(&slot.node.name) {
+                return None;
+            }
+            let used = slot.fit(req, &slot.line.window(now, to))?;
+            self.reservations_allow(job, &slot.node.name, now, to)
+                .then_some(used)
+        };
+        if filter.wanted.is_some() {
+            for &i in slots {
+                if chosen.len() == want {
+                    break;
+                }
+                if let Some(used) = check(i) {
+                    chosen.push((i, used));
+                }
+            }
+        } else {
+            let mut pos = 0;
+            while chosen.len() < want {
+                let Some(q) = profile.next_free_now(p, pos, req) else {
+                    break;
+                };
+                if let Some(used) = check(slots[q]) {
+                    chosen.push((slots[q], used));
+                }
+                pos = q + 1;
+            }
+        }
+        if chosen.len() == want {
+            return Some(chosen);
+        }
+        if let Some(k) = key {
+            let d = self.failed_now.entry(k).or_insert(dur);
+            *d = (*d).min(dur);
+        }
+        None
+    }
+
+    /// The earliest time from now at which the job fits on enough nodes over its whole
+    /// limit, with the nodes and what it would take on each.
+    fn earliest(
+        &self,
+        profile: &Profile<'s>,
+        p: usize,
+        job: &Job,
+        req: &PerNode,
+        dur: Time,
+    ) -> Option<(Time, Vec<(usize, Free)>)> {
+        let filter = NodeFilter::new(job);
+        let candidates = profile.partition_slots(p).iter().copied().filter(|&i| {
+            let node = profile.slots[i].node;
+            filter.allows(&node.name) && node_could_fit(node, req)
+        });
+        let mut intervals = Vec::new();
+        profile.feasible_starts(candidates, req, dur, &mut intervals);
+        if !self.state.reservations.is_empty() {
+            intervals = self.without_reservations(profile, job, dur, intervals);
+        }
+        let want = req.nodes as usize;
+        let mut found = None;
+        profile::sweep(&intervals, want, |t, open| {
+            let to = t.saturating_add(dur).min(FOREVER);
+            let mut chosen = Vec::with_capacity(want);
+            for &i in open {
+                let slot = &profile.slots[i];
+                if let Some(used) = slot.fit(req, &slot.line.window(t, to))
+                    && self.reservations_allow(job, &slot.node.name, t, to)
+                {
+                    chosen.push((i, used));
+                    if chosen.len() == want {
+                        found = Some((t, chosen));
+                        return true;
+                    }
+                }
+            }
+            false
+        });
+        found
+    }
+
+    fn reservations_allow(&self, job: &Job, node: &str, from: Time, to: Time) -> bool {
+        self.state.reservations.is_empty()
+            && job.spec.reservation.is_empty()
+            || crate::reservation::node_allowed(self.state, job, node, from, to)
+    }
+
+    /// Cuts out of feasible start intervals the starts that advance reservations
+    /// forbid: for a job outside a reservation, starts whose window would overlap it
+    /// on its nodes; for a job inside one, starts outside its window or off its nodes.
+    fn without_reservations(
+        &self,
+        profile: &Profile<'s>,
+        job: &Job,
+        dur: Time,
+        intervals: Vec<(Time, Time, usize)>,
+    ) -> Vec<(Time, Time, usize)> {
+        let mut out = Vec::with_capacity(intervals.len());
+        for (a, b, i) in intervals {
+            let node = profile.slots[i].node.name.as_str();
+            let mut pieces = vec![(a, b)];
+            for r in self.state.reservations.values() {
+                let on_node = r.nodes.iter().any(|n| n == node);
+                let inside = job.spec.reservation == r.name;
+                if !inside && !on_node {
+                    continue;
+                }
+                for (start, end) in windows(r, profile.now, b) {
+                    pieces = if inside {
+                        if !on_node {
+                            Vec::new()
+                        } else {
+                            let last = if r.has(model::ReservationFlag::Flex) {
+                                end - 1
+                            } else {
+                                end.saturating_sub(dur)
+                            };
+                            intersect(&pieces, start, last)
+                        }
+                    } else {
+                        // Starts in (start - dur, end) overlap the window.
+                        subtract(&pieces, start.saturating_sub(dur) + 1, end - 1)
+                    };
+                    if inside {
+                        // A job inside a reservation uses its current window only.
+                        break;
+                    }
+                }
+            }
+            out.extend(pieces.into_iter().map(|(a, b)| (a, b, i)));
+        }
+        out
+    }
+}
+
+/// A reservation's windows from its current one on, up to `until` (repeating ones).
+fn windows(r: &model::Reservation, now: Time, until: Time) -> Vec<(Time, Time)> {
+    let (mut start, mut end) = r.window_at(now);
+    let period = if r.has(model::ReservationFlag::Daily) {
+        86_400
+    } else if r.has(model::ReservationFlag::Weekly) {
+        7 * 86_400
+    } else {
+        0
+    };
+    let mut out = vec![(start, end)];
+    while period > 0 && start < until && out.len() < 1000 {
+        start += period;
+        end += period;
+        out.push((start, end));
+    }
+    out
+}
+
+fn intersect(pieces: &[(Time, Time)], lo: Time, hi: Time) -> Vec<(Time, Time)> {
+    pieces
+        .iter()
+        .filter_map(|&(a, b)| {
+            let (a, b) = (a.max(lo), b.min(hi));
+            (a <= b).then_some((a, b))
+        })
+        .collect()
+}
+
+fn subtract(pieces: &[(Time, Time)], lo: Time, hi: Time) -> Vec<(Time, Time)> {
+    let mut out = Vec::with_capacity(pieces.len() + 1);
+    for &(a, b) in pieces {
+        if hi < a || lo > b {
+            out.push((a, b));
+            continue;
+        }
+        if a < lo {
+            out.push((a, lo - 1));
+        }
+        if b > hi {
+            out.push((hi + 1, b));
+        }
+    }
+    out
+}
+
+fn wait(reason: &'static str) -> Decision {
+    Decision::Wait {
+        reason,
+        planned_start: 0,
+        planned_nodes: String::new(),
+    }
+}
+
+/// How long the job holds its resources as far as planning goes: its time limit, or
+/// forever without one.
+pub fn job_duration(job: &Job) -> Time {
+    job.time_limit_secs().map_or(FOREVER, |d| d.max(1))
+}
+
+fn allocation(profile: &Profile, chosen: &[(usize, Free)]) -> Allocation {
+    Allocation {
+        nodes: chosen
+            .iter()
+            .map(|(i, used)| {
+                let slot = &profile.slots[*i];
+                NodeAllocation {
+                    node: slot.node.name.clone(),
+                    cpus: used.cpus as u32,
+                    mem_mb: used.mem_mb as u64,
+                    gpus: slot.gpu_indices(used.gpus),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// `--nodelist` and `--exclude` of a job.
+struct NodeFilter {
+    wanted: Option<BTreeSet<String>>,
+    excluded: BTreeSet<String>,
+}
+
+impl NodeFilter {
+    fn new(job: &Job) -> NodeFilter {
+        let expand = |text: &str| -> BTreeSet<String> {
+            model::hostlist::expand(text)
+                .unwrap_or_default()
+                .into_iter()
+                .collect()
+        };
+        NodeFilter {
+            wanted: (!job.spec.nodelist.is_empty()).then(|| expand(&job.spec.nodelist)),
+            excluded: if job.spec.exclude.is_empty() {
+                BTreeSet::new()
+            } else {
+                expand(&job.spec.exclude)
+            },
+        }
+    }
+
+    fn allows(&self, node: &str) -> bool {
+        !self.excluded.contains(node) && self.wanted.as_ref().is_none_or(|w| w.contains(node))
+    }
+}
