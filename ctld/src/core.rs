@@ -1140,7 +1140,7 @@ impl Core {
                 // Derived, not persisted: the next pass recomputes it after a restart.
                 self.state.apply(&Event::JobPendingReason {
                     job_id: id,
-                    reason: pending.reason,
+                    reason: pending.reason.into_owned(),
                     planned_start: pending.planned_start,
                 });
                 self.changed = true;

@@ -39,10 +39,10 @@ pub enum Decision {
     },
 }
 
-/// A request as far as "does it fit now" goes, for jobs without node lists or
-/// reservations: if one such request did not fit for some duration, the same request
-/// for a duration as long or longer does not fit either until the pass ends (the
-/// profile only loses room during a pass).
+/// A request as far as fitting goes, for jobs without node lists, reservations or GPU
+/// types: if one such request did not fit now (or could never start) for some
+/// duration, the same request for a duration as long or longer does not either until
+/// the pass ends (the profile only loses room during a pass).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct RequestKey {
     partition: usize,
@@ -50,7 +50,6 @@ struct RequestKey {
     cpus: u32,
     mem_mb: u64,
     gpus: u32,
-    gpu_type: String,
     exclusive: bool,
 }
 
@@ -64,6 +63,9 @@ pub struct Planner<'a, 's> {
     reserved: Vec<bool>,
     reservations: u32,
     failed_now: BTreeMap<RequestKey, Time>,
+    /// Requests that can never start as the profile stands, with the shortest
+    /// duration that could not.
+    never: BTreeMap<RequestKey, Time>,
 }
 
 impl<'a, 's> Planner<'a, 's> {
@@ -75,6 +77,7 @@ impl<'a, 's> Planner<'a, 's> {
             reserved: vec![false; state.partitions.len()],
             reservations: 0,
             failed_now: BTreeMap::new(),
+            never: BTreeMap::new(),
         }
     }
 
@@ -83,7 +86,7 @@ impl<'a, 's> Planner<'a, 's> {
         &mut self,
         profile: &mut Profile<'s>,
         p: usize,
-        job: &Job,
+        job: &'s Job,
         req: &PerNode,
     ) -> Decision {
         let now = profile.now;
@@ -110,7 +113,9 @@ impl<'a, 's> Planner<'a, 's> {
                     || self.reservations < self.config.max_reservations
             }
         };
-        if may_reserve && let Some((start, chosen)) = self.earliest(profile, p, job, req, dur) {
+        if may_reserve
+            && let Some((start, chosen)) = self.earliest_cached(profile, p, job, req, dur)
+        {
             let end = start.saturating_add(dur).min(FOREVER);
             for (slot, used) in &chosen {
                 profile.take(*slot, start, end, used);
@@ -136,23 +141,11 @@ impl<'a, 's> Planner<'a, 's> {
         &mut self,
         profile: &Profile<'s>,
         p: usize,
-        job: &Job,
+        job: &'s Job,
         req: &PerNode,
         dur: Time,
     ) -> Option<Vec<(usize, Free)>> {
-        let spec = &job.spec;
-        let key = (spec.nodelist.is_empty()
-            && spec.exclude.is_empty()
-            && spec.reservation.is_empty())
-        .then(|| RequestKey {
-            partition: p,
-            nodes: req.nodes,
-            cpus: req.cpus,
-            mem_mb: req.mem_mb,
-            gpus: req.gpus,
-            gpu_type: req.gpu_type.clone(),
-            exclusive: req.exclusive,
-        });
+        let key = request_key(p, job, req);
         if let Some(k) = &key
             && self.failed_now.get(k).is_some_and(|d| *d <= dur)
         {
@@ -204,6 +197,31 @@ impl<'a, 's> Planner<'a, 's> {
         None
     }
 
+    /// `earliest`, remembering requests that can never start.
+    fn earliest_cached(
+        &mut self,
+        profile: &Profile<'s>,
+        p: usize,
+        job: &Job,
+        req: &PerNode,
+        dur: Time,
+    ) -> Option<(Time, Vec<(usize, Free)>)> {
+        let key = request_key(p, job, req);
+        if let Some(k) = &key
+            && self.never.get(k).is_some_and(|d| *d <= dur)
+        {
+            return None;
+        }
+        let found = self.earliest(profile, p, job, req, dur);
+        if found.is_none()
+            && let Some(k) = key
+        {
+            let d = self.never.entry(k).or_insert(dur);
+            *d = (*d).min(dur);
+        }
+        found
+    }
+
     /// The earliest time from now at which the job fits on enough nodes over its whole
     /// limit, with the nodes and what it would take on each.
     fn earliest(
@@ -247,8 +265,7 @@ impl<'a, 's> Planner<'a, 's> {
     }
 
     fn reservations_allow(&self, job: &Job, node: &str, from: Time, to: Time) -> bool {
-        self.state.reservations.is_empty()
-            && job.spec.reservation.is_empty()
+        (self.state.reservations.is_empty() && job.spec.reservation.is_empty())
             || crate::reservation::node_allowed(self.state, job, node, from, to)
     }
 
@@ -344,6 +361,22 @@ fn subtract(pieces: &[(Time, Time)], lo: Time, hi: Time) -> Vec<(Time, Time)> {
         }
     }
     out
+}
+
+fn request_key(p: usize, job: &Job, req: &PerNode) -> Option<RequestKey> {
+    let spec = &job.spec;
+    (spec.nodelist.is_empty()
+        && spec.exclude.is_empty()
+        && spec.reservation.is_empty()
+        && req.gpu_type.is_empty())
+    .then_some(RequestKey {
+        partition: p,
+        nodes: req.nodes,
+        cpus: req.cpus,
+        mem_mb: req.mem_mb,
+        gpus: req.gpus,
+        exclusive: req.exclusive,
+    })
 }
 
 fn wait(reason: &'static str) -> Decision {

@@ -42,7 +42,7 @@ impl Policy {
     pub fn parse(text: &str) -> Option<Policy> {
         match text.trim().to_ascii_lowercase().as_str() {
             "fcfs" => Some(Policy::Fcfs),
-            "easy" | "backfill" => Some(Policy::Easy),
+            "easy" => Some(Policy::Easy),
             "conservative" => Some(Policy::Conservative),
             _ => None,
         }

@@ -25,10 +25,11 @@ pub mod priority;
 pub mod profile;
 pub mod reservation;
 
-pub use config::{BackfillConfig, Policy, SchedConfig};
 use backfill::Decision;
+pub use config::{BackfillConfig, Policy, SchedConfig};
 use eligibility::Eligibility;
 use model::{Allocation, ClusterState, Job, JobId, Time};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// One job to start now.
@@ -44,7 +45,8 @@ pub struct Start {
 /// Why a job still waits, and when and where it is expected to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
-    pub reason: String,
+    /// Slurm's reason code (`Resources`, `Priority`, `Dependency`, ...).
+    pub reason: Cow<'static, str>,
     /// The start the pass reserved for it; 0 when it made no reservation.
     pub planned_start: Time,
     /// The nodes of that reservation, as a hostlist; empty without one.
@@ -113,12 +115,13 @@ pub fn node_could_fit(node: &model::Node, req: &PerNode) -> bool {
 
 /// Plans one scheduling pass.
 pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
-    let mut profile = profile::Profile::build(state, now);
+    let running: Vec<&Job> = state.running_jobs().collect();
+    let mut profile = profile::Profile::build(state, &running, now);
     let mut planner = backfill::Planner::new(&config.backfill, state);
 
     // Running tasks per array, for `%N` throttles.
     let mut array_running: BTreeMap<JobId, u32> = BTreeMap::new();
-    for job in state.running_jobs() {
+    for job in &running {
         if job.array_job_id != 0 {
             *array_running.entry(job.array_job_id).or_default() += 1;
         }
@@ -130,11 +133,11 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     let mut plan = Plan::default();
     let mut pending: Vec<(JobId, Pending)> = Vec::with_capacity(queue.len());
     for (job, _priority) in queue {
-        let mut pend = |reason: &str, planned_start: Time, planned_nodes: String| {
+        let mut pend = |reason: Cow<'static, str>, planned_start: Time, planned_nodes: String| {
             pending.push((
                 job.id,
                 Pending {
-                    reason: reason.to_string(),
+                    reason,
                     planned_start,
                     planned_nodes,
                 },
@@ -143,7 +146,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         match eligibility::check(state, job, now) {
             Eligibility::Eligible => {}
             Eligibility::Wait(reason) => {
-                pend(&reason, 0, String::new());
+                pend(reason.into(), 0, String::new());
                 continue;
             }
             Eligibility::Cancel(reason) => {
@@ -159,20 +162,19 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             .iter()
             .position(|p| p.name == job.spec.partition)
         else {
-            pend("PartitionDown", 0, String::new());
+            pend("PartitionDown".into(), 0, String::new());
             continue;
         };
         if let Some(reason) = limits.check(job) {
-            pend(&reason, 0, String::new());
+            pend(reason.into(), 0, String::new());
             continue;
         }
         let req = per_node_request(job);
         // An array record starts as many of its tasks as fit and the throttle allows.
-        let tasks: Vec<Option<u32>> = if job.is_array_meta() {
-            job.pending_tasks.iter().map(|t| Some(*t)).collect()
-        } else {
-            vec![None]
-        };
+        let meta = job.is_array_meta();
+        let tasks = std::iter::once(None)
+            .filter(|_| !meta)
+            .chain(job.pending_tasks.iter().map(|t| Some(*t)).filter(|_| meta));
         let throttle = job.spec.array.as_ref().map(|a| a.max_running).unwrap_or(0);
         let mut waiting = None;
         for task in tasks {
@@ -204,7 +206,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             }
         }
         if let Some((reason, planned_start, planned_nodes)) = waiting {
-            pend(reason, planned_start, planned_nodes);
+            pend(Cow::Borrowed(reason), planned_start, planned_nodes);
         }
     }
     pending.sort_unstable_by_key(|(id, _)| *id);

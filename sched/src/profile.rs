@@ -349,7 +349,7 @@ pub fn expected_end(job: &Job, now: Time) -> Time {
 
 impl<'s> Profile<'s> {
     /// The profile at `now` from the state's nodes, partitions and running jobs.
-    pub fn build(state: &'s ClusterState, now: Time) -> Profile<'s> {
+    pub fn build(state: &'s ClusterState, running: &[&Job], now: Time) -> Profile<'s> {
         let mut slots: Vec<Slot<'s>> = Vec::with_capacity(state.nodes.len());
         let mut by_name = BTreeMap::new();
         for node in state.nodes.values() {
@@ -375,7 +375,7 @@ impl<'s> Profile<'s> {
         }
         // Every running job's use, per node, with its end.
         let mut ends: Vec<Vec<(Time, Free)>> = vec![Vec::new(); slots.len()];
-        for job in state.running_jobs() {
+        for job in running {
             let Some(alloc) = &job.alloc else { continue };
             let end = expected_end(job, now);
             for na in &alloc.nodes {
@@ -463,11 +463,7 @@ impl<'s> Profile<'s> {
     /// the request free now (a necessary condition: GPU types and later dips are
     /// checked by the caller).
     pub fn next_free_now(&self, p: usize, from: usize, req: &PerNode) -> Option<usize> {
-        let need = (
-            i64::from(req.cpus.max(1)),
-            req.mem_mb as i64,
-            req.gpus,
-        );
+        let need = (i64::from(req.cpus.max(1)), req.mem_mb as i64, req.gpus);
         self.trees[p].find(from, need)
     }
 

@@ -1,0 +1,19 @@
+//! `drover-sim`: replays workload traces through Drover's real scheduler (`model` +
+//! `sched`) in virtual time, and benchmarks single scheduling passes.
+//!
+//! - `swf`: Standard Workload Format traces, plain or gzipped, into a job set;
+//! - `replay`: the event loop (ends, submits, one `sched::schedule` pass per event
+//!   time);
+//! - `metrics`: waits, bounded slowdown, utilization, makespan and the event digest;
+//! - `bench`: synthetic clusters and queues, milliseconds per full pass.
+//!
+//! Example: `drover-sim ../shared/traces/KTH-SP2-1996-2.1-cln.swf --policy easy` prints
+//! the figures of the EASY replay of KTH-SP2 on its 100 processors.
+
+pub mod bench;
+pub mod metrics;
+pub mod replay;
+pub mod swf;
+
+pub use metrics::Summary;
+pub use replay::SimPolicy;
