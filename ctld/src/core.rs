@@ -1052,8 +1052,13 @@ impl Core {
 
     /// Periodic work: nodes that stopped answering go DOWN.
     fn tick(&mut self, now: Time) {
-        let expired: Vec<String> =
-            self.state.reservations.values().filter(|r| r.expired(now)).map(|r| r.name.clone()).collect();
+        let expired: Vec<String> = self
+            .state
+            .reservations
+            .values()
+            .filter(|r| r.expired(now))
+            .map(|r| r.name.clone())
+            .collect();
         for name in expired {
             tracing::info!(reservation = %name, "reservation ended");
             self.emit(Event::ReservationDeleted { name });

@@ -12,14 +12,24 @@ use proto::v1;
 use std::collections::BTreeMap;
 
 /// The event for a change, or the error text to return.
-pub fn change(state: &ClusterState, req: &v1::ChangeReservationRequest, now: Time) -> Result<Event, String> {
+pub fn change(
+    state: &ClusterState,
+    req: &v1::ChangeReservationRequest,
+    now: Time,
+) -> Result<Event, String> {
     if req.requester_uid != 0 {
         return Err("Access/permission denied".into());
     }
-    let fields: BTreeMap<String, String> =
-        req.fields.iter().map(|f| (f.name.to_ascii_lowercase(), f.value.clone())).collect();
+    let fields: BTreeMap<String, String> = req
+        .fields
+        .iter()
+        .map(|f| (f.name.to_ascii_lowercase(), f.value.clone()))
+        .collect();
     let op = v1::ReservationOp::try_from(req.op).map_err(|_| "Invalid operation".to_string())?;
-    let name = fields.get("reservationname").or_else(|| fields.get("reservation")).cloned();
+    let name = fields
+        .get("reservationname")
+        .or_else(|| fields.get("reservation"))
+        .cloned();
     match op {
         v1::ReservationOp::Delete => {
             let name = name.ok_or("Reservation name required")?;
@@ -30,10 +40,16 @@ pub fn change(state: &ClusterState, req: &v1::ChangeReservationRequest, now: Tim
         }
         v1::ReservationOp::Create => {
             let name = name.unwrap_or_else(|| {
-                (1..).map(|i| format!("root_{i}")).find(|n| !state.reservations.contains_key(n)).unwrap_or_default()
+                (1..)
+                    .map(|i| format!("root_{i}"))
+                    .find(|n| !state.reservations.contains_key(n))
+                    .unwrap_or_default()
             });
             if state.reservations.contains_key(&name) {
-                return Err("Reservation request overlaps with an existing reservation of the same name".into());
+                return Err(
+                    "Reservation request overlaps with an existing reservation of the same name"
+                        .into(),
+                );
             }
             let base = Reservation {
                 name,
@@ -46,13 +62,21 @@ pub fn change(state: &ClusterState, req: &v1::ChangeReservationRequest, now: Tim
                 partition: String::new(),
             };
             let res = edit(state, base, &fields, now, true)?;
-            Ok(Event::ReservationSet { reservation: Box::new(res) })
+            Ok(Event::ReservationSet {
+                reservation: Box::new(res),
+            })
         }
         v1::ReservationOp::Update => {
             let name = name.ok_or("Reservation name required")?;
-            let current = state.reservations.get(&name).cloned().ok_or("Invalid reservation name")?;
+            let current = state
+                .reservations
+                .get(&name)
+                .cloned()
+                .ok_or("Invalid reservation name")?;
             let res = edit(state, current, &fields, now, false)?;
-            Ok(Event::ReservationSet { reservation: Box::new(res) })
+            Ok(Event::ReservationSet {
+                reservation: Box::new(res),
+            })
         }
     }
 }
@@ -66,7 +90,11 @@ fn edit_list(current: &[String], value: &str) -> Vec<String> {
         let gone: Vec<&str> = remove.split(',').collect();
         out.retain(|u| !gone.contains(&u.as_str()));
     } else {
-        out = value.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
+        out = value
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
     }
     out.sort();
     out.dedup();
@@ -80,7 +108,10 @@ fn edit(
     now: Time,
     creating: bool,
 ) -> Result<Reservation, String> {
-    let time = |v: &str| v.parse::<Time>().map_err(|_| format!("Invalid time specification {v}"));
+    let time = |v: &str| {
+        v.parse::<Time>()
+            .map_err(|_| format!("Invalid time specification {v}"))
+    };
     let duration = fields
         .get("duration")
         .map(|d| units::parse_duration_secs(d).map_err(|e| e.to_string()))
@@ -100,16 +131,24 @@ fn edit(
         res.end = res.start + d.map_or(365 * 86_400, |s| s as Time);
     }
     if res.end <= res.start {
-        return Err("Reservation request has invalid time (Duration or EndTime needed, after StartTime)".into());
+        return Err(
+            "Reservation request has invalid time (Duration or EndTime needed, after StartTime)"
+                .into(),
+        );
     }
     if let Some(v) = fields.get("flags") {
-        let mut flags = if v.starts_with(['+', '-']) { res.flags.clone() } else { Vec::new() };
+        let mut flags = if v.starts_with(['+', '-']) {
+            res.flags.clone()
+        } else {
+            Vec::new()
+        };
         let (add, list) = match v.strip_prefix('-') {
             Some(rest) => (false, rest),
             None => (true, v.trim_start_matches('+')),
         };
         for word in list.split(',').filter(|w| !w.is_empty()) {
-            let flag = ReservationFlag::parse(word).ok_or_else(|| format!("Invalid flag {word}"))?;
+            let flag =
+                ReservationFlag::parse(word).ok_or_else(|| format!("Invalid flag {word}"))?;
             if add {
                 flags.push(flag);
             } else {
@@ -126,7 +165,10 @@ fn edit(
     if let Some(v) = fields.get("accounts") {
         res.accounts = edit_list(&res.accounts, v);
     }
-    if let Some(p) = fields.get("partitionname").or_else(|| fields.get("partition")) {
+    if let Some(p) = fields
+        .get("partitionname")
+        .or_else(|| fields.get("partition"))
+    {
         if state.partition(p).is_none() {
             return Err("Invalid partition name specified".into());
         }
@@ -147,7 +189,11 @@ fn edit(
         }
     } else if let Some(v) = fields.get("nodecnt") {
         let count: usize = v.parse().map_err(|_| format!("Invalid node count {v}"))?;
-        let usable: Vec<String> = candidates.iter().filter(|n| !busy(state, &res, n, now)).cloned().collect();
+        let usable: Vec<String> = candidates
+            .iter()
+            .filter(|n| !busy(state, &res, n, now))
+            .cloned()
+            .collect();
         if usable.len() < count {
             return Err("Requested nodes are busy".into());
         }
@@ -171,14 +217,23 @@ fn busy(state: &ClusterState, res: &Reservation, node: &str, now: Time) -> bool 
     let (start, end) = res.window_at(now);
     let jobs = !res.has(ReservationFlag::IgnoreJobs)
         && state.running_jobs().any(|j| {
-            let on_node = j.alloc.as_ref().is_some_and(|a| a.nodes.iter().any(|n| n.node == node));
-            let job_end = j.time_limit_min.map_or(Time::MAX, |m| j.start_time + Time::from(m) * 60);
+            let on_node = j
+                .alloc
+                .as_ref()
+                .is_some_and(|a| a.nodes.iter().any(|n| n.node == node));
+            let job_end = j
+                .time_limit_min
+                .map_or(Time::MAX, |m| j.start_time + Time::from(m) * 60);
             on_node && job_end > start && j.spec.reservation != res.name
         });
     let others = !res.has(ReservationFlag::Overlap)
         && state.reservations.values().any(|o| {
             let (os, oe) = o.window_at(now);
-            o.name != res.name && !o.has(ReservationFlag::Overlap) && o.nodes.iter().any(|n| n == node) && os < end && oe > start
+            o.name != res.name
+                && !o.has(ReservationFlag::Overlap)
+                && o.nodes.iter().any(|n| n == node)
+                && os < end
+                && oe > start
         });
     jobs || others
 }
@@ -192,7 +247,12 @@ pub fn to_wire(state: &ClusterState, r: &Reservation, now: Time) -> v1::Reservat
         end_time: end,
         nodes: hostlist::fold(&r.nodes),
         node_count: r.nodes.len() as u32,
-        core_count: r.nodes.iter().filter_map(|n| state.nodes.get(n)).map(|n| n.cpus).sum(),
+        core_count: r
+            .nodes
+            .iter()
+            .filter_map(|n| state.nodes.get(n))
+            .map(|n| n.cpus)
+            .sum(),
         users: r.users.clone(),
         accounts: r.accounts.clone(),
         flags: r.flags_text(),
@@ -218,7 +278,13 @@ mod tests {
     fn req(op: v1::ReservationOp, fields: &[(&str, &str)]) -> v1::ChangeReservationRequest {
         v1::ChangeReservationRequest {
             op: op as i32,
-            fields: fields.iter().map(|(k, v)| v1::EnvVar { name: k.to_string(), value: v.to_string() }).collect(),
+            fields: fields
+                .iter()
+                .map(|(k, v)| v1::EnvVar {
+                    name: k.to_string(),
+                    value: v.to_string(),
+                })
+                .collect(),
             requester_uid: 0,
         }
     }
@@ -228,17 +294,45 @@ mod tests {
         let mut s = state();
         let create = req(
             v1::ReservationOp::Create,
-            &[("ReservationName", "maint"), ("StartTime", "1000"), ("Duration", "60"), ("Nodes", "n[1-2]"), ("Users", "root"), ("Flags", "MAINT")],
+            &[
+                ("ReservationName", "maint"),
+                ("StartTime", "1000"),
+                ("Duration", "60"),
+                ("Nodes", "n[1-2]"),
+                ("Users", "root"),
+                ("Flags", "MAINT"),
+            ],
         );
         let ev = change(&s, &create, 500).unwrap();
         s.apply(&ev);
         let r = &s.reservations["maint"];
         assert_eq!((r.start, r.end, r.nodes.len()), (1000, 4600, 2));
         assert_eq!(to_wire(&s, r, 500).state, "INACTIVE");
-        assert_eq!(change(&s, &create, 500).unwrap_err(), "Reservation request overlaps with an existing reservation of the same name");
-        let other = req(v1::ReservationOp::Create, &[("StartTime", "2000"), ("Duration", "10"), ("Nodes", "n2"), ("Users", "bob")]);
-        assert_eq!(change(&s, &other, 500).unwrap_err(), "Requested nodes are busy");
-        let update = req(v1::ReservationOp::Update, &[("ReservationName", "maint"), ("Users", "+bob"), ("Flags", "+IGNORE_JOBS")]);
+        assert_eq!(
+            change(&s, &create, 500).unwrap_err(),
+            "Reservation request overlaps with an existing reservation of the same name"
+        );
+        let other = req(
+            v1::ReservationOp::Create,
+            &[
+                ("StartTime", "2000"),
+                ("Duration", "10"),
+                ("Nodes", "n2"),
+                ("Users", "bob"),
+            ],
+        );
+        assert_eq!(
+            change(&s, &other, 500).unwrap_err(),
+            "Requested nodes are busy"
+        );
+        let update = req(
+            v1::ReservationOp::Update,
+            &[
+                ("ReservationName", "maint"),
+                ("Users", "+bob"),
+                ("Flags", "+IGNORE_JOBS"),
+            ],
+        );
         s.apply(&change(&s, &update, 500).unwrap());
         assert_eq!(s.reservations["maint"].users, vec!["bob", "root"]);
         assert_eq!(s.reservations["maint"].flags_text(), "MAINT,IGNORE_JOBS");
@@ -251,26 +345,93 @@ mod tests {
     #[test]
     fn refusals() {
         let mut s = state();
-        let job = Job::new(1, JobSpec { partition: "p".into(), ..JobSpec::default() }, 0, Some(60));
+        let job = Job::new(
+            1,
+            JobSpec {
+                partition: "p".into(),
+                ..JobSpec::default()
+            },
+            0,
+            Some(60),
+        );
         s.apply(&Event::JobSubmitted { job: Box::new(job) });
-        let alloc = model::Allocation { nodes: vec![NodeAllocation { node: "n1".into(), cpus: 1, mem_mb: 0, gpus: vec![] }] };
-        s.apply(&Event::JobStarted { job_id: 1, alloc, time: 0, stdout_path: String::new(), stderr_path: String::new() });
-        let busy = req(v1::ReservationOp::Create, &[("StartTime", "100"), ("Duration", "10"), ("Nodes", "n1"), ("Users", "root")]);
-        assert_eq!(change(&s, &busy, 0).unwrap_err(), "Requested nodes are busy");
+        let alloc = model::Allocation {
+            nodes: vec![NodeAllocation {
+                node: "n1".into(),
+                cpus: 1,
+                mem_mb: 0,
+                gpus: vec![],
+            }],
+        };
+        s.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc,
+            time: 0,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        let busy = req(
+            v1::ReservationOp::Create,
+            &[
+                ("StartTime", "100"),
+                ("Duration", "10"),
+                ("Nodes", "n1"),
+                ("Users", "root"),
+            ],
+        );
+        assert_eq!(
+            change(&s, &busy, 0).unwrap_err(),
+            "Requested nodes are busy"
+        );
         let mut ignore = busy.clone();
-        ignore.fields.push(v1::EnvVar { name: "Flags".into(), value: "IGNORE_JOBS".into() });
+        ignore.fields.push(v1::EnvVar {
+            name: "Flags".into(),
+            value: "IGNORE_JOBS".into(),
+        });
         assert!(change(&s, &ignore, 0).is_ok());
-        let by_count = req(v1::ReservationOp::Create, &[("StartTime", "100"), ("Duration", "10"), ("NodeCnt", "2"), ("Users", "root")]);
+        let by_count = req(
+            v1::ReservationOp::Create,
+            &[
+                ("StartTime", "100"),
+                ("Duration", "10"),
+                ("NodeCnt", "2"),
+                ("Users", "root"),
+            ],
+        );
         match change(&s, &by_count, 0).unwrap() {
-            Event::ReservationSet { reservation } => assert_eq!(reservation.nodes, vec!["n2", "n3"]),
+            Event::ReservationSet { reservation } => {
+                assert_eq!(reservation.nodes, vec!["n2", "n3"])
+            }
             other => panic!("{other:?}"),
         }
-        let no_users = req(v1::ReservationOp::Create, &[("Duration", "10"), ("Nodes", "n2")]);
-        assert!(change(&s, &no_users, 0).unwrap_err().contains("Users or Accounts"));
+        let no_users = req(
+            v1::ReservationOp::Create,
+            &[("Duration", "10"), ("Nodes", "n2")],
+        );
+        assert!(
+            change(&s, &no_users, 0)
+                .unwrap_err()
+                .contains("Users or Accounts")
+        );
         let mut not_root = ignore.clone();
         not_root.requester_uid = 1000;
-        assert_eq!(change(&s, &not_root, 0).unwrap_err(), "Access/permission denied");
-        let bad_flag = req(v1::ReservationOp::Create, &[("Duration", "10"), ("Nodes", "n2"), ("Users", "a"), ("Flags", "BOGUS")]);
-        assert!(change(&s, &bad_flag, 0).unwrap_err().contains("Invalid flag"));
+        assert_eq!(
+            change(&s, &not_root, 0).unwrap_err(),
+            "Access/permission denied"
+        );
+        let bad_flag = req(
+            v1::ReservationOp::Create,
+            &[
+                ("Duration", "10"),
+                ("Nodes", "n2"),
+                ("Users", "a"),
+                ("Flags", "BOGUS"),
+            ],
+        );
+        assert!(
+            change(&s, &bad_flag, 0)
+                .unwrap_err()
+                .contains("Invalid flag")
+        );
     }
 }

@@ -264,7 +264,9 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ChangeReservationRequest>,
     ) -> Result<Response<v1::ChangeReservationReply>, Status> {
         let req = req.into_inner();
-        let name = self.ask(|reply| Input::ChangeReservation { req, reply }).await?;
+        let name = self
+            .ask(|reply| Input::ChangeReservation { req, reply })
+            .await?;
         Ok(Response::new(v1::ChangeReservationReply { name }))
     }
 
@@ -274,12 +276,20 @@ impl v1::ctld_server::Ctld for Services {
     ) -> Result<Response<v1::ExplainJobReply>, Status> {
         let id = req.into_inner().job_id;
         let snap = self.snapshot();
-        let job = snap.job(id).ok_or_else(|| Status::not_found("Invalid job id specified"))?;
+        let job = snap
+            .job(id)
+            .ok_or_else(|| Status::not_found("Invalid job id specified"))?;
         let blockers = sched::explain::explain(&snap, unix_now(), &self.sched_config, id)
             .into_iter()
-            .map(|b| v1::Blocker { text: b.text, clears_at: b.clears_at })
+            .map(|b| v1::Blocker {
+                text: b.text,
+                clears_at: b.clears_at,
+            })
             .collect();
-        Ok(Response::new(v1::ExplainJobReply { job: Some(proto::convert::job_to_wire(job, None)), blockers }))
+        Ok(Response::new(v1::ExplainJobReply {
+            job: Some(proto::convert::job_to_wire(job, None)),
+            blockers,
+        }))
     }
 
     async fn list_reservations(
@@ -288,8 +298,11 @@ impl v1::ctld_server::Ctld for Services {
     ) -> Result<Response<v1::ListReservationsReply>, Status> {
         let snap = self.snapshot();
         let now = unix_now();
-        let reservations =
-            snap.reservations.values().map(|r| crate::reservations::to_wire(&snap, r, now)).collect();
+        let reservations = snap
+            .reservations
+            .values()
+            .map(|r| crate::reservations::to_wire(&snap, r, now))
+            .collect();
         Ok(Response::new(v1::ListReservationsReply { reservations }))
     }
 

@@ -156,7 +156,10 @@ impl Store {
         let mut reservations = Vec::new();
         for item in self.reservations.iter() {
             let (k, v) = item?;
-            reservations.push(decode(&format!("reservation {}", String::from_utf8_lossy(&k)), &v)?);
+            reservations.push(decode(
+                &format!("reservation {}", String::from_utf8_lossy(&k)),
+                &v,
+            )?);
         }
         let mut usage = Vec::new();
         for item in self.usage.iter() {

@@ -776,13 +776,18 @@ max_time = "1:00:00"
         let c = Config::parse(SAMPLE, "t.toml").unwrap();
         assert_eq!(c.scheduler, SchedulerConfig::default());
         assert_eq!(c.scheduler.policy, "easy");
-        let text = format!("{SAMPLE}\n[scheduler]\npolicy = \"conservative\"\nbf_max_reservations = 0\n");
+        let text =
+            format!("{SAMPLE}\n[scheduler]\npolicy = \"conservative\"\nbf_max_reservations = 0\n");
         let c = Config::parse(&text, "t.toml").unwrap();
         assert_eq!(c.scheduler.policy, "conservative");
         assert_eq!(c.scheduler.bf_max_reservations, 0);
         let bad = format!("{SAMPLE}\n[scheduler]\npolicy = \"lottery\"\n");
         let e = Config::parse(&bad, "t.toml").unwrap_err();
-        assert!(e.message.starts_with("policy: unknown scheduling policy `lottery`"), "{e}");
+        assert!(
+            e.message
+                .starts_with("policy: unknown scheduling policy `lottery`"),
+            "{e}"
+        );
         assert_eq!(e.line, bad.lines().count(), "{e}");
     }
 

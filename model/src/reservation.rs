@@ -84,7 +84,11 @@ impl Reservation {
     /// ACTIVE while the window is open, INACTIVE before it.
     pub fn state_at(&self, now: Time) -> &'static str {
         let (start, end) = self.window_at(now);
-        if start <= now && now < end { "ACTIVE" } else { "INACTIVE" }
+        if start <= now && now < end {
+            "ACTIVE"
+        } else {
+            "INACTIVE"
+        }
     }
 
     /// Has the (non-repeating) reservation ended for good?
@@ -94,7 +98,9 @@ impl Reservation {
 
     /// May this job use the reservation (`--reservation=name`)?
     pub fn admits(&self, job: &Job) -> bool {
-        self.users.iter().any(|u| *u == job.spec.user || u.parse::<u32>().ok() == Some(job.spec.uid))
+        self.users
+            .iter()
+            .any(|u| *u == job.spec.user || u.parse::<u32>().ok() == Some(job.spec.uid))
             || (!job.spec.account.is_empty() && self.accounts.contains(&job.spec.account))
     }
 
@@ -104,7 +110,9 @@ impl Reservation {
         let (start, end) = self.window_at(from);
         let inside = job.spec.reservation == self.name;
         if inside {
-            return !self.nodes.iter().any(|n| n == node) || from < start || (to > end && !self.has(ReservationFlag::Flex));
+            return !self.nodes.iter().any(|n| n == node)
+                || from < start
+                || (to > end && !self.has(ReservationFlag::Flex));
         }
         self.nodes.iter().any(|n| n == node) && from < end && to > start
     }
@@ -113,7 +121,11 @@ impl Reservation {
         if self.flags.is_empty() {
             return "(null)".into();
         }
-        self.flags.iter().map(|f| f.name()).collect::<Vec<_>>().join(",")
+        self.flags
+            .iter()
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -136,7 +148,11 @@ mod tests {
     }
 
     fn job(user: &str, reservation: &str) -> Job {
-        let spec = JobSpec { user: user.into(), reservation: reservation.into(), ..JobSpec::default() };
+        let spec = JobSpec {
+            user: user.into(),
+            reservation: reservation.into(),
+            ..JobSpec::default()
+        };
         Job::new(1, spec, 0, None)
     }
 
@@ -153,7 +169,10 @@ mod tests {
         assert!(r.blocks(&member, "n3", 1000, 1500), "only its nodes");
         assert!(r.blocks(&member, "n1", 900, 1500), "not before the window");
         assert!(!r.blocks(&member, "n1", 1000, 2000));
-        assert!(r.blocks(&member, "n1", 1500, 2500), "not past the end without FLEX");
+        assert!(
+            r.blocks(&member, "n1", 1500, 2500),
+            "not past the end without FLEX"
+        );
         assert!(!res(vec![ReservationFlag::Flex]).blocks(&member, "n1", 1500, 2500));
     }
 
@@ -165,6 +184,9 @@ mod tests {
         assert_eq!(r.state_at(87_500), "ACTIVE");
         assert!(!r.expired(10_000_000));
         assert!(res(vec![]).expired(2000));
-        assert_eq!(ReservationFlag::parse("ignore_jobs"), Some(ReservationFlag::IgnoreJobs));
+        assert_eq!(
+            ReservationFlag::parse("ignore_jobs"),
+            Some(ReservationFlag::IgnoreJobs)
+        );
     }
 }

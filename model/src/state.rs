@@ -107,8 +107,12 @@ pub enum Event {
         time: Time,
     },
     /// `scontrol create|update reservation`: the reservation as it now stands.
-    ReservationSet { reservation: Box<Reservation> },
-    ReservationDeleted { name: String },
+    ReservationSet {
+        reservation: Box<Reservation>,
+    },
+    ReservationDeleted {
+        name: String,
+    },
     /// An admin drains, resumes or downs a node.
     NodeAdmin {
         name: String,
@@ -449,7 +453,8 @@ impl ClusterState {
                 }
             }
             Event::ReservationSet { reservation } => {
-                self.reservations.insert(reservation.name.clone(), reservation.as_ref().clone());
+                self.reservations
+                    .insert(reservation.name.clone(), reservation.as_ref().clone());
             }
             Event::ReservationDeleted { name } => {
                 self.reservations.remove(name);

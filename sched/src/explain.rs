@@ -26,34 +26,64 @@ pub struct Blocker {
 
 /// Why the job waits. An empty list for a job that is not pending.
 pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId) -> Vec<Blocker> {
-    let Some(job) = state.job(id) else { return Vec::new() };
+    let Some(job) = state.job(id) else {
+        return Vec::new();
+    };
     if job.state != JobState::Pending {
         return Vec::new();
     }
     let mut out = Vec::new();
     let mut push = |text: String, clears_at: Time| out.push(Blocker { text, clears_at });
-    if let Eligibility::Wait(reason) | Eligibility::Cancel(reason) = eligibility::check(state, job, now) {
+    if let Eligibility::Wait(reason) | Eligibility::Cancel(reason) =
+        eligibility::check(state, job, now)
+    {
         match reason.as_str() {
             "JobHeldUser" | "JobHeldAdmin" => push(
                 format!("held ({reason}): `scontrol release {}` lets it run", job.id),
                 0,
             ),
-            "BeginTime" => push(format!("may not start before its begin time {}", job.spec.begin_time), job.spec.begin_time),
+            "BeginTime" => push(
+                format!(
+                    "may not start before its begin time {}",
+                    job.spec.begin_time
+                ),
+                job.spec.begin_time,
+            ),
             "Dependency" | "DependencyNeverSatisfied" => {
                 for line in dependency_lines(state, job) {
                     push(line, 0);
                 }
             }
             "Reservation" => {
-                let start = state.reservations.get(&job.spec.reservation).map_or(0, |r| r.window_at(now).0);
-                push(format!("its reservation {} opens at {start}", job.spec.reservation), start);
+                let start = state
+                    .reservations
+                    .get(&job.spec.reservation)
+                    .map_or(0, |r| r.window_at(now).0);
+                push(
+                    format!("its reservation {} opens at {start}", job.spec.reservation),
+                    start,
+                );
             }
-            "ReservationDeleted" => push(format!("its reservation {} no longer exists", job.spec.reservation), 0),
-            other => push(format!("partition {} does not schedule jobs now ({other})", job.spec.partition), 0),
+            "ReservationDeleted" => push(
+                format!("its reservation {} no longer exists", job.spec.reservation),
+                0,
+            ),
+            other => push(
+                format!(
+                    "partition {} does not schedule jobs now ({other})",
+                    job.spec.partition
+                ),
+                0,
+            ),
         }
     }
     if let Some(reason) = limits::LimitTracker::at(state, now, config).check(job) {
-        push(format!("a limit holds it: {reason} (it clears as the association's or QOS's running jobs end)"), 0);
+        push(
+            format!(
+                "a limit holds it: {reason} (it clears as the association's or QOS's running jobs end)"
+            ),
+            0,
+        );
     }
     resource_lines(state, now, config, job, &mut push);
     out
@@ -61,30 +91,51 @@ pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId)
 
 fn dependency_lines(state: &ClusterState, job: &Job) -> Vec<String> {
     let Ok(dep) = dependency::parse(&job.spec.dependency) else {
-        return vec![format!("its dependency `{}` cannot be read", job.spec.dependency)];
+        return vec![format!(
+            "its dependency `{}` cannot be read",
+            job.spec.dependency
+        )];
     };
     let mut lines = Vec::new();
     for clause in &dep.clauses {
         if clause.jobs.is_empty() {
-            lines.push("singleton: another job of the same name and user runs or waits ahead".into());
+            lines.push(
+                "singleton: another job of the same name and user runs or waits ahead".into(),
+            );
         }
         for id in &clause.jobs {
-            let state_text = state.job(*id).map_or("gone".to_string(), |j| j.state.name().to_string());
+            let state_text = state
+                .job(*id)
+                .map_or("gone".to_string(), |j| j.state.name().to_string());
             let kind = format!("{:?}", clause.kind).to_lowercase();
             lines.push(format!("waits for job {id} ({state_text}) under {kind}"));
         }
     }
     if dependency::evaluate(state, job) == DepStatus::Never {
-        lines.push("the dependency can never be satisfied: cancel the job or update its dependency".into());
+        lines.push(
+            "the dependency can never be satisfied: cancel the job or update its dependency".into(),
+        );
     }
     lines
 }
 
-fn resource_lines(state: &ClusterState, now: Time, config: &SchedConfig, job: &Job, push: &mut impl FnMut(String, Time)) {
-    let Some(partition) = state.partition(&job.spec.partition) else { return };
+fn resource_lines(
+    state: &ClusterState,
+    now: Time,
+    config: &SchedConfig,
+    job: &Job,
+    push: &mut impl FnMut(String, Time),
+) {
+    let Some(partition) = state.partition(&job.spec.partition) else {
+        return;
+    };
     let req = per_node_request(job);
     let gpu_text = if req.gpus > 0 {
-        let ty = if req.gpu_type.is_empty() { String::new() } else { format!(" ({})", req.gpu_type) };
+        let ty = if req.gpu_type.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", req.gpu_type)
+        };
         format!(", {} GPUs{ty}", req.gpus)
     } else {
         String::new()
@@ -120,8 +171,15 @@ fn resource_lines(state: &ClusterState, now: Time, config: &SchedConfig, job: &J
         .collect();
     free.sort_by(|a, b| (b.1, b.0, &a.2).cmp(&(a.1, a.0, &b.2)));
     if let Some((cpus, gpus, name)) = free.first() {
-        let gpu = if req.gpus > 0 { format!(", {gpus} GPUs") } else { String::new() };
-        push(format!("the most free on one usable node now: {cpus} CPUs{gpu} on {name}"), 0);
+        let gpu = if req.gpus > 0 {
+            format!(", {gpus} GPUs")
+        } else {
+            String::new()
+        };
+        push(
+            format!("the most free on one usable node now: {cpus} CPUs{gpu} on {name}"),
+            0,
+        );
     }
     let queue = priority::queue_order(state, now, config);
     let ahead: Vec<&Job> = queue
@@ -132,24 +190,50 @@ fn resource_lines(state: &ClusterState, now: Time, config: &SchedConfig, job: &J
         .collect();
     if !ahead.is_empty() {
         let cpus: u32 = ahead.iter().map(|j| j.spec.total_cpus()).sum();
-        let gpus: u32 = ahead.iter().map(|j| per_node_request(j).gpus * j.spec.num_nodes.max(1)).sum();
-        let gpu = if gpus > 0 { format!(", {gpus} GPUs") } else { String::new() };
+        let gpus: u32 = ahead
+            .iter()
+            .map(|j| per_node_request(j).gpus * j.spec.num_nodes.max(1))
+            .sum();
+        let gpu = if gpus > 0 {
+            format!(", {gpus} GPUs")
+        } else {
+            String::new()
+        };
         push(
-            format!("{} higher-priority pending jobs in partition {} want {cpus} CPUs{gpu} first", ahead.len(), partition.name),
+            format!(
+                "{} higher-priority pending jobs in partition {} want {cpus} CPUs{gpu} first",
+                ahead.len(),
+                partition.name
+            ),
             0,
         );
     }
     // The earliest end of a running job on a node that could run this one.
     let next_end = state
         .running_jobs()
-        .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes.iter().any(|n| able.iter().any(|m| m.name == n.node))))
-        .filter_map(|j| j.time_limit_min.map(|m| (j.start_time + Time::from(m) * 60, j.id)))
+        .filter(|j| {
+            j.alloc.as_ref().is_some_and(|a| {
+                a.nodes
+                    .iter()
+                    .any(|n| able.iter().any(|m| m.name == n.node))
+            })
+        })
+        .filter_map(|j| {
+            j.time_limit_min
+                .map(|m| (j.start_time + Time::from(m) * 60, j.id))
+        })
         .min();
     if let Some((end, id)) = next_end {
-        push(format!("first to free resources: job {id} ends by its time limit at {end}"), end);
+        push(
+            format!("first to free resources: job {id} ends by its time limit at {end}"),
+            end,
+        );
     }
     if job.planned_start > 0 {
-        push(format!("planned to start at {}", job.planned_start), job.planned_start);
+        push(
+            format!("planned to start at {}", job.planned_start),
+            job.planned_start,
+        );
     }
 }
 
@@ -170,24 +254,63 @@ mod tests {
         for n in s.nodes.values_mut() {
             n.health = model::NodeHealth::Up;
         }
-        let spec = |gpus: u32| JobSpec { partition: "gpu".into(), gpus_per_node: gpus, ..JobSpec::default() };
-        s.apply(&Event::JobSubmitted { job: Box::new(model::Job::new(1, spec(2), 0, Some(10))) });
-        let alloc = Allocation { nodes: vec![NodeAllocation { node: "n1".into(), cpus: 1, mem_mb: 0, gpus: vec![0, 1] }] };
-        s.apply(&Event::JobStarted { job_id: 1, alloc, time: 0, stdout_path: String::new(), stderr_path: String::new() });
-        s.apply(&Event::JobSubmitted { job: Box::new(model::Job::new(2, spec(2), 1, Some(10))) });
+        let spec = |gpus: u32| JobSpec {
+            partition: "gpu".into(),
+            gpus_per_node: gpus,
+            ..JobSpec::default()
+        };
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(model::Job::new(1, spec(2), 0, Some(10))),
+        });
+        let alloc = Allocation {
+            nodes: vec![NodeAllocation {
+                node: "n1".into(),
+                cpus: 1,
+                mem_mb: 0,
+                gpus: vec![0, 1],
+            }],
+        };
+        s.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc,
+            time: 0,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(model::Job::new(2, spec(2), 1, Some(10))),
+        });
         let mut held = spec(3);
         held.hold = true;
         held.dependency = "afterok:1".into();
-        s.apply(&Event::JobSubmitted { job: Box::new(model::Job::new(3, held, 2, Some(10))) });
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(model::Job::new(3, held, 2, Some(10))),
+        });
         let config = SchedConfig::default();
-        let text: Vec<String> = explain(&s, 10, &config, 3).into_iter().map(|b| b.text).collect();
+        let text: Vec<String> = explain(&s, 10, &config, 3)
+            .into_iter()
+            .map(|b| b.text)
+            .collect();
         assert!(text[0].starts_with("held (JobHeldUser)"), "{text:?}");
-        assert!(text.iter().any(|t| t.contains("0 of 2 nodes in partition gpu could ever run it")), "{text:?}");
-        let text: Vec<String> = explain(&s, 10, &config, 2).into_iter().map(|b| b.text).collect();
+        assert!(
+            text.iter()
+                .any(|t| t.contains("0 of 2 nodes in partition gpu could ever run it")),
+            "{text:?}"
+        );
+        let text: Vec<String> = explain(&s, 10, &config, 2)
+            .into_iter()
+            .map(|b| b.text)
+            .collect();
         assert!(text.iter().any(|t| t.contains("2 of 2 nodes")), "{text:?}");
         assert!(text.iter().any(|t| t.contains("2 GPUs on n2")), "{text:?}");
-        let end = explain(&s, 10, &config, 2).into_iter().find(|b| b.text.starts_with("first to free")).unwrap();
+        let end = explain(&s, 10, &config, 2)
+            .into_iter()
+            .find(|b| b.text.starts_with("first to free"))
+            .unwrap();
         assert_eq!(end.clears_at, 600);
-        assert!(explain(&s, 10, &config, 1).is_empty(), "a running job has no blockers");
+        assert!(
+            explain(&s, 10, &config, 1).is_empty(),
+            "a running job has no blockers"
+        );
     }
 }

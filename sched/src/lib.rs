@@ -128,7 +128,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     }
 
     let queue = priority::queue_order(state, now, config);
-    let mut limits = limits::LimitTracker::new(state, config);
+    let mut limits = limits::LimitTracker::at(state, now, config);
 
     let mut plan = Plan::default();
     let mut pending: Vec<(JobId, Pending)> = Vec::with_capacity(queue.len());
@@ -176,11 +176,18 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             .filter(|_| !meta)
             .chain(job.pending_tasks.iter().map(|t| Some(*t)).filter(|_| meta));
         let throttle = job.spec.array.as_ref().map(|a| a.max_running).unwrap_or(0);
-        let mut waiting = None;
-        for task in tasks {
+        let mut waiting: Option<(Cow<'static, str>, Time, String)> = None;
+        for (n, task) in tasks.enumerate() {
             let running = array_running.get(&job.array_job_id).copied().unwrap_or(0);
             if job.array_job_id != 0 && throttle > 0 && running >= throttle {
-                waiting = Some(("JobArrayTaskLimit", 0, String::new()));
+                waiting = Some(("JobArrayTaskLimit".into(), 0, String::new()));
+                break;
+            }
+            // Each further task of an array counts against the limits again.
+            if n > 0
+                && let Some(reason) = limits.check(job)
+            {
+                waiting = Some((reason.into(), 0, String::new()));
                 break;
             }
             match planner.place(&mut profile, p, job, &req) {
@@ -200,13 +207,13 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                     planned_start,
                     planned_nodes,
                 } => {
-                    waiting = Some((reason, planned_start, planned_nodes));
+                    waiting = Some((reason.into(), planned_start, planned_nodes));
                     break;
                 }
             }
         }
         if let Some((reason, planned_start, planned_nodes)) = waiting {
-            pend(Cow::Borrowed(reason), planned_start, planned_nodes);
+            pend(reason, planned_start, planned_nodes);
         }
     }
     pending.sort_unstable_by_key(|(id, _)| *id);

@@ -12,13 +12,18 @@ pub fn node_allowed(state: &ClusterState, job: &Job, node: &str, from: Time, to:
     if !job.spec.reservation.is_empty() && !state.reservations.contains_key(&job.spec.reservation) {
         return false;
     }
-    !state.reservations.values().any(|r| r.blocks(job, node, from, to))
+    !state
+        .reservations
+        .values()
+        .any(|r| r.blocks(job, node, from, to))
 }
 
 /// When the job would end if it started at `from` (its time limit; unlimited jobs
 /// run for a year as far as reservations are concerned).
 pub fn planned_end(job: &Job, from: Time) -> Time {
-    from + job.time_limit_min.map_or(365 * 86_400, |m| Time::from(m) * 60)
+    from + job
+        .time_limit_min
+        .map_or(365 * 86_400, |m| Time::from(m) * 60)
 }
 
 #[cfg(test)]
@@ -41,14 +46,69 @@ mod tests {
                 partition: String::new(),
             }),
         });
-        let other = Job::new(1, JobSpec { user: "bob".into(), ..JobSpec::default() }, 0, Some(60));
-        assert!(node_allowed(&s, &other, "n1", 30_600, planned_end(&other, 30_600)));
-        assert!(!node_allowed(&s, &other, "n1", 34_200, planned_end(&other, 34_200)));
-        assert!(node_allowed(&s, &other, "n2", 34_200, planned_end(&other, 34_200)));
-        let member = Job::new(2, JobSpec { user: "ada".into(), reservation: "maint".into(), ..JobSpec::default() }, 0, Some(60));
-        assert!(!node_allowed(&s, &member, "n2", 36_000, planned_end(&member, 36_000)));
-        assert!(node_allowed(&s, &member, "n1", 36_000, planned_end(&member, 36_000)));
-        let lost = Job::new(3, JobSpec { reservation: "gone".into(), ..JobSpec::default() }, 0, Some(60));
+        let other = Job::new(
+            1,
+            JobSpec {
+                user: "bob".into(),
+                ..JobSpec::default()
+            },
+            0,
+            Some(60),
+        );
+        assert!(node_allowed(
+            &s,
+            &other,
+            "n1",
+            30_600,
+            planned_end(&other, 30_600)
+        ));
+        assert!(!node_allowed(
+            &s,
+            &other,
+            "n1",
+            34_200,
+            planned_end(&other, 34_200)
+        ));
+        assert!(node_allowed(
+            &s,
+            &other,
+            "n2",
+            34_200,
+            planned_end(&other, 34_200)
+        ));
+        let member = Job::new(
+            2,
+            JobSpec {
+                user: "ada".into(),
+                reservation: "maint".into(),
+                ..JobSpec::default()
+            },
+            0,
+            Some(60),
+        );
+        assert!(!node_allowed(
+            &s,
+            &member,
+            "n2",
+            36_000,
+            planned_end(&member, 36_000)
+        ));
+        assert!(node_allowed(
+            &s,
+            &member,
+            "n1",
+            36_000,
+            planned_end(&member, 36_000)
+        ));
+        let lost = Job::new(
+            3,
+            JobSpec {
+                reservation: "gone".into(),
+                ..JobSpec::default()
+            },
+            0,
+            Some(60),
+        );
         assert!(!node_allowed(&s, &lost, "n1", 0, 60));
     }
 }

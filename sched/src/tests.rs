@@ -538,3 +538,23 @@ fn advance_reservations_shape_starts_and_planned_starts() {
         "start 1 n1:c4m0g[]\npend 2 Resources @200 on n1\npend 3 Reservation\n"
     );
 }
+
+#[test]
+fn array_tasks_are_checked_against_limits_one_by_one() {
+    let mut s = cluster(&[("n1", 8, 1000, 0)]);
+    let config = SchedConfig::from_config(
+        &Config::parse(
+            "[[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n[[qos]]\nname = \"normal\"\nmax_jobs_per_user = 2\n",
+            "t",
+        )
+        .unwrap(),
+    );
+    submit(&mut s, 1, |j| {
+        j.user = "ada".into();
+        j.qos = "normal".into();
+        j.array = Some(model::job::parse_array("0-4", 100).unwrap());
+    });
+    let plan = schedule(&s, 100, &config);
+    assert_eq!(plan.starts.len(), 2, "{}", render(&plan));
+    assert_eq!(plan.pending[&1].reason, "QOSMaxJobsPerUserLimit");
+}

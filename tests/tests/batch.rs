@@ -337,8 +337,14 @@ fn gpus_are_bound_and_never_shared() {
         .trim()
         == "PENDING Resources"));
     let why = c.ok(&["drover", "why", &d.to_string()]);
-    assert!(why.starts_with(&format!("job {d} is PENDING (Resources)")), "{why}");
-    assert!(why.contains("1 of 1 nodes in partition debug could ever run it"), "{why}");
+    assert!(
+        why.starts_with(&format!("job {d} is PENDING (Resources)")),
+        "{why}"
+    );
+    assert!(
+        why.contains("1 of 1 nodes in partition debug could ever run it"),
+        "{why}"
+    );
     assert!(why.contains("first to free resources: job"), "{why}");
     c.ok(&["scancel", &a.to_string()]);
     c.wait_state(d, "COMPLETED", T);

@@ -8,17 +8,36 @@ const T: Duration = Duration::from_secs(30);
 
 #[test]
 fn reservations_keep_nodes_for_their_users() {
-    let c = Cluster::start(ClusterSpec { nodes: 2, cpus: 1, ..ClusterSpec::default() });
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        cpus: 1,
+        ..ClusterSpec::default()
+    });
     let created = c.ok(&[
-        "scontrol", "create", "reservation", "ReservationName=maint", "StartTime=now", "Duration=60",
-        "Nodes=tn1", "Users=root", "Flags=MAINT",
+        "scontrol",
+        "create",
+        "reservation",
+        "ReservationName=maint",
+        "StartTime=now",
+        "Duration=60",
+        "Nodes=tn1",
+        "Users=root",
+        "Flags=MAINT",
     ]);
     assert_eq!(created.trim(), "Reservation created: maint");
     let show = c.ok(&["scontrol", "show", "reservation"]);
     assert!(show.starts_with("ReservationName=maint "), "{show}");
-    assert!(show.contains("Nodes=tn1 NodeCnt=1") && show.contains("State=ACTIVE"), "{show}");
+    assert!(
+        show.contains("Nodes=tn1 NodeCnt=1") && show.contains("State=ACTIVE"),
+        "{show}"
+    );
     let t = c.ok(&["sinfo", "-T"]);
-    assert!(t.lines().nth(1).is_some_and(|l| l.starts_with("maint") && l.trim_end().ends_with("tn1")), "{t}");
+    assert!(
+        t.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("maint") && l.trim_end().ends_with("tn1")),
+        "{t}"
+    );
 
     // Jobs outside the reservation only get tn2; inside it, only tn1.
     let outside: Vec<u32> = (0..2).map(|_| c.sbatch(&[], "sleep 1")).collect();
@@ -26,19 +45,48 @@ fn reservations_keep_nodes_for_their_users() {
     c.wait_state(inside, "COMPLETED", T);
     for id in outside {
         c.wait_state(id, "COMPLETED", T);
-        let node = c.ok(&["sacct", "-n", "-X", "-P", "-j", &id.to_string(), "-o", "NodeList"]);
+        let node = c.ok(&[
+            "sacct",
+            "-n",
+            "-X",
+            "-P",
+            "-j",
+            &id.to_string(),
+            "-o",
+            "NodeList",
+        ]);
         assert_eq!(node.trim(), "tn2");
     }
-    let node = c.ok(&["sacct", "-n", "-X", "-P", "-j", &inside.to_string(), "-o", "NodeList"]);
+    let node = c.ok(&[
+        "sacct",
+        "-n",
+        "-X",
+        "-P",
+        "-j",
+        &inside.to_string(),
+        "-o",
+        "NodeList",
+    ]);
     assert_eq!(node.trim(), "tn1");
 
     // Refusals: unknown reservation, busy nodes, no users.
     let bad = c.run(&["sbatch", "--reservation=nope", "--wrap", "true"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("Requested reservation is invalid"));
-    let busy = c.run(&["scontrol", "create", "reservation", "StartTime=now", "Duration=10", "Nodes=tn1", "Users=root"]);
+    let busy = c.run(&[
+        "scontrol",
+        "create",
+        "reservation",
+        "StartTime=now",
+        "Duration=10",
+        "Nodes=tn1",
+        "Users=root",
+    ]);
     assert!(!busy.status.success());
     assert!(String::from_utf8_lossy(&busy.stderr).contains("Requested nodes are busy"));
 
     c.ok(&["scontrol", "delete", "ReservationName=maint"]);
-    assert!(wait_until(T, || c.ok(&["scontrol", "show", "reservation"]).trim() == "No reservations in the system"));
+    assert!(wait_until(T, || c
+        .ok(&["scontrol", "show", "reservation"])
+        .trim()
+        == "No reservations in the system"));
 }

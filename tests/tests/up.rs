@@ -10,7 +10,15 @@ const T: Duration = Duration::from_secs(30);
 
 fn up(dir: &std::path::Path, port: u16) -> std::process::Child {
     Command::new(bin_dir().join("drover"))
-        .args(["up", "--nodes", "2", "--dir", &dir.display().to_string(), "--port", &port.to_string()])
+        .args([
+            "up",
+            "--nodes",
+            "2",
+            "--dir",
+            &dir.display().to_string(),
+            "--port",
+            &port.to_string(),
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -32,7 +40,11 @@ fn cmd(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
 }
 
 fn interrupt_and_wait(mut child: std::process::Child) {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
     let stopped = wait_until(T, || matches!(child.try_wait(), Ok(Some(_))));
     assert!(stopped, "drover up did not stop on Ctrl-C");
     let mut out = String::new();
@@ -50,16 +62,45 @@ fn up_runs_stops_and_recovers() {
         }
     };
     let first = up(dir.path(), port);
-    assert!(wait_until(T, || cmd(dir.path(), "sinfo", &["-h", "-N", "-o", "%T"]).split_whitespace().filter(|s| *s == "idle").count() == 2));
-    let id = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "echo from-up"]);
+    assert!(wait_until(T, || cmd(
+        dir.path(),
+        "sinfo",
+        &["-h", "-N", "-o", "%T"]
+    )
+    .split_whitespace()
+    .filter(|s| *s == "idle")
+    .count()
+        == 2));
+    let id = cmd(
+        dir.path(),
+        "sbatch",
+        &["--parsable", "--wrap", "echo from-up"],
+    );
     let id = id.trim().to_string();
     assert!(!id.is_empty());
-    assert!(wait_until(T, || cmd(dir.path(), "sacct", &["-n", "-X", "-P", "-o", "State", "-j", &id]).trim() == "COMPLETED"));
-    assert_eq!(std::fs::read_to_string(dir.path().join(format!("slurm-{id}.out"))).unwrap().trim(), "from-up");
+    assert!(wait_until(T, || cmd(
+        dir.path(),
+        "sacct",
+        &["-n", "-X", "-P", "-o", "State", "-j", &id]
+    )
+    .trim()
+        == "COMPLETED"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(format!("slurm-{id}.out")))
+            .unwrap()
+            .trim(),
+        "from-up"
+    );
     interrupt_and_wait(first);
 
     let second = up(dir.path(), port);
-    assert!(wait_until(T, || cmd(dir.path(), "sacct", &["-n", "-X", "-P", "-o", "State", "-j", &id]).trim() == "COMPLETED"));
+    assert!(wait_until(T, || cmd(
+        dir.path(),
+        "sacct",
+        &["-n", "-X", "-P", "-o", "State", "-j", &id]
+    )
+    .trim()
+        == "COMPLETED"));
     let next = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "true"]);
     assert!(next.trim().parse::<u32>().unwrap() > id.parse::<u32>().unwrap());
     interrupt_and_wait(second);
@@ -70,8 +111,15 @@ fn up_runs_stops_and_recovers() {
 fn broken_config_names_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("bad.toml");
-    std::fs::write(&conf, "cluster_name = \"x\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\nmemroy = \"1G\"\n").unwrap();
-    let out = Command::new(bin_dir().join("drover-ctld")).args(["--config", conf.to_str().unwrap()]).output().unwrap();
+    std::fs::write(
+        &conf,
+        "cluster_name = \"x\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\nmemroy = \"1G\"\n",
+    )
+    .unwrap();
+    let out = Command::new(bin_dir().join("drover-ctld"))
+        .args(["--config", conf.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("{}:5:", conf.display())), "{err}");

@@ -11,14 +11,22 @@ use model::units::format_elapsed;
 use proto::v1;
 
 /// Builds the request from `Key=Value` words; `StartTime`/`EndTime` in Slurm's forms.
-pub fn request(op: v1::ReservationOp, words: &[String], now: i64, uid: u32) -> Result<v1::ChangeReservationRequest, String> {
+pub fn request(
+    op: v1::ReservationOp,
+    words: &[String],
+    now: i64,
+    uid: u32,
+) -> Result<v1::ChangeReservationRequest, String> {
     let mut fields = Vec::new();
     for word in words {
-        let (key, value) = word.split_once('=').ok_or_else(|| format!("Invalid input: {word}"))?;
+        let (key, value) = word
+            .split_once('=')
+            .ok_or_else(|| format!("Invalid input: {word}"))?;
         let lower = key.to_ascii_lowercase();
         let value = match lower.as_str() {
             "starttime" | "endtime" => {
-                let begin = parse_begin(value).ok_or_else(|| format!("Invalid time specification: {value}"))?;
+                let begin = parse_begin(value)
+                    .ok_or_else(|| format!("Invalid time specification: {value}"))?;
                 resolve_begin(&begin, now, &util::to_local, &util::from_local).to_string()
             }
             _ => value.trim_matches('"').to_string(),
@@ -36,13 +44,24 @@ pub fn request(op: v1::ReservationOp, words: &[String], now: i64, uid: u32) -> R
             "flags" => "Flags",
             _ => return Err(format!("Invalid input: {word}")),
         };
-        fields.push(v1::EnvVar { name: name.into(), value });
+        fields.push(v1::EnvVar {
+            name: name.into(),
+            value,
+        });
     }
-    Ok(v1::ChangeReservationRequest { op: op as i32, fields, requester_uid: uid })
+    Ok(v1::ChangeReservationRequest {
+        op: op as i32,
+        fields,
+        requester_uid: uid,
+    })
 }
 
 fn list_or_null(v: &[String]) -> String {
-    if v.is_empty() { "(null)".into() } else { v.join(",") }
+    if v.is_empty() {
+        "(null)".into()
+    } else {
+        v.join(",")
+    }
 }
 
 /// `scontrol show reservation`: Slurm's record layout, a blank line between records.
@@ -65,7 +84,11 @@ pub fn render_show(reservations: &[v1::ReservationInfo], one_liner: bool) -> Str
                 r.nodes,
                 r.node_count,
                 r.core_count,
-                if r.partition.is_empty() { "(null)" } else { &r.partition },
+                if r.partition.is_empty() {
+                    "(null)"
+                } else {
+                    &r.partition
+                },
                 r.flags
             ),
             format!("TRES=cpu={}", r.core_count),
@@ -93,7 +116,14 @@ pub fn render_sinfo(reservations: &[v1::ReservationInfo], header: bool) -> Strin
         format!("{a:<13} {b:<6} {c:>19}  {d:>19}  {e:>11}  {f}\n")
     };
     if header {
-        out.push_str(&line("RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST"));
+        out.push_str(&line(
+            "RESV_NAME",
+            "STATE",
+            "START_TIME",
+            "END_TIME",
+            "DURATION",
+            "NODELIST",
+        ));
     }
     for r in reservations {
         out.push_str(&line(
@@ -130,30 +160,66 @@ mod tests {
 
     #[test]
     fn builds_requests() {
-        let words: Vec<String> = ["ReservationName=maint", "StartTime=now+60", "duration=120", "nodes=n1", "users=root", "flags=maint"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let words: Vec<String> = [
+            "ReservationName=maint",
+            "StartTime=now+60",
+            "duration=120",
+            "nodes=n1",
+            "users=root",
+            "flags=maint",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let r = request(v1::ReservationOp::Create, &words, 1000, 0).unwrap();
-        let get = |k: &str| r.fields.iter().find(|f| f.name == k).map(|f| f.value.clone()).unwrap();
+        let get = |k: &str| {
+            r.fields
+                .iter()
+                .find(|f| f.name == k)
+                .map(|f| f.value.clone())
+                .unwrap()
+        };
         assert_eq!(get("StartTime"), "1060");
         assert_eq!(get("Duration"), "120");
         assert_eq!(get("Nodes"), "n1");
         assert!(request(v1::ReservationOp::Create, &["Bogus=1".to_string()], 0, 0).is_err());
-        assert!(request(v1::ReservationOp::Create, &["StartTime=whenever".to_string()], 0, 0).is_err());
+        assert!(
+            request(
+                v1::ReservationOp::Create,
+                &["StartTime=whenever".to_string()],
+                0,
+                0
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn renders() {
         let show = render_show(&[info()], false);
-        assert!(show.starts_with("ReservationName=maint StartTime="), "{show}");
-        assert!(show.contains("Duration=02:00:00\n   Nodes=n[1-2] NodeCnt=2 CoreCnt=8"), "{show}");
-        assert!(show.contains("Users=root Groups=(null) Accounts=(null)"), "{show}");
+        assert!(
+            show.starts_with("ReservationName=maint StartTime="),
+            "{show}"
+        );
+        assert!(
+            show.contains("Duration=02:00:00\n   Nodes=n[1-2] NodeCnt=2 CoreCnt=8"),
+            "{show}"
+        );
+        assert!(
+            show.contains("Users=root Groups=(null) Accounts=(null)"),
+            "{show}"
+        );
         assert_eq!(render_show(&[], false), "No reservations in the system\n");
         let t = render_sinfo(&[info()], true);
         assert!(t.starts_with("RESV_NAME"), "{t}");
         assert!(t.starts_with("RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST\n"), "{t}");
-        assert!(t.lines().nth(1).unwrap().starts_with("maint         ACTIVE "), "{t}");
+        assert!(
+            t.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("maint         ACTIVE "),
+            "{t}"
+        );
         assert!(t.trim_end().ends_with("02:00:00  n[1-2]"), "{t}");
     }
 }

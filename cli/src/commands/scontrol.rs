@@ -1358,7 +1358,12 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, nam
 
 /// `create reservation K=V...`, `update ReservationName=... K=V...` (routed here by
 /// `update`), `delete ReservationName=name`.
-async fn reservation_change(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, tag: &str, rest: &[String]) {
+async fn reservation_change(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<Channel>>,
+    tag: &str,
+    rest: &[String],
+) {
     use super::reservation;
     let creating = kw(tag, "create", 2);
     let (op, words) = if creating {
@@ -1367,7 +1372,10 @@ async fn reservation_change(s: &mut Session, conn: &mut Option<CtldClient<Channe
                 (v1::ReservationOp::Create, words.to_vec())
             }
             _ => {
-                s.fail(format!("invalid keyword: {}", rest.first().map(String::as_str).unwrap_or(tag)));
+                s.fail(format!(
+                    "invalid keyword: {}",
+                    rest.first().map(String::as_str).unwrap_or(tag)
+                ));
                 return;
             }
         }
@@ -1399,15 +1407,24 @@ async fn reservation_change(s: &mut Session, conn: &mut Option<CtldClient<Channe
     };
     match c.change_reservation(req).await {
         Ok(r) => match op {
-            v1::ReservationOp::Create => s.out.push(format!("Reservation created: {}\n", r.into_inner().name)),
+            v1::ReservationOp::Create => s
+                .out
+                .push(format!("Reservation created: {}\n", r.into_inner().name)),
             v1::ReservationOp::Update => s.out.push("Reservation updated.\n".into()),
             v1::ReservationOp::Delete => {}
         },
-        Err(e) => s.fail(format!("Error {verb} the reservation: {}", util::status_text(&e))),
+        Err(e) => s.fail(format!(
+            "Error {verb} the reservation: {}",
+            util::status_text(&e)
+        )),
     }
 }
 
-async fn show_reservations(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, name: Option<String>) {
+async fn show_reservations(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<Channel>>,
+    name: Option<String>,
+) {
     let Some(c) = get_client(s, conn, "slurm_load_reservations error").await else {
         return;
     };
@@ -1421,9 +1438,13 @@ async fn show_reservations(s: &mut Session, conn: &mut Option<CtldClient<Channel
                     return;
                 }
             }
-            s.out.push(super::reservation::render_show(&list, s.one_liner));
+            s.out
+                .push(super::reservation::render_show(&list, s.one_liner));
         }
-        Err(e) => s.fail(format!("slurm_load_reservations error: {}", util::status_text(&e))),
+        Err(e) => s.fail(format!(
+            "slurm_load_reservations error: {}",
+            util::status_text(&e)
+        )),
     }
 }
 

@@ -1006,10 +1006,16 @@ pub fn run(args: &[String]) -> ExitCode {
     let rt = client::runtime();
     if opts.reservations {
         return match client::query(&rt, "sinfo", |mut c| async move {
-            Ok(c.list_reservations(proto::v1::ListReservationsRequest {}).await?.into_inner().reservations)
+            Ok(c.list_reservations(proto::v1::ListReservationsRequest {})
+                .await?
+                .into_inner()
+                .reservations)
         }) {
             Ok(list) => {
-                print!("{}", super::reservation::render_sinfo(&list, !opts.noheader));
+                print!(
+                    "{}",
+                    super::reservation::render_sinfo(&list, !opts.noheader)
+                );
                 ExitCode::SUCCESS
             }
             Err(code) => code,

@@ -16,7 +16,9 @@ pub fn run(args: &[String]) -> ExitCode {
     };
     let rt = client::runtime();
     let reply = match client::query(&rt, "drover why", |mut c| async move {
-        Ok(c.explain_job(v1::ExplainJobRequest { job_id }).await?.into_inner())
+        Ok(c.explain_job(v1::ExplainJobRequest { job_id })
+            .await?
+            .into_inner())
     }) {
         Ok(r) => r,
         Err(code) => return code,
@@ -27,7 +29,9 @@ pub fn run(args: &[String]) -> ExitCode {
 
 /// The explanation as text: a headline, then one line a blocker.
 pub fn render(reply: &v1::ExplainJobReply) -> String {
-    let Some(job) = &reply.job else { return String::new() };
+    let Some(job) = &reply.job else {
+        return String::new();
+    };
     let state = format::job_state(job);
     let mut out = format!("job {} is {}", job.job_id, state.name());
     if state == model::JobState::Pending {
@@ -55,9 +59,19 @@ mod tests {
     #[test]
     fn renders_blockers() {
         let reply = v1::ExplainJobReply {
-            job: Some(v1::JobInfo { job_id: 7, reason: "Resources".into(), ..Default::default() }),
-            blockers: vec![v1::Blocker { text: "needs 1 node(s) with 4 CPUs".into(), clears_at: 0 }],
+            job: Some(v1::JobInfo {
+                job_id: 7,
+                reason: "Resources".into(),
+                ..Default::default()
+            }),
+            blockers: vec![v1::Blocker {
+                text: "needs 1 node(s) with 4 CPUs".into(),
+                clears_at: 0,
+            }],
         };
-        assert_eq!(render(&reply), "job 7 is PENDING (Resources)\n- needs 1 node(s) with 4 CPUs\n");
+        assert_eq!(
+            render(&reply),
+            "job 7 is PENDING (Resources)\n- needs 1 node(s) with 4 CPUs\n"
+        );
     }
 }
