@@ -356,6 +356,9 @@ impl Core {
                 message,
             } => {
                 tracing::warn!(job_id, node = %node, error = %message, "launch failed");
+                if let Some(addr) = self.state.nodes.get(&node).map(|n| n.addr.clone()) {
+                    self.dispatcher.forget(&addr);
+                }
                 let on_node = self.state.job(job_id).is_some_and(|j| {
                     j.state == JobState::Running
                         && j.alloc
@@ -865,6 +868,7 @@ impl Core {
 
     fn register(&mut self, req: v1::RegisterRequest, now: Time) -> v1::RegisterReply {
         let name = req.node_name.clone();
+        self.dispatcher.forget(&req.agent_addr);
         tracing::info!(node = %name, addr = %req.agent_addr, running = req.running_jobs.len(), "node registered");
         self.emit(Event::NodeRegistered {
             name: name.clone(),
@@ -945,14 +949,15 @@ impl Core {
         let Some(job) = self.state.job(id) else {
             return;
         };
-        // A report from another node is about an earlier run (the job was requeued
-        // and placed elsewhere since): it says nothing about the current one.
+        // A report from another node, or of another run, is about an earlier run (the
+        // job was requeued since): it says nothing about the current one.
         let on_reporting_node = job
             .alloc
             .as_ref()
             .and_then(|a| a.nodes.first())
             .is_some_and(|n| n.node == req.node_name);
         if !on_reporting_node
+            || req.restart_count != job.restart_count
             || !matches!(
                 job.state,
                 JobState::Running | JobState::Suspended | JobState::Completing

@@ -51,16 +51,17 @@ impl Dispatcher {
         }
     }
 
+    /// Drops the cached connection to a node daemon, which restarted or failed: the
+    /// next call dials it afresh instead of using a dead connection.
+    pub fn forget(&mut self, addr: &str) {
+        self.clients.remove(addr);
+    }
+
     fn client(&mut self, addr: &str) -> Option<NodeAgentClient<Channel>> {
         if let Some(c) = self.clients.get(addr) {
             return Some(c.clone());
         }
-        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
-            .ok()?
-            .connect_timeout(Duration::from_secs(2))
-            .timeout(Duration::from_secs(10))
-            .tcp_nodelay(true);
-        let client = NodeAgentClient::new(endpoint.connect_lazy());
+        let client = fresh_client(addr)?;
         self.clients.insert(addr.to_string(), client.clone());
         Some(client)
     }
@@ -160,14 +161,24 @@ impl Dispatcher {
         let inbox = self.inbox.clone();
         let client = self.client(&addr);
         tokio::spawn(async move {
-            let result = match client {
-                Some(mut c) => c
-                    .launch_job(req)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.message().to_string()),
-                None => Err(format!("bad node address `{addr}`")),
-            };
+            // A node daemon that restarted leaves a dead cached connection behind; the
+            // request never reached it, so it is sent again on a fresh connection
+            // (a launch of a job the node already runs is ignored there).
+            let mut result = Err(format!("bad node address `{addr}`"));
+            let mut client = client;
+            for attempt in 0..3u64 {
+                let Some(mut c) = client.take() else { break };
+                result = c.launch_job(req.clone()).await.map(|_| ()).map_err(|e| {
+                    use std::error::Error;
+                    let cause = e.source().map(|c| format!(": {c}")).unwrap_or_default();
+                    format!("{}{cause}", e.message())
+                });
+                if result.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50 * (attempt + 1))).await;
+                client = fresh_client(&addr);
+            }
             if let Err(message) = result
                 && let Some(inbox) = inbox.upgrade()
             {
@@ -181,6 +192,16 @@ impl Dispatcher {
             }
         });
     }
+}
+
+/// A client on a new connection (made at the first call).
+fn fresh_client(addr: &str) -> Option<NodeAgentClient<Channel>> {
+    let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+        .ok()?
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(10))
+        .tcp_nodelay(true);
+    Some(NodeAgentClient::new(endpoint.connect_lazy()))
 }
 
 fn batch_node(state: &ClusterState, job_id: JobId) -> Option<String> {

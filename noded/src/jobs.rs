@@ -340,13 +340,15 @@ impl Jobs {
             }
         };
         info!(job_id, kind = ?status.kind, exit_code = status.exit_code, exit_signal = status.exit_signal, "job ended");
-        tokio::spawn(Arc::clone(self).report(job_id, status));
+        let restart_count = dir.read_launch().map(|l| l.restart_count).unwrap_or(0);
+        tokio::spawn(Arc::clone(self).report(job_id, restart_count, status));
     }
 
     /// Sends a job's end to the controller until it is acknowledged, then retires the
     /// job's directory.
-    async fn report(self: Arc<Self>, job_id: JobId, status: JobStatus) {
-        let req = status.to_wire(&self.node_name, job_id);
+    async fn report(self: Arc<Self>, job_id: JobId, restart_count: u32, status: JobStatus) {
+        let mut req = status.to_wire(&self.node_name, job_id);
+        req.restart_count = restart_count;
         let _ = self
             .registered
             .subscribe()

@@ -65,6 +65,7 @@ impl JobStatus {
             start_time: self.start_time,
             end_time: self.end_time,
             message: self.message.clone(),
+            restart_count: 0,
         }
     }
 }

@@ -93,9 +93,17 @@ impl TestJob {
         }
     }
 
-    /// The pid the script wrote to `bg.pid`.
+    /// The pid the script wrote to `bg.pid` (the file may exist a moment before the
+    /// shell has written it).
     fn background_pid(&self) -> Pid {
-        Pid::from_raw(self.read("bg.pid").trim().parse().unwrap())
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(pid) = self.read("bg.pid").trim().parse() {
+                return Pid::from_raw(pid);
+            }
+            assert!(Instant::now() < deadline, "bg.pid stayed empty");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 

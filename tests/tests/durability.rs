@@ -94,11 +94,14 @@ fn jobs_survive_a_node_daemon_restart() {
     let id = c.sbatch(
         &["-o", "survivor.out"],
         &format!(
-            "while [ ! -e {} ]; do sleep 0.1; done; echo finished",
+            "touch {}.started; while [ ! -e {} ]; do sleep 0.1; done; echo finished",
+            gate.display(),
             gate.display()
         ),
     );
     c.wait_state(id, "RUNNING", T);
+    let started = c.work.join("gate.started");
+    assert!(wait_until(T, || started.exists()));
     c.kill_node(0);
     c.start_node(0);
     assert!(
@@ -181,8 +184,15 @@ fn a_vanished_node_fails_or_requeues_its_jobs() {
         .ok(&["sinfo", "-h", "-N", "-n", "tn2", "-o", "%T"])
         .trim()
         == "idle"));
-    let doomed = c.sbatch(&["-w", "tn2"], "sleep 300");
+    // Wait for the script itself to run: a node lost while the launch is still in
+    // flight is a launch failure (requeued), not a node failure.
+    let started = c.work.join("doomed.started");
+    let doomed = c.sbatch(
+        &["-w", "tn2"],
+        &format!("touch {}; sleep 300", started.display()),
+    );
     c.wait_state(doomed, "RUNNING", T);
+    assert!(wait_until(T, || started.exists()));
     c.kill_node(1);
     tests::kill_processes_under(&c.path().join("state").join("noded-tn2"));
     c.wait_state(doomed, "NODE_FAIL", T);
