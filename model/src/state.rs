@@ -181,6 +181,11 @@ pub struct ClusterState {
     pub next_job_id: JobId,
     /// Decayed usage per association, charged as jobs end (`UsageCharged`).
     pub usage: BTreeMap<AssocKey, AssocUsage>,
+    /// Ids of pending and of allocated jobs, so that a scheduling pass does not walk
+    /// every finished job kept for `sacct`. Kept by `apply`, `insert_job` and
+    /// `remove_job`; persistent sets, so snapshots stay cheap.
+    pending_ids: imbl::OrdSet<JobId>,
+    running_ids: imbl::OrdSet<JobId>,
 }
 
 impl ClusterState {
@@ -192,7 +197,38 @@ impl ClusterState {
             reservations: BTreeMap::new(),
             next_job_id: 1,
             usage: BTreeMap::new(),
+            pending_ids: imbl::OrdSet::new(),
+            running_ids: imbl::OrdSet::new(),
         }
+    }
+
+    /// Files a job under pending or running by its state.
+    fn reindex(&mut self, id: JobId) {
+        let state = self.jobs.get(&id).map(|j| j.state);
+        self.pending_ids.remove(&id);
+        self.running_ids.remove(&id);
+        match state {
+            Some(JobState::Pending) => {
+                self.pending_ids.insert(id);
+            }
+            Some(JobState::Running | JobState::Suspended | JobState::Completing) => {
+                self.running_ids.insert(id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Inserts or replaces a job record directly (loading, tests, the simulator).
+    pub fn insert_job(&mut self, job: Job) {
+        let id = job.id;
+        self.jobs.insert(id, Arc::new(job));
+        self.reindex(id);
+    }
+
+    /// Forgets a job record entirely (the simulator drops finished jobs).
+    pub fn remove_job(&mut self, id: JobId) {
+        self.jobs.remove(&id);
+        self.reindex(id);
     }
 
     pub fn job(&self, id: JobId) -> Option<&Job> {
@@ -210,7 +246,7 @@ impl ClusterState {
     /// Inserts a job as loaded from the store (no event: it already happened).
     pub fn restore_job(&mut self, job: Job) {
         self.next_job_id = self.next_job_id.max(job.id + 1);
-        self.jobs.insert(job.id, Arc::new(job));
+        self.insert_job(job);
     }
 
     /// Replaces a node's record with one loaded from the store, keeping the configured
@@ -225,6 +261,16 @@ impl ClusterState {
 
     /// Applies one event. Events that refer to unknown jobs or nodes change nothing.
     pub fn apply(&mut self, event: &Event) {
+        self.apply_inner(event);
+        if let Some(id) = event.job_id() {
+            self.reindex(id);
+        }
+        if let Event::ArrayTaskSplit { array_id, .. } = event {
+            self.reindex(*array_id);
+        }
+    }
+
+    fn apply_inner(&mut self, event: &Event) {
         match event {
             Event::JobSubmitted { job } => {
                 self.next_job_id = self.next_job_id.max(job.id + 1);
@@ -499,18 +545,21 @@ impl ClusterState {
 
     /// Jobs holding an allocation (running, suspended or completing).
     pub fn running_jobs(&self) -> impl Iterator<Item = &Job> {
-        self.jobs.values().map(|j| j.as_ref()).filter(|j| {
-            matches!(
-                j.state,
-                JobState::Running | JobState::Suspended | JobState::Completing
-            )
-        })
+        self.running_ids
+            .iter()
+            .filter_map(|id| self.job(*id))
+            .filter(|j| {
+                matches!(
+                    j.state,
+                    JobState::Running | JobState::Suspended | JobState::Completing
+                )
+            })
     }
 
     pub fn pending_jobs(&self) -> impl Iterator<Item = &Job> {
-        self.jobs
-            .values()
-            .map(|j| j.as_ref())
+        self.pending_ids
+            .iter()
+            .filter_map(|id| self.job(*id))
             .filter(|j| j.state == JobState::Pending)
     }
 }

@@ -256,11 +256,9 @@ impl ShareTree {
         // jobs share few associations: dedup borrowed, hashed, then sorted).
         let mut running: Vec<&Job> = Vec::new();
         let mut seen: HashSet<(&str, &str)> = HashSet::new();
-        for job in state.jobs.values() {
-            match job.state {
-                JobState::Pending => {}
-                JobState::Running | JobState::Suspended | JobState::Completing => running.push(job),
-                _ => continue,
+        for job in state.pending_jobs().chain(state.running_jobs()) {
+            if job.state != JobState::Pending {
+                running.push(job);
             }
             seen.insert((config.assocs.account_of(&job.spec), job.spec.user.as_str()));
         }

@@ -77,7 +77,7 @@ fn submit_for(state: &mut ClusterState, id: u32, limit_s: u32, f: impl FnOnce(&m
     let mut job = state.job(id).unwrap().clone();
     job.time_limit_s = Some(limit_s);
     job.time_limit_min = Some(limit_s.div_ceil(60));
-    state.jobs.insert(id, std::sync::Arc::new(job));
+    state.insert_job(job);
 }
 
 /// Starts job `id` at `time` on the nodes given as `(node, cpus, gpus)`.
@@ -386,7 +386,7 @@ fn backfill_never_delays_a_reservation() {
         }
         let unstarted: Vec<u32> = s.pending_jobs().map(|j| j.id).collect();
         for u in unstarted {
-            s.jobs.remove(&u);
+            s.remove_job(u);
         }
         for (cpus, mem, gpus, nodes, limit) in &pending {
             submit_for(&mut s, id, *limit, |j| {

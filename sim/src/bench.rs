@@ -201,11 +201,11 @@ pub fn scenario(pending: usize, nodes: usize) -> ClusterState {
     // for backfill); the measured queue comes after.
     let unstarted: Vec<u32> = state.pending_jobs().map(|j| j.id).collect();
     for id in unstarted {
-        state.jobs.remove(&id);
+        state.remove_job(id);
     }
     let ended: Vec<u32> = state.running_jobs().map(|j| j.id).step_by(10).collect();
     for id in ended {
-        state.jobs.remove(&id);
+        state.remove_job(id);
     }
     for i in 0..pending {
         let job = random_job(&mut rng, id, NOW - 50_000 + i as Time, cpu_nodes);

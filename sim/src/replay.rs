@@ -197,7 +197,7 @@ pub fn run(
                 cancelled_by: None,
             });
             // Finished jobs matter no more to the scheduler: keep the state small.
-            state.jobs.remove(&id);
+            state.remove_job(id);
         }
         let mut newcomer_fits = false;
         while next < jobs.len() && jobs[next].submit == now {
