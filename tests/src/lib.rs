@@ -320,6 +320,21 @@ default_time = "10:00"
             .unwrap_or_else(|_| panic!("sbatch printed `{out}`"))
     }
 
+    /// One `sacct` field of a job's allocation row (`sacct -n -X -P -j ID -o FIELD`).
+    pub fn field(&self, id: u32, field: &str) -> String {
+        let out = self.ok(&[
+            "sacct",
+            "-n",
+            "-X",
+            "-P",
+            "-o",
+            field,
+            "-j",
+            &id.to_string(),
+        ]);
+        out.lines().next().unwrap_or("").trim().to_string()
+    }
+
     /// The state of a job as `squeue -t all` (or `sacct` once gone) reports it.
     pub fn state(&self, id: u32) -> String {
         let out = self.ok(&[

@@ -137,16 +137,7 @@ fn output_patterns_directives_and_append() {
         "to-out"
     );
     assert_eq!(read(c.work.join(format!("err-{id}.txt"))).trim(), "to-err");
-    let code = c.ok(&[
-        "sacct",
-        "-n",
-        "-X",
-        "-P",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "ExitCode",
-    ]);
+    let code = c.field(id, "ExitCode");
     assert_eq!(code.trim(), "3:0");
 
     std::fs::write(c.work.join("log.txt"), "before\n").unwrap();
@@ -173,16 +164,7 @@ fn cancel_kills_the_whole_process_tree() {
     assert!(q.contains(" R "), "{q}");
     c.ok(&["scancel", &id.to_string()]);
     c.wait_state(id, "CANCELLED", T);
-    let state = c.ok(&[
-        "sacct",
-        "-n",
-        "-X",
-        "-P",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "State",
-    ]);
+    let state = c.field(id, "State");
     assert_eq!(state.trim(), "CANCELLED by 0");
     assert!(
         wait_until(T, || !std::path::Path::new(&format!("/proc/{child}"))
@@ -201,16 +183,7 @@ fn time_limit_ends_in_timeout() {
     let id = c.sbatch(&["-t", "1"], "sleep 600");
     c.wait_state(id, "RUNNING", T);
     c.wait_state(id, "TIMEOUT", Duration::from_secs(100));
-    let elapsed = c.ok(&[
-        "sacct",
-        "-n",
-        "-X",
-        "-P",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "ElapsedRaw",
-    ]);
+    let elapsed = c.field(id, "ElapsedRaw");
     let secs: i64 = elapsed.trim().parse().unwrap_or(0);
     assert!(
         (60..=75).contains(&secs),
@@ -251,10 +224,10 @@ fn arrays_with_throttle() {
         "-n",
         "-X",
         "-P",
-        "-j",
-        &id.to_string(),
         "-o",
         "JobID",
+        "-j",
+        &id.to_string(),
     ]);
     let mut ids: Vec<&str> = rows.lines().collect();
     ids.sort();
@@ -441,16 +414,7 @@ fn nodes_drain_and_resume() {
     let ids: Vec<u32> = (0..3).map(|_| c.sbatch(&["-c", "1"], "sleep 1")).collect();
     for id in &ids {
         c.wait_state(*id, "COMPLETED", T);
-        let node = c.ok(&[
-            "sacct",
-            "-n",
-            "-X",
-            "-P",
-            "-j",
-            &id.to_string(),
-            "-o",
-            "NodeList",
-        ]);
+        let node = c.field(*id, "NodeList");
         assert_eq!(node.trim(), "tn2");
     }
     c.ok(&["scontrol", "update", "nodename=tn1", "state=resume"]);

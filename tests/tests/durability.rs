@@ -142,20 +142,7 @@ fn a_vanished_node_fails_or_requeues_its_jobs() {
     );
     c.wait_state(plain, "RUNNING", T);
     c.wait_state(requeue, "RUNNING", T);
-    let node_of = |id: u32| {
-        c.ok(&[
-            "sacct",
-            "-n",
-            "-X",
-            "-P",
-            "-j",
-            &id.to_string(),
-            "-o",
-            "NodeList",
-        ])
-        .trim()
-        .to_string()
-    };
+    let node_of = |id: u32| c.field(id, "NodeList").trim().to_string();
     assert_eq!(node_of(plain), "tn1");
     assert_eq!(node_of(requeue), "tn2");
     // tn2's daemon dies with its jobs.

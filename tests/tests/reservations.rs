@@ -45,28 +45,10 @@ fn reservations_keep_nodes_for_their_users() {
     c.wait_state(inside, "COMPLETED", T);
     for id in outside {
         c.wait_state(id, "COMPLETED", T);
-        let node = c.ok(&[
-            "sacct",
-            "-n",
-            "-X",
-            "-P",
-            "-j",
-            &id.to_string(),
-            "-o",
-            "NodeList",
-        ]);
+        let node = c.field(id, "NodeList");
         assert_eq!(node.trim(), "tn2");
     }
-    let node = c.ok(&[
-        "sacct",
-        "-n",
-        "-X",
-        "-P",
-        "-j",
-        &inside.to_string(),
-        "-o",
-        "NodeList",
-    ]);
+    let node = c.field(inside, "NodeList");
     assert_eq!(node.trim(), "tn1");
 
     // Refusals: unknown reservation, busy nodes, no users.
