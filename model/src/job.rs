@@ -172,6 +172,22 @@ impl JobSpec {
         self.num_tasks.max(1) * self.cpus_per_task.max(1)
     }
 
+    /// CPUs and memory (MB) needed on each node: tasks per node (or all tasks spread
+    /// evenly) times CPUs per task, and `--mem`, or `--mem-per-cpu` times those CPUs.
+    pub fn per_node_cpus_mem(&self) -> (u32, u64) {
+        let cpus = if self.ntasks_per_node > 0 {
+            self.ntasks_per_node * self.cpus_per_task.max(1)
+        } else {
+            self.total_cpus().div_ceil(self.num_nodes.max(1))
+        };
+        let mem = if self.mem_per_cpu_mb > 0 {
+            self.mem_per_cpu_mb * u64::from(cpus)
+        } else {
+            self.mem_per_node_mb
+        };
+        (cpus, mem)
+    }
+
     /// GPUs needed on each node of the allocation.
     pub fn gpus_on_each_node(&self) -> u32 {
         if self.gpus_per_node > 0 {

@@ -182,16 +182,7 @@ pub fn format_weights(weights: &TresWeights) -> String {
 /// one).
 pub fn job_request(spec: &JobSpec) -> TresCounts {
     let nodes = spec.num_nodes.max(1);
-    let cpus_per_node = if spec.ntasks_per_node > 0 {
-        spec.ntasks_per_node * spec.cpus_per_task.max(1)
-    } else {
-        spec.total_cpus().div_ceil(nodes)
-    };
-    let mem_per_node = if spec.mem_per_cpu_mb > 0 {
-        spec.mem_per_cpu_mb * u64::from(cpus_per_node)
-    } else {
-        spec.mem_per_node_mb
-    };
+    let (cpus_per_node, mem_per_node) = spec.per_node_cpus_mem();
     let mut out = TresCounts::new();
     out.insert("cpu".into(), u64::from(cpus_per_node) * u64::from(nodes));
     out.insert("node".into(), u64::from(nodes));

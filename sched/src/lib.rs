@@ -83,16 +83,7 @@ pub struct PerNode {
 pub fn per_node_request(job: &Job) -> PerNode {
     let spec = &job.spec;
     let nodes = spec.num_nodes.max(1);
-    let cpus = if spec.ntasks_per_node > 0 {
-        spec.ntasks_per_node * spec.cpus_per_task.max(1)
-    } else {
-        spec.total_cpus().div_ceil(nodes)
-    };
-    let mem_mb = if spec.mem_per_cpu_mb > 0 {
-        spec.mem_per_cpu_mb * u64::from(cpus)
-    } else {
-        spec.mem_per_node_mb
-    };
+    let (cpus, mem_mb) = spec.per_node_cpus_mem();
     PerNode {
         nodes,
         cpus,
