@@ -4,7 +4,7 @@
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use tests::{bin_dir, free_ports, kill_processes_under, wait_until};
+use tests::{bin_dir, kill_processes_under, wait_until};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -55,12 +55,13 @@ fn interrupt_and_wait(mut child: std::process::Child) {
 #[test]
 fn up_runs_stops_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    let port = loop {
-        let p = free_ports(1)[0];
-        if p < 65000 && (1..=2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()) {
-            break p;
-        }
-    };
+    // `drover up` uses port, port+1 and port+2: take them below the ephemeral range, so
+    // that no outgoing connection (the CLI's own) can grab one before the daemons bind.
+    let start = 20_000 + (std::process::id() % 1000) as u16 * 10;
+    let port = (start..32_000)
+        .step_by(3)
+        .find(|p| (0..=2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()))
+        .expect("three free ports");
     let first = up(dir.path(), port);
     assert!(wait_until(T, || cmd(
         dir.path(),
