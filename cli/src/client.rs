@@ -36,8 +36,17 @@ fn config_candidates() -> Vec<PathBuf> {
     out
 }
 
-/// Loads the cluster config the command should use.
+/// Loads the cluster config the command should use (read once per process).
 pub fn load_config() -> Result<Config> {
+    static LOADED: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
+    if let Some(config) = LOADED.get() {
+        return Ok(config.clone());
+    }
+    let config = read_config()?;
+    Ok(LOADED.get_or_init(|| config).clone())
+}
+
+fn read_config() -> Result<Config> {
     for path in config_candidates() {
         if path.is_file() {
             let text = std::fs::read_to_string(&path)

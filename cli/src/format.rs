@@ -199,11 +199,21 @@ fn pad_into(out: &mut String, text: &str, cut: bool, width: usize, right: bool) 
     }
     let fill = width - len;
     if right {
-        out.extend(std::iter::repeat_n(' ', fill));
+        push_spaces(out, fill);
         out.push_str(text);
     } else {
         out.push_str(text);
-        out.extend(std::iter::repeat_n(' ', fill));
+        push_spaces(out, fill);
+    }
+}
+
+/// Appends `n` spaces.
+fn push_spaces(out: &mut String, mut n: usize) {
+    const SPACES: &str = "                                ";
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(&SPACES[..k]);
+        n -= k;
     }
 }
 
@@ -267,6 +277,52 @@ pub fn render<K, R>(
         }
     }
     out
+}
+
+/// Where `render_stream`'s row callback hands a row's cells.
+pub type LineSink<'a> = &'a mut dyn FnMut(&[Cell]);
+
+/// `render` for formats without `#` (auto-sized) columns, one row at a time: `row(i,
+/// line)` computes row `i`'s cells and hands them to `line`, which appends the line to
+/// `out`. No row's cells outlive its line.
+pub fn render_stream<K>(
+    fmt: &Format<K>,
+    count: usize,
+    header: Option<&dyn Fn(&K) -> Cell>,
+    out: &mut String,
+    row: &mut dyn FnMut(usize, LineSink<'_>),
+) {
+    let widths: Vec<usize> = fmt
+        .columns
+        .iter()
+        .map(|c| match c.width {
+            Width::Natural => 0,
+            Width::Fixed(n) | Width::Auto(n) => n,
+        })
+        .collect();
+    let line = |out: &mut String, cells: &[Cell]| {
+        out.push_str(&fmt.prefix);
+        for ((c, w), v) in fmt.columns.iter().zip(&widths).zip(cells) {
+            pad_into(out, &v.text, v.cut, *w, c.right);
+            out.push_str(&c.suffix);
+        }
+        out.push('\n');
+    };
+    let per_line = fmt.prefix.len()
+        + fmt
+            .columns
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| w + c.suffix.len() + 4)
+            .sum::<usize>();
+    out.reserve(per_line * (count + 1));
+    if let Some(h) = header {
+        let titles: Vec<Cell> = fmt.columns.iter().map(|c| h(&c.key)).collect();
+        line(out, &titles);
+    }
+    for i in 0..count {
+        row(i, &mut |cells| line(out, cells));
+    }
 }
 
 // ---------------------------------------------------------------- sacct-style tables

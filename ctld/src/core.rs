@@ -13,7 +13,8 @@ use crate::dispatch::{Dispatcher, Effect};
 use crate::store::{Store, WriteBatch};
 use crate::validate;
 use model::{
-    ClusterState, Config, Event, Job, JobId, JobPayload, JobSpec, JobState, NodeHealth, Time,
+    ClusterState, Config, Event, Job, JobId, JobPayload, JobSpec, JobState, NodeHealth,
+    PreemptMode, Time,
 };
 use proto::v1;
 use std::collections::{BTreeMap, BTreeSet};
@@ -112,6 +113,8 @@ pub struct Core {
     cancel_requests: BTreeMap<JobId, u32>,
     /// Running jobs to requeue once their node reports them ended (true: held).
     requeue_requests: BTreeMap<JobId, bool>,
+    /// Preempted jobs in their GraceTime: when they are to be killed.
+    grace_deadlines: BTreeMap<JobId, Time>,
     sched_at: Option<Instant>,
     last_pass: Duration,
     changed: bool,
@@ -125,6 +128,16 @@ impl Core {
         snapshot: watch::Sender<Arc<ClusterState>>,
         dispatcher: Dispatcher,
     ) -> Core {
+        // Jobs preempted before a restart are killed when their grace time is over (a
+        // kill that was already sent is harmless to repeat).
+        let grace_deadlines = state
+            .running_jobs()
+            .filter(|j| j.state == JobState::Running)
+            .filter_map(|j| {
+                let p = j.preemption.as_ref()?;
+                (p.mode != PreemptMode::Suspend).then(|| (j.id, p.time + Time::from(p.grace_secs)))
+            })
+            .collect();
         Core {
             state,
             sched_config: sched::SchedConfig::from_config(&config),
@@ -142,6 +155,7 @@ impl Core {
             effects: Vec::new(),
             cancel_requests: BTreeMap::new(),
             requeue_requests: BTreeMap::new(),
+            grace_deadlines,
             sched_at: Some(Instant::now()),
             last_pass: Duration::ZERO,
             changed: true,
@@ -394,6 +408,8 @@ impl Core {
         let assocs = self.sched_config.assocs.clone();
         let spec =
             validate::check_accounting(&assocs, spec).map_err(|e| Status::invalid_argument(e.0))?;
+        validate::check_partition_access(&self.state, &spec)
+            .map_err(|e| Status::invalid_argument(e.0))?;
         if sched::limits::SubmitCounts::needed(&assocs) {
             let state = &self.state;
             let counts = self
@@ -430,7 +446,10 @@ impl Core {
             job: Box::new(Job::new(id, spec, now, time_limit)),
         });
         tracing::debug!(job_id = id, "job submitted");
-        self.want_schedule();
+        // A held job cannot start and changes no other job's plan: no pass for it.
+        if !self.state.job(id).is_some_and(|j| j.held) {
+            self.want_schedule();
+        }
         Ok(v1::SubmitJobReply {
             job_id: id,
             estimated_start: 0,
@@ -680,7 +699,27 @@ impl Core {
                 }
             }
             Op::Suspend | Op::Resume => {
-                return Err("Requested operation is presently disabled".into());
+                if uid != 0 {
+                    return Err("Access/permission denied".into());
+                }
+                let resume = op == Op::Resume;
+                match (state, resume) {
+                    (JobState::Running, false) => self.emit(Event::JobSuspended {
+                        job_id: id,
+                        time: now,
+                        preemptor: None,
+                    }),
+                    (JobState::Suspended, true) => self.emit(Event::JobResumed {
+                        job_id: id,
+                        time: now,
+                    }),
+                    (JobState::Pending, _) => return Err("Job is pending execution".into()),
+                    (_, false) => return Err("Job is not running".into()),
+                    (_, true) => return Err("Job is not suspended".into()),
+                }
+                tracing::info!(job_id = id, resume, "job suspended or resumed by an admin");
+                self.effects.push(Effect::Suspend { job_id: id, resume });
+                self.want_schedule();
             }
         }
         Ok(())
@@ -784,6 +823,7 @@ impl Core {
         }
         if (spec.account.clone(), spec.qos.clone()) != old_assoc {
             spec = validate::check_accounting(&self.sched_config.assocs, spec).map_err(|e| e.0)?;
+            validate::check_partition_access(&self.state, &spec).map_err(|e| e.0)?;
         }
         self.emit(Event::JobUpdated {
             job_id: id,
@@ -976,6 +1016,11 @@ impl Core {
             });
             return;
         }
+        if !self.cancel_requests.contains_key(&id)
+            && self.end_preempted(id, time, req.exit_code, req.exit_signal)
+        {
+            return;
+        }
         let kind = v1::FinishKind::try_from(req.kind).unwrap_or(v1::FinishKind::Exited);
         let cancelled_by = self.cancel_requests.remove(&id);
         let (state, reason) = match kind {
@@ -1007,8 +1052,48 @@ impl Core {
         });
     }
 
+    /// Ends a job being preempted (CANCEL: PREEMPTED; REQUEUE: back to pending).
+    /// False when it is not being preempted.
+    fn end_preempted(&mut self, id: JobId, time: Time, exit_code: i32, exit_signal: i32) -> bool {
+        let mode = self
+            .state
+            .job(id)
+            .and_then(|j| j.preemption.as_ref())
+            .map(|p| p.mode);
+        self.grace_deadlines.remove(&id);
+        match mode {
+            Some(PreemptMode::Requeue) => {
+                tracing::info!(job_id = id, "preempted job requeued");
+                self.emit(Event::JobRequeued {
+                    job_id: id,
+                    time,
+                    hold: false,
+                });
+            }
+            Some(PreemptMode::Cancel) => {
+                tracing::info!(job_id = id, "preempted job ended");
+                self.emit(Event::JobEnded {
+                    job_id: id,
+                    state: JobState::Preempted,
+                    exit_code,
+                    exit_signal,
+                    time,
+                    reason: "None".into(),
+                    cancelled_by: None,
+                });
+            }
+            _ => return false,
+        }
+        self.want_schedule();
+        true
+    }
+
     /// A job whose node vanished: requeued if it asked for it, NODE_FAIL otherwise.
     fn end_lost_job(&mut self, id: JobId, now: Time) {
+        if !self.requeue_requests.contains_key(&id) && self.end_preempted(id, now, 0, 0) {
+            self.cancel_requests.remove(&id);
+            return;
+        }
         let Some(job) = self.state.job(id) else {
             return;
         };
@@ -1055,8 +1140,30 @@ impl Core {
         }
     }
 
-    /// Periodic work: nodes that stopped answering go DOWN.
+    /// Periodic work: nodes that stopped answering go DOWN; preempted jobs whose grace
+    /// time is over are killed.
     fn tick(&mut self, now: Time) {
+        let due: Vec<JobId> = self
+            .grace_deadlines
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.grace_deadlines.remove(&id);
+            if self
+                .state
+                .job(id)
+                .is_some_and(|j| j.state == JobState::Running)
+            {
+                tracing::info!(job_id = id, "killing preempted job");
+                self.effects.push(Effect::Signal {
+                    job_id: id,
+                    signal: 0,
+                    batch_only: false,
+                });
+            }
+        }
         let expired: Vec<String> = self
             .state
             .reservations
@@ -1090,7 +1197,16 @@ impl Core {
     /// One scheduling pass: start what fits, note why the rest waits.
     fn schedule(&mut self, now: Time) {
         let started = Instant::now();
-        let plan = sched::schedule(&self.state, now, &self.sched_config);
+        // A pass over a large queue is long CPU work: on a multi-threaded runtime the
+        // worker hands its other tasks (accepting connections, reads, node reports) to
+        // another thread meanwhile.
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let plan = if multi_thread {
+            tokio::task::block_in_place(|| sched::schedule(&self.state, now, &self.sched_config))
+        } else {
+            sched::schedule(&self.state, now, &self.sched_config)
+        };
         for start in &plan.starts {
             let mut id = start.job_id;
             if let Some(task) = start.array_task
@@ -1142,9 +1258,25 @@ impl Core {
                 cancelled_by: None,
             });
         }
+        for &id in &plan.resumes {
+            tracing::info!(job_id = id, "resuming job suspended by preemption");
+            self.emit(Event::JobResumed {
+                job_id: id,
+                time: now,
+            });
+            self.effects.push(Effect::Suspend {
+                job_id: id,
+                resume: true,
+            });
+        }
+        for p in &plan.preempts {
+            self.preempt(p, now);
+        }
         for (id, pending) in plan.pending {
             let changed = self.state.job(id).is_some_and(|j| {
-                j.reason != pending.reason || j.planned_start != pending.planned_start
+                j.reason != pending.reason
+                    || j.planned_start != pending.planned_start
+                    || j.planned_nodes != pending.planned_nodes
             });
             if changed {
                 // Derived, not persisted: the next pass recomputes it after a restart.
@@ -1152,17 +1284,81 @@ impl Core {
                     job_id: id,
                     reason: pending.reason.into_owned(),
                     planned_start: pending.planned_start,
+                    planned_nodes: pending.planned_nodes,
                 });
                 self.changed = true;
             }
         }
         self.last_pass = started.elapsed();
+        if !plan.preempts.is_empty() || !plan.resumes.is_empty() {
+            // Suspended victims lend their room at once: start their preemptors.
+            self.want_schedule();
+        }
         if !plan.starts.is_empty() || !plan.cancels.is_empty() {
             tracing::debug!(
                 started = plan.starts.len(),
                 pass_us = self.last_pass.as_micros() as u64,
                 "scheduling pass"
             );
+        }
+    }
+}
+
+impl Core {
+    /// Stops a job the scheduler chose for a preemptor: SUSPEND stops it at once;
+    /// CANCEL and REQUEUE terminate it now, or with a GraceTime send SIGTERM now and
+    /// kill it when the grace time is over (`tick`).
+    fn preempt(&mut self, p: &sched::preempt::Preempt, now: Time) {
+        let Some(state) = self.state.job(p.job_id).map(|j| j.state) else {
+            return;
+        };
+        tracing::info!(
+            job_id = p.job_id,
+            preemptor = p.preemptor,
+            mode = p.mode.name(),
+            grace_secs = p.grace_secs,
+            "preempting job"
+        );
+        match p.mode {
+            PreemptMode::Suspend => {
+                self.emit(Event::JobSuspended {
+                    job_id: p.job_id,
+                    time: now,
+                    preemptor: Some(p.preemptor),
+                });
+                if state == JobState::Running {
+                    self.effects.push(Effect::Suspend {
+                        job_id: p.job_id,
+                        resume: false,
+                    });
+                }
+            }
+            PreemptMode::Cancel | PreemptMode::Requeue if state == JobState::Running => {
+                self.emit(Event::JobPreempted {
+                    job_id: p.job_id,
+                    preemptor: p.preemptor,
+                    mode: p.mode,
+                    time: now,
+                    grace_secs: p.grace_secs,
+                });
+                if p.grace_secs == 0 {
+                    self.effects.push(Effect::Signal {
+                        job_id: p.job_id,
+                        signal: 0,
+                        batch_only: false,
+                    });
+                } else {
+                    self.effects.push(Effect::SignalAll {
+                        job_id: p.job_id,
+                        signal: libc::SIGTERM,
+                    });
+                }
+                // The kill when the grace time is over; without one, the next tick
+                // repeats the cancel once, should the first have been lost.
+                self.grace_deadlines
+                    .insert(p.job_id, now + Time::from(p.grace_secs));
+            }
+            _ => {}
         }
     }
 }

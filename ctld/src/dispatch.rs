@@ -25,6 +25,17 @@ pub enum Effect {
         signal: i32,
         batch_only: bool,
     },
+    /// A signal to every process of the job, the batch shell included (the SIGTERM a
+    /// preempted job gets when its GraceTime starts).
+    SignalAll {
+        job_id: JobId,
+        signal: i32,
+    },
+    /// Stop (SIGSTOP) or continue (SIGCONT) the job's processes.
+    Suspend {
+        job_id: JobId,
+        resume: bool,
+    },
 }
 
 pub struct Dispatcher {
@@ -73,29 +84,57 @@ impl Dispatcher {
                 job_id,
                 signal,
                 batch_only,
-            } => {
-                let Some(node) = batch_node(state, job_id) else {
+            } => self.signal(job_id, signal, batch_only, false, state),
+            Effect::SignalAll { job_id, signal } => self.signal(job_id, signal, false, true, state),
+            Effect::Suspend { job_id, resume } => {
+                let Some((node, mut client)) = self.batch_client(state, job_id) else {
                     return;
                 };
-                let Some(addr) = state.nodes.get(&node).map(|n| n.addr.clone()) else {
-                    return;
-                };
-                let Some(mut client) = self.client(&addr) else {
-                    return;
-                };
-                let req = v1::SignalJobRequest {
-                    job_id,
-                    signal,
-                    batch_only,
-                    kill_wait_secs: self.kill_wait_secs,
-                };
+                let req = v1::SuspendJobRequest { job_id, resume };
                 tokio::spawn(async move {
-                    if let Err(e) = client.signal_job(req).await {
-                        tracing::warn!(job_id, node = %node, error = %e.message(), "signal not delivered");
+                    if let Err(e) = client.suspend_job(req).await {
+                        tracing::warn!(job_id, node = %node, resume, error = %e.message(), "suspend not delivered");
                     }
                 });
             }
         }
+    }
+
+    /// The node running a job's batch step, and a client for its daemon.
+    fn batch_client(
+        &mut self,
+        state: &ClusterState,
+        job_id: JobId,
+    ) -> Option<(String, NodeAgentClient<Channel>)> {
+        let node = batch_node(state, job_id)?;
+        let addr = state.nodes.get(&node).map(|n| n.addr.clone())?;
+        let client = self.client(&addr)?;
+        Some((node, client))
+    }
+
+    fn signal(
+        &mut self,
+        job_id: JobId,
+        signal: i32,
+        batch_only: bool,
+        full: bool,
+        state: &ClusterState,
+    ) {
+        let Some((node, mut client)) = self.batch_client(state, job_id) else {
+            return;
+        };
+        let req = v1::SignalJobRequest {
+            job_id,
+            signal,
+            batch_only,
+            kill_wait_secs: self.kill_wait_secs,
+            full,
+        };
+        tokio::spawn(async move {
+            if let Err(e) = client.signal_job(req).await {
+                tracing::warn!(job_id, node = %node, error = %e.message(), "signal not delivered");
+            }
+        });
     }
 
     fn launch(&mut self, job_id: JobId, state: &ClusterState, store: &Store) {
@@ -139,6 +178,7 @@ impl Dispatcher {
             cpus_on_node: first.cpus,
             mem_on_node_mb: first.mem_mb,
             gpu_indices: first.gpus.clone(),
+            cpu_ids: first.cpu_ids.clone(),
             time_limit_secs: job
                 .time_limit_min
                 .map(|m| m.saturating_mul(60))

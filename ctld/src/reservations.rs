@@ -361,6 +361,7 @@ mod tests {
                 cpus: 1,
                 mem_mb: 0,
                 gpus: vec![],
+                cpu_ids: Vec::new(),
             }],
         };
         s.apply(&Event::JobStarted {

@@ -38,26 +38,163 @@ impl Services {
     }
 }
 
-/// Does the job carry one of the ids of the filter (`12` also names array 12's tasks,
-/// `12_3` one task)?
-fn id_matches(job: &model::Job, ids: &[String]) -> bool {
-    ids.is_empty()
-        || ids.iter().any(|text| {
-            let text = text.trim();
-            match text.split_once('_') {
-                None => text
-                    .parse::<u32>()
-                    .ok()
-                    .is_some_and(|id| job.id == id || job.array_job_id == id),
-                Some((base, task)) => {
-                    let base: u32 = base.parse().unwrap_or(0);
-                    job.array_job_id == base
-                        && task.parse::<u32>().ok().is_some_and(|t| {
-                            job.array_task_id == Some(t) || job.pending_tasks.contains(&t)
-                        })
+impl Services {
+    /// The answer to `ListJobs`, from the latest snapshot: full records, or with
+    /// `summary` squeue's light view (`JobSummary`) whose repeated strings are sent once.
+    fn jobs_reply(&self, req: &v1::ListJobsRequest) -> v1::ListJobsReply {
+        let mut whole = None;
+        self.walk_jobs(req, usize::MAX, &mut |reply| {
+            whole = Some(reply);
+            true
+        });
+        whole.unwrap_or_default()
+    }
+
+    /// Builds the answer to a job listing in chunks of at most `chunk` records, handing
+    /// each to `emit` (which says whether to go on); at least one chunk is emitted.
+    fn walk_jobs(
+        &self,
+        req: &v1::ListJobsRequest,
+        chunk: usize,
+        emit: &mut dyn FnMut(v1::ListJobsReply) -> bool,
+    ) {
+        let default_filter = v1::JobFilter::default();
+        let filter = req.filter.as_ref().unwrap_or(&default_filter);
+        let snap = self.snapshot();
+        let now = unix_now();
+        let min_age = i64::from(self.config.controller.min_job_age_s);
+        // Without finished jobs, the walk starts at the oldest live job: it skips the
+        // (older) finished jobs kept for sacct without a lookup per live job.
+        let first = if req.include_finished {
+            0
+        } else {
+            let oldest = |j: Option<&model::Job>| j.map_or(model::JobId::MAX, |j| j.id);
+            oldest(snap.pending_jobs().next()).min(oldest(snap.running_jobs().next()))
+        };
+        let candidates = snap.jobs.range(first..).map(|(_, j)| j.as_ref());
+        let mut reply = v1::ListJobsReply {
+            now,
+            ..Default::default()
+        };
+        let ids = IdFilter::new(&filter.job_ids);
+        let mut strings = proto::convert::StringTable::default();
+        // Built on the first live job: the fair-share tree is not free.
+        let mut priorities: Option<sched::priority::Context> = None;
+        for job in candidates {
+            if job.state.is_final() {
+                if !req.include_finished {
+                    continue;
+                }
+                if req.recent_finished_only && job.end_time < now - min_age {
+                    continue;
                 }
             }
-        })
+            if req.window_start > 0 && job.end_time != 0 && job.end_time < req.window_start {
+                continue;
+            }
+            if req.window_end > 0 && job.submit_time > req.window_end {
+                continue;
+            }
+            if !ids.matches(job) || !job_matches(job, filter) {
+                continue;
+            }
+            let priority = if job.state.is_final() {
+                0
+            } else {
+                priorities
+                    .get_or_insert_with(|| {
+                        sched::priority::Context::new(&snap, now, &self.sched_config)
+                    })
+                    .rank(job)
+                    .1
+            };
+            if reply.summaries.len() + reply.jobs.len() >= chunk {
+                reply.strings = strings.take_new();
+                let next = v1::ListJobsReply {
+                    now,
+                    ..Default::default()
+                };
+                if !emit(std::mem::replace(&mut reply, next)) {
+                    return;
+                }
+            }
+            if req.summary {
+                let mut summary = proto::convert::job_to_summary(job, &mut strings);
+                summary.priority = priority;
+                reply.summaries.push(summary);
+                continue;
+            }
+            let payload = if req.with_script || req.with_env {
+                let own = self.store.payload(job.id).ok().flatten();
+                let mut p = own
+                    .or_else(|| self.store.payload(job.array_job_id).ok().flatten())
+                    .unwrap_or_default();
+                if !req.with_script {
+                    p.script.clear();
+                }
+                if !req.with_env {
+                    p.env.clear();
+                }
+                Some(p)
+            } else {
+                None
+            };
+            let mut info = proto::convert::job_to_wire(job, payload.as_ref());
+            info.priority = priority;
+            reply.jobs.push(info);
+        }
+        reply.strings = strings.take_new();
+        emit(reply);
+    }
+}
+
+/// Records per chunk of `ListJobSummaries`.
+const SUMMARY_CHUNK: usize = 8192;
+
+/// The ids of a filter, parsed once per request: `12` names job 12 and array 12's
+/// tasks, `12_3` one task; text that is no id names nothing.
+#[derive(Debug, Default)]
+struct IdFilter {
+    any: bool,
+    jobs: std::collections::BTreeSet<u32>,
+    tasks: std::collections::BTreeSet<(u32, u32)>,
+}
+
+impl IdFilter {
+    fn new(ids: &[String]) -> IdFilter {
+        let mut f = IdFilter {
+            any: ids.is_empty(),
+            ..IdFilter::default()
+        };
+        for text in ids {
+            let text = text.trim();
+            match text.split_once('_') {
+                None => f.jobs.extend(text.parse::<u32>().ok()),
+                Some((base, task)) => {
+                    if let (Ok(base), Ok(task)) = (base.parse::<u32>(), task.parse::<u32>()) {
+                        f.tasks.insert((base, task));
+                    }
+                }
+            }
+        }
+        f
+    }
+
+    /// Does the job carry one of the ids?
+    fn matches(&self, job: &model::Job) -> bool {
+        self.any
+            || self.jobs.contains(&job.id)
+            || (job.array_job_id != 0 && self.jobs.contains(&job.array_job_id))
+            || (job.array_job_id != 0
+                && !self.tasks.is_empty()
+                && (job
+                    .array_task_id
+                    .is_some_and(|t| self.tasks.contains(&(job.array_job_id, t)))
+                    || job
+                        .pending_tasks
+                        .iter()
+                        .any(|t| self.tasks.contains(&(job.array_job_id, *t)))))
+    }
 }
 
 #[tonic::async_trait]
@@ -114,58 +251,35 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<v1::ListJobsReply>, Status> {
         let req = req.into_inner();
-        let filter = req.filter.unwrap_or_default();
-        let snap = self.snapshot();
-        let now = unix_now();
-        let min_age = i64::from(self.config.controller.min_job_age_s);
-        let mut jobs = Vec::new();
-        // Built on the first live job: the fair-share tree is not free.
-        let mut priorities: Option<sched::priority::Context> = None;
-        for job in snap.jobs.values() {
-            if job.state.is_final() {
-                if !req.include_finished {
-                    continue;
-                }
-                if req.recent_finished_only && job.end_time < now - min_age {
-                    continue;
-                }
-            }
-            if req.window_start > 0 && job.end_time != 0 && job.end_time < req.window_start {
-                continue;
-            }
-            if req.window_end > 0 && job.submit_time > req.window_end {
-                continue;
-            }
-            if !id_matches(job, &filter.job_ids) || !job_matches(job, &filter) {
-                continue;
-            }
-            let payload = if req.with_script || req.with_env {
-                let own = self.store.payload(job.id).ok().flatten();
-                let mut p = own
-                    .or_else(|| self.store.payload(job.array_job_id).ok().flatten())
-                    .unwrap_or_default();
-                if !req.with_script {
-                    p.script.clear();
-                }
-                if !req.with_env {
-                    p.env.clear();
-                }
-                Some(p)
-            } else {
-                None
-            };
-            let mut info = proto::convert::job_to_wire(job, payload.as_ref());
-            if !job.state.is_final() {
-                info.priority = priorities
-                    .get_or_insert_with(|| {
-                        sched::priority::Context::new(&snap, now, &self.sched_config)
-                    })
-                    .rank(job)
-                    .1;
-            }
-            jobs.push(info);
-        }
-        Ok(Response::new(v1::ListJobsReply { jobs, now }))
+        // A large queue takes a while to walk: off the async workers, so that submits
+        // and node reports keep flowing meanwhile.
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.jobs_reply(&req))
+            .await
+            .map(Response::new)
+            .map_err(|e| Status::internal(format!("listing jobs failed: {e}")))
+    }
+
+    type ListJobSummariesStream =
+        tonic::codegen::tokio_stream::wrappers::ReceiverStream<Result<v1::ListJobsReply, Status>>;
+
+    async fn list_job_summaries(
+        &self,
+        req: Request<v1::ListJobsRequest>,
+    ) -> Result<Response<Self::ListJobSummariesStream>, Status> {
+        let mut req = req.into_inner();
+        req.summary = true;
+        // Built off the async workers; a few chunks ahead of the network at most.
+        let (tx, rx) = mpsc::channel(4);
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            this.walk_jobs(&req, SUMMARY_CHUNK, &mut |chunk| {
+                tx.blocking_send(Ok(chunk)).is_ok()
+            });
+        });
+        Ok(Response::new(
+            tonic::codegen::tokio_stream::wrappers::ReceiverStream::new(rx),
+        ))
     }
 
     async fn list_nodes(
@@ -227,6 +341,10 @@ impl v1::ctld_server::Ctld for Services {
                 max_nodes: p.max_nodes,
                 priority_job_factor: p.priority_job_factor,
                 priority_tier: p.priority_tier,
+                allow_accounts: p.allow_accounts.join(","),
+                deny_accounts: p.deny_accounts.join(","),
+                allow_qos: p.allow_qos.join(","),
+                oversubscribe: p.oversubscribe.clone(),
             })
             .collect();
         Ok(Response::new(v1::ListPartitionsReply { partitions }))

@@ -13,7 +13,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use std::path::Path;
 
 /// Format version of every record; bump it when a record's layout changes.
-const RECORD_VERSION: u8 = 2;
+const RECORD_VERSION: u8 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -67,7 +67,10 @@ fn decode<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T, StoreError>
         }
         Some((v, _)) => Err(StoreError::Decode {
             key: key.to_string(),
-            reason: format!("version {v}"),
+            reason: format!(
+                "record format {v}, this controller reads format {RECORD_VERSION}; \
+                 start it on a new state directory"
+            ),
         }),
         None => Err(StoreError::Decode {
             key: key.to_string(),

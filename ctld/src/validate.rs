@@ -110,17 +110,58 @@ pub fn check_submit(
             return reject("Access denied to requested reservation");
         }
     }
-    let req = sched::per_node_request(&model::Job::new(0, spec.clone(), 0, None));
+    if !spec.constraint.is_empty() {
+        check_constraint(state, &spec.constraint)?;
+    }
+    let job = model::Job::new(0, spec.clone(), 0, None);
+    let req = sched::per_node_request(&job);
+    let filter = sched::backfill::NodeFilter::new(&job);
     let able = partition
         .nodes
         .iter()
         .filter_map(|n| state.nodes.get(n))
-        .filter(|n| sched::node_could_fit(n, &req))
+        .filter(|n| sched::node_could_fit(n, &req) && filter.allows(n))
         .count();
     if (able as u32) < spec.num_nodes {
         return reject("Requested node configuration is not available");
     }
     Ok((spec, time_limit))
+}
+
+/// The text Slurm prints for a constraint it cannot read or naming a feature no node
+/// has.
+pub const INVALID_FEATURE: &str = "Invalid feature specification";
+
+/// `--constraint`: Slurm's syntax, and every feature it names offered by some node of
+/// the cluster (a feature no node has is a typo, as Slurm says). Whether the nodes of
+/// the job's partition can satisfy it is the node-count check's business.
+fn check_constraint(state: &ClusterState, text: &str) -> Result<(), Rejected> {
+    let c =
+        model::constraint::Constraint::parse(text).map_err(|_| Rejected(INVALID_FEATURE.into()))?;
+    let known: std::collections::BTreeSet<&str> = state
+        .nodes
+        .values()
+        .flat_map(|n| n.features.iter().map(String::as_str))
+        .collect();
+    if c.features().iter().any(|f| !known.contains(f)) {
+        return reject(INVALID_FEATURE);
+    }
+    Ok(())
+}
+
+/// The partition's AllowAccounts/DenyAccounts and AllowQos against a job whose
+/// account and QOS are resolved (after `check_accounting`), with Slurm's messages.
+pub fn check_partition_access(state: &ClusterState, spec: &JobSpec) -> Result<(), Rejected> {
+    let Some(partition) = state.partition(&spec.partition) else {
+        return Ok(());
+    };
+    if !partition.allows_account(&spec.account) {
+        return reject(INVALID_ACCOUNT);
+    }
+    if !partition.allows_qos(&spec.qos) {
+        return reject(INVALID_QOS);
+    }
+    Ok(())
 }
 
 /// The text Slurm prints for a job naming an account its user does not belong to.
@@ -325,5 +366,78 @@ qos = ["normal", "low"]
             env: vec![],
         };
         assert!(check_submit(&s, &c, sp, &bad).is_err());
+    }
+
+    #[test]
+    fn constraints_and_partition_access() {
+        let config = Config::parse(
+            r#"
+[[nodes]]
+names = "a1"
+cpus = 4
+memory = "4G"
+features = ["a100", "ib"]
+[[nodes]]
+names = "h1"
+cpus = 4
+memory = "4G"
+features = ["h100"]
+[[qos]]
+name = "high"
+[[accounts]]
+name = "ml"
+users = ["alice"]
+[[accounts]]
+name = "guests"
+users = ["alice"]
+[[partitions]]
+name = "main"
+nodes = "a1,h1"
+default = true
+deny_accounts = ["guests"]
+[[partitions]]
+name = "h"
+nodes = "h1"
+allow_accounts = ["ml"]
+allow_qos = ["high"]
+"#,
+            "t",
+        )
+        .unwrap();
+        let state = ClusterState::new(config.node_list(), config.partition_list());
+        let assocs = model::assoc::Associations::from_config(&config);
+        let submit = |partition: &str, constraint: &str, account: &str, qos: &str| {
+            let (mut sp, p) = spec();
+            sp.user = "alice".into();
+            sp.partition = partition.into();
+            sp.constraint = constraint.into();
+            sp.account = account.into();
+            sp.qos = qos.into();
+            let (sp, _) = check_submit(&state, &config, sp, &p)?;
+            let sp = check_accounting(&assocs, sp)?;
+            check_partition_access(&state, &sp).map(|()| sp)
+        };
+        let not_available = "Requested node configuration is not available";
+        for (partition, constraint, account, qos, want) in [
+            ("", "a100&ib", "ml", "", ""),
+            ("", "(a100|h100)", "ml", "", ""),
+            ("", "a100&h100", "ml", "", not_available),
+            ("h", "a100", "ml", "high", not_available),
+            ("h", "h100", "ml", "high", ""),
+            ("", "v100", "ml", "", INVALID_FEATURE),
+            ("", "a100|", "ml", "", INVALID_FEATURE),
+            ("", "", "guests", "", INVALID_ACCOUNT),
+            ("h", "", "guests", "high", INVALID_ACCOUNT),
+            ("h", "", "ml", "", INVALID_QOS),
+            ("h", "", "ml", "normal", INVALID_QOS),
+        ] {
+            let got = submit(partition, constraint, account, qos);
+            match (want, got) {
+                ("", Ok(_)) => {}
+                ("", Err(e)) => panic!("{partition} {constraint} {account}: {e}"),
+                (want, Ok(_)) => panic!("{partition} {constraint} {account}: accepted, not {want}"),
+                (want, Err(e)) => assert_eq!(e.0, want, "{partition} {constraint} {account}"),
+            }
+        }
     }
 }

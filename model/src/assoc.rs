@@ -107,6 +107,8 @@ pub struct Qos {
     pub preempt: Vec<String>,
     /// Lower case; empty: the cluster's default.
     pub preempt_mode: String,
+    /// GraceTime in seconds: between SIGTERM and the kill of a preempted job.
+    pub grace_time: u32,
     pub usage_factor: f64,
 }
 
@@ -118,6 +120,7 @@ impl Qos {
             limits: Limits::default(),
             preempt: Vec::new(),
             preempt_mode: String::new(),
+            grace_time: 0,
             usage_factor: 1.0,
         }
     }
@@ -187,6 +190,7 @@ impl Associations {
                     },
                     preempt: q.preempt.clone(),
                     preempt_mode: q.preempt_mode.to_ascii_lowercase(),
+                    grace_time: u32::try_from(q.grace_time).unwrap_or(0),
                     usage_factor: q.usage_factor,
                 },
             );

@@ -75,6 +75,16 @@ pub struct SchedulerConfig {
     /// Under `conservative`, how many pending jobs get a reservation each pass; 0 is
     /// all of them. Later jobs still start when they delay none of the reservations.
     pub bf_max_reservations: u32,
+    /// Slurm's PreemptType: `none` (default), `qos` (a QOS preempts the QOS in its
+    /// `preempt` list) or `partition_prio` (a job of a higher PriorityTier partition
+    /// preempts jobs of lower-tier partitions on the nodes they share).
+    pub preempt_type: String,
+    /// Slurm's PreemptMode, the cluster default: `cancel` (default), `requeue`,
+    /// `suspend` or `off`. A QOS's `preempt_mode` overrides it for its jobs.
+    pub preempt_mode: String,
+    /// Slurm's PreemptExemptTime: a job that has run less than this (Slurm time
+    /// syntax; "0" or "-1": no minimum) is not preempted.
+    pub preempt_exempt_time: String,
 }
 
 impl Default for SchedulerConfig {
@@ -82,9 +92,15 @@ impl Default for SchedulerConfig {
         SchedulerConfig {
             policy: "easy".into(),
             bf_max_reservations: 500,
+            preempt_type: "none".into(),
+            preempt_mode: "cancel".into(),
+            preempt_exempt_time: "0".into(),
         }
     }
 }
+
+/// `[scheduler] preempt_type` values.
+pub const PREEMPT_TYPES: [&str; 3] = ["none", "qos", "partition_prio"];
 
 /// The scheduling policies `[scheduler] policy` accepts.
 pub const SCHEDULER_POLICIES: [&str; 3] = ["easy", "conservative", "fcfs"];
@@ -139,6 +155,113 @@ pub struct NodeConfig {
     pub gpu_type: String,
     #[serde(default)]
     pub features: Vec<String>,
+    /// The NUMA node of each GPU in index order, one entry per GPU:
+    /// `[0, 0, 0, 0, 1, 1, 1, 1]`. Default: the first half of the GPUs on NUMA 0, the
+    /// rest on NUMA 1.
+    #[serde(default)]
+    pub gpu_numa: Vec<u32>,
+    /// The NVLink domains, each a list of GPU indices (`"0-3"`, `"0,2,4-5"`), every
+    /// GPU in exactly one; a GPU without NVLink is a domain of its own. Default: one
+    /// domain per NUMA node.
+    #[serde(default)]
+    pub nvlink_domains: Vec<String>,
+}
+
+impl NodeConfig {
+    /// The GPUs of one node of this entry with their topology (assumes `check` passed).
+    pub fn gpu_devices(&self) -> Vec<GpuDevice> {
+        let domains: Vec<Vec<u32>> = self
+            .nvlink_domains
+            .iter()
+            .map(|d| parse_gpu_indices(d, self.gpus).unwrap_or_default())
+            .collect();
+        (0..self.gpus)
+            .map(|i| {
+                let mut gpu = GpuDevice::with_default_topology(i, self.gpus, &self.gpu_type);
+                if let Some(&numa) = self.gpu_numa.get(i as usize) {
+                    gpu.numa = numa;
+                }
+                gpu.nvlink = if domains.is_empty() {
+                    gpu.numa
+                } else {
+                    domains.iter().position(|d| d.contains(&i)).unwrap_or(0) as u32
+                };
+                gpu
+            })
+            .collect()
+    }
+
+    /// Checks the GPU topology keys; `Err((key, value, message))`.
+    fn check_gpu_topology(&self) -> Result<(), (&'static str, String, String)> {
+        if !self.gpu_numa.is_empty() && self.gpu_numa.len() != self.gpus as usize {
+            return Err((
+                "gpu_numa",
+                String::new(),
+                format!(
+                    "lists {} NUMA nodes for {} GPUs (one entry per GPU)",
+                    self.gpu_numa.len(),
+                    self.gpus
+                ),
+            ));
+        }
+        if self.nvlink_domains.is_empty() {
+            return Ok(());
+        }
+        let mut seen = vec![false; self.gpus as usize];
+        for d in &self.nvlink_domains {
+            let indices =
+                parse_gpu_indices(d, self.gpus).map_err(|m| ("nvlink_domains", d.clone(), m))?;
+            for i in indices {
+                if std::mem::replace(&mut seen[i as usize], true) {
+                    return Err((
+                        "nvlink_domains",
+                        d.clone(),
+                        format!("GPU {i} is in more than one NVLink domain"),
+                    ));
+                }
+            }
+        }
+        if let Some(i) = seen.iter().position(|s| !s) {
+            return Err((
+                "nvlink_domains",
+                String::new(),
+                format!(
+                    "GPU {i} is in no NVLink domain (list every GPU once; a GPU without \
+                     NVLink is a domain of its own)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// GPU indices `0-3`, `0,2,4-5` of a node with `count` GPUs, sorted.
+pub fn parse_gpu_indices(text: &str, count: u32) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let num = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("invalid GPU index list `{text}`"))
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(part)?, num(part)?),
+        };
+        if lo > hi {
+            return Err(format!("invalid GPU index range `{part}`"));
+        }
+        if hi >= count {
+            return Err(format!(
+                "GPU index {hi} out of range (the node has {count} GPUs)"
+            ));
+        }
+        out.extend(lo..=hi);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -167,6 +290,29 @@ pub struct PartitionConfig {
     /// priority.
     #[serde(default = "one")]
     pub priority_tier: u32,
+    /// Slurm's AllowAccounts: only jobs of these accounts may use the partition;
+    /// empty: all accounts.
+    #[serde(default)]
+    pub allow_accounts: Vec<String>,
+    /// Slurm's DenyAccounts: jobs of these accounts may not use the partition. Not
+    /// together with `allow_accounts`.
+    #[serde(default)]
+    pub deny_accounts: Vec<String>,
+    /// Slurm's AllowQos: only jobs of these QOS may use the partition; empty: all.
+    #[serde(default)]
+    pub allow_qos: Vec<String>,
+    /// Slurm's OverSubscribe: `NO` (default: jobs share nodes, never CPUs),
+    /// `EXCLUSIVE` (every job gets whole nodes) or `YES` (as `NO`: Drover never
+    /// shares CPUs).
+    #[serde(default = "no")]
+    pub oversubscribe: String,
+}
+
+/// `[[partitions]] oversubscribe` values.
+pub const OVERSUBSCRIBE: [&str; 3] = ["NO", "YES", "EXCLUSIVE"];
+
+fn no() -> String {
+    "NO".into()
 }
 
 fn default_cluster_name() -> String {
@@ -198,9 +344,35 @@ pub struct Partition {
     pub state: String,
     pub priority_job_factor: u32,
     pub priority_tier: u32,
+    /// AllowAccounts; empty: all.
+    pub allow_accounts: Vec<String>,
+    /// DenyAccounts.
+    pub deny_accounts: Vec<String>,
+    /// AllowQos; empty: all.
+    pub allow_qos: Vec<String>,
+    /// OverSubscribe, upper case: `NO`, `YES` or `EXCLUSIVE`.
+    pub oversubscribe: String,
 }
 
 impl Partition {
+    /// OverSubscribe=EXCLUSIVE: every job gets whole nodes.
+    pub fn exclusive(&self) -> bool {
+        self.oversubscribe == "EXCLUSIVE"
+    }
+
+    /// May jobs of this account use the partition (AllowAccounts, DenyAccounts)?
+    pub fn allows_account(&self, account: &str) -> bool {
+        if !self.allow_accounts.is_empty() {
+            return self.allow_accounts.iter().any(|a| a == account);
+        }
+        !self.deny_accounts.iter().any(|a| a == account)
+    }
+
+    /// May jobs of this QOS use the partition (AllowQos)?
+    pub fn allows_qos(&self, qos: &str) -> bool {
+        self.allow_qos.is_empty() || self.allow_qos.iter().any(|q| q == qos)
+    }
+
     pub fn accepts_jobs(&self) -> bool {
         self.state == "UP" || self.state == "DOWN"
     }
@@ -239,6 +411,13 @@ impl Config {
             if n.cpus == 0 {
                 return Err(err("cpus", &n.names, "must be at least 1".into()));
             }
+            if let Err((key, value, message)) = n.check_gpu_topology() {
+                return Err(ConfigError {
+                    file: file.to_string(),
+                    line: find_line_after(text, "names", &n.names, key, &value),
+                    message: format!("{key}: {message}"),
+                });
+            }
             for h in hosts {
                 if !names.insert(h.clone()) {
                     return Err(err("names", &n.names, format!("node {h} is defined twice")));
@@ -274,6 +453,7 @@ impl Config {
                     format!("unknown partition state {}", p.state),
                 ));
             }
+            self.check_partition_access(p, text, file)?;
         }
         if !SCHEDULER_POLICIES.contains(&self.scheduler.policy.as_str()) {
             return Err(err(
@@ -282,6 +462,33 @@ impl Config {
                 format!(
                     "unknown scheduling policy `{}` (expected easy, conservative or fcfs)",
                     self.scheduler.policy
+                ),
+            ));
+        }
+        if !PREEMPT_TYPES.contains(&self.scheduler.preempt_type.as_str()) {
+            return Err(err(
+                "preempt_type",
+                &self.scheduler.preempt_type,
+                format!(
+                    "unknown preempt type `{}` (expected none, qos or partition_prio)",
+                    self.scheduler.preempt_type
+                ),
+            ));
+        }
+        units::parse_duration_secs(&self.scheduler.preempt_exempt_time).map_err(|e| {
+            err(
+                "preempt_exempt_time",
+                &self.scheduler.preempt_exempt_time,
+                e.to_string(),
+            )
+        })?;
+        if crate::job::PreemptMode::parse(&self.scheduler.preempt_mode).is_none() {
+            return Err(err(
+                "preempt_mode",
+                &self.scheduler.preempt_mode,
+                format!(
+                    "unknown preempt mode `{}` (expected off, cancel, requeue or suspend)",
+                    self.scheduler.preempt_mode
                 ),
             ));
         }
@@ -315,14 +522,7 @@ impl Config {
         for n in &self.nodes {
             let mem = units::parse_memory_mb(&n.memory).unwrap_or(0);
             for host in hostlist::expand(&n.names).unwrap_or_default() {
-                let gpus = (0..n.gpus)
-                    .map(|i| GpuDevice {
-                        index: i,
-                        gpu_type: n.gpu_type.clone(),
-                        uuid: String::new(),
-                    })
-                    .collect();
-                let mut node = Node::from_config(&host, n.cpus, mem, gpus);
+                let mut node = Node::from_config(&host, n.cpus, mem, n.gpu_devices());
                 node.features = n.features.clone();
                 out.push(node);
             }
@@ -358,9 +558,74 @@ impl Config {
                     state: p.state.clone(),
                     priority_job_factor: p.priority_job_factor,
                     priority_tier: p.priority_tier,
+                    allow_accounts: p.allow_accounts.clone(),
+                    deny_accounts: p.deny_accounts.clone(),
+                    allow_qos: p.allow_qos.clone(),
+                    oversubscribe: p.oversubscribe.to_ascii_uppercase(),
                 }
             })
             .collect()
+    }
+}
+
+impl Config {
+    /// Checks a partition's `allow_accounts`, `deny_accounts`, `allow_qos` and
+    /// `oversubscribe`: known accounts (when `[[accounts]]` lists any) and QOS, not
+    /// both account lists.
+    fn check_partition_access(
+        &self,
+        p: &PartitionConfig,
+        text: &str,
+        file: &str,
+    ) -> Result<(), ConfigError> {
+        let err = |key: &str, value: &str, message: String| ConfigError {
+            file: file.to_string(),
+            line: find_line_after(text, "name", &p.name, key, value),
+            message: format!("{key}: {message}"),
+        };
+        if !OVERSUBSCRIBE.contains(&p.oversubscribe.to_ascii_uppercase().as_str()) {
+            return Err(err(
+                "oversubscribe",
+                &p.oversubscribe,
+                format!(
+                    "unknown OverSubscribe `{}` (expected NO, YES or EXCLUSIVE)",
+                    p.oversubscribe
+                ),
+            ));
+        }
+        if !p.allow_accounts.is_empty() && !p.deny_accounts.is_empty() {
+            return Err(err(
+                "deny_accounts",
+                "",
+                "set allow_accounts or deny_accounts, not both".into(),
+            ));
+        }
+        let accounts: BTreeSet<&str> = self
+            .accounts
+            .iter()
+            .map(|a| a.name.as_str())
+            .chain([crate::assoc::ROOT])
+            .collect();
+        for (key, list) in [
+            ("allow_accounts", &p.allow_accounts),
+            ("deny_accounts", &p.deny_accounts),
+        ] {
+            if let Some(a) = list.iter().find(|a| {
+                a.is_empty() || (!self.accounts.is_empty() && !accounts.contains(a.as_str()))
+            }) {
+                return Err(err(key, a, format!("unknown account `{a}`")));
+            }
+        }
+        let qos: BTreeSet<&str> = self
+            .qos
+            .iter()
+            .map(|q| q.name.as_str())
+            .chain([crate::assoc::DEFAULT_QOS])
+            .collect();
+        if let Some(q) = p.allow_qos.iter().find(|q| !qos.contains(q.as_str())) {
+            return Err(err("allow_qos", q, format!("unknown QOS `{q}`")));
+        }
+        Ok(())
     }
 }
 
@@ -512,6 +777,10 @@ pub struct QosConfig {
     /// `cancel`, `requeue`, `suspend` or `off`; empty: the cluster's default.
     #[serde(default)]
     pub preempt_mode: String,
+    /// Slurm's GraceTime, seconds: a preempted job of this QOS gets SIGTERM and is
+    /// killed this long after (0: at once). CANCEL and REQUEUE only.
+    #[serde(default)]
+    pub grace_time: i64,
     /// Usage of its jobs is multiplied by this (Slurm's UsageFactor).
     #[serde(default = "one_f64")]
     pub usage_factor: f64,
@@ -619,6 +888,13 @@ impl Config {
                     ),
                 ));
             }
+            if !(0..=i64::from(u32::MAX)).contains(&q.grace_time) {
+                return Err(err(
+                    "grace_time",
+                    &q.grace_time.to_string(),
+                    format!("must be a number of seconds, not {}", q.grace_time),
+                ));
+            }
             if !q.usage_factor.is_finite() || q.usage_factor < 0.0 {
                 return Err(err(
                     "usage_factor",
@@ -723,6 +999,23 @@ fn find_key_line(text: &str, key: &str, value: &str, last: bool) -> usize {
         .unwrap_or_else(|| find_line(text, key, value))
 }
 
+/// The first line setting `key` (to something containing `value`) after the line
+/// setting `anchor` to `anchor_value`: a key of one `[[nodes]]` entry among several.
+fn find_line_after(text: &str, anchor: &str, anchor_value: &str, key: &str, value: &str) -> usize {
+    let start = find_key_line(text, anchor, anchor_value, false);
+    text.lines()
+        .enumerate()
+        .skip(start.saturating_sub(1))
+        .find(|(_, l)| {
+            let l = l.trim_start();
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+                && l.contains(value)
+        })
+        .map(|(i, _)| i + 1)
+        .unwrap_or_else(|| find_line(text, key, value))
+}
+
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
@@ -789,6 +1082,49 @@ max_time = "1:00:00"
             "{e}"
         );
         assert_eq!(e.line, bad.lines().count(), "{e}");
+    }
+
+    #[test]
+    fn preemption_keys() {
+        let c = Config::parse(SAMPLE, "t.toml").unwrap();
+        assert_eq!(c.scheduler.preempt_type, "none");
+        assert_eq!(c.scheduler.preempt_mode, "cancel");
+        let text = format!(
+            "{SAMPLE}\n[scheduler]\npreempt_type = \"qos\"\npreempt_mode = \"suspend\"\n\n\
+             [[qos]]\nname = \"low\"\ngrace_time = 30\npreempt_mode = \"requeue\"\n"
+        );
+        let c = Config::parse(&text, "t.toml").unwrap();
+        assert_eq!(c.scheduler.preempt_type, "qos");
+        assert_eq!(c.scheduler.preempt_mode, "suspend");
+        assert_eq!(c.qos[0].grace_time, 30);
+        for (bad, message, key_line) in [
+            (
+                "[scheduler]\npreempt_type = \"lottery\"\n",
+                "preempt_type: unknown preempt type `lottery`",
+                "preempt_type",
+            ),
+            (
+                "[scheduler]\npreempt_mode = \"kill\"\n",
+                "preempt_mode: unknown preempt mode `kill`",
+                "preempt_mode",
+            ),
+            (
+                "[[qos]]\nname = \"low\"\ngrace_time = -1\n",
+                "grace_time",
+                "grace_time",
+            ),
+            (
+                "[scheduler]\npreempt_exempt_time = \"soon\"\n",
+                "preempt_exempt_time: ",
+                "preempt_exempt_time",
+            ),
+        ] {
+            let text = format!("{SAMPLE}\n{bad}");
+            let e = Config::parse(&text, "t.toml").unwrap_err();
+            assert!(e.message.contains(message), "{e}");
+            let line = text.lines().position(|l| l.starts_with(key_line)).unwrap() + 1;
+            assert_eq!(e.line, line, "{e}");
+        }
     }
 
     #[test]
@@ -861,6 +1197,9 @@ nodes = "n1"
         assert_eq!(a.default_account("alice"), Some("ml"));
         assert_eq!(a.accounts["vision"].parent.as_deref(), Some("ml"));
         assert_eq!(a.qos["high"].preempt, vec!["low".to_string()]);
+        assert_eq!(c.scheduler.preempt_type, "qos");
+        assert_eq!(a.qos["low"].preempt_mode, "requeue");
+        assert_eq!(a.qos["low"].grace_time, 60);
         assert_eq!(a.qos["normal"].limits.max_submit, Some(1000));
         let tiers: Vec<u32> = c.partition_list().iter().map(|p| p.priority_tier).collect();
         assert_eq!(tiers, vec![1, 1, 1, 2]);
@@ -956,5 +1295,202 @@ nodes = "n1"
         assert_eq!(ok.accounts[1].shares, 5);
         assert_eq!(ok.partition_list()[1].priority_tier, 3);
         assert_eq!(ok.partition_list()[0].priority_job_factor, 1);
+    }
+}
+
+#[cfg(test)]
+mod placement_config_tests {
+    use super::*;
+
+    const BASE: &str = r#"
+[[nodes]]
+names = "c1"
+cpus = 4
+memory = "8G"
+[[nodes]]
+names = "g[1-2]"
+cpus = 16
+memory = "64G"
+gpus = 8
+gpu_type = "h100"
+"#;
+
+    fn topo(c: &Config, name: &str) -> Vec<(u32, u32)> {
+        c.node_list()
+            .into_iter()
+            .find(|n| n.name == name)
+            .unwrap()
+            .gpus
+            .iter()
+            .map(|g| (g.numa, g.nvlink))
+            .collect()
+    }
+
+    #[test]
+    fn gpu_topology_defaults_and_keys() {
+        let c = Config::parse(BASE, "t.toml").unwrap();
+        let half: Vec<(u32, u32)> = (0..8).map(|i| (i / 4, i / 4)).collect();
+        assert_eq!(topo(&c, "g2"), half);
+        let text = format!(
+            "{BASE}gpu_numa = [0, 0, 0, 0, 1, 1, 1, 1]\nnvlink_domains = [\"0-1\", \"2,3\", \"4-7\"]\n"
+        );
+        let c = Config::parse(&text, "t.toml").unwrap();
+        let domains = [0, 0, 1, 1, 2, 2, 2, 2];
+        let want: Vec<(u32, u32)> = (0..8).map(|i| (i / 4, domains[i as usize])).collect();
+        assert_eq!(topo(&c, "g1"), want);
+        // Only NUMA given: one NVLink domain per NUMA node.
+        let text = format!("{BASE}gpu_numa = [1, 1, 1, 1, 0, 0, 0, 0]\n");
+        let c = Config::parse(&text, "t.toml").unwrap();
+        assert_eq!(topo(&c, "g1")[0], (1, 1));
+        assert_eq!(topo(&c, "g1")[7], (0, 0));
+        // Odd counts: the first half rounded up on NUMA 0; one GPU on NUMA 0.
+        assert_eq!(crate::node::default_gpu_numa(1, 3), 0);
+        assert_eq!(crate::node::default_gpu_numa(2, 3), 1);
+        assert_eq!(crate::node::default_gpu_numa(0, 1), 0);
+    }
+
+    #[test]
+    fn gpu_topology_errors_name_file_line_and_key() {
+        let cases = [
+            (
+                "gpu_numa = [0, 1]\n",
+                12,
+                "gpu_numa: lists 2 NUMA nodes for 8 GPUs",
+            ),
+            (
+                "nvlink_domains = [\"0-3\", \"4-8\"]\n",
+                12,
+                "nvlink_domains: GPU index 8 out of range",
+            ),
+            (
+                "nvlink_domains = [\"0-4\", \"4-7\"]\n",
+                12,
+                "nvlink_domains: GPU 4 is in more than one NVLink domain",
+            ),
+            (
+                "nvlink_domains = [\"0-3\", \"5-7\"]\n",
+                12,
+                "nvlink_domains: GPU 4 is in no NVLink domain",
+            ),
+            (
+                "nvlink_domains = [\"0-3\", \"x\"]\n",
+                12,
+                "nvlink_domains: invalid GPU index list `x`",
+            ),
+            ("gpu_numa = \"0,1\"\n", 12, "invalid type"),
+        ];
+        for (extra, line, want) in cases {
+            let text = format!("{BASE}{extra}");
+            let e = Config::parse(&text, "t.toml").unwrap_err();
+            assert_eq!((e.file.as_str(), e.line), ("t.toml", line), "{extra}: {e}");
+            assert!(e.message.contains(want), "{extra}: {e}");
+        }
+        // The line of the right [[nodes]] entry when several set the key.
+        let text = format!(
+            "{BASE}gpu_numa = [0, 0, 0, 0, 1, 1, 1, 1]\n[[nodes]]\nnames = \"g3\"\ncpus = 1\n\
+             memory = \"1G\"\ngpus = 2\ngpu_numa = [0, 0, 0, 0, 1, 1, 1, 1]\n"
+        );
+        let e = Config::parse(&text, "t.toml").unwrap_err();
+        assert_eq!(e.line, 18, "{e}");
+    }
+
+    #[test]
+    fn partition_access_keys() {
+        let text = format!(
+            "{BASE}[[qos]]\nname = \"high\"\n[[accounts]]\nname = \"ml\"\n[[accounts]]\nname = \"guests\"\n\
+             [[partitions]]\nname = \"gpu\"\nnodes = \"g[1-2]\"\nallow_accounts = [\"ml\"]\n\
+             allow_qos = [\"high\", \"normal\"]\noversubscribe = \"exclusive\"\n\
+             [[partitions]]\nname = \"cpu\"\nnodes = \"c1\"\ndeny_accounts = [\"guests\"]\n"
+        );
+        let c = Config::parse(&text, "t.toml").unwrap();
+        let parts = c.partition_list();
+        assert!(parts[0].exclusive() && !parts[1].exclusive());
+        assert_eq!(parts[1].oversubscribe, "NO");
+        assert!(parts[0].allows_account("ml") && !parts[0].allows_account("guests"));
+        assert!(parts[1].allows_account("ml") && !parts[1].allows_account("guests"));
+        assert!(parts[0].allows_qos("high") && !parts[0].allows_qos("low"));
+        assert!(parts[1].allows_qos("anything"));
+
+        let part = "[[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n";
+        let accounts = "[[accounts]]\nname = \"ml\"\n";
+        let cases = [
+            (
+                "oversubscribe = \"FORCE\"\n",
+                "",
+                "oversubscribe: unknown OverSubscribe `FORCE`",
+            ),
+            (
+                "allow_accounts = [\"ml\"]\ndeny_accounts = [\"ml\"]\n",
+                "",
+                "deny_accounts: set allow_accounts or deny_accounts, not both",
+            ),
+            (
+                "allow_accounts = [\"nobody\"]\n",
+                accounts,
+                "allow_accounts: unknown account `nobody`",
+            ),
+            (
+                "deny_accounts = [\"nobody\"]\n",
+                accounts,
+                "deny_accounts: unknown account `nobody`",
+            ),
+            (
+                "allow_qos = [\"gold\"]\n",
+                "",
+                "allow_qos: unknown QOS `gold`",
+            ),
+        ];
+        for (extra, before, want) in cases {
+            let text = format!("{BASE}{before}{part}{extra}");
+            let e = Config::parse(&text, "t.toml").unwrap_err();
+            let line = text.lines().count() - extra.lines().count() + 1;
+            let line = if want.starts_with("deny_accounts: set") {
+                line + 1
+            } else {
+                line
+            };
+            assert_eq!(e.line, line, "{extra}: {e}");
+            assert!(e.message.contains(want), "{extra}: {e}");
+        }
+        // Without [[accounts]], any account name is accepted (Slurm does not check).
+        let text = format!("{BASE}{part}allow_accounts = [\"anyone\"]\n");
+        assert!(Config::parse(&text, "t.toml").is_ok());
+    }
+}
+
+#[cfg(test)]
+mod placement_sample_tests {
+    use super::*;
+
+    /// The commented placement keys of `conf/drover.toml` parse and say what the
+    /// defaults are.
+    #[test]
+    fn commented_placement_keys_of_the_sample_parse() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf/drover.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let keys = [
+            "gpu_numa",
+            "nvlink_domains",
+            "allow_accounts",
+            "deny_accounts",
+            "allow_qos",
+            "oversubscribe",
+        ];
+        let mut found = 0;
+        let uncommented: Vec<String> = text
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest) if keys.iter().any(|k| rest.starts_with(&format!("{k} ="))) => {
+                    found += 1;
+                    rest.to_string()
+                }
+                _ => l.to_string(),
+            })
+            .collect();
+        assert_eq!(found, keys.len());
+        let with = Config::parse(&uncommented.join("\n"), "drover.toml").unwrap();
+        let without = Config::parse(&text, "drover.toml").unwrap();
+        assert_eq!(with.node_list(), without.node_list());
+        assert_eq!(with.partition_list(), without.partition_list());
     }
 }

@@ -105,6 +105,57 @@ impl JobState {
     }
 }
 
+/// How a preempted job is stopped (Slurm's `PreemptMode`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+pub enum PreemptMode {
+    /// Never preempted.
+    #[default]
+    Off,
+    /// Terminated (SIGTERM, SIGKILL after GraceTime); it ends PREEMPTED.
+    Cancel,
+    /// Terminated like `Cancel`, then back to PENDING to run again.
+    Requeue,
+    /// Stopped (SIGSTOP) with its memory held, resumed when the room is free again.
+    Suspend,
+}
+
+impl PreemptMode {
+    /// Parses `off`, `cancel`, `requeue` or `suspend` (any case).
+    pub fn parse(text: &str) -> Option<PreemptMode> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "off" => Some(PreemptMode::Off),
+            "cancel" => Some(PreemptMode::Cancel),
+            "requeue" => Some(PreemptMode::Requeue),
+            "suspend" => Some(PreemptMode::Suspend),
+            _ => None,
+        }
+    }
+
+    /// Slurm's upper-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PreemptMode::Off => "OFF",
+            PreemptMode::Cancel => "CANCEL",
+            PreemptMode::Requeue => "REQUEUE",
+            PreemptMode::Suspend => "SUSPEND",
+        }
+    }
+}
+
+/// A job chosen for preemption: by whom, how, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Preemption {
+    /// The pending job it makes room for.
+    pub preemptor: JobId,
+    pub mode: PreemptMode,
+    /// When it was chosen; with `grace_secs`, when it is killed.
+    pub time: Time,
+    /// Slurm's GraceTime: SIGTERM at `time`, the kill at `time + grace_secs`.
+    pub grace_secs: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ArraySpec {
     /// Task ids, sorted and unique.
@@ -212,6 +263,8 @@ pub struct NodeAllocation {
     pub cpus: u32,
     pub mem_mb: u64,
     pub gpus: Vec<u32>,
+    /// The CPU ids the job is pinned to, `cpus` of them (`sched::cpus`).
+    pub cpu_ids: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -283,11 +336,23 @@ pub struct Job {
     pub stdout_path: String,
     pub stderr_path: String,
     pub planned_start: Time,
+    /// The nodes of the planned start (hostlist; empty: none planned). Derived by the
+    /// scheduler like the reason, so not persisted.
+    #[serde(skip)]
+    pub planned_nodes: String,
     /// The time limit in force in seconds, when it is finer than whole minutes (the
     /// simulator replays traces whose estimates are in seconds). `None`: the limit is
     /// `time_limit_min`. Use [`Job::time_limit_secs`].
     #[serde(default)]
     pub time_limit_s: Option<u32>,
+    /// Set while the job is being preempted (terminated, or suspended for another
+    /// job); `None` otherwise.
+    #[serde(default)]
+    pub preemption: Option<Preemption>,
+    /// Seconds spent suspended during this run (they do not count against the time
+    /// limit); `suspend_time` is the last suspend or resume.
+    #[serde(default)]
+    pub suspended_secs: Time,
 }
 
 impl Job {
@@ -324,7 +389,10 @@ impl Job {
             stdout_path: String::new(),
             stderr_path: String::new(),
             planned_start: 0,
+            planned_nodes: String::new(),
             time_limit_s: None,
+            preemption: None,
+            suspended_secs: 0,
             spec,
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod assoc;
 pub mod config;
+pub mod constraint;
 pub mod factors;
 pub mod hostlist;
 pub mod job;
@@ -17,8 +18,8 @@ pub mod usage;
 
 pub use config::{Config, ConfigError, Partition};
 pub use job::{
-    Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, NodeAllocation, SignalSpec,
-    Step, Time,
+    Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, NodeAllocation, PreemptMode,
+    Preemption, SignalSpec, Step, Time,
 };
 pub use node::{GpuDevice, Node, NodeHealth};
 pub use reservation::{Reservation, ReservationFlag};

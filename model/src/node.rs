@@ -13,6 +13,36 @@ pub struct GpuDevice {
     pub index: u32,
     pub gpu_type: String,
     pub uuid: String,
+    /// The NUMA node the GPU hangs off (its PCIe root's socket).
+    pub numa: u32,
+    /// The NVLink domain: GPUs of one domain talk over NVLink; across domains over
+    /// PCIe or the inter-socket link.
+    pub nvlink: u32,
+}
+
+impl GpuDevice {
+    /// GPU `index` of `count` on a node, with the default topology: the GPUs split
+    /// evenly over two NUMA nodes (the first half on NUMA 0), one NVLink domain per
+    /// NUMA node. 8 GPUs: 0-3 on NUMA 0 / domain 0, 4-7 on NUMA 1 / domain 1.
+    pub fn with_default_topology(index: u32, count: u32, gpu_type: &str) -> GpuDevice {
+        let numa = default_gpu_numa(index, count);
+        GpuDevice {
+            index,
+            gpu_type: gpu_type.to_string(),
+            uuid: String::new(),
+            numa,
+            nvlink: numa,
+        }
+    }
+}
+
+/// The default NUMA node of GPU `index` of `count`: the first half on 0, the rest on 1.
+pub fn default_gpu_numa(index: u32, count: u32) -> u32 {
+    if count < 2 {
+        0
+    } else {
+        u32::from(index >= count.div_ceil(2))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@
 //! `sacct`.
 
 use crate::config::Partition;
-use crate::job::{Allocation, Job, JobId, JobSpec, JobState, Step, Time};
+use crate::job::{Allocation, Job, JobId, JobSpec, JobState, PreemptMode, Preemption, Step, Time};
 use crate::node::{GpuDevice, Node, NodeHealth};
 use crate::reservation::Reservation;
 use crate::usage::{AssocKey, AssocUsage};
@@ -51,6 +51,28 @@ pub enum Event {
         time: Time,
         hold: bool,
     },
+    /// The scheduler chose a running job to make room for `preemptor` (CANCEL or
+    /// REQUEUE): it is being terminated, and its end (`JobEnded` PREEMPTED or
+    /// `JobRequeued`) follows when its node reports it.
+    JobPreempted {
+        job_id: JobId,
+        preemptor: JobId,
+        mode: PreemptMode,
+        time: Time,
+        grace_secs: u32,
+    },
+    /// The job is stopped: by an admin (`scontrol suspend`, no preemptor) or to make
+    /// room for `preemptor` (SUSPEND). A job already suspended only changes preemptor.
+    JobSuspended {
+        job_id: JobId,
+        time: Time,
+        preemptor: Option<JobId>,
+    },
+    /// A suspended job runs again; its suspended time does not count against its limit.
+    JobResumed {
+        job_id: JobId,
+        time: Time,
+    },
     JobHeld {
         job_id: JobId,
         held: bool,
@@ -67,6 +89,8 @@ pub enum Event {
         job_id: JobId,
         reason: String,
         planned_start: Time,
+        /// The nodes of the planned start (hostlist; empty: none planned).
+        planned_nodes: String,
     },
     StepStarted {
         job_id: JobId,
@@ -133,6 +157,9 @@ impl Event {
             Event::JobStarted { job_id, .. }
             | Event::JobEnded { job_id, .. }
             | Event::JobRequeued { job_id, .. }
+            | Event::JobPreempted { job_id, .. }
+            | Event::JobSuspended { job_id, .. }
+            | Event::JobResumed { job_id, .. }
             | Event::JobHeld { job_id, .. }
             | Event::JobUpdated { job_id, .. }
             | Event::JobPendingReason { job_id, .. }
@@ -312,6 +339,10 @@ impl ClusterState {
                 job.start_time = *time;
                 job.end_time = 0;
                 job.planned_start = 0;
+                job.planned_nodes.clear();
+                job.preemption = None;
+                job.suspend_time = 0;
+                job.suspended_secs = 0;
                 job.stdout_path = stdout_path.clone();
                 job.stderr_path = stderr_path.clone();
                 job.steps
@@ -376,10 +407,69 @@ impl ClusterState {
                 job.cancelled_by = None;
                 job.held = *hold;
                 job.reason = if *hold { "JobHeldUser" } else { "BeginTime" }.into();
+                // A job requeued by preemption remembers its preemptor, which goes
+                // first into the room it left.
+                job.preemption = job
+                    .preemption
+                    .take()
+                    .filter(|p| p.mode == PreemptMode::Requeue);
+                job.suspend_time = 0;
+                job.suspended_secs = 0;
                 for step in job.steps.iter_mut().filter(|s| !s.state.is_final()) {
                     step.state = JobState::Requeued;
                     step.end_time = *time;
                 }
+            }
+            Event::JobPreempted {
+                job_id,
+                preemptor,
+                mode,
+                time,
+                grace_secs,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                job.preemption = Some(Preemption {
+                    preemptor: *preemptor,
+                    mode: *mode,
+                    time: *time,
+                    grace_secs: *grace_secs,
+                });
+            }
+            Event::JobSuspended {
+                job_id,
+                time,
+                preemptor,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                if !matches!(job.state, JobState::Running | JobState::Suspended) {
+                    return;
+                }
+                if job.state == JobState::Running {
+                    job.state = JobState::Suspended;
+                    job.suspend_time = *time;
+                }
+                job.preemption = preemptor.map(|p| Preemption {
+                    preemptor: p,
+                    mode: PreemptMode::Suspend,
+                    time: *time,
+                    grace_secs: 0,
+                });
+            }
+            Event::JobResumed { job_id, time } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                if job.state != JobState::Suspended {
+                    return;
+                }
+                job.state = JobState::Running;
+                job.suspended_secs += (*time - job.suspend_time).max(0);
+                job.suspend_time = *time;
+                job.preemption = None;
             }
             Event::JobHeld {
                 job_id,
@@ -408,12 +498,14 @@ impl ClusterState {
                 job_id,
                 reason,
                 planned_start,
+                planned_nodes,
             } => {
                 let Some(job) = self.job_mut(*job_id) else {
                     return;
                 };
                 job.reason = reason.clone();
                 job.planned_start = *planned_start;
+                job.planned_nodes.clone_from(planned_nodes);
             }
             Event::StepStarted { job_id, step } => {
                 let Some(job) = self.job_mut(*job_id) else {
@@ -576,6 +668,7 @@ mod tests {
                 cpus,
                 mem_mb: 100,
                 gpus: vec![0],
+                cpu_ids: Vec::new(),
             }],
         }
     }
@@ -607,6 +700,78 @@ mod tests {
         assert_eq!(j.state, JobState::Completed);
         assert_eq!(j.steps[0].state, JobState::Completed);
         assert!(s.node_usage().is_empty());
+    }
+
+    #[test]
+    fn suspension_and_preemption_marks() {
+        let mut s = ClusterState::new(vec![Node::from_config("n1", 4, 1000, vec![])], vec![]);
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(Job::new(1, JobSpec::default(), 10, Some(5))),
+        });
+        s.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc: alloc("n1", 2),
+            time: 11,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        s.apply(&Event::JobSuspended {
+            job_id: 1,
+            time: 20,
+            preemptor: Some(7),
+        });
+        let j = s.job(1).unwrap();
+        assert_eq!((j.state, j.suspend_time), (JobState::Suspended, 20));
+        assert_eq!(j.preemption.as_ref().unwrap().preemptor, 7);
+        // Still holding its allocation.
+        assert_eq!(s.running_jobs().count(), 1);
+        // Another preemptor claims it: the suspension keeps its start.
+        s.apply(&Event::JobSuspended {
+            job_id: 1,
+            time: 25,
+            preemptor: Some(8),
+        });
+        let j = s.job(1).unwrap();
+        assert_eq!(
+            (j.suspend_time, j.preemption.as_ref().unwrap().preemptor),
+            (20, 8)
+        );
+        s.apply(&Event::JobResumed {
+            job_id: 1,
+            time: 30,
+        });
+        let j = s.job(1).unwrap();
+        assert_eq!((j.state, j.suspended_secs), (JobState::Running, 10));
+        assert!(j.preemption.is_none());
+        // Preempted with REQUEUE: the mark stays on the requeued job (its preemptor
+        // goes first), and a new start clears it.
+        s.apply(&Event::JobPreempted {
+            job_id: 1,
+            preemptor: 9,
+            mode: PreemptMode::Requeue,
+            time: 40,
+            grace_secs: 5,
+        });
+        assert_eq!(s.job(1).unwrap().preemption.as_ref().unwrap().grace_secs, 5);
+        s.apply(&Event::JobRequeued {
+            job_id: 1,
+            time: 41,
+            hold: false,
+        });
+        let j = s.job(1).unwrap();
+        assert_eq!(
+            (j.state, j.restart_count, j.suspended_secs),
+            (JobState::Pending, 1, 0)
+        );
+        assert_eq!(j.preemption.as_ref().unwrap().preemptor, 9);
+        s.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc: alloc("n1", 2),
+            time: 50,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        assert!(s.job(1).unwrap().preemption.is_none());
     }
 
     #[test]

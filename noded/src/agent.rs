@@ -1,8 +1,12 @@
-//! The `NodeAgent` gRPC service the controller calls: `LaunchJob` and `SignalJob`.
+//! The `NodeAgent` gRPC service the controller calls: `LaunchJob`, `SignalJob` and
+//! `SuspendJob`.
 
 use crate::jobs::{Jobs, JobsError};
 use proto::v1::node_agent_server::NodeAgent;
-use proto::v1::{LaunchJobReply, LaunchJobRequest, SignalJobReply, SignalJobRequest};
+use proto::v1::{
+    LaunchJobReply, LaunchJobRequest, SignalJobReply, SignalJobRequest, SuspendJobReply,
+    SuspendJobRequest,
+};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 use tracing::warn;
@@ -47,9 +51,18 @@ impl NodeAgent for Agent {
         let req = request.into_inner();
         let found = self
             .jobs
-            .signal(req.job_id, req.signal, req.batch_only)
+            .signal(req.job_id, req.signal, req.batch_only, req.full)
             .await
             .map_err(|e| to_status(&e))?;
         Ok(Response::new(SignalJobReply { found }))
+    }
+
+    async fn suspend_job(
+        &self,
+        request: Request<SuspendJobRequest>,
+    ) -> Result<Response<SuspendJobReply>, Status> {
+        let req = request.into_inner();
+        let found = self.jobs.suspend(req.job_id, req.resume).await;
+        Ok(Response::new(SuspendJobReply { found }))
     }
 }

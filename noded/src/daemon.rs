@@ -66,6 +66,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
 
     let exe = std::env::current_exe().context("finding this binary (for job supervisors)")?;
     let jobs = Jobs::new(name.clone(), spool, exe, ctld.clone());
+    let pin = noded::affinity::node_fits_host(resources.cpus);
+    if !pin {
+        info!(node = %name, cpus = resources.cpus, "node has more cpus than this host; jobs are not pinned to cpu ids");
+    }
+    jobs.set_cpu_pinning(pin);
     let recovered = jobs.recover()?;
     let registration = control::Registration {
         node_name: name.clone(),

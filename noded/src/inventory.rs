@@ -2,8 +2,15 @@
 //! entry that names it, or from the host when the config does not know it.
 //!
 //! GPUs come through a `GpuInventory`: `ConfiguredGpus`, the devices the config declares
-//! (indices `0..n` of its `gpu_type`), for nodes the config lists; for other nodes the
-//! host's inventory the daemon passes in: `NoGpus` today, NVML discovery later.
+//! (indices `0..n` of its `gpu_type`, with the NUMA node and NVLink domain of each from
+//! `gpu_numa`/`nvlink_domains` or the default split), for nodes the config lists; for
+//! other nodes the host's inventory the daemon passes in: `NoGpus` today, NVML
+//! discovery later.
+//!
+//! `ConfiguredGpus` is a fake inventory: nothing is probed. The machines Drover is
+//! built and tested on have no GPUs, so the devices, their NUMA nodes and NVLink
+//! domains are what the config says, and the node daemon registers them as such;
+//! jobs see the indices in `CUDA_VISIBLE_DEVICES`.
 
 use model::{Config, GpuDevice};
 
@@ -25,11 +32,11 @@ pub trait GpuInventory {
     fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError>;
 }
 
-/// The GPUs the config declares: `count` devices of `gpu_type`, indices `0..count`.
+/// The GPUs the config declares, with the topology it declares (fake devices: no
+/// hardware is probed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfiguredGpus {
-    pub count: u32,
-    pub gpu_type: String,
+    pub devices: Vec<GpuDevice>,
 }
 
 impl GpuInventory for ConfiguredGpus {
@@ -38,13 +45,7 @@ impl GpuInventory for ConfiguredGpus {
     }
 
     fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError> {
-        Ok((0..self.count)
-            .map(|index| GpuDevice {
-                index,
-                gpu_type: self.gpu_type.clone(),
-                uuid: String::new(),
-            })
-            .collect())
+        Ok(self.devices.clone())
     }
 }
 
@@ -82,8 +83,7 @@ pub fn node_resources(
     match config.node_list().into_iter().find(|n| n.name == name) {
         Some(node) => {
             let gpus = ConfiguredGpus {
-                count: node.gpus.len() as u32,
-                gpu_type: node.gpu_type().to_string(),
+                devices: node.gpus.clone(),
             };
             Ok(NodeResources {
                 cpus: node.cpus,
@@ -132,6 +132,39 @@ features = ["nvlink"]
             .map(|g| (g.index, g.gpu_type.as_str()))
             .collect();
         assert_eq!(gpus, vec![(0, "h100"), (1, "h100")]);
+    }
+
+    #[test]
+    fn configured_gpus_carry_their_topology() {
+        let text = format!(
+            "{CONFIG}\n[[nodes]]\nnames = \"big\"\ncpus = 64\nmemory = \"512G\"\ngpus = 8\n\
+             gpu_type = \"a100\"\ngpu_numa = [0, 0, 1, 1, 0, 0, 1, 1]\n\
+             nvlink_domains = [\"0-1\", \"2-3\", \"4-7\"]\n"
+        );
+        let config = Config::parse(&text, "t.toml").unwrap();
+        let topo = |name: &str| -> Vec<(u32, u32, u32)> {
+            node_resources(&config, name, &NoGpus)
+                .unwrap()
+                .gpus
+                .iter()
+                .map(|g| (g.index, g.numa, g.nvlink))
+                .collect()
+        };
+        // The default: half the GPUs per NUMA node, one NVLink domain per NUMA node.
+        assert_eq!(topo("gpu01"), vec![(0, 0, 0), (1, 1, 1)]);
+        assert_eq!(
+            topo("big"),
+            vec![
+                (0, 0, 0),
+                (1, 0, 0),
+                (2, 1, 1),
+                (3, 1, 1),
+                (4, 0, 2),
+                (5, 0, 2),
+                (6, 1, 2),
+                (7, 1, 2)
+            ]
+        );
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub struct Jobs {
     /// Job ends are reported only once the node has registered, so that the controller
     /// hears of a node's jobs before it hears of their ends.
     registered: tokio::sync::watch::Sender<bool>,
+    /// Pin jobs to their CPU ids (`affinity`): only when this node's CPUs are this
+    /// host's, not a faked node's.
+    pin_cpus: std::sync::atomic::AtomicBool,
 }
 
 impl Jobs {
@@ -102,7 +105,14 @@ impl Jobs {
             ctld,
             table: Mutex::new(BTreeMap::new()),
             registered,
+            pin_cpus: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Turns pinning of jobs to their CPU ids on or off (off by default).
+    pub fn set_cpu_pinning(&self, on: bool) {
+        self.pin_cpus
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Called once the controller has accepted a registration.
@@ -192,7 +202,10 @@ impl Jobs {
         req: LaunchJobRequest,
     ) -> Result<(JobDir, tokio::process::Child), JobsError> {
         let job_id = req.job_id;
-        let (info, script) = LaunchInfo::from_request(req, &self.node_name, unix_now())?;
+        let (mut info, script) = LaunchInfo::from_request(req, &self.node_name, unix_now())?;
+        if !self.pin_cpus.load(std::sync::atomic::Ordering::Relaxed) {
+            info.cpu_ids.clear();
+        }
         let dir = self.spool.create_job(&info, &script)?;
         let err = |error| JobsError::Supervisor { job_id, error };
         let log = std::fs::File::create(dir.file(SUPERVISOR_LOG)).map_err(err)?;
@@ -228,13 +241,53 @@ impl Jobs {
         true
     }
 
+    /// Suspends (SIGUSR1 to its supervisor, which stops the job and its time limit) or
+    /// resumes (SIGUSR2) a job. False when the job is not running here. A supervisor
+    /// that just started is waited for until it takes its signals (it writes its pid
+    /// file once they are blocked), so that SIGUSR1 cannot kill it.
+    pub async fn suspend(&self, job_id: JobId, resume: bool) -> bool {
+        let deadline = Instant::now() + PID_WAIT;
+        let pid = loop {
+            let (dir, pid, own_child) = {
+                let table = self.table();
+                match table.get(&job_id) {
+                    Some(e) if e.phase != Phase::Reporting => {
+                        (e.dir.clone(), e.supervisor, e.own_child)
+                    }
+                    _ => return false,
+                }
+            };
+            if let Some(pid) = pid
+                && dir.read_pid(SUPERVISOR_PID) == Some(pid)
+                && (own_child || procfs::is_supervisor_of(pid, dir.path()))
+            {
+                break pid;
+            }
+            if Instant::now() >= deadline {
+                warn!(job_id, resume, "job has no supervisor to suspend it");
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let signal = if resume {
+            Signal::SIGUSR2
+        } else {
+            Signal::SIGUSR1
+        };
+        info!(job_id, resume, "suspending or resuming job");
+        let _ = kill(Pid::from_raw(pid as i32), signal);
+        true
+    }
+
     /// `scancel -s SIG`: 0 cancels; another signal goes to the job's steps (every
-    /// process but the batch shell), or with `batch_only` to the batch shell alone. False when the job is not running here.
+    /// process but the batch shell), with `batch_only` to the batch shell alone, with
+    /// `full` to all of them. False when the job is not running here.
     pub async fn signal(
         &self,
         job_id: JobId,
         signal: i32,
         batch_only: bool,
+        full: bool,
     ) -> Result<bool, JobsError> {
         if signal == 0 {
             return Ok(self.cancel(job_id));
@@ -256,8 +309,17 @@ impl Jobs {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
-        info!(job_id, signal = sig.as_str(), batch_only, "signalling job");
-        if batch_only {
+        info!(
+            job_id,
+            signal = sig.as_str(),
+            batch_only,
+            full,
+            "signalling job"
+        );
+        if full {
+            // Every process of the job's group, the batch shell included.
+            let _ = nix::sys::signal::killpg(Pid::from_raw(pid as i32), sig);
+        } else if batch_only {
             let _ = kill(Pid::from_raw(pid as i32), sig);
         } else {
             crate::procfs::signal_steps(pid, sig);

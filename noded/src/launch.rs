@@ -29,6 +29,9 @@ pub struct LaunchInfo {
     pub cpus_on_node: u32,
     pub mem_on_node_mb: u64,
     pub gpu_indices: Vec<u32>,
+    /// The CPU ids the job is pinned to (empty: not pinned).
+    #[serde(default)]
+    pub cpu_ids: Vec<u32>,
     /// 0: unlimited.
     pub time_limit_secs: u32,
     pub array_job_id: JobId,
@@ -74,6 +77,7 @@ impl LaunchInfo {
             cpus_on_node: req.cpus_on_node,
             mem_on_node_mb: req.mem_on_node_mb,
             gpu_indices: req.gpu_indices,
+            cpu_ids: req.cpu_ids,
             time_limit_secs: req.time_limit_secs,
             array_job_id: req.array_job_id,
             array_task_id: req.array_task_id,
@@ -121,6 +125,7 @@ impl LaunchInfo {
             cpus_on_node: 1,
             mem_on_node_mb: 0,
             gpu_indices: Vec::new(),
+            cpu_ids: Vec::new(),
             time_limit_secs: 0,
             array_job_id: 0,
             array_task_id: None,

@@ -9,6 +9,7 @@
 //! `launch.json` in, `pid`/`pgid` and `status.json` out; and through signals: SIGTERM to
 //! the supervisor cancels the job.
 
+pub mod affinity;
 pub mod agent;
 pub mod backoff;
 pub mod control;

@@ -241,7 +241,20 @@ unsafe fn exec_child(
         let mut var = [0u8; 40];
         write_pid_var(&mut var, libc::getpid());
         envp[pid_slot] = var.as_ptr().cast();
-        libc::execve(path, argv.as_ptr(), envp.as_ptr());
+        // ETXTBSY: the script was written by the daemon, and a process it forked
+        // at that moment may still hold the write descriptor until that process
+        // execs; it goes away within moments, so try again for up to a second.
+        for _ in 0..100 {
+            libc::execve(path, argv.as_ptr(), envp.as_ptr());
+            if Errno::last_raw() != libc::ETXTBSY {
+                break;
+            }
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 10_000_000,
+            };
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
         fail(4, Errno::last_raw())
     }
 }

@@ -9,8 +9,10 @@
 //! CANCELLED). When the script ends, whatever it left behind is killed: the supervisor
 //! is a child subreaper, so orphans of the job become its children and are reaped before
 //! `status.json` is written. The supervisor is single-threaded; its signals are blocked
-//! and taken synchronously with `sigtimedwait`.
+//! and taken synchronously with `sigtimedwait`. SIGUSR1 suspends the job (SIGSTOP to
+//! all of it; its time limit stops running), SIGUSR2 resumes it (SIGCONT).
 
+use crate::affinity::Pinning;
 use crate::env::job_env;
 use crate::isolation::{Isolation, NoIsolation};
 use crate::launch::LaunchInfo;
@@ -31,7 +33,7 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 /// Where a job runs when its working directory cannot be entered.
 pub const FALLBACK_WORK_DIR: &str = "/tmp";
@@ -96,6 +98,8 @@ fn supervisor_signals() -> SigSet {
         Signal::SIGINT,
         Signal::SIGHUP,
         Signal::SIGCHLD,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
     ] {
         set.add(s);
     }
@@ -188,6 +192,16 @@ impl Supervisor<'_> {
             stdout: stdout.as_fd(),
             stderr: stderr.as_fd(),
         };
+        match crate::affinity::pin(&self.info.cpu_ids) {
+            Pinning::Pinned(ids) => {
+                debug!(cpus = %model::job::format_ranges(&ids), "pinned to cpus")
+            }
+            Pinning::NotAsked => {}
+            Pinning::Unavailable(id) => {
+                debug!(cpu = id, "cpu id not usable on this host; job not pinned")
+            }
+            Pinning::Failed(errno) => warn!(%errno, "cannot pin the job to its cpus"),
+        }
         let start_time = unix_now();
         let started_at = Instant::now();
         let pid =
@@ -237,6 +251,8 @@ impl Supervisor<'_> {
         let mut ending: Option<FinishKind> = None;
         let mut kill_at: Option<Instant> = None;
         let mut exit: Option<(i32, i32)> = None;
+        // While suspended: since when, and the time its paused timers had left.
+        let mut suspended: Option<(Instant, Option<Duration>, Option<Duration>)> = None;
         loop {
             self.reap(s.pid, &mut exit);
             if exit.is_some() {
@@ -268,7 +284,33 @@ impl Supervisor<'_> {
             }
             let next = [warn_at, timeout_at, kill_at].into_iter().flatten().min();
             let got = self.wait_signal(next.map(|t| t.saturating_duration_since(now)));
+            match got {
+                Some(Signal::SIGUSR1) if suspended.is_none() && ending.is_none() => {
+                    let now = Instant::now();
+                    let left = |t: Option<Instant>| t.map(|t| t.saturating_duration_since(now));
+                    suspended = Some((now, left(timeout_at), left(warn_at)));
+                    timeout_at = None;
+                    warn_at = None;
+                    self.signal_job(Signal::SIGSTOP);
+                    info!("job suspended");
+                }
+                Some(Signal::SIGUSR2) => {
+                    if let Some((since, timeout_left, warn_left)) = suspended.take() {
+                        let now = Instant::now();
+                        timeout_at = timeout_left.map(|d| now + d);
+                        warn_at = warn_left.map(|d| now + d);
+                        self.signal_job(Signal::SIGCONT);
+                        info!(
+                            suspended_ms = since.elapsed().as_millis() as u64,
+                            "job resumed"
+                        );
+                    }
+                }
+                _ => {}
+            }
             if matches!(got, Some(Signal::SIGTERM | Signal::SIGINT)) && ending.is_none() {
+                // A suspended job is continued by `terminate` (SIGCONT first).
+                suspended = None;
                 timeout_at = None;
                 warn_at = None;
                 ending = Some(FinishKind::Cancelled);

@@ -1,6 +1,6 @@
 //! Runs the real daemon against a fake controller on loopback: registration with the
 //! configured resources, launches, signals, cancels, `kill_jobs`, retried job-end
-//! reports, `register_again`, and a `kill -9` restart while jobs run.
+//! reports, `register_again`, a `kill -9` restart while jobs run, and suspend/resume.
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
@@ -10,7 +10,7 @@ use proto::v1::node_agent_client::NodeAgentClient;
 use proto::v1::node_control_server::{NodeControl, NodeControlServer};
 use proto::v1::{
     FinishKind, HeartbeatReply, HeartbeatRequest, JobFinishedReply, JobFinishedRequest, JobSpec,
-    LaunchJobRequest, RegisterReply, RegisterRequest, SignalJobRequest,
+    LaunchJobRequest, RegisterReply, RegisterRequest, SignalJobRequest, SuspendJobRequest,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -109,7 +109,7 @@ impl Harness {
                 .serve_with_incoming(TcpIncoming::from(listener)),
         );
         let config = format!(
-            "cluster_name = \"t\"\nstate_dir = \"{}\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\nmemory = \"1G\"\ngpus = 2\ngpu_type = \"fake\"\nfeatures = [\"f1\"]\n",
+            "cluster_name = \"t\"\nstate_dir = \"{}\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 1\nmemory = \"1G\"\ngpus = 2\ngpu_type = \"fake\"\nfeatures = [\"f1\"]\n",
             root.display()
         );
         std::fs::write(root.join("drover.toml"), config).unwrap();
@@ -257,6 +257,7 @@ fn signal(job_id: u32, signal: i32) -> SignalJobRequest {
         signal,
         batch_only: false,
         kill_wait_secs: 5,
+        full: false,
     }
 }
 
@@ -268,7 +269,7 @@ async fn daemon_runs_reports_and_survives_restart() {
     // Registration carries the configured resources.
     let reg = h.next_register().await;
     assert_eq!(reg.node_name, "n1");
-    assert_eq!((reg.cpus, reg.memory_mb), (4, 1024));
+    assert_eq!((reg.cpus, reg.memory_mb), (1, 1024));
     let gpus: Vec<(u32, &str)> = reg
         .gpus
         .iter()
@@ -289,9 +290,11 @@ async fn daemon_runs_reports_and_survives_restart() {
     h.knobs.lock().unwrap().fail_finished = 1;
     let mut req = h.launch_request(
         1,
-        "#!/bin/sh\necho \"$SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $DROVER_CTLD_ADDR\"\nexit 3\n",
+        "#!/bin/sh\necho \"$SLURM_JOB_ID $CUDA_VISIBLE_DEVICES $DROVER_CTLD_ADDR $(awk '/Cpus_allowed_list/ {print $2}' /proc/self/status)\"\nexit 3\n",
     );
     req.gpu_indices = vec![1];
+    // The job runs on exactly its CPU ids (CPU 0 exists on every host).
+    req.cpu_ids = vec![0];
     let t = Instant::now();
     client.launch_job(req).await.unwrap();
     let launch_took = t.elapsed();
@@ -310,7 +313,7 @@ async fn daemon_runs_reports_and_survives_restart() {
         assert_eq!(f.node_name, "n1");
     }
     let out = std::fs::read_to_string(h.work("slurm-1.out")).unwrap();
-    assert_eq!(out, format!("1 1 {}\n", h.ctld_addr));
+    assert_eq!(out, format!("1 1 {} 0\n", h.ctld_addr));
     let done = h.spool().join("job.1.done");
     wait_until("job.1.done", || done.is_dir()).await;
     assert!(!h.spool().join("job.1").exists());
@@ -453,5 +456,79 @@ async fn daemon_runs_reports_and_survives_restart() {
         (f.job_id, f.kind),
         (7, FinishKind::Cancelled as i32),
         "{f:?}"
+    );
+}
+
+/// The state letter of a process (`T`: stopped).
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suspend_stops_the_job_and_resume_continues_it() {
+    let mut h = Harness::new().await;
+    h.start_noded();
+    let reg = h.next_register().await;
+    let mut client = agent(&reg.agent_addr).await;
+    // A loop of builtins only: a shell stopped in the middle of a fork sits in `D`,
+    // not `T`, waiting for its stopped child (vfork), which this check would miss.
+    let script = "#!/bin/sh\nwhile [ ! -e go3 ]; do :; done\necho done\n";
+    let mut req = h.launch_request(3, script);
+    req.time_limit_secs = 600;
+    // Suspending right at the launch waits for the supervisor to take its signals.
+    client.launch_job(req).await.unwrap();
+    let suspend = |resume| SuspendJobRequest { job_id: 3, resume };
+    assert!(
+        client
+            .suspend_job(suspend(false))
+            .await
+            .unwrap()
+            .into_inner()
+            .found
+    );
+    // The supervisor names the job's process group (the shell leads it); the
+    // script itself may be stopped before it runs a line.
+    let pgid_file = h.spool().join("job.3").join("pgid");
+    let read = || {
+        std::fs::read_to_string(&pgid_file)
+            .ok()?
+            .trim()
+            .parse::<u32>()
+            .ok()
+    };
+    wait_until("job 3 started", || read().is_some()).await;
+    let shell = read().unwrap();
+    wait_until("job 3 stopped", || process_state(shell) == Some('T')).await;
+    assert!(
+        client
+            .suspend_job(suspend(true))
+            .await
+            .unwrap()
+            .into_inner()
+            .found
+    );
+    wait_until("job 3 continued", || {
+        process_state(shell).is_some_and(|s| s != 'T')
+    })
+    .await;
+    std::fs::write(h.work("go3"), "").unwrap();
+    let f = h.next_finished().await;
+    assert_eq!(
+        (f.job_id, f.kind, f.exit_code),
+        (3, FinishKind::Exited as i32, 0)
+    );
+    // A job no longer here is not found.
+    assert!(
+        !client
+            .suspend_job(suspend(false))
+            .await
+            .unwrap()
+            .into_inner()
+            .found
     );
 }

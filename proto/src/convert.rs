@@ -272,6 +272,108 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
                     .join(",")
             })
             .unwrap_or_default(),
+        planned_nodes: j.planned_nodes.clone(),
+    }
+}
+
+/// The strings of a `ListJobsReply` in summary form, each kept once; summaries name
+/// them by index.
+#[derive(Debug, Default)]
+pub struct StringTable<'a> {
+    index: std::collections::HashMap<&'a str, u32, std::hash::BuildHasherDefault<WordHasher>>,
+    /// Strings interned since the last `take_new`.
+    new: Vec<String>,
+}
+
+/// A multiply-rotate hash over 8-byte words: short strings (names, users, partitions)
+/// hash in a few instructions, where the default SipHash dominated a 100k-job reply.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WordHasher(u64);
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl<'a> StringTable<'a> {
+    /// The index of `s`, added on first use.
+    pub fn intern(&mut self, s: &'a str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.index.len() as u32;
+        self.new.push(s.to_string());
+        self.index.insert(s, i);
+        i
+    }
+
+    /// The strings interned since the last call, in index order.
+    pub fn take_new(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.new)
+    }
+}
+
+/// A job as squeue's light view sees it (`JobSummary`); `priority` is left 0.
+pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>) -> v1::JobSummary {
+    let alloc = j.alloc.as_ref();
+    let spec = &j.spec;
+    v1::JobSummary {
+        job_id: j.id,
+        array_job_id: j.array_job_id,
+        array_task_id: j.array_task_id,
+        array_task_str: if j.is_array_meta() {
+            j.pending_tasks_str()
+        } else {
+            String::new()
+        },
+        state: state_to_wire(j.state) as i32,
+        reason: strings.intern(&j.reason),
+        submit_time: j.submit_time,
+        start_time: j.start_time,
+        end_time: j.end_time,
+        suspend_time: j.suspend_time,
+        planned_start: j.planned_start,
+        nodes: alloc.map(Allocation::hostlist).unwrap_or_default(),
+        num_nodes: alloc
+            .map(|a| a.nodes.len() as u32)
+            .unwrap_or(spec.num_nodes.max(1)),
+        num_cpus: alloc.map_or_else(|| spec.total_cpus(), Allocation::cpus),
+        priority: 0,
+        name: strings.intern(&spec.name),
+        user: strings.intern(&spec.user),
+        uid: spec.uid,
+        gid: spec.gid,
+        account: strings.intern(&spec.account),
+        partition: strings.intern(&spec.partition),
+        qos: strings.intern(&spec.qos),
+        time_limit_min: j.time_limit_min.unwrap_or(0),
+        reservation: strings.intern(&spec.reservation),
+        nice: spec.nice,
+        planned_nodes: j.planned_nodes.clone(),
     }
 }
 
@@ -280,6 +382,8 @@ pub fn gpu_to_wire(g: &GpuDevice) -> v1::GpuDevice {
         index: g.index,
         gpu_type: g.gpu_type.clone(),
         uuid: g.uuid.clone(),
+        numa: g.numa,
+        nvlink: g.nvlink,
     }
 }
 
@@ -288,6 +392,8 @@ pub fn gpu_from_wire(g: v1::GpuDevice) -> GpuDevice {
         index: g.index,
         gpu_type: g.gpu_type,
         uuid: g.uuid,
+        numa: g.numa,
+        nvlink: g.nvlink,
     }
 }
 
@@ -416,5 +522,17 @@ mod tests {
         for s in JobState::ALL {
             assert_eq!(state_from_wire(state_to_wire(s)), s);
         }
+    }
+
+    #[test]
+    fn gpu_topology_round_trips() {
+        let gpu = GpuDevice {
+            index: 5,
+            gpu_type: "h100".into(),
+            uuid: "GPU-5".into(),
+            numa: 1,
+            nvlink: 3,
+        };
+        assert_eq!(gpu_from_wire(gpu_to_wire(&gpu)), gpu);
     }
 }

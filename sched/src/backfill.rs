@@ -159,7 +159,7 @@ impl<'a, 's> Planner<'a, 's> {
         let slots = profile.partition_slots(p);
         let check = |i: usize| -> Option<Free> {
             let slot = &profile.slots[i];
-            if !slot.usable || !filter.allows(&slot.node.name) {
+            if !slot.usable || !filter.allows(slot.node) {
                 return None;
             }
             let used = slot.fit(req, &slot.line.window(now, to))?;
@@ -176,15 +176,14 @@ impl<'a, 's> Planner<'a, 's> {
                 }
             }
         } else {
-            let mut pos = 0;
-            while chosen.len() < want {
-                let Some(q) = profile.next_free_now(p, pos, req) else {
-                    break;
-                };
-                if let Some(used) = check(slots[q]) {
-                    chosen.push((slots[q], used));
+            // Best fit by free GPUs first (`Profile::free_now`).
+            for i in profile.free_now(p, req) {
+                if let Some(used) = check(i) {
+                    chosen.push((i, used));
+                    if chosen.len() == want {
+                        break;
+                    }
                 }
-                pos = q + 1;
             }
         }
         if chosen.len() == want {
@@ -235,7 +234,7 @@ impl<'a, 's> Planner<'a, 's> {
         let filter = NodeFilter::new(job);
         let candidates = profile.partition_slots(p).iter().copied().filter(|&i| {
             let node = profile.slots[i].node;
-            filter.allows(&node.name) && node_could_fit(node, req)
+            filter.allows(node) && node_could_fit(node, req)
         });
         let mut intervals = Vec::new();
         profile.feasible_starts(candidates, req, dur, &mut intervals);
@@ -367,6 +366,7 @@ fn request_key(p: usize, job: &Job, req: &PerNode) -> Option<RequestKey> {
     let spec = &job.spec;
     (spec.nodelist.is_empty()
         && spec.exclude.is_empty()
+        && spec.constraint.is_empty()
         && spec.reservation.is_empty()
         && req.gpu_type.is_empty())
     .then_some(RequestKey {
@@ -404,20 +404,24 @@ fn allocation(profile: &Profile, chosen: &[(usize, Free)]) -> Allocation {
                     cpus: used.cpus as u32,
                     mem_mb: used.mem_mb as u64,
                     gpus: slot.gpu_indices(used.gpus),
+                    cpu_ids: Vec::new(),
                 }
             })
             .collect(),
     }
 }
 
-/// `--nodelist` and `--exclude` of a job.
-struct NodeFilter {
+/// `--nodelist`, `--exclude` and `--constraint` of a job.
+pub struct NodeFilter {
     wanted: Option<BTreeSet<String>>,
     excluded: BTreeSet<String>,
+    /// `None`: no constraint; `Some(None)`: one that does not parse, matching nothing
+    /// (submit refuses those, so only an old record could have one).
+    constraint: Option<Option<model::constraint::Constraint>>,
 }
 
 impl NodeFilter {
-    fn new(job: &Job) -> NodeFilter {
+    pub fn new(job: &Job) -> NodeFilter {
         let expand = |text: &str| -> BTreeSet<String> {
             model::hostlist::expand(text)
                 .unwrap_or_default()
@@ -431,10 +435,20 @@ impl NodeFilter {
             } else {
                 expand(&job.spec.exclude)
             },
+            constraint: (!job.spec.constraint.is_empty())
+                .then(|| model::constraint::Constraint::parse(&job.spec.constraint).ok()),
         }
     }
 
-    fn allows(&self, node: &str) -> bool {
-        !self.excluded.contains(node) && self.wanted.as_ref().is_none_or(|w| w.contains(node))
+    /// May the job use this node: in its `--nodelist` (if any), not excluded, and with
+    /// the features its `--constraint` asks for?
+    pub fn allows(&self, node: &model::Node) -> bool {
+        let name = node.name.as_str();
+        !self.excluded.contains(name)
+            && self.wanted.as_ref().is_none_or(|w| w.contains(name))
+            && self
+                .constraint
+                .as_ref()
+                .is_none_or(|c| c.as_ref().is_some_and(|c| c.matches(&node.features)))
     }
 }

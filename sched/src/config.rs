@@ -9,6 +9,8 @@ pub struct SchedConfig {
     pub priority: crate::priority::PriorityParams,
     /// Accounts, users and QOS with their limits: `[[accounts]]`, `[[qos]]`.
     pub assocs: std::sync::Arc<model::assoc::Associations>,
+    /// Who may preempt whom and how: `[scheduler] preempt_type`, `preempt_mode`.
+    pub preempt: crate::preempt::PreemptConfig,
 }
 
 impl SchedConfig {
@@ -17,6 +19,7 @@ impl SchedConfig {
             backfill: BackfillConfig::from_config(&config.scheduler),
             priority: crate::priority::PriorityParams::from_config(&config.priority),
             assocs: std::sync::Arc::new(model::assoc::Associations::from_config(config)),
+            preempt: crate::preempt::PreemptConfig::from_config(&config.scheduler),
         }
     }
 }

@@ -129,7 +129,9 @@ fn resource_lines(
     let Some(partition) = state.partition(&job.spec.partition) else {
         return;
     };
-    let req = per_node_request(job);
+    let mut req = per_node_request(job);
+    req.exclusive |= partition.exclusive();
+    let filter = crate::backfill::NodeFilter::new(job);
     let gpu_text = if req.gpus > 0 {
         let ty = if req.gpu_type.is_empty() {
             String::new()
@@ -144,7 +146,7 @@ fn resource_lines(
         .nodes
         .iter()
         .filter_map(|n| state.nodes.get(n))
-        .filter(|n| node_could_fit(n, &req))
+        .filter(|n| node_could_fit(n, &req) && filter.allows(n))
         .collect();
     let up = able.iter().filter(|n| n.schedulable()).count();
     push(
@@ -178,6 +180,19 @@ fn resource_lines(
         };
         push(
             format!("the most free on one usable node now: {cpus} CPUs{gpu} on {name}"),
+            0,
+        );
+    }
+    if req.gpus > 0 {
+        let block = crate::fragmentation::largest_free_block(state, &req.gpu_type)
+            .map_or("no GPU is free".to_string(), |(n, node)| {
+                format!("the largest free block is {n} GPUs on {node}")
+            });
+        push(
+            format!(
+                "GPU fragmentation index {:.2} (the share of free GPUs on partly used nodes); {block}",
+                crate::fragmentation::gpu_fragmentation(state)
+            ),
             0,
         );
     }
@@ -268,6 +283,7 @@ mod tests {
                 cpus: 1,
                 mem_mb: 0,
                 gpus: vec![0, 1],
+                cpu_ids: Vec::new(),
             }],
         };
         s.apply(&Event::JobStarted {
@@ -303,6 +319,13 @@ mod tests {
             .collect();
         assert!(text.iter().any(|t| t.contains("2 of 2 nodes")), "{text:?}");
         assert!(text.iter().any(|t| t.contains("2 GPUs on n2")), "{text:?}");
+        // n1's 2 GPUs are busy, n2's both free: nothing is stranded.
+        assert!(
+            text.iter().any(|t| t
+                == "GPU fragmentation index 0.00 (the share of free GPUs on partly used nodes); \
+                    the largest free block is 2 GPUs on n2"),
+            "{text:?}"
+        );
         let end = explain(&s, 10, &config, 2)
             .into_iter()
             .find(|b| b.text.starts_with("first to free"))

@@ -712,6 +712,7 @@ users = ["b1"]
                     cpus: 2,
                     mem_mb: 0,
                     gpus: vec![1],
+                    cpu_ids: Vec::new(),
                 }],
             },
             time: 0,

@@ -16,11 +16,14 @@
 //! (`Resources`); 4 fits on n1 and ends before +30 min, so it starts (backfill).
 pub mod backfill;
 pub mod config;
+pub mod cpus;
 pub mod dependency;
 pub mod eligibility;
 pub mod explain;
 pub mod fairshare;
+pub mod fragmentation;
 pub mod limits;
+pub mod preempt;
 pub mod priority;
 pub mod profile;
 pub mod reservation;
@@ -66,6 +69,11 @@ pub struct Plan {
     pub starts: Vec<Start>,
     pub pending: BTreeMap<JobId, Pending>,
     pub cancels: Vec<Cancel>,
+    /// Running jobs to preempt for pending ones (`preempt`); the preemptors wait.
+    pub preempts: Vec<preempt::Preempt>,
+    /// Jobs suspended by preemption whose preemptor no longer waits and whose room is
+    /// free again: resume them.
+    pub resumes: Vec<JobId>,
 }
 
 /// What a job needs on each of its nodes.
@@ -107,7 +115,36 @@ pub fn node_could_fit(node: &model::Node, req: &PerNode) -> bool {
 /// Plans one scheduling pass.
 pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     let running: Vec<&Job> = state.running_jobs().collect();
+    // Suspended jobs lend their CPUs and GPUs (memory stays held); those suspended for
+    // a preemptor that no longer waits resume when their room is free again.
+    let mut resumes = Vec::new();
+    let lent: Vec<Job> = if running
+        .iter()
+        .any(|j| j.state == model::JobState::Suspended)
+    {
+        resumes = preempt::resumable(state);
+        running
+            .iter()
+            .filter(|j| preempt::lends_cpus(state, j))
+            .map(|j| preempt::memory_only(j))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let running: Vec<&Job> = if lent.is_empty() {
+        running
+    } else {
+        running
+            .into_iter()
+            .filter(|j| !preempt::lends_cpus(state, j))
+            .chain(lent.iter())
+            .collect()
+    };
     let mut profile = profile::Profile::build(state, &running, now);
+    let mut preemptor = config
+        .preempt
+        .enabled()
+        .then(|| preempt::Preemptor::new(state, now, config));
     let mut planner = backfill::Planner::new(&config.backfill, state);
 
     // Running tasks per array, for `%N` throttles.
@@ -118,10 +155,25 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         }
     }
 
-    let queue = priority::queue_order(state, now, config);
+    let mut queue = priority::queue_order(state, now, config);
+    if config.preempt.enabled() {
+        // A job requeued by preemption goes behind its preemptor while that one
+        // waits, so that it does not take back the room it left.
+        let behind = |j: &Job| {
+            j.preemption
+                .as_ref()
+                .is_some_and(|p| state.job(p.preemptor).is_some_and(Job::is_pending))
+        };
+        if queue.iter().any(|(j, _)| behind(j)) {
+            queue.sort_by_key(|(j, _)| behind(j));
+        }
+    }
     let mut limits = limits::LimitTracker::at(state, now, config);
 
-    let mut plan = Plan::default();
+    let mut plan = Plan {
+        resumes,
+        ..Plan::default()
+    };
     let mut pending: Vec<(JobId, Pending)> = Vec::with_capacity(queue.len());
     for (job, _priority) in queue {
         let mut pend = |reason: Cow<'static, str>, planned_start: Time, planned_nodes: String| {
@@ -160,7 +212,9 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             pend(reason.into(), 0, String::new());
             continue;
         }
-        let req = per_node_request(job);
+        let mut req = per_node_request(job);
+        // OverSubscribe=EXCLUSIVE: every job of the partition gets whole nodes.
+        req.exclusive |= state.partitions[p].exclusive();
         // An array record starts as many of its tasks as fit and the throttle allows.
         let meta = job.is_array_meta();
         let tasks = std::iter::once(None)
@@ -198,6 +252,15 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                     planned_start,
                     planned_nodes,
                 } => {
+                    if let Some(search) = preemptor.as_mut().filter(|s| s.could_preempt(job))
+                        && let preempt::Outcome::Victims(victims) =
+                            search.find(&profile, p, job, &req)
+                    {
+                        // A victim already suspended changes preemptor, not state.
+                        plan.resumes
+                            .retain(|id| !victims.iter().any(|v| v.job_id == *id));
+                        plan.preempts.extend(victims);
+                    }
                     waiting = Some((reason.into(), planned_start, planned_nodes));
                     break;
                 }
@@ -207,10 +270,15 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             pend(reason, planned_start, planned_nodes);
         }
     }
+    cpus::assign(state, &mut plan.starts);
     pending.sort_unstable_by_key(|(id, _)| *id);
     plan.pending = pending.into_iter().collect();
     plan
 }
 
+#[cfg(test)]
+mod placement_tests;
+#[cfg(test)]
+mod preempt_tests;
 #[cfg(test)]
 mod tests;

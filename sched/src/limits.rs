@@ -465,6 +465,7 @@ nodes = "ALL"
                 cpus,
                 mem_mb: 0,
                 gpus: gpus.to_vec(),
+                cpu_ids: Vec::new(),
             }],
         }
     }

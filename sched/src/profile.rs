@@ -21,9 +21,22 @@
 //! window's start or at a dip inside it: a window check is one binary search per dip
 //! in the window, not a scan of the timeline.
 //!
-//! For "does it fit now" the profile keeps, for every partition, a max-tree over its
-//! nodes' free resources at `now`: a full cluster answers "no" at the root, and a
-//! search visits only nodes with enough free now.
+//! For "does it fit now" the profile keeps, for every partition, max-trees over its
+//! nodes' free resources at `now`, one per *free-GPU bucket* (0, 1, ..., 8, 9-15,
+//! 16-31, 32-64 free GPUs): a full cluster answers "no" at the roots, and a search
+//! visits only nodes with enough free now. Searching the buckets in order gives the
+//! fragmentation-aware choice of nodes (`Profile::free_now`): a job with GPUs takes
+//! the nodes with the fewest free GPUs that still fit it (best fit: a whole free
+//! 8-GPU node stays whole for an 8-GPU job), a job without GPUs takes nodes without
+//! free GPUs first.
+//!
+//! On a node, `Slot::fit` picks the GPUs by topology: within one NVLink domain if one
+//! has enough free (the one with the fewest free that fits), else within one NUMA
+//! node, else over as few NVLink domains as possible. Example: 8 GPUs in NVLink
+//! domains 0-3 and 4-7, GPUs 0 and 4 busy. A 2-GPU job gets 1,2 (both domains have 3
+//! free; the lower domain wins the tie). Now domain 0 has one free GPU (3) and domain 1
+//! three (5-7): a 1-GPU job gets 3 (the fullest domain that fits), a 3-GPU job 5,6,7,
+//! and a 4-GPU job spreads over the fewest domains: 5,6,7 and 3.
 
 use crate::PerNode;
 use model::{ClusterState, Job, JobState, Node, Time};
@@ -249,8 +262,60 @@ pub struct Slot<'s> {
     /// Up and not drained: may get new work.
     pub usable: bool,
     pub line: Timeline,
-    /// `(partition index, position in it)` for every partition holding the node.
-    member_of: Vec<(usize, usize)>,
+    /// `(partition index, position in it, position among its GPU nodes or NO_POS)` for
+    /// every partition holding the node.
+    member_of: Vec<(usize, usize, usize)>,
+    /// The free-GPU bucket whose now-tree holds the node's leaf.
+    bucket: usize,
+    /// The node's GPUs per NVLink domain and per NUMA node (bit masks over the node's
+    /// GPU list, in domain order); empty for nodes without GPUs.
+    nvlink_masks: Vec<u64>,
+    numa_masks: Vec<u64>,
+}
+
+/// No position (a node without GPUs in a partition's GPU-node order).
+const NO_POS: usize = usize::MAX;
+
+/// The now-tree bucket of a node with `free_gpus` free GPUs.
+fn bucket(free_gpus: u32) -> usize {
+    match free_gpus {
+        0..=8 => free_gpus as usize,
+        9..=15 => 9,
+        16..=31 => 10,
+        _ => 11,
+    }
+}
+
+/// Masks of the GPUs of each distinct key (NVLink domain or NUMA node), in key order.
+fn group_masks(node: &Node, key: impl Fn(&model::GpuDevice) -> u32) -> Vec<u64> {
+    let mut groups: BTreeMap<u32, u64> = BTreeMap::new();
+    for (bit, g) in node.gpus.iter().take(64).enumerate() {
+        *groups.entry(key(g)).or_default() |= 1 << bit;
+    }
+    groups.into_values().collect()
+}
+
+/// The lowest `n` bits of `mask` (which has at least `n`).
+fn lowest_bits(mut mask: u64, n: u32) -> u64 {
+    let mut out = 0;
+    for _ in 0..n {
+        let low = mask & mask.wrapping_neg();
+        out |= low;
+        mask &= !low;
+    }
+    out
+}
+
+/// The group (mask) with the fewest bits of `avail` that still has `n`, the first on a
+/// tie: best fit, so that fuller groups stay whole.
+fn best_group(groups: &[u64], avail: u64, n: u32) -> Option<u64> {
+    groups
+        .iter()
+        .map(|g| (g & avail).count_ones())
+        .zip(groups)
+        .filter(|(free, _)| *free >= n)
+        .min_by_key(|(free, _)| *free)
+        .map(|(_, g)| g & avail)
 }
 
 impl Slot<'_> {
@@ -277,8 +342,45 @@ impl Slot<'_> {
             .collect()
     }
 
-    /// The resources a job's per-node request takes here, GPUs chosen from `free`
-    /// (the lowest free indices of the right type); `None` if they do not fit.
+    /// `n` GPUs out of `avail` (which has at least `n`), by topology: within one NVLink
+    /// domain, else one NUMA node, else the fewest NVLink domains (the fullest first,
+    /// the remainder from the domain that fits it best); the lowest bits of each.
+    pub fn pick_gpus(&self, avail: u64, n: u32) -> u64 {
+        if avail.count_ones() == n || self.nvlink_masks.len() <= 1 {
+            return lowest_bits(avail, n);
+        }
+        if let Some(g) = best_group(&self.nvlink_masks, avail, n) {
+            return lowest_bits(g, n);
+        }
+        let within = best_group(&self.numa_masks, avail, n).unwrap_or(avail);
+        let mut groups: Vec<(u32, u64)> = self
+            .nvlink_masks
+            .iter()
+            .map(|g| ((g & within).count_ones(), g & within))
+            .filter(|(free, _)| *free > 0)
+            .collect();
+        // Fullest first; a stable sort keeps domain order on ties.
+        groups.sort_by_key(|(free, _)| std::cmp::Reverse(*free));
+        let mut out = 0;
+        let mut left = n;
+        let mut rest = &groups[..];
+        while left > 0 && !rest.is_empty() {
+            if let Some((_, g)) = rest
+                .iter()
+                .filter(|(free, _)| *free >= left)
+                .min_by_key(|(free, _)| *free)
+            {
+                return out | lowest_bits(*g, left);
+            }
+            out |= rest[0].1;
+            left -= rest[0].0;
+            rest = &rest[1..];
+        }
+        out
+    }
+
+    /// The resources a job's per-node request takes here, GPUs chosen from `free` by
+    /// topology (`pick_gpus`); `None` if they do not fit.
     pub fn fit(&self, req: &PerNode, free: &Free) -> Option<Free> {
         let node = self.node;
         if req.exclusive {
@@ -293,15 +395,11 @@ impl Slot<'_> {
         }
         let mut gpus = 0u64;
         if req.gpus > 0 {
-            let mut avail = free.gpus & self.gpu_mask(&req.gpu_type);
+            let avail = free.gpus & self.gpu_mask(&req.gpu_type);
             if avail.count_ones() < req.gpus {
                 return None;
             }
-            for _ in 0..req.gpus {
-                let low = avail & avail.wrapping_neg();
-                gpus |= low;
-                avail &= !low;
-            }
+            gpus = self.pick_gpus(avail, req.gpus);
         }
         let (cpus, mem_mb) = if req.exclusive {
             (
@@ -327,7 +425,11 @@ pub struct Profile<'s> {
     by_name: BTreeMap<&'s str, usize>,
     /// Slot indices of each partition (in `state.partitions` order), in its node order.
     part_slots: Vec<Vec<usize>>,
-    trees: Vec<NowTree>,
+    /// Slot indices of each partition's nodes with GPUs, in its node order.
+    part_gpu_slots: Vec<Vec<usize>>,
+    /// Per partition, a now-tree per free-GPU bucket: bucket 0 over all its nodes (a
+    /// leaf is set while its node has no free GPU), the others over its GPU nodes.
+    trees: Vec<Vec<NowTree>>,
 }
 
 /// When a running job gives its resources back, as far as the scheduler knows.
@@ -335,7 +437,10 @@ pub fn expected_end(job: &Job, now: Time) -> Time {
     let Some(limit) = job.time_limit_secs() else {
         return FOREVER;
     };
-    let mut end = job.start_time.saturating_add(limit);
+    let mut end = job
+        .start_time
+        .saturating_add(limit)
+        .saturating_add(job.suspended_secs);
     if job.state == JobState::Suspended && job.suspend_time > 0 {
         // Suspended time does not count against the limit.
         end = end.saturating_add(now - job.suspend_time);
@@ -371,6 +476,17 @@ impl<'s> Profile<'s> {
                     },
                 ),
                 member_of: Vec::new(),
+                bucket: 0,
+                nvlink_masks: if node.gpus.is_empty() {
+                    Vec::new()
+                } else {
+                    group_masks(node, |g| g.nvlink)
+                },
+                numa_masks: if node.gpus.is_empty() {
+                    Vec::new()
+                } else {
+                    group_masks(node, |g| g.numa)
+                },
             });
         }
         // Every running job's use, per node, with its end.
@@ -422,7 +538,11 @@ impl<'s> Profile<'s> {
             }
             slot.line.steps = steps;
         }
+        for slot in &mut slots {
+            slot.bucket = bucket(slot.line.now().gpus.count_ones());
+        }
         let mut part_slots = Vec::with_capacity(state.partitions.len());
+        let mut part_gpu_slots = Vec::with_capacity(state.partitions.len());
         let mut trees = Vec::with_capacity(state.partitions.len());
         for (p, partition) in state.partitions.iter().enumerate() {
             let members: Vec<usize> = partition
@@ -430,22 +550,50 @@ impl<'s> Profile<'s> {
                 .iter()
                 .filter_map(|n| by_name.get(n.as_str()).copied())
                 .collect();
-            let leaves: Vec<(i64, i64, u32)> = members
+            let gpu_members: Vec<usize> = members
                 .iter()
-                .enumerate()
-                .map(|(pos, &i)| {
-                    slots[i].member_of.push((p, pos));
-                    leaf(&slots[i])
-                })
+                .copied()
+                .filter(|&i| !slots[i].node.gpus.is_empty())
                 .collect();
-            trees.push(NowTree::new(&leaves));
+            let max_gpus = gpu_members
+                .iter()
+                .map(|&i| slots[i].node.gpus.len().min(64) as u32)
+                .max()
+                .unwrap_or(0);
+            let buckets = bucket(max_gpus) + 1;
+            let width = |b: usize| {
+                if b == 0 {
+                    members.len()
+                } else {
+                    gpu_members.len()
+                }
+            };
+            let mut leaves: Vec<Vec<(i64, i64, u32)>> =
+                (0..buckets).map(|b| vec![NONE; width(b)]).collect();
+            let mut gpos = 0;
+            for (pos, &i) in members.iter().enumerate() {
+                let slot = &mut slots[i];
+                let g = if slot.node.gpus.is_empty() {
+                    NO_POS
+                } else {
+                    gpos += 1;
+                    gpos - 1
+                };
+                slot.member_of.push((p, pos, g));
+                let b = slot.bucket;
+                let at = if b == 0 { pos } else { g };
+                leaves[b][at] = leaf(slot);
+            }
+            trees.push(leaves.iter().map(|l| NowTree::new(l)).collect());
             part_slots.push(members);
+            part_gpu_slots.push(gpu_members);
         }
         Profile {
             now,
             slots,
             by_name,
             part_slots,
+            part_gpu_slots,
             trees,
         }
     }
@@ -459,21 +607,49 @@ impl<'s> Profile<'s> {
         &self.part_slots[p]
     }
 
-    /// The next position at or after `from` in partition `p` whose node has at least
-    /// the request free now (a necessary condition: GPU types and later dips are
-    /// checked by the caller).
-    pub fn next_free_now(&self, p: usize, from: usize, req: &PerNode) -> Option<usize> {
+    /// The slots of partition `p` whose nodes have at least the request free now (a
+    /// necessary condition: GPU types, features and later dips are checked by the
+    /// caller), lazily, in the order of preference: by free-GPU bucket (from the
+    /// request's GPU count up for a job with GPUs, from 0 up without), then in the
+    /// partition's node order.
+    pub fn free_now<'p>(&'p self, p: usize, req: &PerNode) -> impl Iterator<Item = usize> + 'p {
         let need = (i64::from(req.cpus.max(1)), req.mem_mb as i64, req.gpus);
-        self.trees[p].find(from, need)
+        let trees = &self.trees[p];
+        let first = if req.gpus == 0 { 0 } else { bucket(req.gpus) };
+        let mut b = first;
+        let mut from = 0;
+        std::iter::from_fn(move || {
+            while b < trees.len() {
+                if let Some(at) = trees[b].find(from, need) {
+                    from = at + 1;
+                    return Some(if b == 0 {
+                        self.part_slots[p][at]
+                    } else {
+                        self.part_gpu_slots[p][at]
+                    });
+                }
+                b += 1;
+                from = 0;
+            }
+            None
+        })
     }
 
     /// Takes `used` on slot `i` during `[from, to)`.
     pub fn take(&mut self, i: usize, from: Time, to: Time, used: &Free) {
         self.slots[i].line.take(from, to, used);
         if from <= self.now {
-            let value = leaf(&self.slots[i]);
-            for &(p, pos) in &self.slots[i].member_of {
-                self.trees[p].set(pos, value);
+            let slot = &mut self.slots[i];
+            let value = leaf(slot);
+            let old = slot.bucket;
+            let new = bucket(slot.line.now().gpus.count_ones());
+            slot.bucket = new;
+            for &(p, pos, gpos) in &slot.member_of {
+                let at = |b: usize| if b == 0 { pos } else { gpos };
+                if old != new {
+                    self.trees[p][old].set(at(old), NONE);
+                }
+                self.trees[p][new].set(at(new), value);
             }
         }
     }

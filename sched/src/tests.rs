@@ -14,11 +14,7 @@ fn cluster(nodes: &[(&str, u32, u64, u32)]) -> ClusterState {
     let mut list = Vec::new();
     for (name, cpus, mem, gpus) in nodes {
         let gpus = (0..*gpus)
-            .map(|i| model::GpuDevice {
-                index: i,
-                gpu_type: "h100".into(),
-                uuid: String::new(),
-            })
+            .map(|i| model::GpuDevice::with_default_topology(i, *gpus, "h100"))
             .collect();
         let mut n = Node::from_config(name, *cpus, *mem, gpus);
         n.health = model::NodeHealth::Up;
@@ -92,6 +88,7 @@ fn run_on(state: &mut ClusterState, id: u32, time: Time, nodes: &[(&str, u32, &[
                     cpus: *c,
                     mem_mb: 0,
                     gpus: g.to_vec(),
+                    cpu_ids: Vec::new(),
                 })
                 .collect(),
         },
@@ -557,4 +554,86 @@ fn array_tasks_are_checked_against_limits_one_by_one() {
     let plan = schedule(&s, 100, &config);
     assert_eq!(plan.starts.len(), 2, "{}", render(&plan));
     assert_eq!(plan.pending[&1].reason, "QOSMaxJobsPerUserLimit");
+}
+
+/// The worked example of `cpus`: CPU ids next to the job's GPUs, else the lowest free.
+#[test]
+fn cpu_ids_follow_the_gpus_numa_node() {
+    let mut s = cluster(&[("n1", 16, 1000, 8)]);
+    submit(&mut s, 1, |j| j.cpus_per_task = 2);
+    run_on(&mut s, 1, 0, &[("n1", 2, &[4])]);
+    let mut job = s.job(1).unwrap().clone();
+    job.alloc.as_mut().unwrap().nodes[0].cpu_ids = vec![0, 1];
+    s.insert_job(job);
+    submit(&mut s, 2, |j| {
+        j.cpus_per_task = 4;
+        j.gpus = 1;
+    });
+    submit(&mut s, 3, |j| j.cpus_per_task = 4);
+    let plan = schedule(&s, 100, &SchedConfig::default());
+    let ids: Vec<(u32, Vec<u32>, Vec<u32>)> = plan
+        .starts
+        .iter()
+        .map(|st| {
+            let na = &st.alloc.nodes[0];
+            (st.job_id, na.gpus.clone(), na.cpu_ids.clone())
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            (2, vec![5], vec![8, 9, 10, 11]),
+            (3, vec![], vec![2, 3, 4, 5])
+        ]
+    );
+}
+
+proptest::proptest! {
+    /// However jobs come and go, the CPU ids of running jobs never overlap and each
+    /// job holds exactly as many as it was counted for.
+    #[test]
+    fn cpu_ids_never_overlap(sizes in proptest::collection::vec((1u32..6, proptest::bool::ANY), 1..30)) {
+        let mut s = cluster(&[("n1", 8, 1000, 0), ("n2", 6, 1000, 0)]);
+        let mut now = 100;
+        for (i, (cpus, finish_first)) in sizes.iter().enumerate() {
+            let id = i as u32 + 1;
+            let first_running = s.running_jobs().map(|j| j.id).next();
+            if *finish_first && let Some(victim) = first_running {
+                s.apply(&Event::JobEnded {
+                    job_id: victim,
+                    state: JobState::Completed,
+                    exit_code: 0,
+                    exit_signal: 0,
+                    time: now,
+                    reason: String::new(),
+                    cancelled_by: None,
+                });
+            }
+            submit(&mut s, id, |j| j.cpus_per_task = *cpus);
+            let plan = schedule(&s, now, &SchedConfig::default());
+            for st in plan.starts {
+                s.apply(&Event::JobStarted {
+                    job_id: st.job_id,
+                    alloc: st.alloc,
+                    time: now,
+                    stdout_path: String::new(),
+                    stderr_path: String::new(),
+                });
+            }
+            let mut held: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+            for job in s.running_jobs() {
+                for na in &job.alloc.as_ref().unwrap().nodes {
+                    proptest::prop_assert_eq!(na.cpu_ids.len() as u32, na.cpus);
+                    held.entry(na.node.as_str()).or_default().extend(&na.cpu_ids);
+                }
+            }
+            for ids in held.values_mut() {
+                let n = ids.len();
+                ids.sort_unstable();
+                ids.dedup();
+                proptest::prop_assert_eq!(ids.len(), n);
+            }
+            now += 10;
+        }
+    }
 }

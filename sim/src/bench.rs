@@ -102,11 +102,7 @@ fn cluster(nodes: usize) -> ClusterState {
         let name = format!("n{i:05}");
         let node = if i % 8 == 7 {
             let gpus = (0..8)
-                .map(|g| GpuDevice {
-                    index: g,
-                    gpu_type: "h100".into(),
-                    uuid: String::new(),
-                })
+                .map(|g| GpuDevice::with_default_topology(g, 8, "h100"))
                 .collect();
             gpu.push(name.clone());
             Node::from_config(&name, 64, 512 * 1024, gpus)
@@ -128,6 +124,10 @@ fn cluster(nodes: usize) -> ClusterState {
         state: "UP".into(),
         priority_job_factor: 1,
         priority_tier: 1,
+        allow_accounts: Vec::new(),
+        deny_accounts: Vec::new(),
+        allow_qos: Vec::new(),
+        oversubscribe: "NO".into(),
     };
     ClusterState::new(list, vec![part("cpu", cpu, true), part("gpu", gpu, false)])
 }

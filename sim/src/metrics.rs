@@ -66,9 +66,29 @@ pub struct Summary {
     pub utilization: f64,
     pub makespan_s: f64,
     pub digest: String,
+    /// GPU machines: the time average of the GPU fragmentation index
+    /// (`sched::fragmentation`) from the first event to the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_fragmentation: Option<f64>,
+    /// Its maximum after any event time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_fragmentation_max: Option<f64>,
+    /// Its value at the end (every job ended: 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_fragmentation_final: Option<f64>,
     /// Scheduling passes run (not printed in JSON).
     #[serde(skip)]
     pub passes: u64,
+    /// Predicted passes whose plan differed from the prediction and were run again
+    /// over the whole queue (should be none).
+    #[serde(skip)]
+    pub fallbacks: u64,
+    /// Busy CPUs over time: (time, busy CPUs from then on), at every change.
+    #[serde(skip)]
+    pub busy: Vec<(Time, i64)>,
+    /// The machine's CPUs.
+    #[serde(skip)]
+    pub cpus: u32,
     /// Jobs that never started (should be none).
     #[serde(skip)]
     pub never_started: usize,
@@ -125,10 +145,23 @@ impl Summary {
             },
             makespan_s: makespan,
             digest: digest.hex(),
+            gpu_fragmentation: None,
+            gpu_fragmentation_max: None,
+            gpu_fragmentation_final: None,
             passes,
+            fallbacks: 0,
+            busy: Vec::new(),
+            cpus: procs,
             never_started,
             starts: starts.to_vec(),
         }
+    }
+
+    /// Records the GPU fragmentation index: (time average, maximum, final).
+    pub fn set_fragmentation(&mut self, (avg, max, last): (f64, f64, f64)) {
+        self.gpu_fragmentation = Some(avg);
+        self.gpu_fragmentation_max = Some(max);
+        self.gpu_fragmentation_final = Some(last);
     }
 
     /// The human-readable report.
@@ -153,6 +186,15 @@ impl Summary {
             self.makespan_s / 86_400.0,
             self.digest,
         );
+        if let (Some(avg), Some(max), Some(last)) = (
+            self.gpu_fragmentation,
+            self.gpu_fragmentation_max,
+            self.gpu_fragmentation_final,
+        ) {
+            out.push_str(&format!(
+                "gpu frag      {avg:.5} (time average; max {max:.5}, final {last:.5})\n"
+            ));
+        }
         if self.never_started > 0 {
             out.push_str(&format!("never started {}\n", self.never_started));
         }
@@ -175,6 +217,7 @@ mod tests {
             user: 1,
             group: 1,
             queue: 1,
+            ..TraceJob::default()
         };
         let s = Summary::new(&[job(10, 4), job(5, 1)], &[0, 10], 4, Digest::new(), 2);
         assert_eq!(s.avg_wait_s, 5.0);

@@ -27,10 +27,15 @@
 //! 10 job 1 ends and job 2 starts. Waits 0 and 10, bounded slowdowns 1 and 1.5.
 
 use crate::metrics::{Digest, Summary};
+use crate::pool::{Pool, Prediction};
 use crate::swf::TraceJob;
-use model::{ClusterState, Event, Job, JobSpec, JobState, Node, NodeHealth, Partition, Time};
+use model::{
+    Allocation, ClusterState, Event, Job, JobId, JobSpec, JobState, Node, NodeAllocation,
+    NodeHealth, Partition, Time,
+};
 use sched::{Policy, SchedConfig};
 use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::collections::BinaryHeap;
 
 /// The policies `--policy` offers.
@@ -115,6 +120,10 @@ pub fn machine(procs: u32) -> ClusterState {
         state: "UP".into(),
         priority_job_factor: 1,
         priority_tier: 1,
+        allow_accounts: Vec::new(),
+        deny_accounts: Vec::new(),
+        allow_qos: Vec::new(),
+        oversubscribe: "NO".into(),
     };
     ClusterState::new(vec![node], vec![partition])
 }
@@ -130,6 +139,8 @@ pub fn job_record(id: u32, t: &TraceJob) -> Job {
         num_nodes: 1,
         num_tasks: 1,
         cpus_per_task: t.procs,
+        mem_per_node_mb: t.mem_mb,
+        gpus: t.gpus,
         ..JobSpec::default()
     };
     let estimate = t.estimate.clamp(0, i64::from(u32::MAX));
@@ -142,26 +153,98 @@ pub fn job_record(id: u32, t: &TraceJob) -> Job {
 /// Called after each event time with the number of jobs submitted so far.
 pub type Progress<'a> = &'a mut dyn FnMut(usize);
 
+/// What a replay runs on.
+pub struct Machine {
+    pub state: ClusterState,
+    /// The machine's CPUs (the denominator of the utilization).
+    pub cpus: u32,
+    /// One node of `cpus` CPUs and CPU-only jobs (an SWF replay): passes can be
+    /// predicted (`pool`).
+    pub pool: bool,
+    /// Report the GPU fragmentation index over time.
+    pub gpus: bool,
+}
+
+impl Machine {
+    /// The SWF machine: one node of `procs` CPUs in one partition.
+    pub fn pool(procs: u32) -> Machine {
+        Machine {
+            state: machine(procs),
+            cpus: procs,
+            pool: true,
+            gpus: false,
+        }
+    }
+}
+
 /// Replays `jobs` (sorted by submit time) on `procs` CPUs. `every_event`: run a pass
-/// at every event time, even one that provably starts nothing.
+/// over the whole queue at every event time (slower; the same starts).
 pub fn run(
     jobs: &[TraceJob],
     procs: u32,
     policy: SimPolicy,
     every_event: bool,
+    progress: Option<Progress>,
+) -> Summary {
+    replay(jobs, Machine::pool(procs), policy, every_event, progress)
+}
+
+/// The time limit the scheduler knows for a trace job, seconds (its estimate).
+fn limit(t: &TraceJob) -> Time {
+    t.estimate.clamp(0, i64::from(u32::MAX))
+}
+
+/// Replays `jobs` (sorted by submit time) on a machine.
+///
+/// How passes are run:
+/// - `every_event`: one pass over the whole queue at every event time;
+/// - FCFS and EASY on a pool machine: `pool::Pool` predicts each pass; a pass that
+///   starts nothing is skipped, and the others are shown only the jobs they start and
+///   the head of the queue (the plan is checked against the prediction; a difference
+///   reruns the pass over the whole queue and counts a fallback);
+/// - conservative on a pool machine: a pass at a time when no job ended is skipped
+///   when none of the new jobs fits in the CPUs free now (only they could start);
+/// - multifactor on a pool machine (its order moves with time): a pass is skipped when
+///   no pending job fits in the CPUs free now, whatever the order;
+/// - machines of several nodes: a pass at every event time.
+///
+/// In every mode, no pass runs while nothing waits.
+pub fn replay(
+    jobs: &[TraceJob],
+    machine: Machine,
+    policy: SimPolicy,
+    every_event: bool,
     mut progress: Option<Progress>,
 ) -> Summary {
     let config = policy.sched_config();
-    let mut state = machine(procs);
+    let Machine {
+        mut state,
+        cpus,
+        pool: is_pool,
+        gpus: track_gpus,
+    } = machine;
+    let predicted = is_pool && !every_event && matches!(policy, SimPolicy::Easy | SimPolicy::Fcfs);
+    let may_skip = is_pool && !every_event;
+    // Pool machines: CPUs asked → pending jobs asking for them.
+    let mut sizes: BTreeMap<u32, usize> = BTreeMap::new();
+    let easy = policy == SimPolicy::Easy;
     let mut starts: Vec<Time> = vec![-1; jobs.len()];
     // (end time, job index): ends in time order, ties by job index.
     let mut ends: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
     let mut digest = Digest::new();
     let mut next = 0;
     let mut passes = 0u64;
-    // CPUs not held by running jobs.
-    let mut free = i64::from(procs);
-    let may_skip = !every_event && policy != SimPolicy::Multifactor;
+    let mut fallbacks = 0u64;
+    let mut pool = Pool::new(cpus);
+    // Pending jobs in queue order (submit time, then index: index order).
+    let mut queue: Vec<usize> = Vec::new();
+    // Predicted mode: the pending jobs whose records are in the state, in order.
+    let mut shown: Vec<usize> = Vec::new();
+    let mut busy = 0i64;
+    let mut timeline: Vec<(Time, i64)> = Vec::new();
+    let mut frag = Fragmentation::default();
+    let mut folded = Folded::new(jobs.len());
+    let job_of = |k: usize| (i64::from(jobs[k].procs), limit(&jobs[k]).max(1));
     loop {
         let t_submit = jobs.get(next).map(|j| j.submit);
         let t_end = ends.peek().map(|Reverse((t, _))| *t);
@@ -171,6 +254,9 @@ pub fn run(
             (None, Some(b)) => b,
             (Some(a), Some(b)) => a.min(b),
         };
+        if track_gpus {
+            frag.advance(now);
+        }
         let mut ended = false;
         while let Some(&Reverse((t, i))) = ends.peek() {
             if t != now {
@@ -178,7 +264,12 @@ pub fn run(
             }
             ends.pop();
             ended = true;
-            free += i64::from(jobs[i].procs);
+            pool.end(starts[i] + limit(&jobs[i]), jobs[i].procs);
+            busy -= i64::from(jobs[i].procs);
+            if predicted {
+                folded.remove(&mut state, starts[i] + limit(&jobs[i]), jobs[i].procs);
+                continue;
+            }
             let id = i as u32 + 1;
             if policy == SimPolicy::Multifactor
                 && let Some(job) = state.job(id)
@@ -201,38 +292,251 @@ pub fn run(
         }
         let mut newcomer_fits = false;
         while next < jobs.len() && jobs[next].submit == now {
-            newcomer_fits |= i64::from(jobs[next].procs) <= free;
-            let job = job_record(next as u32 + 1, &jobs[next]);
-            state.apply(&Event::JobSubmitted { job: Box::new(job) });
+            newcomer_fits |= i64::from(jobs[next].procs) <= pool.free();
+            if !predicted {
+                let job = job_record(next as u32 + 1, &jobs[next]);
+                state.apply(&Event::JobSubmitted { job: Box::new(job) });
+            }
+            queue.push(next);
+            *sizes.entry(jobs[next].procs).or_default() += 1;
             next += 1;
         }
-        if may_skip && !ended && !newcomer_fits {
-            if let Some(p) = progress.as_mut() {
-                p(next);
+        let plan = if queue.is_empty() {
+            // Nothing waits: nothing to start.
+            None
+        } else if predicted {
+            let expect = pool.predict(&queue, job_of, now, easy);
+            if expect.starts.is_empty() {
+                None
+            } else {
+                show(&mut state, &mut shown, expect.visible(), jobs);
+                let plan = sched::schedule(&state, now, &config);
+                passes += 1;
+                if agrees(&plan, &expect) {
+                    Some(plan)
+                } else {
+                    fallbacks += 1;
+                    show(&mut state, &mut shown, queue.clone(), jobs);
+                    passes += 1;
+                    Some(sched::schedule(&state, now, &config))
+                }
             }
-            continue;
+        } else if may_skip
+            && ((!ended && !newcomer_fits && policy == SimPolicy::Conservative)
+                || sizes
+                    .first_key_value()
+                    .is_some_and(|(&p, _)| i64::from(p) > pool.free()))
+        {
+            // Conservative: no job ended, so only the new jobs could start, and none
+            // fits in the CPUs free now. Any policy: no pending job fits in them.
+            None
+        } else {
+            passes += 1;
+            Some(sched::schedule(&state, now, &config))
+        };
+        if let Some(plan) = plan
+            && !plan.starts.is_empty()
+        {
+            for start in plan.starts {
+                let i = start.job_id as usize - 1;
+                starts[i] = now;
+                if let Some(n) = sizes.get_mut(&jobs[i].procs) {
+                    *n -= 1;
+                    if *n == 0 {
+                        sizes.remove(&jobs[i].procs);
+                    }
+                }
+                pool.start(now + limit(&jobs[i]), jobs[i].procs);
+                busy += i64::from(jobs[i].procs);
+                digest.start(start.job_id, now, &start.alloc);
+                ends.push(Reverse((now + jobs[i].run, i)));
+                if predicted {
+                    state.remove_job(start.job_id);
+                    folded.add(&mut state, now, now + limit(&jobs[i]), jobs[i].procs);
+                    continue;
+                }
+                state.apply(&Event::JobStarted {
+                    job_id: start.job_id,
+                    alloc: start.alloc,
+                    time: now,
+                    stdout_path: String::new(),
+                    stderr_path: String::new(),
+                });
+            }
+            queue.retain(|&k| starts[k] < 0);
+            shown.retain(|&k| starts[k] < 0);
         }
-        let plan = sched::schedule(&state, now, &config);
-        passes += 1;
-        for start in plan.starts {
-            let i = start.job_id as usize - 1;
-            starts[i] = now;
-            free -= i64::from(jobs[i].procs);
-            digest.start(start.job_id, now, &start.alloc);
-            ends.push(Reverse((now + jobs[i].run, i)));
-            state.apply(&Event::JobStarted {
-                job_id: start.job_id,
-                alloc: start.alloc,
-                time: now,
-                stdout_path: String::new(),
-                stderr_path: String::new(),
-            });
+        if timeline.last().is_none_or(|(_, b)| *b != busy) {
+            timeline.push((now, busy));
+        }
+        if track_gpus {
+            frag.set(sched::fragmentation::gpu_fragmentation(&state));
         }
         if let Some(p) = progress.as_mut() {
             p(next);
         }
     }
-    Summary::new(jobs, &starts, procs, digest, passes)
+    let mut summary = Summary::new(jobs, &starts, cpus, digest, passes);
+    summary.fallbacks = fallbacks;
+    summary.busy = timeline;
+    if track_gpus {
+        summary.set_fragmentation(frag.finish());
+    }
+    summary
+}
+
+/// Predicted mode: the running jobs as the scheduler sees them, folded into one
+/// running record per estimated end (start + time limit) that holds the CPUs of every
+/// job ending then. The profile of a pass is made of exactly these (end, CPUs) steps,
+/// so it is the same as with one record per job, and a pass costs per distinct end
+/// rather than per running job. Folded records have ids above the trace's.
+struct Folded {
+    next_id: JobId,
+    /// Estimated end → (record id, CPUs, start of the record).
+    by_end: BTreeMap<Time, (JobId, u32, Time)>,
+}
+
+impl Folded {
+    fn new(jobs: usize) -> Folded {
+        Folded {
+            next_id: jobs as JobId + 1,
+            by_end: BTreeMap::new(),
+        }
+    }
+
+    /// A job started at `now` holding `cpus` until `end`.
+    fn add(&mut self, state: &mut ClusterState, now: Time, end: Time, cpus: u32) {
+        let entry = self.by_end.entry(end).or_insert_with(|| {
+            let id = self.next_id;
+            self.next_id += 1;
+            (id, 0, now)
+        });
+        entry.1 += cpus;
+        state.insert_job(folded_record(*entry, end));
+    }
+
+    /// A job that held `cpus` until `end` ended.
+    fn remove(&mut self, state: &mut ClusterState, end: Time, cpus: u32) {
+        let Some(entry) = self.by_end.get_mut(&end) else {
+            return;
+        };
+        entry.1 = entry.1.saturating_sub(cpus);
+        if entry.1 == 0 {
+            state.remove_job(entry.0);
+            self.by_end.remove(&end);
+        } else {
+            state.insert_job(folded_record(*entry, end));
+        }
+    }
+}
+
+/// The running record of a folded group: from the start of its first job, with the
+/// time limit that ends it at `end`.
+fn folded_record((id, cpus, start): (JobId, u32, Time), end: Time) -> Job {
+    let spec = JobSpec {
+        name: "running".into(),
+        user: "sim".into(),
+        partition: PARTITION.into(),
+        num_nodes: 1,
+        num_tasks: 1,
+        cpus_per_task: cpus,
+        ..JobSpec::default()
+    };
+    let mut job = Job::new(id, spec, start, None);
+    job.time_limit_s = Some((end - start).clamp(0, i64::from(u32::MAX)) as u32);
+    job.state = JobState::Running;
+    job.start_time = start;
+    job.alloc = Some(Allocation {
+        nodes: vec![NodeAllocation {
+            node: NODE.into(),
+            cpus,
+            mem_mb: 0,
+            gpus: Vec::new(),
+            cpu_ids: Vec::new(),
+        }],
+    });
+    job
+}
+
+/// Puts exactly the pending jobs `visible` (in queue order) into the state: records
+/// of the others come out, missing ones go in.
+fn show(state: &mut ClusterState, shown: &mut Vec<usize>, visible: Vec<usize>, jobs: &[TraceJob]) {
+    let (mut a, mut b) = (0, 0);
+    while a < shown.len() || b < visible.len() {
+        let x = shown.get(a).copied().unwrap_or(usize::MAX);
+        let y = visible.get(b).copied().unwrap_or(usize::MAX);
+        if x < y {
+            state.remove_job(x as u32 + 1);
+            a += 1;
+        } else if y < x {
+            let job = job_record(y as u32 + 1, &jobs[y]);
+            state.apply(&Event::JobSubmitted { job: Box::new(job) });
+            b += 1;
+        } else {
+            a += 1;
+            b += 1;
+        }
+    }
+    *shown = visible;
+}
+
+/// Does the plan start exactly the predicted jobs, in order, and reserve the head at
+/// the predicted shadow time?
+fn agrees(plan: &sched::Plan, expect: &Prediction) -> bool {
+    let same_starts = plan.starts.len() == expect.starts.len()
+        && plan
+            .starts
+            .iter()
+            .zip(&expect.starts)
+            .all(|(s, &k)| s.job_id as usize == k + 1 && s.array_task.is_none());
+    let same_shadow = match (expect.head, expect.shadow) {
+        (Some(h), Some(s)) => plan
+            .pending
+            .get(&(h as u32 + 1))
+            .is_some_and(|p| p.planned_start == s),
+        _ => true,
+    };
+    same_starts && same_shadow
+}
+
+/// The time average, maximum and last value of the GPU fragmentation index.
+#[derive(Debug, Default)]
+struct Fragmentation {
+    value: f64,
+    since: Option<Time>,
+    first: Option<Time>,
+    weighted: f64,
+    max: f64,
+}
+
+impl Fragmentation {
+    /// Time moves to `now`: the current value held since the last change.
+    fn advance(&mut self, now: Time) {
+        if let Some(t) = self.since {
+            self.weighted += self.value * (now - t) as f64;
+        }
+        self.first.get_or_insert(now);
+        self.since = Some(now);
+    }
+
+    fn set(&mut self, value: f64) {
+        self.value = value;
+        self.max = self.max.max(value);
+    }
+
+    /// (time average, maximum, last value).
+    fn finish(&self) -> (f64, f64, f64) {
+        let span = match (self.first, self.since) {
+            (Some(a), Some(b)) if b > a => (b - a) as f64,
+            _ => 0.0,
+        };
+        let avg = if span > 0.0 {
+            self.weighted / span
+        } else {
+            self.value
+        };
+        (avg, self.max, self.value)
+    }
 }
 
 #[cfg(test)]
@@ -249,6 +553,7 @@ mod tests {
             user: number as i64,
             group: 1,
             queue: 1,
+            ..TraceJob::default()
         }
     }
 

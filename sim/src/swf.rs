@@ -34,7 +34,7 @@ pub enum SwfError {
 }
 
 /// One job of the replay.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TraceJob {
     /// The trace's job number (field 1).
     pub number: u64,
@@ -47,6 +47,10 @@ pub struct TraceJob {
     pub user: i64,
     pub group: i64,
     pub queue: i64,
+    /// Memory on its node, MiB (0: none asked; SWF traces).
+    pub mem_mb: u64,
+    /// Whole GPUs on its node (0: none; SWF traces).
+    pub gpus: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -138,6 +142,7 @@ pub fn parse(reader: impl BufRead, name: &str, procs: Option<u32>) -> Result<Tra
                 user: field(12)?,
                 group: field(13)?,
                 queue: field(15)?,
+                ..TraceJob::default()
             },
             p,
         ));

@@ -1,10 +1,16 @@
-//! Golden replays of the KTH-SP2 trace (`../shared/traces/`, beside the repository):
-//! a window of its first 2,000 jobs with the figures and digests pinned, decisions
-//! compared one by one with an independent implementation of the reference rules of
-//! `shared/research/performance.md` §1b, and the full trace's EASY figures against
-//! the published reference (avg wait 6,859 s, bsld 91.04).
+//! Golden replays of the traces in `../shared/traces/` (beside the repository):
+//! - KTH-SP2: a window of its first 2,000 jobs with the figures and digests pinned,
+//!   decisions compared one by one with an independent implementation of the
+//!   reference rules of `shared/research/performance.md` §1b, and the full trace's
+//!   EASY and FCFS figures against the reference (avg wait 6,859 s, bsld 91.04; FCFS
+//!   bsld 7,522.4);
+//! - RICC: a window where the predicted passes (`sim::pool`) are compared with full
+//!   passes at every event time, and (in optimized builds) the full trace's EASY
+//!   figures against the reference (avg wait 36,531 s, bsld 548.98);
+//! - Alibaba GPU pods: a window with figures, GPU fragmentation and digest pinned.
 //!
-//! The trace is required: without it these tests fail and say where it was looked for.
+//! The traces are required: without them these tests fail and say where they were
+//! looked for.
 
 use sim::swf::{self, TraceJob};
 use sim::{SimPolicy, replay};
@@ -140,6 +146,7 @@ fn kth_window_matches_the_reference_rules_job_by_job() {
             summary.starts[differ[0]],
             expected[differ[0]]
         );
+        assert_eq!(summary.fallbacks, 0, "{policy:?}: a prediction disagreed");
         // Skipping passes that start nothing changes nothing.
         let every = replay::run(jobs, 100, policy, true, None);
         assert_eq!(every.digest, summary.digest, "{policy:?}");
@@ -178,11 +185,11 @@ fn kth_window_figures_are_pinned() {
 }
 
 #[test]
-fn full_kth_easy_reproduces_the_reference() {
+fn full_kth_easy_and_fcfs_reproduce_the_reference() {
     let trace = kth();
     assert_eq!(trace.jobs.len(), 28_475);
     let s = replay::run(&trace.jobs, 100, SimPolicy::Easy, false, None);
-    assert_eq!(format!("{:.0}", s.avg_wait_s), "6859", "avg wait");
+    assert_eq!(format!("{:.1}", s.avg_wait_s), "6858.5", "avg wait");
     assert_eq!(format!("{:.2}", s.avg_bsld), "91.04", "avg bsld");
     assert_eq!(format!("{:.3}", s.utilization), "0.701", "utilization");
     assert_eq!(
@@ -190,4 +197,123 @@ fn full_kth_easy_reproduces_the_reference() {
         "72.8",
         "max wait (h)"
     );
+    // FCFS: avg wait 390,083 s, bsld 7,522.4 (§1b).
+    let s = replay::run(&trace.jobs, 100, SimPolicy::Fcfs, false, None);
+    assert_eq!(s.fallbacks, 0);
+    assert_eq!(format!("{:.1}", s.avg_wait_s), "390083.0", "fcfs avg wait");
+    assert_eq!(format!("{:.2}", s.avg_bsld), "7522.37", "fcfs avg bsld");
+    assert_eq!(
+        format!("{:.1}", s.max_wait_s / 3600.0),
+        "282.9",
+        "fcfs max wait (h)"
+    );
+}
+
+fn ricc_path() -> PathBuf {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/RICC-2010-2.swf.gz");
+    assert!(
+        path.exists(),
+        "the RICC trace is missing: expected it at {} (shared/traces/ beside the repository)",
+        path.display()
+    );
+    path
+}
+
+#[cfg(not(debug_assertions))]
+fn ricc() -> swf::Trace {
+    swf::read(&ricc_path(), None).expect("the RICC trace parses")
+}
+
+/// The predicted passes (`sim::pool`: skipped passes, passes shown only the jobs that
+/// matter, running jobs folded by end) start exactly the jobs that full passes over
+/// the whole queue at every event time start, at the same times, on a window of RICC
+/// deep enough for a queue of thousands.
+#[test]
+fn ricc_window_predicted_passes_equal_full_passes() {
+    // The first lines of the file (the header and some 1,500 jobs): parsing all of
+    // it is slow in a debug build.
+    let mut text = String::new();
+    let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(ricc_path()).expect("the RICC trace opens"),
+    ));
+    for line in std::io::BufRead::lines(reader).take(1600) {
+        text.push_str(&line.expect("the RICC trace reads"));
+        text.push('\n');
+    }
+    // A quarter of the machine, so that the queue runs deep with few running jobs.
+    let trace = swf::parse(text.as_bytes(), "RICC", Some(2048)).expect("the window parses");
+    let jobs = &trace.jobs[..1500];
+    for policy in [SimPolicy::Easy, SimPolicy::Fcfs] {
+        let fast = replay::run(jobs, 2048, policy, false, None);
+        let full = replay::run(jobs, 2048, policy, true, None);
+        // The window backfills: some job starts before one submitted earlier.
+        let backfilled = (1..jobs.len()).any(|i| (0..i).any(|e| fast.starts[e] > fast.starts[i]));
+        assert_eq!(backfilled, policy == SimPolicy::Easy, "{policy:?}");
+        assert_eq!(fast.fallbacks, 0, "{policy:?}: a prediction disagreed");
+        assert_eq!(fast.starts, full.starts, "{policy:?}");
+        assert_eq!(fast.digest, full.digest, "{policy:?}");
+        assert!(fast.passes < full.passes, "{policy:?}");
+    }
+}
+
+/// The Alibaba GPU pod trace (`sim::alibaba`) on its GPU nodes: the first 1,000 pods,
+/// figures, GPU fragmentation and digest pinned. The trace is light (at most 71 GPUs
+/// busy at once as recorded), so nothing waits.
+#[test]
+fn alibaba_window_figures_are_pinned() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    let pods = dir.join("alibaba-gpu-v2023-openb_pod_list_default.csv");
+    assert!(
+        pods.exists(),
+        "the Alibaba trace is missing: expected it at {}",
+        pods.display()
+    );
+    let nodes = sim::alibaba::node_list_beside(&pods).unwrap();
+    let trace = sim::alibaba::read(&pods, &nodes).expect("the Alibaba trace parses");
+    assert_eq!(trace.jobs.len(), 7255);
+    assert_eq!((trace.dropped, trace.shared_gpu), (897, 2573));
+    assert_eq!(trace.machine.state.nodes.len(), 1213);
+    assert_eq!((trace.machine.cpus, trace.gpus), (107_018, 6212));
+    let jobs = &trace.jobs[..1000];
+    let s = replay::replay(jobs, trace.machine, SimPolicy::Easy, false, None);
+    let line = format!(
+        "jobs {} wait {:.2} max {:.0} bsld {:.4} util {:.6} makespan {:.0} frag {:.6} max {:.6} digest {}",
+        s.jobs,
+        s.avg_wait_s,
+        s.max_wait_s,
+        s.avg_bsld,
+        s.utilization,
+        s.makespan_s,
+        s.gpu_fragmentation.unwrap(),
+        s.gpu_fragmentation_max.unwrap(),
+        s.digest
+    );
+    assert_eq!(
+        line,
+        "jobs 1000 wait 0.00 max 0 bsld 1.0000 util 0.001463 makespan 12902960 \
+         frag 0.000155 max 0.000972 digest c9d95172ad955a4f"
+    );
+}
+
+/// The full RICC trace under EASY reproduces the reference (§1b: avg wait 36,531 s,
+/// bsld 548.98, utilization 0.872, max wait 135.6 h) to the printed digit. About 30 s
+/// in a release build; a debug build would take some ten minutes, so the test exists
+/// only in optimized builds: `cargo test --release -p sim`.
+#[cfg(not(debug_assertions))]
+#[test]
+fn full_ricc_easy_reproduces_the_reference() {
+    let trace = ricc();
+    assert_eq!(trace.jobs.len(), 447_794);
+    let s = replay::run(&trace.jobs, 8192, SimPolicy::Easy, false, None);
+    assert_eq!(s.fallbacks, 0);
+    assert_eq!(format!("{:.1}", s.avg_wait_s), "36530.7", "avg wait");
+    assert_eq!(format!("{:.2}", s.avg_bsld), "548.98", "avg bsld");
+    assert_eq!(format!("{:.3}", s.utilization), "0.872", "utilization");
+    assert_eq!(
+        format!("{:.2}", s.max_wait_s / 3600.0),
+        "135.58",
+        "max wait (h)"
+    );
+    assert_eq!(s.digest, "e0ad2e804a36a589");
 }

@@ -64,6 +64,9 @@ pub struct ClusterSpec {
     pub min_job_age_s: u32,
     /// More TOML appended to the generated config (extra partitions, ...).
     pub extra: String,
+    /// `[[nodes]]` entries replacing the generated one (which gives every node
+    /// `cpus`, `memory` and `gpus`): they must define exactly `tn1`..`tn{nodes}`.
+    pub node_entries: String,
 }
 
 impl Default for ClusterSpec {
@@ -77,6 +80,7 @@ impl Default for ClusterSpec {
             kill_wait_s: 2,
             min_job_age_s: 300,
             extra: String::new(),
+            node_entries: String::new(),
         }
     }
 }
@@ -106,6 +110,18 @@ impl Cluster {
         let ports = free_ports(spec.nodes + 1);
         let node_names: Vec<String> = (1..=spec.nodes).map(|i| format!("tn{i}")).collect();
         let conf = dir.path().join("drover.toml");
+        let node_entries = if spec.node_entries.is_empty() {
+            format!(
+                "[[nodes]]\nnames = \"tn[1-{n}]\"\ncpus = {cpus}\nmemory = \"{memory}\"\n\
+                 gpus = {gpus}\ngpu_type = \"h100\"\n",
+                n = spec.nodes,
+                cpus = spec.cpus,
+                memory = spec.memory,
+                gpus = spec.gpus,
+            )
+        } else {
+            spec.node_entries.clone()
+        };
         let text = format!(
             r#"cluster_name = "test"
 state_dir = "{state}"
@@ -115,12 +131,7 @@ heartbeat_interval_ms = 500
 node_timeout_s = {timeout}
 kill_wait_s = {kill_wait}
 min_job_age_s = {min_age}
-[[nodes]]
-names = "tn[1-{n}]"
-cpus = {cpus}
-memory = "{memory}"
-gpus = {gpus}
-gpu_type = "h100"
+{node_entries}
 [[partitions]]
 name = "debug"
 nodes = "ALL"
@@ -134,10 +145,6 @@ default_time = "10:00"
             timeout = spec.node_timeout_s,
             kill_wait = spec.kill_wait_s,
             min_age = spec.min_job_age_s,
-            n = spec.nodes,
-            cpus = spec.cpus,
-            memory = spec.memory,
-            gpus = spec.gpus,
             extra = spec.extra,
         );
         std::fs::write(&conf, text).unwrap();
@@ -170,11 +177,13 @@ default_time = "10:00"
         let n = spec.nodes;
         let up = wait_until(Duration::from_secs(30), || {
             let out = cluster.run(&["sinfo", "-h", "-N", "-o", "%N %T"]);
+            // A node in several partitions is listed once per partition.
             out.status.success()
                 && String::from_utf8_lossy(&out.stdout)
                     .lines()
                     .filter(|l| l.ends_with("idle"))
-                    .count()
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len()
                     == n
         });
         assert!(up, "cluster did not come up; logs:\n{}", cluster.logs());

@@ -5,10 +5,18 @@
 //! sequential `sbatch` calls/s, submit-to-running latency, trivial jobs end to end,
 //! `squeue` latency with large queues, controller memory per pending job, and restart
 //! time with a large store. `--quick` uses smaller counts.
+//!
+//! When a real Slurm answers on this machine (its `sinfo` first on `PATH`, or the
+//! directory of its commands given by `--slurm-bin DIR` or `$DROVER_BENCH_SLURM_BIN`),
+//! the same command-line workloads (sequential `sbatch`, submit-to-running, trivial jobs
+//! to completion, `squeue` with a queue of held jobs) also run against it, and the
+//! figures are printed side by side with their ratios. `--no-slurm` skips that part;
+//! `--side-only` runs only that part.
 
 use super::up::{LocalCluster, parse_args};
 use anyhow::{Context, Result, bail};
 use proto::v1::{self, ctld_client::CtldClient};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
@@ -33,6 +41,19 @@ struct Counts {
 
 fn bench(args: &[String]) -> Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
+    // Only the side-by-side comparison with a real Slurm.
+    let side_only = args.iter().any(|a| a == "--side-only");
+    let slurm = if args.iter().any(|a| a == "--no-slurm") {
+        None
+    } else {
+        let dir = args
+            .iter()
+            .position(|a| a == "--slurm-bin")
+            .and_then(|i| args.get(i + 1))
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("DROVER_BENCH_SLURM_BIN").map(PathBuf::from));
+        real_slurm(dir)
+    };
     let counts = if quick {
         Counts {
             api_jobs: 2000,
@@ -86,50 +107,83 @@ fn bench(args: &[String]) -> Result<()> {
         .enable_all()
         .build()?;
 
-    // 1. API submits, held so that nothing runs: the durable submit path alone.
-    for clients in [1usize, 64] {
-        let n = counts.api_jobs / if clients == 1 { 4 } else { 1 };
-        let rate = rt.block_on(api_submits(&addr, &work, n, clients, true))?;
-        println!("api_submit_per_s clients={clients} jobs={n} rate={rate:.0} (target >= 5000)");
-    }
-    cancel_all(&bin)?;
-
-    // 2. Sequential sbatch processes.
-    let script = work.join("true.sh");
-    std::fs::write(&script, "#!/bin/sh\ntrue\n")?;
-    let started = Instant::now();
-    for _ in 0..counts.sbatch_calls {
-        let out = Command::new(bin.join("sbatch"))
-            .args(["--hold", "--parsable", &script.display().to_string()])
-            .current_dir(&work)
-            .output()?;
-        if !out.status.success() {
-            bail!("sbatch failed: {}", String::from_utf8_lossy(&out.stderr));
+    if !side_only {
+        // 1. API submits, held so that nothing runs: the durable submit path alone.
+        for clients in [1usize, 64] {
+            let n = counts.api_jobs / if clients == 1 { 4 } else { 1 };
+            let rate = rt.block_on(api_submits(&addr, &work, n, clients, true))?;
+            println!("api_submit_per_s clients={clients} jobs={n} rate={rate:.0} (target >= 5000)");
         }
+        cancel_all(&bin)?;
+
+        // 2. Sequential sbatch processes.
+        let script = work.join("true.sh");
+        std::fs::write(&script, "#!/bin/sh\ntrue\n")?;
+        let started = Instant::now();
+        for _ in 0..counts.sbatch_calls {
+            let out = Command::new(bin.join("sbatch"))
+                .args(["--hold", "--parsable", &script.display().to_string()])
+                .current_dir(&work)
+                .output()?;
+            if !out.status.success() {
+                bail!("sbatch failed: {}", String::from_utf8_lossy(&out.stderr));
+            }
+        }
+        let rate = counts.sbatch_calls as f64 / started.elapsed().as_secs_f64();
+        println!(
+            "sbatch_calls_per_s sequential calls={} rate={rate:.0} (target >= 300; Slurm here 31-54)",
+            counts.sbatch_calls
+        );
+        cancel_all(&bin)?;
+
+        // 3. Submit-to-running latency on an idle cluster: the job itself stamps its start.
+        let lat = rt.block_on(submit_to_running(&addr, &work, counts.latency_jobs))?;
+        println!(
+            "submit_to_running_ms jobs={} p50={:.1} p99={:.1} (target p50 < 20; Slurm ~1000)",
+            counts.latency_jobs,
+            percentile(&lat, 0.5),
+            percentile(&lat, 0.99)
+        );
+
+        // 4. Trivial jobs from first submit to all completed.
+        let secs = rt.block_on(end_to_end(&addr, &work, counts.e2e_jobs))?;
+        println!(
+            "trivial_jobs_end_to_end jobs={} seconds={secs:.2} rate={:.0}/s (Slurm here: 500 jobs in ~130 s)",
+            counts.e2e_jobs,
+            counts.e2e_jobs as f64 / secs
+        );
     }
-    let rate = counts.sbatch_calls as f64 / started.elapsed().as_secs_f64();
-    println!(
-        "sbatch_calls_per_s sequential calls={} rate={rate:.0} (target >= 300; Slurm here 31-54)",
-        counts.sbatch_calls
-    );
-    cancel_all(&bin)?;
 
-    // 3. Submit-to-running latency on an idle cluster: the job itself stamps its start.
-    let lat = rt.block_on(submit_to_running(&addr, &work, counts.latency_jobs))?;
-    println!(
-        "submit_to_running_ms jobs={} p50={:.1} p99={:.1} (target p50 < 20; Slurm ~1000)",
-        counts.latency_jobs,
-        percentile(&lat, 0.5),
-        percentile(&lat, 0.99)
-    );
-
-    // 4. Trivial jobs from first submit to all completed.
-    let secs = rt.block_on(end_to_end(&addr, &work, counts.e2e_jobs))?;
-    println!(
-        "trivial_jobs_end_to_end jobs={} seconds={secs:.2} rate={:.0}/s (Slurm here: 500 jobs in ~130 s)",
-        counts.e2e_jobs,
-        counts.e2e_jobs as f64 / secs
-    );
+    // Side by side with a real Slurm: the same command-line workloads on both.
+    if let Some(slurm_bin) = &slurm {
+        cancel_all(&bin)?;
+        let sizes = if quick {
+            SideSizes {
+                sbatch_calls: 100,
+                latency_jobs: 5,
+                e2e_jobs: 100,
+                queue: 1000,
+            }
+        } else {
+            SideSizes {
+                sbatch_calls: 500,
+                latency_jobs: 10,
+                e2e_jobs: 500,
+                queue: 10_000,
+            }
+        };
+        let mut ours = side_workloads("drover", &bin, &work, &sizes)?;
+        // Drover's sinfo answers --version as Slurm's does; name it.
+        ours.version = format!("drover {}", env!("CARGO_PKG_VERSION"));
+        let theirs = side_workloads("slurm", slurm_bin, &work, &sizes)?;
+        print_side_by_side(&ours, &theirs, &sizes, slurm_bin);
+    } else if side_only {
+        println!("side_by_side skipped: no real Slurm answers here");
+    }
+    if side_only {
+        cluster.stop();
+        return Ok(());
+    }
 
     // 5. squeue latency and memory with large queues of held jobs.
     let rss_before = rss_kb(cluster.ctld_pid());
@@ -346,11 +400,29 @@ async fn end_to_end(addr: &str, work: &std::path::Path, n: usize) -> Result<f64>
             .iter()
             .filter(|j| j.state == v1::JobState::Completed as i32)
             .count();
-        if done == n {
+        let ended_otherwise: Vec<String> = jobs
+            .iter()
+            .filter(|j| {
+                let state = proto::convert::state_from_wire(j.state());
+                state.is_final() && state != model::JobState::Completed
+            })
+            .map(|j| format!("{} {} ({})", j.job_id, j.state().as_str_name(), j.reason))
+            .collect();
+        if done + ended_otherwise.len() == n {
+            if !ended_otherwise.is_empty() {
+                eprintln!(
+                    "drover bench: {} of {n} trivial jobs did not complete: {}",
+                    ended_otherwise.len(),
+                    ended_otherwise.join(", ")
+                );
+            }
             return Ok(started.elapsed().as_secs_f64());
         }
         if Instant::now() > deadline {
-            bail!("only {done} of {n} jobs completed");
+            bail!(
+                "only {done} of {n} jobs completed; ended otherwise: {}",
+                ended_otherwise.join(", ")
+            );
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -383,4 +455,251 @@ fn percentile(values: &[f64], q: f64) -> f64 {
         return 0.0;
     }
     v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+// ---------------------------------------------------------------- side by side with Slurm
+
+/// The directory of a real Slurm's commands, when one answers: `dir` if given, else
+/// the directory of the `sinfo` first on `PATH` that is not this binary.
+fn real_slurm(dir: Option<PathBuf>) -> Option<PathBuf> {
+    let dir = dir.or_else(|| {
+        let paths = std::env::var_os("PATH")?;
+        std::env::split_paths(&paths)
+            .find(|d| d.join("sinfo").is_file())
+            .filter(|d| {
+                let real = std::fs::canonicalize(d.join("sinfo")).ok();
+                let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+                real.is_some() && real != me
+            })
+    })?;
+    let version = Command::new(dir.join("sinfo"))
+        .arg("--version")
+        .output()
+        .ok()?;
+    let answers = Command::new(dir.join("sinfo"))
+        .args(["-h", "-o", "%a"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let version = String::from_utf8_lossy(&version.stdout);
+    // "slurm 22.05.8", or "slurm-wlm 22.05.8" from Debian's packages.
+    (answers && version.starts_with("slurm")).then_some(dir)
+}
+
+struct SideSizes {
+    sbatch_calls: usize,
+    latency_jobs: usize,
+    e2e_jobs: usize,
+    queue: usize,
+}
+
+/// What one system did in the command-line workloads.
+struct SideFigures {
+    version: String,
+    sbatch_per_s: f64,
+    submit_to_running_ms: f64,
+    e2e_secs: f64,
+    e2e_done: usize,
+    queue: usize,
+    squeue_ms: f64,
+}
+
+/// Runs `bin/<command> args`, failing on a non-zero status; gives stdout.
+fn cli(bin: &Path, command: &str, args: &[&str], work: &Path) -> Result<String> {
+    let out = Command::new(bin.join(command))
+        .args(args)
+        .current_dir(work)
+        .output()
+        .with_context(|| command.to_string())?;
+    if !out.status.success() {
+        bail!(
+            "{command} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `sbatch --parsable ...`: the job id.
+fn sbatch(bin: &Path, args: &[&str], work: &Path) -> Result<String> {
+    let out = cli(bin, "sbatch", args, work)?;
+    Ok(out.trim().split(';').next().unwrap_or("").to_string())
+}
+
+/// The ids of `ids` still pending, running or completing.
+fn active_ids(bin: &Path, ids: &std::collections::BTreeSet<String>, work: &Path) -> Result<usize> {
+    let out = cli(bin, "squeue", &["-h", "-o", "%i"], work)?;
+    Ok(out.lines().filter(|l| ids.contains(l.trim())).count())
+}
+
+/// The command-line workloads, through the commands in `bin` (Drover's links or a real
+/// Slurm's).
+fn side_workloads(name: &str, bin: &Path, work: &Path, n: &SideSizes) -> Result<SideFigures> {
+    let user = crate::client::current_user().0;
+    let work = work.join(format!("side-{name}"));
+    std::fs::create_dir_all(&work)?;
+    let version = cli(bin, "sinfo", &["--version"], &work)
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default();
+    eprintln!("drover bench: side by side: {name} ({version})");
+    let script = work.join("true.sh");
+    std::fs::write(&script, "#!/bin/sh\ntrue\n")?;
+    let script = script.display().to_string();
+    let quiet = ["--parsable", "-o", "/dev/null", "-e", "/dev/null"];
+
+    // Sequential sbatch calls, held so that nothing runs.
+    let started = Instant::now();
+    for _ in 0..n.sbatch_calls {
+        let mut args = vec!["--hold"];
+        args.extend(quiet);
+        args.push(&script);
+        sbatch(bin, &args, &work)?;
+    }
+    let sbatch_per_s = n.sbatch_calls as f64 / started.elapsed().as_secs_f64();
+    cli(bin, "scancel", &["-u", &user], &work)?;
+    std::thread::sleep(Duration::from_secs(1));
+
+    // Submit to running: the job stamps its start; timed from sbatch's return.
+    let mut lat = Vec::new();
+    for i in 0..n.latency_jobs {
+        let stamp = work.join(format!("stamp-{i}"));
+        let job = work.join(format!("stamp-{i}.sh"));
+        std::fs::write(
+            &job,
+            format!(
+                "#!/bin/sh\ndate +%s%N > {0}.tmp && mv {0}.tmp {0}\n",
+                stamp.display()
+            ),
+        )?;
+        let mut args = quiet.to_vec();
+        let job = job.display().to_string();
+        args.push(&job);
+        sbatch(bin, &args, &work)?;
+        let acked = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos() as i128;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&stamp)
+                && let Ok(ns) = text.trim().parse::<i128>()
+            {
+                lat.push((ns - acked) as f64 / 1e6);
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("{name}: job {i} did not start within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let submit_to_running_ms = percentile(&lat, 0.5);
+
+    // Trivial jobs, submitted one by one, until all are done.
+    let started = Instant::now();
+    let mut ids = std::collections::BTreeSet::new();
+    for _ in 0..n.e2e_jobs {
+        let mut args = quiet.to_vec();
+        args.push(&script);
+        ids.insert(sbatch(bin, &args, &work)?);
+    }
+    let deadline = Instant::now() + Duration::from_secs(900);
+    let mut left = ids.len();
+    while left > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        left = active_ids(bin, &ids, &work)?;
+    }
+    let e2e_secs = started.elapsed().as_secs_f64();
+
+    // squeue with a queue of held jobs, submitted by 8 concurrent sbatch loops.
+    std::thread::scope(|scope| -> Result<()> {
+        let tasks: Vec<_> = (0..8)
+            .map(|t| {
+                let (script, work) = (&script, &work);
+                scope.spawn(move || -> Result<()> {
+                    for _ in (t..n.queue).step_by(8) {
+                        let mut args = vec!["--hold"];
+                        args.extend(quiet);
+                        args.push(script);
+                        sbatch(bin, &args, work)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.join()
+                .map_err(|_| anyhow::anyhow!("a submitter panicked"))??;
+        }
+        Ok(())
+    })?;
+    let queued = cli(bin, "squeue", &["-h", "-t", "PD", "-o", "%i"], &work)?
+        .lines()
+        .count();
+    let mut times = Vec::new();
+    for _ in 0..10 {
+        let t = Instant::now();
+        cli(bin, "squeue", &[], &work)?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    cli(bin, "scancel", &["-u", &user], &work)?;
+    Ok(SideFigures {
+        version,
+        sbatch_per_s,
+        submit_to_running_ms,
+        e2e_secs,
+        e2e_done: n.e2e_jobs - left,
+        queue: queued,
+        squeue_ms: percentile(&times, 0.5),
+    })
+}
+
+fn print_side_by_side(ours: &SideFigures, theirs: &SideFigures, n: &SideSizes, slurm: &Path) {
+    println!(
+        "side_by_side drover=({}) slurm=({}, commands in {}); same command-line workloads, run one after the other",
+        ours.version,
+        theirs.version,
+        slurm.display()
+    );
+    let row = |name: &str, unit: &str, a: f64, b: f64, higher_better: bool| {
+        let ratio = if higher_better { a / b } else { b / a };
+        println!(
+            "  {name:<36} drover={a:>9.1}{unit:<3} slurm={b:>9.1}{unit:<3} drover_advantage={ratio:.1}x"
+        );
+    };
+    row(
+        &format!("sbatch_calls_per_s calls={}", n.sbatch_calls),
+        "/s",
+        ours.sbatch_per_s,
+        theirs.sbatch_per_s,
+        true,
+    );
+    row(
+        &format!("submit_to_running_ms_p50 jobs={}", n.latency_jobs),
+        "ms",
+        ours.submit_to_running_ms,
+        theirs.submit_to_running_ms,
+        false,
+    );
+    row(
+        &format!("trivial_jobs_to_completion_s jobs={}", n.e2e_jobs),
+        "s",
+        ours.e2e_secs,
+        theirs.e2e_secs,
+        false,
+    );
+    row(
+        &format!("squeue_ms_p50 queued={}/{}", ours.queue, theirs.queue),
+        "ms",
+        ours.squeue_ms,
+        theirs.squeue_ms,
+        false,
+    );
+    if ours.e2e_done < n.e2e_jobs || theirs.e2e_done < n.e2e_jobs {
+        println!(
+            "  (jobs done in time: drover {} slurm {} of {})",
+            ours.e2e_done, theirs.e2e_done, n.e2e_jobs
+        );
+    }
 }

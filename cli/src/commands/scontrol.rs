@@ -260,7 +260,11 @@ pub fn job_lines(
             or_null(&spec.nodelist),
             or_null(&spec.exclude)
         ),
-        format!("NodeList={}", j.nodes),
+        if j.planned_nodes.is_empty() {
+            format!("NodeList={}", j.nodes)
+        } else {
+            format!("NodeList={} SchedNodeList={}", j.nodes, j.planned_nodes)
+        },
     ];
     if !j.batch_host.is_empty() {
         lines.push(format!("BatchHost={}", j.batch_host));
@@ -431,7 +435,21 @@ pub fn partition_lines(p: &v1::PartitionInfo, mem_mb: u64) -> Vec<String> {
     };
     vec![
         format!("PartitionName={}", p.name),
-        "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL".into(),
+        format!(
+            "AllowGroups=ALL {} AllowQos={}",
+            if !p.allow_accounts.is_empty() {
+                format!("AllowAccounts={}", p.allow_accounts)
+            } else if !p.deny_accounts.is_empty() {
+                format!("DenyAccounts={}", p.deny_accounts)
+            } else {
+                "AllowAccounts=ALL".into()
+            },
+            if p.allow_qos.is_empty() {
+                "ALL"
+            } else {
+                &p.allow_qos
+            }
+        ),
         format!(
             "AllocNodes=ALL Default={} QoS=N/A",
             if p.is_default { "YES" } else { "NO" }
@@ -442,9 +460,14 @@ pub fn partition_lines(p: &v1::PartitionInfo, mem_mb: u64) -> Vec<String> {
         ),
         format!("Nodes={}", p.nodes),
         format!(
-            "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe=NO",
+            "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe={}",
             p.priority_job_factor.max(1),
-            p.priority_tier.max(1)
+            p.priority_tier.max(1),
+            if p.oversubscribe.is_empty() {
+                "NO"
+            } else {
+                &p.oversubscribe
+            }
         ),
         "OverTimeLimit=NONE PreemptMode=OFF".into(),
         format!(
@@ -1684,6 +1707,28 @@ mod tests {
             "State=UP TotalCPUs=16 TotalNodes=2 SelectTypeParameters=NONE"
         );
         assert_eq!(lines[11], "TRES=cpu=16,mem=32000M,node=2,billing=16");
+        assert_eq!(lines[1], "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL");
+        assert!(lines[6].ends_with(" OverSubscribe=NO"), "{}", lines[6]);
+        let restricted = v1::PartitionInfo {
+            allow_accounts: "ml,vision".into(),
+            allow_qos: "high".into(),
+            oversubscribe: "EXCLUSIVE".into(),
+            ..p.clone()
+        };
+        let lines = partition_lines(&restricted, 32000);
+        assert_eq!(
+            lines[1],
+            "AllowGroups=ALL AllowAccounts=ml,vision AllowQos=high"
+        );
+        assert!(lines[6].ends_with(" OverSubscribe=EXCLUSIVE"), "{lines:?}");
+        let denied = v1::PartitionInfo {
+            deny_accounts: "guests".into(),
+            ..p
+        };
+        assert_eq!(
+            partition_lines(&denied, 32000)[1],
+            "AllowGroups=ALL DenyAccounts=guests AllowQos=ALL"
+        );
     }
 
     #[test]

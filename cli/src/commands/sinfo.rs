@@ -425,7 +425,11 @@ impl NodeField {
                 Some(m) => format!("1-{m}"),
             }),
             Groups | AllocNodes => Cell::cut("all"),
-            OverSubscribe => Cell::cut("NO"),
+            OverSubscribe => Cell::cut(
+                part.map(|p| p.oversubscribe.as_str())
+                    .filter(|o| !o.is_empty())
+                    .unwrap_or("NO"),
+            ),
             Root => Cell::cut("no"),
             MaxCpusPerNode => Cell::cut("UNLIMITED"),
             PreemptMode => Cell::cut("OFF"),

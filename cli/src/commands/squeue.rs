@@ -14,7 +14,7 @@ use crate::client;
 use crate::format::{self, Cell, Ctx, Early, Format, JobRef, JobSelector, Names, split_list};
 use crate::opts::{OptSpec, flag, optional, value};
 use model::JobState;
-use proto::v1::{JobFilter, JobInfo, ListJobsRequest};
+use proto::v1::{JobFilter, JobInfo, JobSummary, ListJobsReply, ListJobsRequest};
 use serde::Serialize;
 use std::process::ExitCode;
 
@@ -465,7 +465,7 @@ impl JobField {
             ExcNodes => Cell::cut(s.exclude.clone()),
             CoreSpec => Cell::cut("N/A"),
             Nice => Cell::cut(s.nice.to_string()),
-            SchedNodes => Cell::whole("(null)"),
+            SchedNodes => Cell::whole(format::or_null(&j.planned_nodes)),
             Sct => Cell::cut("*:*:*"),
             WorkDir => Cell::cut(s.work_dir.clone()),
             AccrueTime | EligibleTime => Cell::cut(format::time_or(j.eligible_time, "N/A")),
@@ -502,6 +502,40 @@ impl JobField {
                 "N/A".into()
             }),
         }
+    }
+
+    /// True when squeue's light view of a job (`JobSummary`) carries what this field
+    /// shows and sorts on.
+    pub fn in_summary(self) -> bool {
+        use JobField::*;
+        !matches!(
+            self,
+            TresPerNode
+                | BatchHost
+                | MinCpus
+                | Dependency
+                | Features
+                | OverSubscribe
+                | Comment
+                | MinMemory
+                | ReqNodes
+                | Wckey
+                | ExcNodes
+                | WorkDir
+                | AccrueTime
+                | EligibleTime
+                | AllocNode
+                | CpusPerTask
+                | ExitCode
+                | NumTasks
+                | Requeue
+                | RestartCnt
+                | StdErr
+                | StdIn
+                | StdOut
+                | TresAlloc
+                | TresPerJob
+        )
     }
 
     /// The key `-S` sorts on.
@@ -941,6 +975,18 @@ fn all_format() -> String {
         .join("|")
 }
 
+/// True when the light view of the jobs (`JobSummary`) holds every field the format
+/// shows and the sort reads.
+pub fn summary_view(opts: &Options) -> bool {
+    match &opts.layout {
+        Layout::Jobs(fmt) => {
+            fmt.columns.iter().all(|c| c.key.in_summary())
+                && opts.sort.iter().all(|(f, _)| f.in_summary())
+        }
+        Layout::Steps(_) | Layout::Json => false,
+    }
+}
+
 /// The request that fetches what `opts` can show.
 pub fn request(opts: &Options) -> ListJobsRequest {
     // One job by id: fetch it in whatever state, to tell "unknown job" from "filtered".
@@ -960,8 +1006,129 @@ pub fn request(opts: &Options) -> ListJobsRequest {
         }),
         include_finished: single || opts.states.wants_finished(),
         recent_finished_only: true,
+        summary: summary_view(opts),
         ..Default::default()
     }
+}
+
+/// Fills `job` with what a summary says, reusing its buffers.
+pub fn expand_summary(s: &JobSummary, strings: &[String], job: &mut JobInfo) {
+    fn set(dst: &mut String, src: &str) {
+        dst.clear();
+        dst.push_str(src);
+    }
+    let text = |i: u32| strings.get(i as usize).map_or("", String::as_str);
+    job.job_id = s.job_id;
+    job.array_job_id = s.array_job_id;
+    job.array_task_id = s.array_task_id;
+    set(&mut job.array_task_str, &s.array_task_str);
+    job.state = s.state;
+    set(&mut job.reason, text(s.reason));
+    job.submit_time = s.submit_time;
+    job.eligible_time = s.submit_time;
+    job.start_time = s.start_time;
+    job.end_time = s.end_time;
+    job.suspend_time = s.suspend_time;
+    job.planned_start = s.planned_start;
+    set(&mut job.nodes, &s.nodes);
+    job.num_nodes = s.num_nodes;
+    job.num_cpus = s.num_cpus;
+    job.priority = s.priority;
+    set(&mut job.planned_nodes, &s.planned_nodes);
+    let spec = job.spec.get_or_insert_with(Default::default);
+    set(&mut spec.name, text(s.name));
+    set(&mut spec.user, text(s.user));
+    spec.uid = s.uid;
+    spec.gid = s.gid;
+    set(&mut spec.account, text(s.account));
+    set(&mut spec.partition, text(s.partition));
+    set(&mut spec.qos, text(s.qos));
+    spec.time_limit_min = s.time_limit_min;
+    set(&mut spec.reservation, text(s.reservation));
+    spec.nice = s.nice;
+}
+
+/// Full records from summaries (for the paths that keep rows, such as `-j` and `-r`).
+pub fn expand_summaries(summaries: &[JobSummary], strings: &[String]) -> Vec<JobInfo> {
+    summaries
+        .iter()
+        .map(|s| {
+            let mut job = JobInfo::default();
+            expand_summary(s, strings, &mut job);
+            job
+        })
+        .collect()
+}
+
+/// `render` for a reply in the light view: rows are expanded one at a time into one
+/// reused record, for the sort keys and again for the line, so that a queue of 100k
+/// jobs never exists as 100k full records.
+pub fn render_summaries(
+    opts: &Options,
+    summaries: &[JobSummary],
+    strings: &[String],
+    ctx: &Ctx,
+) -> String {
+    let fmt = match &opts.layout {
+        Layout::Jobs(fmt)
+            if opts.jobs.is_none()
+                && !opts.array
+                && !fmt
+                    .columns
+                    .iter()
+                    .any(|c| matches!(c.width, format::Width::Auto(_))) =>
+        {
+            fmt
+        }
+        _ => return render(opts, &expand_summaries(summaries, strings), ctx),
+    };
+    let mut job = JobInfo::default();
+    // The sort keys of every kept row in one flat array (`nkeys` per row), the id
+    // order that breaks ties, and the index of each row's summary.
+    let nkeys = opts.sort.len();
+    let mut keys: Vec<SortKey> = Vec::new();
+    let mut kept: Vec<((u32, i64, u32), usize)> = Vec::new();
+    for (i, s) in summaries.iter().enumerate() {
+        expand_summary(s, strings, &mut job);
+        if filter(opts, &job).is_none() {
+            continue;
+        }
+        keys.extend(opts.sort.iter().map(|(f, _)| f.sort_key(&job, ctx)));
+        let tie = (
+            format::base_id(&job),
+            job.array_task_id.map(i64::from).unwrap_or(-1),
+            job.job_id,
+        );
+        kept.push((tie, i));
+    }
+    let mut order: Vec<usize> = (0..kept.len()).collect();
+    // Ties end in distinct ids: an unstable sort gives the one order.
+    order.sort_unstable_by(|&a, &b| {
+        for (i, (_, desc)) in opts.sort.iter().enumerate() {
+            let (ka, kb) = (&keys[a * nkeys + i], &keys[b * nkeys + i]);
+            let ord = if *desc { kb.cmp(ka) } else { ka.cmp(kb) };
+            if ord != std::cmp::Ordering::Equal {
+                return ord;
+            }
+        }
+        kept[a].0.cmp(&kept[b].0)
+    });
+    drop(keys);
+    let mut out = String::new();
+    if opts.long && !opts.noheader {
+        out.push_str(&format::ctime_line(ctx.now));
+        out.push('\n');
+    }
+    let head = |k: &JobField| k.header();
+    let header: Option<&dyn Fn(&JobField) -> Cell> = if opts.noheader { None } else { Some(&head) };
+    let mut cells = Vec::with_capacity(fmt.columns.len());
+    format::render_stream(fmt, order.len(), header, &mut out, &mut |row, line| {
+        expand_summary(&summaries[kept[order[row]].1], strings, &mut job);
+        cells.clear();
+        cells.extend(fmt.columns.iter().map(|c| c.key.value(&job, ctx)));
+        line(&cells);
+    });
+    out
 }
 
 /// True when `-j` names exactly one job (Slurm then asks for that job alone).
@@ -1281,19 +1448,54 @@ pub fn run(args: &[String]) -> ExitCode {
     let rt = client::runtime();
     loop {
         let req = request(&opts);
-        let reply = match client::query(&rt, "squeue", |mut c| async move {
+        let mut reply = match client::query(&rt, "squeue", |mut c| async move {
+            if req.summary {
+                // Chunks, decoded while the controller builds the next ones; a
+                // controller without the call answers the plain request below.
+                match c.list_job_summaries(req.clone()).await {
+                    Ok(stream) => return collect_chunks(stream.into_inner()).await,
+                    Err(s) if s.code() == tonic::Code::Unimplemented => {}
+                    Err(s) => return Err(s),
+                }
+            }
             c.list_jobs(req).await.map(|r| r.into_inner())
         }) {
             Ok(r) => r,
             Err(code) => return code,
         };
+        if opts.jobs.is_some() {
+            // Few rows: the full records serve the id checks below.
+            reply
+                .jobs
+                .extend(expand_summaries(&reply.summaries, &reply.strings));
+            reply.summaries.clear();
+        }
         if unknown_single_job(&opts, &reply.jobs) {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
             return ExitCode::from(1);
         }
+        // Runs of one id are common in a large queue: each run is looked up once.
+        let distinct = |ids: &mut dyn Iterator<Item = u32>| {
+            let mut last = None;
+            ids.filter(|id| last.replace(*id) != Some(*id))
+                .collect::<Vec<u32>>()
+        };
         let names = Names::resolve(
-            reply.jobs.iter().map(|j| format::spec(j).uid).chain([uid]),
-            reply.jobs.iter().map(|j| format::spec(j).gid),
+            distinct(
+                &mut reply
+                    .jobs
+                    .iter()
+                    .map(|j| format::spec(j).uid)
+                    .chain(reply.summaries.iter().map(|s| s.uid))
+                    .chain([uid]),
+            ),
+            distinct(
+                &mut reply
+                    .jobs
+                    .iter()
+                    .map(|j| format::spec(j).gid)
+                    .chain(reply.summaries.iter().map(|s| s.gid)),
+            ),
         );
         let ctx = Ctx {
             now: if reply.now > 0 {
@@ -1304,11 +1506,29 @@ pub fn run(args: &[String]) -> ExitCode {
             names,
             cluster: cluster.clone(),
         };
-        let text = render(&opts, &reply.jobs, &ctx);
+        let text = if reply.summaries.is_empty() {
+            render(&opts, &reply.jobs, &ctx)
+        } else {
+            render_summaries(&opts, &reply.summaries, &reply.strings, &ctx)
+        };
         if !format::print_round(opts.iterate, opts.long, opts.noheader, ctx.now, &text) {
             return ExitCode::SUCCESS;
         }
     }
+}
+
+/// The chunks of a streamed listing as one reply.
+async fn collect_chunks(
+    mut stream: tonic::Streaming<ListJobsReply>,
+) -> Result<ListJobsReply, tonic::Status> {
+    let mut whole = ListJobsReply::default();
+    while let Some(chunk) = stream.message().await? {
+        whole.now = chunk.now;
+        whole.jobs.extend(chunk.jobs);
+        whole.summaries.extend(chunk.summaries);
+        whole.strings.extend(chunk.strings);
+    }
+    Ok(whole)
 }
 
 const USAGE: &str = "\
@@ -1529,6 +1749,102 @@ mod tests {
             e.stderr
                 .starts_with("squeue: error: Invalid job state specified: bogus\n")
         );
+    }
+
+    /// The light view of records, as the controller would send it.
+    fn summarize(jobs: &[JobInfo]) -> (Vec<JobSummary>, Vec<String>) {
+        let mut strings: Vec<String> = Vec::new();
+        let mut index = |text: &str| -> u32 {
+            match strings.iter().position(|s| s == text) {
+                Some(i) => i as u32,
+                None => {
+                    strings.push(text.to_string());
+                    (strings.len() - 1) as u32
+                }
+            }
+        };
+        let summaries = jobs
+            .iter()
+            .map(|j| {
+                let s = crate::format::spec(j);
+                JobSummary {
+                    job_id: j.job_id,
+                    array_job_id: j.array_job_id,
+                    array_task_id: j.array_task_id,
+                    array_task_str: j.array_task_str.clone(),
+                    state: j.state,
+                    reason: index(&j.reason),
+                    submit_time: j.submit_time,
+                    start_time: j.start_time,
+                    end_time: j.end_time,
+                    suspend_time: j.suspend_time,
+                    planned_start: j.planned_start,
+                    nodes: j.nodes.clone(),
+                    num_nodes: j.num_nodes,
+                    num_cpus: j.num_cpus,
+                    priority: j.priority,
+                    name: index(&s.name),
+                    user: index(&s.user),
+                    uid: s.uid,
+                    gid: s.gid,
+                    account: index(&s.account),
+                    partition: index(&s.partition),
+                    qos: index(&s.qos),
+                    time_limit_min: s.time_limit_min,
+                    reservation: index(&s.reservation),
+                    nice: s.nice,
+                    planned_nodes: j.planned_nodes.clone(),
+                }
+            })
+            .collect();
+        (summaries, strings)
+    }
+
+    #[test]
+    fn light_view_renders_as_full_records() {
+        let mut jobs = sample();
+        jobs[1].planned_start = NOW + 600;
+        jobs[1].planned_nodes = "gpu[01-02]".into();
+        let (summaries, strings) = summarize(&jobs);
+        for args in [
+            &[][..],
+            &["-l"],
+            &["--start"],
+            &["-h", "-t", "all", "-S", "-i"],
+            &[
+                "-o",
+                "%.10i %j %u %T %M %l %L %D %C %P %q %p %Q %r %S %e %V %Y %N",
+            ],
+            &["-O", "JobID,Name:30,State,TimeLeft,SchedNodes,Reason:.12"],
+            &["-r", "-o", "%i %K %F"],
+            &["-j", "4_3", "-o", "%i %T"],
+            &["-u", "alice", "-p", "debug", "-t", "PD,R"],
+            &["-o", "%#P %i"],
+        ] {
+            let opts = parse(args).unwrap();
+            assert!(summary_view(&opts), "{args:?}");
+            assert_eq!(
+                render_summaries(&opts, &summaries, &strings, &ctx()),
+                render(&opts, &jobs, &ctx()),
+                "{args:?}"
+            );
+        }
+        for args in [&["--json"][..], &["-o", "%B %i"], &["-S", "m"], &["-s"]] {
+            assert!(!summary_view(&parse(args).unwrap()), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn start_shows_planned_nodes() {
+        let mut jobs = sample();
+        jobs[1].planned_start = NOW + 600;
+        jobs[1].planned_nodes = "gpu[01-02]".into();
+        let text = out(&["--start"], &jobs);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains(" SCHEDNODES "), "{text}");
+        assert!(lines[1].contains(" gpu[01-02] "), "{text}");
+        assert!(lines[2].contains(" (null) "), "{text}");
+        assert_eq!(out(&["-h", "-j", "3", "-o", "%Y"], &jobs), "gpu[01-02]\n");
     }
 
     #[test]

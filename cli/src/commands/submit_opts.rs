@@ -1166,6 +1166,15 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn constraint_directives_keep_slurm_operators() {
+        let script = "#!/bin/sh\n#SBATCH -C \"(a100|h100)&ib\" # GPU nodes\n#SBATCH --constraint=x,y\ntrue\n";
+        assert_eq!(
+            directive_words(script),
+            ["-C", "(a100|h100)&ib", "--constraint=x,y"]
+        );
+    }
+
+    #[test]
     fn directive_words_stop_at_the_first_command() {
         let script = "#!/bin/bash\n#SBATCH -J dask-worker\n#SBATCH --mem=954M # a comment\n\n# plain comment\n#SBATCH --comment=\"two words\" -t 00:10:00\necho hi\n#SBATCH --late\n";
         assert_eq!(

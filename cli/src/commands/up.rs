@@ -155,11 +155,16 @@ fn spawn(program: &Path, args: &[String], log: &Path) -> Result<Child> {
         .with_context(|| format!("cannot start {}", program.display()))
 }
 
-fn wait_for_port(addr: &str, deadline: Duration) -> bool {
+/// Waits until `addr` accepts connections; false when `child` exits first or the
+/// deadline passes.
+fn wait_for_port(addr: &str, child: &mut Child, deadline: Duration) -> bool {
     let start = Instant::now();
     while start.elapsed() < deadline {
         if std::net::TcpStream::connect(addr).is_ok() {
             return true;
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -243,9 +248,14 @@ impl LocalCluster {
     pub fn start_ctld(&mut self) -> Result<()> {
         let log = self.dir.join("log").join("ctld.log");
         let args = ["--config".to_string(), self.conf_path.display().to_string()];
-        let child = spawn(&sibling("drover-ctld"), &args, &log)?;
+        let mut child = spawn(&sibling("drover-ctld"), &args, &log)?;
+        let up = wait_for_port(
+            &self.config.controller.addr,
+            &mut child,
+            Duration::from_secs(60),
+        );
         self.children.insert(0, ("drover-ctld".into(), child));
-        if !wait_for_port(&self.config.controller.addr, Duration::from_secs(60)) {
+        if !up {
             self.stop();
             bail!("the controller did not start; see {}", log.display());
         }
