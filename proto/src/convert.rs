@@ -255,6 +255,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
             })
             .collect(),
         suspend_time: j.suspend_time,
+        suspended_secs: j.suspended_secs,
         gres_detail: alloc
             .map(|a| {
                 a.nodes
@@ -273,7 +274,33 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
             })
             .unwrap_or_default(),
         planned_nodes: j.planned_nodes.clone(),
+        node_detail: alloc.map(node_detail).unwrap_or_default(),
     }
+}
+
+/// `Nodes=n1 CPU_IDs=0-3 Mem=1024 GRES=gpu:2(IDX:0-1)` per node, as `scontrol -d`.
+fn node_detail(alloc: &Allocation) -> String {
+    alloc
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut line = format!(
+                "Nodes={} CPU_IDs={} Mem={}",
+                n.node,
+                model::job::format_ranges(&n.cpu_ids),
+                n.mem_mb
+            );
+            if !n.gpus.is_empty() {
+                line.push_str(&format!(
+                    " GRES=gpu:{}(IDX:{})",
+                    n.gpus.len(),
+                    model::job::format_ranges(&n.gpus)
+                ));
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The strings of a `ListJobsReply` in summary form, each kept once; summaries name
@@ -356,6 +383,7 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>) -> v1::JobS
         start_time: j.start_time,
         end_time: j.end_time,
         suspend_time: j.suspend_time,
+        suspended_secs: j.suspended_secs,
         planned_start: j.planned_start,
         nodes: alloc.map(Allocation::hostlist).unwrap_or_default(),
         num_nodes: alloc

@@ -85,8 +85,45 @@ pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId)
             0,
         );
     }
+    preemption_lines(state, job, &mut push);
     resource_lines(state, now, config, job, &mut push);
     out
+}
+
+/// Victims being preempted for the job, or the preemptor a requeued victim waits for.
+fn preemption_lines(state: &ClusterState, job: &Job, push: &mut impl FnMut(String, Time)) {
+    for victim in state.running_jobs() {
+        let Some(p) = victim.preemption.as_ref().filter(|p| p.preemptor == job.id) else {
+            continue;
+        };
+        let mode = format!("{:?}", p.mode).to_uppercase();
+        let clears = p.time + i64::from(p.grace_secs);
+        let grace = if p.grace_secs > 0 {
+            format!(", grace time {} s", p.grace_secs)
+        } else {
+            String::new()
+        };
+        push(
+            format!(
+                "preempting job {} ({}, {mode}{grace}): it starts in the room job {} leaves",
+                victim.id,
+                victim.state.name(),
+                victim.id
+            ),
+            clears,
+        );
+    }
+    if let Some(p) = &job.preemption
+        && state.job(p.preemptor).is_some_and(Job::is_pending)
+    {
+        push(
+            format!(
+                "requeued by preemption: waits behind job {}, which took its room",
+                p.preemptor
+            ),
+            0,
+        );
+    }
 }
 
 fn dependency_lines(state: &ClusterState, job: &Job) -> Vec<String> {

@@ -106,6 +106,18 @@ pub fn run_usage(rate: &Rate, start: Time, end: Time, half_life_s: u64) -> Assoc
     usage
 }
 
+/// Where a job's charged run begins: its start, moved on by the time it spent
+/// suspended (up to `end`), so that suspended seconds are not charged. The window keeps
+/// its end, so decay treats the run as the most recent part of the span.
+fn charged_start(job: &Job, end: Time) -> Time {
+    let current = if job.state == JobState::Suspended && job.suspend_time > 0 {
+        (end - job.suspend_time).max(0)
+    } else {
+        0
+    };
+    (job.start_time + job.suspended_secs + current).min(end)
+}
+
 /// The event that charges a job's run (from its start to `end`) to its association,
 /// for a job that holds an allocation; `None` otherwise. Emit it before the event that
 /// ends or requeues the job.
@@ -122,7 +134,7 @@ pub fn charge(state: &ClusterState, job: &Job, end: Time, config: &SchedConfig) 
             at: end,
             ..AssocUsage::default()
         });
-    let run = run_usage(&rate, job.start_time, end, half_life);
+    let run = run_usage(&rate, charged_start(job, end), end, half_life);
     usage.add(run.billing, &run.tres);
     Some(Event::UsageCharged {
         job_id: job.id,
@@ -159,7 +171,7 @@ fn usage_with_running(
         let Some(rate) = job_rate(state, job, config) else {
             continue;
         };
-        let run = run_usage(&rate, job.start_time, now, half_life);
+        let run = run_usage(&rate, charged_start(job, now), now, half_life);
         out.entry(assoc_key(&config.assocs, job))
             .or_insert_with(|| AssocUsage {
                 at: now,
@@ -767,6 +779,23 @@ users = ["b1"]
         // Nothing to charge for a job that never ran.
         let pending = Job::new(9, model::JobSpec::default(), 0, None);
         assert!(charge(&s, &pending, 10, &c).is_none());
+    }
+
+    #[test]
+    fn suspended_time_is_not_charged() {
+        let key = ("default".to_string(), "u".to_string());
+        let (mut s, c) = running_job("decay_half_life = \"0\"");
+        // Suspended from 40 to 70, then again since 90: 2 CPUs × (100 - 30 - 10) s.
+        let mut job = s.job(1).unwrap().clone();
+        job.suspended_secs = 30;
+        job.suspend_time = 90;
+        job.state = JobState::Suspended;
+        s.restore_job(job);
+        assert_eq!(current_usage(&s, 100, &c)[&key].billing, 120.0);
+        let Some(Event::UsageCharged { usage, .. }) = charge(&s, s.job(1).unwrap(), 100, &c) else {
+            panic!("no charge");
+        };
+        assert_eq!(usage.billing, 120.0);
     }
 
     #[test]

@@ -155,7 +155,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         }
     }
 
-    let mut queue = priority::queue_order(state, now, config);
+    let mut queue = priority::unheld_queue_order(state, now, config);
     if config.preempt.enabled() {
         // A job requeued by preemption goes behind its preemptor while that one
         // waits, so that it does not take back the room it left.
@@ -175,6 +175,19 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         ..Plan::default()
     };
     let mut pending: Vec<(JobId, Pending)> = Vec::with_capacity(queue.len());
+    // Held jobs are not in the queue: they only keep their hold reason.
+    for job in state.pending_jobs().filter(|j| j.held) {
+        if let Eligibility::Wait(reason) = eligibility::check(state, job, now) {
+            pending.push((
+                job.id,
+                Pending {
+                    reason: reason.into(),
+                    planned_start: 0,
+                    planned_nodes: String::new(),
+                },
+            ));
+        }
+    }
     for (job, _priority) in queue {
         let mut pend = |reason: Cow<'static, str>, planned_start: Time, planned_nodes: String| {
             pending.push((

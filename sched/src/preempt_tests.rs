@@ -517,3 +517,29 @@ fn a_requeued_victim_waits_behind_its_preemptor() {
     assert_eq!(render(&plan), "start 4 n2\n");
     assert_eq!(plan.pending[&3].reason, "Resources");
 }
+
+#[test]
+fn why_names_the_victims_being_preempted() {
+    let (_, config) = setup(QOS_CANCEL);
+    let mut s = example(QOS_CANCEL);
+    submit(&mut s, 4, "high", |j| j.cpus_per_task = 2);
+    s.apply(&Event::JobPreempted {
+        job_id: 1,
+        preemptor: 4,
+        mode: model::PreemptMode::Cancel,
+        time: 100,
+        grace_secs: 30,
+    });
+    let lines = crate::explain::explain(&s, 110, &config, 4);
+    let line = lines
+        .iter()
+        .find(|b| b.text.starts_with("preempting job 1"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(
+        (line.text.as_str(), line.clears_at),
+        (
+            "preempting job 1 (RUNNING, CANCEL, grace time 30 s): it starts in the room job 1 leaves",
+            130
+        )
+    );
+}

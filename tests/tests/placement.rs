@@ -93,6 +93,13 @@ fn gpu_jobs_pack_nvlink_local_and_constraints_pick_nodes() {
     c.wait_state(b, "RUNNING", T);
     assert_eq!(nodes_of(&c, b), "tn2");
     assert_eq!(output(&c, b), "4,6");
+    // Its CPU ids sit on the NUMA node of its GPUs (0 on tn2), after job a's CPU 0.
+    let detail = c.ok(&["scontrol", "-d", "show", "job", &b.to_string()]);
+    assert!(
+        detail.contains("JOB_GRES=gpu:2\n     Nodes=tn2 CPU_IDs=1 Mem=")
+            && detail.contains("GRES=gpu:2(IDX:4,6)"),
+        "{detail}"
+    );
     // So tn1 is still whole for an 8-GPU job.
     let whole = c.sbatch(&["--gpus-per-node=8"], script);
     c.wait_state(whole, "RUNNING", T);

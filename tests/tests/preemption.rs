@@ -157,6 +157,22 @@ fn suspend_stops_the_victim_and_resumes_it_when_the_preemptor_ends() {
     c.wait_state(low, "COMPLETED", T);
     let out = std::fs::read_to_string(c.work.join(format!("slurm-{low}.out"))).unwrap();
     assert_eq!(out, "low done\n");
+    // The time it spent stopped (at least the preemptor's second) is not run time.
+    let secs = |field: &str| {
+        let raw = c.field(low, field);
+        let parts: Vec<i64> = raw.split(':').map(|p| p.parse().unwrap()).collect();
+        parts.iter().fold(0, |acc, p| acc * 60 + p)
+    };
+    let (suspended, elapsed) = (secs("Suspended"), secs("Elapsed"));
+    assert!(suspended >= 1, "suspended {suspended}");
+    let epoch = |field: &str| -> i64 {
+        let out = std::process::Command::new("date")
+            .args(["-d", &c.field(low, field), "+%s"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    };
+    assert_eq!(elapsed + suspended, epoch("End") - epoch("Start"));
 }
 
 #[test]

@@ -762,12 +762,23 @@ fn step_node_count(st: &StepInfo) -> usize {
         .unwrap_or(0)
 }
 
+/// Seconds the job ran: suspended time is not counted (`Suspended` shows it).
 fn job_elapsed(j: &JobInfo, now: i64) -> i64 {
     if format::job_state(j) == JobState::Pending {
         0
     } else {
-        elapsed(j.start_time, j.end_time, now)
+        (elapsed(j.start_time, j.end_time, now) - suspended(j, now)).max(0)
     }
+}
+
+/// Seconds the job spent suspended, the current suspension included.
+fn suspended(j: &JobInfo, now: i64) -> i64 {
+    let current = if format::job_state(j) == JobState::Suspended && j.suspend_time > 0 {
+        (now - j.suspend_time).max(0)
+    } else {
+        0
+    };
+    j.suspended_secs + current
 }
 
 /// sacct's State text: `CANCELLED by 0` when someone cancelled the job.
@@ -883,7 +894,8 @@ pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
                 "StdIn" => format::stdin_path(s).to_string(),
                 "StdOut" => format::stdout_path(j).to_string(),
                 "Submit" => format::time_or(j.submit_time, "Unknown"),
-                "Suspended" | "SystemCPU" | "TotalCPU" | "UserCPU" => "00:00:00".into(),
+                "Suspended" => model::units::format_elapsed(suspended(j, now) as u64),
+                "SystemCPU" | "TotalCPU" | "UserCPU" => "00:00:00".into(),
                 "Timelimit" => format::elapsed_limit(limit),
                 "TimelimitRaw" => {
                     if limit == 0 {

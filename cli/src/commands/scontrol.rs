@@ -50,6 +50,8 @@ fn kw(tag: &str, word: &str, min: usize) -> bool {
 /// Output settings and the exit status so far.
 struct Session {
     one_liner: bool,
+    /// `-d`/`details`: per-node CPU ids, memory and GPUs of running jobs.
+    details: bool,
     quiet: bool,
     failed: bool,
     out: Vec<String>,
@@ -120,6 +122,31 @@ fn resolve_io(pattern: &str, job: &v1::JobInfo, spec: &v1::JobSpec) -> String {
     } else {
         format!("{}/{}", spec.work_dir.trim_end_matches('/'), p)
     }
+}
+
+/// `scontrol -d show job`: after the `Socks/Node` line, the job's GPUs and one
+/// `Nodes=` line per node (indented two more, as Slurm's).
+fn add_node_detail(lines: &mut Vec<String>, j: &v1::JobInfo) {
+    if j.node_detail.is_empty() {
+        return;
+    }
+    let gpus: usize = j
+        .node_detail
+        .lines()
+        .filter_map(|l| l.split(" GRES=gpu:").nth(1))
+        .filter_map(|g| g.split('(').next()?.parse::<usize>().ok())
+        .sum();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("Socks/Node="))
+        .map_or(lines.len(), |i| i + 1);
+    let mut detail = vec![if gpus > 0 {
+        format!("JOB_GRES=gpu:{gpus}")
+    } else {
+        "JOB_GRES=(null)".to_string()
+    }];
+    detail.extend(j.node_detail.lines().map(|l| format!("  {l}")));
+    lines.splice(at..at, detail);
 }
 
 /// The lines of `scontrol show job` for one record.
@@ -780,6 +807,7 @@ pub fn run(args: &[String]) -> ExitCode {
     }
     let mut s = Session {
         one_liner: p.has("oneliner"),
+        details: p.has("details"),
         quiet: p.has("quiet"),
         failed: false,
         out: Vec::new(),
@@ -883,11 +911,9 @@ async fn command(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words:
         s.one_liner = true;
     } else if kw(tag, "quiet", 4) {
         s.quiet = true;
-    } else if kw(tag, "details", 1)
-        || kw(tag, "all", 2)
-        || kw(tag, "verbose", 4)
-        || kw(tag, "hide", 2)
-    {
+    } else if kw(tag, "details", 1) {
+        s.details = true;
+    } else if kw(tag, "all", 2) || kw(tag, "verbose", 4) || kw(tag, "hide", 2) {
     } else {
         s.fail(format!("invalid keyword: {tag}"));
     }
@@ -1336,7 +1362,11 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, id: 
         util::now()
     };
     for j in &reply.jobs {
-        s.out.push(render(&job_lines(j, now, &names), s.one_liner));
+        let mut lines = job_lines(j, now, &names);
+        if s.details {
+            add_node_detail(&mut lines, j);
+        }
+        s.out.push(render(&lines, s.one_liner));
     }
 }
 
@@ -1591,6 +1621,22 @@ mod tests {
             "{one}"
         );
         assert_eq!(one.matches('\n').count(), 1);
+    }
+
+    #[test]
+    fn details_name_cpu_ids_memory_and_gpus_per_node() {
+        let mut j = sample_job();
+        j.node_detail = "Nodes=vm CPU_IDs=8-11 Mem=100 GRES=gpu:2(IDX:4-5)".into();
+        let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
+        let mut lines = job_lines(&j, 1002, &names);
+        add_node_detail(&mut lines, &j);
+        let text = render(&lines, false);
+        assert!(
+            text.contains(
+                "CoreSpec=*\n   JOB_GRES=gpu:2\n     Nodes=vm CPU_IDs=8-11 Mem=100 GRES=gpu:2(IDX:4-5)\n   MinCPUsNode=1"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

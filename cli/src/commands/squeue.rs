@@ -1029,6 +1029,7 @@ pub fn expand_summary(s: &JobSummary, strings: &[String], job: &mut JobInfo) {
     job.start_time = s.start_time;
     job.end_time = s.end_time;
     job.suspend_time = s.suspend_time;
+    job.suspended_secs = s.suspended_secs;
     job.planned_start = s.planned_start;
     set(&mut job.nodes, &s.nodes);
     job.num_nodes = s.num_nodes;
@@ -1402,20 +1403,19 @@ fn tres_per_node(s: &proto::v1::JobSpec) -> String {
     }
 }
 
-/// Seconds a job has run (squeue's TIME).
+/// Seconds a job has run (squeue's TIME), suspended time not counted.
 pub fn time_used(j: &JobInfo, st: JobState, now: i64) -> i64 {
     if j.start_time <= 0 || st == JobState::Pending {
         return 0;
     }
-    if st == JobState::Suspended && j.suspend_time > j.start_time {
-        return j.suspend_time - j.start_time;
-    }
-    let end = if j.end_time <= 0 || matches!(st, JobState::Running | JobState::Suspended) {
+    let end = if st == JobState::Suspended && j.suspend_time > j.start_time {
+        j.suspend_time
+    } else if j.end_time <= 0 || matches!(st, JobState::Running | JobState::Suspended) {
         now
     } else {
         j.end_time
     };
-    end - j.start_time
+    (end - j.start_time - j.suspended_secs).max(0)
 }
 
 /// END_TIME: the actual end, or the expected one from the time limit.
@@ -1778,6 +1778,7 @@ mod tests {
                     start_time: j.start_time,
                     end_time: j.end_time,
                     suspend_time: j.suspend_time,
+                    suspended_secs: j.suspended_secs,
                     planned_start: j.planned_start,
                     nodes: j.nodes.clone(),
                     num_nodes: j.num_nodes,
