@@ -212,6 +212,8 @@ pub struct ClusterState {
     /// every finished job kept for `sacct`. Kept by `apply`, `insert_job` and
     /// `remove_job`; persistent sets, so snapshots stay cheap.
     pending_ids: imbl::OrdSet<JobId>,
+    /// The pending jobs that are not held: what a pass may start.
+    queued_ids: imbl::OrdSet<JobId>,
     running_ids: imbl::OrdSet<JobId>,
 }
 
@@ -225,18 +227,23 @@ impl ClusterState {
             next_job_id: 1,
             usage: BTreeMap::new(),
             pending_ids: imbl::OrdSet::new(),
+            queued_ids: imbl::OrdSet::new(),
             running_ids: imbl::OrdSet::new(),
         }
     }
 
     /// Files a job under pending or running by its state.
     fn reindex(&mut self, id: JobId) {
-        let state = self.jobs.get(&id).map(|j| j.state);
+        let state = self.jobs.get(&id).map(|j| (j.state, j.held));
         self.pending_ids.remove(&id);
+        self.queued_ids.remove(&id);
         self.running_ids.remove(&id);
-        match state {
+        match state.map(|(s, _)| s) {
             Some(JobState::Pending) => {
                 self.pending_ids.insert(id);
+                if state.is_some_and(|(_, held)| !held) {
+                    self.queued_ids.insert(id);
+                }
             }
             Some(JobState::Running | JobState::Suspended | JobState::Completing) => {
                 self.running_ids.insert(id);
@@ -481,6 +488,11 @@ impl ClusterState {
                 };
                 job.held = *held;
                 job.reason = reason.clone();
+                if *held {
+                    // Passes skip held jobs: drop the plan they had.
+                    job.planned_start = 0;
+                    job.planned_nodes.clear();
+                }
             }
             Event::JobUpdated {
                 job_id,
@@ -654,6 +666,14 @@ impl ClusterState {
             .filter_map(|id| self.job(*id))
             .filter(|j| j.state == JobState::Pending)
     }
+
+    /// The pending jobs that are not held.
+    pub fn queued_jobs(&self) -> impl Iterator<Item = &Job> {
+        self.queued_ids
+            .iter()
+            .filter_map(|id| self.job(*id))
+            .filter(|j| j.state == JobState::Pending && !j.held)
+    }
 }
 
 #[cfg(test)]
@@ -700,6 +720,40 @@ mod tests {
         assert_eq!(j.state, JobState::Completed);
         assert_eq!(j.steps[0].state, JobState::Completed);
         assert!(s.node_usage().is_empty());
+    }
+
+    #[test]
+    fn held_jobs_leave_the_queue_and_their_plan() {
+        let mut s = ClusterState::default();
+        let held = JobSpec {
+            hold: true,
+            ..JobSpec::default()
+        };
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(Job::new(1, held, 10, None)),
+        });
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(Job::new(2, JobSpec::default(), 10, None)),
+        });
+        let queued = |s: &ClusterState| s.queued_jobs().map(|j| j.id).collect::<Vec<_>>();
+        assert_eq!(queued(&s), vec![2]);
+        assert_eq!(s.pending_jobs().count(), 2);
+        s.apply(&Event::JobPendingReason {
+            job_id: 2,
+            reason: "Resources".into(),
+            planned_start: 50,
+            planned_nodes: "n1".into(),
+        });
+        for (id, held) in [(1, false), (2, true)] {
+            s.apply(&Event::JobHeld {
+                job_id: id,
+                held,
+                reason: if held { "JobHeldUser" } else { "None" }.into(),
+            });
+        }
+        assert_eq!(queued(&s), vec![1]);
+        let j = s.job(2).unwrap();
+        assert_eq!((j.planned_start, j.planned_nodes.as_str()), (0, ""));
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub struct Cancel {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
     pub starts: Vec<Start>,
+    /// Every unheld pending job that does not start. Held jobs are not the pass's
+    /// business: they keep the reason they were given when held.
     pub pending: BTreeMap<JobId, Pending>,
     pub cancels: Vec<Cancel>,
     /// Running jobs to preempt for pending ones (`preempt`); the preemptors wait.
@@ -175,19 +177,6 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         ..Plan::default()
     };
     let mut pending: Vec<(JobId, Pending)> = Vec::with_capacity(queue.len());
-    // Held jobs are not in the queue: they only keep their hold reason.
-    for job in state.pending_jobs().filter(|j| j.held) {
-        if let Eligibility::Wait(reason) = eligibility::check(state, job, now) {
-            pending.push((
-                job.id,
-                Pending {
-                    reason: reason.into(),
-                    planned_start: 0,
-                    planned_nodes: String::new(),
-                },
-            ));
-        }
-    }
     for (job, _priority) in queue {
         let mut pend = |reason: Cow<'static, str>, planned_start: Time, planned_nodes: String| {
             pending.push((

@@ -403,9 +403,12 @@ fn ordered<'a>(
     with_held: bool,
 ) -> Vec<(&'a Job, f64)> {
     let ctx = Context::new(state, now, config);
-    let mut queue: Vec<(&Job, u32, u32)> = state
-        .pending_jobs()
-        .filter(|j| with_held || !j.held)
+    let jobs: Box<dyn Iterator<Item = &Job>> = if with_held {
+        Box::new(state.pending_jobs())
+    } else {
+        Box::new(state.queued_jobs())
+    };
+    let mut queue: Vec<(&Job, u32, u32)> = jobs
         .map(|j| {
             let (tier, priority) = ctx.rank(j);
             (j, tier, priority)

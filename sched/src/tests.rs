@@ -287,8 +287,10 @@ fn holds_begin_times_dependencies_and_down_nodes() {
     submit(&mut s, 5, |j| j.cpus_per_task = 2);
     assert_eq!(
         render(&schedule(&s, 100, &SchedConfig::default())),
-        "start 3 n1:c1m0g[]\npend 1 JobHeldUser\npend 2 BeginTime\npend 4 Dependency\npend 5 Resources\n"
+        "start 3 n1:c1m0g[]\npend 2 BeginTime\npend 4 Dependency\npend 5 Resources\n"
     );
+    // A held job is not the pass's business: it keeps the reason it got when held.
+    assert_eq!(s.job(1).unwrap().reason, "JobHeldUser");
     s.apply(&Event::JobEnded {
         job_id: 3,
         state: JobState::Failed,
