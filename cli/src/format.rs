@@ -247,22 +247,8 @@ pub fn render<K, R>(
                 .max(min),
         })
         .collect();
-    let line = |out: &mut String, row: &[Cell]| {
-        out.push_str(&fmt.prefix);
-        for ((c, w), v) in fmt.columns.iter().zip(&widths).zip(row) {
-            pad_into(out, &v.text, v.cut, *w, c.right);
-            out.push_str(&c.suffix);
-        }
-        out.push('\n');
-    };
-    let per_line = fmt.prefix.len()
-        + fmt
-            .columns
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| w + c.suffix.len() + 4)
-            .sum::<usize>();
-    let mut out = String::with_capacity(per_line * (rows.len() + 1));
+    let line = |out: &mut String, row: &[Cell]| push_line(fmt, &widths, out, row);
+    let mut out = String::with_capacity(line_capacity(fmt, &widths) * (rows.len() + 1));
     if let Some(h) = header {
         let titles: Vec<Cell> = fmt.columns.iter().map(|c| h(&c.key)).collect();
         line(&mut out, &titles);
@@ -277,6 +263,27 @@ pub fn render<K, R>(
         }
     }
     out
+}
+
+/// Appends one line of cells, padded to `widths`.
+fn push_line<K>(fmt: &Format<K>, widths: &[usize], out: &mut String, cells: &[Cell]) {
+    out.push_str(&fmt.prefix);
+    for ((c, w), v) in fmt.columns.iter().zip(widths).zip(cells) {
+        pad_into(out, &v.text, v.cut, *w, c.right);
+        out.push_str(&c.suffix);
+    }
+    out.push('\n');
+}
+
+/// About how long one line is, to reserve the output at once.
+fn line_capacity<K>(fmt: &Format<K>, widths: &[usize]) -> usize {
+    fmt.prefix.len()
+        + fmt
+            .columns
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| w + c.suffix.len() + 4)
+            .sum::<usize>()
 }
 
 /// Where `render_stream`'s row callback hands a row's cells.
@@ -300,22 +307,8 @@ pub fn render_stream<K>(
             Width::Fixed(n) | Width::Auto(n) => n,
         })
         .collect();
-    let line = |out: &mut String, cells: &[Cell]| {
-        out.push_str(&fmt.prefix);
-        for ((c, w), v) in fmt.columns.iter().zip(&widths).zip(cells) {
-            pad_into(out, &v.text, v.cut, *w, c.right);
-            out.push_str(&c.suffix);
-        }
-        out.push('\n');
-    };
-    let per_line = fmt.prefix.len()
-        + fmt
-            .columns
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| w + c.suffix.len() + 4)
-            .sum::<usize>();
-    out.reserve(per_line * (count + 1));
+    let line = |out: &mut String, cells: &[Cell]| push_line(fmt, &widths, out, cells);
+    out.reserve(line_capacity(fmt, &widths) * (count + 1));
     if let Some(h) = header {
         let titles: Vec<Cell> = fmt.columns.iter().map(|c| h(&c.key)).collect();
         line(out, &titles);

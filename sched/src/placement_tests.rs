@@ -4,7 +4,8 @@
 //! exclusive partitions, and the fragmentation index.
 
 use super::*;
-use model::{Config, Event, GpuDevice, Job, JobSpec, Node};
+use crate::tests::submit;
+use model::{Config, Event, GpuDevice, Node};
 
 /// A node: name, CPUs, GPUs as `(numa, nvlink)` per GPU, features.
 struct N<'a>(&'a str, u32, Vec<(u32, u32)>, &'a [&'a str]);
@@ -42,19 +43,6 @@ fn cluster(nodes: &[N]) -> ClusterState {
     let mut parts = config.partition_list();
     parts[0].nodes = list.iter().map(|n| n.name.clone()).collect();
     ClusterState::new(list, parts)
-}
-
-fn submit(state: &mut ClusterState, id: u32, f: impl FnOnce(&mut JobSpec)) {
-    let mut spec = JobSpec {
-        partition: "p".into(),
-        num_tasks: 1,
-        cpus_per_task: 1,
-        ..JobSpec::default()
-    };
-    f(&mut spec);
-    state.apply(&Event::JobSubmitted {
-        job: Box::new(Job::new(id, spec, i64::from(id), None)),
-    });
 }
 
 fn gpus(state: &mut ClusterState, id: u32, n: u32) {

@@ -25,7 +25,8 @@ fn cluster(nodes: &[(&str, u32, u64, u32)]) -> ClusterState {
     ClusterState::new(list, parts)
 }
 
-fn submit(state: &mut ClusterState, id: u32, f: impl FnOnce(&mut JobSpec)) {
+/// Submits job `id` (1 task, 1 CPU, partition `p`) changed by `f`.
+pub(crate) fn submit(state: &mut ClusterState, id: u32, f: impl FnOnce(&mut JobSpec)) {
     let mut spec = JobSpec {
         partition: "p".into(),
         num_tasks: 1,

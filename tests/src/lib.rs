@@ -344,6 +344,23 @@ default_time = "10:00"
         out.lines().next().unwrap_or("").trim().to_string()
     }
 
+    /// One `squeue -o` field of a job (`%T`, `%r`, `%N`, ...), trimmed; empty once the
+    /// job left the queue.
+    pub fn squeue_field(&self, id: u32, spec: &str) -> String {
+        self.ok(&[
+            "squeue",
+            "-h",
+            "-t",
+            "all",
+            "-j",
+            &id.to_string(),
+            "-o",
+            spec,
+        ])
+        .trim()
+        .to_string()
+    }
+
     /// The state of a job as `squeue -t all` (or `sacct` once gone) reports it.
     pub fn state(&self, id: u32) -> String {
         let out = self.ok(&[

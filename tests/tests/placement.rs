@@ -48,18 +48,7 @@ oversubscribe = "EXCLUSIVE"
 "#;
 
 fn nodes_of(c: &Cluster, id: u32) -> String {
-    c.ok(&[
-        "squeue",
-        "-h",
-        "-t",
-        "all",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "%N",
-    ])
-    .trim()
-    .to_string()
+    c.squeue_field(id, "%N")
 }
 
 /// The job's output file once it holds a line.
@@ -126,17 +115,7 @@ fn gpu_jobs_pack_nvlink_local_and_constraints_pick_nodes() {
     c.wait_state(cpu, "COMPLETED", T);
     assert_eq!(nodes_of(&c, ib), "tn1");
     assert_eq!(nodes_of(&c, cpu), "tn3");
-    let features = c.ok(&[
-        "squeue",
-        "-h",
-        "-t",
-        "all",
-        "-j",
-        &ib.to_string(),
-        "-o",
-        "%f",
-    ]);
-    assert_eq!(features.trim(), "ib&h100");
+    assert_eq!(c.squeue_field(ib, "%f"), "ib&h100");
     let node = c.ok(&["scontrol", "show", "node", "tn2"]);
     assert!(
         node.contains("AvailableFeatures=h100,nvswitch")

@@ -39,18 +39,7 @@ preempt = ["low"]
 
 /// `squeue`'s long state of a job (`%T`).
 fn squeue_state(c: &Cluster, id: u32) -> String {
-    c.ok(&[
-        "squeue",
-        "-h",
-        "-t",
-        "all",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "%T",
-    ])
-    .trim()
-    .to_string()
+    c.squeue_field(id, "%T")
 }
 
 /// The state letters (`R`, `S`, `T` for stopped, ...) of the processes of group `pgid`.

@@ -8,18 +8,7 @@ const T: Duration = Duration::from_secs(30);
 
 /// `squeue`'s reason for a job (empty once it left the queue).
 fn reason(c: &Cluster, id: u32) -> String {
-    c.ok(&[
-        "squeue",
-        "-h",
-        "-t",
-        "all",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "%r",
-    ])
-    .trim()
-    .to_string()
+    c.squeue_field(id, "%r")
 }
 
 #[test]
