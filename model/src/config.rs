@@ -355,6 +355,26 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// An UP partition over `nodes` with every default of the config file: no time
+    /// or node limits, factor and tier 1, open to every account and QOS.
+    pub fn open(name: &str, nodes: Vec<String>, is_default: bool) -> Partition {
+        Partition {
+            name: name.into(),
+            nodes,
+            is_default,
+            max_time_min: None,
+            default_time_min: None,
+            max_nodes: 0,
+            state: "UP".into(),
+            priority_job_factor: 1,
+            priority_tier: 1,
+            allow_accounts: Vec::new(),
+            deny_accounts: Vec::new(),
+            allow_qos: Vec::new(),
+            oversubscribe: "NO".into(),
+        }
+    }
+
     /// OverSubscribe=EXCLUSIVE: every job gets whole nodes.
     pub fn exclusive(&self) -> bool {
         self.oversubscribe == "EXCLUSIVE"

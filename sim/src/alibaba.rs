@@ -243,21 +243,7 @@ pub fn parse(
     trace_jobs.sort_by_key(|j| j.submit);
     let cpus: u32 = node_list.iter().map(|n| n.cpus).sum();
     let names: Vec<String> = node_list.iter().map(|n| n.name.clone()).collect();
-    let partition = Partition {
-        name: PARTITION.into(),
-        nodes: names,
-        is_default: true,
-        max_time_min: None,
-        default_time_min: None,
-        max_nodes: 0,
-        state: "UP".into(),
-        priority_job_factor: 1,
-        priority_tier: 1,
-        allow_accounts: Vec::new(),
-        deny_accounts: Vec::new(),
-        allow_qos: Vec::new(),
-        oversubscribe: "NO".into(),
-    };
+    let partition = Partition::open(PARTITION, names, true);
     let machine = Machine {
         state: ClusterState::new(node_list, vec![partition]),
         cpus,

@@ -114,22 +114,13 @@ fn cluster(nodes: usize) -> ClusterState {
         node.health = NodeHealth::Up;
         list.push(node);
     }
-    let part = |name: &str, nodes: Vec<String>, default: bool| Partition {
-        name: name.into(),
-        nodes,
-        is_default: default,
-        max_time_min: None,
-        default_time_min: None,
-        max_nodes: 0,
-        state: "UP".into(),
-        priority_job_factor: 1,
-        priority_tier: 1,
-        allow_accounts: Vec::new(),
-        deny_accounts: Vec::new(),
-        allow_qos: Vec::new(),
-        oversubscribe: "NO".into(),
-    };
-    ClusterState::new(list, vec![part("cpu", cpu, true), part("gpu", gpu, false)])
+    ClusterState::new(
+        list,
+        vec![
+            Partition::open("cpu", cpu, true),
+            Partition::open("gpu", gpu, false),
+        ],
+    )
 }
 
 fn random_job(rng: &mut Rng, id: u32, submit: Time, cpu_nodes: usize) -> Job {

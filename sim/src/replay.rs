@@ -110,21 +110,7 @@ pub const PARTITION: &str = "batch";
 pub fn machine(procs: u32) -> ClusterState {
     let mut node = Node::from_config(NODE, procs, 0, Vec::new());
     node.health = NodeHealth::Up;
-    let partition = Partition {
-        name: PARTITION.into(),
-        nodes: vec![NODE.into()],
-        is_default: true,
-        max_time_min: None,
-        default_time_min: None,
-        max_nodes: 0,
-        state: "UP".into(),
-        priority_job_factor: 1,
-        priority_tier: 1,
-        allow_accounts: Vec::new(),
-        deny_accounts: Vec::new(),
-        allow_qos: Vec::new(),
-        oversubscribe: "NO".into(),
-    };
+    let partition = Partition::open(PARTITION, vec![NODE.into()], true);
     ClusterState::new(vec![node], vec![partition])
 }
 
