@@ -232,6 +232,18 @@ fn bench(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Now, in nanoseconds since the epoch (what the latency jobs write with `date +%s%N`).
+fn unix_nanos() -> Result<i128> {
+    Ok(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as i128)
+}
+
+/// The start time a latency job wrote (it renames the file into place whole).
+fn read_stamp(stamp: &std::path::Path) -> Option<i128> {
+    std::fs::read_to_string(stamp).ok()?.trim().parse().ok()
+}
+
 fn num_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
@@ -352,14 +364,10 @@ async fn submit_to_running(addr: &str, work: &std::path::Path, n: usize) -> Resu
                 test_only: false,
             })
             .await?;
-        let acked = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_nanos() as i128;
+        let acked = unix_nanos()?;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Ok(text) = std::fs::read_to_string(&stamp)
-                && let Ok(ns) = text.trim().parse::<i128>()
-            {
+            if let Some(ns) = read_stamp(&stamp) {
                 lat.push((ns - acked) as f64 / 1e6);
                 break;
             }
@@ -577,14 +585,10 @@ fn side_workloads(name: &str, bin: &Path, work: &Path, n: &SideSizes) -> Result<
         let job = job.display().to_string();
         args.push(&job);
         sbatch(bin, &args, &work)?;
-        let acked = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_nanos() as i128;
+        let acked = unix_nanos()?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Ok(text) = std::fs::read_to_string(&stamp)
-                && let Ok(ns) = text.trim().parse::<i128>()
-            {
+            if let Some(ns) = read_stamp(&stamp) {
                 lat.push((ns - acked) as f64 / 1e6);
                 break;
             }
