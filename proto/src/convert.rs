@@ -308,6 +308,10 @@ fn node_detail(alloc: &Allocation) -> String {
 #[derive(Debug, Default)]
 pub struct StringTable<'a> {
     index: std::collections::HashMap<&'a str, u32, std::hash::BuildHasherDefault<WordHasher>>,
+    /// Strings met lately, in slots by length and first byte: a queue's jobs mostly
+    /// repeat a few users, accounts, partitions and reasons, and a hit here costs one
+    /// comparison instead of a hash and a probe.
+    recent: [Option<(&'a str, u32)>; 16],
     /// Strings interned since the last `take_new`.
     new: Vec<String>,
 }
@@ -331,9 +335,13 @@ impl std::hash::Hasher for WordHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last));
+            // Byte by byte: a copy of a variable length is a call to memcpy, which
+            // cost more than the rest of the hash.
+            let last = rest
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
+            self.add(last);
         }
     }
 
@@ -349,12 +357,22 @@ impl std::hash::Hasher for WordHasher {
 impl<'a> StringTable<'a> {
     /// The index of `s`, added on first use.
     pub fn intern(&mut self, s: &'a str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
+        let slot = (s.len() + usize::from(s.as_bytes().first().copied().unwrap_or(0))) % 16;
+        if let Some((seen, i)) = self.recent[slot]
+            && seen == s
+        {
             return i;
         }
-        let i = self.index.len() as u32;
-        self.new.push(s.to_string());
-        self.index.insert(s, i);
+        let i = match self.index.get(s) {
+            Some(&i) => i,
+            None => {
+                let i = self.index.len() as u32;
+                self.new.push(s.to_string());
+                self.index.insert(s, i);
+                i
+            }
+        };
+        self.recent[slot] = Some((s, i));
         i
     }
 
@@ -522,6 +540,33 @@ pub fn share_to_wire(r: &model::factors::ShareRow) -> v1::ShareInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_table_gives_one_index_per_distinct_string() {
+        let words = [
+            "",
+            "a",
+            "a\0",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefgi",
+            "abcdefghi",
+            "abcdefghj",
+            "0123456789abcdef",
+            "0123456789abcdeg",
+            "0123456789abcdef0",
+            "JobHeldUser",
+        ];
+        let copies: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        let mut table = StringTable::default();
+        let first: Vec<u32> = words.iter().map(|w| table.intern(w)).collect();
+        // Equal text in other allocations finds the same index.
+        let again: Vec<u32> = copies.iter().map(|w| table.intern(w)).collect();
+        assert_eq!(first, again);
+        assert_eq!(first, (0..words.len() as u32).collect::<Vec<_>>());
+        assert_eq!(table.take_new(), copies);
+        assert!(table.take_new().is_empty());
+    }
 
     #[test]
     fn spec_round_trips() {

@@ -1,6 +1,7 @@
 //! `drover up` as a new user runs it: a cluster from the embedded config, Ctrl-C stops
 //! it, and starting it again on the same directory recovers the jobs. Also: a broken
-//! config file is refused with its file, line and key.
+//! config file is refused with its file, line and key, and unknown options of `up` and
+//! `bench` before anything starts.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -126,4 +127,39 @@ fn broken_config_names_file_line_and_key() {
     assert!(err.contains(&format!("{}:5:", conf.display())), "{err}");
     assert!(err.contains("memroy"), "{err}");
     assert!(!dir.path().join("state").exists());
+}
+
+#[test]
+fn up_and_bench_refuse_unknown_options_before_starting_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(bin_dir().join("drover"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    for (args, says) in [
+        (&["bench", "--bogus"][..], "unrecognized option '--bogus'"),
+        (&["bench", "extra"][..], "unexpected argument `extra`"),
+        (
+            &["bench", "--side-only", "--no-slurm"][..],
+            "exclude each other",
+        ),
+        (
+            &["up", "--nodes", "0"][..],
+            "--nodes must be between 1 and 256",
+        ),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.lines().next().unwrap().starts_with("drover"), "{err}");
+    }
+    let help = run(&["bench", "--help"]);
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).starts_with("usage: drover bench"));
+    // Nothing was started or written.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

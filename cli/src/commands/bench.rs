@@ -14,6 +14,7 @@
 //! `--side-only` runs only that part.
 
 use super::up::{LocalCluster, parse_args};
+use crate::opts::{self, OptSpec, flag, value};
 use anyhow::{Context, Result, bail};
 use proto::v1::{self, ctld_client::CtldClient};
 use std::path::{Path, PathBuf};
@@ -39,17 +40,36 @@ struct Counts {
     queue_sizes: Vec<usize>,
 }
 
+const SPECS: &[OptSpec] = &[
+    flag("quick", None),
+    flag("no-slurm", None),
+    flag("side-only", None),
+    value("slurm-bin", None),
+    flag("help", Some('h')),
+];
+
+const USAGE: &str = "usage: drover bench [--quick] [--no-slurm | --side-only] [--slurm-bin DIR]";
+
 fn bench(args: &[String]) -> Result<()> {
-    let quick = args.iter().any(|a| a == "--quick");
+    let opts = opts::parse(SPECS, args, false)?;
+    if let Some(extra) = opts.positional.first() {
+        bail!("unexpected argument `{extra}`\n{USAGE}");
+    }
+    if opts.has("help") {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    let quick = opts.has("quick");
     // Only the side-by-side comparison with a real Slurm.
-    let side_only = args.iter().any(|a| a == "--side-only");
-    let slurm = if args.iter().any(|a| a == "--no-slurm") {
+    let side_only = opts.has("side-only");
+    if side_only && opts.has("no-slurm") {
+        bail!("--side-only and --no-slurm exclude each other");
+    }
+    let slurm = if opts.has("no-slurm") {
         None
     } else {
-        let dir = args
-            .iter()
-            .position(|a| a == "--slurm-bin")
-            .and_then(|i| args.get(i + 1))
+        let dir = opts
+            .get("slurm-bin")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("DROVER_BENCH_SLURM_BIN").map(PathBuf::from));
         real_slurm(dir)
