@@ -1122,15 +1122,58 @@ pub fn render_summaries(
     }
     let head = |k: &JobField| k.header();
     let header: Option<&dyn Fn(&JobField) -> Cell> = if opts.noheader { None } else { Some(&head) };
-    let mut cells = Vec::with_capacity(fmt.columns.len());
-    format::render_stream(fmt, order.len(), header, &mut out, &mut |row, line| {
-        expand_summary(&summaries[kept[order[row]].1], strings, &mut job);
-        cells.clear();
-        cells.extend(fmt.columns.iter().map(|c| c.key.value(&job, ctx)));
-        line(&cells);
+    // The lines of rows `range`, after the header when one is given.
+    let lines = |range: std::ops::Range<usize>,
+                 header: Option<&dyn Fn(&JobField) -> Cell>,
+                 out: &mut String| {
+        let mut job = JobInfo::default();
+        let mut cells = Vec::with_capacity(fmt.columns.len());
+        format::render_stream(fmt, range.len(), header, out, &mut |row, line| {
+            expand_summary(
+                &summaries[kept[order[range.start + row]].1],
+                strings,
+                &mut job,
+            );
+            cells.clear();
+            cells.extend(fmt.columns.iter().map(|c| c.key.value(&job, ctx)));
+            line(&cells);
+        });
+    };
+    // A large listing is formatted in parts, one per core, joined in order.
+    let parts = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(order.len() / PARALLEL_ROWS)
+        .max(1);
+    if parts == 1 {
+        lines(0..order.len(), header, &mut out);
+        return out;
+    }
+    let per_part = order.len().div_ceil(parts);
+    let rest: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..parts)
+            .map(|k| {
+                let range = k * per_part..((k + 1) * per_part).min(order.len());
+                scope.spawn(move || {
+                    let mut part = String::new();
+                    lines(range, None, &mut part);
+                    part
+                })
+            })
+            .collect();
+        lines(0..per_part, header, &mut out);
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
     });
+    for part in rest {
+        out.push_str(&part);
+    }
     out
 }
+
+/// Rows per part below which a listing is formatted on one thread.
+const PARALLEL_ROWS: usize = 20_000;
 
 /// True when `-j` names exactly one job (Slurm then asks for that job alone).
 fn single_job(opts: &Options) -> bool {
@@ -1832,6 +1875,31 @@ mod tests {
         }
         for args in [&["--json"][..], &["-o", "%B %i"], &["-S", "m"], &["-s"]] {
             assert!(!summary_view(&parse(args).unwrap()), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn a_large_listing_formatted_in_parts_reads_as_one() {
+        // Enough rows for two parts: the lines must come out whole and in order.
+        let base = sample();
+        let jobs: Vec<JobInfo> = (0..2 * PARALLEL_ROWS as u32 + 7)
+            .map(|i| {
+                let mut j = base[i as usize % base.len()].clone();
+                j.job_id = 1000 + i;
+                j.array_job_id = 0;
+                j.array_task_id = None;
+                j
+            })
+            .collect();
+        let (summaries, strings) = summarize(&jobs);
+        for (args, header) in [
+            (&["-t", "all"][..], 1),
+            (&["-h", "-t", "all", "-o", "%i %j %T"], 0),
+        ] {
+            let opts = parse(args).unwrap();
+            let text = render_summaries(&opts, &summaries, &strings, &ctx());
+            assert_eq!(text, render(&opts, &jobs, &ctx()), "{args:?}");
+            assert_eq!(text.lines().count(), jobs.len() + header);
         }
     }
 
