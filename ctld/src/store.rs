@@ -195,8 +195,8 @@ impl Store {
                 let mut jobs = Vec::new();
                 for batch in rx {
                     for (k, v) in batch {
-                        let id = || u32::from_be_bytes(k.as_ref().try_into().unwrap_or_default());
-                        jobs.push(decode(|| format!("job {}", id()), &v)?);
+                        let id = |k: &[u8]| u32::from_be_bytes(k.try_into().unwrap_or_default());
+                        jobs.push(decode(|| format!("job {}", id(&k)), &v)?);
                     }
                 }
                 Ok::<_, StoreError>(jobs)
@@ -211,7 +211,7 @@ impl Store {
                         break;
                     }
                 }
-                // A decoder that stopped has an error to tell.
+                // The decoder stops at a bad record; its error is the answer.
                 if batch.len() == BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
                     break;
                 }
@@ -336,26 +336,24 @@ mod tests {
     async fn a_large_store_loads_in_id_order_and_a_bad_record_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let n = 2500; // more than two of the loader's batches
-        {
-            let store = Store::open(dir.path()).unwrap();
-            let mut batch = WriteBatch::default();
-            for id in (1..=n).rev() {
-                batch
-                    .put_job(&Job::new(id, JobSpec::default(), 5, None))
-                    .unwrap();
-            }
-            store.commit(batch).await.unwrap();
-            let ids: Vec<JobId> = store.load().unwrap().jobs.iter().map(|j| j.id).collect();
-            assert_eq!(ids, (1..=n).collect::<Vec<_>>());
-            // A record of another format, in the middle of the scan.
-            store
-                .jobs
-                .insert(1500u32.to_be_bytes(), vec![9, 9])
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = WriteBatch::default();
+        for id in (1..=n).rev() {
+            batch
+                .put_job(&Job::new(id, JobSpec::default(), 5, None))
                 .unwrap();
-            let err = store.load().err().unwrap().to_string();
-            assert!(err.contains("job 1500"), "{err}");
-            assert!(err.contains("record format 9"), "{err}");
         }
+        store.commit(batch).await.unwrap();
+        let ids: Vec<JobId> = store.load().unwrap().jobs.iter().map(|j| j.id).collect();
+        assert_eq!(ids, (1..=n).collect::<Vec<_>>());
+        // A record of another format, in the middle of the scan.
+        store
+            .jobs
+            .insert(1500u32.to_be_bytes(), vec![9, 9])
+            .unwrap();
+        let err = store.load().err().unwrap().to_string();
+        assert!(err.contains("job 1500"), "{err}");
+        assert!(err.contains("record format 9"), "{err}");
     }
 
     #[test]
