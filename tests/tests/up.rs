@@ -53,16 +53,21 @@ fn interrupt_and_wait(mut child: std::process::Child) {
     assert!(out.contains("drover: stopped"), "{out}");
 }
 
+/// A base port for `drover up` (which uses it, +1 and +2) below the ephemeral range, so
+/// that no outgoing connection (the CLI's own) can grab one before the daemons bind.
+/// Tests in one process pass distinct `slot`s.
+fn three_free_ports(slot: u16) -> u16 {
+    let start = 20_000 + (std::process::id() % 500) as u16 * 20 + slot * 10;
+    (start..32_000)
+        .step_by(3)
+        .find(|p| (0..=2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()))
+        .expect("three free ports")
+}
+
 #[test]
 fn up_runs_stops_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    // `drover up` uses port, port+1 and port+2: take them below the ephemeral range, so
-    // that no outgoing connection (the CLI's own) can grab one before the daemons bind.
-    let start = 20_000 + (std::process::id() % 1000) as u16 * 10;
-    let port = (start..32_000)
-        .step_by(3)
-        .find(|p| (0..=2).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()))
-        .expect("three free ports");
+    let port = three_free_ports(0);
     let first = up(dir.path(), port);
     assert!(wait_until(T, || cmd(
         dir.path(),
@@ -162,4 +167,21 @@ fn up_and_bench_refuse_unknown_options_before_starting_anything() {
     assert!(String::from_utf8_lossy(&help.stdout).starts_with("usage: drover bench"));
     // Nothing was started or written.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn ctrl_c_while_the_cluster_starts_stops_it_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = three_free_ports(1);
+    let child = up(dir.path(), port);
+    // The bin directory is written once `drover up` is starting the cluster.
+    assert!(wait_until(T, || dir
+        .path()
+        .join("bin")
+        .join("sbatch")
+        .exists()));
+    interrupt_and_wait(child);
+    // Nothing is left behind: the controller's port is free again.
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+    kill_processes_under(dir.path());
 }

@@ -306,6 +306,7 @@ fn up(args: &[String]) -> Result<()> {
         return Ok(());
     }
     let o = parse_args(args)?;
+    catch_stop_signals();
     let mut cluster = LocalCluster::start(&o)?;
     let config = &cluster.config;
     println!(
@@ -326,30 +327,35 @@ fn up(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Set by SIGINT or SIGTERM once `catch_stop_signals` ran.
+static STOP_ASKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn ask_stop(_: libc::c_int) {
+    STOP_ASKED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// From here on, Ctrl-C (or SIGTERM) asks for a clean stop instead of killing `drover
+/// up` at once: one that comes while the cluster is starting takes effect as soon as it
+/// is up. The daemons start with the default handlers (an exec resets caught signals).
+fn catch_stop_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(signal, ask_stop as *const () as libc::sighandler_t);
+        }
+    }
+}
+
 /// Blocks until SIGINT/SIGTERM, or until a daemon dies.
 fn wait_for_stop(children: &mut [(String, Child)]) {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
-    let _ = set.thread_block();
-    loop {
-        // Poll the children between short timed waits for a signal.
-        let ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 200_000_000,
-        };
-        // SAFETY: `set` and `ts` are valid for the call; no siginfo is requested.
-        let sig = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &ts) };
-        if sig > 0 {
-            return;
-        }
+    while !STOP_ASKED.load(std::sync::atomic::Ordering::SeqCst) {
         for (name, child) in children.iter_mut() {
             if let Ok(Some(status)) = child.try_wait() {
                 eprintln!("drover: {name} exited ({status}); stopping the cluster");
                 return;
             }
         }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
