@@ -252,6 +252,19 @@ mod tests {
     use super::*;
     use model::JobSpec;
 
+    /// Opens the store again in this process: sled's background flusher may hold the
+    /// directory's lock a moment after the last handle is dropped.
+    async fn reopen(dir: &Path) -> Store {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match Store::open(dir) {
+                Ok(s) => return s,
+                Err(e) if std::time::Instant::now() > deadline => panic!("{e}"),
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+    }
+
     #[tokio::test]
     async fn records_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
@@ -277,7 +290,7 @@ mod tests {
                 .unwrap();
             store.commit(batch).await.unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = reopen(dir.path()).await;
         let loaded = store.load().unwrap();
         let ids: Vec<u32> = loaded.jobs.iter().map(|j| j.id).collect();
         assert_eq!(ids, vec![1, 2, 3]);
@@ -315,15 +328,7 @@ mod tests {
             batch.put_usage(&ml, &newer).unwrap();
             store.commit(batch).await.unwrap();
         }
-        // sled's background flusher may hold the file lock a moment after the drop.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let store = loop {
-            match Store::open(dir.path()) {
-                Ok(s) => break s,
-                Err(e) if std::time::Instant::now() > deadline => panic!("{e}"),
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-            }
-        };
+        let store = reopen(dir.path()).await;
         let loaded = store.load().unwrap();
         assert_eq!(loaded.usage.len(), 2);
         assert_eq!(loaded.usage[0].0, ml);
