@@ -168,18 +168,37 @@ fn no_preemption_without_the_right() {
     assert_eq!(render(&schedule(&s, 100, &config)), "");
 }
 
-#[test]
-fn a_waiting_preemptor_picks_no_second_set() {
+/// Preemption records `victim` (in `mode`, at `time`) for `preemptor`.
+fn preempted(
+    s: &mut ClusterState,
+    victim: u32,
+    preemptor: u32,
+    mode: PreemptMode,
+    time: i64,
+    grace_secs: u32,
+) {
+    s.apply(&Event::JobPreempted {
+        job_id: victim,
+        preemptor,
+        mode,
+        time,
+        grace_secs,
+    });
+}
+
+/// The example with job 4 (QOS high, 2 CPUs) waiting for job 1, which it preempts
+/// (CANCEL, at 100) with `grace_secs`.
+fn preempting_job_1(grace_secs: u32) -> (SchedConfig, ClusterState) {
     let (_, config) = setup(QOS_CANCEL);
     let mut s = example(QOS_CANCEL);
     submit(&mut s, 4, "high", |j| j.cpus_per_task = 2);
-    s.apply(&Event::JobPreempted {
-        job_id: 1,
-        preemptor: 4,
-        mode: PreemptMode::Cancel,
-        time: 100,
-        grace_secs: 0,
-    });
+    preempted(&mut s, 1, 4, PreemptMode::Cancel, 100, grace_secs);
+    (config, s)
+}
+
+#[test]
+fn a_waiting_preemptor_picks_no_second_set() {
+    let (config, mut s) = preempting_job_1(0);
     let plan = schedule(&s, 101, &config);
     assert_eq!(render(&plan), "");
     assert_eq!(plan.pending[&4].reason, "Resources");
@@ -190,13 +209,7 @@ fn a_waiting_preemptor_picks_no_second_set() {
         render(&schedule(&s, 101, &config)),
         "preempt 3 CANCEL for 5\n"
     );
-    s.apply(&Event::JobPreempted {
-        job_id: 3,
-        preemptor: 5,
-        mode: PreemptMode::Cancel,
-        time: 101,
-        grace_secs: 0,
-    });
+    preempted(&mut s, 3, 5, PreemptMode::Cancel, 101, 0);
     // Once job 1 is gone, job 4 starts in its room.
     s.apply(&Event::JobEnded {
         job_id: 1,
@@ -492,13 +505,7 @@ fn a_requeued_victim_waits_behind_its_preemptor() {
     submit(&mut s, 4, "high", |j| j.cpus_per_task = 4);
     let plan = schedule(&s, 100, &config);
     assert_eq!(render(&plan), "preempt 3 CANCEL for 4\n");
-    s.apply(&Event::JobPreempted {
-        job_id: 3,
-        preemptor: 4,
-        mode: PreemptMode::Requeue,
-        time: 100,
-        grace_secs: 0,
-    });
+    preempted(&mut s, 3, 4, PreemptMode::Requeue, 100, 0);
     s.apply(&Event::JobRequeued {
         job_id: 3,
         time: 101,
@@ -520,16 +527,7 @@ fn a_requeued_victim_waits_behind_its_preemptor() {
 
 #[test]
 fn why_names_the_victims_being_preempted() {
-    let (_, config) = setup(QOS_CANCEL);
-    let mut s = example(QOS_CANCEL);
-    submit(&mut s, 4, "high", |j| j.cpus_per_task = 2);
-    s.apply(&Event::JobPreempted {
-        job_id: 1,
-        preemptor: 4,
-        mode: model::PreemptMode::Cancel,
-        time: 100,
-        grace_secs: 30,
-    });
+    let (config, s) = preempting_job_1(30);
     let lines = crate::explain::explain(&s, 110, &config, 4);
     let line = lines
         .iter()
