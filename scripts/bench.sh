@@ -5,5 +5,5 @@
 # run against it, side by side; --no-slurm skips that, --side-only runs only that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p cli -p ctld -p noded --bins
+scripts/build.sh --release
 exec target/release/drover bench "$@"

@@ -11,7 +11,7 @@ if [ ! -x .venv/bin/pytest ] || ! cmp -s tests/python/requirements.txt .venv/req
   cp tests/python/requirements.txt .venv/requirements.txt
 fi
 
-cargo build --workspace --bins
+scripts/build.sh
 # Multi-process tests start several daemons each: two at a time on a small machine.
 cargo test --workspace -- --test-threads=2
 PATH="$PWD/.venv/bin:$PATH" .venv/bin/pytest -q -p no:cacheprovider tests/python

@@ -4,5 +4,5 @@
 # it again recovers the state. Arguments go to `drover up` (--nodes, --dir, --port, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --bins
+scripts/build.sh --release
 exec target/release/drover up "$@"

@@ -8,7 +8,6 @@ use anyhow::{Context, Result};
 use model::Config;
 use proto::v1::ctld_client::CtldClient;
 use std::path::PathBuf;
-use tonic::transport::Channel;
 
 /// Candidate config paths, most specific first.
 fn config_candidates() -> Vec<PathBuf> {
@@ -71,15 +70,70 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Connects to the controller.
-pub async fn connect() -> Result<CtldClient<Channel>> {
+pub async fn connect() -> Result<CtldClient<Connection>> {
     let config = load_config()?;
     let addr = ctld_addr(&config);
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .context("bad controller address")?
-        .connect()
+    let origin: http::Uri = format!("http://{addr}")
+        .parse()
+        .context("bad controller address")?;
+    let conn = Connection::open(&addr)
         .await
         .with_context(|| format!("unable to contact the controller at {addr}"))?;
-    Ok(CtldClient::new(channel).max_decoding_message_size(256 << 20))
+    Ok(CtldClient::with_origin(conn, origin).max_decoding_message_size(256 << 20))
+}
+
+/// One HTTP/2 connection to the controller, for the few calls of one command.
+///
+/// Lighter than tonic's `Channel`, which reconnects, balances and queues calls through
+/// a worker task: a command is a new process for one or two calls, and starting that
+/// machinery costs more than the call. A request's body is sent whole, in the frame
+/// that ends the stream (every request of the CLI is a single message).
+#[derive(Clone)]
+pub struct Connection {
+    send: hyper::client::conn::http2::SendRequest<http_body_util::Full<bytes::Bytes>>,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl Connection {
+    async fn open(addr: &str) -> Result<Connection> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (send, conn) =
+            hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .handshake(hyper_util::rt::TokioIo::new(stream))
+                .await?;
+        tokio::spawn(conn);
+        Ok(Connection { send })
+    }
+}
+
+impl tower_service::Service<http::Request<tonic::body::Body>> for Connection {
+    type Response = http::Response<hyper::body::Incoming>;
+    type Error = BoxError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, BoxError>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        self.send.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+        use http_body_util::BodyExt;
+        let mut send = self.send.clone();
+        Box::pin(async move {
+            let (head, body) = req.into_parts();
+            let body = body.collect().await?.to_bytes();
+            let req = http::Request::from_parts(head, http_body_util::Full::new(body));
+            // A broken connection reads as an unreachable controller, as with a channel.
+            let reply = send.send_request(req).await;
+            Ok(reply.map_err(|e| tonic::Status::unavailable(e.to_string()))?)
+        })
+    }
 }
 
 /// The caller's user name and ids.
@@ -113,7 +167,7 @@ pub fn query<T, F, Fut>(
     call: F,
 ) -> Result<T, std::process::ExitCode>
 where
-    F: FnOnce(CtldClient<Channel>) -> Fut,
+    F: FnOnce(CtldClient<Connection>) -> Fut,
     Fut: std::future::Future<Output = Result<T, tonic::Status>>,
 {
     let reply = rt.block_on(async {

@@ -4,12 +4,15 @@
 //! written once at submit), `nodes` (name → node record), `usage` (account `\0` user →
 //! decayed usage of that association), `meta`. Keys of jobs are
 //! big-endian ids, so a scan returns jobs in id order. Every record is postcard-encoded
-//! behind a one-byte format version. A batch of writes becomes durable with one
-//! `flush` (group commit): the caller acknowledges nothing before `commit` returns.
+//! behind a one-byte format version. A batch of writes is applied as one transaction
+//! and becomes durable with one `flush` (group commit): the caller acknowledges nothing
+//! before `commit` returns.
 
 use model::usage::{AssocKey, AssocUsage};
 use model::{Job, JobId, JobPayload, Node, Reservation};
 use serde::{Serialize, de::DeserializeOwned};
+use sled::Transactional;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
 use std::path::Path;
 
 /// Format version of every record; bump it when a record's layout changes.
@@ -237,11 +240,28 @@ impl Store {
         if batch.len == 0 {
             return Ok(());
         }
-        self.jobs.apply_batch(batch.jobs)?;
-        self.payloads.apply_batch(batch.payloads)?;
-        self.nodes.apply_batch(batch.nodes)?;
-        self.reservations.apply_batch(batch.reservations)?;
-        self.usage.apply_batch(batch.usage)?;
+        // One transaction over the trees: sled logs it as one atomic batch, so a crash
+        // never keeps a job without its payload, and the flush writes one buffer.
+        let trees = (
+            &self.jobs,
+            &self.payloads,
+            &self.nodes,
+            &self.reservations,
+            &self.usage,
+        );
+        trees
+            .transaction(|(jobs, payloads, nodes, reservations, usage)| {
+                jobs.apply_batch(&batch.jobs)?;
+                payloads.apply_batch(&batch.payloads)?;
+                nodes.apply_batch(&batch.nodes)?;
+                reservations.apply_batch(&batch.reservations)?;
+                usage.apply_batch(&batch.usage)?;
+                Ok::<_, ConflictableTransactionError<std::convert::Infallible>>(())
+            })
+            .map_err(|e| match e {
+                TransactionError::Storage(e) => StoreError::Sled(e),
+                TransactionError::Abort(never) => match never {},
+            })?;
         self.db.flush_async().await?;
         Ok(())
     }

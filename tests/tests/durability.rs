@@ -118,8 +118,22 @@ fn jobs_survive_a_node_daemon_restart() {
             .trim(),
         "finished"
     );
-    // The controller restarting changes nothing for finished and new jobs.
+    // While the controller is down, commands fail in Slurm's words and submit nothing.
     c.kill_ctld();
+    let down = c.run(&["sbatch", "--wrap", "true"]);
+    assert_eq!(down.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&down.stderr).trim(),
+        "sbatch: error: Batch job submission failed: \
+         Unable to contact slurm controller (connect failure)"
+    );
+    let down = c.run(&["squeue"]);
+    assert_eq!(down.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&down.stderr).starts_with("squeue: error: unable to contact"),
+        "{down:?}"
+    );
+    // The controller restarting changes nothing for finished and new jobs.
     c.start_ctld();
     assert_eq!(c.state(id), "COMPLETED");
     let next = c.sbatch(&[], "true");

@@ -17,7 +17,6 @@ use proto::v1;
 use proto::v1::ctld_client::CtldClient;
 use std::io::BufRead;
 use std::process::ExitCode;
-use tonic::transport::Channel;
 
 const PROG: &str = "scontrol";
 
@@ -814,7 +813,7 @@ pub fn run(args: &[String]) -> ExitCode {
         err: Vec::new(),
     };
     let rt = client::runtime();
-    let mut conn: Option<CtldClient<Channel>> = None;
+    let mut conn: Option<CtldClient<crate::client::Connection>> = None;
     if !p.positional.is_empty() {
         rt.block_on(command(&mut s, &mut conn, &p.positional));
         s.flush();
@@ -842,9 +841,9 @@ pub fn run(args: &[String]) -> ExitCode {
 
 async fn get_client<'a>(
     s: &mut Session,
-    conn: &'a mut Option<CtldClient<Channel>>,
+    conn: &'a mut Option<CtldClient<crate::client::Connection>>,
     what: &str,
-) -> Option<&'a mut CtldClient<Channel>> {
+) -> Option<&'a mut CtldClient<crate::client::Connection>> {
     if conn.is_none() {
         match util::connect().await {
             Ok(c) => *conn = Some(c),
@@ -857,7 +856,11 @@ async fn get_client<'a>(
     conn.as_mut()
 }
 
-async fn command(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words: &[String]) {
+async fn command(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
+    words: &[String],
+) {
     let tag = words[0].as_str();
     let rest = &words[1..];
     if kw(tag, "show", 3) {
@@ -921,7 +924,7 @@ async fn command(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words:
 
 async fn control(
     s: &mut Session,
-    conn: &mut Option<CtldClient<Channel>>,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
     tag: &str,
     op: v1::ControlOp,
     args: &[String],
@@ -972,7 +975,11 @@ async fn control(
     }
 }
 
-async fn update(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, args: &[String]) {
+async fn update(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
+    args: &[String],
+) {
     let is = |name: &str, min: usize| {
         args.iter().any(|a| {
             let k = a.split_once('=').map_or(a.as_str(), |(k, _)| k);
@@ -1103,7 +1110,7 @@ async fn update(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, args: &
 
 /// `TimeLimit=+30` / `-30`: the job's current limit moved by that much, in minutes.
 async fn relative_limit(
-    c: &mut CtldClient<Channel>,
+    c: &mut CtldClient<crate::client::Connection>,
     ids: &[String],
     value: &str,
 ) -> Result<String, String> {
@@ -1174,7 +1181,7 @@ fn ctld_host() -> String {
 /// default or to stdout with `-`.
 async fn write_batch_script(
     s: &mut Session,
-    conn: &mut Option<CtldClient<Channel>>,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
     args: &[String],
 ) {
     let (Some(what), Some(id)) = (args.first(), args.get(1)) else {
@@ -1231,7 +1238,7 @@ async fn write_batch_script(
     }
 }
 
-async fn ping(s: &mut Session, conn: &mut Option<CtldClient<Channel>>) {
+async fn ping(s: &mut Session, conn: &mut Option<CtldClient<crate::client::Connection>>) {
     let host = ctld_host();
     let up = match util::connect().await {
         Ok(mut c) => {
@@ -1250,7 +1257,11 @@ async fn ping(s: &mut Session, conn: &mut Option<CtldClient<Channel>>) {
     }
 }
 
-async fn show(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words: &[String]) {
+async fn show(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
+    words: &[String],
+) {
     if words.len() < 2 {
         s.fail(format!("too few arguments for keyword:{}", words[0]));
         return;
@@ -1317,7 +1328,11 @@ async fn show(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, words: &[
     }
 }
 
-async fn show_jobs(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, id: Option<String>) {
+async fn show_jobs(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
+    id: Option<String>,
+) {
     let ids = match &id {
         Some(i) => match util::split_job_ids(i) {
             Ok(ids) => ids,
@@ -1370,7 +1385,11 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, id: 
     }
 }
 
-async fn show_nodes(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, name: Option<String>) {
+async fn show_nodes(
+    s: &mut Session,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
+    name: Option<String>,
+) {
     let names = match &name {
         Some(n) => match model::hostlist::expand(n) {
             Ok(v) => v,
@@ -1413,7 +1432,7 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<CtldClient<Channel>>, nam
 /// `update`), `delete ReservationName=name`.
 async fn reservation_change(
     s: &mut Session,
-    conn: &mut Option<CtldClient<Channel>>,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
     tag: &str,
     rest: &[String],
 ) {
@@ -1475,7 +1494,7 @@ async fn reservation_change(
 
 async fn show_reservations(
     s: &mut Session,
-    conn: &mut Option<CtldClient<Channel>>,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
     name: Option<String>,
 ) {
     let Some(c) = get_client(s, conn, "slurm_load_reservations error").await else {
@@ -1503,7 +1522,7 @@ async fn show_reservations(
 
 async fn show_partitions(
     s: &mut Session,
-    conn: &mut Option<CtldClient<Channel>>,
+    conn: &mut Option<CtldClient<crate::client::Connection>>,
     name: Option<String>,
 ) {
     let Some(c) = get_client(s, conn, "slurm_load_partitions error").await else {
