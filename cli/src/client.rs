@@ -140,12 +140,33 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Connection {
 pub fn current_user() -> (String, u32, u32) {
     let uid = nix::unistd::getuid();
     let gid = nix::unistd::getgid();
-    let name = nix::unistd::User::from_uid(uid)
+    let name = std::fs::read_to_string("/etc/passwd")
         .ok()
-        .flatten()
-        .map(|u| u.name)
+        .and_then(|text| passwd_name(&text, uid.as_raw()))
+        .or_else(|| {
+            nix::unistd::User::from_uid(uid)
+                .ok()
+                .flatten()
+                .map(|u| u.name)
+        })
+        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
         .unwrap_or_else(|| uid.to_string());
     (name, uid.as_raw(), gid.as_raw())
+}
+
+/// The name of `uid` in a passwd file. The local file is read first, as the usual
+/// `passwd: files ...` of nsswitch.conf does: parsing it costs a submit less than the
+/// name service's setup. Users from a directory service (LDAP, sssd) are found
+/// through the name service after it.
+fn passwd_name(text: &str, uid: u32) -> Option<String> {
+    let uid = uid.to_string();
+    text.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let entry_uid = fields.nth(1)?;
+        (entry_uid == uid && !name.is_empty() && !name.starts_with(['+', '-', '#']))
+            .then(|| name.to_string())
+    })
 }
 
 /// The words of every command for a controller it cannot reach.
@@ -185,4 +206,23 @@ where
 /// The cluster's name from the config; empty without one.
 pub fn cluster_name() -> String {
     load_config().map(|c| c.cluster_name).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_passwd_file_names_the_uid() {
+        let text = "root:x:0:0:root:/root:/bin/bash\n\
+                    # a comment:x:5:5\n\
+                    +nis:x:7:7::/:\n\
+                    alice:x:1000:1000:Alice:/home/alice:/bin/sh\n";
+        assert_eq!(passwd_name(text, 0).as_deref(), Some("root"));
+        assert_eq!(passwd_name(text, 1000).as_deref(), Some("alice"));
+        assert_eq!(passwd_name(text, 7), None);
+        assert_eq!(passwd_name(text, 5), None);
+        assert_eq!(passwd_name(text, 42), None);
+        assert_eq!(passwd_name("broken-line\n", 0), None);
+    }
 }
