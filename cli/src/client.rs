@@ -69,8 +69,11 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// A client of the controller's API over one connection.
+pub type Ctld = CtldClient<Connection>;
+
 /// Connects to the controller.
-pub async fn connect() -> Result<CtldClient<Connection>> {
+pub async fn connect() -> Result<Ctld> {
     let config = load_config()?;
     let addr = ctld_addr(&config);
     let origin: http::Uri = format!("http://{addr}")
@@ -188,7 +191,7 @@ pub fn query<T, F, Fut>(
     call: F,
 ) -> Result<T, std::process::ExitCode>
 where
-    F: FnOnce(CtldClient<Connection>) -> Fut,
+    F: FnOnce(Ctld) -> Fut,
     Fut: std::future::Future<Output = Result<T, tonic::Status>>,
 {
     let reply = rt.block_on(async {

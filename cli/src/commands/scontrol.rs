@@ -14,7 +14,6 @@ use crate::format::{self, elapsed_limit, format_time, or_null};
 use crate::opts::{self, OptSpec, flag, value};
 use model::units;
 use proto::v1;
-use proto::v1::ctld_client::CtldClient;
 use std::io::BufRead;
 use std::process::ExitCode;
 
@@ -813,7 +812,7 @@ pub fn run(args: &[String]) -> ExitCode {
         err: Vec::new(),
     };
     let rt = client::runtime();
-    let mut conn: Option<CtldClient<crate::client::Connection>> = None;
+    let mut conn: Option<client::Ctld> = None;
     if !p.positional.is_empty() {
         rt.block_on(command(&mut s, &mut conn, &p.positional));
         s.flush();
@@ -841,9 +840,9 @@ pub fn run(args: &[String]) -> ExitCode {
 
 async fn get_client<'a>(
     s: &mut Session,
-    conn: &'a mut Option<CtldClient<crate::client::Connection>>,
+    conn: &'a mut Option<client::Ctld>,
     what: &str,
-) -> Option<&'a mut CtldClient<crate::client::Connection>> {
+) -> Option<&'a mut client::Ctld> {
     if conn.is_none() {
         match util::connect().await {
             Ok(c) => *conn = Some(c),
@@ -856,11 +855,7 @@ async fn get_client<'a>(
     conn.as_mut()
 }
 
-async fn command(
-    s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
-    words: &[String],
-) {
+async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]) {
     let tag = words[0].as_str();
     let rest = &words[1..];
     if kw(tag, "show", 3) {
@@ -924,7 +919,7 @@ async fn command(
 
 async fn control(
     s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
+    conn: &mut Option<client::Ctld>,
     tag: &str,
     op: v1::ControlOp,
     args: &[String],
@@ -975,11 +970,7 @@ async fn control(
     }
 }
 
-async fn update(
-    s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
-    args: &[String],
-) {
+async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String]) {
     let is = |name: &str, min: usize| {
         args.iter().any(|a| {
             let k = a.split_once('=').map_or(a.as_str(), |(k, _)| k);
@@ -1110,7 +1101,7 @@ async fn update(
 
 /// `TimeLimit=+30` / `-30`: the job's current limit moved by that much, in minutes.
 async fn relative_limit(
-    c: &mut CtldClient<crate::client::Connection>,
+    c: &mut client::Ctld,
     ids: &[String],
     value: &str,
 ) -> Result<String, String> {
@@ -1179,11 +1170,7 @@ fn ctld_host() -> String {
 
 /// `write batch_script JOBID [FILE]`: the script as submitted, to `slurm-JOBID.sh` by
 /// default or to stdout with `-`.
-async fn write_batch_script(
-    s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
-    args: &[String],
-) {
+async fn write_batch_script(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String]) {
     let (Some(what), Some(id)) = (args.first(), args.get(1)) else {
         s.fail("too few arguments for keyword:write");
         return;
@@ -1238,7 +1225,7 @@ async fn write_batch_script(
     }
 }
 
-async fn ping(s: &mut Session, conn: &mut Option<CtldClient<crate::client::Connection>>) {
+async fn ping(s: &mut Session, conn: &mut Option<client::Ctld>) {
     let host = ctld_host();
     let up = match util::connect().await {
         Ok(mut c) => {
@@ -1257,11 +1244,7 @@ async fn ping(s: &mut Session, conn: &mut Option<CtldClient<crate::client::Conne
     }
 }
 
-async fn show(
-    s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
-    words: &[String],
-) {
+async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]) {
     if words.len() < 2 {
         s.fail(format!("too few arguments for keyword:{}", words[0]));
         return;
@@ -1328,11 +1311,7 @@ async fn show(
     }
 }
 
-async fn show_jobs(
-    s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
-    id: Option<String>,
-) {
+async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<String>) {
     let ids = match &id {
         Some(i) => match util::split_job_ids(i) {
             Ok(ids) => ids,
@@ -1385,11 +1364,7 @@ async fn show_jobs(
     }
 }
 
-async fn show_nodes(
-    s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
-    name: Option<String>,
-) {
+async fn show_nodes(s: &mut Session, conn: &mut Option<client::Ctld>, name: Option<String>) {
     let names = match &name {
         Some(n) => match model::hostlist::expand(n) {
             Ok(v) => v,
@@ -1432,7 +1407,7 @@ async fn show_nodes(
 /// `update`), `delete ReservationName=name`.
 async fn reservation_change(
     s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
+    conn: &mut Option<client::Ctld>,
     tag: &str,
     rest: &[String],
 ) {
@@ -1492,11 +1467,7 @@ async fn reservation_change(
     }
 }
 
-async fn show_reservations(
-    s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
-    name: Option<String>,
-) {
+async fn show_reservations(s: &mut Session, conn: &mut Option<client::Ctld>, name: Option<String>) {
     let Some(c) = get_client(s, conn, "slurm_load_reservations error").await else {
         return;
     };
@@ -1520,11 +1491,7 @@ async fn show_reservations(
     }
 }
 
-async fn show_partitions(
-    s: &mut Session,
-    conn: &mut Option<CtldClient<crate::client::Connection>>,
-    name: Option<String>,
-) {
+async fn show_partitions(s: &mut Session, conn: &mut Option<client::Ctld>, name: Option<String>) {
     let Some(c) = get_client(s, conn, "slurm_load_partitions error").await else {
         return;
     };

@@ -7,7 +7,7 @@
 use crate::client::CONNECT_FAILURE;
 use crate::format::{self, job_state};
 use crate::opts::OptError;
-use proto::v1::{self, ctld_client::CtldClient};
+use proto::v1;
 use std::process::ExitCode;
 
 /// An error that ends a command: the lines to print on stderr and the exit status.
@@ -60,7 +60,7 @@ impl CliError {
 }
 
 /// The controller, or Slurm's words for not reaching it.
-pub async fn connect() -> Result<CtldClient<crate::client::Connection>, String> {
+pub async fn connect() -> Result<crate::client::Ctld, String> {
     crate::client::connect()
         .await
         .map_err(|_| CONNECT_FAILURE.to_string())
@@ -273,7 +273,7 @@ pub fn hostname() -> String {
 /// Polls the controller until the job (every task of an array) is final; gives the final
 /// records. A job that vanished gives what was last seen.
 pub async fn wait_for_job(
-    client: &mut CtldClient<crate::client::Connection>,
+    client: &mut crate::client::Ctld,
     job_id: u32,
 ) -> Result<Vec<v1::JobInfo>, String> {
     let mut delay_ms = 20u64;
