@@ -1,9 +1,9 @@
 //! The controller's durable state in sled: the only module that touches it.
 //!
 //! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
-//! written once at submit), `nodes` (name → node record), `usage` (account `\0` user →
-//! decayed usage of that association), `meta`. Keys of jobs are
-//! big-endian ids, so a scan returns jobs in id order. Every record is postcard-encoded
+//! written once at submit), `nodes` (name → node record), `reservations` (name →
+//! reservation), `usage` (account `\0` user → decayed usage of that association). Keys
+//! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is postcard-encoded
 //! behind a one-byte format version. A batch of writes is applied as one transaction
 //! and becomes durable with one `flush` (group commit): the caller acknowledges nothing
 //! before `commit` returns.
@@ -195,10 +195,10 @@ impl Store {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(sled::IVec, sled::IVec)>>(16);
         std::thread::scope(|scope| {
             let decoder = scope.spawn(move || {
+                let id = |k: &[u8]| u32::from_be_bytes(k.try_into().unwrap_or_default());
                 let mut jobs = Vec::new();
                 for batch in rx {
                     for (k, v) in batch {
-                        let id = |k: &[u8]| u32::from_be_bytes(k.try_into().unwrap_or_default());
                         jobs.push(decode(|| format!("job {}", id(&k)), &v)?);
                     }
                 }

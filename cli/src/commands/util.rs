@@ -4,7 +4,7 @@
 //! waiting for a job to finish (`sbatch --wait`, `srun` outside an allocation). The clock
 //! (`now`) serves every command.
 
-use crate::client::CONNECT_FAILURE;
+use crate::client::{CONNECT_FAILURE, Ctld};
 use crate::format::{self, job_state};
 use crate::opts::OptError;
 use proto::v1;
@@ -60,7 +60,7 @@ impl CliError {
 }
 
 /// The controller, or Slurm's words for not reaching it.
-pub async fn connect() -> Result<crate::client::Ctld, String> {
+pub async fn connect() -> Result<Ctld, String> {
     crate::client::connect()
         .await
         .map_err(|_| CONNECT_FAILURE.to_string())
@@ -272,10 +272,7 @@ pub fn hostname() -> String {
 
 /// Polls the controller until the job (every task of an array) is final; gives the final
 /// records. A job that vanished gives what was last seen.
-pub async fn wait_for_job(
-    client: &mut crate::client::Ctld,
-    job_id: u32,
-) -> Result<Vec<v1::JobInfo>, String> {
+pub async fn wait_for_job(client: &mut Ctld, job_id: u32) -> Result<Vec<v1::JobInfo>, String> {
     let mut delay_ms = 20u64;
     let mut last = Vec::new();
     loop {
