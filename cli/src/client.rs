@@ -61,8 +61,18 @@ pub fn ctld_addr(config: &Config) -> String {
     std::env::var("DROVER_CTLD_ADDR").unwrap_or_else(|_| config.controller.addr.clone())
 }
 
-/// A single-threaded runtime: CLI calls are short and sequential.
+/// A single-threaded runtime with timers: CLI calls are short and sequential, and the
+/// connection's socket blocks, so no I/O driver is needed (creating one costs a command
+/// several system calls).
 pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// A single-threaded runtime that also waits on child processes and signals (`srun`).
+pub fn runtime_with_io() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -85,34 +95,24 @@ pub async fn connect() -> Result<Ctld> {
     Ok(CtldClient::with_origin(conn, origin).max_decoding_message_size(256 << 20))
 }
 
-/// One HTTP/2 connection to the controller, for the few calls of one command.
+/// One HTTP/2 connection to the controller, as the transport of tonic's client.
 ///
 /// Lighter than tonic's `Channel`, which reconnects, balances and queues calls through
 /// a worker task: a command is a new process for one or two calls, and starting that
-/// machinery costs more than the call. A request's body is sent whole, in the frame
-/// that ends the stream (every request of the CLI is a single message).
+/// machinery costs more than the call. See [`crate::http2`] for how a call is one write.
 #[derive(Clone)]
-pub struct Connection {
-    send: hyper::client::conn::http2::SendRequest<http_body_util::Full<bytes::Bytes>>,
-}
+pub struct Connection(crate::http2::Connection);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl Connection {
     async fn open(addr: &str) -> Result<Connection> {
-        let stream = tokio::net::TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
-        let (send, conn) =
-            hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                .handshake(hyper_util::rt::TokioIo::new(stream))
-                .await?;
-        tokio::spawn(conn);
-        Ok(Connection { send })
+        Ok(Connection(crate::http2::Connection::open(addr)?))
     }
 }
 
 impl tower_service::Service<http::Request<tonic::body::Body>> for Connection {
-    type Response = http::Response<hyper::body::Incoming>;
+    type Response = http::Response<crate::http2::ReplyBody>;
     type Error = BoxError;
     type Future = std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<Self::Response, BoxError>> + Send>,
@@ -120,21 +120,19 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Connection {
 
     fn poll_ready(
         &mut self,
-        cx: &mut std::task::Context<'_>,
+        _cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<(), BoxError>> {
-        self.send.poll_ready(cx).map_err(Into::into)
+        std::task::Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
         use http_body_util::BodyExt;
-        let mut send = self.send.clone();
+        let conn = self.0.clone();
         Box::pin(async move {
             let (head, body) = req.into_parts();
+            // Every request of the CLI is one message, encoded as soon as it is polled.
             let body = body.collect().await?.to_bytes();
-            let req = http::Request::from_parts(head, http_body_util::Full::new(body));
-            // A broken connection reads as an unreachable controller, as with a channel.
-            let reply = send.send_request(req).await;
-            Ok(reply.map_err(|e| tonic::Status::unavailable(e.to_string()))?)
+            conn.request(head, body)
         })
     }
 }

@@ -189,10 +189,10 @@ pub fn run(args: &[String]) -> ExitCode {
     let env = super::sbatch::environment();
     match allocation(&req.opts, &env) {
         Some(job) => match job.split('.').next().unwrap_or("").parse::<u32>() {
-            Ok(id) if id > 0 => client::runtime().block_on(in_allocation(req, env, id)),
+            Ok(id) if id > 0 => client::runtime_with_io().block_on(in_allocation(req, env, id)),
             _ => CliError::error(PROG, format!("Invalid job id specified: {job}")).report(),
         },
-        None => client::runtime().block_on(as_job(req, env)),
+        None => client::runtime_with_io().block_on(as_job(req, env)),
     }
 }
 
