@@ -155,6 +155,17 @@ fn bench(args: &[String]) -> Result<()> {
             counts.sbatch_calls
         );
         cancel_all(&bin)?;
+        // What a process costs on this machine at the moment, the floor under a call.
+        let true_ms = spawn_ms(Command::new("true").current_dir(&work), counts.sbatch_calls)?;
+        let version_ms = spawn_ms(
+            Command::new(bin.join("sbatch")).arg("--version"),
+            counts.sbatch_calls,
+        )?;
+        println!(
+            "process_start_ms true_p50={true_ms:.2} sbatch_version_p50={version_ms:.2} \
+             (a sequential sbatch call at {:.2} ms includes one process start)",
+            1000.0 / rate
+        );
 
         // 3. Submit-to-running latency on an idle cluster: the job itself stamps its start.
         let lat = rt.block_on(submit_to_running(&addr, &work, counts.latency_jobs))?;
@@ -484,6 +495,20 @@ fn rss_kb(pid: Option<u32>) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// The p50 in milliseconds of running `cmd` to completion, `n` times in a row.
+fn spawn_ms(cmd: &mut Command, n: usize) -> Result<f64> {
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        let out = cmd.output()?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        if !out.status.success() {
+            bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    Ok(percentile(&times, 0.5))
 }
 
 fn percentile(values: &[f64], q: f64) -> f64 {
