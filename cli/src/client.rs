@@ -79,8 +79,10 @@ pub fn runtime_with_io() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-/// A client of the controller's API over one connection.
-pub type Ctld = CtldClient<Connection>;
+/// A client of the controller's API over one connection of its own (`crate::http2`):
+/// lighter than tonic's `Channel`, which reconnects, balances and queues calls through a
+/// worker task, when a command is a new process for one or two calls.
+pub type Ctld = CtldClient<crate::http2::Connection>;
 
 /// Connects to the controller.
 pub async fn connect() -> Result<Ctld> {
@@ -89,51 +91,9 @@ pub async fn connect() -> Result<Ctld> {
     let origin: http::Uri = format!("http://{addr}")
         .parse()
         .context("bad controller address")?;
-    let conn = Connection::open(&addr)
+    let conn = crate::http2::Connection::open(&addr)
         .with_context(|| format!("unable to contact the controller at {addr}"))?;
     Ok(CtldClient::with_origin(conn, origin).max_decoding_message_size(256 << 20))
-}
-
-/// One HTTP/2 connection to the controller, as the transport of tonic's client.
-///
-/// Lighter than tonic's `Channel`, which reconnects, balances and queues calls through
-/// a worker task: a command is a new process for one or two calls, and starting that
-/// machinery costs more than the call. See [`crate::http2`] for how a call is one write.
-#[derive(Clone)]
-pub struct Connection(crate::http2::Connection);
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-impl Connection {
-    fn open(addr: &str) -> Result<Connection> {
-        Ok(Connection(crate::http2::Connection::open(addr)?))
-    }
-}
-
-impl tower_service::Service<http::Request<tonic::body::Body>> for Connection {
-    type Response = http::Response<crate::http2::ReplyBody>;
-    type Error = BoxError;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Self::Response, BoxError>> + Send>,
-    >;
-
-    fn poll_ready(
-        &mut self,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), BoxError>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
-        use http_body_util::BodyExt;
-        let conn = self.0.clone();
-        Box::pin(async move {
-            let (head, body) = req.into_parts();
-            // Every request of the CLI is one message, encoded as soon as it is polled.
-            let body = body.collect().await?.to_bytes();
-            conn.request(head, body)
-        })
-    }
 }
 
 /// The caller's user name and ids.

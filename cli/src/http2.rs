@@ -172,6 +172,29 @@ impl Connection {
     }
 }
 
+/// The transport of tonic's client (`client::Ctld`).
+impl tower_service::Service<http::Request<tonic::body::Body>> for Connection {
+    type Response = http::Response<ReplyBody>;
+    type Error = BoxError;
+    type Future =
+        Pin<Box<dyn std::future::Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+        use http_body_util::BodyExt;
+        let conn = self.clone();
+        Box::pin(async move {
+            let (head, body) = req.into_parts();
+            // Every request of the CLI is one message, encoded as soon as it is polled.
+            let body = body.collect().await?.to_bytes();
+            conn.request(head, body)
+        })
+    }
+}
+
 /// The unavailable status a broken connection gives its calls, as tonic's channel did.
 fn unavailable(reason: impl std::fmt::Display) -> BoxError {
     Box::new(tonic::Status::unavailable(reason.to_string()))
@@ -307,15 +330,16 @@ impl Inner {
         Ok(self.input.split_to(n).freeze())
     }
 
-    fn apply(&mut self, kind: u8, flags: u8, id: u32, mut payload: Bytes) -> Result<(), String> {
+    fn apply(&mut self, kind: u8, flags: u8, id: u32, payload: Bytes) -> Result<(), String> {
         if self.header_block.is_some() && kind != CONTINUATION {
             return Err("a header block was interrupted".into());
         }
         match kind {
             DATA => {
-                let data = unpad(flags, &mut payload)?;
-                self.received += data.len() as i64;
-                self.refill_windows(id, data.len() as i64);
+                let data = unpad(flags, &payload)?;
+                // Flow control counts the whole payload, padding included.
+                self.received += payload.len() as i64;
+                self.refill_windows(id, payload.len() as i64);
                 if let Some(stream) = self.streams.get_mut(&id) {
                     if !data.is_empty() {
                         stream.data.push_back(data);
@@ -324,7 +348,7 @@ impl Inner {
                 }
             }
             HEADERS => {
-                let mut block = unpad(flags, &mut payload)?;
+                let mut block = unpad(flags, &payload)?;
                 if flags & PRIORITY != 0 {
                     if block.len() < 5 {
                         return Err("short HEADERS frame".into());
@@ -491,7 +515,7 @@ fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, id: u32, payload: &[u8]) {
 }
 
 /// The payload of a frame without its padding.
-fn unpad(flags: u8, payload: &mut Bytes) -> Result<Bytes, String> {
+fn unpad(flags: u8, payload: &Bytes) -> Result<Bytes, String> {
     if flags & PADDED == 0 {
         return Ok(payload.clone());
     }

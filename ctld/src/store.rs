@@ -3,10 +3,10 @@
 //! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
 //! written once at submit), `nodes` (name → node record), `reservations` (name →
 //! reservation), `usage` (account `\0` user → decayed usage of that association). Keys
-//! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is postcard-encoded
-//! behind a one-byte format version. A batch of writes is applied as one transaction
-//! and becomes durable with one `flush` (group commit): the caller acknowledges nothing
-//! before `commit` returns.
+//! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is
+//! postcard-encoded behind a one-byte format version. A batch of writes is applied as
+//! one transaction and becomes durable with one `flush` (group commit): the caller
+//! acknowledges nothing before `commit` returns.
 
 use model::usage::{AssocKey, AssocUsage};
 use model::{Job, JobId, JobPayload, Node, Reservation};
@@ -240,8 +240,9 @@ impl Store {
         if batch.len == 0 {
             return Ok(());
         }
-        // One transaction over the trees: sled logs it as one atomic batch, so a crash
-        // never keeps a job without its payload, and the flush writes one buffer.
+        // One transaction over the trees: sled logs it as one atomic batch (the writes,
+        // then a small manifest that seals them), so a crash never keeps a job without
+        // its payload.
         let trees = (
             &self.jobs,
             &self.payloads,

@@ -127,7 +127,17 @@ mod tests {
             .unwrap();
         let me = std::process::id();
         assert!(children_of(me).contains(&child.id()));
-        assert!(cmdline(child.id()).unwrap()[0].ends_with("sleep"));
+        // Right after the spawn the child may still be inside `exec`, with no command
+        // line to read yet.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let args = loop {
+            match cmdline(child.id()) {
+                Some(args) => break args,
+                None if std::time::Instant::now() < deadline => std::thread::yield_now(),
+                None => panic!("no command line for the child"),
+            }
+        };
+        assert!(args[0].ends_with("sleep"), "{args:?}");
         assert!(!is_supervisor_of(child.id(), Path::new("/")));
         child.kill().unwrap();
         child.wait().unwrap();
