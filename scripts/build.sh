@@ -12,7 +12,10 @@ cd "$(dirname "$0")/.."
 cargo build "$@" --workspace --bins --exclude cli
 
 static=()
-if rustc -vV | grep -q '^host: x86_64-unknown-linux-gnu$\|^host: aarch64-unknown-linux-gnu$' &&
+# The host is read whole first: `rustc -vV | grep -q` under pipefail fails whenever grep
+# exits before rustc has written everything, and the CLI was then linked dynamically.
+host=$(rustc -vV | sed -n 's/^host: //p')
+if { [ "$host" = x86_64-unknown-linux-gnu ] || [ "$host" = aarch64-unknown-linux-gnu ]; } &&
   [ -f "$(cc -print-file-name=libc.a 2>/dev/null)" ]; then
   static=(-C target-feature=+crt-static -C relocation-model=static)
 fi

@@ -100,6 +100,8 @@ pub struct Core {
     dispatcher: Dispatcher,
     batch: WriteBatch,
     dirty_jobs: BTreeSet<JobId>,
+    /// Jobs submitted this turn: records that stand alone (see `finish_turn`).
+    submitted: BTreeSet<JobId>,
     dirty_nodes: BTreeSet<String>,
     /// Associations whose usage record changed this turn.
     dirty_usage: BTreeSet<model::usage::AssocKey>,
@@ -147,6 +149,7 @@ impl Core {
             dispatcher,
             batch: WriteBatch::default(),
             dirty_jobs: BTreeSet::new(),
+            submitted: BTreeSet::new(),
             dirty_nodes: BTreeSet::new(),
             dirty_usage: BTreeSet::new(),
             submit_counts: None,
@@ -202,9 +205,22 @@ impl Core {
 
     /// Makes the turn's changes durable, then acknowledges and acts.
     async fn finish_turn(&mut self) {
+        // A turn of submits alone changes nothing but its new jobs, and each stands
+        // alone: after a crash, any subset of them is a state the cluster could have
+        // been in. The store then writes them without a journal.
+        let submitted = std::mem::take(&mut self.submitted);
+        let only_submits = self.dirty_jobs.iter().all(|id| submitted.contains(id))
+            && self.dirty_nodes.is_empty()
+            && self.dirty_reservations.is_empty()
+            && self.dirty_usage.is_empty();
         for id in std::mem::take(&mut self.dirty_jobs) {
             if let Some(job) = self.state.job(id) {
-                self.batch.put_job(job).unwrap_or_else(|e| fatal(&e));
+                let put = if only_submits {
+                    self.batch.put_submitted_job(job)
+                } else {
+                    self.batch.put_job(job)
+                };
+                put.unwrap_or_else(|e| fatal(&e));
             }
         }
         for name in std::mem::take(&mut self.dirty_nodes) {
@@ -227,7 +243,7 @@ impl Core {
         }
         self.submit_counts = None;
         let batch = std::mem::take(&mut self.batch);
-        if let Err(e) = self.store.commit(batch).await {
+        if let Err(e) = self.store.commit(batch) {
             fatal(&e);
         }
         for ack in self.acks.drain(..) {
@@ -445,6 +461,7 @@ impl Core {
         self.emit(Event::JobSubmitted {
             job: Box::new(Job::new(id, spec, now, time_limit)),
         });
+        self.submitted.insert(id);
         tracing::debug!(job_id = id, "job submitted");
         // A held job cannot start and changes no other job's plan: no pass for it.
         if !self.state.job(id).is_some_and(|j| j.held) {

@@ -4,16 +4,35 @@
 //! written once at submit), `nodes` (name → node record), `reservations` (name →
 //! reservation), `usage` (account `\0` user → decayed usage of that association). Keys
 //! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is
-//! postcard-encoded behind a one-byte format version. A batch of writes is applied as
-//! one transaction and becomes durable with one `flush` (group commit): the caller
+//! postcard-encoded behind a one-byte format version. The records one turn of the
+//! state owner touched become durable with one `flush` (group commit): the caller
 //! acknowledges nothing before `commit` returns.
+//!
+//! A turn is atomic without sled's transactions, which write a separate manifest (a
+//! second device write and wait) before every batch. sled's log is one sequence: after
+//! a crash it recovers a prefix of the writes made since the last flush, never a write
+//! without the ones before it. So a commit writes, in this order:
+//!
+//! 1. the records that stand alone: the turn's payloads (a payload without its job is
+//!    harmless, and `load` drops it), then the jobs of a turn that only took submits
+//!    (any subset of new jobs is a state the cluster could have been in);
+//! 2. when the turn changes more than one other record, the *journal*: one record that
+//!    holds all of them;
+//! 3. those records themselves, each in its tree.
+//!
+//! For example, a turn where job 7 ends and job 9 starts in its place on `gpu01` writes
+//! the journal `[jobs/7, jobs/9, nodes/gpu01]`, then the three records. If the
+//! controller dies after the journal is on disk but before `jobs/9`, `load` applies the
+//! journal again, and all three are as the turn left them. If it dies before the
+//! journal, none of them changed. The journal always holds the last turn that wrote
+//! one, so applying it again never brings back an older value: a later turn that
+//! changes only one record removes the journal first.
 
 use model::usage::{AssocKey, AssocUsage};
 use model::{Job, JobId, JobPayload, Node, Reservation};
 use serde::{Serialize, de::DeserializeOwned};
-use sled::Transactional;
-use sled::transaction::{ConflictableTransactionError, TransactionError};
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 /// Format version of every record; bump it when a record's layout changes.
 const RECORD_VERSION: u8 = 3;
@@ -35,7 +54,40 @@ pub struct Store {
     nodes: sled::Tree,
     reservations: sled::Tree,
     usage: sled::Tree,
+    /// Whether the journal key holds a turn (so a turn without a journal removes it).
+    journal_written: std::sync::atomic::AtomicBool,
 }
+
+/// The key of the journal, in sled's default tree.
+const JOURNAL_KEY: &[u8] = b"journal";
+
+/// The trees a record can go to; the number is how the journal names them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum TreeName {
+    Jobs = 0,
+    Payloads = 1,
+    Nodes = 2,
+    Reservations = 3,
+    Usage = 4,
+}
+
+impl TreeName {
+    fn from_number(n: u8) -> Option<TreeName> {
+        [
+            TreeName::Jobs,
+            TreeName::Payloads,
+            TreeName::Nodes,
+            TreeName::Reservations,
+            TreeName::Usage,
+        ]
+        .into_iter()
+        .find(|t| *t as u8 == n)
+    }
+}
+
+/// One record a commit writes: its tree, its key, and its encoded value (`None`
+/// removes it). The journal holds these as they are.
+type Put = (u8, Vec<u8>, Option<Vec<u8>>);
 
 /// What a restart loads.
 pub struct Loaded {
@@ -86,47 +138,71 @@ fn decode<T: DeserializeOwned>(
     }
 }
 
-/// Writes collected during one batch of inputs, made durable together.
+/// Writes collected during one turn of the state owner, made durable together.
 #[derive(Default)]
 pub struct WriteBatch {
-    jobs: sled::Batch,
-    payloads: sled::Batch,
-    nodes: sled::Batch,
-    reservations: sled::Batch,
-    usage: sled::Batch,
-    pub len: usize,
+    /// Records that stand alone: payloads, and the jobs of a turn of submits only.
+    standalone: Vec<Put>,
+    /// Every other record, in the order the turn touched them.
+    records: Vec<Put>,
 }
 
 impl WriteBatch {
+    pub fn len(&self) -> usize {
+        self.standalone.len() + self.records.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn put(&mut self, tree: TreeName, key: Vec<u8>, value: Vec<u8>) {
+        self.records.push((tree as u8, key, Some(value)));
+    }
     pub fn put_job(&mut self, job: &Job) -> Result<(), StoreError> {
-        self.jobs.insert(&job.id.to_be_bytes(), encode(job)?);
-        self.len += 1;
+        self.put(TreeName::Jobs, job.id.to_be_bytes().to_vec(), encode(job)?);
+        Ok(())
+    }
+    /// The record of a job submitted in a turn that did nothing else: the caller vouches
+    /// that losing any subset of such records in a crash leaves a consistent state.
+    pub fn put_submitted_job(&mut self, job: &Job) -> Result<(), StoreError> {
+        self.standalone.push((
+            TreeName::Jobs as u8,
+            job.id.to_be_bytes().to_vec(),
+            Some(encode(job)?),
+        ));
         Ok(())
     }
     pub fn put_payload(&mut self, id: JobId, payload: &JobPayload) -> Result<(), StoreError> {
-        self.payloads.insert(&id.to_be_bytes(), encode(payload)?);
-        self.len += 1;
+        self.standalone.push((
+            TreeName::Payloads as u8,
+            id.to_be_bytes().to_vec(),
+            Some(encode(payload)?),
+        ));
         Ok(())
     }
     pub fn put_node(&mut self, node: &Node) -> Result<(), StoreError> {
-        self.nodes.insert(node.name.as_bytes(), encode(node)?);
-        self.len += 1;
+        self.put(
+            TreeName::Nodes,
+            node.name.as_bytes().to_vec(),
+            encode(node)?,
+        );
         Ok(())
     }
     pub fn put_reservation(&mut self, r: &Reservation) -> Result<(), StoreError> {
-        self.reservations.insert(r.name.as_bytes(), encode(r)?);
-        self.len += 1;
+        self.put(
+            TreeName::Reservations,
+            r.name.as_bytes().to_vec(),
+            encode(r)?,
+        );
         Ok(())
     }
     /// The usage record of an association (account, user).
     pub fn put_usage(&mut self, key: &AssocKey, usage: &AssocUsage) -> Result<(), StoreError> {
-        self.usage.insert(usage_key(key), encode(usage)?);
-        self.len += 1;
+        self.put(TreeName::Usage, usage_key(key), encode(usage)?);
         Ok(())
     }
     pub fn delete_reservation(&mut self, name: &str) {
-        self.reservations.remove(name.as_bytes());
-        self.len += 1;
+        self.records
+            .push((TreeName::Reservations as u8, name.as_bytes().to_vec(), None));
     }
 }
 
@@ -137,19 +213,64 @@ impl Store {
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(16 << 20)
             .open()?;
-        Ok(Store {
+        let store = Store {
             jobs: db.open_tree("jobs")?,
             payloads: db.open_tree("payloads")?,
             nodes: db.open_tree("nodes")?,
             reservations: db.open_tree("reservations")?,
             usage: db.open_tree("usage")?,
+            journal_written: false.into(),
             db,
-        })
+        };
+        store.finish_interrupted_turn()?;
+        Ok(store)
+    }
+
+    fn tree(&self, name: TreeName) -> &sled::Tree {
+        match name {
+            TreeName::Jobs => &self.jobs,
+            TreeName::Payloads => &self.payloads,
+            TreeName::Nodes => &self.nodes,
+            TreeName::Reservations => &self.reservations,
+            TreeName::Usage => &self.usage,
+        }
+    }
+
+    fn apply(&self, puts: Vec<Put>) -> Result<(), StoreError> {
+        for (tree, key, value) in puts {
+            let tree = TreeName::from_number(tree).ok_or_else(|| StoreError::Decode {
+                key: "journal".into(),
+                reason: format!("unknown tree {tree}"),
+            })?;
+            match value {
+                Some(value) => self.tree(tree).insert(key, value)?,
+                None => self.tree(tree).remove(key)?,
+            };
+        }
+        Ok(())
+    }
+
+    /// Applies the journal again: the last turn that wrote one may have been cut short
+    /// by a crash (see the module's doc). Its records are the newest of their keys, so
+    /// this is harmless when the turn had finished.
+    fn finish_interrupted_turn(&self) -> Result<(), StoreError> {
+        if let Some(journal) = self.db.get(JOURNAL_KEY)? {
+            let puts: Vec<Put> = decode(|| "journal".into(), &journal)?;
+            self.apply(puts)?;
+            self.journal_written.store(true, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Reads everything back after a restart.
     pub fn load(&self) -> Result<Loaded, StoreError> {
         let jobs = self.load_jobs()?;
+        // A payload above the last job is from a turn cut short before its job was
+        // written: nothing refers to it.
+        let unused = jobs.last().map_or(1, |j: &Job| j.id + 1);
+        for key in self.payloads.range(unused.to_be_bytes()..).keys() {
+            self.payloads.remove(key?)?;
+        }
         let mut nodes = Vec::new();
         for item in self.nodes.iter() {
             let (k, v) = item?;
@@ -235,35 +356,23 @@ impl Store {
         }
     }
 
-    /// Applies a batch and waits until it is on disk.
-    pub async fn commit(&self, batch: WriteBatch) -> Result<(), StoreError> {
-        if batch.len == 0 {
+    /// Writes a turn's records and waits until they are on disk, in the order the
+    /// module's doc gives. It blocks the calling thread for the disk's answer: the
+    /// state owner has nothing else to do meanwhile (inputs that arrive form the next
+    /// turn), and handing the flush to another thread and back cost more than the wait.
+    pub fn commit(&self, batch: WriteBatch) -> Result<(), StoreError> {
+        if batch.is_empty() {
             return Ok(());
         }
-        // One transaction over the trees: sled logs it as one atomic batch (the writes,
-        // then a small manifest that seals them), so a crash never keeps a job without
-        // its payload.
-        let trees = (
-            &self.jobs,
-            &self.payloads,
-            &self.nodes,
-            &self.reservations,
-            &self.usage,
-        );
-        trees
-            .transaction(|(jobs, payloads, nodes, reservations, usage)| {
-                jobs.apply_batch(&batch.jobs)?;
-                payloads.apply_batch(&batch.payloads)?;
-                nodes.apply_batch(&batch.nodes)?;
-                reservations.apply_batch(&batch.reservations)?;
-                usage.apply_batch(&batch.usage)?;
-                Ok::<_, ConflictableTransactionError<std::convert::Infallible>>(())
-            })
-            .map_err(|e| match e {
-                TransactionError::Storage(e) => StoreError::Sled(e),
-                TransactionError::Abort(never) => match never {},
-            })?;
-        self.db.flush_async().await?;
+        self.apply(batch.standalone)?;
+        if batch.records.len() > 1 {
+            self.db.insert(JOURNAL_KEY, encode(&batch.records)?)?;
+            self.journal_written.store(true, Ordering::Relaxed);
+        } else if self.journal_written.swap(false, Ordering::Relaxed) {
+            self.db.remove(JOURNAL_KEY)?;
+        }
+        self.apply(batch.records)?;
+        self.db.flush()?;
         Ok(())
     }
 }
@@ -271,7 +380,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::JobSpec;
+    use model::{JobSpec, JobState};
 
     /// Opens the store again in this process: sled's background flusher may hold the
     /// directory's lock a moment after the last handle is dropped.
@@ -309,7 +418,7 @@ mod tests {
             batch
                 .put_node(&Node::from_config("n1", 4, 100, vec![]))
                 .unwrap();
-            store.commit(batch).await.unwrap();
+            store.commit(batch).unwrap();
         }
         let store = reopen(dir.path()).await;
         let loaded = store.load().unwrap();
@@ -339,7 +448,7 @@ mod tests {
                     &AssocUsage::default(),
                 )
                 .unwrap();
-            store.commit(batch).await.unwrap();
+            store.commit(batch).unwrap();
             // A later record of the same association replaces the first.
             let mut batch = WriteBatch::default();
             let newer = AssocUsage {
@@ -347,7 +456,7 @@ mod tests {
                 ..record.clone()
             };
             batch.put_usage(&ml, &newer).unwrap();
-            store.commit(batch).await.unwrap();
+            store.commit(batch).unwrap();
         }
         let store = reopen(dir.path()).await;
         let loaded = store.load().unwrap();
@@ -369,7 +478,7 @@ mod tests {
                 .put_job(&Job::new(id, JobSpec::default(), 5, None))
                 .unwrap();
         }
-        store.commit(batch).await.unwrap();
+        store.commit(batch).unwrap();
         let ids: Vec<JobId> = store.load().unwrap().jobs.iter().map(|j| j.id).collect();
         assert_eq!(ids, (1..=n).collect::<Vec<_>>());
         // A record of another format, in the middle of the scan.
@@ -380,6 +489,138 @@ mod tests {
         let err = store.load().err().unwrap().to_string();
         assert!(err.contains("job 1500"), "{err}");
         assert!(err.contains("record format 9"), "{err}");
+    }
+
+    /// What a crash leaves when it cuts a turn short: the turn's payloads and journal
+    /// (if it needs one) are on disk, and only its first `records_written` records.
+    fn write_partial_turn(store: &Store, batch: WriteBatch, records_written: usize) {
+        store.apply(batch.standalone).unwrap();
+        if batch.records.len() > 1 {
+            store
+                .db
+                .insert(JOURNAL_KEY, encode(&batch.records).unwrap())
+                .unwrap();
+        }
+        store
+            .apply(batch.records.into_iter().take(records_written).collect())
+            .unwrap();
+        store.db.flush().unwrap();
+    }
+
+    fn job_states(store: &Store) -> Vec<(JobId, JobState)> {
+        let loaded = store.load().unwrap();
+        loaded.jobs.iter().map(|j| (j.id, j.state)).collect()
+    }
+
+    fn job(id: JobId, state: JobState) -> Job {
+        let mut job = Job::new(id, JobSpec::default(), 5, None);
+        job.state = state;
+        job
+    }
+
+    /// A batch that changes these jobs' records (not a turn of submits).
+    fn updates(jobs: &[Job]) -> WriteBatch {
+        let mut batch = WriteBatch::default();
+        for job in jobs {
+            batch.put_job(job).unwrap();
+        }
+        batch
+    }
+
+    #[tokio::test]
+    async fn a_turn_cut_short_is_completed_from_its_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let pending = [job(1, JobState::Pending), job(2, JobState::Pending)];
+            store.commit(updates(&pending)).unwrap();
+            // Job 1 ends and job 2 starts on n1; the crash comes after job 1's record.
+            let mut batch = updates(&[job(1, JobState::Completed), job(2, JobState::Running)]);
+            batch
+                .put_node(&Node::from_config("n1", 4, 100, vec![]))
+                .unwrap();
+            write_partial_turn(&store, batch, 1);
+        }
+        let store = reopen(dir.path()).await;
+        assert_eq!(
+            job_states(&store),
+            vec![(1, JobState::Completed), (2, JobState::Running)]
+        );
+        assert_eq!(store.load().unwrap().nodes[0].name, "n1");
+    }
+
+    #[tokio::test]
+    async fn the_journal_never_brings_back_an_older_value() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let pending = [job(1, JobState::Pending), job(2, JobState::Pending)];
+            store.commit(updates(&pending)).unwrap(); // written with a journal
+            // One record: no journal.
+            store
+                .commit(updates(&[job(2, JobState::Cancelled)]))
+                .unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        assert_eq!(
+            job_states(&store),
+            vec![(1, JobState::Pending), (2, JobState::Cancelled)]
+        );
+        assert!(store.db.get(JOURNAL_KEY).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_turn_of_submits_writes_no_journal_and_others_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let payload = JobPayload {
+            script: "#!/bin/sh\n".into(),
+            env: vec![],
+        };
+        let mut batch = WriteBatch::default();
+        for id in [1, 2] {
+            batch.put_payload(id, &payload).unwrap();
+        }
+        for id in [1, 2] {
+            batch
+                .put_submitted_job(&Job::new(id, JobSpec::default(), 5, None))
+                .unwrap();
+        }
+        store.commit(batch).unwrap();
+        assert!(store.db.get(JOURNAL_KEY).unwrap().is_none());
+        assert_eq!(job_states(&store).len(), 2);
+        let held = [job(1, JobState::Pending), job(2, JobState::Pending)];
+        store.commit(updates(&held)).unwrap();
+        assert!(store.db.get(JOURNAL_KEY).unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_payload_without_its_job_is_dropped_on_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let payload = JobPayload {
+            script: "#!/bin/sh\n".into(),
+            env: vec![],
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let mut batch = WriteBatch::default();
+            batch.put_payload(1, &payload).unwrap();
+            batch
+                .put_job(&Job::new(1, JobSpec::default(), 5, None))
+                .unwrap();
+            store.commit(batch).unwrap();
+            // The next submit's payload is written; the crash comes before its job.
+            let mut batch = WriteBatch::default();
+            batch.put_payload(2, &payload).unwrap();
+            batch
+                .put_job(&Job::new(2, JobSpec::default(), 5, None))
+                .unwrap();
+            write_partial_turn(&store, batch, 0);
+        }
+        let store = reopen(dir.path()).await;
+        assert_eq!(job_states(&store), vec![(1, JobState::Pending)]);
+        assert!(store.payload(1).unwrap().is_some());
+        assert!(store.payload(2).unwrap().is_none());
     }
 
     #[test]
