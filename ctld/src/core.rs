@@ -199,12 +199,12 @@ impl Core {
                     }
                 }
             }
-            self.finish_turn().await;
+            self.finish_turn();
         }
     }
 
     /// Makes the turn's changes durable, then acknowledges and acts.
-    async fn finish_turn(&mut self) {
+    fn finish_turn(&mut self) {
         // A turn of submits alone changes nothing but its new jobs, and each stands
         // alone: after a crash, any subset of them is a state the cluster could have
         // been in. The store then writes them without a journal.

@@ -20,11 +20,11 @@
 //!    holds all of them;
 //! 3. those records themselves, each in its tree.
 //!
-//! For example, a turn where job 7 ends and job 9 starts in its place on `gpu01` writes
-//! the journal `[jobs/7, jobs/9, nodes/gpu01]`, then the three records. If the
-//! controller dies after the journal is on disk but before `jobs/9`, `load` applies the
-//! journal again, and all three are as the turn left them. If it dies before the
-//! journal, none of them changed. The journal always holds the last turn that wrote
+//! For example, a turn where job 7 ends and its run is charged to `ml`/`alice` writes
+//! the journal `[jobs/7, usage/ml alice]`, then the two records. If the controller dies
+//! after the journal is on disk but before the usage record, opening the store applies
+//! the journal again, and both are as the turn left them: the job is not charged twice,
+//! nor not at all. If it dies before the journal, neither changed. The journal always holds the last turn that wrote
 //! one, so applying it again never brings back an older value: a later turn that
 //! changes only one record removes the journal first.
 
