@@ -26,7 +26,7 @@
 //! the journal again, and both are as the turn left them: the job is not charged twice,
 //! nor not at all. If it dies before the journal, neither changed. The journal always holds the last turn that wrote
 //! one, so applying it again never brings back an older value: a later turn that
-//! changes only one record removes the journal first.
+//! changes at most one other record removes the journal first.
 
 use model::usage::{AssocKey, AssocUsage};
 use model::{Job, JobId, JobPayload, Node, Reservation};
