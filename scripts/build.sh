@@ -6,6 +6,12 @@
 # executable starts without the dynamic loader, about a millisecond sooner per call on
 # a virtual machine. Elsewhere, or without a static libc, it is linked dynamically.
 # The daemons stay dynamic: the node daemon loads GPU libraries at run time.
+#
+# Each executable is then rewritten as a fresh copy of itself. The linker writes its
+# output in small pieces, and while those pages stay cached the kernel keeps them as
+# single 4 KB pages; a copy written in large chunks is cached in large folios, which a
+# new process maps in far fewer faults. Started from the linker's file, an `sbatch`
+# call took 0.3-0.5 ms longer here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,3 +26,15 @@ if { [ "$host" = x86_64-unknown-linux-gnu ] || [ "$host" = aarch64-unknown-linux
   static=(-C target-feature=+crt-static -C relocation-model=static)
 fi
 cargo rustc "$@" -p cli --bin drover -- "${static[@]}"
+
+profile=debug
+for arg in "$@"; do
+  if [ "$arg" = --release ]; then profile=release; fi
+done
+out="${CARGO_TARGET_DIR:-target}/$profile"
+for bin in drover drover-ctld drover-noded drover-sim; do
+  if [ -f "$out/$bin" ]; then
+    cp "$out/$bin" "$out/$bin.copy"
+    mv -f "$out/$bin.copy" "$out/$bin"
+  fi
+done
