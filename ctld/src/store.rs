@@ -23,10 +23,10 @@
 //! For example, a turn where job 7 ends and its run is charged to `ml`/`alice` writes
 //! the journal `[jobs/7, usage/ml alice]`, then the two records. If the controller dies
 //! after the journal is on disk but before the usage record, opening the store applies
-//! the journal again, and both are as the turn left them: the job is not charged twice,
-//! nor not at all. If it dies before the journal, neither changed. The journal always holds the last turn that wrote
-//! one, so applying it again never brings back an older value: a later turn that
-//! changes at most one other record removes the journal first.
+//! the journal again, and both are as the turn left them: the run is charged exactly
+//! once. If it dies before the journal, neither changed. The journal always holds the
+//! last turn that wrote one, so applying it again never brings back an older value: a
+//! later turn that changes at most one other record removes the journal first.
 
 use model::usage::{AssocKey, AssocUsage};
 use model::{Job, JobId, JobPayload, Node, Reservation};
