@@ -1,42 +1,26 @@
 //! Telling node daemons what to do, after the decision is durable.
 //!
 //! Each effect becomes one RPC on its own task so the state owner never waits on a
-//! node. Clients are cached per node address. A launch that cannot be delivered comes
-//! back to the state owner as `Input::LaunchFailed`.
+//! node. Clients are cached per node address. A launch the node accepts comes back to
+//! the state owner as `Input::Launched` (the node confirmed it), one that cannot be
+//! delivered as `Input::LaunchFailed`. An order that cannot be delivered is tried a
+//! few times; beyond that, the node's next heartbeat or registration is answered with
+//! it again, since the rules derive every order from the durable state.
 
 use crate::core::Input;
+use crate::rules::{Effect, Order};
 use crate::store::Store;
 use model::{ClusterState, JobId};
 use proto::v1;
 use proto::v1::node_agent_client::NodeAgentClient;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::transport::{Channel, Endpoint};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    Launch {
-        job_id: JobId,
-    },
-    /// 0 cancels (TERM, then KILL after KillWait).
-    Signal {
-        job_id: JobId,
-        signal: i32,
-        batch_only: bool,
-    },
-    /// A signal to every process of the job, the batch shell included (the SIGTERM a
-    /// preempted job gets when its GraceTime starts).
-    SignalAll {
-        job_id: JobId,
-        signal: i32,
-    },
-    /// Stop (SIGSTOP) or continue (SIGCONT) the job's processes.
-    Suspend {
-        job_id: JobId,
-        resume: bool,
-    },
-}
+/// How many times an RPC is sent before the dispatcher gives up on it.
+const ATTEMPTS: u64 = 3;
 
 pub struct Dispatcher {
     clients: BTreeMap<String, NodeAgentClient<Channel>>,
@@ -44,6 +28,9 @@ pub struct Dispatcher {
     cluster_name: String,
     ctld_addr: String,
     kill_wait_secs: u32,
+    /// Launches sent and not answered yet, by (job, run): a launch asked again
+    /// meanwhile (a heartbeat that raced the first) is not sent twice.
+    launching: Arc<Mutex<BTreeSet<(JobId, u32)>>>,
 }
 
 impl Dispatcher {
@@ -59,6 +46,7 @@ impl Dispatcher {
             cluster_name,
             ctld_addr,
             kill_wait_secs,
+            launching: Arc::default(),
         }
     }
 
@@ -77,67 +65,64 @@ impl Dispatcher {
         Some(client)
     }
 
-    pub fn perform(&mut self, effect: Effect, state: &ClusterState, store: &Store) {
+    pub fn perform(&mut self, effect: Effect, state: &ClusterState, store: &dyn Store) {
         match effect {
             Effect::Launch { job_id } => self.launch(job_id, state, store),
-            Effect::Signal {
+            Effect::Order {
                 job_id,
-                signal,
-                batch_only,
-            } => self.signal(job_id, signal, batch_only, false, state),
-            Effect::SignalAll { job_id, signal } => self.signal(job_id, signal, false, true, state),
-            Effect::Suspend { job_id, resume } => {
-                let Some((node, mut client)) = self.batch_client(state, job_id) else {
-                    return;
-                };
-                let req = v1::SuspendJobRequest { job_id, resume };
-                tokio::spawn(async move {
-                    if let Err(e) = client.suspend_job(req).await {
-                        tracing::warn!(job_id, node = %node, resume, error = %e.message(), "suspend not delivered");
-                    }
-                });
-            }
+                node,
+                order,
+            } => self.order(job_id, &node, order, state),
         }
     }
 
-    /// The node running a job's batch step, and a client for its daemon.
-    fn batch_client(
-        &mut self,
-        state: &ClusterState,
-        job_id: JobId,
-    ) -> Option<(String, NodeAgentClient<Channel>)> {
-        let node = batch_node(state, job_id)?;
-        let addr = state.nodes.get(&node).map(|n| n.addr.clone())?;
-        let client = self.client(&addr)?;
-        Some((node, client))
-    }
-
-    fn signal(
-        &mut self,
-        job_id: JobId,
-        signal: i32,
-        batch_only: bool,
-        full: bool,
-        state: &ClusterState,
-    ) {
-        let Some((node, mut client)) = self.batch_client(state, job_id) else {
+    fn order(&mut self, job_id: JobId, node: &str, order: Order, state: &ClusterState) {
+        let Some(addr) = state.nodes.get(node).map(|n| n.addr.clone()) else {
             return;
         };
-        let req = v1::SignalJobRequest {
-            job_id,
-            signal,
-            batch_only,
-            kill_wait_secs: self.kill_wait_secs,
-            full,
+        let Some(client) = self.client(&addr) else {
+            return;
         };
+        let kill_wait_secs = self.kill_wait_secs;
+        let node = node.to_string();
         tokio::spawn(async move {
-            if let Err(e) = client.signal_job(req).await {
-                tracing::warn!(job_id, node = %node, error = %e.message(), "signal not delivered");
+            for attempt in 0..ATTEMPTS {
+                let mut client = client.clone();
+                let sent = match order {
+                    Order::Suspend | Order::Resume => {
+                        let resume = order == Order::Resume;
+                        let req = v1::SuspendJobRequest { job_id, resume };
+                        client.suspend_job(req).await.map(|_| ())
+                    }
+                    Order::Kill | Order::Signal { .. } | Order::SignalAll { .. } => {
+                        let (signal, batch_only, full) = match order {
+                            Order::Kill => (0, false, false),
+                            Order::Signal { signal, batch_only } => (signal, batch_only, false),
+                            Order::SignalAll { signal } => (signal, false, true),
+                            Order::Suspend | Order::Resume => unreachable!(),
+                        };
+                        let req = v1::SignalJobRequest {
+                            job_id,
+                            signal,
+                            batch_only,
+                            kill_wait_secs,
+                            full,
+                        };
+                        client.signal_job(req).await.map(|_| ())
+                    }
+                };
+                match sent {
+                    Ok(()) => return,
+                    Err(e) if attempt + 1 == ATTEMPTS => {
+                        tracing::warn!(job_id, node = %node, ?order, error = %e.message(), "order not delivered; the node's next heartbeat gets it");
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100 * (attempt + 1))).await,
+                }
             }
         });
     }
 
-    fn launch(&mut self, job_id: JobId, state: &ClusterState, store: &Store) {
+    fn launch(&mut self, job_id: JobId, state: &ClusterState, store: &dyn Store) {
         let Some(job) = state.job(job_id) else { return };
         let Some(alloc) = job.alloc.as_ref() else {
             return;
@@ -145,6 +130,15 @@ impl Dispatcher {
         let Some(first) = alloc.nodes.first() else {
             return;
         };
+        let run = (job_id, job.restart_count);
+        if !self
+            .launching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(run)
+        {
+            return;
+        }
         let node = first.node.clone();
         let addr = state
             .nodes
@@ -200,13 +194,14 @@ impl Dispatcher {
         };
         let inbox = self.inbox.clone();
         let client = self.client(&addr);
+        let launching = Arc::clone(&self.launching);
         tokio::spawn(async move {
             // A node daemon that restarted leaves a dead cached connection behind; the
             // request never reached it, so it is sent again on a fresh connection
             // (a launch of a job the node already runs is ignored there).
             let mut result = Err(format!("bad node address `{addr}`"));
             let mut client = client;
-            for attempt in 0..3u64 {
+            for attempt in 0..ATTEMPTS {
                 let Some(mut c) = client.take() else { break };
                 result = c.launch_job(req.clone()).await.map(|_| ()).map_err(|e| {
                     use std::error::Error;
@@ -219,17 +214,23 @@ impl Dispatcher {
                 tokio::time::sleep(Duration::from_millis(50 * (attempt + 1))).await;
                 client = fresh_client(&addr);
             }
-            if let Err(message) = result
-                && let Some(inbox) = inbox.upgrade()
-            {
-                let _ = inbox
-                    .send(Input::LaunchFailed {
-                        job_id,
-                        node,
-                        message,
-                    })
-                    .await;
-            }
+            launching
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&run);
+            let Some(inbox) = inbox.upgrade() else { return };
+            let input = match result {
+                Ok(()) => Input::Launched {
+                    job_id,
+                    restart_count: run.1,
+                },
+                Err(message) => Input::LaunchFailed {
+                    job_id,
+                    node,
+                    message,
+                },
+            };
+            let _ = inbox.send(input).await;
         });
     }
 }
@@ -242,14 +243,4 @@ fn fresh_client(addr: &str) -> Option<NodeAgentClient<Channel>> {
         .timeout(Duration::from_secs(10))
         .tcp_nodelay(true);
     Some(NodeAgentClient::new(endpoint.connect_lazy()))
-}
-
-fn batch_node(state: &ClusterState, job_id: JobId) -> Option<String> {
-    state
-        .job(job_id)?
-        .alloc
-        .as_ref()?
-        .nodes
-        .first()
-        .map(|n| n.node.clone())
 }

@@ -1,21 +1,26 @@
 //! drover-ctld, the controller: owns the cluster state, keeps it durable in sled,
 //! schedules, tells node daemons what to run, and answers clients.
 //!
-//! `core` is the single state owner, `store` the only code that touches sled,
-//! `service` the gRPC front, `dispatch` the RPCs to node daemons, `validate` the
-//! submit checks.
+//! `core` is the state owner's loop, `rules` the controller's decisions (pure
+//! functions of the state, a domain command from `command`, and the time), `store` the
+//! durable state behind a trait (the only code that touches sled), `service` the gRPC
+//! front that turns the wire into commands, `dispatch` the RPCs to node daemons,
+//! `validate` the submit checks, `reservations` the reservation changes.
 
+pub mod command;
 pub mod core;
 pub mod dispatch;
 pub mod reservations;
+pub mod rules;
 pub mod service;
 pub mod store;
 pub mod validate;
 
 use anyhow::Context;
-use model::{ClusterState, Config, NodeHealth};
+use model::{ClusterState, Config};
 use std::path::PathBuf;
 use std::sync::Arc;
+use store::Store;
 use tokio::sync::{mpsc, watch};
 
 /// What `scontrol show config` prints, in order, with Slurm's key names.
@@ -75,39 +80,28 @@ pub fn config_entries(config: &Config) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Below this much free space on the state disk, the controller refuses writes (and
+/// keeps serving reads) until space is freed.
+pub const STATE_MIN_FREE_BYTES: u64 = 64 << 20;
+
 /// Opens the store, restores the state and serves until the process is stopped.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let state_dir = PathBuf::from(&config.state_dir).join("ctld");
     std::fs::create_dir_all(&state_dir)
         .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
     let started = std::time::Instant::now();
-    let store = Arc::new(store::Store::open(&state_dir.join("store"))?);
-    let loaded = store.load()?;
-    let mut state = ClusterState::new(config.node_list(), config.partition_list());
-    let now = core::unix_now();
-    for mut node in loaded.nodes {
-        // A node stays Unknown until its daemon registers again; the timeout runs from now.
-        node.health = if node.health == NodeHealth::Down && node.reason != "Not responding" {
-            NodeHealth::Down
-        } else {
-            NodeHealth::Unknown
-        };
-        if let Some(conf) = state.nodes.get(&node.name) {
-            node.cpus = conf.cpus.max(node.cpus);
-        }
-        state.restore_node(node);
-    }
-    for node in state.nodes.values_mut() {
-        node.last_heartbeat = now;
-    }
-    for r in loaded.reservations {
-        state.reservations.insert(r.name.clone(), r);
-    }
-    state.usage = loaded.usage.into_iter().collect();
-    let job_count = loaded.jobs.len();
-    for job in loaded.jobs {
-        state.restore_job(job);
-    }
+    let store = Arc::new(store::SledStore::open(
+        &state_dir.join("store"),
+        STATE_MIN_FREE_BYTES,
+    )?);
+    let kept = store.load()?;
+    let job_count = kept.jobs.len();
+    let state = ClusterState::restored(
+        config.node_list(),
+        config.partition_list(),
+        kept,
+        core::unix_now(),
+    );
     tracing::info!(
         jobs = job_count,
         load_ms = started.elapsed().as_millis() as u64,
@@ -136,6 +130,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         store,
         config: config.clone(),
         sched_config: Arc::new(sched::SchedConfig::from_config(&config)),
+        estimates: Arc::new(tokio::sync::Semaphore::new(1)),
     };
     let listener = tokio::net::TcpListener::bind(addr)
         .await

@@ -6,39 +6,36 @@
 //! hours; without IGNORE_JOBS it is refused while a running job's time limit reaches
 //! into the window ("Requested nodes are busy").
 
+use crate::command::{ChangeReservation, ReservationOp};
 use model::reservation::{Reservation, ReservationFlag};
 use model::{ClusterState, Event, Time, hostlist, units};
 use proto::v1;
 use std::collections::BTreeMap;
 
 /// The event for a change, or the error text to return.
-pub fn change(
-    state: &ClusterState,
-    req: &v1::ChangeReservationRequest,
-    now: Time,
-) -> Result<Event, String> {
-    if req.requester_uid != 0 {
+pub fn change(state: &ClusterState, req: &ChangeReservation, now: Time) -> Result<Event, String> {
+    if req.requester != 0 {
         return Err("Access/permission denied".into());
     }
     let fields: BTreeMap<String, String> = req
         .fields
         .iter()
-        .map(|f| (f.name.to_ascii_lowercase(), f.value.clone()))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.clone()))
         .collect();
-    let op = v1::ReservationOp::try_from(req.op).map_err(|_| "Invalid operation".to_string())?;
+    let op = req.op;
     let name = fields
         .get("reservationname")
         .or_else(|| fields.get("reservation"))
         .cloned();
     match op {
-        v1::ReservationOp::Delete => {
+        ReservationOp::Delete => {
             let name = name.ok_or("Reservation name required")?;
             if !state.reservations.contains_key(&name) {
                 return Err("Invalid reservation name".into());
             }
             Ok(Event::ReservationDeleted { name })
         }
-        v1::ReservationOp::Create => {
+        ReservationOp::Create => {
             let name = name.unwrap_or_else(|| {
                 (1..)
                     .map(|i| format!("root_{i}"))
@@ -66,7 +63,7 @@ pub fn change(
                 reservation: Box::new(res),
             })
         }
-        v1::ReservationOp::Update => {
+        ReservationOp::Update => {
             let name = name.ok_or("Reservation name required")?;
             let current = state
                 .reservations
@@ -275,17 +272,14 @@ mod tests {
         ClusterState::new(c.node_list(), c.partition_list())
     }
 
-    fn req(op: v1::ReservationOp, fields: &[(&str, &str)]) -> v1::ChangeReservationRequest {
-        v1::ChangeReservationRequest {
-            op: op as i32,
+    fn req(op: ReservationOp, fields: &[(&str, &str)]) -> ChangeReservation {
+        ChangeReservation {
+            op,
             fields: fields
                 .iter()
-                .map(|(k, v)| v1::EnvVar {
-                    name: k.to_string(),
-                    value: v.to_string(),
-                })
+                .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            requester_uid: 0,
+            requester: 0,
         }
     }
 
@@ -293,7 +287,7 @@ mod tests {
     fn create_update_delete() {
         let mut s = state();
         let create = req(
-            v1::ReservationOp::Create,
+            ReservationOp::Create,
             &[
                 ("ReservationName", "maint"),
                 ("StartTime", "1000"),
@@ -313,7 +307,7 @@ mod tests {
             "Reservation request overlaps with an existing reservation of the same name"
         );
         let other = req(
-            v1::ReservationOp::Create,
+            ReservationOp::Create,
             &[
                 ("StartTime", "2000"),
                 ("Duration", "10"),
@@ -326,7 +320,7 @@ mod tests {
             "Requested nodes are busy"
         );
         let update = req(
-            v1::ReservationOp::Update,
+            ReservationOp::Update,
             &[
                 ("ReservationName", "maint"),
                 ("Users", "+bob"),
@@ -336,7 +330,7 @@ mod tests {
         s.apply(&change(&s, &update, 500).unwrap());
         assert_eq!(s.reservations["maint"].users, vec!["bob", "root"]);
         assert_eq!(s.reservations["maint"].flags_text(), "MAINT,IGNORE_JOBS");
-        let delete = req(v1::ReservationOp::Delete, &[("ReservationName", "maint")]);
+        let delete = req(ReservationOp::Delete, &[("ReservationName", "maint")]);
         s.apply(&change(&s, &delete, 500).unwrap());
         assert!(s.reservations.is_empty());
         assert!(change(&s, &delete, 500).is_err());
@@ -372,7 +366,7 @@ mod tests {
             stderr_path: String::new(),
         });
         let busy = req(
-            v1::ReservationOp::Create,
+            ReservationOp::Create,
             &[
                 ("StartTime", "100"),
                 ("Duration", "10"),
@@ -385,13 +379,10 @@ mod tests {
             "Requested nodes are busy"
         );
         let mut ignore = busy.clone();
-        ignore.fields.push(v1::EnvVar {
-            name: "Flags".into(),
-            value: "IGNORE_JOBS".into(),
-        });
+        ignore.fields.push(("Flags".into(), "IGNORE_JOBS".into()));
         assert!(change(&s, &ignore, 0).is_ok());
         let by_count = req(
-            v1::ReservationOp::Create,
+            ReservationOp::Create,
             &[
                 ("StartTime", "100"),
                 ("Duration", "10"),
@@ -406,7 +397,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let no_users = req(
-            v1::ReservationOp::Create,
+            ReservationOp::Create,
             &[("Duration", "10"), ("Nodes", "n2")],
         );
         assert!(
@@ -415,13 +406,13 @@ mod tests {
                 .contains("Users or Accounts")
         );
         let mut not_root = ignore.clone();
-        not_root.requester_uid = 1000;
+        not_root.requester = 1000;
         assert_eq!(
             change(&s, &not_root, 0).unwrap_err(),
             "Access/permission denied"
         );
         let bad_flag = req(
-            v1::ReservationOp::Create,
+            ReservationOp::Create,
             &[
                 ("Duration", "10"),
                 ("Nodes", "n2"),

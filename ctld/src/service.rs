@@ -1,36 +1,86 @@
 //! The gRPC services: `Ctld` for clients and `NodeControl` for node daemons.
 //!
-//! Writes become `Input`s for the state owner and wait for its answer, which comes
-//! only after the change is durable. Reads are answered from the latest published
-//! snapshot, without going through the state owner.
+//! Writes become domain commands (`command`) for the state owner and wait for its
+//! answer, which comes only after the change is durable. Wire values this controller
+//! does not know (an operation, a kind of job end, a state name) are refused here.
+//! Reads, and `sbatch --test-only`, are answered from the latest published snapshot,
+//! without going through the state owner.
 
-use crate::core::{Input, Reply, job_matches, unix_now};
+use crate::command::{self, Rejection};
+use crate::core::{Input, Reply, unix_now};
 use crate::store::Store;
+use model::filter::JobFilter;
 use model::{ClusterState, Config};
 use proto::v1;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tonic::{Request, Response, Status};
 
 #[derive(Clone)]
 pub struct Services {
     pub inbox: mpsc::Sender<Input>,
     pub snapshot: watch::Receiver<Arc<ClusterState>>,
-    pub store: Arc<Store>,
+    pub store: Arc<dyn Store>,
     pub config: Arc<Config>,
     /// Priority weights and associations, for the priority and fair-share reads.
     pub sched_config: Arc<sched::SchedConfig>,
+    /// `--test-only` estimates run one at a time, off the state owner.
+    pub estimates: Arc<Semaphore>,
+}
+
+/// A refusal as a gRPC status, the one place where that mapping is made.
+pub fn status(r: Rejection) -> Status {
+    let text = r.to_string();
+    match r {
+        Rejection::Invalid(_) => Status::invalid_argument(text),
+        Rejection::NotFound(_) => Status::not_found(text),
+        Rejection::PermissionDenied => Status::permission_denied(text),
+        Rejection::WrongState(_) => Status::failed_precondition(text),
+        Rejection::StoreFull(_) => Status::resource_exhausted(text),
+        Rejection::ShuttingDown => Status::unavailable(text),
+    }
+}
+
+fn results_to_wire(results: Vec<command::JobResult>) -> Vec<v1::JobResult> {
+    results
+        .into_iter()
+        .map(|r| v1::JobResult {
+            job_id: r.job_id,
+            error: r.error.map(|e| e.to_string()).unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn orders_to_wire(o: command::NodeOrders) -> Option<v1::NodeOrders> {
+    Some(v1::NodeOrders {
+        kill_jobs: o.kill,
+        suspend_jobs: o.suspend,
+        resume_jobs: o.resume,
+    })
+}
+
+fn jobs_from_wire(jobs: Vec<v1::JobOnNode>) -> Vec<command::JobOnNode> {
+    jobs.into_iter()
+        .map(|j| command::JobOnNode {
+            job_id: j.job_id,
+            restart_count: j.restart_count,
+            suspended: j.suspended,
+            ending: j.ending,
+        })
+        .collect()
+}
+
+fn invalid(text: String) -> Status {
+    Status::invalid_argument(text)
 }
 
 impl Services {
+    /// Hands a command to the state owner and waits for its answer.
     async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Input) -> Result<T, Status> {
         let (tx, rx) = oneshot::channel();
-        self.inbox
-            .send(make(tx))
-            .await
-            .map_err(|_| Status::unavailable("controller is shutting down"))?;
-        rx.await
-            .map_err(|_| Status::unavailable("controller is shutting down"))?
+        let gone = || status(Rejection::ShuttingDown);
+        self.inbox.send(make(tx)).await.map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?.map_err(status)
     }
 
     fn snapshot(&self) -> Arc<ClusterState> {
@@ -41,9 +91,9 @@ impl Services {
 impl Services {
     /// The answer to `ListJobs`, from the latest snapshot: full records, or with
     /// `summary` squeue's light view (`JobSummary`) whose repeated strings are sent once.
-    fn jobs_reply(&self, req: &v1::ListJobsRequest) -> v1::ListJobsReply {
+    fn jobs_reply(&self, req: &v1::ListJobsRequest, filter: &JobFilter) -> v1::ListJobsReply {
         let mut whole = None;
-        self.walk_jobs(req, usize::MAX, &mut |reply| {
+        self.walk_jobs(req, filter, usize::MAX, &mut |reply| {
             whole = Some(reply);
             true
         });
@@ -55,6 +105,7 @@ impl Services {
     fn walk_jobs(
         &self,
         req: &v1::ListJobsRequest,
+        job_filter: &JobFilter,
         chunk: usize,
         emit: &mut dyn FnMut(v1::ListJobsReply) -> bool,
     ) {
@@ -95,7 +146,7 @@ impl Services {
             if req.window_end > 0 && job.submit_time > req.window_end {
                 continue;
             }
-            if !ids.matches(job) || !job_matches(job, filter) {
+            if !ids.matches(job) || !job_filter.matches(job) {
                 continue;
             }
             let priority = if job.state.is_final() {
@@ -146,6 +197,16 @@ impl Services {
         reply.strings = strings.take_new();
         emit(reply);
     }
+}
+
+/// The filter of a listing, its state names checked.
+fn listing_filter(req: &v1::ListJobsRequest) -> Result<JobFilter, Status> {
+    req.filter
+        .as_ref()
+        .map(proto::convert::filter_from_wire)
+        .transpose()
+        .map(Option::unwrap_or_default)
+        .map_err(invalid)
 }
 
 /// Records per chunk of `ListJobSummaries`.
@@ -208,15 +269,39 @@ impl v1::ctld_server::Ctld for Services {
             .spec
             .ok_or_else(|| Status::invalid_argument("missing job spec"))?;
         let (spec, payload) = proto::convert::spec_from_wire(spec);
-        let test_only = req.test_only;
-        self.ask(|reply| Input::Submit {
-            spec: Box::new(spec),
-            payload,
-            test_only,
-            reply,
-        })
-        .await
-        .map(Response::new)
+        let submit = command::Submit { spec, payload };
+        let submitted = if req.test_only {
+            // Off the state owner's turn: a pass over a copy of the snapshot, one
+            // estimate at a time.
+            let _turn = self
+                .estimates
+                .acquire()
+                .await
+                .map_err(|_| status(Rejection::ShuttingDown))?;
+            let this = self.clone();
+            tokio::task::spawn_blocking(move || {
+                let snap = this.snapshot();
+                crate::rules::jobs::estimate(
+                    &snap,
+                    &this.config,
+                    &this.sched_config,
+                    submit,
+                    unix_now(),
+                )
+            })
+            .await
+            .map_err(|e| Status::internal(format!("estimate failed: {e}")))?
+            .map_err(status)?
+        } else {
+            self.ask(|reply| Input::Submit(Box::new(submit), reply))
+                .await?
+        };
+        Ok(Response::new(v1::SubmitJobReply {
+            job_id: submitted.job_id,
+            estimated_start: submitted.estimated_start,
+            estimated_nodes: submitted.estimated_nodes,
+            cluster_name: self.config.cluster_name.clone(),
+        }))
     }
 
     async fn signal_jobs(
@@ -224,17 +309,45 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::SignalJobsRequest>,
     ) -> Result<Response<v1::SignalJobsReply>, Status> {
         let req = req.into_inner();
-        let results = self.ask(|reply| Input::Signal { req, reply }).await?;
-        Ok(Response::new(v1::SignalJobsReply { results }))
+        let wire_filter = req.filter.unwrap_or_default();
+        let cmd = command::SignalJobs {
+            filter: proto::convert::filter_from_wire(&wire_filter).map_err(invalid)?,
+            job_ids: wire_filter.job_ids,
+            signal: req.signal,
+            batch_only: req.batch_only,
+            requester: req.requester_uid,
+        };
+        let results = self.ask(|reply| Input::Signal(cmd, reply)).await?;
+        Ok(Response::new(v1::SignalJobsReply {
+            results: results_to_wire(results),
+        }))
     }
 
     async fn control_jobs(
         &self,
         req: Request<v1::ControlJobsRequest>,
     ) -> Result<Response<v1::ControlJobsReply>, Status> {
+        use command::ControlOp as Op;
         let req = req.into_inner();
-        let results = self.ask(|reply| Input::Control { req, reply }).await?;
-        Ok(Response::new(v1::ControlJobsReply { results }))
+        let op = match v1::ControlOp::try_from(req.op) {
+            Ok(v1::ControlOp::Hold) => Op::Hold,
+            Ok(v1::ControlOp::Uhold) => Op::Uhold,
+            Ok(v1::ControlOp::Release) => Op::Release,
+            Ok(v1::ControlOp::Requeue) => Op::Requeue,
+            Ok(v1::ControlOp::RequeueHold) => Op::RequeueHold,
+            Ok(v1::ControlOp::Suspend) => Op::Suspend,
+            Ok(v1::ControlOp::Resume) => Op::Resume,
+            Err(_) => return Err(invalid(format!("unknown job operation {}", req.op))),
+        };
+        let cmd = command::ControlJobs {
+            op,
+            job_ids: req.job_ids,
+            requester: req.requester_uid,
+        };
+        let results = self.ask(|reply| Input::Control(cmd, reply)).await?;
+        Ok(Response::new(v1::ControlJobsReply {
+            results: results_to_wire(results),
+        }))
     }
 
     async fn update_job(
@@ -242,8 +355,15 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::UpdateJobRequest>,
     ) -> Result<Response<v1::UpdateJobReply>, Status> {
         let req = req.into_inner();
-        let results = self.ask(|reply| Input::Update { req, reply }).await?;
-        Ok(Response::new(v1::UpdateJobReply { results }))
+        let cmd = command::UpdateJobs {
+            job_ids: req.job_ids,
+            fields: req.fields.into_iter().map(|f| (f.name, f.value)).collect(),
+            requester: req.requester_uid,
+        };
+        let results = self.ask(|reply| Input::Update(cmd, reply)).await?;
+        Ok(Response::new(v1::UpdateJobReply {
+            results: results_to_wire(results),
+        }))
     }
 
     async fn list_jobs(
@@ -251,10 +371,11 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<v1::ListJobsReply>, Status> {
         let req = req.into_inner();
+        let filter = listing_filter(&req)?;
         // A large queue takes a while to walk: off the async workers, so that submits
         // and node reports keep flowing meanwhile.
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.jobs_reply(&req))
+        tokio::task::spawn_blocking(move || this.jobs_reply(&req, &filter))
             .await
             .map(Response::new)
             .map_err(|e| Status::internal(format!("listing jobs failed: {e}")))
@@ -269,11 +390,12 @@ impl v1::ctld_server::Ctld for Services {
     ) -> Result<Response<Self::ListJobSummariesStream>, Status> {
         let mut req = req.into_inner();
         req.summary = true;
+        let filter = listing_filter(&req)?;
         // Built off the async workers; a few chunks ahead of the network at most.
         let (tx, rx) = mpsc::channel(4);
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            this.walk_jobs(&req, SUMMARY_CHUNK, &mut |chunk| {
+            this.walk_jobs(&req, &filter, SUMMARY_CHUNK, &mut |chunk| {
                 tx.blocking_send(Ok(chunk)).is_ok()
             });
         });
@@ -312,7 +434,19 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::UpdateNodesRequest>,
     ) -> Result<Response<v1::UpdateNodesReply>, Status> {
         let req = req.into_inner();
-        self.ask(|reply| Input::UpdateNodes { req, reply }).await?;
+        let action = match req.state.to_ascii_uppercase().as_str() {
+            "DRAIN" => command::NodeAction::Drain,
+            "DOWN" => command::NodeAction::Down,
+            "RESUME" | "IDLE" | "UNDRAIN" => command::NodeAction::Resume,
+            other => return Err(invalid(format!("Invalid node state specified: {other}"))),
+        };
+        let cmd = command::UpdateNodes {
+            nodes: req.nodes,
+            action,
+            reason: req.reason,
+            requester: req.requester_uid,
+        };
+        self.ask(|reply| Input::UpdateNodes(cmd, reply)).await?;
         Ok(Response::new(v1::UpdateNodesReply {}))
     }
 
@@ -369,7 +503,13 @@ impl v1::ctld_server::Ctld for Services {
     ) -> Result<Response<v1::CreateStepReply>, Status> {
         let req = req.into_inner();
         let job_id = req.job_id;
-        let step_id = self.ask(|reply| Input::CreateStep { req, reply }).await?;
+        let cmd = command::CreateStep {
+            job_id,
+            name: req.name,
+            num_tasks: req.num_tasks,
+            requester: req.requester_uid,
+        };
+        let step_id = self.ask(|reply| Input::CreateStep(cmd, reply)).await?;
         let job = self
             .snapshot()
             .job(job_id)
@@ -382,8 +522,19 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ChangeReservationRequest>,
     ) -> Result<Response<v1::ChangeReservationReply>, Status> {
         let req = req.into_inner();
+        let op = match v1::ReservationOp::try_from(req.op) {
+            Ok(v1::ReservationOp::Create) => command::ReservationOp::Create,
+            Ok(v1::ReservationOp::Update) => command::ReservationOp::Update,
+            Ok(v1::ReservationOp::Delete) => command::ReservationOp::Delete,
+            Err(_) => return Err(invalid(format!("unknown reservation operation {}", req.op))),
+        };
+        let cmd = command::ChangeReservation {
+            op,
+            fields: req.fields.into_iter().map(|f| (f.name, f.value)).collect(),
+            requester: req.requester_uid,
+        };
         let name = self
-            .ask(|reply| Input::ChangeReservation { req, reply })
+            .ask(|reply| Input::ChangeReservation(cmd, reply))
             .await?;
         Ok(Response::new(v1::ChangeReservationReply { name }))
     }
@@ -471,7 +622,13 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::CompleteStepRequest>,
     ) -> Result<Response<v1::CompleteStepReply>, Status> {
         let req = req.into_inner();
-        self.ask(|reply| Input::CompleteStep { req, reply }).await?;
+        let cmd = command::CompleteStep {
+            job_id: req.job_id,
+            step_id: req.step_id,
+            exit_code: req.exit_code,
+            exit_signal: req.exit_signal,
+        };
+        self.ask(|reply| Input::CompleteStep(cmd, reply)).await?;
         Ok(Response::new(v1::CompleteStepReply {}))
     }
 }
@@ -483,9 +640,25 @@ impl v1::node_control_server::NodeControl for Services {
         req: Request<v1::RegisterRequest>,
     ) -> Result<Response<v1::RegisterReply>, Status> {
         let req = req.into_inner();
-        self.ask(|reply| Input::Register { req, reply })
-            .await
-            .map(Response::new)
+        let reg = command::Registration {
+            node: req.node_name,
+            addr: req.agent_addr,
+            cpus: req.cpus,
+            memory_mb: req.memory_mb,
+            gpus: req
+                .gpus
+                .into_iter()
+                .map(proto::convert::gpu_from_wire)
+                .collect(),
+            features: req.features,
+            boot_time: req.boot_time,
+            jobs: jobs_from_wire(req.jobs),
+        };
+        let orders = self.ask(|reply| Input::Register(reg, reply)).await?;
+        Ok(Response::new(v1::RegisterReply {
+            heartbeat_interval_ms: self.config.controller.heartbeat_interval_ms,
+            orders: orders_to_wire(orders),
+        }))
     }
 
     async fn heartbeat(
@@ -493,17 +666,42 @@ impl v1::node_control_server::NodeControl for Services {
         req: Request<v1::HeartbeatRequest>,
     ) -> Result<Response<v1::HeartbeatReply>, Status> {
         let req = req.into_inner();
-        self.ask(|reply| Input::Heartbeat { req, reply })
-            .await
-            .map(Response::new)
+        let hb = command::Heartbeat {
+            node: req.node_name,
+            jobs: jobs_from_wire(req.jobs),
+        };
+        let orders = self.ask(|reply| Input::Heartbeat(hb, reply)).await?;
+        Ok(Response::new(v1::HeartbeatReply {
+            register_again: orders.register_again,
+            orders: orders_to_wire(orders),
+        }))
     }
 
     async fn job_finished(
         &self,
         req: Request<v1::JobFinishedRequest>,
     ) -> Result<Response<v1::JobFinishedReply>, Status> {
+        use command::EndKind;
         let req = req.into_inner();
-        self.ask(|reply| Input::JobFinished { req, reply }).await?;
+        let kind = match v1::FinishKind::try_from(req.kind) {
+            Ok(v1::FinishKind::Exited) => EndKind::Exited,
+            Ok(v1::FinishKind::Cancelled) => EndKind::Cancelled,
+            Ok(v1::FinishKind::Timeout) => EndKind::Timeout,
+            Ok(v1::FinishKind::OutOfMemory) => EndKind::OutOfMemory,
+            Ok(v1::FinishKind::LaunchFailed) => EndKind::LaunchFailed,
+            Err(_) => return Err(invalid(format!("unknown kind of job end {}", req.kind))),
+        };
+        let end = command::JobEnd {
+            node: req.node_name,
+            job_id: req.job_id,
+            restart_count: req.restart_count,
+            kind,
+            exit_code: req.exit_code,
+            exit_signal: req.exit_signal,
+            end_time: req.end_time,
+            message: req.message,
+        };
+        self.ask(|reply| Input::JobFinished(end, reply)).await?;
         Ok(Response::new(v1::JobFinishedReply {}))
     }
 }

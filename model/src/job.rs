@@ -6,6 +6,7 @@
 //! raised. A pending job array is one record whose `pending_tasks` shrink as tasks are
 //! split off into their own records; the last task to start keeps the array's id.
 
+use crate::reason::Reason;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -154,6 +155,28 @@ pub struct Preemption {
     pub time: Time,
     /// Slurm's GraceTime: SIGTERM at `time`, the kill at `time + grace_secs`.
     pub grace_secs: u32,
+}
+
+/// Why an acknowledged request ends a job's run: the node is told to kill it until it
+/// reports the end, and the end is then recorded as the request says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KillCause {
+    /// `scancel` by this uid: the job ends CANCELLED.
+    Cancel { by: u32 },
+    /// `scontrol requeue` (`hold`: `requeuehold`): the job goes back to PENDING.
+    Requeue { hold: bool },
+    /// Its preemption's grace time is over (the job's `preemption` says how it ends).
+    Preempt,
+}
+
+/// An acknowledged kill of a running job, kept in the job's record so that it survives
+/// a restart of the controller (Slurm keeps the canceller and the completing flag in
+/// the job record the same way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillRequest {
+    pub cause: KillCause,
+    /// When it was acknowledged.
+    pub time: Time,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -316,7 +339,7 @@ pub struct Job {
     pub spec: JobSpec,
     pub state: JobState,
     /// Slurm's reason code while pending, or why it ended.
-    pub reason: String,
+    pub reason: Reason,
     pub submit_time: Time,
     pub start_time: Time,
     pub end_time: Time,
@@ -338,21 +361,22 @@ pub struct Job {
     pub planned_start: Time,
     /// The nodes of the planned start (hostlist; empty: none planned). Derived by the
     /// scheduler like the reason, so not persisted.
-    #[serde(skip)]
     pub planned_nodes: String,
     /// The time limit in force in seconds, when it is finer than whole minutes (the
     /// simulator replays traces whose estimates are in seconds). `None`: the limit is
     /// `time_limit_min`. Use [`Job::time_limit_secs`].
-    #[serde(default)]
     pub time_limit_s: Option<u32>,
     /// Set while the job is being preempted (terminated, or suspended for another
     /// job); `None` otherwise.
-    #[serde(default)]
     pub preemption: Option<Preemption>,
     /// Seconds spent suspended during this run (they do not count against the time
     /// limit); `suspend_time` is the last suspend or resume.
-    #[serde(default)]
     pub suspended_secs: Time,
+    /// Set while an acknowledged kill of this run waits for the node's report of its end.
+    pub kill: Option<KillRequest>,
+    /// The node confirmed it started this run. A run the controller cannot find on its
+    /// node after a restart is launched again when this is false, and lost when true.
+    pub launched: bool,
 }
 
 impl Job {
@@ -369,9 +393,9 @@ impl Job {
             pending_tasks,
             state: JobState::Pending,
             reason: if held {
-                "JobHeldUser".into()
+                Reason::JobHeldUser
             } else {
-                "None".into()
+                Reason::None
             },
             submit_time,
             start_time: 0,
@@ -393,6 +417,8 @@ impl Job {
             time_limit_s: None,
             preemption: None,
             suspended_secs: 0,
+            kill: None,
+            launched: false,
             spec,
         }
     }

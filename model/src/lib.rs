@@ -6,10 +6,12 @@ pub mod assoc;
 pub mod config;
 pub mod constraint;
 pub mod factors;
+pub mod filter;
 pub mod hostlist;
 pub mod job;
 pub mod node;
 pub mod pattern;
+pub mod reason;
 pub mod reservation;
 pub mod state;
 pub mod tres;
@@ -18,9 +20,10 @@ pub mod usage;
 
 pub use config::{Config, ConfigError, Partition};
 pub use job::{
-    Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, NodeAllocation, PreemptMode,
-    Preemption, SignalSpec, Step, Time,
+    Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, KillCause, KillRequest,
+    NodeAllocation, PreemptMode, Preemption, SignalSpec, Step, Time,
 };
 pub use node::{GpuDevice, Node, NodeHealth};
+pub use reason::Reason;
 pub use reservation::{Reservation, ReservationFlag};
-pub use state::{ClusterState, Event, NodeUsage};
+pub use state::{ClusterState, Event, NodeUsage, Restored};

@@ -9,8 +9,11 @@
 //! `sacct`.
 
 use crate::config::Partition;
-use crate::job::{Allocation, Job, JobId, JobSpec, JobState, PreemptMode, Preemption, Step, Time};
+use crate::job::{
+    Allocation, Job, JobId, JobSpec, JobState, KillRequest, PreemptMode, Preemption, Step, Time,
+};
 use crate::node::{GpuDevice, Node, NodeHealth};
+use crate::reason::Reason;
 use crate::reservation::Reservation;
 use crate::usage::{AssocKey, AssocUsage};
 use serde::{Deserialize, Serialize};
@@ -36,15 +39,26 @@ pub enum Event {
         stdout_path: String,
         stderr_path: String,
     },
-    /// The job reached a final state, or (with `Requeued`) goes back to pending.
+    /// The job reached a final state.
     JobEnded {
         job_id: JobId,
         state: JobState,
         exit_code: i32,
         exit_signal: i32,
         time: Time,
-        reason: String,
+        reason: Reason,
         cancelled_by: Option<u32>,
+    },
+    /// The node confirmed it started this run of the job (`restart_count` names the run).
+    JobLaunched {
+        job_id: JobId,
+        restart_count: u32,
+    },
+    /// A kill of the running job was acknowledged (scancel, requeue, the end of a
+    /// preemption's grace time): its node is told until it reports the end.
+    JobKillRequested {
+        job_id: JobId,
+        request: KillRequest,
     },
     JobRequeued {
         job_id: JobId,
@@ -76,7 +90,7 @@ pub enum Event {
     JobHeld {
         job_id: JobId,
         held: bool,
-        reason: String,
+        reason: Reason,
     },
     /// The job's request changed (`scontrol update`).
     JobUpdated {
@@ -87,7 +101,7 @@ pub enum Event {
     /// The scheduler's reason and planned start for a pending job.
     JobPendingReason {
         job_id: JobId,
-        reason: String,
+        reason: Reason,
         planned_start: Time,
         /// The nodes of the planned start (hostlist; empty: none planned).
         planned_nodes: String,
@@ -156,6 +170,8 @@ impl Event {
             Event::ArrayTaskSplit { new_id, .. } => Some(*new_id),
             Event::JobStarted { job_id, .. }
             | Event::JobEnded { job_id, .. }
+            | Event::JobLaunched { job_id, .. }
+            | Event::JobKillRequested { job_id, .. }
             | Event::JobRequeued { job_id, .. }
             | Event::JobPreempted { job_id, .. }
             | Event::JobSuspended { job_id, .. }
@@ -167,6 +183,15 @@ impl Event {
             | Event::StepEnded { job_id, .. } => Some(*job_id),
             _ => None,
         }
+    }
+
+    /// Does the store keep what this event changes? Heartbeat times and the
+    /// scheduler's pending reasons are derived again after a restart.
+    pub fn persisted(&self) -> bool {
+        !matches!(
+            self,
+            Event::NodeHeartbeat { .. } | Event::JobPendingReason { .. }
+        )
     }
 
     /// The reservation this event changes, if any.
@@ -189,6 +214,19 @@ impl Event {
         }
     }
 }
+
+/// What a restart loads from the store, before it becomes a [`ClusterState`].
+#[derive(Debug, Clone, Default)]
+pub struct Restored {
+    pub jobs: Vec<Job>,
+    pub nodes: Vec<Node>,
+    pub reservations: Vec<Reservation>,
+    /// Decayed usage per (account, user).
+    pub usage: Vec<(AssocKey, AssocUsage)>,
+}
+
+/// The reason a node that stopped heartbeating is DOWN with (Slurm's words).
+pub const NOT_RESPONDING: &str = "Not responding";
 
 /// Resources in use on a node, derived from the running jobs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -255,6 +293,7 @@ impl ClusterState {
     /// Inserts or replaces a job record directly (loading, tests, the simulator).
     pub fn insert_job(&mut self, job: Job) {
         let id = job.id;
+        self.next_job_id = self.next_job_id.max(id + 1);
         self.jobs.insert(id, Arc::new(job));
         self.reindex(id);
     }
@@ -275,18 +314,6 @@ impl ClusterState {
 
     pub fn partition(&self, name: &str) -> Option<&Partition> {
         self.partitions.iter().find(|p| p.name == name)
-    }
-
-    /// Inserts a job as loaded from the store (no event: it already happened).
-    pub fn restore_job(&mut self, job: Job) {
-        self.next_job_id = self.next_job_id.max(job.id + 1);
-        self.insert_job(job);
-    }
-
-    /// Replaces a node's record with one loaded from the store, keeping the configured
-    /// size when the stored one has none.
-    pub fn restore_node(&mut self, node: Node) {
-        self.nodes.insert(node.name.clone(), node);
     }
 
     fn job_mut(&mut self, id: JobId) -> Option<&mut Job> {
@@ -341,8 +368,10 @@ impl ClusterState {
                     job.array_task_id = job.pending_tasks.pop_first();
                 }
                 job.state = JobState::Running;
-                job.reason = "None".into();
+                job.reason = Reason::None;
                 job.alloc = Some(alloc.clone());
+                job.kill = None;
+                job.launched = false;
                 job.start_time = *time;
                 job.end_time = 0;
                 job.planned_start = 0;
@@ -381,8 +410,9 @@ impl ClusterState {
                 job.exit_code = *exit_code;
                 job.exit_signal = *exit_signal;
                 job.end_time = *time;
-                job.reason = reason.clone();
+                job.reason = *reason;
                 job.cancelled_by = *cancelled_by;
+                job.kill = None;
                 if job.start_time == 0 {
                     job.start_time = *time;
                 }
@@ -413,7 +443,13 @@ impl ClusterState {
                 job.exit_signal = 0;
                 job.cancelled_by = None;
                 job.held = *hold;
-                job.reason = if *hold { "JobHeldUser" } else { "BeginTime" }.into();
+                job.reason = if *hold {
+                    Reason::JobHeldUser
+                } else {
+                    Reason::BeginTime
+                };
+                job.kill = None;
+                job.launched = false;
                 // A job requeued by preemption remembers its preemptor, which goes
                 // first into the room it left.
                 job.preemption = job
@@ -425,6 +461,25 @@ impl ClusterState {
                 for step in job.steps.iter_mut().filter(|s| !s.state.is_final()) {
                     step.state = JobState::Requeued;
                     step.end_time = *time;
+                }
+            }
+            Event::JobLaunched {
+                job_id,
+                restart_count,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                if job.restart_count == *restart_count && job.alloc.is_some() {
+                    job.launched = true;
+                }
+            }
+            Event::JobKillRequested { job_id, request } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                if job.alloc.is_some() && !job.state.is_final() {
+                    job.kill = Some(*request);
                 }
             }
             Event::JobPreempted {
@@ -487,7 +542,7 @@ impl ClusterState {
                     return;
                 };
                 job.held = *held;
-                job.reason = reason.clone();
+                job.reason = *reason;
                 if *held {
                     // Passes skip held jobs: drop the plan they had.
                     job.planned_start = 0;
@@ -515,7 +570,7 @@ impl ClusterState {
                 let Some(job) = self.job_mut(*job_id) else {
                     return;
                 };
-                job.reason = reason.clone();
+                job.reason = *reason;
                 job.planned_start = *planned_start;
                 job.planned_nodes.clone_from(planned_nodes);
             }
@@ -583,7 +638,7 @@ impl ClusterState {
                 }
                 node.boot_time = *boot_time;
                 node.last_heartbeat = *time;
-                if node.health == NodeHealth::Down && node.reason == "Not responding" {
+                if node.health == NodeHealth::Down && node.reason == NOT_RESPONDING {
                     node.reason.clear();
                 }
                 if node.health != NodeHealth::Down || node.reason.is_empty() {
@@ -630,6 +685,129 @@ impl ClusterState {
                 }
             }
         }
+    }
+
+    /// The state after a restart: the configured nodes and partitions, with the records
+    /// the store kept. A node stays UNKNOWN until its daemon registers again (a DOWN an
+    /// admin set stays DOWN), and its silence is timed from `now`; a node keeps the
+    /// larger of its configured and its last reported CPU count.
+    pub fn restored(
+        nodes: Vec<Node>,
+        partitions: Vec<Partition>,
+        kept: Restored,
+        now: Time,
+    ) -> ClusterState {
+        let mut state = ClusterState::new(nodes, partitions);
+        for mut node in kept.nodes {
+            node.health = if node.health == NodeHealth::Down && node.reason != NOT_RESPONDING {
+                NodeHealth::Down
+            } else {
+                NodeHealth::Unknown
+            };
+            if let Some(configured) = state.nodes.get(&node.name) {
+                node.cpus = configured.cpus.max(node.cpus);
+            }
+            state.nodes.insert(node.name.clone(), node);
+        }
+        for node in state.nodes.values_mut() {
+            node.last_heartbeat = now;
+        }
+        state.reservations = kept
+            .reservations
+            .into_iter()
+            .map(|r| (r.name.clone(), r))
+            .collect();
+        state.usage = kept.usage.into_iter().collect();
+        for job in kept.jobs {
+            state.insert_job(job);
+        }
+        state
+    }
+
+    /// Checks what every change must keep true, and says what broke: the pending and
+    /// running indexes match the jobs, ids stay below `next_job_id`, only jobs holding
+    /// an allocation have one (on known nodes) or a kill request, and no node gives
+    /// more CPUs, GPUs or memory than it has (suspended jobs lend their CPUs and GPUs,
+    /// not their memory). Tests and the simulator run it after every change.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut pending = imbl::OrdSet::new();
+        let mut queued = imbl::OrdSet::new();
+        let mut running = imbl::OrdSet::new();
+        for (id, job) in &self.jobs {
+            if job.id != *id {
+                return Err(format!("job {} is filed under {id}", job.id));
+            }
+            if *id >= self.next_job_id {
+                return Err(format!(
+                    "job {id} is not below next_job_id {}",
+                    self.next_job_id
+                ));
+            }
+            let holds = matches!(
+                job.state,
+                JobState::Running | JobState::Suspended | JobState::Completing
+            );
+            match job.state {
+                JobState::Pending => {
+                    pending.insert(*id);
+                    if !job.held {
+                        queued.insert(*id);
+                    }
+                }
+                _ if holds => {
+                    running.insert(*id);
+                }
+                _ => {}
+            }
+            if job.state == JobState::Pending && job.alloc.is_some() {
+                return Err(format!("pending job {id} has an allocation"));
+            }
+            if holds && job.alloc.as_ref().is_none_or(|a| a.nodes.is_empty()) {
+                return Err(format!("{} job {id} has no allocation", job.state.name()));
+            }
+            if !holds && (job.kill.is_some() || job.launched && !job.state.is_final()) {
+                return Err(format!(
+                    "{} job {id} has a kill request or a launch",
+                    job.state.name()
+                ));
+            }
+            if job.is_array_meta() && job.state != JobState::Pending {
+                return Err(format!("array record {id} is {}", job.state.name()));
+            }
+        }
+        if pending != self.pending_ids || queued != self.queued_ids || running != self.running_ids {
+            return Err("the pending, queued or running index does not match the jobs".into());
+        }
+        let mut used: BTreeMap<&str, (u32, u64, Vec<u32>)> = BTreeMap::new();
+        for job in self.running_jobs() {
+            let lends = job.state == JobState::Suspended;
+            for na in job.alloc.iter().flat_map(|a| &a.nodes) {
+                let Some(node) = self.nodes.get(&na.node) else {
+                    return Err(format!("job {} runs on unknown node {}", job.id, na.node));
+                };
+                let u = used.entry(node.name.as_str()).or_default();
+                u.1 += na.mem_mb;
+                if !lends {
+                    u.0 += na.cpus;
+                    u.2.extend(&na.gpus);
+                }
+                if u.0 > node.cpus || u.1 > node.memory_mb {
+                    return Err(format!(
+                        "node {} gives more CPUs or memory than it has",
+                        node.name
+                    ));
+                }
+            }
+        }
+        for (name, (_, _, gpus)) in &used {
+            let mut sorted = gpus.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if sorted.len() != gpus.len() {
+                return Err(format!("node {name} gives one GPU to two running jobs"));
+            }
+        }
+        Ok(())
     }
 
     /// What the running jobs use on each node.
@@ -713,7 +891,7 @@ mod tests {
             exit_code: 0,
             exit_signal: 0,
             time: 12,
-            reason: "None".into(),
+            reason: Reason::None,
             cancelled_by: None,
         });
         let j = s.job(1).unwrap();
@@ -740,7 +918,7 @@ mod tests {
         assert_eq!(s.pending_jobs().count(), 2);
         s.apply(&Event::JobPendingReason {
             job_id: 2,
-            reason: "Resources".into(),
+            reason: Reason::Resources,
             planned_start: 50,
             planned_nodes: "n1".into(),
         });
@@ -748,7 +926,11 @@ mod tests {
             s.apply(&Event::JobHeld {
                 job_id: id,
                 held,
-                reason: if held { "JobHeldUser" } else { "None" }.into(),
+                reason: if held {
+                    Reason::JobHeldUser
+                } else {
+                    Reason::None
+                },
             });
         }
         assert_eq!(queued(&s), vec![1]);

@@ -1,13 +1,15 @@
 //! The daemon's side of `NodeControl`: register with the controller (retrying with
 //! backoff until it answers), heartbeat at the interval it asks for, register again when
-//! it asks or after a failed heartbeat, and cancel the jobs it lists in `kill_jobs`.
+//! it asks or after a failed heartbeat. Each registration and heartbeat reports the
+//! jobs this node has, and is answered with the orders that make them match the
+//! controller's durable state: jobs to kill, to suspend, to resume.
 
 use crate::backoff::Backoff;
 use crate::inventory::NodeResources;
 use crate::jobs::Jobs;
 use model::JobId;
 use proto::v1::node_control_client::NodeControlClient;
-use proto::v1::{HeartbeatRequest, RegisterReply, RegisterRequest};
+use proto::v1::{HeartbeatRequest, NodeOrders, RegisterReply, RegisterRequest};
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::transport::Channel;
@@ -32,7 +34,7 @@ pub async fn run(
 ) {
     loop {
         let reply = register(&jobs, &mut ctld, &reg).await;
-        kill_jobs(&jobs, &reply.kill_jobs);
+        obey(&jobs, reply.orders.unwrap_or_default()).await;
         let interval = match reply.heartbeat_interval_ms {
             0 => default_interval,
             ms => Duration::from_millis(u64::from(ms)),
@@ -41,12 +43,12 @@ pub async fn run(
             tokio::time::sleep(interval).await;
             let req = HeartbeatRequest {
                 node_name: reg.node_name.clone(),
-                running_jobs: jobs.running(),
+                jobs: jobs.on_node(),
             };
             match ctld.heartbeat(req).await {
                 Ok(reply) => {
                     let reply = reply.into_inner();
-                    kill_jobs(&jobs, &reply.kill_jobs);
+                    obey(&jobs, reply.orders.unwrap_or_default()).await;
                     if reply.register_again {
                         info!("controller asks this node to register again");
                         break;
@@ -70,7 +72,7 @@ async fn register(
     let mut backoff = Backoff::default();
     let mut failures = 0u32;
     loop {
-        let running = jobs.running();
+        let report = jobs.on_node();
         let req = RegisterRequest {
             node_name: reg.node_name.clone(),
             agent_addr: reg.agent_addr.clone(),
@@ -82,13 +84,14 @@ async fn register(
                 .iter()
                 .map(proto::convert::gpu_to_wire)
                 .collect(),
-            running_jobs: running.clone(),
+            jobs: report.clone(),
             boot_time: reg.boot_time,
             features: reg.resources.features.clone(),
         };
         match ctld.register(req).await {
             Ok(reply) => {
-                info!(running_jobs = ?running, agent_addr = %reg.agent_addr, "registered with the controller");
+                let ids: Vec<JobId> = report.iter().map(|j| j.job_id).collect();
+                info!(jobs = ?ids, agent_addr = %reg.agent_addr, "registered with the controller");
                 jobs.set_registered();
                 return reply.into_inner();
             }
@@ -105,12 +108,19 @@ async fn register(
     }
 }
 
-fn kill_jobs(jobs: &Jobs, ids: &[JobId]) {
-    for &job_id in ids {
+/// Carries out the controller's orders.
+async fn obey(jobs: &Jobs, orders: NodeOrders) {
+    for job_id in orders.kill_jobs {
         if jobs.cancel(job_id) {
             info!(job_id, "controller asks to kill job");
         } else {
             debug!(job_id, "controller asks to kill a job not running here");
+        }
+    }
+    for (ids, resume) in [(orders.suspend_jobs, false), (orders.resume_jobs, true)] {
+        for job_id in ids {
+            info!(job_id, resume, "controller asks to suspend or resume job");
+            jobs.suspend(job_id, resume).await;
         }
     }
 }

@@ -10,14 +10,16 @@
 use crate::backoff::Backoff;
 use crate::launch::{LaunchError, LaunchInfo};
 use crate::procfs;
-use crate::spool::{JobDir, PGID, PID, SUPERVISOR_LOG, SUPERVISOR_PID, Spool, SpoolError};
+use crate::spool::{
+    JobDir, PGID, PID, SUPERVISOR_LOG, SUPERVISOR_PID, SUSPENDED, Spool, SpoolError,
+};
 use crate::status::{FinishKind, JobStatus};
 use crate::unix_now;
 use model::JobId;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use proto::v1::LaunchJobRequest;
 use proto::v1::node_control_client::NodeControlClient;
+use proto::v1::{JobOnNode, LaunchJobRequest};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -72,6 +74,8 @@ struct Entry {
     /// The supervisor is our child (its pid cannot be reused before we reap it).
     own_child: bool,
     cancel_requested: bool,
+    /// The run this is (the job's restart count at launch).
+    restart_count: u32,
 }
 
 /// The jobs of this node.
@@ -128,15 +132,25 @@ impl Jobs {
         &self.spool
     }
 
-    /// Jobs whose end the controller has not acknowledged yet, by id.
-    pub fn running(&self) -> Vec<JobId> {
-        self.table().keys().copied().collect()
+    /// Jobs whose end the controller has not acknowledged yet, by id: what run each
+    /// is, whether it is stopped, and whether it is being killed or has ended.
+    pub fn on_node(&self) -> Vec<JobOnNode> {
+        self.table()
+            .iter()
+            .map(|(&job_id, e)| JobOnNode {
+                job_id,
+                restart_count: e.restart_count,
+                suspended: e.phase == Phase::Running && e.dir.file(SUSPENDED).exists(),
+                ending: e.cancel_requested || e.phase == Phase::Reporting,
+            })
+            .collect()
     }
 
     /// Starts a job: writes its directory, starts its supervisor, returns. A launch of
     /// a job already running here is acknowledged and ignored.
     pub async fn launch(self: &Arc<Self>, req: LaunchJobRequest) -> Result<(), JobsError> {
         let job_id = req.job_id;
+        let restart_count = req.restart_count;
         let deadline = Instant::now() + RELAUNCH_WAIT;
         loop {
             {
@@ -149,6 +163,7 @@ impl Jobs {
                             supervisor: None,
                             own_child: true,
                             cancel_requested: false,
+                            restart_count,
                         };
                         table.insert(job_id, entry);
                         break;
@@ -231,7 +246,10 @@ impl Jobs {
         if entry.phase == Phase::Reporting {
             return false;
         }
-        entry.cancel_requested = true;
+        if std::mem::replace(&mut entry.cancel_requested, true) {
+            // Already being killed: the supervisor escalates by itself.
+            return true;
+        }
         if let Some(pid) = entry.supervisor
             && (entry.own_child || procfs::is_supervisor_of(pid, entry.dir.path()))
         {
@@ -346,6 +364,7 @@ impl Jobs {
                 supervisor,
                 own_child: false,
                 cancel_requested: false,
+                restart_count: dir.read_launch().map(|l| l.restart_count).unwrap_or(0),
             };
             self.table().insert(*job_id, entry);
             match supervisor {

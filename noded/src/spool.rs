@@ -28,6 +28,9 @@ pub const PID: &str = "pid";
 pub const PGID: &str = "pgid";
 pub const SUPERVISOR_PID: &str = "supervisor.pid";
 pub const SUPERVISOR_LOG: &str = "supervisor.log";
+/// Present while the supervisor holds the job stopped (`SuspendJob`); the daemon
+/// reports it to the controller, after a restart too.
+pub const SUSPENDED: &str = "suspended";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpoolError {

@@ -292,6 +292,7 @@ impl Supervisor<'_> {
                     timeout_at = None;
                     warn_at = None;
                     self.signal_job(Signal::SIGSTOP);
+                    self.mark_suspended(true);
                     info!("job suspended");
                 }
                 Some(Signal::SIGUSR2) => {
@@ -300,6 +301,7 @@ impl Supervisor<'_> {
                         timeout_at = timeout_left.map(|d| now + d);
                         warn_at = warn_left.map(|d| now + d);
                         self.signal_job(Signal::SIGCONT);
+                        self.mark_suspended(false);
                         info!(
                             suspended_ms = since.elapsed().as_millis() as u64,
                             "job resumed"
@@ -310,7 +312,9 @@ impl Supervisor<'_> {
             }
             if matches!(got, Some(Signal::SIGTERM | Signal::SIGINT)) && ending.is_none() {
                 // A suspended job is continued by `terminate` (SIGCONT first).
-                suspended = None;
+                if suspended.take().is_some() {
+                    self.mark_suspended(false);
+                }
                 timeout_at = None;
                 warn_at = None;
                 ending = Some(FinishKind::Cancelled);
@@ -398,6 +402,25 @@ impl Supervisor<'_> {
                 next_kill = now + Duration::from_millis(200);
             }
             let _ = self.wait_signal(Some(next_kill.min(give_up).saturating_duration_since(now)));
+        }
+    }
+
+    /// Says in the job's directory whether the job is held stopped.
+    fn mark_suspended(&self, on: bool) {
+        let path = self.dir.file(crate::spool::SUSPENDED);
+        let done = if on {
+            std::fs::write(&path, b"")
+        } else {
+            std::fs::remove_file(&path).or_else(|e| {
+                if e.kind() == io::ErrorKind::NotFound {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+        };
+        if let Err(e) = done {
+            warn!(error = %e, on, "cannot mark the job's suspension in its directory");
         }
     }
 

@@ -9,8 +9,9 @@ use noded::spool::{PGID, SUPERVISOR_PID, Spool};
 use proto::v1::node_agent_client::NodeAgentClient;
 use proto::v1::node_control_server::{NodeControl, NodeControlServer};
 use proto::v1::{
-    FinishKind, HeartbeatReply, HeartbeatRequest, JobFinishedReply, JobFinishedRequest, JobSpec,
-    LaunchJobRequest, RegisterReply, RegisterRequest, SignalJobRequest, SuspendJobRequest,
+    FinishKind, HeartbeatReply, HeartbeatRequest, JobFinishedReply, JobFinishedRequest, JobOnNode,
+    JobSpec, LaunchJobRequest, NodeOrders, RegisterReply, RegisterRequest, SignalJobRequest,
+    SuspendJobRequest,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -33,7 +34,10 @@ enum Seen {
 struct Knobs {
     fail_finished: u32,
     register_again: bool,
-    kill_jobs: Vec<u32>,
+    /// Orders for the next heartbeat's answer.
+    orders: NodeOrders,
+    /// The jobs the last heartbeat reported.
+    heartbeat_jobs: Vec<JobOnNode>,
 }
 
 struct FakeCtld {
@@ -50,18 +54,19 @@ impl NodeControl for FakeCtld {
         let _ = self.seen.send(Seen::Register(r.into_inner()));
         Ok(Response::new(RegisterReply {
             heartbeat_interval_ms: 50,
-            kill_jobs: vec![],
+            orders: None,
         }))
     }
 
     async fn heartbeat(
         &self,
-        _: Request<HeartbeatRequest>,
+        r: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatReply>, Status> {
         let mut k = self.knobs.lock().unwrap();
+        k.heartbeat_jobs = r.into_inner().jobs;
         let reply = HeartbeatReply {
             register_again: std::mem::take(&mut k.register_again),
-            kill_jobs: std::mem::take(&mut k.kill_jobs),
+            orders: Some(std::mem::take(&mut k.orders)),
         };
         Ok(Response::new(reply))
     }
@@ -277,7 +282,7 @@ async fn daemon_runs_reports_and_survives_restart() {
         .collect();
     assert_eq!(gpus, vec![(0, "fake"), (1, "fake")]);
     assert_eq!(reg.features, vec!["f1".to_string()]);
-    assert!(reg.running_jobs.is_empty());
+    assert!(reg.jobs.is_empty());
     assert!(
         reg.agent_addr.starts_with("127.0.0.1:"),
         "{}",
@@ -375,12 +380,12 @@ async fn daemon_runs_reports_and_survives_restart() {
             .found
     );
 
-    // The controller's kill_jobs cancel.
+    // The controller's kill orders cancel.
     client
         .launch_job(h.launch_request(4, "#!/bin/sh\nsleep 100\n"))
         .await
         .unwrap();
-    h.knobs.lock().unwrap().kill_jobs = vec![4];
+    h.knobs.lock().unwrap().orders.kill_jobs = vec![4];
     let f = h.next_finished().await;
     assert_eq!(
         (f.job_id, f.kind),
@@ -391,7 +396,7 @@ async fn daemon_runs_reports_and_survives_restart() {
     // register_again makes the node register again.
     h.knobs.lock().unwrap().register_again = true;
     let again = h.next_register().await;
-    assert!(again.running_jobs.is_empty(), "{again:?}");
+    assert!(again.jobs.is_empty(), "{again:?}");
 
     // kill -9 of the daemon: job 5 keeps running, job 6 ends while no daemon is there.
     let wait_for = |flag: &str, code: u32| {
@@ -416,7 +421,8 @@ async fn daemon_runs_reports_and_survives_restart() {
 
     h.start_noded();
     let reg = h.next_register().await;
-    assert_eq!(reg.running_jobs, vec![5, 6], "{reg:?}");
+    let ids: Vec<u32> = reg.jobs.iter().map(|j| j.job_id).collect();
+    assert_eq!(ids, vec![5, 6], "{reg:?}");
     let f = h.next_finished().await;
     assert_eq!(
         (f.job_id, f.kind, f.exit_code),
@@ -432,16 +438,36 @@ async fn daemon_runs_reports_and_survives_restart() {
     );
     assert_eq!(std::fs::read_to_string(h.work("slurm-5.out")).unwrap(), "");
 
-    // A recovered job can still be cancelled.
+    // The controller's orders suspend a job; the suspension is reported, after a
+    // restart of the daemon too; the orders resume it; a recovered job can still be
+    // cancelled.
     let mut client = agent(&reg.agent_addr).await;
-    client
-        .launch_job(h.launch_request(7, "#!/bin/sh\nsleep 100\n"))
-        .await
-        .unwrap();
+    let mut seven = h.launch_request(7, "#!/bin/sh\nsleep 100\n");
+    seven.restart_count = 2;
+    client.launch_job(seven).await.unwrap();
+    let reported = |h: &Harness, suspended: bool| {
+        let k = h.knobs.lock().unwrap();
+        k.heartbeat_jobs
+            .iter()
+            .any(|j| j.job_id == 7 && j.restart_count == 2 && j.suspended == suspended)
+    };
+    wait_until("job 7 to be reported running", || reported(&h, false)).await;
+    h.knobs.lock().unwrap().orders.suspend_jobs = vec![7];
+    wait_until("job 7 to be reported suspended", || reported(&h, true)).await;
     h.kill_noded();
     h.start_noded();
     let reg = h.next_register().await;
-    assert_eq!(reg.running_jobs, vec![7]);
+    assert_eq!(reg.jobs.len(), 1, "{reg:?}");
+    assert_eq!(
+        (
+            reg.jobs[0].job_id,
+            reg.jobs[0].restart_count,
+            reg.jobs[0].suspended
+        ),
+        (7, 2, true)
+    );
+    h.knobs.lock().unwrap().orders.resume_jobs = vec![7];
+    wait_until("job 7 to be reported resumed", || reported(&h, false)).await;
     let mut client = agent(&reg.agent_addr).await;
     assert!(
         client

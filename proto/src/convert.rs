@@ -196,7 +196,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
             String::new()
         },
         state: state_to_wire(j.state) as i32,
-        reason: j.reason.clone(),
+        reason: j.reason.name().to_string(),
         submit_time: j.submit_time,
         eligible_time: j.submit_time.max(spec.begin_time),
         start_time: j.start_time,
@@ -396,7 +396,7 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>) -> v1::JobS
             String::new()
         },
         state: state_to_wire(j.state) as i32,
-        reason: strings.intern(&j.reason),
+        reason: strings.intern(j.reason.name()),
         submit_time: j.submit_time,
         start_time: j.start_time,
         end_time: j.end_time,
@@ -421,6 +421,18 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>) -> v1::JobS
         nice: spec.nice,
         planned_nodes: j.planned_nodes.clone(),
     }
+}
+
+/// A listing's or a bulk command's filter (without its job ids): unknown state names
+/// are refused.
+pub fn filter_from_wire(f: &v1::JobFilter) -> Result<model::filter::JobFilter, String> {
+    Ok(model::filter::JobFilter {
+        users: f.users.clone(),
+        names: f.names.clone(),
+        partitions: f.partitions.clone(),
+        accounts: f.accounts.clone(),
+        states: model::filter::JobFilter::parse_states(&f.states)?,
+    })
 }
 
 pub fn gpu_to_wire(g: &GpuDevice) -> v1::GpuDevice {

@@ -23,7 +23,7 @@
 use crate::config::{BackfillConfig, Policy};
 use crate::profile::{self, FOREVER, Free, Profile};
 use crate::{PerNode, node_could_fit};
-use model::{Allocation, ClusterState, Job, NodeAllocation, Time};
+use model::{Allocation, ClusterState, Job, NodeAllocation, Reason, Time};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the pass does with one job (or one array task).
@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub enum Decision {
     Start(Allocation),
     Wait {
-        reason: &'static str,
+        reason: Reason,
         /// 0 when the pass made no reservation for it.
         planned_start: Time,
         /// The reserved nodes as a hostlist; empty without a reservation.
@@ -92,7 +92,7 @@ impl<'a, 's> Planner<'a, 's> {
         let now = profile.now;
         let dur = job_duration(job);
         if self.config.policy == Policy::Fcfs && self.blocked[p] {
-            return wait("Priority");
+            return wait(Reason::Priority);
         }
         if let Some(chosen) = self.fits_now(profile, p, job, req, dur) {
             let end = now.saturating_add(dur).min(FOREVER);
@@ -104,7 +104,11 @@ impl<'a, 's> Planner<'a, 's> {
         }
         let first = !self.blocked[p];
         self.blocked[p] = true;
-        let reason = if first { "Resources" } else { "Priority" };
+        let reason = if first {
+            Reason::Resources
+        } else {
+            Reason::Priority
+        };
         let may_reserve = match self.config.policy {
             Policy::Fcfs => false,
             Policy::Easy => !self.reserved[p],
@@ -379,7 +383,7 @@ fn request_key(p: usize, job: &Job, req: &PerNode) -> Option<RequestKey> {
     })
 }
 
-fn wait(reason: &'static str) -> Decision {
+fn wait(reason: Reason) -> Decision {
     Decision::Wait {
         reason,
         planned_start: 0,

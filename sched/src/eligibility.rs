@@ -7,48 +7,48 @@
 //! opened waits with `Reservation`.
 
 use crate::dependency::{self, DepStatus};
-use model::{ClusterState, Job, Time};
+use model::{ClusterState, Job, Reason, Time};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Eligibility {
     Eligible,
     /// Not now, for this reason.
-    Wait(String),
+    Wait(Reason),
     /// Never: end the job with this reason.
-    Cancel(String),
+    Cancel(Reason),
 }
 
 pub fn check(state: &ClusterState, job: &Job, now: Time) -> Eligibility {
-    let wait = |r: &str| Eligibility::Wait(r.to_string());
+    use Eligibility::Wait;
     if job.held {
-        return if job.reason.starts_with("JobHeld") {
-            wait(&job.reason)
+        return Wait(if job.reason.is_hold() {
+            job.reason
         } else {
-            wait("JobHeldUser")
-        };
+            Reason::JobHeldUser
+        });
     }
     if job.spec.begin_time > now {
-        return wait("BeginTime");
+        return Wait(Reason::BeginTime);
     }
     match dependency::evaluate(state, job) {
         DepStatus::Satisfied => {}
-        DepStatus::Waiting => return wait("Dependency"),
+        DepStatus::Waiting => return Wait(Reason::Dependency),
         DepStatus::Never if job.spec.kill_on_invalid_dep => {
-            return Eligibility::Cancel("DependencyNeverSatisfied".into());
+            return Eligibility::Cancel(Reason::DependencyNeverSatisfied);
         }
-        DepStatus::Never => return wait("DependencyNeverSatisfied"),
+        DepStatus::Never => return Wait(Reason::DependencyNeverSatisfied),
     }
     if !job.spec.reservation.is_empty() {
         match state.reservations.get(&job.spec.reservation) {
-            None => return wait("ReservationDeleted"),
-            Some(r) if r.window_at(now).0 > now => return wait("Reservation"),
+            None => return Wait(Reason::ReservationDeleted),
+            Some(r) if r.window_at(now).0 > now => return Wait(Reason::Reservation),
             Some(_) => {}
         }
     }
     match state.partition(&job.spec.partition) {
-        None => wait("PartitionDown"),
-        Some(p) if p.state == "INACTIVE" => wait("PartitionInactive"),
-        Some(p) if !p.schedules_jobs() => wait("PartitionDown"),
+        None => Wait(Reason::PartitionDown),
+        Some(p) if p.state == "INACTIVE" => Wait(Reason::PartitionInactive),
+        Some(p) if !p.schedules_jobs() => Wait(Reason::PartitionDown),
         Some(_) => Eligibility::Eligible,
     }
 }

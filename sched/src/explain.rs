@@ -14,7 +14,7 @@
 use crate::dependency::{self, DepStatus};
 use crate::eligibility::{self, Eligibility};
 use crate::{SchedConfig, limits, node_could_fit, per_node_request, priority};
-use model::{ClusterState, Job, JobId, JobState, Time};
+use model::{ClusterState, Job, JobId, JobState, Reason, Time};
 
 /// One thing holding the job back, with the time it is expected to clear (0: unknown
 /// or never by itself).
@@ -37,24 +37,24 @@ pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId)
     if let Eligibility::Wait(reason) | Eligibility::Cancel(reason) =
         eligibility::check(state, job, now)
     {
-        match reason.as_str() {
-            "JobHeldUser" | "JobHeldAdmin" => push(
+        match reason {
+            Reason::JobHeldUser | Reason::JobHeldAdmin => push(
                 format!("held ({reason}): `scontrol release {}` lets it run", job.id),
                 0,
             ),
-            "BeginTime" => push(
+            Reason::BeginTime => push(
                 format!(
                     "may not start before its begin time {}",
                     job.spec.begin_time
                 ),
                 job.spec.begin_time,
             ),
-            "Dependency" | "DependencyNeverSatisfied" => {
+            Reason::Dependency | Reason::DependencyNeverSatisfied => {
                 for line in dependency_lines(state, job) {
                     push(line, 0);
                 }
             }
-            "Reservation" => {
+            Reason::Reservation => {
                 let start = state
                     .reservations
                     .get(&job.spec.reservation)
@@ -64,7 +64,7 @@ pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId)
                     start,
                 );
             }
-            "ReservationDeleted" => push(
+            Reason::ReservationDeleted => push(
                 format!("its reservation {} no longer exists", job.spec.reservation),
                 0,
             ),

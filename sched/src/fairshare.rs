@@ -763,7 +763,7 @@ users = ["b1"]
             exit_code: 0,
             exit_signal: 0,
             time: 100,
-            reason: String::new(),
+            reason: model::Reason::None,
             cancelled_by: None,
         });
         let later = current_usage(&s, 300, &c)[&key].billing;
@@ -774,7 +774,7 @@ users = ["b1"]
         assert_eq!(current_usage(&s, 10, &c)[&key].billing, 120.0);
         let mut job = s.job(1).unwrap().clone();
         job.spec.qos = "cheap".into();
-        s.restore_job(job);
+        s.insert_job(job);
         assert_eq!(current_usage(&s, 10, &c)[&key].billing, 60.0);
         // Nothing to charge for a job that never ran.
         let pending = Job::new(9, model::JobSpec::default(), 0, None);
@@ -790,7 +790,7 @@ users = ["b1"]
         job.suspended_secs = 30;
         job.suspend_time = 90;
         job.state = JobState::Suspended;
-        s.restore_job(job);
+        s.insert_job(job);
         assert_eq!(current_usage(&s, 100, &c)[&key].billing, 120.0);
         let Some(Event::UsageCharged { usage, .. }) = charge(&s, s.job(1).unwrap(), 100, &c) else {
             panic!("no charge");

@@ -14,6 +14,7 @@
 //! 2 (3 CPUs), 3 (2 CPUs, 1 h), 4 (1 CPU, 10 min), jobs 1 and 2 limited to 30 min:
 //! 1 starts on n1, 2 on n2; 3 does not fit and is reserved on n1 at +30 min
 //! (`Resources`); 4 fits on n1 and ends before +30 min, so it starts (backfill).
+pub mod apply;
 pub mod backfill;
 pub mod config;
 pub mod cpus;
@@ -31,8 +32,7 @@ pub mod reservation;
 use backfill::Decision;
 pub use config::{BackfillConfig, Policy, SchedConfig};
 use eligibility::Eligibility;
-use model::{Allocation, ClusterState, Job, JobId, Time};
-use std::borrow::Cow;
+use model::{Allocation, ClusterState, Job, JobId, Reason, Time};
 use std::collections::BTreeMap;
 
 /// One job to start now.
@@ -49,7 +49,7 @@ pub struct Start {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
     /// Slurm's reason code (`Resources`, `Priority`, `Dependency`, ...).
-    pub reason: Cow<'static, str>,
+    pub reason: Reason,
     /// The start the pass reserved for it; 0 when it made no reservation.
     pub planned_start: Time,
     /// The nodes of that reservation, as a hostlist; empty without one.
@@ -61,7 +61,7 @@ pub struct Pending {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cancel {
     pub job_id: JobId,
-    pub reason: String,
+    pub reason: Reason,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -178,7 +178,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     };
     let mut pending: Vec<(JobId, Pending)> = Vec::with_capacity(queue.len());
     for (job, _priority) in queue {
-        let mut pend = |reason: Cow<'static, str>, planned_start: Time, planned_nodes: String| {
+        let mut pend = |reason: Reason, planned_start: Time, planned_nodes: String| {
             pending.push((
                 job.id,
                 Pending {
@@ -191,7 +191,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         match eligibility::check(state, job, now) {
             Eligibility::Eligible => {}
             Eligibility::Wait(reason) => {
-                pend(reason.into(), 0, String::new());
+                pend(reason, 0, String::new());
                 continue;
             }
             Eligibility::Cancel(reason) => {
@@ -207,11 +207,11 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             .iter()
             .position(|p| p.name == job.spec.partition)
         else {
-            pend("PartitionDown".into(), 0, String::new());
+            pend(Reason::PartitionDown, 0, String::new());
             continue;
         };
         if let Some(reason) = limits.check(job) {
-            pend(reason.into(), 0, String::new());
+            pend(reason, 0, String::new());
             continue;
         }
         let mut req = per_node_request(job);
@@ -223,18 +223,18 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             .filter(|_| !meta)
             .chain(job.pending_tasks.iter().map(|t| Some(*t)).filter(|_| meta));
         let throttle = job.spec.array.as_ref().map(|a| a.max_running).unwrap_or(0);
-        let mut waiting: Option<(Cow<'static, str>, Time, String)> = None;
+        let mut waiting: Option<(Reason, Time, String)> = None;
         for (n, task) in tasks.enumerate() {
             let running = array_running.get(&job.array_job_id).copied().unwrap_or(0);
             if job.array_job_id != 0 && throttle > 0 && running >= throttle {
-                waiting = Some(("JobArrayTaskLimit".into(), 0, String::new()));
+                waiting = Some((Reason::JobArrayTaskLimit, 0, String::new()));
                 break;
             }
             // Each further task of an array counts against the limits again.
             if n > 0
                 && let Some(reason) = limits.check(job)
             {
-                waiting = Some((reason.into(), 0, String::new()));
+                waiting = Some((reason, 0, String::new()));
                 break;
             }
             match planner.place(&mut profile, p, job, &req) {
@@ -263,7 +263,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                             .retain(|id| !victims.iter().any(|v| v.job_id == *id));
                         plan.preempts.extend(victims);
                     }
-                    waiting = Some((reason.into(), planned_start, planned_nodes));
+                    waiting = Some((reason, planned_start, planned_nodes));
                     break;
                 }
             }

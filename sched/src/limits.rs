@@ -26,49 +26,23 @@
 
 use crate::SchedConfig;
 use model::assoc::{Associations, Limits};
+use model::reason::{Limit, LimitReason, Scope, TresClass, TresLimit};
 use model::tres::{self, TresCounts, TresWeights};
 use model::usage::AssocKey;
-use model::{Allocation, ClusterState, Job, JobSpec, Time};
+use model::{Allocation, ClusterState, Job, JobSpec, Reason, Time};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Which limit a reason names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Grp,
-    GrpMins,
-    MaxPerUser,
-    MaxPerJob,
+/// The reason of a TRES limit of `scope` on TRES `name`.
+fn tres_reason(scope: Scope, kind: TresLimit, name: &str) -> Reason {
+    Reason::Limit(LimitReason::new(
+        scope,
+        Limit::Tres(kind, TresClass::of(name)),
+    ))
 }
 
-/// Slurm's reason code for a TRES limit of `scope` (`QOS` or `Assoc`).
-fn tres_reason(scope: &str, kind: Kind, name: &str) -> String {
-    let gres = name.starts_with("gres/");
-    let body = match (kind, name) {
-        (Kind::Grp, "cpu") => "GrpCpuLimit",
-        (Kind::Grp, "mem") => "GrpMemLimit",
-        (Kind::Grp, "node") => "GrpNodeLimit",
-        (Kind::Grp, "billing") => "GrpBilling",
-        (Kind::Grp, _) if gres => "GrpGRES",
-        (Kind::GrpMins, "cpu") => "GrpCPUMinutesLimit",
-        (Kind::GrpMins, "mem") => "GrpMemMinutes",
-        (Kind::GrpMins, "node") => "GrpNodeMinutes",
-        (Kind::GrpMins, "billing") => "GrpBillingMinutes",
-        (Kind::GrpMins, _) if gres => "GrpGRESMinutes",
-        (Kind::MaxPerUser, "cpu") => "MaxCpuPerUserLimit",
-        (Kind::MaxPerUser, "mem") => "MaxMemoryPerUser",
-        (Kind::MaxPerUser, "node") => "MaxNodePerUserLimit",
-        (Kind::MaxPerUser, "billing") => "MaxBillingPerUser",
-        (Kind::MaxPerUser, _) if gres => "MaxGRESPerUser",
-        (Kind::MaxPerJob, "cpu") => "MaxCpuPerJobLimit",
-        (Kind::MaxPerJob, "mem") if scope == "Assoc" => "MaxMemPerJob",
-        (Kind::MaxPerJob, "mem") => "MaxMemoryPerJob",
-        (Kind::MaxPerJob, "node") => "MaxNodePerJobLimit",
-        (Kind::MaxPerJob, "billing") => "MaxBillingPerJob",
-        (Kind::MaxPerJob, _) if gres => "MaxGRESPerJob",
-        _ => "GrpTRESLimit",
-    };
-    format!("{scope}{body}")
+fn limit_reason(scope: Scope, limit: Limit) -> Reason {
+    Reason::Limit(LimitReason::new(scope, limit))
 }
 
 /// The message of a submit refused by MaxSubmit limits (Slurm's
@@ -213,7 +187,7 @@ impl<'a> LimitTracker<'a> {
     }
 
     /// The reason the job may not start now because of a limit, if any.
-    pub fn check(&self, job: &Job) -> Option<String> {
+    pub fn check(&self, job: &Job) -> Option<Reason> {
         if !self.enabled {
             return None;
         }
@@ -231,55 +205,55 @@ impl<'a> LimitTracker<'a> {
         if let Some(q) = assocs.qos.get(&qos_name) {
             let l = &q.limits;
             if over_wall(l) {
-                return Some("QOSMaxWallDurationPerJobLimit".into());
+                return Some(limit_reason(Scope::Qos, Limit::MaxWallDurationPerJob));
             }
             if let Some(name) = over(&l.max_tres_per_job, None, &req) {
-                return Some(tres_reason("QOS", Kind::MaxPerJob, name));
+                return Some(tres_reason(Scope::Qos, TresLimit::MaxPerJob, name));
             }
             if l.grp_jobs
                 .is_some_and(|max| self.qos_jobs.get(&qos_name).copied().unwrap_or(0) >= max)
             {
-                return Some("QOSGrpJobsLimit".into());
+                return Some(limit_reason(Scope::Qos, Limit::GrpJobs));
             }
             let qu = (qos_name.clone(), user.clone());
             if l.max_jobs
                 .is_some_and(|max| self.qos_user_jobs.get(&qu).copied().unwrap_or(0) >= max)
             {
-                return Some("QOSMaxJobsPerUserLimit".into());
+                return Some(limit_reason(Scope::Qos, Limit::MaxJobsPerUser));
             }
             if let Some(name) = over(&l.grp_tres, self.qos_tres.get(&qos_name), &req) {
-                return Some(tres_reason("QOS", Kind::Grp, name));
+                return Some(tres_reason(Scope::Qos, TresLimit::Grp, name));
             }
             if let Some(name) = over(&l.max_tres_per_user, self.qos_user_tres.get(&qu), &req) {
-                return Some(tres_reason("QOS", Kind::MaxPerUser, name));
+                return Some(tres_reason(Scope::Qos, TresLimit::MaxPerUser, name));
             }
         }
         let ul = assocs.user_limits(&account);
         if over_wall(&ul) {
-            return Some("AssocMaxWallDurationPerJobLimit".into());
+            return Some(limit_reason(Scope::Assoc, Limit::MaxWallDurationPerJob));
         }
         if let Some(name) = over(&ul.max_tres_per_job, None, &req) {
-            return Some(tres_reason("Assoc", Kind::MaxPerJob, name));
+            return Some(tres_reason(Scope::Assoc, TresLimit::MaxPerJob, name));
         }
         let key = (account.clone(), user);
         if ul
             .max_jobs
             .is_some_and(|max| self.assoc_jobs.get(&key).copied().unwrap_or(0) >= max)
         {
-            return Some("AssocMaxJobsLimit".into());
+            return Some(limit_reason(Scope::Assoc, Limit::MaxJobsPerUser));
         }
         if let Some(name) = over(&ul.max_tres_per_user, self.assoc_tres.get(&key), &req) {
-            return Some(tres_reason("Assoc", Kind::Grp, name));
+            return Some(tres_reason(Scope::Assoc, TresLimit::Grp, name));
         }
         for a in assocs.lineage(&account) {
             let l = &a.limits;
             if l.grp_jobs
                 .is_some_and(|max| self.acct_jobs.get(&a.name).copied().unwrap_or(0) >= max)
             {
-                return Some("AssocGrpJobsLimit".into());
+                return Some(limit_reason(Scope::Assoc, Limit::GrpJobs));
             }
             if let Some(name) = over(&l.grp_tres, self.acct_tres.get(&a.name), &req) {
-                return Some(tres_reason("Assoc", Kind::Grp, name));
+                return Some(tres_reason(Scope::Assoc, TresLimit::Grp, name));
             }
             let used = self.acct_tres_mins.get(&a.name);
             for (name, limit) in &l.grp_tres_mins {
@@ -290,7 +264,7 @@ impl<'a> LimitTracker<'a> {
                 };
                 let wants_any = req.get(name).copied().unwrap_or(0) > 0;
                 if wants_any && have + want > *limit as f64 {
-                    return Some(tres_reason("Assoc", Kind::GrpMins, name));
+                    return Some(tres_reason(Scope::Assoc, TresLimit::GrpMins, name));
                 }
             }
         }
@@ -499,7 +473,10 @@ nodes = "ALL"
         let mut t = LimitTracker::new(&s, &c);
         assert_eq!(t.check(&j2), None);
         t.charge(&j2, &alloc("n1", 1, &[3]));
-        assert_eq!(t.check(&j3).as_deref(), Some("QOSMaxGRESPerUser"));
+        assert_eq!(
+            t.check(&j3).map(|r| r.to_string()).as_deref(),
+            Some("QOSMaxGRESPerUser")
+        );
         assert_eq!(t.check(&j4), None);
     }
 
@@ -632,7 +609,7 @@ nodes = "ALL"
             }
             let t = LimitTracker::new(&s, &c);
             let got = t.check(&job(100, "alice", candidate));
-            assert_eq!(got.as_deref(), want, "{limits}");
+            assert_eq!(got.map(|r| r.to_string()).as_deref(), want, "{limits}");
         }
     }
 
@@ -654,7 +631,10 @@ nodes = "ALL"
         let mut j = job(1, "alice", |_| {});
         j.time_limit_min = Some(10);
         assert_eq!(
-            LimitTracker::at(&s, 0, &c).check(&j).as_deref(),
+            LimitTracker::at(&s, 0, &c)
+                .check(&j)
+                .map(|r| r.to_string())
+                .as_deref(),
             Some("AssocGrpCPUMinutesLimit")
         );
         assert_eq!(LimitTracker::at(&s, 3600, &c).check(&j), None);

@@ -234,7 +234,7 @@ fn exclusive_partitions_give_whole_nodes() {
         })
         .collect();
     assert_eq!(cpus, vec![(1, "n1", 4), (2, "n2", 4)]);
-    assert_eq!(plan.pending[&3].reason, "Resources");
+    assert_eq!(plan.pending[&3].reason, Reason::Resources);
 }
 
 #[test]

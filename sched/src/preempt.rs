@@ -23,6 +23,7 @@
 //! enough, on n2 job 3 would; both cost one victim, and job 1 is the lower, so job 1 is
 //! preempted. Had job 4 needed 4 CPUs, n1 would cost two victims and n2 one: job 3.
 
+use crate::backfill::NodeFilter;
 use crate::profile::{Free, Profile, Slot};
 use crate::{PerNode, SchedConfig, node_could_fit};
 use model::{ClusterState, Job, JobId, JobState, NodeAllocation, PreemptMode, Time};
@@ -456,7 +457,7 @@ impl<'s> Preemptor<'s> {
         for &i in profile.partition_slots(p) {
             let slot = &profile.slots[i];
             let node = slot.node;
-            if !slot.usable || !filter.allows(&node.name) || !node_could_fit(node, req) {
+            if !slot.usable || !filter.allows(node) || !node_could_fit(node, req) {
                 continue;
             }
             if reservations && !crate::reservation::node_allowed(state, job, &node.name, now, to) {
@@ -597,29 +598,4 @@ fn add(free: &mut Free, more: &Free) {
     free.cpus += more.cpus;
     free.mem_mb += more.mem_mb;
     free.gpus |= more.gpus;
-}
-
-/// `--nodelist` and `--exclude` of a job.
-struct NodeFilter {
-    wanted: Option<BTreeSet<String>>,
-    excluded: BTreeSet<String>,
-}
-
-impl NodeFilter {
-    fn new(job: &Job) -> NodeFilter {
-        let expand = |text: &str| -> BTreeSet<String> {
-            model::hostlist::expand(text)
-                .unwrap_or_default()
-                .into_iter()
-                .collect()
-        };
-        NodeFilter {
-            wanted: (!job.spec.nodelist.is_empty()).then(|| expand(&job.spec.nodelist)),
-            excluded: expand(&job.spec.exclude),
-        }
-    }
-
-    fn allows(&self, node: &str) -> bool {
-        !self.excluded.contains(node) && self.wanted.as_ref().is_none_or(|w| w.contains(node))
-    }
 }

@@ -122,7 +122,7 @@ fn fewest_and_lowest_victims() {
     submit(&mut s, 4, "high", |j| j.cpus_per_task = 2);
     let plan = schedule(&s, 100, &config);
     assert_eq!(render(&plan), "preempt 1 CANCEL for 4\n");
-    assert_eq!(plan.pending[&4].reason, "Resources");
+    assert_eq!(plan.pending[&4].reason, Reason::Resources);
 
     let mut s = example(QOS_CANCEL);
     submit(&mut s, 4, "high", |j| j.cpus_per_task = 4);
@@ -142,6 +142,30 @@ fn fewest_and_lowest_victims() {
         render(&schedule(&s, 100, &config)),
         "preempt 1 CANCEL for 4\npreempt 3 CANCEL for 4\npreempt 2 CANCEL for 4\n"
     );
+}
+
+#[test]
+fn victims_are_only_on_nodes_the_preemptor_may_use() {
+    let (_, config) = setup(QOS_CANCEL);
+    // Job 3 alone fills n2, the fewest victims for four CPUs; but only n1 has the
+    // feature the preemptor asks for, so it takes jobs 1 and 2 there.
+    let mut s = example(QOS_CANCEL);
+    s.nodes.get_mut("n1").unwrap().features = vec!["fast".into()];
+    submit(&mut s, 4, "high", |j| {
+        j.cpus_per_task = 4;
+        j.constraint = "fast".into();
+    });
+    assert_eq!(
+        render(&schedule(&s, 100, &config)),
+        "preempt 1 CANCEL for 4\npreempt 2 CANCEL for 4\n"
+    );
+    // No node has the feature: nobody is preempted for nothing.
+    let mut s = example(QOS_CANCEL);
+    submit(&mut s, 4, "high", |j| {
+        j.cpus_per_task = 4;
+        j.constraint = "slow".into();
+    });
+    assert_eq!(render(&schedule(&s, 100, &config)), "");
 }
 
 #[test]
@@ -201,7 +225,7 @@ fn a_waiting_preemptor_picks_no_second_set() {
     let (config, mut s) = preempting_job_1(0);
     let plan = schedule(&s, 101, &config);
     assert_eq!(render(&plan), "");
-    assert_eq!(plan.pending[&4].reason, "Resources");
+    assert_eq!(plan.pending[&4].reason, Reason::Resources);
     // Another preemptor does not count on job 1: it picks its own victim (of two
     // equal ones, the youngest).
     submit(&mut s, 5, "high", |j| j.cpus_per_task = 2);
@@ -217,12 +241,12 @@ fn a_waiting_preemptor_picks_no_second_set() {
         exit_code: 0,
         exit_signal: 15,
         time: 102,
-        reason: "None".into(),
+        reason: Reason::None,
         cancelled_by: None,
     });
     let plan = schedule(&s, 102, &config);
     assert_eq!(render(&plan), "start 4 n1\n");
-    assert_eq!(plan.pending[&5].reason, "Resources");
+    assert_eq!(plan.pending[&5].reason, Reason::Resources);
 }
 
 #[test]
@@ -268,7 +292,7 @@ fn suspend_lends_cpus_and_gpus_keeps_memory_and_resumes() {
         exit_code: 0,
         exit_signal: 0,
         time: 100,
-        reason: "None".into(),
+        reason: Reason::None,
         cancelled_by: Some(0),
     });
     submit(&mut s, 3, "high", |j| {
@@ -295,7 +319,7 @@ fn suspend_lends_cpus_and_gpus_keeps_memory_and_resumes() {
     submit(&mut s, 4, "low", |j| j.cpus_per_task = 1);
     let plan = schedule(&s, 150, &config);
     assert_eq!(render(&plan), "");
-    assert_eq!(plan.pending[&4].reason, "Resources");
+    assert_eq!(plan.pending[&4].reason, Reason::Resources);
     // When job 3 ends, job 1 resumes, before the low job.
     s.apply(&Event::JobEnded {
         job_id: 3,
@@ -303,12 +327,12 @@ fn suspend_lends_cpus_and_gpus_keeps_memory_and_resumes() {
         exit_code: 0,
         exit_signal: 0,
         time: 160,
-        reason: "None".into(),
+        reason: Reason::None,
         cancelled_by: None,
     });
     let plan = schedule(&s, 160, &config);
     assert_eq!(render(&plan), "resume 1\n");
-    assert_eq!(plan.pending[&4].reason, "Resources");
+    assert_eq!(plan.pending[&4].reason, Reason::Resources);
     s.apply(&Event::JobResumed {
         job_id: 1,
         time: 160,
@@ -457,7 +481,7 @@ fn victims_free_the_room_and_none_are_missed() {
                     exit_code: 0,
                     exit_signal: 9,
                     time: 20,
-                    reason: "None".into(),
+                    reason: Reason::None,
                     cancelled_by: None,
                 });
             }
@@ -522,7 +546,7 @@ fn a_requeued_victim_waits_behind_its_preemptor() {
     };
     let plan = schedule(&s, 101, &config);
     assert_eq!(render(&plan), "start 4 n2\n");
-    assert_eq!(plan.pending[&3].reason, "Resources");
+    assert_eq!(plan.pending[&3].reason, Reason::Resources);
 }
 
 #[test]

@@ -552,7 +552,7 @@ priority = 25
             exit_code: 0,
             exit_signal: 0,
             time: 1200,
-            reason: String::new(),
+            reason: model::Reason::None,
             cancelled_by: None,
         });
         let f = Context::new(&s, 1500, &c).factors(s.job(5).unwrap());

@@ -291,18 +291,18 @@ fn holds_begin_times_dependencies_and_down_nodes() {
         "start 3 n1:c1m0g[]\npend 2 BeginTime\npend 4 Dependency\npend 5 Resources\n"
     );
     // A held job is not the pass's business: it keeps the reason it got when held.
-    assert_eq!(s.job(1).unwrap().reason, "JobHeldUser");
+    assert_eq!(s.job(1).unwrap().reason, Reason::JobHeldUser);
     s.apply(&Event::JobEnded {
         job_id: 3,
         state: JobState::Failed,
         exit_code: 1,
         exit_signal: 0,
         time: 101,
-        reason: String::new(),
+        reason: Reason::None,
         cancelled_by: None,
     });
     let plan = schedule(&s, 102, &SchedConfig::default());
-    assert_eq!(plan.pending[&4].reason, "DependencyNeverSatisfied");
+    assert_eq!(plan.pending[&4].reason, Reason::DependencyNeverSatisfied);
 }
 
 #[test]
@@ -435,7 +435,7 @@ fn backfill_never_delays_a_reservation() {
                     exit_code: 0,
                     exit_signal: 0,
                     time: next,
-                    reason: String::new(),
+                    reason: Reason::None,
                     cancelled_by: None,
                 });
             }
@@ -556,7 +556,10 @@ fn array_tasks_are_checked_against_limits_one_by_one() {
     });
     let plan = schedule(&s, 100, &config);
     assert_eq!(plan.starts.len(), 2, "{}", render(&plan));
-    assert_eq!(plan.pending[&1].reason, "QOSMaxJobsPerUserLimit");
+    assert_eq!(
+        plan.pending[&1].reason,
+        Reason::parse("QOSMaxJobsPerUserLimit").unwrap()
+    );
 }
 
 /// The worked example of `cpus`: CPU ids next to the job's GPUs, else the lowest free.
@@ -608,7 +611,7 @@ proptest::proptest! {
                     exit_code: 0,
                     exit_signal: 0,
                     time: now,
-                    reason: String::new(),
+                    reason: Reason::None,
                     cancelled_by: None,
                 });
             }

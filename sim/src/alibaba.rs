@@ -249,6 +249,7 @@ pub fn parse(
         cpus,
         pool: false,
         gpus: true,
+        check: false,
     };
     Ok(Trace {
         machine,

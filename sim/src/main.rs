@@ -52,6 +52,10 @@ struct Cli {
     /// start nothing (slower; the figures are the same).
     #[arg(long)]
     every_event: bool,
+    /// Check the cluster state's invariants at every event time and stop at the first
+    /// one broken (slower).
+    #[arg(long)]
+    check: bool,
     /// Divide every submit time by this factor (run times unchanged): the same jobs
     /// arriving faster, for a heavier load than the trace recorded.
     #[arg(long, value_name = "FACTOR")]
@@ -148,6 +152,10 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let progress: Option<replay::Progress> = if bar.is_some() { Some(&mut tick) } else { None };
+    let machine = replay::Machine {
+        check: cli.check,
+        ..machine
+    };
     let summary = replay::replay(&jobs, machine, policy, cli.every_event, progress);
     if let Some(bar) = &bar {
         bar.finish_and_clear();

@@ -149,6 +149,9 @@ pub struct Machine {
     pub pool: bool,
     /// Report the GPU fragmentation index over time.
     pub gpus: bool,
+    /// Check the state's invariants (`ClusterState::check_invariants`) at every event
+    /// time, and stop at the first broken one (slower: for tests).
+    pub check: bool,
 }
 
 impl Machine {
@@ -159,6 +162,7 @@ impl Machine {
             cpus: procs,
             pool: true,
             gpus: false,
+            check: false,
         }
     }
 }
@@ -208,6 +212,7 @@ pub fn replay(
         cpus,
         pool: is_pool,
         gpus: track_gpus,
+        check,
     } = machine;
     let predicted = is_pool && !every_event && matches!(policy, SimPolicy::Easy | SimPolicy::Fcfs);
     let may_skip = is_pool && !every_event;
@@ -270,7 +275,7 @@ pub fn replay(
                 exit_code: 0,
                 exit_signal: 0,
                 time: now,
-                reason: "None".into(),
+                reason: model::Reason::None,
                 cancelled_by: None,
             });
             // Finished jobs matter no more to the scheduler: keep the state small.
@@ -323,7 +328,7 @@ pub fn replay(
         if let Some(plan) = plan
             && !plan.starts.is_empty()
         {
-            for start in plan.starts {
+            for start in &plan.starts {
                 let i = start.job_id as usize - 1;
                 starts[i] = now;
                 if let Some(n) = sizes.get_mut(&jobs[i].procs) {
@@ -339,18 +344,17 @@ pub fn replay(
                 if predicted {
                     state.remove_job(start.job_id);
                     folded.add(&mut state, now, now + limit(&jobs[i]), jobs[i].procs);
-                    continue;
                 }
-                state.apply(&Event::JobStarted {
-                    job_id: start.job_id,
-                    alloc: start.alloc,
-                    time: now,
-                    stdout_path: String::new(),
-                    stderr_path: String::new(),
-                });
+            }
+            if !predicted {
+                // The controller's own code carries the plan out.
+                plan.apply(&mut state, now);
             }
             queue.retain(|&k| starts[k] < 0);
             shown.retain(|&k| starts[k] < 0);
+        }
+        if check && let Err(broken) = state.check_invariants() {
+            panic!("at time {now}: {broken}");
         }
         if timeline.last().is_none_or(|(_, b)| *b != busy) {
             timeline.push((now, busy));

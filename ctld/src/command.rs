@@ -1,0 +1,224 @@
+//! The controller's vocabulary: the domain commands the gRPC front builds from the wire
+//! (`service`), the answers the rules give, and why a command is refused.
+//!
+//! Nothing here is a wire type: the state owner and the rules never see `v1::*` or
+//! `tonic::Status`. `Rejection` becomes a gRPC status in one place (`service`).
+
+use model::filter::JobFilter;
+use model::{JobId, JobPayload, JobSpec, Time};
+
+/// Who asks: the caller's uid. Root may act on any job and node.
+pub type Uid = u32;
+
+/// Why a command changed nothing, with the words Slurm prints.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    /// The request itself is wrong (a bad value, an impossible job).
+    #[error("{0}")]
+    Invalid(String),
+    /// It names a job, node or step that does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    #[error("Access/permission denied")]
+    PermissionDenied,
+    /// Not now: the job or node is in the wrong state for it.
+    #[error("{0}")]
+    WrongState(String),
+    /// The state store has no room for the change: nothing was changed, and writes
+    /// are refused until space is freed.
+    #[error("state store full: {0}")]
+    StoreFull(String),
+    /// The controller is stopping.
+    #[error("controller is shutting down")]
+    ShuttingDown,
+}
+
+impl Rejection {
+    pub fn invalid(text: impl Into<String>) -> Rejection {
+        Rejection::Invalid(text.into())
+    }
+}
+
+/// `sbatch`: a job to queue, or with `test_only` to estimate without queueing.
+#[derive(Debug, Clone)]
+pub struct Submit {
+    pub spec: JobSpec,
+    pub payload: JobPayload,
+}
+
+/// What a submit answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submitted {
+    pub job_id: JobId,
+    /// `--test-only`: when and where it would start (0 and empty: not now).
+    pub estimated_start: Time,
+    pub estimated_nodes: String,
+}
+
+/// `scancel` (signal 0 cancels) and `scancel -s SIG`.
+#[derive(Debug, Clone)]
+pub struct SignalJobs {
+    /// Slurm's id forms (`12`, `12_3`, `12_[1-3]`); empty: every live job the filter
+    /// selects.
+    pub job_ids: Vec<String>,
+    pub filter: JobFilter,
+    /// 0 cancels the job; any other signal is sent to its processes.
+    pub signal: i32,
+    /// The signal goes to the batch shell alone.
+    pub batch_only: bool,
+    pub requester: Uid,
+}
+
+/// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlOp {
+    Hold,
+    Uhold,
+    Release,
+    Requeue,
+    RequeueHold,
+    Suspend,
+    Resume,
+}
+
+#[derive(Debug, Clone)]
+pub struct ControlJobs {
+    pub op: ControlOp,
+    pub job_ids: Vec<String>,
+    pub requester: Uid,
+}
+
+/// `scontrol update job`: Slurm's `Key=Value` pairs.
+#[derive(Debug, Clone)]
+pub struct UpdateJobs {
+    pub job_ids: Vec<String>,
+    pub fields: Vec<(String, String)>,
+    pub requester: Uid,
+}
+
+/// One job id of a bulk command and what became of it (empty error: done).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobResult {
+    /// The id as the user wrote it.
+    pub job_id: String,
+    pub error: Option<Rejection>,
+}
+
+/// What `scontrol update node State=...` asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeAction {
+    Drain,
+    Down,
+    /// RESUME, IDLE or UNDRAIN.
+    Resume,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpdateNodes {
+    /// A hostlist expression.
+    pub nodes: String,
+    pub action: NodeAction,
+    pub reason: String,
+    pub requester: Uid,
+}
+
+/// `srun` inside an allocation starts a step.
+#[derive(Debug, Clone)]
+pub struct CreateStep {
+    pub job_id: JobId,
+    pub name: String,
+    pub num_tasks: u32,
+    pub requester: Uid,
+}
+
+#[derive(Debug, Clone)]
+pub struct CompleteStep {
+    pub job_id: JobId,
+    pub step_id: u32,
+    pub exit_code: i32,
+    pub exit_signal: i32,
+}
+
+/// A job as a node daemon has it: the run it started (`restart_count`), whether the
+/// job is stopped, and whether it is being killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobOnNode {
+    pub job_id: JobId,
+    pub restart_count: u32,
+    pub suspended: bool,
+    pub ending: bool,
+}
+
+/// A node daemon (re)registers: its resources and the jobs it has.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub node: String,
+    /// host:port of its `NodeAgent` service.
+    pub addr: String,
+    pub cpus: u32,
+    pub memory_mb: u64,
+    pub gpus: Vec<model::GpuDevice>,
+    pub features: Vec<String>,
+    pub boot_time: Time,
+    pub jobs: Vec<JobOnNode>,
+}
+
+/// A node daemon's heartbeat: the jobs it has.
+#[derive(Debug, Clone)]
+pub struct Heartbeat {
+    pub node: String,
+    pub jobs: Vec<JobOnNode>,
+}
+
+/// What the controller tells a node that registers or heartbeats: the corrections
+/// that make what it runs match the durable state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeOrders {
+    /// The controller does not know the node (it should register).
+    pub register_again: bool,
+    pub kill: Vec<JobId>,
+    pub suspend: Vec<JobId>,
+    pub resume: Vec<JobId>,
+}
+
+/// How a job's run ended on its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndKind {
+    /// The script exited by itself.
+    Exited,
+    Cancelled,
+    Timeout,
+    OutOfMemory,
+    /// The node could not start it.
+    LaunchFailed,
+}
+
+/// A node reports the end of a job's run.
+#[derive(Debug, Clone)]
+pub struct JobEnd {
+    pub node: String,
+    pub job_id: JobId,
+    pub restart_count: u32,
+    pub kind: EndKind,
+    pub exit_code: i32,
+    pub exit_signal: i32,
+    /// 0: the report's arrival.
+    pub end_time: Time,
+    pub message: String,
+}
+
+/// `scontrol create|update|delete reservation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReservationOp {
+    Create,
+    Update,
+    Delete,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChangeReservation {
+    pub op: ReservationOp,
+    /// Slurm's `Key=Value` pairs (keys in any case).
+    pub fields: Vec<(String, String)>,
+    pub requester: Uid,
+}

@@ -1,0 +1,557 @@
+//! The rules of job commands: submit (and `--test-only`), Slurm's job ids, `scancel`,
+//! `scontrol hold|release|requeue|suspend|resume`, `scontrol update job`, and steps.
+//!
+//! A cancel or requeue of a running job is a [`model::KillRequest`] in the job's
+//! record; the job ends as the request says when its node reports the end (`nodes`).
+//! Example: `scontrol requeue 7` of running job 7 records `JobKillRequested { 7,
+//! Requeue }` and the effect `Kill { 7 }`; the node's report then records
+//! `JobRequeued { 7 }`, and 7 is pending again.
+
+use super::{Order, Turn};
+use crate::command::{
+    ChangeReservation, CompleteStep, ControlJobs, ControlOp, CreateStep, JobResult, Rejection,
+    SignalJobs, Submit, Submitted, Uid, UpdateJobs,
+};
+use crate::validate;
+use model::{
+    ClusterState, Config, Event, Job, JobId, JobState, KillCause, KillRequest, Reason, Time,
+};
+use sched::SchedConfig;
+
+const INVALID_JOB_ID: &str = "Invalid job id specified";
+
+fn invalid_id() -> Rejection {
+    Rejection::NotFound(INVALID_JOB_ID.into())
+}
+
+fn wrong_state(text: &str) -> Rejection {
+    Rejection::WrongState(text.into())
+}
+
+/// A submit checked against the cluster: the spec with its partition, account and QOS
+/// resolved, and the time limit in force.
+fn check(
+    state: &ClusterState,
+    config: &Config,
+    sched: &SchedConfig,
+    submit: Submit,
+) -> Result<(Submit, Option<u32>), Rejection> {
+    let invalid = |e: validate::Rejected| Rejection::Invalid(e.0);
+    let (spec, time_limit) =
+        validate::check_submit(state, config, submit.spec, &submit.payload).map_err(invalid)?;
+    let spec = validate::check_accounting(&sched.assocs, spec).map_err(invalid)?;
+    validate::check_partition_access(state, &spec).map_err(invalid)?;
+    Ok((
+        Submit {
+            spec,
+            payload: submit.payload,
+        },
+        time_limit,
+    ))
+}
+
+/// `sbatch`: queues a job (or a whole array) under the next id.
+pub fn submit(turn: &mut Turn, submit: Submit) -> Result<Submitted, Rejection> {
+    let (submit, time_limit) = check(turn.state, turn.config, turn.sched, submit)?;
+    let assocs = &turn.sched.assocs;
+    if sched::limits::SubmitCounts::needed(assocs) {
+        let state = &*turn.state;
+        let counts = turn
+            .submit_counts
+            .get_or_insert_with(|| sched::limits::SubmitCounts::new(state, assocs));
+        counts
+            .check(assocs, &submit.spec)
+            .map_err(Rejection::Invalid)?;
+        counts.add(assocs, &submit.spec);
+    }
+    let id = turn.state.next_job_id;
+    let held = submit.spec.hold;
+    turn.payloads.push((id, submit.payload));
+    turn.emit(Event::JobSubmitted {
+        job: Box::new(Job::new(id, submit.spec, turn.now, time_limit)),
+    });
+    tracing::debug!(job_id = id, "job submitted");
+    // A held job cannot start and changes no other job's plan: no pass for it.
+    if !held {
+        turn.reschedule = true;
+    }
+    Ok(Submitted {
+        job_id: id,
+        estimated_start: 0,
+        estimated_nodes: String::new(),
+    })
+}
+
+/// `sbatch --test-only`: checks the job as a submit would and says when and where it
+/// would start, from a snapshot of the state; nothing is queued or stored.
+pub fn estimate(
+    state: &ClusterState,
+    config: &Config,
+    sched: &SchedConfig,
+    submit: Submit,
+    now: Time,
+) -> Result<Submitted, Rejection> {
+    let (submit, time_limit) = check(state, config, sched, submit)?;
+    if sched::limits::SubmitCounts::needed(&sched.assocs) {
+        sched::limits::SubmitCounts::new(state, &sched.assocs)
+            .check(&sched.assocs, &submit.spec)
+            .map_err(Rejection::Invalid)?;
+    }
+    let mut trial = state.clone();
+    let id = trial.next_job_id;
+    trial.apply(&Event::JobSubmitted {
+        job: Box::new(Job::new(id, submit.spec, now, time_limit)),
+    });
+    let plan = sched::schedule(&trial, now, sched);
+    let start = plan.starts.iter().find(|s| s.job_id == id);
+    Ok(Submitted {
+        job_id: id,
+        estimated_start: if start.is_some() { now } else { 0 },
+        estimated_nodes: start.map(|s| s.alloc.hostlist()).unwrap_or_default(),
+    })
+}
+
+/// Resolves a job id as users write it (`12`, `12_3`, `12_[1-3]`) to records,
+/// splitting pending array tasks into records of their own when named alone.
+pub fn resolve_ids(turn: &mut Turn, text: &str) -> Result<Vec<JobId>, Rejection> {
+    let text = text.trim();
+    let (base, tasks) = match text.split_once('_') {
+        Some((b, t)) => {
+            let t = t.trim_start_matches('[').trim_end_matches(']');
+            let t = t.split('%').next().unwrap_or(t);
+            let spec = model::job::parse_array(t, u32::MAX).map_err(|_| invalid_id())?;
+            (b, Some(spec.task_ids))
+        }
+        None => (text, None),
+    };
+    let base: JobId = base.parse().map_err(|_| invalid_id())?;
+    let job = turn.state.job(base).ok_or_else(invalid_id)?;
+    let array_id = if job.array_job_id != 0 {
+        job.array_job_id
+    } else {
+        base
+    };
+    let Some(tasks) = tasks else {
+        // A plain id names a job, or every record of the array it starts.
+        if job.array_job_id == base {
+            return Ok(turn
+                .state
+                .jobs
+                .range(base..)
+                .filter(|(_, j)| j.array_job_id == base)
+                .map(|(id, _)| *id)
+                .collect());
+        }
+        return Ok(vec![base]);
+    };
+    let mut out = Vec::new();
+    for task in tasks {
+        let existing = turn
+            .state
+            .jobs
+            .range(array_id..)
+            .find(|(_, j)| j.array_job_id == array_id && j.array_task_id == Some(task))
+            .map(|(id, _)| *id);
+        if let Some(id) = existing {
+            out.push(id);
+            continue;
+        }
+        let pending = turn
+            .state
+            .job(array_id)
+            .filter(|m| m.pending_tasks.contains(&task))
+            .map(|m| m.pending_tasks.len())
+            .ok_or_else(invalid_id)?;
+        if pending == 1 {
+            out.push(array_id);
+        } else {
+            let new_id = turn.state.next_job_id;
+            turn.emit(Event::ArrayTaskSplit {
+                array_id,
+                task_id: task,
+                new_id,
+            });
+            out.push(new_id);
+        }
+    }
+    Ok(out)
+}
+
+/// May `uid` change this job: its owner, or root.
+fn may_modify(job: &Job, uid: Uid) -> bool {
+    uid == 0 || job.spec.uid == uid
+}
+
+/// The job named, if `uid` may change it.
+fn owned(state: &ClusterState, id: JobId, uid: Uid) -> Result<&Job, Rejection> {
+    let job = state.job(id).ok_or_else(invalid_id)?;
+    if !may_modify(job, uid) {
+        return Err(Rejection::PermissionDenied);
+    }
+    Ok(job)
+}
+
+/// Runs `each` on every record each id names, one result per id as the user wrote it.
+fn for_each_id(
+    turn: &mut Turn,
+    ids: &[String],
+    mut each: impl FnMut(&mut Turn, JobId) -> Result<(), Rejection>,
+) -> Vec<JobResult> {
+    ids.iter()
+        .map(|text| {
+            let outcome = resolve_ids(turn, text)
+                .and_then(|ids| ids.into_iter().try_for_each(|id| each(turn, id)));
+            JobResult {
+                job_id: text.clone(),
+                error: outcome.err(),
+            }
+        })
+        .collect()
+}
+
+/// `scancel`: cancels (signal 0) or signals the jobs named, or without ids every live
+/// job the filter selects.
+pub fn signal(turn: &mut Turn, cmd: SignalJobs) -> Vec<JobResult> {
+    let selected = |turn: &Turn, id: JobId, explicit: bool| {
+        turn.state
+            .job(id)
+            .is_some_and(|j| (explicit || !j.state.is_final()) && cmd.filter.matches(j))
+    };
+    if cmd.job_ids.is_empty() {
+        let ids: Vec<JobId> = turn
+            .state
+            .jobs
+            .keys()
+            .copied()
+            .filter(|id| selected(turn, *id, false))
+            .collect();
+        return ids
+            .into_iter()
+            .map(|id| JobResult {
+                job_id: id.to_string(),
+                error: signal_one(turn, id, &cmd).err(),
+            })
+            .collect();
+    }
+    let mut results = Vec::new();
+    for text in &cmd.job_ids {
+        match resolve_ids(turn, text) {
+            Ok(ids) => {
+                let ids: Vec<JobId> = ids
+                    .into_iter()
+                    .filter(|id| selected(turn, *id, true))
+                    .collect();
+                for id in ids {
+                    results.push(JobResult {
+                        job_id: text.clone(),
+                        error: signal_one(turn, id, &cmd).err(),
+                    });
+                }
+            }
+            Err(e) => results.push(JobResult {
+                job_id: text.clone(),
+                error: Some(e),
+            }),
+        }
+    }
+    results
+}
+
+fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Rejection> {
+    let job = owned(turn.state, id, cmd.requester)?;
+    match (job.state, cmd.signal) {
+        (s, _) if s.is_final() => Err(wrong_state("Job/step already completing or completed")),
+        (JobState::Pending, 0) => {
+            turn.emit(Event::JobEnded {
+                job_id: id,
+                state: JobState::Cancelled,
+                exit_code: 0,
+                exit_signal: 0,
+                time: turn.now,
+                reason: Reason::None,
+                cancelled_by: Some(cmd.requester),
+            });
+            turn.reschedule = true;
+            Ok(())
+        }
+        (JobState::Pending, _) => Err(wrong_state("Job is pending execution")),
+        (_, 0) => {
+            // A repeated cancel keeps the first canceller; a cancel overrides a
+            // requeue or a preemption's kill.
+            if !matches!(job.kill.map(|k| k.cause), Some(KillCause::Cancel { .. })) {
+                request_kill(turn, id, KillCause::Cancel { by: cmd.requester });
+            }
+            turn.order(id, Order::Kill);
+            Ok(())
+        }
+        (_, signal) => {
+            turn.order(
+                id,
+                Order::Signal {
+                    signal,
+                    batch_only: cmd.batch_only,
+                },
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Records an acknowledged kill of a running job.
+pub(super) fn request_kill(turn: &mut Turn, job_id: JobId, cause: KillCause) {
+    let time = turn.now;
+    turn.emit(Event::JobKillRequested {
+        job_id,
+        request: KillRequest { cause, time },
+    });
+}
+
+/// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.
+pub fn control(turn: &mut Turn, cmd: ControlJobs) -> Vec<JobResult> {
+    for_each_id(turn, &cmd.job_ids, |turn, id| {
+        control_one(turn, id, cmd.op, cmd.requester)
+    })
+}
+
+fn control_one(turn: &mut Turn, id: JobId, op: ControlOp, uid: Uid) -> Result<(), Rejection> {
+    let job = owned(turn.state, id, uid)?;
+    let state = job.state;
+    let now = turn.now;
+    let not_pending = || wrong_state("Job is no longer pending execution");
+    match op {
+        ControlOp::Hold | ControlOp::Uhold => {
+            if state != JobState::Pending {
+                return Err(not_pending());
+            }
+            let reason = if op == ControlOp::Hold && uid == 0 {
+                Reason::JobHeldAdmin
+            } else {
+                Reason::JobHeldUser
+            };
+            turn.emit(Event::JobHeld {
+                job_id: id,
+                held: true,
+                reason,
+            });
+        }
+        ControlOp::Release => {
+            if state != JobState::Pending {
+                return Err(not_pending());
+            }
+            turn.emit(Event::JobHeld {
+                job_id: id,
+                held: false,
+                reason: Reason::None,
+            });
+            turn.reschedule = true;
+        }
+        ControlOp::Requeue | ControlOp::RequeueHold => {
+            let hold = op == ControlOp::RequeueHold;
+            match state {
+                JobState::Pending => return Err(wrong_state("Job is pending execution")),
+                JobState::Running | JobState::Suspended | JobState::Completing => {
+                    if matches!(job.kill.map(|k| k.cause), Some(KillCause::Cancel { .. })) {
+                        return Err(wrong_state("Job/step already completing or completed"));
+                    }
+                    request_kill(turn, id, KillCause::Requeue { hold });
+                    turn.order(id, Order::Kill);
+                }
+                _ => {
+                    turn.emit(Event::JobRequeued {
+                        job_id: id,
+                        time: now,
+                        hold,
+                    });
+                    turn.reschedule = true;
+                }
+            }
+        }
+        ControlOp::Suspend | ControlOp::Resume => {
+            if uid != 0 {
+                return Err(Rejection::PermissionDenied);
+            }
+            let resume = op == ControlOp::Resume;
+            match (state, resume) {
+                (JobState::Running, false) => turn.emit(Event::JobSuspended {
+                    job_id: id,
+                    time: now,
+                    preemptor: None,
+                }),
+                (JobState::Suspended, true) => turn.emit(Event::JobResumed {
+                    job_id: id,
+                    time: now,
+                }),
+                (JobState::Pending, _) => return Err(wrong_state("Job is pending execution")),
+                (_, false) => return Err(wrong_state("Job is not running")),
+                (_, true) => return Err(wrong_state("Job is not suspended")),
+            }
+            tracing::info!(job_id = id, resume, "job suspended or resumed by an admin");
+            turn.order(
+                id,
+                if resume {
+                    Order::Resume
+                } else {
+                    Order::Suspend
+                },
+            );
+            turn.reschedule = true;
+        }
+    }
+    Ok(())
+}
+
+/// `scontrol update job`: Slurm's `Key=Value` changes, each checked as a submit would.
+pub fn update(turn: &mut Turn, cmd: UpdateJobs) -> Vec<JobResult> {
+    let results = for_each_id(turn, &cmd.job_ids, |turn, id| {
+        update_one(turn, id, &cmd.fields, cmd.requester)
+    });
+    turn.reschedule = true;
+    results
+}
+
+fn update_one(
+    turn: &mut Turn,
+    id: JobId,
+    fields: &[(String, String)],
+    uid: Uid,
+) -> Result<(), Rejection> {
+    let job = owned(turn.state, id, uid)?;
+    if job.state.is_final() {
+        return Err(wrong_state("Job has already finished"));
+    }
+    let pending = job.state == JobState::Pending;
+    let mut spec = job.spec.clone();
+    let old_assoc = (job.spec.account.clone(), job.spec.qos.clone());
+    let mut limit = job.time_limit_min;
+    let invalid = |text: String| Rejection::Invalid(text);
+    let parse_u32 = |v: &str| {
+        v.parse::<u32>()
+            .map_err(|_| invalid(format!("Invalid value {v}")))
+    };
+    for (name, value) in fields {
+        let value = value.as_str();
+        let key = name.to_ascii_lowercase();
+        let pending_only = !matches!(key.as_str(), "timelimit" | "comment" | "name" | "jobname");
+        if pending_only && !pending {
+            return Err(wrong_state("Job is no longer pending execution"));
+        }
+        match key.as_str() {
+            "timelimit" => {
+                let new =
+                    model::units::parse_time_limit(value).map_err(|e| invalid(e.to_string()))?;
+                if uid != 0 && new.unwrap_or(u32::MAX) > limit.unwrap_or(u32::MAX) {
+                    return Err(Rejection::PermissionDenied);
+                }
+                limit = new;
+            }
+            "name" | "jobname" => spec.name = value.to_string(),
+            "comment" => spec.comment = value.to_string(),
+            "partition" => {
+                if turn.state.partition(value).is_none() {
+                    return Err(invalid("Invalid partition name specified".into()));
+                }
+                spec.partition = value.to_string();
+            }
+            "nice" => {
+                spec.nice = value
+                    .parse()
+                    .map_err(|_| invalid(format!("Invalid nice value {value}")))?
+            }
+            "numcpus" | "mincpusnode" => {
+                spec.cpus_per_task = parse_u32(value)?.max(1).div_ceil(spec.num_tasks.max(1));
+            }
+            "numtasks" => spec.num_tasks = parse_u32(value)?.max(1),
+            "numnodes" => {
+                spec.num_nodes = parse_u32(value.split('-').next().unwrap_or(value))?.max(1)
+            }
+            "minmemorynode" => {
+                spec.mem_per_node_mb =
+                    model::units::parse_memory_mb(value).map_err(|e| invalid(e.to_string()))?;
+                spec.mem_per_cpu_mb = 0;
+            }
+            "minmemorycpu" => {
+                spec.mem_per_cpu_mb =
+                    model::units::parse_memory_mb(value).map_err(|e| invalid(e.to_string()))?;
+                spec.mem_per_node_mb = 0;
+            }
+            "dependency" => {
+                if !value.is_empty() {
+                    sched::dependency::parse(value)
+                        .map_err(|_| invalid("Job dependency problem".into()))?;
+                }
+                spec.dependency = value.to_string();
+            }
+            "starttime" | "begintime" => {
+                spec.begin_time = value
+                    .parse()
+                    .map_err(|_| invalid(format!("Invalid time {value}")))?;
+            }
+            "wckey" => spec.wckey = value.to_string(),
+            "account" => spec.account = value.to_string(),
+            "qos" => spec.qos = value.to_string(),
+            "reqnodelist" | "nodelist" => spec.nodelist = value.to_string(),
+            "excnodelist" => spec.exclude = value.to_string(),
+            "requeue" => spec.requeue = value == "1" || value.eq_ignore_ascii_case("yes"),
+            other => return Err(invalid(format!("Update of {other} is not supported"))),
+        }
+    }
+    if (spec.account.clone(), spec.qos.clone()) != old_assoc {
+        spec = validate::check_accounting(&turn.sched.assocs, spec)
+            .map_err(|e| Rejection::Invalid(e.0))?;
+        validate::check_partition_access(turn.state, &spec).map_err(|e| Rejection::Invalid(e.0))?;
+    }
+    turn.emit(Event::JobUpdated {
+        job_id: id,
+        spec: Box::new(spec),
+        time_limit_min: limit,
+    });
+    Ok(())
+}
+
+/// `srun` inside an allocation: a new step of the running job; its id.
+pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<u32, Rejection> {
+    let job = turn.state.job(cmd.job_id).ok_or_else(invalid_id)?;
+    if job.state != JobState::Running {
+        return Err(wrong_state("Job is not running"));
+    }
+    if !may_modify(job, cmd.requester) {
+        return Err(Rejection::PermissionDenied);
+    }
+    let step_id = job.next_step_id;
+    let step = model::Step {
+        id: Some(step_id),
+        name: cmd.name,
+        state: JobState::Running,
+        start_time: turn.now,
+        end_time: 0,
+        exit_code: 0,
+        exit_signal: 0,
+        num_tasks: cmd.num_tasks.max(1),
+    };
+    turn.emit(Event::StepStarted {
+        job_id: cmd.job_id,
+        step,
+    });
+    Ok(step_id)
+}
+
+pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) {
+    let time = turn.now;
+    turn.emit(Event::StepEnded {
+        job_id: cmd.job_id,
+        step_id: cmd.step_id,
+        exit_code: cmd.exit_code,
+        exit_signal: cmd.exit_signal,
+        time,
+    });
+}
+
+/// `scontrol create|update|delete reservation`: the reservation's name.
+pub fn change_reservation(turn: &mut Turn, cmd: ChangeReservation) -> Result<String, Rejection> {
+    let event =
+        crate::reservations::change(turn.state, &cmd, turn.now).map_err(Rejection::Invalid)?;
+    let name = event.reservation_name().unwrap_or_default().to_string();
+    turn.emit(event);
+    turn.reschedule = true;
+    Ok(name)
+}

@@ -1,0 +1,151 @@
+//! The controller's rules: what each command, node report and timer does to the
+//! cluster, as pure decisions over the state. No IO, no clock, no wire types: a rule
+//! takes a [`Turn`] (the state, the config, the turn's time) and a domain command, and
+//! records events (applied to the state as they are emitted, so that the next rule
+//! sees them) and effects (what nodes must be told once the events are durable). The
+//! state owner (`core`) commits the events, then answers and dispatches the effects.
+//!
+//! For example, `scancel 7` of a running job records `JobKillRequested { 7, Cancel by
+//! 1000 }` and the effect `Kill { 7 }`; the node's later report of the end records
+//! `UsageCharged` and `JobEnded { 7, CANCELLED by 1000 }`. Because the request is in
+//! the job's record, a controller restarted in between still kills the job (the
+//! node's registration is answered with an order to kill it) and still ends it as
+//! cancelled by 1000.
+//!
+//! - `jobs`: submit, job ids, signals, hold/release/requeue/suspend, updates, steps;
+//! - `nodes`: node admin, registration and heartbeats (what a node runs is compared
+//!   with the durable state and corrected), launch confirmations, job ends, lost jobs;
+//! - `timer`: the periodic tick (grace times, reservations, silent nodes) and the
+//!   scheduling pass.
+
+pub mod jobs;
+pub mod nodes;
+pub mod timer;
+
+#[cfg(test)]
+mod tests;
+
+use model::{ClusterState, Config, Event, JobId, JobPayload, JobState, Time};
+use sched::SchedConfig;
+
+/// What a node must be told, once the events that decided it are durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Start the job's current run on its batch node.
+    Launch { job_id: JobId },
+    /// An order for the node that runs the job's batch step (named when it was given,
+    /// so that an order for a job that ended since still finds its node).
+    Order {
+        job_id: JobId,
+        node: String,
+        order: Order,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Kill the job: SIGTERM, then SIGKILL after KillWait.
+    Kill,
+    /// `scancel -s SIG`: a signal to the job's steps (with `batch_only`, to the batch
+    /// shell alone).
+    Signal { signal: i32, batch_only: bool },
+    /// A signal to every process of the job, the batch shell included (the SIGTERM a
+    /// preempted job gets when its grace time starts).
+    SignalAll { signal: i32 },
+    /// Stop (SIGSTOP) the job's processes.
+    Suspend,
+    /// Continue (SIGCONT) them.
+    Resume,
+}
+
+/// One turn of the state owner, as the rules see it: the state they change (only
+/// through [`Turn::emit`]), the config, the turn's time, and what they decided.
+pub struct Turn<'a> {
+    pub state: &'a mut ClusterState,
+    pub config: &'a Config,
+    pub sched: &'a SchedConfig,
+    pub now: Time,
+    /// The events applied, in order.
+    pub events: Vec<Event>,
+    /// What nodes must be told once the events are durable.
+    pub effects: Vec<Effect>,
+    /// Scripts and environments of new jobs, stored apart from their records.
+    pub payloads: Vec<(JobId, JobPayload)>,
+    /// A scheduling pass is wanted soon.
+    pub reschedule: bool,
+    /// Live jobs per user for MaxSubmit limits, counted once per turn when needed.
+    pub(crate) submit_counts: Option<sched::limits::SubmitCounts>,
+}
+
+impl<'a> Turn<'a> {
+    pub fn new(
+        state: &'a mut ClusterState,
+        config: &'a Config,
+        sched: &'a SchedConfig,
+        now: Time,
+    ) -> Turn<'a> {
+        Turn {
+            state,
+            config,
+            sched,
+            now,
+            events: Vec::new(),
+            effects: Vec::new(),
+            payloads: Vec::new(),
+            reschedule: false,
+            submit_counts: None,
+        }
+    }
+
+    /// Applies an event and records it. A run that ends (or is requeued) is charged to
+    /// its association first, in the same turn.
+    pub fn emit(&mut self, event: Event) {
+        if let Some(charge) = self.usage_charge(&event) {
+            self.emit(charge);
+        }
+        self.state.apply(&event);
+        self.events.push(event);
+    }
+
+    /// Orders the node that runs the job's batch step; nothing when it has none.
+    pub fn order(&mut self, job_id: JobId, order: Order) {
+        if let Some(node) = self.state.job(job_id).and_then(batch_node) {
+            self.effects.push(Effect::Order {
+                job_id,
+                node: node.to_string(),
+                order,
+            });
+        }
+    }
+
+    /// Launches the job's current run on its batch node.
+    pub fn launch(&mut self, job_id: JobId) {
+        self.effects.push(Effect::Launch { job_id });
+    }
+
+    /// The usage charge of a running job that this event ends or requeues.
+    fn usage_charge(&self, event: &Event) -> Option<Event> {
+        let (job_id, time) = match event {
+            Event::JobEnded { job_id, time, .. } | Event::JobRequeued { job_id, time, .. } => {
+                (*job_id, *time)
+            }
+            _ => return None,
+        };
+        let job = self.state.job(job_id)?;
+        if !matches!(
+            job.state,
+            JobState::Running | JobState::Suspended | JobState::Completing
+        ) {
+            return None;
+        }
+        sched::fairshare::charge(self.state, job, time, self.sched)
+    }
+}
+
+/// The node that runs a job's batch step, while it holds an allocation.
+pub fn batch_node(job: &model::Job) -> Option<&str> {
+    job.alloc
+        .as_ref()
+        .and_then(|a| a.nodes.first())
+        .map(|n| n.node.as_str())
+}

@@ -1,0 +1,410 @@
+//! The rules of nodes: `scontrol update node`, a node daemon's registration and
+//! heartbeats, launch confirmations and failures, the end of a job's run, and jobs a
+//! node lost.
+//!
+//! What a node must do is derived from the durable state and compared with what it
+//! reports, at every registration and heartbeat, so that an order lost with a
+//! controller's crash (or a dropped RPC) is given again until the node does it:
+//!
+//! | the job's record | the node reports | the node is told |
+//! |---|---|---|
+//! | a kill requested | it running, not being killed | kill it |
+//! | SUSPENDED | it running | suspend it |
+//! | RUNNING | it stopped | resume it |
+//! | running there, launch not confirmed | nothing | launch it (again) |
+//! | running there, launch confirmed | nothing (registration) | lost: NODE_FAIL, or requeued |
+//! | not running there (ended, elsewhere, another run) | it | kill it |
+//!
+//! Example: job 7 runs on n1 and is cancelled; the controller crashes after the
+//! acknowledgement, before the kill reached n1. Restarted, it reads `kill: Cancel by
+//! 1000` in 7's record; n1 registers, reporting 7 running and not being killed, and is
+//! told to kill 7. Its end report then ends 7 CANCELLED by 1000.
+
+use super::{Order, Turn, batch_node};
+use crate::command::{
+    EndKind, Heartbeat, JobEnd, JobOnNode, NodeAction, NodeOrders, Registration, Rejection,
+    UpdateNodes,
+};
+use model::state::NOT_RESPONDING;
+use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Reason, Time};
+use std::collections::BTreeMap;
+
+/// `scontrol update node=... state=drain|down|resume`.
+pub fn update_nodes(turn: &mut Turn, cmd: UpdateNodes) -> Result<(), Rejection> {
+    let names =
+        model::hostlist::expand(&cmd.nodes).map_err(|e| Rejection::Invalid(e.to_string()))?;
+    if let Some(unknown) = names.iter().find(|n| !turn.state.nodes.contains_key(*n)) {
+        return Err(Rejection::NotFound(format!(
+            "Invalid node name specified: {unknown}"
+        )));
+    }
+    if cmd.requester != 0 {
+        return Err(Rejection::PermissionDenied);
+    }
+    let (drain, down) = match cmd.action {
+        NodeAction::Drain => (true, false),
+        NodeAction::Down => (false, true),
+        NodeAction::Resume => (false, false),
+    };
+    let reason = if drain || down {
+        cmd.reason
+    } else {
+        String::new()
+    };
+    for name in names {
+        turn.emit(Event::NodeAdmin {
+            name: name.clone(),
+            drain,
+            down,
+            reason: reason.clone(),
+            uid: cmd.requester,
+            time: turn.now,
+        });
+        if down {
+            fail_jobs_on(turn, &name);
+        }
+    }
+    turn.reschedule = true;
+    Ok(())
+}
+
+/// A node daemon registers: its resources are recorded, and what it runs is compared
+/// with what it should run. A job that should run there and whose launch the node had
+/// confirmed, but that the node no longer has, was lost with the node's state.
+pub fn register(turn: &mut Turn, reg: Registration) -> NodeOrders {
+    tracing::info!(node = %reg.node, addr = %reg.addr, jobs = reg.jobs.len(), "node registered");
+    turn.emit(Event::NodeRegistered {
+        name: reg.node.clone(),
+        addr: reg.addr,
+        cpus: reg.cpus,
+        memory_mb: reg.memory_mb,
+        gpus: reg.gpus,
+        features: reg.features,
+        boot_time: reg.boot_time,
+        time: turn.now,
+    });
+    turn.reschedule = true;
+    reconcile(turn, &reg.node, &reg.jobs, true)
+}
+
+/// A heartbeat: the node's time is noted (not stored) and what it runs corrected.
+pub fn heartbeat(turn: &mut Turn, hb: Heartbeat) -> NodeOrders {
+    let known = turn
+        .state
+        .nodes
+        .get(&hb.node)
+        .is_some_and(|n| n.health == NodeHealth::Up && !n.addr.is_empty());
+    if !known {
+        return NodeOrders {
+            register_again: true,
+            ..NodeOrders::default()
+        };
+    }
+    turn.emit(Event::NodeHeartbeat {
+        name: hb.node.clone(),
+        time: turn.now,
+    });
+    reconcile(turn, &hb.node, &hb.jobs, false)
+}
+
+/// The jobs whose batch step should run on `node`, by id.
+fn jobs_on(turn: &Turn, node: &str) -> Vec<JobId> {
+    turn.state
+        .running_jobs()
+        .filter(|j| batch_node(j) == Some(node))
+        .map(|j| j.id)
+        .collect()
+}
+
+/// Compares what a node reports with the durable state: orders for the node, launches
+/// sent again, and (at a registration) the ends of jobs it lost.
+fn reconcile(turn: &mut Turn, node: &str, reported: &[JobOnNode], registering: bool) -> NodeOrders {
+    let reported: BTreeMap<JobId, JobOnNode> = reported.iter().map(|j| (j.job_id, *j)).collect();
+    let mut orders = NodeOrders::default();
+    for id in jobs_on(turn, node) {
+        let Some(job) = turn.state.job(id) else {
+            continue;
+        };
+        let run = job.restart_count;
+        match reported.get(&id).filter(|r| r.restart_count == run) {
+            Some(on_node) => {
+                if !job.launched {
+                    turn.emit(Event::JobLaunched {
+                        job_id: id,
+                        restart_count: run,
+                    });
+                }
+                let job = turn.state.job(id).expect("still there");
+                if job.kill.is_some() && !on_node.ending {
+                    orders.kill.push(id);
+                } else if job.kill.is_none() {
+                    match (job.state, on_node.suspended) {
+                        (JobState::Suspended, false) => orders.suspend.push(id),
+                        (JobState::Running, true) => orders.resume.push(id),
+                        _ => {}
+                    }
+                }
+            }
+            None if !job.launched => {
+                tracing::info!(
+                    job_id = id,
+                    node,
+                    "launch not confirmed by the node; sending it again"
+                );
+                turn.launch(id);
+            }
+            None if registering => {
+                tracing::warn!(
+                    job_id = id,
+                    node,
+                    "job lost: its node registered without it"
+                );
+                end_lost_job(turn, id);
+            }
+            None => {}
+        }
+    }
+    // What the node runs that should not run there (ended, requeued, another run).
+    for (id, on_node) in &reported {
+        let current = turn.state.job(*id).is_some_and(|j| {
+            !j.state.is_final()
+                && j.alloc.is_some()
+                && batch_node(j) == Some(node)
+                && j.restart_count == on_node.restart_count
+        });
+        if !current && !on_node.ending {
+            orders.kill.push(*id);
+        }
+    }
+    orders.kill.sort_unstable();
+    orders.kill.dedup();
+    orders
+}
+
+/// The node confirmed it started this run of the job.
+pub fn launched(turn: &mut Turn, job_id: JobId, restart_count: u32) {
+    let current = turn.state.job(job_id).is_some_and(|j| {
+        !j.launched && j.restart_count == restart_count && j.alloc.is_some() && !j.state.is_final()
+    });
+    if current {
+        turn.emit(Event::JobLaunched {
+            job_id,
+            restart_count,
+        });
+    }
+}
+
+/// A node could not be told to launch a job: the job goes back to the queue and the
+/// node DOWN.
+pub fn launch_failed(turn: &mut Turn, job_id: JobId, node: &str, message: &str) {
+    tracing::warn!(job_id, node, error = message, "launch failed");
+    let on_node = turn
+        .state
+        .job(job_id)
+        .is_some_and(|j| j.state == JobState::Running && batch_node(j) == Some(node));
+    if on_node {
+        turn.emit(Event::JobRequeued {
+            job_id,
+            time: turn.now,
+            hold: false,
+        });
+        turn.emit(Event::NodeDown {
+            name: node.to_string(),
+            reason: NOT_RESPONDING.into(),
+            time: turn.now,
+        });
+        turn.reschedule = true;
+    }
+}
+
+/// A node reports the end of a job's run: the job ends as its kill request, its
+/// preemption or the node's report says.
+pub fn job_finished(turn: &mut Turn, end: JobEnd) {
+    let id = end.job_id;
+    let Some(job) = turn.state.job(id) else {
+        return;
+    };
+    // A report from another node, or of another run, is about an earlier run (the
+    // job was requeued since): it says nothing about the current one.
+    if batch_node(job) != Some(end.node.as_str())
+        || end.restart_count != job.restart_count
+        || !matches!(
+            job.state,
+            JobState::Running | JobState::Suspended | JobState::Completing
+        )
+    {
+        return;
+    }
+    let time = if end.end_time > 0 {
+        end.end_time
+    } else {
+        turn.now
+    };
+    turn.reschedule = true;
+    match job.kill.map(|k| k.cause) {
+        Some(KillCause::Requeue { hold }) => {
+            turn.emit(Event::JobRequeued {
+                job_id: id,
+                time,
+                hold,
+            });
+            return;
+        }
+        Some(KillCause::Cancel { by }) => {
+            turn.emit(ended(
+                id,
+                JobState::Cancelled,
+                Reason::None,
+                &end,
+                time,
+                Some(by),
+            ));
+            return;
+        }
+        Some(KillCause::Preempt) | None => {
+            if end_preempted(turn, id, time, end.exit_code, end.exit_signal) {
+                return;
+            }
+        }
+    }
+    let (state, reason) = match end.kind {
+        EndKind::Cancelled => (JobState::Cancelled, Reason::None),
+        EndKind::Timeout => (JobState::Timeout, Reason::TimeLimit),
+        EndKind::OutOfMemory => (JobState::OutOfMemory, Reason::OutOfMemory),
+        EndKind::LaunchFailed => (JobState::Failed, Reason::JobLaunchFailure),
+        EndKind::Exited if end.exit_code == 0 && end.exit_signal == 0 => {
+            (JobState::Completed, Reason::None)
+        }
+        EndKind::Exited => (JobState::Failed, Reason::NonZeroExitCode),
+    };
+    if end.kind == EndKind::LaunchFailed {
+        tracing::warn!(job_id = id, error = %end.message, "job launch failed on node");
+    }
+    // Cancelled on the node without a request here: by root (the node's own kill).
+    let by = (state == JobState::Cancelled).then_some(0);
+    turn.emit(ended(id, state, reason, &end, time, by));
+}
+
+fn ended(
+    job_id: JobId,
+    state: JobState,
+    reason: Reason,
+    end: &JobEnd,
+    time: Time,
+    cancelled_by: Option<u32>,
+) -> Event {
+    Event::JobEnded {
+        job_id,
+        state,
+        exit_code: end.exit_code,
+        exit_signal: end.exit_signal,
+        time,
+        reason,
+        cancelled_by,
+    }
+}
+
+/// Ends a job being preempted (CANCEL: PREEMPTED; REQUEUE: back to pending). False
+/// when it is not being preempted so.
+fn end_preempted(turn: &mut Turn, id: JobId, time: Time, exit_code: i32, exit_signal: i32) -> bool {
+    let mode = turn
+        .state
+        .job(id)
+        .and_then(|j| j.preemption.as_ref())
+        .map(|p| p.mode);
+    match mode {
+        Some(PreemptMode::Requeue) => {
+            tracing::info!(job_id = id, "preempted job requeued");
+            turn.emit(Event::JobRequeued {
+                job_id: id,
+                time,
+                hold: false,
+            });
+        }
+        Some(PreemptMode::Cancel) => {
+            tracing::info!(job_id = id, "preempted job ended");
+            turn.emit(Event::JobEnded {
+                job_id: id,
+                state: JobState::Preempted,
+                exit_code,
+                exit_signal,
+                time,
+                reason: Reason::None,
+                cancelled_by: None,
+            });
+        }
+        _ => return false,
+    }
+    turn.reschedule = true;
+    true
+}
+
+/// A job whose node lost it or failed: it ends as its kill request says, as its
+/// preemption says, requeued with `--requeue`, or NODE_FAIL.
+pub(super) fn end_lost_job(turn: &mut Turn, id: JobId) {
+    let Some(job) = turn.state.job(id) else {
+        return;
+    };
+    let now = turn.now;
+    let requeue = job.spec.requeue;
+    match job.kill.map(|k| k.cause) {
+        Some(KillCause::Requeue { hold }) => turn.emit(Event::JobRequeued {
+            job_id: id,
+            time: now,
+            hold,
+        }),
+        Some(KillCause::Cancel { by }) => turn.emit(Event::JobEnded {
+            job_id: id,
+            state: JobState::Cancelled,
+            exit_code: 0,
+            exit_signal: 0,
+            time: now,
+            reason: Reason::None,
+            cancelled_by: Some(by),
+        }),
+        Some(KillCause::Preempt) | None => {
+            if end_preempted(turn, id, now, 0, 0) {
+                return;
+            }
+            if requeue {
+                tracing::warn!(job_id = id, "job lost with its node; requeued");
+                turn.emit(Event::JobRequeued {
+                    job_id: id,
+                    time: now,
+                    hold: false,
+                });
+            } else {
+                tracing::warn!(job_id = id, "job lost with its node; NODE_FAIL");
+                turn.emit(Event::JobEnded {
+                    job_id: id,
+                    state: JobState::NodeFail,
+                    exit_code: 0,
+                    exit_signal: 0,
+                    time: now,
+                    reason: Reason::NodeDown,
+                    cancelled_by: None,
+                });
+            }
+        }
+    }
+    turn.reschedule = true;
+}
+
+/// A node failed (or an admin set it DOWN): every job holding an allocation on it is
+/// killed there and ends as a lost job.
+pub(super) fn fail_jobs_on(turn: &mut Turn, node: &str) {
+    let ids: Vec<JobId> = turn
+        .state
+        .running_jobs()
+        .filter(|j| {
+            j.alloc
+                .as_ref()
+                .is_some_and(|a| a.nodes.iter().any(|n| n.node == node))
+        })
+        .map(|j| j.id)
+        .collect();
+    for id in ids {
+        turn.order(id, Order::Kill);
+        end_lost_job(turn, id);
+    }
+}

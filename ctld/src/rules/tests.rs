@@ -1,0 +1,472 @@
+//! The controller's rules, in process: a cluster from a config, commands and node
+//! reports in, events, effects and orders out. No store, no RPCs, no processes; the
+//! state's invariants are checked after every turn. A "restart" keeps what the store
+//! keeps (the job and node records) and forgets everything else, as a `kill -9` of
+//! the controller does.
+
+use super::{Effect, Order, Turn, jobs, nodes, timer};
+use crate::command::{
+    ControlJobs, ControlOp, EndKind, Heartbeat, JobEnd, JobOnNode, NodeOrders, Registration,
+    SignalJobs, Submit,
+};
+use model::filter::JobFilter;
+use model::{
+    ClusterState, Config, Event, JobId, JobPayload, JobSpec, JobState, KillCause, Reason, Restored,
+    Time,
+};
+use sched::SchedConfig;
+
+const CLUSTER: &str = r#"
+[controller]
+node_timeout_s = 30
+[[nodes]]
+names = "n[1-2]"
+cpus = 4
+memory = "4G"
+[[partitions]]
+name = "p"
+nodes = "ALL"
+default = true
+default_time = "10:00"
+"#;
+
+const ALICE: u32 = 1000;
+
+struct Env {
+    state: ClusterState,
+    config: Config,
+    sched: SchedConfig,
+    now: Time,
+}
+
+/// What one turn decided.
+struct Decided<R> {
+    answer: R,
+    events: Vec<Event>,
+    effects: Vec<Effect>,
+}
+
+impl Env {
+    fn new(extra: &str) -> Env {
+        let config = Config::parse(&format!("{CLUSTER}{extra}"), "test.toml").unwrap();
+        let state = ClusterState::new(config.node_list(), config.partition_list());
+        let sched = SchedConfig::from_config(&config);
+        let mut env = Env {
+            state,
+            config,
+            sched,
+            now: 1_000,
+        };
+        for node in ["n1", "n2"] {
+            env.register(node, &[]);
+        }
+        env
+    }
+
+    fn turn<R>(&mut self, f: impl FnOnce(&mut Turn) -> R) -> Decided<R> {
+        let mut turn = Turn::new(&mut self.state, &self.config, &self.sched, self.now);
+        let answer = f(&mut turn);
+        let (events, effects) = (turn.events, turn.effects);
+        if let Err(broken) = self.state.check_invariants() {
+            panic!("after {events:?}: {broken}");
+        }
+        Decided {
+            answer,
+            events,
+            effects,
+        }
+    }
+
+    fn register(&mut self, node: &str, jobs: &[JobOnNode]) -> NodeOrders {
+        let reg = Registration {
+            node: node.into(),
+            addr: format!("{node}:1"),
+            cpus: 4,
+            memory_mb: 4096,
+            gpus: vec![],
+            features: vec![],
+            boot_time: 1,
+            jobs: jobs.to_vec(),
+        };
+        self.turn(|t| nodes::register(t, reg)).answer
+    }
+
+    fn heartbeat(&mut self, node: &str, jobs: &[JobOnNode]) -> NodeOrders {
+        let hb = Heartbeat {
+            node: node.into(),
+            jobs: jobs.to_vec(),
+        };
+        self.turn(|t| nodes::heartbeat(t, hb)).answer
+    }
+
+    fn submit(&mut self, f: impl FnOnce(&mut JobSpec)) -> JobId {
+        let mut spec = JobSpec {
+            user: "alice".into(),
+            uid: ALICE,
+            work_dir: "/tmp".into(),
+            num_tasks: 1,
+            cpus_per_task: 1,
+            ..JobSpec::default()
+        };
+        f(&mut spec);
+        let payload = JobPayload {
+            script: "#!/bin/sh\ntrue\n".into(),
+            env: vec![],
+        };
+        self.turn(|t| jobs::submit(t, Submit { spec, payload }))
+            .answer
+            .unwrap()
+            .job_id
+    }
+
+    /// A pass that starts the job; returns its node. The node confirms the launch.
+    fn start(&mut self, id: JobId) -> String {
+        let d = self.turn(timer::schedule);
+        assert!(
+            d.effects.contains(&Effect::Launch { job_id: id }),
+            "{:?}",
+            d.effects
+        );
+        let node = self.node_of(id);
+        let run = self.job(id).restart_count;
+        self.turn(|t| nodes::launched(t, id, run));
+        assert!(self.job(id).launched);
+        node
+    }
+
+    fn job(&self, id: JobId) -> &model::Job {
+        self.state.job(id).unwrap()
+    }
+
+    fn node_of(&self, id: JobId) -> String {
+        super::batch_node(self.job(id)).unwrap().to_string()
+    }
+
+    /// What the job's node reports of it.
+    fn on_node(&self, id: JobId) -> JobOnNode {
+        JobOnNode {
+            job_id: id,
+            restart_count: self.job(id).restart_count,
+            suspended: false,
+            ending: false,
+        }
+    }
+
+    fn scancel(&mut self, id: JobId, uid: u32) -> Decided<()> {
+        let cmd = SignalJobs {
+            job_ids: vec![id.to_string()],
+            filter: JobFilter::default(),
+            signal: 0,
+            batch_only: false,
+            requester: uid,
+        };
+        let d = self.turn(|t| jobs::signal(t, cmd));
+        assert!(d.answer.iter().all(|r| r.error.is_none()), "{:?}", d.answer);
+        Decided {
+            answer: (),
+            events: d.events,
+            effects: d.effects,
+        }
+    }
+
+    fn control(&mut self, id: JobId, op: ControlOp) -> Decided<()> {
+        let cmd = ControlJobs {
+            op,
+            job_ids: vec![id.to_string()],
+            requester: 0,
+        };
+        let d = self.turn(|t| jobs::control(t, cmd));
+        assert!(d.answer.iter().all(|r| r.error.is_none()), "{:?}", d.answer);
+        Decided {
+            answer: (),
+            events: d.events,
+            effects: d.effects,
+        }
+    }
+
+    fn finished(&mut self, id: JobId, kind: EndKind, exit_code: i32) {
+        let end = JobEnd {
+            node: self.node_of(id),
+            job_id: id,
+            restart_count: self.job(id).restart_count,
+            kind,
+            exit_code,
+            exit_signal: if kind == EndKind::Cancelled { 15 } else { 0 },
+            end_time: 0,
+            message: String::new(),
+        };
+        self.turn(|t| nodes::job_finished(t, end));
+    }
+
+    /// A controller restart: only what the store keeps survives; nodes are UNKNOWN
+    /// until they register again.
+    fn restart(&mut self) {
+        let kept = Restored {
+            jobs: self
+                .state
+                .jobs
+                .values()
+                .map(|j| j.as_ref().clone())
+                .collect(),
+            nodes: self.state.nodes.values().cloned().collect(),
+            reservations: self.state.reservations.values().cloned().collect(),
+            usage: self.state.usage.clone().into_iter().collect(),
+        };
+        self.state = ClusterState::restored(
+            self.config.node_list(),
+            self.config.partition_list(),
+            kept,
+            self.now,
+        );
+        self.state.check_invariants().unwrap();
+    }
+}
+
+fn kill(node: &str, id: JobId) -> Effect {
+    Effect::Order {
+        job_id: id,
+        node: node.into(),
+        order: Order::Kill,
+    }
+}
+
+#[test]
+fn an_acknowledged_cancel_survives_a_restart_and_names_the_canceller() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let node = env.start(id);
+    let d = env.scancel(id, ALICE);
+    assert_eq!(d.effects, vec![kill(&node, id)]);
+    assert!(matches!(
+        env.job(id).kill.map(|k| k.cause),
+        Some(KillCause::Cancel { by: ALICE })
+    ));
+    // The controller dies before the kill reaches the node: restarted, it orders the
+    // kill when the node registers, reporting the job still running.
+    env.restart();
+    let orders = env.register(&node, &[env.on_node(id)]);
+    assert_eq!(orders.kill, vec![id]);
+    // Being killed: no order again.
+    let ending = JobOnNode {
+        ending: true,
+        ..env.on_node(id)
+    };
+    assert_eq!(env.heartbeat(&node, &[ending]), NodeOrders::default());
+    env.finished(id, EndKind::Cancelled, 0);
+    let job = env.job(id);
+    assert_eq!(
+        (job.state, job.cancelled_by),
+        (JobState::Cancelled, Some(ALICE))
+    );
+    assert!(job.kill.is_none());
+}
+
+#[test]
+fn an_acknowledged_requeue_survives_a_restart() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let node = env.start(id);
+    env.control(id, ControlOp::Requeue);
+    env.restart();
+    assert_eq!(env.register(&node, &[env.on_node(id)]).kill, vec![id]);
+    // The node's report of the end (a cancel, as far as it knows) requeues the job.
+    env.finished(id, EndKind::Cancelled, 0);
+    let job = env.job(id);
+    assert_eq!(
+        (job.state, job.restart_count, job.held),
+        (JobState::Pending, 1, false)
+    );
+    assert!(job.kill.is_none() && !job.launched);
+}
+
+#[test]
+fn a_requeue_whose_node_lost_the_job_still_requeues_it() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let node = env.start(id);
+    env.control(id, ControlOp::RequeueHold);
+    env.restart();
+    // The node comes back without the job (its state was lost).
+    env.register(&node, &[]);
+    let job = env.job(id);
+    assert_eq!((job.state, job.held), (JobState::Pending, true));
+    assert_eq!(job.reason, Reason::JobHeldUser);
+}
+
+#[test]
+fn a_launch_never_confirmed_is_sent_again_and_a_confirmed_one_is_lost() {
+    let mut env = Env::new("");
+    let unconfirmed = env.submit(|_| {});
+    let d = env.turn(timer::schedule);
+    assert!(d.effects.contains(&Effect::Launch {
+        job_id: unconfirmed
+    }));
+    let confirmed = env.submit(|_| {});
+    let node = env.start(confirmed);
+    let node_unconfirmed = env.node_of(unconfirmed);
+    // The controller dies before it sent the first launch; neither node has it.
+    env.restart();
+    let d = env.turn(|t| {
+        nodes::register(
+            t,
+            Registration {
+                node: node_unconfirmed.clone(),
+                addr: "x:1".into(),
+                cpus: 4,
+                memory_mb: 4096,
+                gpus: vec![],
+                features: vec![],
+                boot_time: 1,
+                jobs: vec![],
+            },
+        )
+    });
+    assert!(d.effects.contains(&Effect::Launch {
+        job_id: unconfirmed
+    }));
+    assert_eq!(env.job(unconfirmed).state, JobState::Running);
+    if node != node_unconfirmed {
+        env.register(&node, &[]);
+    }
+    let lost = env.job(confirmed);
+    assert_eq!(
+        (lost.state, lost.reason),
+        (JobState::NodeFail, Reason::NodeDown)
+    );
+    // A heartbeat that reports the relaunched job confirms it.
+    let report = env.on_node(unconfirmed);
+    env.heartbeat(&node_unconfirmed, &[report]);
+    assert!(env.job(unconfirmed).launched);
+}
+
+#[test]
+fn a_lost_suspend_is_ordered_again_and_a_lost_resume_too() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let node = env.start(id);
+    let d = env.control(id, ControlOp::Suspend);
+    assert!(matches!(
+        d.effects[..],
+        [Effect::Order {
+            order: Order::Suspend,
+            ..
+        }]
+    ));
+    // The RPC was lost: the node still runs the job.
+    let orders = env.heartbeat(&node, &[env.on_node(id)]);
+    assert_eq!(orders.suspend, vec![id]);
+    let stopped = JobOnNode {
+        suspended: true,
+        ..env.on_node(id)
+    };
+    assert_eq!(env.heartbeat(&node, &[stopped]), NodeOrders::default());
+    env.control(id, ControlOp::Resume);
+    env.restart();
+    assert_eq!(env.register(&node, &[stopped]).resume, vec![id]);
+}
+
+#[test]
+fn a_node_is_told_to_kill_what_it_should_not_run() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let node = env.start(id);
+    env.finished(id, EndKind::Exited, 0);
+    assert_eq!(env.job(id).state, JobState::Completed);
+    // A stale run, an unknown job, and a job that ended: all killed.
+    let stale = JobOnNode {
+        restart_count: 7,
+        ..env.on_node(id)
+    };
+    let unknown = JobOnNode {
+        job_id: 999,
+        ..stale
+    };
+    let orders = env.heartbeat(&node, &[stale, unknown]);
+    assert_eq!(orders.kill, vec![id, 999]);
+}
+
+#[test]
+fn a_cancel_wins_over_a_preemption_and_a_requeue_over_nothing_it_cannot() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    env.start(id);
+    env.scancel(id, ALICE);
+    // A requeue of a job being cancelled is refused.
+    let cmd = ControlJobs {
+        op: ControlOp::Requeue,
+        job_ids: vec![id.to_string()],
+        requester: 0,
+    };
+    let d = env.turn(|t| jobs::control(t, cmd));
+    assert!(d.answer[0].error.is_some());
+    // A second cancel keeps the first canceller.
+    env.scancel(id, 0);
+    assert!(matches!(
+        env.job(id).kill.map(|k| k.cause),
+        Some(KillCause::Cancel { by: ALICE })
+    ));
+}
+
+#[test]
+fn a_preempted_jobs_grace_time_ends_in_a_durable_kill() {
+    let extra = r#"
+[scheduler]
+preempt_type = "qos"
+[[qos]]
+name = "low"
+grace_time = 30
+[[qos]]
+name = "high"
+priority = 100
+preempt = ["low"]
+"#;
+    let mut env = Env::new(extra);
+    let low: Vec<JobId> = (0..2)
+        .map(|_| {
+            env.submit(|s| {
+                s.qos = "low".into();
+                s.cpus_per_task = 4;
+            })
+        })
+        .collect();
+    env.turn(timer::schedule);
+    for id in &low {
+        let run = env.job(*id).restart_count;
+        env.turn(|t| nodes::launched(t, *id, run));
+    }
+    let high = env.submit(|s| {
+        s.qos = "high".into();
+        s.cpus_per_task = 4;
+    });
+    let d = env.turn(timer::schedule);
+    let victim = d
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::JobPreempted { job_id, .. } => Some(*job_id),
+            _ => None,
+        })
+        .expect("a victim");
+    assert!(d.effects.iter().any(|e| matches!(
+        e,
+        Effect::Order {
+            order: Order::SignalAll { .. },
+            ..
+        }
+    )));
+    assert!(env.job(victim).kill.is_none());
+    env.now += 31;
+    env.restart();
+    let d = env.turn(timer::tick);
+    assert!(matches!(
+        env.job(victim).kill.map(|k| k.cause),
+        Some(KillCause::Preempt)
+    ));
+    assert!(d.effects.iter().any(
+        |e| matches!(e, Effect::Order { job_id, order: Order::Kill, .. } if *job_id == victim)
+    ));
+    let node = env.node_of(victim);
+    env.register(&node, &[]);
+    assert_eq!(env.job(victim).state, JobState::Preempted);
+    assert_eq!(env.job(high).state, JobState::Pending);
+}

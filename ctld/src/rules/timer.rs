@@ -1,0 +1,113 @@
+//! The rules of time: the periodic tick and the scheduling pass.
+//!
+//! The tick kills preempted jobs whose grace time is over (a kill request in their
+//! record, so that a restart does not forget it), drops reservations that ended, and
+//! sets DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs. The
+//! pass runs `sched::schedule` and carries the plan out with `Plan::apply`, the code
+//! the simulator uses too; the effects follow from its events.
+//!
+//! Example: job 3 is preempted with CANCEL and a grace time of 30 s at t=100: the pass
+//! records `JobPreempted { 3, grace 30 }` and sends SIGTERM to all of 3's processes;
+//! the first tick at t>=130 records `JobKillRequested { 3, Preempt }` and kills it.
+
+use super::nodes::fail_jobs_on;
+use super::{Order, Turn};
+use model::state::NOT_RESPONDING;
+use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Time};
+
+/// Periodic work.
+pub fn tick(turn: &mut Turn) {
+    let now = turn.now;
+    let graced: Vec<JobId> = turn
+        .state
+        .running_jobs()
+        .filter(|j| j.state == JobState::Running && j.kill.is_none())
+        .filter(|j| {
+            j.preemption.as_ref().is_some_and(|p| {
+                p.mode != PreemptMode::Suspend && p.time + Time::from(p.grace_secs) <= now
+            })
+        })
+        .map(|j| j.id)
+        .collect();
+    for id in graced {
+        tracing::info!(job_id = id, "grace time over: killing preempted job");
+        super::jobs::request_kill(turn, id, KillCause::Preempt);
+        turn.order(id, Order::Kill);
+    }
+    let expired: Vec<String> = turn
+        .state
+        .reservations
+        .values()
+        .filter(|r| r.expired(now))
+        .map(|r| r.name.clone())
+        .collect();
+    for name in expired {
+        tracing::info!(reservation = %name, "reservation ended");
+        turn.emit(Event::ReservationDeleted { name });
+    }
+    let timeout = Time::from(turn.config.controller.node_timeout_s);
+    let silent: Vec<String> = turn
+        .state
+        .nodes
+        .values()
+        .filter(|n| n.health != NodeHealth::Down && now - n.last_heartbeat > timeout)
+        .map(|n| n.name.clone())
+        .collect();
+    for name in silent {
+        tracing::warn!(node = %name, "node not responding, setting it down");
+        turn.emit(Event::NodeDown {
+            name: name.clone(),
+            reason: NOT_RESPONDING.into(),
+            time: now,
+        });
+        fail_jobs_on(turn, &name);
+    }
+}
+
+/// One scheduling pass: start what fits, preempt and resume as the plan says, and
+/// note why the rest waits. What changed a job's chances makes another pass follow.
+pub fn schedule(turn: &mut Turn) -> sched::Plan {
+    let plan = sched::schedule(turn.state, turn.now, turn.sched);
+    for p in &plan.preempts {
+        tracing::info!(
+            job_id = p.job_id,
+            preemptor = p.preemptor,
+            mode = p.mode.name(),
+            grace_secs = p.grace_secs,
+            "preempting job"
+        );
+    }
+    for event in plan.apply(turn.state, turn.now) {
+        match &event {
+            Event::JobStarted { job_id, alloc, .. } => {
+                tracing::debug!(job_id, nodes = %alloc.hostlist(), "job started");
+                turn.launch(*job_id);
+            }
+            Event::JobKillRequested { job_id, .. } => turn.order(*job_id, Order::Kill),
+            Event::JobPreempted {
+                job_id, grace_secs, ..
+            } if *grace_secs > 0 => turn.order(
+                *job_id,
+                Order::SignalAll {
+                    signal: libc::SIGTERM,
+                },
+            ),
+            Event::JobSuspended { job_id, .. } => turn.order(*job_id, Order::Suspend),
+            Event::JobResumed { job_id, .. } => {
+                tracing::info!(job_id, "resuming job suspended by preemption");
+                turn.order(*job_id, Order::Resume);
+            }
+            _ => {}
+        }
+        turn.events.push(event);
+    }
+    for event in plan.pending_reason_events(turn.state) {
+        turn.state.apply(&event);
+        turn.events.push(event);
+    }
+    if !plan.preempts.is_empty() || !plan.resumes.is_empty() {
+        // Suspended victims lend their room at once: start their preemptors.
+        turn.reschedule = true;
+    }
+    plan
+}

@@ -1,0 +1,72 @@
+//! The controller's durable state, behind one trait: the only module that touches a
+//! storage engine. `SledStore` keeps it in sled on the controller's disk; another
+//! backend (a replicated store for failover) implements the same trait, and the state
+//! owner does not change.
+//!
+//! What is kept: job records, their payloads (script and environment, written once at
+//! submit), node records, reservations, and the decayed usage of each association, as
+//! the record types of `records` (format 4; stores of format 3 are migrated when
+//! opened, see `v3`). A commit takes the records one turn of the state owner changed
+//! and returns once they survive a crash of the controller; the caller acknowledges
+//! nothing before that. A commit is atomic: after a crash a turn is there whole or not
+//! at all.
+
+mod records;
+mod sled;
+mod v3;
+
+pub use self::sled::SledStore;
+
+use model::usage::{AssocKey, AssocUsage};
+use model::{Job, JobId, JobPayload, Node, Reservation, Restored};
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Too little room on the state disk: the commit wrote nothing. It may succeed
+    /// once space is freed.
+    #[error("{0}")]
+    Full(String),
+    #[error("state store: {0}")]
+    Engine(String),
+    #[error("state store: cannot encode a record: {0}")]
+    Encode(postcard::Error),
+    #[error("state store: record {key} is corrupt or of an unknown version: {reason}")]
+    Decode { key: String, reason: String },
+}
+
+/// The records one turn changed, to be made durable together.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Scripts and environments of new jobs.
+    pub payloads: Vec<(JobId, JobPayload)>,
+    pub jobs: Vec<Arc<Job>>,
+    /// The turn only submitted new jobs: each of them stands alone (after a crash, any
+    /// subset of them is a state the cluster could have been in).
+    pub only_submits: bool,
+    pub nodes: Vec<Node>,
+    /// A reservation as it now stands, or `None`: deleted.
+    pub reservations: Vec<(String, Option<Reservation>)>,
+    pub usage: Vec<(AssocKey, AssocUsage)>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.payloads.is_empty()
+            && self.jobs.is_empty()
+            && self.nodes.is_empty()
+            && self.reservations.is_empty()
+            && self.usage.is_empty()
+    }
+}
+
+/// A durable home for the controller's state.
+pub trait Store: Send + Sync {
+    /// Everything a restart needs, jobs in id order.
+    fn load(&self) -> Result<Restored, StoreError>;
+    /// The script and environment of a job (an array's tasks share their array's).
+    fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError>;
+    /// Makes a turn's records durable, atomically; returns once they survive a crash.
+    /// On an error nothing of the batch counts as written.
+    fn commit(&self, batch: Batch) -> Result<(), StoreError>;
+}

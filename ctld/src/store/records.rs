@@ -1,0 +1,892 @@
+//! The records the store keeps, format 4: types of their own, converted from and to
+//! `model`, so that a change to a domain type never changes what is on disk by
+//! accident (the golden-bytes tests below fail first). Each record is encoded with
+//! postcard behind a one-byte format version.
+//!
+//! To change a record: copy the types of the current format into a module of their
+//! own (as `v3` keeps format 3), bump [`FORMAT`], change the types here, convert the
+//! old records in `migrate`, and pin the new bytes.
+//!
+//! Reasons are kept as Slurm's spelling and read back with `Reason::parse`, which
+//! refuses any word it does not know; every other enum is a record enum.
+
+use super::StoreError;
+use model::usage::AssocUsage;
+use model::{
+    Allocation, ArraySpec, Job, JobPayload, JobSpec, JobState, KillCause, KillRequest, Node,
+    NodeAllocation, NodeHealth, PreemptMode, Preemption, Reason, Reservation, SignalSpec, Step,
+};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+/// The format every record is written in.
+pub const FORMAT: u8 = 4;
+
+/// `FORMAT` then the postcard bytes.
+pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
+    let mut out = vec![FORMAT];
+    out.extend(postcard::to_stdvec(record).map_err(StoreError::Encode)?);
+    Ok(out)
+}
+
+/// Decodes postcard bytes of a record (after its version byte); `what` names it.
+pub fn decode_body<T: DeserializeOwned>(
+    what: &dyn Fn() -> String,
+    body: &[u8],
+) -> Result<T, StoreError> {
+    postcard::from_bytes(body).map_err(|e| StoreError::Decode {
+        key: what(),
+        reason: e.to_string(),
+    })
+}
+
+fn bad(what: &dyn Fn() -> String, reason: String) -> StoreError {
+    StoreError::Decode {
+        key: what(),
+        reason,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobStateRecord {
+    Pending,
+    Running,
+    Suspended,
+    Completing,
+    Completed,
+    Failed,
+    Cancelled,
+    Timeout,
+    NodeFail,
+    OutOfMemory,
+    Preempted,
+    Requeued,
+    BootFail,
+    Deadline,
+}
+
+impl From<JobState> for JobStateRecord {
+    fn from(s: JobState) -> Self {
+        use JobStateRecord as R;
+        match s {
+            JobState::Pending => R::Pending,
+            JobState::Running => R::Running,
+            JobState::Suspended => R::Suspended,
+            JobState::Completing => R::Completing,
+            JobState::Completed => R::Completed,
+            JobState::Failed => R::Failed,
+            JobState::Cancelled => R::Cancelled,
+            JobState::Timeout => R::Timeout,
+            JobState::NodeFail => R::NodeFail,
+            JobState::OutOfMemory => R::OutOfMemory,
+            JobState::Preempted => R::Preempted,
+            JobState::Requeued => R::Requeued,
+            JobState::BootFail => R::BootFail,
+            JobState::Deadline => R::Deadline,
+        }
+    }
+}
+
+impl From<JobStateRecord> for JobState {
+    fn from(s: JobStateRecord) -> Self {
+        use JobStateRecord as R;
+        match s {
+            R::Pending => JobState::Pending,
+            R::Running => JobState::Running,
+            R::Suspended => JobState::Suspended,
+            R::Completing => JobState::Completing,
+            R::Completed => JobState::Completed,
+            R::Failed => JobState::Failed,
+            R::Cancelled => JobState::Cancelled,
+            R::Timeout => JobState::Timeout,
+            R::NodeFail => JobState::NodeFail,
+            R::OutOfMemory => JobState::OutOfMemory,
+            R::Preempted => JobState::Preempted,
+            R::Requeued => JobState::Requeued,
+            R::BootFail => JobState::BootFail,
+            R::Deadline => JobState::Deadline,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PreemptModeRecord {
+    Off,
+    Cancel,
+    Requeue,
+    Suspend,
+}
+
+impl From<PreemptMode> for PreemptModeRecord {
+    fn from(m: PreemptMode) -> Self {
+        match m {
+            PreemptMode::Off => PreemptModeRecord::Off,
+            PreemptMode::Cancel => PreemptModeRecord::Cancel,
+            PreemptMode::Requeue => PreemptModeRecord::Requeue,
+            PreemptMode::Suspend => PreemptModeRecord::Suspend,
+        }
+    }
+}
+
+impl From<PreemptModeRecord> for PreemptMode {
+    fn from(m: PreemptModeRecord) -> Self {
+        match m {
+            PreemptModeRecord::Off => PreemptMode::Off,
+            PreemptModeRecord::Cancel => PreemptMode::Cancel,
+            PreemptModeRecord::Requeue => PreemptMode::Requeue,
+            PreemptModeRecord::Suspend => PreemptMode::Suspend,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArraySpecRecord {
+    pub task_ids: Vec<u32>,
+    pub max_running: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalSpecRecord {
+    pub signal: i32,
+    pub seconds_before_end: u32,
+    pub batch_only: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSpecRecord {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    pub account: String,
+    pub partition: String,
+    pub qos: String,
+    pub script_args: Vec<String>,
+    pub work_dir: String,
+    pub stdout_pattern: String,
+    pub stderr_pattern: String,
+    pub stdin_path: String,
+    pub open_mode_append: bool,
+    pub num_nodes: u32,
+    pub num_tasks: u32,
+    pub cpus_per_task: u32,
+    pub ntasks_per_node: u32,
+    pub mem_per_node_mb: u64,
+    pub mem_per_cpu_mb: u64,
+    pub gpus: u32,
+    pub gpus_per_node: u32,
+    pub gpu_type: String,
+    pub time_limit_min: Option<u32>,
+    pub signal: Option<SignalSpecRecord>,
+    pub requeue: bool,
+    pub comment: String,
+    pub wckey: String,
+    pub begin_time: i64,
+    pub hold: bool,
+    pub dependency: String,
+    pub array: Option<ArraySpecRecord>,
+    pub submit_host: String,
+    pub reservation: String,
+    pub constraint: String,
+    pub nodelist: String,
+    pub exclude: String,
+    pub exclusive: bool,
+    pub nice: i32,
+    pub kill_on_invalid_dep: bool,
+}
+
+impl From<&JobSpec> for JobSpecRecord {
+    fn from(s: &JobSpec) -> Self {
+        JobSpecRecord {
+            name: s.name.clone(),
+            uid: s.uid,
+            gid: s.gid,
+            user: s.user.clone(),
+            account: s.account.clone(),
+            partition: s.partition.clone(),
+            qos: s.qos.clone(),
+            script_args: s.script_args.clone(),
+            work_dir: s.work_dir.clone(),
+            stdout_pattern: s.stdout_pattern.clone(),
+            stderr_pattern: s.stderr_pattern.clone(),
+            stdin_path: s.stdin_path.clone(),
+            open_mode_append: s.open_mode_append,
+            num_nodes: s.num_nodes,
+            num_tasks: s.num_tasks,
+            cpus_per_task: s.cpus_per_task,
+            ntasks_per_node: s.ntasks_per_node,
+            mem_per_node_mb: s.mem_per_node_mb,
+            mem_per_cpu_mb: s.mem_per_cpu_mb,
+            gpus: s.gpus,
+            gpus_per_node: s.gpus_per_node,
+            gpu_type: s.gpu_type.clone(),
+            time_limit_min: s.time_limit_min,
+            signal: s.signal.as_ref().map(|x| SignalSpecRecord {
+                signal: x.signal,
+                seconds_before_end: x.seconds_before_end,
+                batch_only: x.batch_only,
+            }),
+            requeue: s.requeue,
+            comment: s.comment.clone(),
+            wckey: s.wckey.clone(),
+            begin_time: s.begin_time,
+            hold: s.hold,
+            dependency: s.dependency.clone(),
+            array: s.array.as_ref().map(|a| ArraySpecRecord {
+                task_ids: a.task_ids.clone(),
+                max_running: a.max_running,
+            }),
+            submit_host: s.submit_host.clone(),
+            reservation: s.reservation.clone(),
+            constraint: s.constraint.clone(),
+            nodelist: s.nodelist.clone(),
+            exclude: s.exclude.clone(),
+            exclusive: s.exclusive,
+            nice: s.nice,
+            kill_on_invalid_dep: s.kill_on_invalid_dep,
+        }
+    }
+}
+
+impl From<JobSpecRecord> for JobSpec {
+    fn from(s: JobSpecRecord) -> Self {
+        JobSpec {
+            name: s.name,
+            uid: s.uid,
+            gid: s.gid,
+            user: s.user,
+            account: s.account,
+            partition: s.partition,
+            qos: s.qos,
+            script_args: s.script_args,
+            work_dir: s.work_dir,
+            stdout_pattern: s.stdout_pattern,
+            stderr_pattern: s.stderr_pattern,
+            stdin_path: s.stdin_path,
+            open_mode_append: s.open_mode_append,
+            num_nodes: s.num_nodes,
+            num_tasks: s.num_tasks,
+            cpus_per_task: s.cpus_per_task,
+            ntasks_per_node: s.ntasks_per_node,
+            mem_per_node_mb: s.mem_per_node_mb,
+            mem_per_cpu_mb: s.mem_per_cpu_mb,
+            gpus: s.gpus,
+            gpus_per_node: s.gpus_per_node,
+            gpu_type: s.gpu_type,
+            time_limit_min: s.time_limit_min,
+            signal: s.signal.map(|x| SignalSpec {
+                signal: x.signal,
+                seconds_before_end: x.seconds_before_end,
+                batch_only: x.batch_only,
+            }),
+            requeue: s.requeue,
+            comment: s.comment,
+            wckey: s.wckey,
+            begin_time: s.begin_time,
+            hold: s.hold,
+            dependency: s.dependency,
+            array: s.array.map(|a| ArraySpec {
+                task_ids: a.task_ids,
+                max_running: a.max_running,
+            }),
+            submit_host: s.submit_host,
+            reservation: s.reservation,
+            constraint: s.constraint,
+            nodelist: s.nodelist,
+            exclude: s.exclude,
+            exclusive: s.exclusive,
+            nice: s.nice,
+            kill_on_invalid_dep: s.kill_on_invalid_dep,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeAllocationRecord {
+    pub node: String,
+    pub cpus: u32,
+    pub mem_mb: u64,
+    pub gpus: Vec<u32>,
+    pub cpu_ids: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub id: Option<u32>,
+    pub name: String,
+    pub state: JobStateRecord,
+    pub start_time: i64,
+    pub end_time: i64,
+    pub exit_code: i32,
+    pub exit_signal: i32,
+    pub num_tasks: u32,
+}
+
+impl From<&Step> for StepRecord {
+    fn from(s: &Step) -> Self {
+        StepRecord {
+            id: s.id,
+            name: s.name.clone(),
+            state: s.state.into(),
+            start_time: s.start_time,
+            end_time: s.end_time,
+            exit_code: s.exit_code,
+            exit_signal: s.exit_signal,
+            num_tasks: s.num_tasks,
+        }
+    }
+}
+
+impl From<StepRecord> for Step {
+    fn from(s: StepRecord) -> Self {
+        Step {
+            id: s.id,
+            name: s.name,
+            state: s.state.into(),
+            start_time: s.start_time,
+            end_time: s.end_time,
+            exit_code: s.exit_code,
+            exit_signal: s.exit_signal,
+            num_tasks: s.num_tasks,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreemptionRecord {
+    pub preemptor: u32,
+    pub mode: PreemptModeRecord,
+    pub time: i64,
+    pub grace_secs: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KillCauseRecord {
+    Cancel { by: u32 },
+    Requeue { hold: bool },
+    Preempt,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillRecord {
+    pub cause: KillCauseRecord,
+    pub time: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: u32,
+    pub array_job_id: u32,
+    pub array_task_id: Option<u32>,
+    pub pending_tasks: Vec<u32>,
+    pub spec: JobSpecRecord,
+    pub state: JobStateRecord,
+    /// Slurm's spelling.
+    pub reason: String,
+    pub submit_time: i64,
+    pub start_time: i64,
+    pub end_time: i64,
+    pub suspend_time: i64,
+    pub alloc: Option<Vec<NodeAllocationRecord>>,
+    pub exit_code: i32,
+    pub exit_signal: i32,
+    pub cancelled_by: Option<u32>,
+    pub restart_count: u32,
+    pub held: bool,
+    pub time_limit_min: Option<u32>,
+    pub time_limit_s: Option<u32>,
+    pub steps: Vec<StepRecord>,
+    pub next_step_id: u32,
+    pub stdout_path: String,
+    pub stderr_path: String,
+    pub preemption: Option<PreemptionRecord>,
+    pub suspended_secs: i64,
+    pub kill: Option<KillRecord>,
+    pub launched: bool,
+}
+
+impl From<&Job> for JobRecord {
+    fn from(j: &Job) -> Self {
+        JobRecord {
+            id: j.id,
+            array_job_id: j.array_job_id,
+            array_task_id: j.array_task_id,
+            pending_tasks: j.pending_tasks.iter().copied().collect(),
+            spec: (&j.spec).into(),
+            state: j.state.into(),
+            reason: j.reason.name().to_string(),
+            submit_time: j.submit_time,
+            start_time: j.start_time,
+            end_time: j.end_time,
+            suspend_time: j.suspend_time,
+            alloc: j.alloc.as_ref().map(|a| {
+                a.nodes
+                    .iter()
+                    .map(|n| NodeAllocationRecord {
+                        node: n.node.clone(),
+                        cpus: n.cpus,
+                        mem_mb: n.mem_mb,
+                        gpus: n.gpus.clone(),
+                        cpu_ids: n.cpu_ids.clone(),
+                    })
+                    .collect()
+            }),
+            exit_code: j.exit_code,
+            exit_signal: j.exit_signal,
+            cancelled_by: j.cancelled_by,
+            restart_count: j.restart_count,
+            held: j.held,
+            time_limit_min: j.time_limit_min,
+            time_limit_s: j.time_limit_s,
+            steps: j.steps.iter().map(StepRecord::from).collect(),
+            next_step_id: j.next_step_id,
+            stdout_path: j.stdout_path.clone(),
+            stderr_path: j.stderr_path.clone(),
+            preemption: j.preemption.as_ref().map(|p| PreemptionRecord {
+                preemptor: p.preemptor,
+                mode: p.mode.into(),
+                time: p.time,
+                grace_secs: p.grace_secs,
+            }),
+            suspended_secs: j.suspended_secs,
+            kill: j.kill.map(|k| KillRecord {
+                cause: match k.cause {
+                    KillCause::Cancel { by } => KillCauseRecord::Cancel { by },
+                    KillCause::Requeue { hold } => KillCauseRecord::Requeue { hold },
+                    KillCause::Preempt => KillCauseRecord::Preempt,
+                },
+                time: k.time,
+            }),
+            launched: j.launched,
+        }
+    }
+}
+
+impl JobRecord {
+    /// The job this record keeps; `what` names the record in an error.
+    pub fn into_job(self, what: &dyn Fn() -> String) -> Result<Job, StoreError> {
+        let reason = Reason::parse(&self.reason)
+            .ok_or_else(|| bad(what, format!("unknown reason `{}`", self.reason)))?;
+        Ok(Job {
+            id: self.id,
+            array_job_id: self.array_job_id,
+            array_task_id: self.array_task_id,
+            pending_tasks: self.pending_tasks.into_iter().collect(),
+            spec: self.spec.into(),
+            state: self.state.into(),
+            reason,
+            submit_time: self.submit_time,
+            start_time: self.start_time,
+            end_time: self.end_time,
+            suspend_time: self.suspend_time,
+            alloc: self.alloc.map(|nodes| Allocation {
+                nodes: nodes
+                    .into_iter()
+                    .map(|n| NodeAllocation {
+                        node: n.node,
+                        cpus: n.cpus,
+                        mem_mb: n.mem_mb,
+                        gpus: n.gpus,
+                        cpu_ids: n.cpu_ids,
+                    })
+                    .collect(),
+            }),
+            exit_code: self.exit_code,
+            exit_signal: self.exit_signal,
+            cancelled_by: self.cancelled_by,
+            restart_count: self.restart_count,
+            held: self.held,
+            time_limit_min: self.time_limit_min,
+            steps: self.steps.into_iter().map(Step::from).collect(),
+            next_step_id: self.next_step_id,
+            stdout_path: self.stdout_path,
+            stderr_path: self.stderr_path,
+            planned_start: 0,
+            planned_nodes: String::new(),
+            time_limit_s: self.time_limit_s,
+            preemption: self.preemption.map(|p| Preemption {
+                preemptor: p.preemptor,
+                mode: p.mode.into(),
+                time: p.time,
+                grace_secs: p.grace_secs,
+            }),
+            suspended_secs: self.suspended_secs,
+            kill: self.kill.map(|k| KillRequest {
+                cause: match k.cause {
+                    KillCauseRecord::Cancel { by } => KillCause::Cancel { by },
+                    KillCauseRecord::Requeue { hold } => KillCause::Requeue { hold },
+                    KillCauseRecord::Preempt => KillCause::Preempt,
+                },
+                time: k.time,
+            }),
+            launched: self.launched,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuRecord {
+    pub index: u32,
+    pub gpu_type: String,
+    pub uuid: String,
+    pub numa: u32,
+    pub nvlink: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeHealthRecord {
+    Unknown,
+    Up,
+    Down,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    pub name: String,
+    pub addr: String,
+    pub cpus: u32,
+    pub memory_mb: u64,
+    pub gpus: Vec<GpuRecord>,
+    pub features: Vec<String>,
+    pub health: NodeHealthRecord,
+    pub drain: bool,
+    pub reason: String,
+    pub reason_time: i64,
+    pub reason_uid: u32,
+    pub boot_time: i64,
+    pub last_heartbeat: i64,
+}
+
+impl From<&Node> for NodeRecord {
+    fn from(n: &Node) -> Self {
+        NodeRecord {
+            name: n.name.clone(),
+            addr: n.addr.clone(),
+            cpus: n.cpus,
+            memory_mb: n.memory_mb,
+            gpus: n
+                .gpus
+                .iter()
+                .map(|g| GpuRecord {
+                    index: g.index,
+                    gpu_type: g.gpu_type.clone(),
+                    uuid: g.uuid.clone(),
+                    numa: g.numa,
+                    nvlink: g.nvlink,
+                })
+                .collect(),
+            features: n.features.clone(),
+            health: match n.health {
+                NodeHealth::Unknown => NodeHealthRecord::Unknown,
+                NodeHealth::Up => NodeHealthRecord::Up,
+                NodeHealth::Down => NodeHealthRecord::Down,
+            },
+            drain: n.drain,
+            reason: n.reason.clone(),
+            reason_time: n.reason_time,
+            reason_uid: n.reason_uid,
+            boot_time: n.boot_time,
+            last_heartbeat: n.last_heartbeat,
+        }
+    }
+}
+
+impl From<NodeRecord> for Node {
+    fn from(n: NodeRecord) -> Self {
+        Node {
+            name: n.name,
+            addr: n.addr,
+            cpus: n.cpus,
+            memory_mb: n.memory_mb,
+            gpus: n
+                .gpus
+                .into_iter()
+                .map(|g| model::GpuDevice {
+                    index: g.index,
+                    gpu_type: g.gpu_type,
+                    uuid: g.uuid,
+                    numa: g.numa,
+                    nvlink: g.nvlink,
+                })
+                .collect(),
+            features: n.features,
+            health: match n.health {
+                NodeHealthRecord::Unknown => NodeHealth::Unknown,
+                NodeHealthRecord::Up => NodeHealth::Up,
+                NodeHealthRecord::Down => NodeHealth::Down,
+            },
+            drain: n.drain,
+            reason: n.reason,
+            reason_time: n.reason_time,
+            reason_uid: n.reason_uid,
+            boot_time: n.boot_time,
+            last_heartbeat: n.last_heartbeat,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReservationFlagRecord {
+    Maint,
+    IgnoreJobs,
+    Flex,
+    Daily,
+    Weekly,
+    Overlap,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservationRecord {
+    pub name: String,
+    pub start: i64,
+    pub end: i64,
+    pub nodes: Vec<String>,
+    pub users: Vec<String>,
+    pub accounts: Vec<String>,
+    pub flags: Vec<ReservationFlagRecord>,
+    pub partition: String,
+}
+
+impl From<&Reservation> for ReservationRecord {
+    fn from(r: &Reservation) -> Self {
+        use ReservationFlagRecord as R;
+        use model::ReservationFlag as F;
+        ReservationRecord {
+            name: r.name.clone(),
+            start: r.start,
+            end: r.end,
+            nodes: r.nodes.clone(),
+            users: r.users.clone(),
+            accounts: r.accounts.clone(),
+            flags: r
+                .flags
+                .iter()
+                .map(|f| match f {
+                    F::Maint => R::Maint,
+                    F::IgnoreJobs => R::IgnoreJobs,
+                    F::Flex => R::Flex,
+                    F::Daily => R::Daily,
+                    F::Weekly => R::Weekly,
+                    F::Overlap => R::Overlap,
+                })
+                .collect(),
+            partition: r.partition.clone(),
+        }
+    }
+}
+
+impl From<ReservationRecord> for Reservation {
+    fn from(r: ReservationRecord) -> Self {
+        use ReservationFlagRecord as R;
+        use model::ReservationFlag as F;
+        Reservation {
+            name: r.name,
+            start: r.start,
+            end: r.end,
+            nodes: r.nodes,
+            users: r.users,
+            accounts: r.accounts,
+            flags: r
+                .flags
+                .into_iter()
+                .map(|f| match f {
+                    R::Maint => F::Maint,
+                    R::IgnoreJobs => F::IgnoreJobs,
+                    R::Flex => F::Flex,
+                    R::Daily => F::Daily,
+                    R::Weekly => F::Weekly,
+                    R::Overlap => F::Overlap,
+                })
+                .collect(),
+            partition: r.partition,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageRecord {
+    pub billing: f64,
+    pub tres: Vec<(String, f64)>,
+    pub at: i64,
+}
+
+impl From<&AssocUsage> for UsageRecord {
+    fn from(u: &AssocUsage) -> Self {
+        UsageRecord {
+            billing: u.billing,
+            tres: u.tres.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            at: u.at,
+        }
+    }
+}
+
+impl From<UsageRecord> for AssocUsage {
+    fn from(u: UsageRecord) -> Self {
+        AssocUsage {
+            billing: u.billing,
+            tres: u.tres.into_iter().collect(),
+            at: u.at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayloadRecord {
+    pub script: String,
+    pub env: Vec<(String, String)>,
+}
+
+impl From<&JobPayload> for PayloadRecord {
+    fn from(p: &JobPayload) -> Self {
+        PayloadRecord {
+            script: p.script.clone(),
+            env: p.env.clone(),
+        }
+    }
+}
+
+impl From<PayloadRecord> for JobPayload {
+    fn from(p: PayloadRecord) -> Self {
+        JobPayload {
+            script: p.script,
+            env: p.env,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Golden bytes: the exact encoding of one record of each type. A failure here
+    //! means the format changed; if that is intended, it is a new format (see the
+    //! module's doc), not a new expectation.
+    use super::*;
+    use model::KillRequest;
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn golden<T: Serialize>(record: &T) -> String {
+        hex(&encode(record).unwrap())
+    }
+
+    fn sample_job() -> Job {
+        let spec = JobSpec {
+            name: "train".into(),
+            uid: 1000,
+            user: "alice".into(),
+            account: "ml".into(),
+            partition: "gpu".into(),
+            num_tasks: 2,
+            cpus_per_task: 4,
+            gpus: 1,
+            array: Some(ArraySpec {
+                task_ids: vec![0, 1],
+                max_running: 1,
+            }),
+            ..JobSpec::default()
+        };
+        let mut job = Job::new(7, spec, 100, Some(60));
+        job.state = JobState::Running;
+        job.start_time = 110;
+        job.alloc = Some(Allocation {
+            nodes: vec![NodeAllocation {
+                node: "n1".into(),
+                cpus: 8,
+                mem_mb: 512,
+                gpus: vec![3],
+                cpu_ids: vec![0, 1],
+            }],
+        });
+        job.reason = Reason::Resources;
+        job.kill = Some(KillRequest {
+            cause: KillCause::Requeue { hold: true },
+            time: 120,
+        });
+        job.launched = true;
+        job
+    }
+
+    #[test]
+    fn a_job_record_keeps_its_bytes() {
+        // Format, id 7, array 7, no task, tasks [0, 1], the spec ("train", uid 1000,
+        // "alice", "ml", "gpu", ...), RUNNING, "Resources", times, the allocation on
+        // n1, ..., the kill (requeue, held, at 120) and the launch.
+        assert_eq!(
+            golden(&JobRecord::from(&sample_job())),
+            concat!(
+                "0407070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "000000020400000001000000000000000000000102000101000000000000000001",
+                "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
+                "013c00000000000000010101f00101"
+            )
+        );
+    }
+
+    #[test]
+    fn a_job_reads_back_as_it_was() {
+        let job = sample_job();
+        let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
+        assert_eq!(
+            back,
+            Job {
+                planned_start: 0,
+                ..job
+            }
+        );
+    }
+
+    #[test]
+    fn an_unknown_reason_is_refused() {
+        let mut record = JobRecord::from(&sample_job());
+        record.reason = "Bogus".into();
+        let err = record.into_job(&|| "job 7".into()).unwrap_err().to_string();
+        assert!(err.contains("job 7") && err.contains("Bogus"), "{err}");
+    }
+
+    #[test]
+    fn node_reservation_usage_and_payload_records_keep_their_bytes() {
+        let mut node = Node::from_config(
+            "n1",
+            4,
+            1024,
+            vec![model::GpuDevice::with_default_topology(0, 1, "h100")],
+        );
+        node.health = NodeHealth::Up;
+        node.features = vec!["fast".into()];
+        assert_eq!(
+            golden(&NodeRecord::from(&node)),
+            "04026e31000480080100046831303000000001046661737401000000000000"
+        );
+        let r = Reservation {
+            name: "maint".into(),
+            start: 10,
+            end: 20,
+            nodes: vec!["n1".into()],
+            users: vec!["root".into()],
+            accounts: vec![],
+            flags: vec![model::ReservationFlag::Maint, model::ReservationFlag::Daily],
+            partition: String::new(),
+        };
+        assert_eq!(
+            golden(&ReservationRecord::from(&r)),
+            "04056d61696e74142801026e310104726f6f740002000300"
+        );
+        let usage = AssocUsage {
+            billing: 1.5,
+            tres: [("cpu".to_string(), 2.0)].into(),
+            at: 3,
+        };
+        assert_eq!(
+            golden(&UsageRecord::from(&usage)),
+            "04000000000000f83f0103637075000000000000004006"
+        );
+        let payload = JobPayload {
+            script: "#!/bin/sh\n".into(),
+            env: vec![("A".into(), "1".into())],
+        };
+        assert_eq!(
+            golden(&PayloadRecord::from(&payload)),
+            "040a23212f62696e2f73680a0101410131"
+        );
+    }
+}

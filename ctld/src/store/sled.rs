@@ -1,0 +1,765 @@
+//! The store in sled, on the controller's disk.
+//!
+//! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
+//! written once at submit), `nodes` (name → node record), `reservations` (name →
+//! reservation), `usage` (account `\0` user → decayed usage of that association). Keys
+//! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is a
+//! `records` type behind a one-byte format version; the default tree holds the
+//! store's `format` and the journal. The records of one turn become durable with one
+//! `flush` (group commit).
+//!
+//! A turn is atomic without sled's transactions, which write a separate manifest (a
+//! second device write and wait) before every batch. sled's log is one sequence: after
+//! a crash it recovers a prefix of the writes made since the last flush, never a write
+//! without the ones before it. So a commit writes, in this order:
+//!
+//! 1. the records that stand alone: the turn's payloads (a payload without its job is
+//!    harmless, and `load` drops it), then the jobs of a turn that only took submits
+//!    (any subset of new jobs is a state the cluster could have been in);
+//! 2. when the turn changes more than one other record, the *journal*: one record that
+//!    holds all of them;
+//! 3. those records themselves, each in its tree.
+//!
+//! For example, a turn where job 7 ends and its run is charged to `ml`/`alice` writes
+//! the journal `[jobs/7, usage/ml alice]`, then the two records. If the controller dies
+//! after the journal is on disk but before the usage record, opening the store applies
+//! the journal again, and both are as the turn left them: the run is charged exactly
+//! once. If it dies before the journal, neither changed. The journal always holds the
+//! last turn that wrote one, so applying it again never brings back an older value: a
+//! later turn that changes at most one other record removes the journal first.
+//!
+//! A commit first checks the room left on the state's file system: with less than
+//! `min_free_bytes` beside what it would write, it writes nothing and answers
+//! `StoreError::Full`, so that sled never meets a full disk halfway through a turn.
+//! Writes succeed again once space is freed. Any other error of a commit leaves the
+//! engine in doubt; the caller stops, and a restart recovers what was flushed.
+
+use super::records::{self, JobRecord, NodeRecord, PayloadRecord, ReservationRecord, UsageRecord};
+use super::{Batch, Store, StoreError, v3};
+use model::usage::AssocKey;
+use model::{Job, JobId, JobPayload, Restored};
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> StoreError {
+        StoreError::Engine(e.to_string())
+    }
+}
+
+pub struct SledStore {
+    db: sled::Db,
+    dir: PathBuf,
+    jobs: sled::Tree,
+    payloads: sled::Tree,
+    nodes: sled::Tree,
+    reservations: sled::Tree,
+    usage: sled::Tree,
+    /// Whether the journal key holds a turn (so a turn without a journal removes it).
+    journal_written: AtomicBool,
+    /// Below this many free bytes on the state's file system, commits are refused.
+    min_free_bytes: u64,
+}
+
+/// The key of the journal, in sled's default tree.
+const JOURNAL_KEY: &[u8] = b"journal";
+/// The key of the store's format, in sled's default tree (absent in format 3).
+const FORMAT_KEY: &[u8] = b"format";
+
+/// The trees a record can go to; the number is how the journal names them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum TreeName {
+    Jobs = 0,
+    Payloads = 1,
+    Nodes = 2,
+    Reservations = 3,
+    Usage = 4,
+}
+
+impl TreeName {
+    const ALL: [TreeName; 5] = [
+        TreeName::Jobs,
+        TreeName::Payloads,
+        TreeName::Nodes,
+        TreeName::Reservations,
+        TreeName::Usage,
+    ];
+
+    fn from_number(n: u8) -> Option<TreeName> {
+        TreeName::ALL.into_iter().find(|t| *t as u8 == n)
+    }
+}
+
+/// One record a commit writes: its tree, its key, and its encoded value (`None`
+/// removes it). The journal holds these as they are.
+type Put = (u8, Vec<u8>, Option<Vec<u8>>);
+
+/// `account \0 user`: the key of a usage record.
+fn usage_key(key: &AssocKey) -> Vec<u8> {
+    let mut out = key.0.as_bytes().to_vec();
+    out.push(0);
+    out.extend(key.1.as_bytes());
+    out
+}
+
+/// The body of a record of the current format, or of format 3 (which the store
+/// migrates when it opens, but a journal may still carry).
+fn split_version<'b>(
+    what: &dyn Fn() -> String,
+    bytes: &'b [u8],
+) -> Result<(u8, &'b [u8]), StoreError> {
+    match bytes.split_first() {
+        Some((&v, body)) if v == records::FORMAT || v == v3::FORMAT => Ok((v, body)),
+        Some((v, _)) => Err(StoreError::Decode {
+            key: what(),
+            reason: format!(
+                "record format {v}, this controller reads formats {} and {}; \
+                 start it on a new state directory",
+                v3::FORMAT,
+                records::FORMAT
+            ),
+        }),
+        None => Err(StoreError::Decode {
+            key: what(),
+            reason: "empty".into(),
+        }),
+    }
+}
+
+/// Decodes a record whose layout is the same in formats 3 and 4.
+fn decode<T: DeserializeOwned>(what: &dyn Fn() -> String, bytes: &[u8]) -> Result<T, StoreError> {
+    let (_, body) = split_version(what, bytes)?;
+    records::decode_body(what, body)
+}
+
+fn decode_job(what: &dyn Fn() -> String, bytes: &[u8]) -> Result<Job, StoreError> {
+    match split_version(what, bytes)? {
+        (records::FORMAT, body) => records::decode_body::<JobRecord>(what, body)?.into_job(what),
+        (_, body) => v3::decode_job(what, body)?.into_job(what),
+    }
+}
+
+/// Free bytes for unprivileged writers on the file system holding `dir`.
+fn free_bytes(dir: &Path) -> nix::Result<u64> {
+    let stat = nix::sys::statvfs::statvfs(dir)?;
+    Ok((stat.blocks_available() as u64).saturating_mul(stat.fragment_size() as u64))
+}
+
+impl SledStore {
+    /// Opens (or creates) the store in `dir`, finishes a turn a crash cut short, and
+    /// migrates a store of format 3. Commits are refused while fewer than
+    /// `min_free_bytes` are free on the file system.
+    pub fn open(dir: &Path, min_free_bytes: u64) -> Result<SledStore, StoreError> {
+        let db = sled::Config::new()
+            .path(dir)
+            .mode(sled::Mode::HighThroughput)
+            .cache_capacity(16 << 20)
+            .open()?;
+        let store = SledStore {
+            jobs: db.open_tree("jobs")?,
+            payloads: db.open_tree("payloads")?,
+            nodes: db.open_tree("nodes")?,
+            reservations: db.open_tree("reservations")?,
+            usage: db.open_tree("usage")?,
+            journal_written: false.into(),
+            dir: dir.to_path_buf(),
+            min_free_bytes,
+            db,
+        };
+        store.finish_interrupted_turn()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn tree(&self, name: TreeName) -> &sled::Tree {
+        match name {
+            TreeName::Jobs => &self.jobs,
+            TreeName::Payloads => &self.payloads,
+            TreeName::Nodes => &self.nodes,
+            TreeName::Reservations => &self.reservations,
+            TreeName::Usage => &self.usage,
+        }
+    }
+
+    fn apply(&self, puts: Vec<Put>) -> Result<(), StoreError> {
+        for (tree, key, value) in puts {
+            let tree = TreeName::from_number(tree).ok_or_else(|| StoreError::Decode {
+                key: "journal".into(),
+                reason: format!("unknown tree {tree}"),
+            })?;
+            match value {
+                Some(value) => self.tree(tree).insert(key, value)?,
+                None => self.tree(tree).remove(key)?,
+            };
+        }
+        Ok(())
+    }
+
+    /// Applies the journal again: the last turn that wrote one may have been cut short
+    /// by a crash (see the module's doc). Its records are the newest of their keys, so
+    /// this is harmless when the turn had finished.
+    fn finish_interrupted_turn(&self) -> Result<(), StoreError> {
+        if let Some(journal) = self.db.get(JOURNAL_KEY)? {
+            let puts: Vec<Put> = decode(&|| "journal".into(), &journal)?;
+            self.apply(puts)?;
+            self.journal_written.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Rewrites a store of format 3 (the release before format 4, which kept no
+    /// `format` key) in format 4, once; a new store gets the key at once.
+    fn migrate(&self) -> Result<(), StoreError> {
+        if self.db.get(FORMAT_KEY)?.as_deref() == Some(&[records::FORMAT][..]) {
+            return Ok(());
+        }
+        let mut rewritten = 0usize;
+        for tree in TreeName::ALL {
+            for item in self.tree(tree).iter() {
+                let (key, value) = item?;
+                if value.first() != Some(&v3::FORMAT) {
+                    continue;
+                }
+                let what = || format!("{tree:?} {}", String::from_utf8_lossy(&key));
+                let new = v3::migrate_record(tree as u8, &what, &value)?;
+                self.tree(tree).insert(key, new)?;
+                rewritten += 1;
+            }
+        }
+        if let Some(journal) = self.db.get(JOURNAL_KEY)? {
+            // Its records were applied and rewritten above: it has done its work.
+            drop(journal);
+            self.db.remove(JOURNAL_KEY)?;
+            self.journal_written.store(false, Ordering::Relaxed);
+        }
+        self.db.insert(FORMAT_KEY, &[records::FORMAT])?;
+        self.db.flush()?;
+        if rewritten > 0 {
+            tracing::info!(
+                records = rewritten,
+                from = v3::FORMAT,
+                to = records::FORMAT,
+                "state store migrated"
+            );
+        }
+        Ok(())
+    }
+
+    /// Every job record, in id order. sled's scan and the decoding of the records run
+    /// on two threads, handing batches from one to the other: each takes about half of
+    /// a restart with 100k jobs.
+    fn load_jobs(&self) -> Result<Vec<Job>, StoreError> {
+        const BATCH: usize = 1024;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(sled::IVec, sled::IVec)>>(16);
+        std::thread::scope(|scope| {
+            let decoder = scope.spawn(move || {
+                let id = |k: &[u8]| u32::from_be_bytes(k.try_into().unwrap_or_default());
+                let mut jobs = Vec::new();
+                for batch in rx {
+                    for (k, v) in batch {
+                        jobs.push(decode_job(&|| format!("job {}", id(&k)), &v)?);
+                    }
+                }
+                Ok::<_, StoreError>(jobs)
+            });
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut scanned = Ok(());
+            for item in self.jobs.iter() {
+                match item {
+                    Ok(kv) => batch.push(kv),
+                    Err(e) => {
+                        scanned = Err(e.into());
+                        break;
+                    }
+                }
+                // The decoder stops at a bad record; its error is the answer.
+                if batch.len() == BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
+                    break;
+                }
+            }
+            let _ = tx.send(batch);
+            drop(tx);
+            let decoded = decoder
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            scanned.and(decoded)
+        })
+    }
+
+    /// Refuses a commit of `bytes` while the state's file system is nearly full.
+    fn check_room(&self, bytes: u64) -> Result<(), StoreError> {
+        let free = free_bytes(&self.dir).map_err(|e| StoreError::Engine(e.to_string()))?;
+        if free < self.min_free_bytes.saturating_add(bytes) {
+            return Err(StoreError::Full(format!(
+                "{} MB free on the state disk, {} MB needed; writes are refused until \
+                 space is freed",
+                free >> 20,
+                self.min_free_bytes >> 20
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The puts of a batch: what stands alone, then the rest (see the module's doc).
+fn puts(batch: &Batch) -> Result<(Vec<Put>, Vec<Put>), StoreError> {
+    let job_put = |job: &Job| -> Result<Put, StoreError> {
+        Ok((
+            TreeName::Jobs as u8,
+            job.id.to_be_bytes().to_vec(),
+            Some(records::encode(&JobRecord::from(job))?),
+        ))
+    };
+    let mut standalone = Vec::new();
+    let mut others = Vec::new();
+    for (id, payload) in &batch.payloads {
+        standalone.push((
+            TreeName::Payloads as u8,
+            id.to_be_bytes().to_vec(),
+            Some(records::encode(&PayloadRecord::from(payload))?),
+        ));
+    }
+    for job in &batch.jobs {
+        let put = job_put(job)?;
+        if batch.only_submits {
+            standalone.push(put);
+        } else {
+            others.push(put);
+        }
+    }
+    for node in &batch.nodes {
+        others.push((
+            TreeName::Nodes as u8,
+            node.name.as_bytes().to_vec(),
+            Some(records::encode(&NodeRecord::from(node))?),
+        ));
+    }
+    for (name, r) in &batch.reservations {
+        let value = r
+            .as_ref()
+            .map(|r| records::encode(&ReservationRecord::from(r)))
+            .transpose()?;
+        others.push((
+            TreeName::Reservations as u8,
+            name.as_bytes().to_vec(),
+            value,
+        ));
+    }
+    for (key, usage) in &batch.usage {
+        others.push((
+            TreeName::Usage as u8,
+            usage_key(key),
+            Some(records::encode(&UsageRecord::from(usage))?),
+        ));
+    }
+    Ok((standalone, others))
+}
+
+impl Store for SledStore {
+    fn load(&self) -> Result<Restored, StoreError> {
+        let jobs = self.load_jobs()?;
+        // A payload above the last job is from a turn cut short before its job was
+        // written: nothing refers to it.
+        let unused = jobs.last().map_or(1, |j: &Job| j.id + 1);
+        for key in self.payloads.range(unused.to_be_bytes()..).keys() {
+            self.payloads.remove(key?)?;
+        }
+        let mut nodes = Vec::new();
+        for item in self.nodes.iter() {
+            let (k, v) = item?;
+            let what = || format!("node {}", String::from_utf8_lossy(&k));
+            nodes.push(decode::<NodeRecord>(&what, &v)?.into());
+        }
+        let mut reservations = Vec::new();
+        for item in self.reservations.iter() {
+            let (k, v) = item?;
+            let what = || format!("reservation {}", String::from_utf8_lossy(&k));
+            reservations.push(decode::<ReservationRecord>(&what, &v)?.into());
+        }
+        let mut usage = Vec::new();
+        for item in self.usage.iter() {
+            let (k, v) = item?;
+            let key = String::from_utf8_lossy(&k).into_owned();
+            let Some((account, user)) = key.split_once('\0') else {
+                return Err(StoreError::Decode {
+                    key: format!("usage {key}"),
+                    reason: "bad key".into(),
+                });
+            };
+            let what = || format!("usage {account}/{user}");
+            let record: UsageRecord = decode(&what, &v)?;
+            usage.push(((account.to_string(), user.to_string()), record.into()));
+        }
+        Ok(Restored {
+            jobs,
+            nodes,
+            reservations,
+            usage,
+        })
+    }
+
+    fn payload(&self, id: JobId) -> Result<Option<JobPayload>, StoreError> {
+        match self.payloads.get(id.to_be_bytes())? {
+            Some(v) => {
+                let record: PayloadRecord = decode(&|| format!("payload {id}"), &v)?;
+                Ok(Some(record.into()))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Writes a turn's records and waits until they are on disk, in the order the
+    /// module's doc gives. It blocks the calling thread for the disk's answer: the
+    /// state owner has nothing else to do meanwhile (inputs that arrive form the next
+    /// turn), and handing the flush to another thread and back cost more than the wait.
+    fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let (standalone, others) = puts(&batch)?;
+        let bytes = standalone
+            .iter()
+            .chain(&others)
+            .map(|(_, k, v)| k.len() + v.as_ref().map_or(0, Vec::len))
+            .sum::<usize>();
+        // Twice: the journal holds the other records a second time.
+        self.check_room(2 * bytes as u64)?;
+        self.apply(standalone)?;
+        if others.len() > 1 {
+            self.db.insert(JOURNAL_KEY, records::encode(&others)?)?;
+            self.journal_written.store(true, Ordering::Relaxed);
+        } else if self.journal_written.swap(false, Ordering::Relaxed) {
+            self.db.remove(JOURNAL_KEY)?;
+        }
+        self.apply(others)?;
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::usage::AssocUsage;
+    use model::{JobSpec, JobState, Node};
+    use std::sync::Arc;
+
+    fn open(dir: &Path) -> SledStore {
+        SledStore::open(dir, 0).unwrap()
+    }
+
+    /// Opens the store again in this process: sled's background flusher may hold the
+    /// directory's lock a moment after the last handle is dropped.
+    async fn reopen(dir: &Path) -> SledStore {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match SledStore::open(dir, 0) {
+                Ok(s) => return s,
+                Err(e) if std::time::Instant::now() > deadline => panic!("{e}"),
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    fn payload() -> JobPayload {
+        JobPayload {
+            script: "#!/bin/sh\n".into(),
+            env: vec![],
+        }
+    }
+
+    fn job(id: JobId, state: JobState) -> Arc<Job> {
+        let mut job = Job::new(id, JobSpec::default(), 5, None);
+        job.state = state;
+        Arc::new(job)
+    }
+
+    /// A batch that changes these jobs' records (not a turn of submits).
+    fn updates(jobs: &[Arc<Job>]) -> Batch {
+        Batch {
+            jobs: jobs.to_vec(),
+            ..Batch::default()
+        }
+    }
+
+    fn job_states(store: &SledStore) -> Vec<(JobId, JobState)> {
+        let loaded = store.load().unwrap();
+        loaded.jobs.iter().map(|j| (j.id, j.state)).collect()
+    }
+
+    #[tokio::test]
+    async fn records_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            let mut batch = updates(&[3, 1, 2].map(|id| job(id, JobState::Pending)));
+            batch.payloads.push((1, payload()));
+            batch.nodes.push(Node::from_config("n1", 4, 100, vec![]));
+            store.commit(batch).unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let ids: Vec<u32> = loaded.jobs.iter().map(|j| j.id).collect();
+        assert_eq!(ids, vec![1, 2, 3]);
+        assert_eq!(loaded.nodes[0].name, "n1");
+        assert_eq!(store.payload(1).unwrap().unwrap().script, "#!/bin/sh\n");
+        assert!(store.payload(2).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn usage_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let ml = ("ml".to_string(), "alice".to_string());
+        let record = AssocUsage {
+            billing: 1234.5,
+            tres: [("cpu".to_string(), 1000.0), ("gres/gpu".to_string(), 250.0)].into(),
+            at: 1_700_000_000,
+        };
+        {
+            let store = open(dir.path());
+            let batch = Batch {
+                usage: vec![
+                    (ml.clone(), record.clone()),
+                    (("root".into(), "root".into()), AssocUsage::default()),
+                ],
+                ..Batch::default()
+            };
+            store.commit(batch).unwrap();
+            // A later record of the same association replaces the first.
+            let newer = AssocUsage {
+                billing: 2000.0,
+                ..record.clone()
+            };
+            let batch = Batch {
+                usage: vec![(ml.clone(), newer)],
+                ..Batch::default()
+            };
+            store.commit(batch).unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.usage.len(), 2);
+        assert_eq!(loaded.usage[0].0, ml);
+        assert_eq!(loaded.usage[0].1.billing, 2000.0);
+        assert_eq!(loaded.usage[0].1.tres, record.tres);
+        assert_eq!(loaded.usage[1].0.0, "root");
+    }
+
+    #[tokio::test]
+    async fn a_large_store_loads_in_id_order_and_a_bad_record_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 2500; // more than two of the loader's batches
+        let store = open(dir.path());
+        let jobs: Vec<Arc<Job>> = (1..=n).rev().map(|id| job(id, JobState::Pending)).collect();
+        store.commit(updates(&jobs)).unwrap();
+        let ids: Vec<JobId> = store.load().unwrap().jobs.iter().map(|j| j.id).collect();
+        assert_eq!(ids, (1..=n).collect::<Vec<_>>());
+        // A record of another format, in the middle of the scan.
+        store
+            .jobs
+            .insert(1500u32.to_be_bytes(), vec![9, 9])
+            .unwrap();
+        let err = store.load().err().unwrap().to_string();
+        assert!(err.contains("job 1500"), "{err}");
+        assert!(err.contains("record format 9"), "{err}");
+    }
+
+    /// What a crash leaves when it cuts a turn short: the turn's payloads and journal
+    /// (if it needs one) are on disk, and only its first `records_written` records.
+    fn write_partial_turn(store: &SledStore, batch: Batch, records_written: usize) {
+        let (standalone, others) = puts(&batch).unwrap();
+        store.apply(standalone).unwrap();
+        if others.len() > 1 {
+            store
+                .db
+                .insert(JOURNAL_KEY, records::encode(&others).unwrap())
+                .unwrap();
+        }
+        store
+            .apply(others.into_iter().take(records_written).collect())
+            .unwrap();
+        store.db.flush().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_turn_cut_short_is_completed_from_its_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            let pending = [job(1, JobState::Pending), job(2, JobState::Pending)];
+            store.commit(updates(&pending)).unwrap();
+            // Job 1 ends and job 2 starts on n1; the crash comes after job 1's record.
+            let mut batch = updates(&[job(1, JobState::Completed), job(2, JobState::Running)]);
+            batch.nodes.push(Node::from_config("n1", 4, 100, vec![]));
+            write_partial_turn(&store, batch, 1);
+        }
+        let store = reopen(dir.path()).await;
+        assert_eq!(
+            job_states(&store),
+            vec![(1, JobState::Completed), (2, JobState::Running)]
+        );
+        assert_eq!(store.load().unwrap().nodes[0].name, "n1");
+    }
+
+    #[tokio::test]
+    async fn the_journal_never_brings_back_an_older_value() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            let pending = [job(1, JobState::Pending), job(2, JobState::Pending)];
+            store.commit(updates(&pending)).unwrap(); // written with a journal
+            // One record: no journal.
+            store
+                .commit(updates(&[job(2, JobState::Cancelled)]))
+                .unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        assert_eq!(
+            job_states(&store),
+            vec![(1, JobState::Pending), (2, JobState::Cancelled)]
+        );
+        assert!(store.db.get(JOURNAL_KEY).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_turn_of_submits_writes_no_journal_and_others_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let batch = Batch {
+            payloads: vec![(1, payload()), (2, payload())],
+            jobs: vec![job(1, JobState::Pending), job(2, JobState::Pending)],
+            only_submits: true,
+            ..Batch::default()
+        };
+        store.commit(batch).unwrap();
+        assert!(store.db.get(JOURNAL_KEY).unwrap().is_none());
+        assert_eq!(job_states(&store).len(), 2);
+        let held = [job(1, JobState::Pending), job(2, JobState::Pending)];
+        store.commit(updates(&held)).unwrap();
+        assert!(store.db.get(JOURNAL_KEY).unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_payload_without_its_job_is_dropped_on_load() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            let mut batch = updates(&[job(1, JobState::Pending)]);
+            batch.payloads.push((1, payload()));
+            store.commit(batch).unwrap();
+            // The next submit's payload is written; the crash comes before its job.
+            let mut batch = updates(&[job(2, JobState::Pending)]);
+            batch.payloads.push((2, payload()));
+            write_partial_turn(&store, batch, 0);
+        }
+        let store = reopen(dir.path()).await;
+        assert_eq!(job_states(&store), vec![(1, JobState::Pending)]);
+        assert!(store.payload(1).unwrap().is_some());
+        assert!(store.payload(2).unwrap().is_none());
+    }
+
+    #[test]
+    fn rejects_unknown_versions() {
+        let what = || "x".to_string();
+        assert!(decode_job(&what, &[9, 1, 2]).is_err());
+        assert!(decode_job(&what, &[]).is_err());
+    }
+
+    #[test]
+    fn a_full_disk_refuses_the_commit_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), u64::MAX / 4).unwrap();
+        let err = store
+            .commit(updates(&[job(1, JobState::Pending)]))
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Full(_)), "{err}");
+        assert!(
+            err.to_string().contains("MB free on the state disk"),
+            "{err}"
+        );
+        assert!(store.load().unwrap().jobs.is_empty());
+        // Nothing to write needs no room.
+        store.commit(Batch::default()).unwrap();
+    }
+
+    /// A copy of the fixture: a store written by the release of format 3.
+    fn v3_fixture() -> tempfile::TempDir {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v3");
+        let dir = tempfile::tempdir().unwrap();
+        for entry in std::fs::read_dir(&fixture).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+        }
+        dir
+    }
+
+    #[tokio::test]
+    async fn a_store_of_format_3_is_migrated_and_loses_nothing() {
+        let dir = v3_fixture();
+        let loaded = {
+            let store = open(dir.path());
+            store.load().unwrap()
+        };
+        // Every record is of the current format now, and reads back the same.
+        let store = reopen(dir.path()).await;
+        for tree in TreeName::ALL {
+            for item in store.tree(tree).iter() {
+                let (key, value) = item.unwrap();
+                assert_eq!(value[0], records::FORMAT, "{tree:?} {key:?}");
+            }
+        }
+        assert_eq!(
+            store.db.get(FORMAT_KEY).unwrap().as_deref(),
+            Some(&[records::FORMAT][..])
+        );
+        let again = store.load().unwrap();
+        assert_eq!(again.jobs, loaded.jobs);
+        let line = |j: &Job| {
+            format!(
+                "{} {} {} {} {}",
+                j.display_id(),
+                j.spec.name,
+                j.state.name(),
+                j.reason,
+                j.spec.account
+            )
+        };
+        let jobs: Vec<String> = loaded.jobs.iter().map(line).collect();
+        assert_eq!(
+            jobs,
+            [
+                "1 ok COMPLETED None ml",
+                "2 bad FAILED NonZeroExitCode ml",
+                "3_3 arr COMPLETED None ml",
+                "3_0 arr COMPLETED None ml",
+                "3_1 arr COMPLETED None ml",
+                "3_2 arr COMPLETED None ml",
+                "7 held CANCELLED None ml",
+                "8 pend PENDING JobHeldAdmin ml",
+                "9 cancelme PENDING BeginTime ml",
+                "10 long RUNNING None ml",
+                "11 dep PENDING None ml",
+                "12_[1-5] arr2 PENDING JobHeldUser ml",
+            ]
+        );
+        let long = loaded.jobs.iter().find(|j| j.id == 10).unwrap();
+        assert!(long.launched && long.kill.is_none());
+        assert_eq!(long.alloc.as_ref().unwrap().hostlist(), "fn1");
+        assert_eq!(long.spec.comment, "fixture");
+        assert!(long.spec.requeue);
+        let cancelled = loaded.jobs.iter().find(|j| j.id == 7).unwrap();
+        assert_eq!(cancelled.cancelled_by, Some(0));
+        let nine = loaded.jobs.iter().find(|j| j.id == 9).unwrap();
+        assert_eq!(nine.time_limit_min, Some(20));
+        assert_eq!(loaded.nodes.len(), 2);
+        assert_eq!(loaded.reservations.len(), 1);
+        assert_eq!(loaded.reservations[0].name, "maint");
+        assert_eq!(loaded.reservations[0].nodes, vec!["fn2".to_string()]);
+        assert_eq!(loaded.usage.len(), 1);
+        assert_eq!(loaded.usage[0].0, ("ml".to_string(), "root".to_string()));
+        assert!(loaded.usage[0].1.at > 0);
+        let script = store.payload(10).unwrap().unwrap().script;
+        assert!(script.contains("sleep 1000"), "{script}");
+    }
+}

@@ -1,0 +1,113 @@
+//! The one job filter: which jobs a listing (`squeue`, `sacct`) or a bulk command
+//! (`scancel -u alice -t pending`) selects, with one set of rules for every caller.
+//!
+//! Every part that is not empty must match (they are AND-ed); within a part, any value
+//! may match. Users match by name or uid; names and partitions exactly; accounts in any
+//! case (Slurm keeps account names in lower case); states by their `JobState`.
+//!
+//! Example: `users: ["alice", "1001"], states: [Pending]` selects the pending jobs of
+//! alice and of uid 1001.
+
+use crate::job::{Job, JobState};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// User names or uids.
+    pub users: Vec<String>,
+    pub names: Vec<String>,
+    pub partitions: Vec<String>,
+    pub accounts: Vec<String>,
+    pub states: Vec<JobState>,
+}
+
+impl JobFilter {
+    /// Does the job pass every part of the filter?
+    pub fn matches(&self, job: &Job) -> bool {
+        let spec = &job.spec;
+        let any = |values: &[String], f: &dyn Fn(&str) -> bool| {
+            values.is_empty() || values.iter().any(|v| f(v))
+        };
+        any(&self.users, &|u| {
+            u == spec.user || u.parse::<u32>().ok() == Some(spec.uid)
+        }) && any(&self.names, &|n| n == spec.name)
+            && any(&self.partitions, &|p| p == spec.partition)
+            && any(&self.accounts, &|a| a.eq_ignore_ascii_case(&spec.account))
+            && (self.states.is_empty() || self.states.contains(&job.state))
+    }
+
+    /// Parses state names as users write them (`pd`, `RUNNING`, `all`), refusing the
+    /// unknown ones.
+    pub fn parse_states(names: &[String]) -> Result<Vec<JobState>, String> {
+        let mut states = Vec::new();
+        for name in names {
+            if name.eq_ignore_ascii_case("all") {
+                return Ok(JobState::ALL.to_vec());
+            }
+            states.push(
+                JobState::parse(name)
+                    .ok_or_else(|| format!("Invalid job state specified: {name}"))?,
+            );
+        }
+        Ok(states)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::JobSpec;
+
+    fn job(user: &str, uid: u32, account: &str, state: JobState) -> Job {
+        let spec = JobSpec {
+            user: user.into(),
+            uid,
+            account: account.into(),
+            name: "train".into(),
+            partition: "gpu".into(),
+            ..JobSpec::default()
+        };
+        let mut job = Job::new(1, spec, 0, None);
+        job.state = state;
+        job
+    }
+
+    #[test]
+    fn parts_are_anded_and_values_ored() {
+        let alice = job("alice", 1000, "ml", JobState::Pending);
+        let bob = job("bob", 1001, "ML", JobState::Running);
+        let f = JobFilter {
+            users: vec!["alice".into(), "1001".into()],
+            ..JobFilter::default()
+        };
+        assert!(f.matches(&alice) && f.matches(&bob));
+        let f = JobFilter {
+            users: vec!["alice".into(), "1001".into()],
+            states: JobFilter::parse_states(&["pd".into()]).unwrap(),
+            ..JobFilter::default()
+        };
+        assert!(f.matches(&alice) && !f.matches(&bob));
+        let f = JobFilter {
+            accounts: vec!["Ml".into()],
+            names: vec!["train".into()],
+            partitions: vec!["gpu".into()],
+            ..JobFilter::default()
+        };
+        assert!(f.matches(&alice) && f.matches(&bob));
+        let f = JobFilter {
+            names: vec!["Train".into()],
+            ..JobFilter::default()
+        };
+        assert!(!f.matches(&alice));
+        assert!(JobFilter::default().matches(&bob));
+    }
+
+    #[test]
+    fn state_names_are_checked() {
+        assert_eq!(
+            JobFilter::parse_states(&["r".into(), "CD".into()]).unwrap(),
+            vec![JobState::Running, JobState::Completed]
+        );
+        assert_eq!(JobFilter::parse_states(&["all".into()]).unwrap().len(), 14);
+        assert!(JobFilter::parse_states(&["bogus".into()]).is_err());
+    }
+}
