@@ -18,8 +18,8 @@
 //! early exits (help, usage, version, errors in the arguments with Slurm's wording); what
 //! the commands that show jobs (squeue, sacct, scontrol) need to present them: display
 //! ids of array tasks and pending array remainders, job states, `-j` id selectors, user
-//! and group names, and what Slurm prints for a field left empty; a node's GRES; time
-//! strings; and the `--iterate` loop of squeue and sinfo.
+//! and group names, and what Slurm prints for a field left empty; a node's GRES;
+//! and the `--iterate` loop of squeue and sinfo (times are `crate::times`').
 
 use crate::opts::{self, OptSpec, Parsed};
 use model::JobState;
@@ -1147,98 +1147,6 @@ pub fn gres(n: &NodeInfo, count: u32) -> String {
     }
 }
 
-// ---------------------------------------------------------------- times
-
-/// A Unix time as Slurm prints it: `2026-11-30T04:32:41` (local time), or `none` for 0.
-pub fn time_or(t: i64, none: &str) -> String {
-    if t <= 0 {
-        return none.to_string();
-    }
-    let tm = local_tm(t);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
-}
-
-/// A Unix time as Slurm prints it, `Unknown` for 0.
-pub fn format_time(t: i64) -> String {
-    time_or(t, "Unknown")
-}
-
-/// The local calendar fields of a Unix time.
-pub fn local_tm(t: i64) -> libc::tm {
-    // SAFETY: localtime_r only writes the struct we hand it.
-    unsafe {
-        let mut out: libc::tm = std::mem::zeroed();
-        let secs = t as libc::time_t;
-        libc::localtime_r(&secs, &mut out);
-        out
-    }
-}
-
-/// A Unix time from local calendar fields (`tm_isdst` is worked out; fields past their
-/// range roll over).
-pub fn local_mktime(tm: &libc::tm) -> i64 {
-    let mut tm = *tm;
-    tm.tm_isdst = -1;
-    // SAFETY: mktime reads and normalises the struct we own.
-    unsafe { libc::mktime(&mut tm) as i64 }
-}
-
-/// The date line `squeue -l` and `sinfo -l` print first: `Mon Nov 30 04:32:41 2026`.
-pub fn ctime_line(t: i64) -> String {
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let tm = local_tm(t);
-    format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
-        DAYS[tm.tm_wday.clamp(0, 6) as usize],
-        MONTHS[tm.tm_mon.clamp(0, 11) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        tm.tm_year + 1900
-    )
-}
-
-/// Seconds as squeue prints times used and left: `M:SS`, `H:MM:SS`, `D-HH:MM:SS`, or
-/// `INVALID` when negative or over a year.
-pub fn squeue_secs(secs: i64) -> String {
-    if !(0..=365 * 86400).contains(&secs) {
-        return "INVALID".into();
-    }
-    model::units::format_duration(secs as u64)
-}
-
-/// A time limit in minutes as squeue and sinfo print it (`1-00:00:00`, `30:00`), `zero`
-/// for none.
-pub fn minutes_text(min: u32, zero: &str) -> String {
-    if min == 0 {
-        zero.to_string()
-    } else {
-        model::units::format_duration(u64::from(min) * 60)
-    }
-}
-
-/// A time limit in minutes as sacct and scontrol print it (`00:30:00`), `UNLIMITED` for
-/// none.
-pub fn elapsed_limit(min: u32) -> String {
-    if min == 0 {
-        "UNLIMITED".into()
-    } else {
-        model::units::format_elapsed(u64::from(min) * 60)
-    }
-}
-
 // ---------------------------------------------------------------- listings
 
 /// Prints one listing of `squeue`/`sinfo`. With `-i/--iterate` a date line comes first
@@ -1246,7 +1154,7 @@ pub fn elapsed_limit(min: u32) -> String {
 /// after it; the answer says whether another round follows.
 pub fn print_round(iterate: Option<u64>, long: bool, noheader: bool, now: i64, text: &str) -> bool {
     if iterate.is_some() && !long && !noheader {
-        println!("{}", ctime_line(now));
+        println!("{}", crate::times::ctime_line(now));
     }
     print!("{text}");
     match iterate {
@@ -1590,29 +1498,5 @@ mod tests {
         assert_eq!(gres(&n(0, "h100"), 0), "(null)");
         assert_eq!(gres(&n(4, ""), 2), "gpu:2");
         assert_eq!(gres(&n(4, "h100"), 4), "gpu:h100:4");
-    }
-
-    #[test]
-    fn times_and_limits() {
-        let t = 1_800_000_000;
-        assert_eq!(format_time(0), "Unknown");
-        assert_eq!(time_or(-1, "N/A"), "N/A");
-        assert_eq!(time_or(t, "N/A"), format_time(t));
-        let text = format_time(t);
-        assert_eq!(text.len(), 19);
-        assert_eq!(&text[10..11], "T");
-        assert_eq!(local_mktime(&local_tm(t)), t);
-        assert_eq!(minutes_text(0, "infinite"), "infinite");
-        assert_eq!(minutes_text(90, "n/a"), "1:30:00");
-        assert_eq!(minutes_text(1440, "n/a"), "1-00:00:00");
-        assert_eq!(elapsed_limit(0), "UNLIMITED");
-        assert_eq!(elapsed_limit(30), "00:30:00");
-    }
-
-    #[test]
-    fn squeue_times() {
-        assert_eq!(squeue_secs(0), "0:00");
-        assert_eq!(squeue_secs(3725), "1:02:05");
-        assert_eq!(squeue_secs(-1), "INVALID");
     }
 }

@@ -12,6 +12,7 @@ pub mod node;
 pub mod pattern;
 pub mod reservation;
 pub mod state;
+pub mod timespec;
 pub mod tres;
 pub mod units;
 pub mod usage;

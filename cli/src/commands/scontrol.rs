@@ -7,11 +7,11 @@
 //! `-o/--oneliner` prints one record a line. Without a command, commands are read from
 //! stdin one a line.
 
-use super::submit_opts::{parse_begin, resolve_begin};
 use super::util::{self, CliError};
 use crate::client;
-use crate::format::{self, elapsed_limit, format_time, or_null};
+use crate::format::{self, or_null};
 use crate::opts::{self, OptSpec, flag, value};
+use crate::times::{elapsed_limit, format_time};
 use model::units;
 use proto::v1;
 use std::io::BufRead;
@@ -693,12 +693,15 @@ pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, CliError
                     .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?;
                 v.clone()
             }
-            "StartTime" | "Deadline" => {
-                let b = parse_begin(&v).ok_or_else(|| bad(&format!("Invalid {key} value: {v}")))?;
-                resolve_begin(&b, now, &util::to_local, &util::from_local)
-                    .max(now)
-                    .to_string()
-            }
+            "StartTime" | "Deadline" => model::timespec::parse(
+                &v,
+                now,
+                model::timespec::Toward::Future,
+                crate::times::zone(),
+            )
+            .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?
+            .max(now)
+            .to_string(),
             "JobName" => {
                 u.name = Some(v.clone());
                 v.clone()
@@ -982,7 +985,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
         return reservation_change(s, conn, "update", args).await;
     }
     if is("JobId", 3) || is("JobName", 3) {
-        let u = match parse_job_update(args, util::now()) {
+        let u = match parse_job_update(args, crate::times::now()) {
             Ok(u) => u,
             Err(e) => {
                 s.failed = true;
@@ -1264,8 +1267,11 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
         };
         match c.get_config(v1::GetConfigRequest {}).await {
             Ok(r) => {
-                s.out
-                    .push(config_text(&r.into_inner(), util::now(), val.as_deref()));
+                s.out.push(config_text(
+                    &r.into_inner(),
+                    crate::times::now(),
+                    val.as_deref(),
+                ));
                 s.out
                     .push(format!("Slurmctld(primary) at {} is UP\n", ctld_host()));
             }
@@ -1353,7 +1359,7 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
     let now = if reply.now > 0 {
         reply.now
     } else {
-        util::now()
+        crate::times::now()
     };
     for j in &reply.jobs {
         let mut lines = job_lines(j, now, &names);
@@ -1442,7 +1448,7 @@ async fn reservation_change(
         v1::ReservationOp::Delete => "deleting",
     };
     let (_, uid, _) = client::current_user();
-    let req = match reservation::request(op, &words, util::now(), uid) {
+    let req = match reservation::request(op, &words, crate::times::now(), uid) {
         Ok(r) => r,
         Err(e) => {
             s.fail(format!("Error {verb} the reservation: {e}"));

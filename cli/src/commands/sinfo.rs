@@ -12,7 +12,6 @@
 //! gpu*         up 1-00:00:00      2    mix gpu[01-02]
 //! ```
 
-use super::util;
 use crate::client;
 use crate::format::{self, Cell, Ctx, Early, Format, Names, Width, gres, split_list};
 use crate::opts::{OptSpec, flag, value};
@@ -318,11 +317,11 @@ impl NodeField {
             PartitionName => Cell::cut(part.map(|p| p.name.clone()).unwrap_or_default()),
             Avail => Cell::cut(part.map(|p| avail(&p.state)).unwrap_or("n/a")),
             TimeLimit => Cell::cut(
-                part.map(|p| format::minutes_text(p.max_time_min, "infinite"))
+                part.map(|p| crate::times::minutes_text(p.max_time_min, "infinite"))
                     .unwrap_or_else(|| "n/a".into()),
             ),
             DefaultTime => Cell::cut(
-                part.map(|p| format::minutes_text(p.default_time_min, "n/a"))
+                part.map(|p| crate::times::minutes_text(p.default_time_min, "n/a"))
                     .unwrap_or_else(|| "n/a".into()),
             ),
             Nodes => Cell::cut(line.nodes.len().to_string()),
@@ -398,7 +397,7 @@ impl NodeField {
                     .unwrap_or_else(|| "none".into()),
             ),
             ReasonTime => Cell::cut(
-                node.map(|n| format::time_or(n.reason_time, "Unknown"))
+                node.map(|n| crate::times::time_or(n.reason_time, "Unknown"))
                     .unwrap_or_else(|| "Unknown".into()),
             ),
             ReasonUser => Cell::cut(match node {
@@ -930,7 +929,7 @@ pub fn render(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo], ctx: 
         }
         Layout::Lines(fmt) => {
             if opts.long && !opts.noheader {
-                out.push_str(&format::ctime_line(ctx.now));
+                out.push_str(&crate::times::ctime_line(ctx.now));
                 out.push('\n');
             }
             let lines = lines(opts, fmt, parts, nodes, ctx);
@@ -1034,7 +1033,7 @@ pub fn run(args: &[String]) -> ExitCode {
             Ok(r) => r,
             Err(code) => return code,
         };
-        let now = util::now();
+        let now = crate::times::now();
         let names = Names::resolve(
             nodes
                 .iter()
@@ -1213,7 +1212,7 @@ mod tests {
         let reasons = out(&["-R"]);
         let want = format!(
             "REASON               USER      TIMESTAMP           NODELIST\nbad fan              root      {:19} gpu03\n",
-            crate::format::format_time(1_700_000_000)
+            crate::times::format_time(1_700_000_000)
         );
         assert_eq!(reasons, want);
         assert_eq!(

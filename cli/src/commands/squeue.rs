@@ -9,7 +9,6 @@
 //! squeue                                                    →  JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)
 //! ```
 
-use super::util;
 use crate::client;
 use crate::format::{self, Cell, Ctx, Early, Format, JobRef, JobSelector, Names, split_list};
 use crate::opts::{OptSpec, flag, optional, value};
@@ -410,14 +409,14 @@ impl JobField {
             TimeLimit => Cell::whole(limit_text(s.time_limit_min)),
             TimeLeft => Cell::whole(match s.time_limit_min {
                 0 => "UNLIMITED".into(),
-                m => format::squeue_secs(i64::from(m) * 60 - time_used(j, st, ctx.now)),
+                m => crate::times::squeue_secs(i64::from(m) * 60 - time_used(j, st, ctx.now)),
             }),
             MinMemory => Cell::cut(match (s.mem_per_node_mb, s.mem_per_cpu_mb) {
                 (0, 0) => "0".to_string(),
                 (0, c) => model::units::format_memory_mb(c),
                 (n, _) => model::units::format_memory_mb(n),
             }),
-            TimeUsed => Cell::whole(format::squeue_secs(time_used(j, st, ctx.now))),
+            TimeUsed => Cell::whole(crate::times::squeue_secs(time_used(j, st, ctx.now))),
             ReqNodes => Cell::cut(s.nodelist.clone()),
             NodeList => Cell::whole(j.nodes.clone()),
             Command => Cell::cut("(null)"),
@@ -452,14 +451,14 @@ impl JobField {
                 } else {
                     j.start_time
                 };
-                Cell::cut(format::time_or(t, "N/A"))
+                Cell::cut(crate::times::time_or(t, "N/A"))
             }
             StateCompact => Cell::cut(st.short_name()),
             State => Cell::cut(st.name()),
             UserName => Cell::cut(ctx.names.job_user(j)),
             UserId => Cell::cut(s.uid.to_string()),
             Reservation => or_null(&s.reservation),
-            SubmitTime => Cell::cut(format::time_or(j.submit_time, "N/A")),
+            SubmitTime => Cell::cut(crate::times::time_or(j.submit_time, "N/A")),
             Wckey => or_null(&s.wckey),
             Licenses => Cell::cut("(null)"),
             ExcNodes => Cell::cut(s.exclude.clone()),
@@ -468,7 +467,7 @@ impl JobField {
             SchedNodes => Cell::whole(format::or_null(&j.planned_nodes)),
             Sct => Cell::cut("*:*:*"),
             WorkDir => Cell::cut(s.work_dir.clone()),
-            AccrueTime | EligibleTime => Cell::cut(format::time_or(j.eligible_time, "N/A")),
+            AccrueTime | EligibleTime => Cell::cut(crate::times::time_or(j.eligible_time, "N/A")),
             AllocNode => or_null(&s.submit_host),
             BatchFlag => Cell::cut("1"),
             Cluster => Cell::cut(ctx.cluster.clone()),
@@ -652,13 +651,13 @@ impl StepField {
             StepField::Partition => Cell::cut(format::spec(j).partition.clone()),
             StepField::User => Cell::cut(ctx.names.job_user(j)),
             StepField::Uid => Cell::cut(format::spec(j).uid.to_string()),
-            StepField::TimeUsed => Cell::whole(format::squeue_secs(if step.start_time > 0 {
+            StepField::TimeUsed => Cell::whole(crate::times::squeue_secs(if step.start_time > 0 {
                 ctx.now - step.start_time
             } else {
                 0
             })),
             StepField::Nodes => Cell::whole(step.nodes.clone()),
-            StepField::Start => Cell::cut(format::time_or(step.start_time, "N/A")),
+            StepField::Start => Cell::cut(crate::times::time_or(step.start_time, "N/A")),
             StepField::TimeLimit => Cell::whole(limit_text(format::spec(j).time_limit_min)),
             StepField::Tasks => Cell::cut(step.num_tasks.to_string()),
             StepField::Cpus => Cell::cut(step.num_cpus.to_string()),
@@ -1117,7 +1116,7 @@ pub fn render_summaries(
     drop(keys);
     let mut out = String::new();
     if opts.long && !opts.noheader {
-        out.push_str(&format::ctime_line(ctx.now));
+        out.push_str(&crate::times::ctime_line(ctx.now));
         out.push('\n');
     }
     let head = |k: &JobField| k.header();
@@ -1264,7 +1263,7 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a
 pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
     let mut out = String::new();
     if opts.long && !opts.noheader && opts.layout != Layout::Json {
-        out.push_str(&format::ctime_line(ctx.now));
+        out.push_str(&crate::times::ctime_line(ctx.now));
         out.push('\n');
     }
     match &opts.layout {
@@ -1433,7 +1432,7 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
 }
 
 fn limit_text(minutes: u32) -> String {
-    format::minutes_text(minutes, "UNLIMITED")
+    crate::times::minutes_text(minutes, "UNLIMITED")
 }
 
 fn tres_per_node(s: &proto::v1::JobSpec) -> String {
@@ -1469,14 +1468,14 @@ fn end_time(j: &JobInfo, st: JobState) -> String {
             if limit == 0 {
                 "NONE".into()
             } else {
-                format::time_or(j.start_time + limit, "N/A")
+                crate::times::time_or(j.start_time + limit, "N/A")
             }
         }
         JobState::Pending if j.planned_start > 0 && limit > 0 => {
-            format::time_or(j.planned_start + limit, "N/A")
+            crate::times::time_or(j.planned_start + limit, "N/A")
         }
         JobState::Pending => "N/A".into(),
-        _ => format::time_or(j.end_time, "N/A"),
+        _ => crate::times::time_or(j.end_time, "N/A"),
     }
 }
 
@@ -1544,7 +1543,7 @@ pub fn run(args: &[String]) -> ExitCode {
             now: if reply.now > 0 {
                 reply.now
             } else {
-                util::now()
+                crate::times::now()
             },
             names,
             cluster: cluster.clone(),
@@ -1934,7 +1933,7 @@ mod tests {
         assert_eq!(text.lines().count(), 2, "{text}");
         let first = text.lines().next().unwrap();
         assert!(
-            first.contains(&crate::format::format_time(NOW + 600)),
+            first.contains(&crate::times::format_time(NOW + 600)),
             "{first}"
         );
         assert!(text.lines().nth(1).unwrap().contains("N/A"));

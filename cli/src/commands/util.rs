@@ -1,8 +1,7 @@
 //! Helpers the job commands (`sbatch`, `scancel`, `scontrol`, `srun`) share: Slurm-style
 //! error lines with their exit status, the controller connection with Slurm's wording of
-//! its failures, signal names, the job id syntax, quoted words, local calendar time, and
-//! waiting for a job to finish (`sbatch --wait`, `srun` outside an allocation). The clock
-//! (`now`) serves every command.
+//! its failures, signal names, the job id syntax, quoted words, and waiting for a job to
+//! finish (`sbatch --wait`, `srun` outside an allocation).
 
 use crate::client::{CONNECT_FAILURE, Ctld};
 use crate::format::{self, job_state};
@@ -217,51 +216,6 @@ pub fn split_words(line: &str, directive: bool) -> Vec<String> {
     out
 }
 
-/// A calendar time in the local zone; months and days count from 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LocalTm {
-    pub year: i32,
-    pub mon: u32,
-    pub day: i64,
-    pub hour: u32,
-    pub min: u32,
-    pub sec: u32,
-}
-
-/// Unix time → local calendar time.
-pub fn to_local(t: i64) -> LocalTm {
-    let tm = format::local_tm(t);
-    LocalTm {
-        year: tm.tm_year + 1900,
-        mon: (tm.tm_mon + 1) as u32,
-        day: i64::from(tm.tm_mday),
-        hour: tm.tm_hour as u32,
-        min: tm.tm_min as u32,
-        sec: tm.tm_sec as u32,
-    }
-}
-
-/// Local calendar time → Unix time; a day past the month's end rolls over.
-pub fn from_local(tm: &LocalTm) -> i64 {
-    // SAFETY: all zeroes is a valid `tm` (every field a plain number or a null pointer).
-    let mut t: libc::tm = unsafe { std::mem::zeroed() };
-    t.tm_year = tm.year - 1900;
-    t.tm_mon = tm.mon as i32 - 1;
-    t.tm_mday = tm.day as i32;
-    t.tm_hour = tm.hour as i32;
-    t.tm_min = tm.min as i32;
-    t.tm_sec = tm.sec as i32;
-    format::local_mktime(&t)
-}
-
-/// The current Unix time, in seconds.
-pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 /// This machine's host name.
 pub fn hostname() -> String {
     nix::unistd::gethostname()
@@ -399,9 +353,7 @@ mod tests {
     }
 
     #[test]
-    fn local_time_round_trips() {
-        let t = 1_800_000_000;
-        assert_eq!(from_local(&to_local(t)), t);
+    fn basenames() {
         assert_eq!(basename("/a/b/run.sh"), "run.sh");
         assert_eq!(basename("run.sh"), "run.sh");
     }
