@@ -8,6 +8,7 @@ pub mod constraint;
 pub mod factors;
 pub mod hostlist;
 pub mod job;
+pub mod job_id;
 pub mod node;
 pub mod pattern;
 pub mod reservation;

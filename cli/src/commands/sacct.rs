@@ -14,11 +14,10 @@
 //! ```
 
 use crate::client;
-use crate::format::{
-    self, Ctx, Early, JobRef, JobSelector, Names, Parsable, TableField, split_list,
-};
+use crate::format::{self, Ctx, Early, JobRef, Names, Parsable, TableField, split_list};
 use crate::opts::{OptSpec, flag, optional, value};
 use model::JobState;
+use model::job_id::JobIdSpec;
 use model::timespec::{self, Toward};
 use proto::v1::{JobFilter, JobInfo, ListJobsRequest, StepInfo};
 use serde::Serialize;
@@ -279,7 +278,7 @@ pub struct Options {
     pub delimiter: String,
     pub json: bool,
     pub no_steps: bool,
-    pub jobs: Option<Vec<JobSelector>>,
+    pub jobs: Option<Vec<JobIdSpec>>,
     /// Names and uids; empty: every user.
     pub users: Vec<String>,
     pub names: Vec<String>,
@@ -316,9 +315,9 @@ pub fn parse_args(
         ));
     }
 
-    let mut jobs: Option<Vec<JobSelector>> = None;
+    let mut jobs: Option<Vec<JobIdSpec>> = None;
     for text in p.all("jobs") {
-        let sel = JobSelector::parse_list(text).map_err(|e| Early::error("sacct", &e))?;
+        let sel = JobIdSpec::parse_list(text).map_err(|e| Early::error("sacct", &e.to_string()))?;
         jobs.get_or_insert_with(Vec::new).extend(sel);
     }
     let mut states = Vec::new();
@@ -479,12 +478,12 @@ pub enum Row<'a> {
 pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
     // (the job as shown, its record, the steps named when only steps were asked for)
     let mut selected: Vec<(JobRef<'a>, &'a JobInfo, Option<Vec<String>>)> = Vec::new();
-    let whole: Vec<JobSelector> = opts
+    let whole: Vec<JobIdSpec> = opts
         .jobs
         .iter()
         .flatten()
-        .filter(|s| s.step.is_none() || opts.no_steps)
-        .cloned()
+        .filter(|s| s.step().is_none() || opts.no_steps)
+        .map(JobIdSpec::without_step)
         .collect();
     for job in jobs {
         let (shown, steps) = match &opts.jobs {
@@ -494,8 +493,8 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
                 None => {
                     let steps: Vec<String> = sel
                         .iter()
-                        .filter(|s| s.select(job).is_some())
-                        .filter_map(|s| s.step.clone())
+                        .filter(|s| format::select(s, job).is_some())
+                        .filter_map(|s| s.step().map(|step| step.to_string()))
                         .collect();
                     if steps.is_empty() {
                         continue;

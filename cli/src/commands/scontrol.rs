@@ -546,7 +546,9 @@ fn job_id_args(arg: &str) -> Result<Vec<String>, String> {
     } else {
         arg
     };
-    util::split_job_ids(a).map_err(|_| a.to_string())
+    util::job_ids(a)
+        .map(|ids| ids.iter().map(ToString::to_string).collect())
+        .map_err(|_| a.to_string())
 }
 
 /// Canonical `scontrol update` job keys and the shortest prefix Slurm takes for each.
@@ -1009,7 +1011,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             };
             match c.list_jobs(req).await {
                 Ok(r) => {
-                    ids = r.into_inner().jobs.iter().map(display_id).collect();
+                    ids = r.into_inner().jobs.iter().map(format::display_id).collect();
                 }
                 Err(st) => {
                     s.fail(format!(
@@ -1149,14 +1151,6 @@ async fn relative_limit(
         current - delta
     };
     Ok(new.to_string())
-}
-
-fn display_id(j: &v1::JobInfo) -> String {
-    match (j.array_job_id, j.array_task_id) {
-        (0, _) => j.job_id.to_string(),
-        (a, Some(t)) => format!("{a}_{t}"),
-        (_, None) => j.job_id.to_string(),
-    }
 }
 
 fn ctld_host() -> String {
@@ -1319,8 +1313,8 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
 
 async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<String>) {
     let ids = match &id {
-        Some(i) => match util::split_job_ids(i) {
-            Ok(ids) => ids,
+        Some(i) => match util::job_ids(i) {
+            Ok(ids) => ids.iter().map(ToString::to_string).collect(),
             Err(_) => {
                 s.fail("slurm_load_jobs error: Invalid job id specified");
                 return;

@@ -10,9 +10,10 @@
 //! ```
 
 use crate::client;
-use crate::format::{self, Cell, Ctx, Early, Format, JobRef, JobSelector, Names, split_list};
+use crate::format::{self, Cell, Ctx, Early, Format, JobRef, Names, split_list};
 use crate::opts::{OptSpec, flag, optional, value};
 use model::JobState;
+use model::job_id::JobIdSpec;
 use proto::v1::{JobFilter, JobInfo, JobSummary, ListJobsReply, ListJobsRequest};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -703,8 +704,8 @@ pub enum Layout {
 /// Everything the command line asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub jobs: Option<Vec<JobSelector>>,
-    pub steps: Option<Vec<JobSelector>>,
+    pub jobs: Option<Vec<JobIdSpec>>,
+    pub steps: Option<Vec<JobIdSpec>>,
     pub users: Vec<String>,
     pub names: Vec<String>,
     pub partitions: Vec<String>,
@@ -767,12 +768,16 @@ pub fn parse_args(
     }
     let jobs = match jobs_text.as_deref() {
         Some("") | None => None,
-        Some(t) => Some(JobSelector::parse_list(t).map_err(|e| Early::error("squeue", &e))?),
+        Some(t) => {
+            Some(JobIdSpec::parse_list(t).map_err(|e| Early::error("squeue", &e.to_string()))?)
+        }
     };
     let steps_view = steps_text.is_some();
     let steps = match steps_text.as_deref() {
         Some("") | None => None,
-        Some(t) => Some(JobSelector::parse_list(t).map_err(|e| Early::error("squeue", &e))?),
+        Some(t) => {
+            Some(JobIdSpec::parse_list(t).map_err(|e| Early::error("squeue", &e.to_string()))?)
+        }
     };
 
     let mut users = Vec::new();
@@ -1183,7 +1188,7 @@ fn single_job(opts: &Options) -> bool {
 /// Slurm's squeue then fails with `slurm_load_jobs error: Invalid job id specified`.
 pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
     match &opts.jobs {
-        Some(sel) if single_job(opts) => !jobs.iter().any(|j| format::select_job(sel, j).is_some()),
+        Some(sel) if single_job(opts) => !jobs.iter().any(|j| format::select_ref(sel, j).is_some()),
         _ => false,
     }
 }
@@ -1296,12 +1301,12 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
                     if format::step_state(step) != JobState::Running {
                         continue;
                     }
-                    let wanted = |sel: &Option<Vec<JobSelector>>, need_step: bool| {
+                    let wanted = |sel: &Option<Vec<JobIdSpec>>, need_step: bool| {
                         sel.as_ref().is_none_or(|list| {
                             list.iter().any(|s| {
-                                s.select(&job).is_some()
+                                format::select(s, &job).is_some()
                                     && (!need_step
-                                        || s.step.as_deref().is_none_or(|id| id == step.step_id))
+                                        || s.step().is_none_or(|id| id.to_string() == step.step_id))
                             })
                         })
                     };

@@ -4,8 +4,9 @@
 //! finish (`sbatch --wait`, `srun` outside an allocation).
 
 use crate::client::{CONNECT_FAILURE, Ctld};
-use crate::format::{self, job_state};
+use crate::format::job_state;
 use crate::opts::OptError;
+use model::job_id::{self, JobIdError, JobIdSpec};
 use proto::v1;
 use std::process::ExitCode;
 
@@ -118,60 +119,14 @@ pub fn parse_signal(text: &str) -> Option<i32> {
     SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
 }
 
-/// Splits a job id argument at top-level commas (`12,13_[1,3]` is `12` and `13_[1,3]`) and
-/// checks each part: `N`, `N_M`, `N_[1-3,7]`, `N_*`, each optionally with a step (`.0`,
-/// `.batch`). The bad part is the error.
-pub fn split_job_ids(arg: &str) -> Result<Vec<String>, String> {
-    format::split_id_list(arg)
+/// A job id argument: one or more ids separated by commas outside brackets (`12,13_[1,3]`
+/// is `12` and `13_[1,3]`), in `model::job_id`'s forms. An empty argument or item is
+/// refused like any other bad id.
+pub fn job_ids(arg: &str) -> Result<Vec<JobIdSpec>, JobIdError> {
+    job_id::split_list(arg)
         .into_iter()
-        .filter(|p| !p.is_empty() || arg.is_empty())
-        .map(|p| {
-            if valid_job_id(p) {
-                Ok(p.to_string())
-            } else {
-                Err(p.to_string())
-            }
-        })
+        .map(JobIdSpec::parse)
         .collect()
-}
-
-fn all_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn valid_job_id(id: &str) -> bool {
-    let (job, step) = match id.split_once('.') {
-        Some((j, s)) => (j, Some(s)),
-        None => (id, None),
-    };
-    if let Some(s) = step
-        && !(all_digits(s) || s == "batch" || s == "extern")
-    {
-        return false;
-    }
-    let (base, task) = match job.split_once('_') {
-        Some((b, t)) => (b, Some(t)),
-        None => (job, None),
-    };
-    if !all_digits(base) || base.parse::<u32>().map_or(true, |n| n == 0) {
-        return false;
-    }
-    match task {
-        None => true,
-        Some("*") => true,
-        Some(t) if all_digits(t) => true,
-        Some(t) => match t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-            Some(list) => {
-                let list = list.split_once('%').map_or(list, |(l, _)| l);
-                !list.is_empty()
-                    && list.split(',').all(|r| {
-                        let (lo, hi) = r.split_once('-').unwrap_or((r, r));
-                        all_digits(lo) && all_digits(hi)
-                    })
-            }
-            None => false,
-        },
-    }
 }
 
 /// Splits a line into words at blanks; double or single quotes group. With `directive`
@@ -302,18 +257,19 @@ mod tests {
     }
 
     #[test]
-    fn job_id_forms() {
-        assert_eq!(split_job_ids("12").unwrap(), ["12"]);
-        assert_eq!(split_job_ids("12,13_3").unwrap(), ["12", "13_3"]);
-        assert_eq!(split_job_ids("12_[1-3,7]").unwrap(), ["12_[1-3,7]"]);
-        assert_eq!(split_job_ids("12_[1,3],14").unwrap(), ["12_[1,3]", "14"]);
-        assert_eq!(split_job_ids("12_*").unwrap(), ["12_*"]);
-        assert_eq!(split_job_ids("12.0").unwrap(), ["12.0"]);
-        assert_eq!(split_job_ids("12.batch").unwrap(), ["12.batch"]);
-        for bad in [
-            "12x", "x", "", "0", "12_", "12_[]", "12_[a]", "12.x", "-1", "12_3_4",
-        ] {
-            assert!(split_job_ids(bad).is_err(), "{bad}");
+    fn job_id_arguments() {
+        let shown = |arg: &str| -> Vec<String> {
+            job_ids(arg)
+                .unwrap()
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(shown("12,13_3"), ["12", "13_3"]);
+        assert_eq!(shown("12_[1,3],14"), ["12_[1,3]", "14"]);
+        assert_eq!(shown("12_*"), ["12_*"]);
+        for bad in ["", "12,", "12,,13", "12x"] {
+            assert!(job_ids(bad).is_err(), "{bad}");
         }
     }
 
