@@ -9,6 +9,7 @@ pub mod factors;
 pub mod hostlist;
 pub mod job;
 pub mod job_id;
+pub mod job_time;
 pub mod node;
 pub mod pattern;
 pub mod reservation;

@@ -2,7 +2,7 @@
 
 use crate::v1;
 use model::{
-    Allocation, ArraySpec, GpuDevice, Job, JobPayload, JobSpec, JobState, Node, SignalSpec,
+    Allocation, ArraySpec, GpuDevice, Job, JobPayload, JobSpec, JobState, Node, SignalSpec, Time,
 };
 
 pub fn state_to_wire(s: JobState) -> v1::JobState {
@@ -164,8 +164,8 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
     }
 }
 
-/// A job as clients see it.
-pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
+/// A job as clients see it at `now`.
+pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobInfo {
     let alloc = j.alloc.as_ref();
     let spec = &j.spec;
     let (cpus, mem, gpus) = match alloc {
@@ -275,6 +275,9 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
             .unwrap_or_default(),
         planned_nodes: j.planned_nodes.clone(),
         node_detail: alloc.map(node_detail).unwrap_or_default(),
+        run_secs: j.run_secs(now),
+        time_left_secs: j.time_left(now),
+        expected_end: j.expected_end().unwrap_or(0),
     }
 }
 
@@ -382,8 +385,8 @@ impl<'a> StringTable<'a> {
     }
 }
 
-/// A job as squeue's light view sees it (`JobSummary`); `priority` is left 0.
-pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>) -> v1::JobSummary {
+/// A job as squeue's light view sees it (`JobSummary`) at `now`; `priority` is left 0.
+pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>, now: Time) -> v1::JobSummary {
     let alloc = j.alloc.as_ref();
     let spec = &j.spec;
     v1::JobSummary {
@@ -420,6 +423,9 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>) -> v1::JobS
         reservation: strings.intern(&spec.reservation),
         nice: spec.nice,
         planned_nodes: j.planned_nodes.clone(),
+        run_secs: j.run_secs(now),
+        time_left_secs: j.time_left(now),
+        expected_end: j.expected_end().unwrap_or(0),
     }
 }
 

@@ -601,15 +601,6 @@ fn step_node_count(st: &StepInfo) -> usize {
         .unwrap_or(0)
 }
 
-/// Seconds the job ran: suspended time is not counted (`Suspended` shows it).
-fn job_elapsed(j: &JobInfo, now: i64) -> i64 {
-    if format::job_state(j) == JobState::Pending {
-        0
-    } else {
-        (elapsed(j.start_time, j.end_time, now) - suspended(j, now)).max(0)
-    }
-}
-
 /// Seconds the job spent suspended, the current suspension included.
 fn suspended(j: &JobInfo, now: i64) -> i64 {
     let current = if format::job_state(j) == JobState::Suspended && j.suspend_time > 0 {
@@ -648,7 +639,7 @@ pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
             let s = format::spec(j);
             let st = format::job_state(j);
             let started = j.start_time > 0 && st != JobState::Pending;
-            let el = job_elapsed(j, now);
+            let el = j.run_secs;
             let limit = s.time_limit_min;
             match field {
                 "Account" => s.account.clone(),
@@ -954,7 +945,7 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
         },
         steps: Vec::new(),
         time: TimeJson {
-            elapsed: job_elapsed(j, ctx.now),
+            elapsed: j.run_secs,
             eligible: j.eligible_time,
             end: j.end_time,
             limit: (s.time_limit_min > 0).then_some(s.time_limit_min),
@@ -1184,6 +1175,11 @@ mod tests {
             eligible_time: NOW - 100,
             start_time: if started { NOW - 60 } else { 0 },
             end_time: if finished { NOW - 10 } else { 0 },
+            run_secs: match (started, finished) {
+                (false, _) => 0,
+                (true, true) => 50,
+                (true, false) => 60,
+            },
             nodes: if started {
                 "gpu01".into()
             } else {
@@ -1229,6 +1225,7 @@ mod tests {
         let mut cancelled = job(12, "cancelme", W::Cancelled);
         cancelled.cancelled_by = Some(0);
         cancelled.start_time = 0;
+        cancelled.run_secs = 0;
         cancelled.nodes.clear();
         cancelled.steps.clear();
         let mut meta = job(13, "arr", W::Pending);

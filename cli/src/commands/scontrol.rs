@@ -148,11 +148,7 @@ fn add_node_detail(lines: &mut Vec<String>, j: &v1::JobInfo) {
 }
 
 /// The lines of `scontrol show job` for one record.
-pub fn job_lines(
-    j: &v1::JobInfo,
-    now: i64,
-    names: &dyn Fn(u32, u32) -> (String, String),
-) -> Vec<String> {
+pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) -> Vec<String> {
     let spec = j.spec.clone().unwrap_or_default();
     let state = format::job_state(j);
     let mut first = format!("JobId={}", j.job_id);
@@ -173,19 +169,6 @@ pub fn job_lines(
     }
     first.push_str(&format!(" JobName={}", spec.name));
     let (uname, gname) = names(spec.uid, spec.gid);
-    let run_secs = match state {
-        model::JobState::Pending => 0,
-        s if s.is_final() || s == model::JobState::Completing => (j.end_time - j.start_time).max(0),
-        _ if j.start_time > 0 => (now - j.start_time).max(0),
-        _ => 0,
-    };
-    let end_time = if j.end_time > 0 {
-        j.end_time
-    } else if state == model::JobState::Running && spec.time_limit_min > 0 {
-        j.start_time + i64::from(spec.time_limit_min) * 60
-    } else {
-        0
-    };
     let start_time = if j.start_time > 0 {
         j.start_time
     } else {
@@ -253,7 +236,7 @@ pub fn job_lines(
         ),
         format!(
             "RunTime={} TimeLimit={} TimeMin=N/A",
-            units::format_elapsed(run_secs as u64),
+            units::format_elapsed(j.run_secs.max(0) as u64),
             elapsed_limit(spec.time_limit_min)
         ),
         format!(
@@ -265,7 +248,7 @@ pub fn job_lines(
         format!(
             "StartTime={} EndTime={} Deadline=N/A",
             fmt(start_time),
-            fmt(end_time)
+            fmt(j.expected_end)
         ),
         format!(
             "SuspendTime={} SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
@@ -1350,13 +1333,8 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
         return;
     }
     let names = |uid: u32, gid: u32| (user_name(uid), group_name(gid));
-    let now = if reply.now > 0 {
-        reply.now
-    } else {
-        crate::times::now()
-    };
     for j in &reply.jobs {
-        let mut lines = job_lines(j, now, &names);
+        let mut lines = job_lines(j, &names);
         if s.details {
             add_node_detail(&mut lines, j);
         }
@@ -1557,6 +1535,7 @@ mod tests {
             submit_time: 1000,
             eligible_time: 1000,
             start_time: 1001,
+            run_secs: 1,
             nodes: "vm".into(),
             num_nodes: 1,
             num_cpus: 1,
@@ -1586,7 +1565,7 @@ mod tests {
     #[test]
     fn job_record_layout() {
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
-        let lines = job_lines(&sample_job(), 1002, &names);
+        let lines = job_lines(&sample_job(), &names);
         let text = render(&lines, false);
         let expect_start = "JobId=1 JobName=myname\n   UserId=root(0) GroupId=root(0) MCS_label=N/A\n   Priority=1056 Nice=0 Account=(null) QOS=normal\n   JobState=RUNNING Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0\n   RunTime=00:00:01 TimeLimit=UNLIMITED TimeMin=N/A\n";
         assert!(text.starts_with(expect_start), "{text}");
@@ -1610,11 +1589,32 @@ mod tests {
     }
 
     #[test]
+    fn run_time_leaves_out_suspended_time_as_squeue_and_sacct_do() {
+        // Started at 1000 with a 10-minute limit, suspended from 1100 to 1400 and again
+        // since 1500: at 1600, 600 s elapsed less 400 s suspended.
+        let mut job = model::Job::new(1, model::JobSpec::default(), 900, Some(10));
+        job.state = model::JobState::Suspended;
+        job.start_time = 1000;
+        job.suspended_secs = 300;
+        job.suspend_time = 1500;
+        let wire = proto::convert::job_to_wire(&job, None, 1600);
+        let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
+        let text = render(&job_lines(&wire, &names), false);
+        assert!(
+            text.contains("RunTime=00:03:20 TimeLimit=00:10:00"),
+            "{text}"
+        );
+        // The expected end moves on by the time suspended before the current suspension.
+        let end = crate::times::format_time(1000 + 300 + 600);
+        assert!(text.contains(&format!("EndTime={end} ")), "{text}");
+    }
+
+    #[test]
     fn details_name_cpu_ids_memory_and_gpus_per_node() {
         let mut j = sample_job();
         j.node_detail = "Nodes=vm CPU_IDs=8-11 Mem=100 GRES=gpu:2(IDX:4-5)".into();
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
-        let mut lines = job_lines(&j, 1002, &names);
+        let mut lines = job_lines(&j, &names);
         add_node_detail(&mut lines, &j);
         let text = render(&lines, false);
         assert!(
@@ -1635,6 +1635,7 @@ mod tests {
         j.batch_host.clear();
         j.nodes.clear();
         j.start_time = 0;
+        j.run_secs = 0;
         let spec = j.spec.as_mut().unwrap();
         spec.array = Some(v1::ArraySpec {
             task_ids: vec![0, 1, 2, 3, 4],
@@ -1643,7 +1644,7 @@ mod tests {
         spec.stdout_pattern = "slurm-%A_%a.out".into();
         spec.time_limit_min = 10;
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
-        let text = render(&job_lines(&j, 1002, &names), false);
+        let text = render(&job_lines(&j, &names), false);
         assert!(
             text.starts_with(
                 "JobId=1 ArrayJobId=1 ArrayTaskId=0-4%2 ArrayTaskThrottle=2 JobName=myname\n"

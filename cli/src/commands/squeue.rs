@@ -408,16 +408,16 @@ impl JobField {
                 None => "N/A".into(),
             }),
             TimeLimit => Cell::whole(limit_text(s.time_limit_min)),
-            TimeLeft => Cell::whole(match s.time_limit_min {
-                0 => "UNLIMITED".into(),
-                m => crate::times::squeue_secs(i64::from(m) * 60 - time_used(j, st, ctx.now)),
+            TimeLeft => Cell::whole(match j.time_left_secs {
+                None => "UNLIMITED".into(),
+                Some(left) => crate::times::squeue_secs(left),
             }),
             MinMemory => Cell::cut(match (s.mem_per_node_mb, s.mem_per_cpu_mb) {
                 (0, 0) => "0".to_string(),
                 (0, c) => model::units::format_memory_mb(c),
                 (n, _) => model::units::format_memory_mb(n),
             }),
-            TimeUsed => Cell::whole(crate::times::squeue_secs(time_used(j, st, ctx.now))),
+            TimeUsed => Cell::whole(crate::times::squeue_secs(j.run_secs)),
             ReqNodes => Cell::cut(s.nodelist.clone()),
             NodeList => Cell::whole(j.nodes.clone()),
             Command => Cell::cut("(null)"),
@@ -552,7 +552,7 @@ impl JobField {
             StateCompact | State => SortKey::Num(state_rank(st)),
             NumCpus => SortKey::Num(i64::from(j.num_cpus)),
             NumNodes => SortKey::Num(i64::from(j.num_nodes)),
-            TimeUsed => SortKey::Num(time_used(j, st, ctx.now)),
+            TimeUsed => SortKey::Num(j.run_secs),
             TimeLimit => SortKey::Num(i64::from(s.time_limit_min)),
             SubmitTime => SortKey::Num(j.submit_time),
             StartTime => SortKey::Num(match (st, j.planned_start, j.start_time) {
@@ -1035,6 +1035,9 @@ pub fn expand_summary(s: &JobSummary, strings: &[String], job: &mut JobInfo) {
     job.suspend_time = s.suspend_time;
     job.suspended_secs = s.suspended_secs;
     job.planned_start = s.planned_start;
+    job.run_secs = s.run_secs;
+    job.time_left_secs = s.time_left_secs;
+    job.expected_end = s.expected_end;
     set(&mut job.nodes, &s.nodes);
     job.num_nodes = s.num_nodes;
     job.num_cpus = s.num_cpus;
@@ -1450,37 +1453,12 @@ fn tres_per_node(s: &proto::v1::JobSpec) -> String {
     }
 }
 
-/// Seconds a job has run (squeue's TIME), suspended time not counted.
-pub fn time_used(j: &JobInfo, st: JobState, now: i64) -> i64 {
-    if j.start_time <= 0 || st == JobState::Pending {
-        return 0;
-    }
-    let end = if st == JobState::Suspended && j.suspend_time > j.start_time {
-        j.suspend_time
-    } else if j.end_time <= 0 || matches!(st, JobState::Running | JobState::Suspended) {
-        now
-    } else {
-        j.end_time
-    };
-    (end - j.start_time - j.suspended_secs).max(0)
-}
-
-/// END_TIME: the actual end, or the expected one from the time limit.
+/// END_TIME: the actual end, or the expected one from the time limit; `NONE` for a
+/// running job without a limit.
 fn end_time(j: &JobInfo, st: JobState) -> String {
-    let limit = i64::from(format::spec(j).time_limit_min) * 60;
-    match st {
-        JobState::Running | JobState::Suspended | JobState::Completing if j.end_time <= 0 => {
-            if limit == 0 {
-                "NONE".into()
-            } else {
-                crate::times::time_or(j.start_time + limit, "N/A")
-            }
-        }
-        JobState::Pending if j.planned_start > 0 && limit > 0 => {
-            crate::times::time_or(j.planned_start + limit, "N/A")
-        }
-        JobState::Pending => "N/A".into(),
-        _ => crate::times::time_or(j.end_time, "N/A"),
+    match (st, j.expected_end) {
+        (JobState::Running | JobState::Suspended | JobState::Completing, 0) => "NONE".into(),
+        (_, end) => crate::times::time_or(end, "N/A"),
     }
 }
 
@@ -1655,6 +1633,7 @@ mod tests {
             num_nodes: 1,
             num_cpus: 1,
             priority: 1000 - id,
+            time_left_secs: Some(300),
             spec: Some(JobSpec {
                 name: name.into(),
                 user: "alice".into(),
@@ -1672,6 +1651,9 @@ mod tests {
     fn running(id: u32, name: &str, started: i64, nodes: &str) -> JobInfo {
         JobInfo {
             start_time: NOW - started,
+            run_secs: started,
+            time_left_secs: Some(300 - started),
+            expected_end: NOW - started + 300,
             nodes: nodes.into(),
             batch_host: nodes.into(),
             ..job(id, name, W::Running)
@@ -1702,6 +1684,9 @@ mod tests {
         task.array_task_id = Some(0);
         let done = JobInfo {
             end_time: NOW - 5,
+            run_secs: 45,
+            time_left_secs: Some(255),
+            expected_end: NOW - 5,
             ..running(2, "old", 50, "gpu01")
         };
         let done = JobInfo {
@@ -1842,6 +1827,9 @@ mod tests {
                     reservation: index(&s.reservation),
                     nice: s.nice,
                     planned_nodes: j.planned_nodes.clone(),
+                    run_secs: j.run_secs,
+                    time_left_secs: j.time_left_secs,
+                    expected_end: j.expected_end,
                 }
             })
             .collect();
