@@ -1027,6 +1027,27 @@ pub fn json_doc<T: serde::Serialize>(key: &str, items: &T) -> String {
 
 // ---------------------------------------------------------------- nodes
 
+/// A node's state from its wire parts. Replies are checked with `check_node_states`
+/// when they arrive, so an unknown number cannot reach here; were one to, the node
+/// would read as UNKNOWN.
+pub fn node_state(n: &NodeInfo) -> model::NodeState {
+    proto::convert::node_state_from_wire(n).unwrap_or(model::NodeState {
+        health: model::NodeHealth::Unknown,
+        drain: n.drain,
+        responding: n.responding,
+        alloc: model::NodeAlloc::Idle,
+    })
+}
+
+/// Refuses a reply with a node state this command does not know (a newer controller).
+pub fn check_node_states(command: &str, nodes: &[NodeInfo]) -> Result<(), Early> {
+    for n in nodes {
+        proto::convert::node_state_from_wire(n)
+            .map_err(|e| Early::error(command, &e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// A node's GPUs as Slurm's GRES: `gpu:h100:4`, `gpu:4`, `(null)` for a node without
 /// any; `count` is how many to show (all of them, or those in use).
 pub fn gres(n: &NodeInfo, count: u32) -> String {
@@ -1372,5 +1393,14 @@ mod tests {
         assert_eq!(gres(&n(0, "h100"), 0), "(null)");
         assert_eq!(gres(&n(4, ""), 2), "gpu:2");
         assert_eq!(gres(&n(4, "h100"), 4), "gpu:h100:4");
+        let newer = NodeInfo {
+            name: "n1".into(),
+            allocation: 9,
+            ..Default::default()
+        };
+        assert_eq!(
+            check_node_states("sinfo", &[newer]).unwrap_err().stderr,
+            "sinfo: error: node n1: unknown allocation 9 from the controller\n"
+        );
     }
 }

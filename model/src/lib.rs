@@ -24,6 +24,6 @@ pub use job::{
     Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, NodeAllocation, PreemptMode,
     Preemption, SignalSpec, Step, Time,
 };
-pub use node::{GpuDevice, Node, NodeHealth};
+pub use node::{GpuDevice, Node, NodeAlloc, NodeHealth, NodeState, NodeWord};
 pub use reservation::{Reservation, ReservationFlag};
 pub use state::{ClusterState, Event, NodeUsage};

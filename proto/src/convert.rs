@@ -2,7 +2,8 @@
 
 use crate::v1;
 use model::{
-    Allocation, ArraySpec, GpuDevice, Job, JobPayload, JobSpec, JobState, Node, SignalSpec, Time,
+    Allocation, ArraySpec, GpuDevice, Job, JobPayload, JobSpec, JobState, Node, NodeAlloc,
+    NodeHealth, NodeState, SignalSpec, Time,
 };
 
 pub fn state_to_wire(s: JobState) -> v1::JobState {
@@ -449,12 +450,68 @@ pub fn gpu_from_wire(g: v1::GpuDevice) -> GpuDevice {
     }
 }
 
+fn health_to_wire(h: NodeHealth) -> v1::NodeHealth {
+    match h {
+        NodeHealth::Unknown => v1::NodeHealth::Unknown,
+        NodeHealth::Up => v1::NodeHealth::Up,
+        NodeHealth::Down => v1::NodeHealth::Down,
+    }
+}
+
+fn alloc_to_wire(a: NodeAlloc) -> v1::NodeAllocation {
+    match a {
+        NodeAlloc::Idle => v1::NodeAllocation::Idle,
+        NodeAlloc::Mixed => v1::NodeAllocation::Mixed,
+        NodeAlloc::Allocated => v1::NodeAllocation::Allocated,
+    }
+}
+
+/// A node state number this side does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("node {node}: unknown {what} {value} from the controller")]
+pub struct UnknownNodeState {
+    pub node: String,
+    pub what: &'static str,
+    pub value: i32,
+}
+
+/// A node's state from its wire parts; a number this side does not know is an error.
+pub fn node_state_from_wire(n: &v1::NodeInfo) -> Result<NodeState, UnknownNodeState> {
+    let unknown = |what, value| UnknownNodeState {
+        node: n.name.clone(),
+        what,
+        value,
+    };
+    let health = match v1::NodeHealth::try_from(n.health) {
+        Ok(v1::NodeHealth::Unknown) => NodeHealth::Unknown,
+        Ok(v1::NodeHealth::Up) => NodeHealth::Up,
+        Ok(v1::NodeHealth::Down) => NodeHealth::Down,
+        Err(_) => return Err(unknown("health", n.health)),
+    };
+    let alloc = match v1::NodeAllocation::try_from(n.allocation) {
+        Ok(v1::NodeAllocation::Idle) => NodeAlloc::Idle,
+        Ok(v1::NodeAllocation::Mixed) => NodeAlloc::Mixed,
+        Ok(v1::NodeAllocation::Allocated) => NodeAlloc::Allocated,
+        Err(_) => return Err(unknown("allocation", n.allocation)),
+    };
+    Ok(NodeState {
+        health,
+        drain: n.drain,
+        responding: n.responding,
+        alloc,
+    })
+}
+
 /// A node as clients see it, given what is allocated on it.
 pub fn node_to_wire(n: &Node, usage: &model::NodeUsage, partitions: Vec<String>) -> v1::NodeInfo {
+    let state = n.state(usage.cpus, usage.jobs);
     v1::NodeInfo {
         name: n.name.clone(),
         addr: n.addr.clone(),
-        state: n.state_word(usage.cpus, usage.jobs).to_string(),
+        health: health_to_wire(state.health) as i32,
+        drain: state.drain,
+        responding: state.responding,
+        allocation: alloc_to_wire(state.alloc) as i32,
         reason: n.reason.clone(),
         cpus: n.cpus,
         cpus_alloc: usage.cpus,
@@ -601,6 +658,27 @@ mod tests {
         for s in JobState::ALL {
             assert_eq!(state_from_wire(state_to_wire(s)), s);
         }
+    }
+
+    #[test]
+    fn node_states_round_trip_and_unknown_numbers_are_refused() {
+        let mut node = Node::from_config("n1", 4, 1024, Vec::new());
+        node.health = NodeHealth::Up;
+        node.drain = true;
+        let usage = model::NodeUsage {
+            cpus: 2,
+            jobs: 1,
+            ..Default::default()
+        };
+        let wire = node_to_wire(&node, &usage, Vec::new());
+        let state = node_state_from_wire(&wire).unwrap();
+        assert_eq!(state, node.state(2, 1));
+        assert_eq!(state.long(), "draining");
+        let bad = v1::NodeInfo { health: 7, ..wire };
+        assert_eq!(
+            node_state_from_wire(&bad).unwrap_err().to_string(),
+            "node n1: unknown health 7 from the controller"
+        );
     }
 
     #[test]

@@ -328,31 +328,6 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
     lines
 }
 
-/// `scontrol show node`'s state words: flags joined with `+`.
-fn node_state(n: &v1::NodeInfo) -> String {
-    let (word, no_resp) = match n.state.strip_suffix('*') {
-        Some(w) => (w, true),
-        None => (n.state.as_str(), false),
-    };
-    let busy = if n.cpus_alloc >= n.cpus && n.cpus > 0 {
-        "ALLOCATED"
-    } else if n.cpus_alloc > 0 {
-        "MIXED"
-    } else {
-        "IDLE"
-    };
-    let mut s = match word.to_ascii_uppercase().as_str() {
-        "DRAINED" => "IDLE+DRAIN".to_string(),
-        "DRAINING" => format!("{busy}+DRAIN"),
-        "ALLOC" => "ALLOCATED".into(),
-        other => other.to_string(),
-    };
-    if no_resp {
-        s.push_str("+NOT_RESPONDING");
-    }
-    s
-}
-
 /// The lines of `scontrol show node` for one node.
 pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
     let features = if n.features.is_empty() {
@@ -401,7 +376,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
         ),
         format!(
             "State={} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
-            node_state(n)
+            format::node_state(n).flags().join("+")
         ),
         format!("Partitions={} ", n.partitions.join(",")),
         format!(
@@ -1368,6 +1343,10 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<client::Ctld>, name: Opti
             return;
         }
     };
+    if let Err(e) = format::check_node_states(PROG, &nodes) {
+        s.fail(e.stderr.trim_end());
+        return;
+    }
     let nodes: Vec<_> = nodes
         .into_iter()
         .filter(|n| names.is_empty() || names.contains(&n.name))
@@ -1696,7 +1675,9 @@ mod tests {
         let n = v1::NodeInfo {
             name: "gpu01".into(),
             addr: "127.0.0.1:7000".into(),
-            state: "DRAINED".into(),
+            health: v1::NodeHealth::Up as i32,
+            drain: true,
+            responding: true,
             reason: "maint".into(),
             cpus: 8,
             memory_mb: 16000,
