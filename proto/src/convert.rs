@@ -311,51 +311,15 @@ fn node_detail(alloc: &Allocation) -> String {
 /// them by index.
 #[derive(Debug, Default)]
 pub struct StringTable<'a> {
-    index: std::collections::HashMap<&'a str, u32, std::hash::BuildHasherDefault<WordHasher>>,
+    /// FxHash: short strings (names, users, partitions) hash in a few instructions,
+    /// where the default SipHash dominated a 100k-job reply.
+    index: rustc_hash::FxHashMap<&'a str, u32>,
     /// Strings met lately, in slots by length and first byte: a queue's jobs mostly
     /// repeat a few users, accounts, partitions and reasons, and a hit here costs one
     /// comparison instead of a hash and a probe.
     recent: [Option<(&'a str, u32)>; 16],
     /// Strings interned since the last `take_new`.
     new: Vec<String>,
-}
-
-/// A multiply-rotate hash over 8-byte words: short strings (names, users, partitions)
-/// hash in a few instructions, where the default SipHash dominated a 100k-job reply.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct WordHasher(u64);
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl std::hash::Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            // Byte by byte: a copy of a variable length is a call to memcpy, which
-            // cost more than the rest of the hash.
-            let last = rest
-                .iter()
-                .enumerate()
-                .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
-            self.add(last);
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 impl<'a> StringTable<'a> {
