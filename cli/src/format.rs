@@ -17,12 +17,13 @@
 //! shared by aliases of one option, `--part` for `--partition`/`--partitions`) and its
 //! early exits (help, usage, version, errors in the arguments with Slurm's wording); what
 //! the commands that show jobs (squeue, sacct, scontrol) need to present them: display
-//! ids of array tasks and pending array remainders, job states, `-j` id selectors, user
-//! and group names, and what Slurm prints for a field left empty; a node's GRES; time
-//! strings; and the `--iterate` loop of squeue and sinfo.
+//! ids of array tasks and pending array remainders, job states, what `-j` ids select, user
+//! and group names, and what Slurm prints for a field left empty; a node's GRES;
+//! and the `--iterate` loop of squeue and sinfo (times are `crate::times`').
 
 use crate::opts::{self, OptSpec, Parsed};
 use model::JobState;
+use model::job_id::{self, JobIdSpec, RecordIds, Selected};
 use proto::v1::{JobInfo, JobSpec, NodeInfo, StepInfo};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -752,42 +753,17 @@ pub fn task_str(job: &JobInfo) -> &str {
 
 /// `12`, `12_3`, or `12_[3-9%2]` for a pending array remainder.
 pub fn display_id(job: &JobInfo) -> String {
-    match (job.array_job_id, job.array_task_id) {
-        (0, _) => job.job_id.to_string(),
-        (a, Some(t)) => format!("{a}_{t}"),
-        (a, None) => format!("{a}_[{}]", task_str(job)),
-    }
-}
-
-/// Parses an array task list (`1,3,5-7`, `0-15:4`, with an optional `%N` throttle).
-pub fn parse_task_list(text: &str) -> Option<(Vec<u32>, u32)> {
-    let text = text
-        .strip_prefix('[')
-        .and_then(|s| s.strip_suffix(']'))
-        .unwrap_or(text);
-    let (list, throttle) = match text.split_once('%') {
-        Some((l, t)) => (l, t.parse().ok()?),
-        None => (text, 0),
-    };
-    let mut ids = std::collections::BTreeSet::new();
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        let (range, step) = match part.split_once(':') {
-            Some((r, s)) => (r, s.parse::<u32>().ok().filter(|s| *s > 0)?),
-            None => (part, 1),
-        };
-        let (lo, hi) = range.split_once('-').unwrap_or((range, range));
-        let (lo, hi): (u32, u32) = (lo.parse().ok()?, hi.parse().ok()?);
-        if hi < lo || hi - lo > 10_000_000 {
-            return None;
-        }
-        ids.extend((lo..=hi).step_by(step as usize));
-    }
-    Some((ids.into_iter().collect(), throttle))
+    job_id::record_id(
+        job.job_id,
+        job.array_job_id,
+        job.array_task_id,
+        &job.array_task_str,
+    )
 }
 
 /// The pending task ids of an array remainder.
 pub fn pending_tasks(job: &JobInfo) -> Vec<u32> {
-    parse_task_list(task_str(job))
+    job_id::parse_task_list(task_str(job))
         .map(|(ids, _)| ids)
         .unwrap_or_default()
 }
@@ -824,12 +800,36 @@ impl std::ops::Deref for JobRef<'_> {
     }
 }
 
-/// Applies selectors (without steps) to a record, borrowing it unless a remainder had to
-/// be narrowed.
-pub fn select_ref<'a>(selectors: &[JobSelector], job: &'a JobInfo) -> Option<JobRef<'a>> {
+/// How a job id names a wire record (ignoring any step).
+pub fn select(id: &JobIdSpec, job: &JobInfo) -> Option<Selected> {
+    let pending = if is_array_meta(job) {
+        pending_tasks(job)
+    } else {
+        Vec::new()
+    };
+    id.select(record_ids(job, &pending))
+}
+
+fn record_ids<'a>(job: &JobInfo, pending: &'a [u32]) -> RecordIds<'a> {
+    RecordIds {
+        id: job.job_id,
+        array_job_id: job.array_job_id,
+        array_task_id: job.array_task_id,
+        pending_tasks: pending,
+    }
+}
+
+/// Applies job ids (without steps) to a record, borrowing it unless a remainder had to
+/// be narrowed to the tasks they name.
+pub fn select_ref<'a>(ids: &[JobIdSpec], job: &'a JobInfo) -> Option<JobRef<'a>> {
+    let pending = if is_array_meta(job) {
+        pending_tasks(job)
+    } else {
+        Vec::new()
+    };
     let mut tasks: Vec<u32> = Vec::new();
-    for s in selectors {
-        match s.select(job) {
+    for id in ids {
+        match id.select(record_ids(job, &pending)) {
             Some(Selected::Whole) => return Some(JobRef::Borrowed(job)),
             Some(Selected::Tasks(t)) => tasks.extend(t),
             None => {}
@@ -840,127 +840,19 @@ pub fn select_ref<'a>(selectors: &[JobSelector], job: &'a JobInfo) -> Option<Job
     }
     tasks.sort_unstable();
     tasks.dedup();
-    if tasks == pending_tasks(job) {
+    if tasks == pending {
         return Some(JobRef::Borrowed(job));
     }
     Some(JobRef::Owned(Box::new(narrow_array(job, &tasks))))
 }
 
-/// Splits a list of job ids at the commas outside brackets: `12_[1,3],14` is `12_[1,3]`
-/// and `14`. Empty items are kept.
-pub fn split_id_list(text: &str) -> Vec<&str> {
-    let mut items = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                items.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    items.push(&text[start..]);
-    items
-}
-
-/// One `-j` selector: `12`, `12_3`, `12_[1-3]`, each optionally with a step (`.batch`,
-/// `.0`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobSelector {
-    pub job_id: u32,
-    /// Array tasks named; `None` selects the whole job or array.
-    pub tasks: Option<Vec<u32>>,
-    pub step: Option<String>,
-}
-
-/// How a selector matches a job record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selected {
-    /// The whole record.
-    Whole,
-    /// Some pending tasks of an array remainder.
-    Tasks(Vec<u32>),
-}
-
-impl JobSelector {
-    /// Parses a comma list of selectors; brackets may hold commas (`12_[1,3],14`).
-    pub fn parse_list(text: &str) -> Result<Vec<JobSelector>, String> {
-        let mut out = Vec::new();
-        for item in split_id_list(text)
-            .into_iter()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            out.push(JobSelector::parse(item).ok_or_else(|| format!("Invalid job id: {item}"))?);
-        }
-        Ok(out)
-    }
-
-    fn parse(text: &str) -> Option<JobSelector> {
-        let (job, step) = match text.find('.') {
-            Some(i) if !text[..i].contains('[') || text[..i].contains(']') => {
-                (&text[..i], Some(text[i + 1..].to_string()))
-            }
-            _ => (text, None),
-        };
-        if step.as_deref() == Some("") {
-            return None;
-        }
-        let (id, tasks) = match job.split_once('_') {
-            Some((id, t)) => (id, Some(parse_task_list(t)?.0)),
-            None => (job, None),
-        };
-        let job_id: u32 = id.parse().ok().filter(|n| *n > 0)?;
-        Some(JobSelector {
-            job_id,
-            tasks,
-            step,
-        })
-    }
-
-    /// Whether this selector names the record (ignoring any step).
-    pub fn select(&self, job: &JobInfo) -> Option<Selected> {
-        match &self.tasks {
-            None => (job.job_id == self.job_id
-                || (job.array_job_id != 0 && job.array_job_id == self.job_id))
-                .then_some(Selected::Whole),
-            Some(tasks) => {
-                if job.array_job_id != self.job_id {
-                    return None;
-                }
-                match job.array_task_id {
-                    Some(t) => tasks.contains(&t).then_some(Selected::Whole),
-                    None => {
-                        let pending = pending_tasks(job);
-                        let hit: Vec<u32> =
-                            pending.into_iter().filter(|t| tasks.contains(t)).collect();
-                        (!hit.is_empty()).then_some(Selected::Tasks(hit))
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Applies selectors (without steps) to a record: the record itself, a narrowed array
-/// remainder, or nothing.
-pub fn select_job(selectors: &[JobSelector], job: &JobInfo) -> Option<JobInfo> {
-    select_ref(selectors, job).map(|r| (*r).clone())
-}
-
-/// The job ids selectors name, sorted, each once: what to ask the controller for.
-pub fn selector_ids<'a>(selectors: impl IntoIterator<Item = &'a JobSelector>) -> Vec<String> {
-    let mut ids: Vec<String> = selectors
-        .into_iter()
-        .map(|s| s.job_id.to_string())
-        .collect();
-    ids.sort();
-    ids.dedup();
-    ids
+/// The job ids to ask the controller for, sorted, each once: the jobs (or arrays) the
+/// ids name.
+pub fn selector_ids<'a>(ids: impl IntoIterator<Item = &'a JobIdSpec>) -> Vec<String> {
+    let mut out: Vec<u32> = ids.into_iter().map(JobIdSpec::job_id).collect();
+    out.sort_unstable();
+    out.dedup();
+    out.iter().map(u32::to_string).collect()
 }
 
 /// Resolved user and group names, looked up once by the command so rendering stays
@@ -1135,6 +1027,27 @@ pub fn json_doc<T: serde::Serialize>(key: &str, items: &T) -> String {
 
 // ---------------------------------------------------------------- nodes
 
+/// A node's state from its wire parts. Replies are checked with `check_node_states`
+/// when they arrive, so an unknown number cannot reach here; were one to, the node
+/// would read as UNKNOWN.
+pub fn node_state(n: &NodeInfo) -> model::NodeState {
+    proto::convert::node_state_from_wire(n).unwrap_or(model::NodeState {
+        health: model::NodeHealth::Unknown,
+        drain: n.drain,
+        responding: n.responding,
+        alloc: model::NodeAlloc::Idle,
+    })
+}
+
+/// Refuses a reply with a node state this command does not know (a newer controller).
+pub fn check_node_states(command: &str, nodes: &[NodeInfo]) -> Result<(), Early> {
+    for n in nodes {
+        proto::convert::node_state_from_wire(n)
+            .map_err(|e| Early::error(command, &e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// A node's GPUs as Slurm's GRES: `gpu:h100:4`, `gpu:4`, `(null)` for a node without
 /// any; `count` is how many to show (all of them, or those in use).
 pub fn gres(n: &NodeInfo, count: u32) -> String {
@@ -1147,98 +1060,6 @@ pub fn gres(n: &NodeInfo, count: u32) -> String {
     }
 }
 
-// ---------------------------------------------------------------- times
-
-/// A Unix time as Slurm prints it: `2026-11-30T04:32:41` (local time), or `none` for 0.
-pub fn time_or(t: i64, none: &str) -> String {
-    if t <= 0 {
-        return none.to_string();
-    }
-    let tm = local_tm(t);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
-}
-
-/// A Unix time as Slurm prints it, `Unknown` for 0.
-pub fn format_time(t: i64) -> String {
-    time_or(t, "Unknown")
-}
-
-/// The local calendar fields of a Unix time.
-pub fn local_tm(t: i64) -> libc::tm {
-    // SAFETY: localtime_r only writes the struct we hand it.
-    unsafe {
-        let mut out: libc::tm = std::mem::zeroed();
-        let secs = t as libc::time_t;
-        libc::localtime_r(&secs, &mut out);
-        out
-    }
-}
-
-/// A Unix time from local calendar fields (`tm_isdst` is worked out; fields past their
-/// range roll over).
-pub fn local_mktime(tm: &libc::tm) -> i64 {
-    let mut tm = *tm;
-    tm.tm_isdst = -1;
-    // SAFETY: mktime reads and normalises the struct we own.
-    unsafe { libc::mktime(&mut tm) as i64 }
-}
-
-/// The date line `squeue -l` and `sinfo -l` print first: `Mon Nov 30 04:32:41 2026`.
-pub fn ctime_line(t: i64) -> String {
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let tm = local_tm(t);
-    format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
-        DAYS[tm.tm_wday.clamp(0, 6) as usize],
-        MONTHS[tm.tm_mon.clamp(0, 11) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        tm.tm_year + 1900
-    )
-}
-
-/// Seconds as squeue prints times used and left: `M:SS`, `H:MM:SS`, `D-HH:MM:SS`, or
-/// `INVALID` when negative or over a year.
-pub fn squeue_secs(secs: i64) -> String {
-    if !(0..=365 * 86400).contains(&secs) {
-        return "INVALID".into();
-    }
-    model::units::format_duration(secs as u64)
-}
-
-/// A time limit in minutes as squeue and sinfo print it (`1-00:00:00`, `30:00`), `zero`
-/// for none.
-pub fn minutes_text(min: u32, zero: &str) -> String {
-    if min == 0 {
-        zero.to_string()
-    } else {
-        model::units::format_duration(u64::from(min) * 60)
-    }
-}
-
-/// A time limit in minutes as sacct and scontrol print it (`00:30:00`), `UNLIMITED` for
-/// none.
-pub fn elapsed_limit(min: u32) -> String {
-    if min == 0 {
-        "UNLIMITED".into()
-    } else {
-        model::units::format_elapsed(u64::from(min) * 60)
-    }
-}
-
 // ---------------------------------------------------------------- listings
 
 /// Prints one listing of `squeue`/`sinfo`. With `-i/--iterate` a date line comes first
@@ -1246,7 +1067,7 @@ pub fn elapsed_limit(min: u32) -> String {
 /// after it; the answer says whether another round follows.
 pub fn print_round(iterate: Option<u64>, long: bool, noheader: bool, now: i64, text: &str) -> bool {
     if iterate.is_some() && !long && !noheader {
-        println!("{}", ctime_line(now));
+        println!("{}", crate::times::ctime_line(now));
     }
     print!("{text}");
     match iterate {
@@ -1440,38 +1261,24 @@ mod tests {
     }
 
     #[test]
-    fn ids_and_selectors() {
+    fn ids_select_records() {
         assert_eq!(display_id(&job(5, 0, None, "")), "5");
         assert_eq!(display_id(&job(7, 5, Some(2), "")), "5_2");
         assert_eq!(display_id(&job(5, 5, None, "3-4%2")), "5_[3-4%2]");
         assert_eq!(display_id(&job(5, 5, None, "[3-4%2]")), "5_[3-4%2]");
-        assert_eq!(parse_task_list("0-6:3,9%2"), Some((vec![0, 3, 6, 9], 2)));
 
-        let sel = JobSelector::parse_list("5,9_[1,3].batch,12.0").unwrap();
-        assert_eq!(
-            sel[1],
-            JobSelector {
-                job_id: 9,
-                tasks: Some(vec![1, 3]),
-                step: Some("batch".into())
-            }
-        );
-        assert_eq!(sel[2].step.as_deref(), Some("0"));
-        assert!(JobSelector::parse_list("x").is_err());
-        assert!(JobSelector::parse_list("0").is_err());
-
+        let ids = |text: &str| JobIdSpec::parse_list(text).unwrap();
         let meta = job(5, 5, None, "3-6%2");
         let task = job(8, 5, Some(1), "");
-        let all = JobSelector::parse_list("5").unwrap();
-        assert_eq!(select_job(&all, &meta), Some(meta.clone()));
-        assert_eq!(select_job(&all, &task), Some(task.clone()));
-        let one = JobSelector::parse_list("5_4").unwrap();
-        assert_eq!(display_id(&select_job(&one, &meta).unwrap()), "5_4");
-        assert_eq!(select_job(&one, &task), None);
-        let some = JobSelector::parse_list("5_[4-5],5_9").unwrap();
-        assert_eq!(display_id(&select_job(&some, &meta).unwrap()), "5_[4-5]");
+        let picked = |list: &str, j: &JobInfo| select_ref(&ids(list), j).map(|r| display_id(&r));
+        assert_eq!(picked("5", &meta).as_deref(), Some("5_[3-6%2]"));
+        assert_eq!(picked("5", &task).as_deref(), Some("5_1"));
+        assert_eq!(picked("5_4", &meta).as_deref(), Some("5_4"));
+        assert_eq!(picked("5_4", &task), None);
+        assert_eq!(picked("5_[4-5],5_9", &meta).as_deref(), Some("5_[4-5]"));
         // A task's own raw id selects it.
-        assert!(select_job(&JobSelector::parse_list("8").unwrap(), &task).is_some());
+        assert!(select(&ids("8")[0], &task).is_some());
+        assert_eq!(selector_ids(&ids("12,3_[1,2],12.batch")), ["3", "12"]);
     }
 
     #[test]
@@ -1574,10 +1381,6 @@ mod tests {
         assert!(on_any_node(&wanted, "n[1-3]"));
         assert!(!on_any_node(&wanted, "n[3-4]"));
         assert!(!on_any_node(&wanted, "n[bad"));
-        let sel = JobSelector::parse_list("12,3_[1,2],12.batch").unwrap();
-        assert_eq!(selector_ids(&sel), ["12", "3"]);
-        assert_eq!(split_id_list("12_[1,3],,14"), ["12_[1,3]", "", "14"]);
-        assert_eq!(split_id_list(""), [""]);
     }
 
     #[test]
@@ -1590,29 +1393,14 @@ mod tests {
         assert_eq!(gres(&n(0, "h100"), 0), "(null)");
         assert_eq!(gres(&n(4, ""), 2), "gpu:2");
         assert_eq!(gres(&n(4, "h100"), 4), "gpu:h100:4");
-    }
-
-    #[test]
-    fn times_and_limits() {
-        let t = 1_800_000_000;
-        assert_eq!(format_time(0), "Unknown");
-        assert_eq!(time_or(-1, "N/A"), "N/A");
-        assert_eq!(time_or(t, "N/A"), format_time(t));
-        let text = format_time(t);
-        assert_eq!(text.len(), 19);
-        assert_eq!(&text[10..11], "T");
-        assert_eq!(local_mktime(&local_tm(t)), t);
-        assert_eq!(minutes_text(0, "infinite"), "infinite");
-        assert_eq!(minutes_text(90, "n/a"), "1:30:00");
-        assert_eq!(minutes_text(1440, "n/a"), "1-00:00:00");
-        assert_eq!(elapsed_limit(0), "UNLIMITED");
-        assert_eq!(elapsed_limit(30), "00:30:00");
-    }
-
-    #[test]
-    fn squeue_times() {
-        assert_eq!(squeue_secs(0), "0:00");
-        assert_eq!(squeue_secs(3725), "1:02:05");
-        assert_eq!(squeue_secs(-1), "INVALID");
+        let newer = NodeInfo {
+            name: "n1".into(),
+            allocation: 9,
+            ..Default::default()
+        };
+        assert_eq!(
+            check_node_states("sinfo", &[newer]).unwrap_err().stderr,
+            "sinfo: error: node n1: unknown allocation 9 from the controller\n"
+        );
     }
 }

@@ -10,6 +10,7 @@ pub mod format;
 pub mod hpack;
 pub mod http2;
 pub mod opts;
+pub mod times;
 
 use std::process::ExitCode;
 

@@ -170,7 +170,7 @@ impl Services {
                 }
             }
             if req.summary {
-                let mut summary = proto::convert::job_to_summary(job, &mut strings);
+                let mut summary = proto::convert::job_to_summary(job, &mut strings, now);
                 summary.priority = priority;
                 reply.summaries.push(summary);
                 continue;
@@ -190,7 +190,7 @@ impl Services {
             } else {
                 None
             };
-            let mut info = proto::convert::job_to_wire(job, payload.as_ref());
+            let mut info = proto::convert::job_to_wire(job, payload.as_ref(), now);
             info.priority = priority;
             reply.jobs.push(info);
         }
@@ -513,7 +513,7 @@ impl v1::ctld_server::Ctld for Services {
         let job = self
             .snapshot()
             .job(job_id)
-            .map(|j| proto::convert::job_to_wire(j, None));
+            .map(|j| proto::convert::job_to_wire(j, None, unix_now()));
         Ok(Response::new(v1::CreateStepReply { step_id, job }))
     }
 
@@ -556,7 +556,7 @@ impl v1::ctld_server::Ctld for Services {
             })
             .collect();
         Ok(Response::new(v1::ExplainJobReply {
-            job: Some(proto::convert::job_to_wire(job, None)),
+            job: Some(proto::convert::job_to_wire(job, None, unix_now())),
             blockers,
         }))
     }

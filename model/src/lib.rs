@@ -9,11 +9,14 @@ pub mod factors;
 pub mod filter;
 pub mod hostlist;
 pub mod job;
+pub mod job_id;
+pub mod job_time;
 pub mod node;
 pub mod pattern;
 pub mod reason;
 pub mod reservation;
 pub mod state;
+pub mod timespec;
 pub mod tres;
 pub mod units;
 pub mod usage;
@@ -23,7 +26,7 @@ pub use job::{
     Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, KillCause, KillRequest,
     NodeAllocation, PreemptMode, Preemption, SignalSpec, Step, Time,
 };
-pub use node::{GpuDevice, Node, NodeHealth};
+pub use node::{GpuDevice, Node, NodeAlloc, NodeHealth, NodeState, NodeWord};
 pub use reason::Reason;
 pub use reservation::{Reservation, ReservationFlag};
 pub use state::{ClusterState, Event, NodeUsage, Restored};

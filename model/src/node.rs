@@ -1,9 +1,10 @@
 //! Nodes as the controller knows them: what the config says and what the node daemon
 //! reported, whether it answers, and whether an admin drained it.
 //!
-//! The state users see is derived: a responding node with nothing allocated is IDLE,
-//! partly used MIXED, full ALLOCATED; DRAIN turns those into DRAINED (nothing running)
-//! or DRAINING; a node that stopped answering is DOWN.
+//! The state users see is derived (`NodeState`, rendered here for every command): a
+//! node that is up with nothing allocated is IDLE, partly used MIXED, full ALLOCATED;
+//! DRAIN turns those into DRAINED (nothing running) or DRAINING; a node an admin set
+//! down, or that stopped answering (then also not responding, Slurm's `*`), is DOWN.
 
 use crate::job::Time;
 use serde::{Deserialize, Serialize};
@@ -45,7 +46,7 @@ pub fn default_gpu_numa(index: u32, count: u32) -> u32 {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum NodeHealth {
     /// Configured, never registered since the controller started.
     Unknown,
@@ -100,17 +101,273 @@ impl Node {
         self.gpus.first().map(|g| g.gpu_type.as_str()).unwrap_or("")
     }
 
-    /// Slurm's state word given what is allocated here.
-    pub fn state_word(&self, cpus_alloc: u32, running_jobs: usize) -> &'static str {
-        match (self.health, self.drain) {
-            (NodeHealth::Down, true) => "DOWN+DRAIN",
-            (NodeHealth::Down, false) => "DOWN",
-            (NodeHealth::Unknown, _) => "UNKNOWN",
-            (NodeHealth::Up, true) if running_jobs > 0 => "DRAINING",
-            (NodeHealth::Up, true) => "DRAINED",
-            (NodeHealth::Up, false) if running_jobs == 0 => "IDLE",
-            (NodeHealth::Up, false) if cpus_alloc >= self.cpus => "ALLOCATED",
-            (NodeHealth::Up, false) => "MIXED",
+    /// Whether the node answers: not when the controller marked it DOWN for silence
+    /// (Slurm's `*` suffix, `NOT_RESPONDING`).
+    pub fn responding(&self) -> bool {
+        !(self.health == NodeHealth::Down && self.reason == NOT_RESPONDING)
+    }
+
+    /// The node's state as users see it, given what is allocated here.
+    pub fn state(&self, cpus_alloc: u32, running_jobs: usize) -> NodeState {
+        NodeState {
+            health: self.health,
+            drain: self.drain,
+            responding: self.responding(),
+            alloc: if running_jobs == 0 {
+                NodeAlloc::Idle
+            } else if cpus_alloc >= self.cpus {
+                NodeAlloc::Allocated
+            } else {
+                NodeAlloc::Mixed
+            },
         }
+    }
+}
+
+/// The reason a node gets when it stops answering.
+pub const NOT_RESPONDING: &str = "Not responding";
+
+/// How much of a node running jobs hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NodeAlloc {
+    /// No job runs here.
+    Idle,
+    /// Jobs hold some of its CPUs.
+    Mixed,
+    /// Jobs hold all of its CPUs.
+    Allocated,
+}
+
+/// A node's state as Slurm shows it, from its parts: health, the drain flag, whether
+/// it answers, and what is allocated. One renderer for every command:
+///
+/// | health, drain, alloc | `long` (sinfo `%T`) | `compact` (`%t`) | `flags` (scontrol) |
+/// |---|---|---|---|
+/// | up, -, idle | `idle` | `idle` | `IDLE` |
+/// | up, -, some CPUs | `mixed` | `mix` | `MIXED` |
+/// | up, drain, some CPUs | `draining` | `drng` | `MIXED+DRAIN` |
+/// | up, drain, idle | `drained` | `drain` | `IDLE+DRAIN` |
+/// | down, drain | `drained` | `drain` | `DOWN+DRAIN` |
+/// | down (silent) | `down*` | `down*` | `DOWN+NOT_RESPONDING` |
+/// | unknown | `unknown` | `unk` | `UNKNOWN` |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NodeState {
+    pub health: NodeHealth,
+    pub drain: bool,
+    pub responding: bool,
+    pub alloc: NodeAlloc,
+}
+
+/// The one word sinfo shows for a state (before the `*` of a silent node).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NodeWord {
+    Idle,
+    Mixed,
+    Allocated,
+    Draining,
+    Drained,
+    Down,
+    Unknown,
+}
+
+impl NodeWord {
+    /// `idle`, `mixed`, `allocated`, `draining`, `drained`, `down`, `unknown`.
+    pub fn long(self) -> &'static str {
+        match self {
+            NodeWord::Idle => "idle",
+            NodeWord::Mixed => "mixed",
+            NodeWord::Allocated => "allocated",
+            NodeWord::Draining => "draining",
+            NodeWord::Drained => "drained",
+            NodeWord::Down => "down",
+            NodeWord::Unknown => "unknown",
+        }
+    }
+
+    /// `idle`, `mix`, `alloc`, `drng`, `drain`, `down`, `unk`.
+    pub fn compact(self) -> &'static str {
+        match self {
+            NodeWord::Idle => "idle",
+            NodeWord::Mixed => "mix",
+            NodeWord::Allocated => "alloc",
+            NodeWord::Draining => "drng",
+            NodeWord::Drained => "drain",
+            NodeWord::Down => "down",
+            NodeWord::Unknown => "unk",
+        }
+    }
+}
+
+impl NodeState {
+    /// The word sinfo shows: a drained node is `draining` while jobs still run on it
+    /// (and it is up), else `drained`, whatever else holds, as in Slurm.
+    pub fn word(&self) -> NodeWord {
+        if self.drain {
+            return if self.health == NodeHealth::Up && self.alloc != NodeAlloc::Idle {
+                NodeWord::Draining
+            } else {
+                NodeWord::Drained
+            };
+        }
+        match (self.health, self.alloc) {
+            (NodeHealth::Down, _) => NodeWord::Down,
+            (NodeHealth::Unknown, _) => NodeWord::Unknown,
+            (NodeHealth::Up, NodeAlloc::Idle) => NodeWord::Idle,
+            (NodeHealth::Up, NodeAlloc::Mixed) => NodeWord::Mixed,
+            (NodeHealth::Up, NodeAlloc::Allocated) => NodeWord::Allocated,
+        }
+    }
+
+    fn star(&self) -> &'static str {
+        if self.responding { "" } else { "*" }
+    }
+
+    /// sinfo's `%T`: `idle`, `draining`, `down*`, ...
+    pub fn long(&self) -> String {
+        format!("{}{}", self.word().long(), self.star())
+    }
+
+    /// sinfo's `%t`: `idle`, `drng`, `down*`, ...
+    pub fn compact(&self) -> String {
+        format!("{}{}", self.word().compact(), self.star())
+    }
+
+    /// The base state and its flags, as `scontrol show node` and the JSON outputs name
+    /// them: `IDLE`, `MIXED`, `ALLOCATED`, `DOWN` or `UNKNOWN`, then `DRAIN` and
+    /// `NOT_RESPONDING` when they apply.
+    pub fn flags(&self) -> Vec<&'static str> {
+        let base = match (self.health, self.alloc) {
+            (NodeHealth::Down, _) => "DOWN",
+            (NodeHealth::Unknown, _) => "UNKNOWN",
+            (NodeHealth::Up, NodeAlloc::Idle) => "IDLE",
+            (NodeHealth::Up, NodeAlloc::Mixed) => "MIXED",
+            (NodeHealth::Up, NodeAlloc::Allocated) => "ALLOCATED",
+        };
+        let mut out = vec![base];
+        if self.drain {
+            out.push("DRAIN");
+        }
+        if !self.responding {
+            out.push("NOT_RESPONDING");
+        }
+        out
+    }
+
+    /// Whether the state is one sinfo's `-t` names (any case): `idle`, `mix[ed]`,
+    /// `alloc[ated]`, `down`, `drain` (drained or draining), `drained`, `draining`,
+    /// `unk[nown]`, `no_respond`, `responding`. `None` for a word that names no state
+    /// Drover has (`comp`, `fail`, `resv`, ...), which no node matches.
+    pub fn matches(&self, word: &str) -> Option<bool> {
+        let w = self.word();
+        Some(match word.to_ascii_uppercase().as_str() {
+            "IDLE" => w == NodeWord::Idle,
+            "MIX" | "MIXED" => w == NodeWord::Mixed,
+            "ALLOC" | "ALLOCATED" => w == NodeWord::Allocated,
+            "DOWN" => self.health == NodeHealth::Down,
+            "DRAIN" => self.drain,
+            "DRAINED" => w == NodeWord::Drained,
+            "DRAINING" => w == NodeWord::Draining,
+            "UNK" | "UNKNOWN" => self.health == NodeHealth::Unknown,
+            "NO_RESPOND" => !self.responding,
+            "RESPONDING" => self.responding,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(health: NodeHealth, drain: bool, responding: bool, alloc: NodeAlloc) -> NodeState {
+        NodeState {
+            health,
+            drain,
+            responding,
+            alloc,
+        }
+    }
+
+    #[test]
+    fn states_render_as_slurm_shows_them() {
+        use NodeAlloc::{Allocated, Idle, Mixed};
+        use NodeHealth::{Down, Unknown, Up};
+        let cases = [
+            (state(Up, false, true, Idle), "idle", "idle", "IDLE"),
+            (state(Up, false, true, Mixed), "mixed", "mix", "MIXED"),
+            (
+                state(Up, false, true, Allocated),
+                "allocated",
+                "alloc",
+                "ALLOCATED",
+            ),
+            (
+                state(Up, true, true, Mixed),
+                "draining",
+                "drng",
+                "MIXED+DRAIN",
+            ),
+            (
+                state(Up, true, true, Idle),
+                "drained",
+                "drain",
+                "IDLE+DRAIN",
+            ),
+            (
+                state(Down, true, true, Idle),
+                "drained",
+                "drain",
+                "DOWN+DRAIN",
+            ),
+            (
+                state(Down, false, false, Idle),
+                "down*",
+                "down*",
+                "DOWN+NOT_RESPONDING",
+            ),
+            (state(Down, false, true, Idle), "down", "down", "DOWN"),
+            (
+                state(Unknown, false, true, Idle),
+                "unknown",
+                "unk",
+                "UNKNOWN",
+            ),
+        ];
+        for (s, long, compact, flags) in cases {
+            assert_eq!(
+                (s.long().as_str(), s.compact().as_str()),
+                (long, compact),
+                "{s:?}"
+            );
+            assert_eq!(s.flags().join("+"), flags, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn nodes_derive_their_state() {
+        let mut n = Node::from_config("n1", 4, 1024, Vec::new());
+        assert_eq!(n.state(0, 0).word(), NodeWord::Unknown);
+        n.health = NodeHealth::Up;
+        assert_eq!(n.state(2, 1).word(), NodeWord::Mixed);
+        assert_eq!(n.state(4, 2).word(), NodeWord::Allocated);
+        n.health = NodeHealth::Down;
+        n.reason = NOT_RESPONDING.into();
+        assert!(!n.state(0, 0).responding);
+        n.reason = "maintenance".into();
+        assert!(n.state(0, 0).responding);
+    }
+
+    #[test]
+    fn state_words_filter() {
+        let draining = state(NodeHealth::Up, true, true, NodeAlloc::Mixed);
+        assert_eq!(draining.matches("drain"), Some(true));
+        assert_eq!(draining.matches("DRAINING"), Some(true));
+        assert_eq!(draining.matches("drained"), Some(false));
+        assert_eq!(draining.matches("mix"), Some(false));
+        assert_eq!(draining.matches("responding"), Some(true));
+        assert_eq!(draining.matches("resv"), None);
+        let silent = state(NodeHealth::Down, false, false, NodeAlloc::Idle);
+        assert_eq!(silent.matches("down"), Some(true));
+        assert_eq!(silent.matches("no_respond"), Some(true));
     }
 }

@@ -516,23 +516,10 @@ fn reason(e: &io::Error) -> String {
     }
 }
 
-/// `2024-05-01T12:00:00` in local time, as Slurm prints it.
+/// `2024-05-01T12:00:00` in local time (`TZ`, else the system's zone), as Slurm prints
+/// it.
 fn local_timestamp(t: Time) -> String {
-    let t = t as libc::time_t;
-    // SAFETY: localtime_r writes only into `tm`.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return t.to_string();
-    }
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    model::timespec::timestamp(t, &jiff::tz::TimeZone::system())
 }
 
 #[cfg(test)]

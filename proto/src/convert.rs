@@ -2,7 +2,8 @@
 
 use crate::v1;
 use model::{
-    Allocation, ArraySpec, GpuDevice, Job, JobPayload, JobSpec, JobState, Node, SignalSpec,
+    Allocation, ArraySpec, GpuDevice, Job, JobPayload, JobSpec, JobState, Node, NodeAlloc,
+    NodeHealth, NodeState, SignalSpec, Time,
 };
 
 pub fn state_to_wire(s: JobState) -> v1::JobState {
@@ -164,8 +165,8 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
     }
 }
 
-/// A job as clients see it.
-pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
+/// A job as clients see it at `now`.
+pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobInfo {
     let alloc = j.alloc.as_ref();
     let spec = &j.spec;
     let (cpus, mem, gpus) = match alloc {
@@ -275,6 +276,9 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>) -> v1::JobInfo {
             .unwrap_or_default(),
         planned_nodes: j.planned_nodes.clone(),
         node_detail: alloc.map(node_detail).unwrap_or_default(),
+        run_secs: j.run_secs(now),
+        time_left_secs: j.time_left(now),
+        expected_end: j.expected_end().unwrap_or(0),
     }
 }
 
@@ -307,51 +311,15 @@ fn node_detail(alloc: &Allocation) -> String {
 /// them by index.
 #[derive(Debug, Default)]
 pub struct StringTable<'a> {
-    index: std::collections::HashMap<&'a str, u32, std::hash::BuildHasherDefault<WordHasher>>,
+    /// FxHash: short strings (names, users, partitions) hash in a few instructions,
+    /// where the default SipHash dominated a 100k-job reply.
+    index: rustc_hash::FxHashMap<&'a str, u32>,
     /// Strings met lately, in slots by length and first byte: a queue's jobs mostly
     /// repeat a few users, accounts, partitions and reasons, and a hit here costs one
     /// comparison instead of a hash and a probe.
     recent: [Option<(&'a str, u32)>; 16],
     /// Strings interned since the last `take_new`.
     new: Vec<String>,
-}
-
-/// A multiply-rotate hash over 8-byte words: short strings (names, users, partitions)
-/// hash in a few instructions, where the default SipHash dominated a 100k-job reply.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct WordHasher(u64);
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl std::hash::Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            // Byte by byte: a copy of a variable length is a call to memcpy, which
-            // cost more than the rest of the hash.
-            let last = rest
-                .iter()
-                .enumerate()
-                .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
-            self.add(last);
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 impl<'a> StringTable<'a> {
@@ -382,8 +350,8 @@ impl<'a> StringTable<'a> {
     }
 }
 
-/// A job as squeue's light view sees it (`JobSummary`); `priority` is left 0.
-pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>) -> v1::JobSummary {
+/// A job as squeue's light view sees it (`JobSummary`) at `now`; `priority` is left 0.
+pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>, now: Time) -> v1::JobSummary {
     let alloc = j.alloc.as_ref();
     let spec = &j.spec;
     v1::JobSummary {
@@ -420,6 +388,9 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>) -> v1::JobS
         reservation: strings.intern(&spec.reservation),
         nice: spec.nice,
         planned_nodes: j.planned_nodes.clone(),
+        run_secs: j.run_secs(now),
+        time_left_secs: j.time_left(now),
+        expected_end: j.expected_end().unwrap_or(0),
     }
 }
 
@@ -455,12 +426,68 @@ pub fn gpu_from_wire(g: v1::GpuDevice) -> GpuDevice {
     }
 }
 
+fn health_to_wire(h: NodeHealth) -> v1::NodeHealth {
+    match h {
+        NodeHealth::Unknown => v1::NodeHealth::Unknown,
+        NodeHealth::Up => v1::NodeHealth::Up,
+        NodeHealth::Down => v1::NodeHealth::Down,
+    }
+}
+
+fn alloc_to_wire(a: NodeAlloc) -> v1::NodeAllocation {
+    match a {
+        NodeAlloc::Idle => v1::NodeAllocation::Idle,
+        NodeAlloc::Mixed => v1::NodeAllocation::Mixed,
+        NodeAlloc::Allocated => v1::NodeAllocation::Allocated,
+    }
+}
+
+/// A node state number this side does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("node {node}: unknown {what} {value} from the controller")]
+pub struct UnknownNodeState {
+    pub node: String,
+    pub what: &'static str,
+    pub value: i32,
+}
+
+/// A node's state from its wire parts; a number this side does not know is an error.
+pub fn node_state_from_wire(n: &v1::NodeInfo) -> Result<NodeState, UnknownNodeState> {
+    let unknown = |what, value| UnknownNodeState {
+        node: n.name.clone(),
+        what,
+        value,
+    };
+    let health = match v1::NodeHealth::try_from(n.health) {
+        Ok(v1::NodeHealth::Unknown) => NodeHealth::Unknown,
+        Ok(v1::NodeHealth::Up) => NodeHealth::Up,
+        Ok(v1::NodeHealth::Down) => NodeHealth::Down,
+        Err(_) => return Err(unknown("health", n.health)),
+    };
+    let alloc = match v1::NodeAllocation::try_from(n.allocation) {
+        Ok(v1::NodeAllocation::Idle) => NodeAlloc::Idle,
+        Ok(v1::NodeAllocation::Mixed) => NodeAlloc::Mixed,
+        Ok(v1::NodeAllocation::Allocated) => NodeAlloc::Allocated,
+        Err(_) => return Err(unknown("allocation", n.allocation)),
+    };
+    Ok(NodeState {
+        health,
+        drain: n.drain,
+        responding: n.responding,
+        alloc,
+    })
+}
+
 /// A node as clients see it, given what is allocated on it.
 pub fn node_to_wire(n: &Node, usage: &model::NodeUsage, partitions: Vec<String>) -> v1::NodeInfo {
+    let state = n.state(usage.cpus, usage.jobs);
     v1::NodeInfo {
         name: n.name.clone(),
         addr: n.addr.clone(),
-        state: n.state_word(usage.cpus, usage.jobs).to_string(),
+        health: health_to_wire(state.health) as i32,
+        drain: state.drain,
+        responding: state.responding,
+        allocation: alloc_to_wire(state.alloc) as i32,
         reason: n.reason.clone(),
         cpus: n.cpus,
         cpus_alloc: usage.cpus,
@@ -607,6 +634,27 @@ mod tests {
         for s in JobState::ALL {
             assert_eq!(state_from_wire(state_to_wire(s)), s);
         }
+    }
+
+    #[test]
+    fn node_states_round_trip_and_unknown_numbers_are_refused() {
+        let mut node = Node::from_config("n1", 4, 1024, Vec::new());
+        node.health = NodeHealth::Up;
+        node.drain = true;
+        let usage = model::NodeUsage {
+            cpus: 2,
+            jobs: 1,
+            ..Default::default()
+        };
+        let wire = node_to_wire(&node, &usage, Vec::new());
+        let state = node_state_from_wire(&wire).unwrap();
+        assert_eq!(state, node.state(2, 1));
+        assert_eq!(state.long(), "draining");
+        let bad = v1::NodeInfo { health: 7, ..wire };
+        assert_eq!(
+            node_state_from_wire(&bad).unwrap_err().to_string(),
+            "node n1: unknown health 7 from the controller"
+        );
     }
 
     #[test]

@@ -106,16 +106,12 @@ pub fn run_usage(rate: &Rate, start: Time, end: Time, half_life_s: u64) -> Assoc
     usage
 }
 
-/// Where a job's charged run begins: its start, moved on by the time it spent
-/// suspended (up to `end`), so that suspended seconds are not charged. The window keeps
-/// its end, so decay treats the run as the most recent part of the span.
+/// Where a job's charged run begins: `end` less the seconds it ran by then
+/// (`Job::run_secs`, which leaves out the time it spent suspended), so that suspended
+/// seconds are not charged. The window keeps its end, so decay treats the run as the
+/// most recent part of the span.
 fn charged_start(job: &Job, end: Time) -> Time {
-    let current = if job.state == JobState::Suspended && job.suspend_time > 0 {
-        (end - job.suspend_time).max(0)
-    } else {
-        0
-    };
-    (job.start_time + job.suspended_secs + current).min(end)
+    end - job.run_secs(end)
 }
 
 /// The event that charges a job's run (from its start to `end`) to its association,

@@ -5,8 +5,7 @@
 //! Duration=120 Nodes=n[1-2] Users=root Flags=MAINT` prints `Reservation created:
 //! maint`; times are converted to Unix seconds here, in the user's time zone.
 
-use crate::commands::submit_opts::{parse_begin, resolve_begin};
-use crate::commands::util;
+use model::timespec::{self, Toward};
 use model::units::format_elapsed;
 use proto::v1;
 
@@ -25,9 +24,9 @@ pub fn request(
         let lower = key.to_ascii_lowercase();
         let value = match lower.as_str() {
             "starttime" | "endtime" => {
-                let begin = parse_begin(value)
-                    .ok_or_else(|| format!("Invalid time specification: {value}"))?;
-                resolve_begin(&begin, now, &util::to_local, &util::from_local).to_string()
+                timespec::parse(value, now, Toward::Future, crate::times::zone())
+                    .map_err(|_| format!("Invalid time specification: {value}"))?
+                    .to_string()
             }
             _ => value.trim_matches('"').to_string(),
         };
@@ -75,8 +74,8 @@ pub fn render_show(reservations: &[v1::ReservationInfo], one_liner: bool) -> Str
             format!(
                 "ReservationName={} StartTime={} EndTime={} Duration={}",
                 r.name,
-                crate::format::format_time(r.start_time),
-                crate::format::format_time(r.end_time),
+                crate::times::format_time(r.start_time),
+                crate::times::format_time(r.end_time),
                 format_elapsed((r.end_time - r.start_time).max(0) as u64)
             ),
             format!(
@@ -129,8 +128,8 @@ pub fn render_sinfo(reservations: &[v1::ReservationInfo], header: bool) -> Strin
         out.push_str(&line(
             &r.name,
             &r.state,
-            &crate::format::format_time(r.start_time),
-            &crate::format::format_time(r.end_time),
+            &crate::times::format_time(r.start_time),
+            &crate::times::format_time(r.end_time),
             &format_elapsed((r.end_time - r.start_time).max(0) as u64),
             &r.nodes,
         ));

@@ -300,10 +300,9 @@ impl Submitter {
             uid: self.uid,
             gid: self.gid,
             host: &self.host,
-            now: util::now(),
+            now: crate::times::now(),
             max_array_size: max_array_size(),
-            to_local: &util::to_local,
-            from_local: &util::from_local,
+            zone: crate::times::zone(),
         }
     }
 }
@@ -351,7 +350,7 @@ async fn submit(sub: Submission) -> ExitCode {
         eprintln!(
             "{PROG}: Job {} to start at {} using {} processors on nodes {} in partition {}",
             reply.job_id,
-            format::format_time(reply.estimated_start),
+            crate::times::format_time(reply.estimated_start),
             cpus,
             reply.estimated_nodes,
             partition
@@ -398,7 +397,7 @@ async fn submit(sub: Submission) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::submit_opts::tests::{NOW, utc_from, utc_to};
+    use crate::commands::submit_opts::tests::NOW;
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
@@ -425,8 +424,7 @@ mod tests {
             host: "login1",
             now: NOW,
             max_array_size: 1001,
-            to_local: &utc_to,
-            from_local: &utc_from,
+            zone: &jiff::tz::TimeZone::UTC,
         };
         let script = script.to_string();
         let mut read = |p: Option<&str>| -> Result<String, CliError> {

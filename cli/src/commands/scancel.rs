@@ -101,9 +101,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
     }
     let mut r = Request::default();
     for arg in &p.positional {
-        let ids = util::split_job_ids(arg)
-            .map_err(|bad| CliError::error(PROG, format!("Invalid job id {bad}")))?;
-        r.filter.job_ids.extend(ids);
+        let ids = util::job_ids(arg)
+            .map_err(|bad| CliError::error(PROG, format!("Invalid job id {}", bad.0)))?;
+        r.filter.job_ids.extend(ids.iter().map(ToString::to_string));
     }
     for (k, v) in &p.opts {
         match *k {
@@ -267,7 +267,7 @@ async fn cancel(mut r: Request) -> ExitCode {
         };
         let mut chosen = Vec::new();
         for j in reply.jobs.iter().filter(|j| matches_local(&r, j)) {
-            let id = display_id(j);
+            let id = cancel_id(j);
             if r.interactive && !confirm(&id, j) {
                 continue;
             }
@@ -304,7 +304,7 @@ async fn cancel(mut r: Request) -> ExitCode {
 
 /// The id to cancel a listed job by: its display id, or the raw id of an array
 /// remainder without pending tasks.
-fn display_id(j: &v1::JobInfo) -> String {
+fn cancel_id(j: &v1::JobInfo) -> String {
     if format::is_array_meta(j) && j.array_task_str.is_empty() {
         j.job_id.to_string()
     } else {
@@ -443,11 +443,11 @@ mod tests {
             array_task_str: tasks.into(),
             ..Default::default()
         };
-        assert_eq!(display_id(&job(5, 0, None, "")), "5");
-        assert_eq!(display_id(&job(7, 5, Some(2), "")), "5_2");
-        assert_eq!(display_id(&job(5, 5, None, "3-4%2")), "5_[3-4%2]");
+        assert_eq!(cancel_id(&job(5, 0, None, "")), "5");
+        assert_eq!(cancel_id(&job(7, 5, Some(2), "")), "5_2");
+        assert_eq!(cancel_id(&job(5, 5, None, "3-4%2")), "5_[3-4%2]");
         // An array remainder without pending tasks goes by its own id.
-        assert_eq!(display_id(&job(5, 5, None, "")), "5");
+        assert_eq!(cancel_id(&job(5, 5, None, "")), "5");
     }
 
     #[test]

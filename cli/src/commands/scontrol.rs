@@ -7,11 +7,11 @@
 //! `-o/--oneliner` prints one record a line. Without a command, commands are read from
 //! stdin one a line.
 
-use super::submit_opts::{parse_begin, resolve_begin};
 use super::util::{self, CliError};
 use crate::client;
-use crate::format::{self, elapsed_limit, format_time, or_null};
+use crate::format::{self, or_null};
 use crate::opts::{self, OptSpec, flag, value};
+use crate::times::{elapsed_limit, format_time};
 use model::units;
 use proto::v1;
 use std::io::BufRead;
@@ -148,11 +148,7 @@ fn add_node_detail(lines: &mut Vec<String>, j: &v1::JobInfo) {
 }
 
 /// The lines of `scontrol show job` for one record.
-pub fn job_lines(
-    j: &v1::JobInfo,
-    now: i64,
-    names: &dyn Fn(u32, u32) -> (String, String),
-) -> Vec<String> {
+pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) -> Vec<String> {
     let spec = j.spec.clone().unwrap_or_default();
     let state = format::job_state(j);
     let mut first = format!("JobId={}", j.job_id);
@@ -173,19 +169,6 @@ pub fn job_lines(
     }
     first.push_str(&format!(" JobName={}", spec.name));
     let (uname, gname) = names(spec.uid, spec.gid);
-    let run_secs = match state {
-        model::JobState::Pending => 0,
-        s if s.is_final() || s == model::JobState::Completing => (j.end_time - j.start_time).max(0),
-        _ if j.start_time > 0 => (now - j.start_time).max(0),
-        _ => 0,
-    };
-    let end_time = if j.end_time > 0 {
-        j.end_time
-    } else if state == model::JobState::Running && spec.time_limit_min > 0 {
-        j.start_time + i64::from(spec.time_limit_min) * 60
-    } else {
-        0
-    };
     let start_time = if j.start_time > 0 {
         j.start_time
     } else {
@@ -253,7 +236,7 @@ pub fn job_lines(
         ),
         format!(
             "RunTime={} TimeLimit={} TimeMin=N/A",
-            units::format_elapsed(run_secs as u64),
+            units::format_elapsed(j.run_secs.max(0) as u64),
             elapsed_limit(spec.time_limit_min)
         ),
         format!(
@@ -265,7 +248,7 @@ pub fn job_lines(
         format!(
             "StartTime={} EndTime={} Deadline=N/A",
             fmt(start_time),
-            fmt(end_time)
+            fmt(j.expected_end)
         ),
         format!(
             "SuspendTime={} SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
@@ -345,31 +328,6 @@ pub fn job_lines(
     lines
 }
 
-/// `scontrol show node`'s state words: flags joined with `+`.
-fn node_state(n: &v1::NodeInfo) -> String {
-    let (word, no_resp) = match n.state.strip_suffix('*') {
-        Some(w) => (w, true),
-        None => (n.state.as_str(), false),
-    };
-    let busy = if n.cpus_alloc >= n.cpus && n.cpus > 0 {
-        "ALLOCATED"
-    } else if n.cpus_alloc > 0 {
-        "MIXED"
-    } else {
-        "IDLE"
-    };
-    let mut s = match word.to_ascii_uppercase().as_str() {
-        "DRAINED" => "IDLE+DRAIN".to_string(),
-        "DRAINING" => format!("{busy}+DRAIN"),
-        "ALLOC" => "ALLOCATED".into(),
-        other => other.to_string(),
-    };
-    if no_resp {
-        s.push_str("+NOT_RESPONDING");
-    }
-    s
-}
-
 /// The lines of `scontrol show node` for one node.
 pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
     let features = if n.features.is_empty() {
@@ -418,7 +376,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
         ),
         format!(
             "State={} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
-            node_state(n)
+            format::node_state(n).flags().join("+")
         ),
         format!("Partitions={} ", n.partitions.join(",")),
         format!(
@@ -546,7 +504,9 @@ fn job_id_args(arg: &str) -> Result<Vec<String>, String> {
     } else {
         arg
     };
-    util::split_job_ids(a).map_err(|_| a.to_string())
+    util::job_ids(a)
+        .map(|ids| ids.iter().map(ToString::to_string).collect())
+        .map_err(|_| a.to_string())
 }
 
 /// Canonical `scontrol update` job keys and the shortest prefix Slurm takes for each.
@@ -693,12 +653,15 @@ pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, CliError
                     .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?;
                 v.clone()
             }
-            "StartTime" | "Deadline" => {
-                let b = parse_begin(&v).ok_or_else(|| bad(&format!("Invalid {key} value: {v}")))?;
-                resolve_begin(&b, now, &util::to_local, &util::from_local)
-                    .max(now)
-                    .to_string()
-            }
+            "StartTime" | "Deadline" => model::timespec::parse(
+                &v,
+                now,
+                model::timespec::Toward::Future,
+                crate::times::zone(),
+            )
+            .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?
+            .max(now)
+            .to_string(),
             "JobName" => {
                 u.name = Some(v.clone());
                 v.clone()
@@ -982,7 +945,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
         return reservation_change(s, conn, "update", args).await;
     }
     if is("JobId", 3) || is("JobName", 3) {
-        let u = match parse_job_update(args, util::now()) {
+        let u = match parse_job_update(args, crate::times::now()) {
             Ok(u) => u,
             Err(e) => {
                 s.failed = true;
@@ -1006,7 +969,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             };
             match c.list_jobs(req).await {
                 Ok(r) => {
-                    ids = r.into_inner().jobs.iter().map(display_id).collect();
+                    ids = r.into_inner().jobs.iter().map(format::display_id).collect();
                 }
                 Err(st) => {
                     s.fail(format!(
@@ -1148,14 +1111,6 @@ async fn relative_limit(
     Ok(new.to_string())
 }
 
-fn display_id(j: &v1::JobInfo) -> String {
-    match (j.array_job_id, j.array_task_id) {
-        (0, _) => j.job_id.to_string(),
-        (a, Some(t)) => format!("{a}_{t}"),
-        (_, None) => j.job_id.to_string(),
-    }
-}
-
 fn ctld_host() -> String {
     let config = client::load_config().ok();
     let addr = config
@@ -1264,8 +1219,11 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
         };
         match c.get_config(v1::GetConfigRequest {}).await {
             Ok(r) => {
-                s.out
-                    .push(config_text(&r.into_inner(), util::now(), val.as_deref()));
+                s.out.push(config_text(
+                    &r.into_inner(),
+                    crate::times::now(),
+                    val.as_deref(),
+                ));
                 s.out
                     .push(format!("Slurmctld(primary) at {} is UP\n", ctld_host()));
             }
@@ -1313,8 +1271,8 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
 
 async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<String>) {
     let ids = match &id {
-        Some(i) => match util::split_job_ids(i) {
-            Ok(ids) => ids,
+        Some(i) => match util::job_ids(i) {
+            Ok(ids) => ids.iter().map(ToString::to_string).collect(),
             Err(_) => {
                 s.fail("slurm_load_jobs error: Invalid job id specified");
                 return;
@@ -1350,13 +1308,8 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
         return;
     }
     let names = |uid: u32, gid: u32| (user_name(uid), group_name(gid));
-    let now = if reply.now > 0 {
-        reply.now
-    } else {
-        util::now()
-    };
     for j in &reply.jobs {
-        let mut lines = job_lines(j, now, &names);
+        let mut lines = job_lines(j, &names);
         if s.details {
             add_node_detail(&mut lines, j);
         }
@@ -1390,6 +1343,10 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<client::Ctld>, name: Opti
             return;
         }
     };
+    if let Err(e) = format::check_node_states(PROG, &nodes) {
+        s.fail(e.stderr.trim_end());
+        return;
+    }
     let nodes: Vec<_> = nodes
         .into_iter()
         .filter(|n| names.is_empty() || names.contains(&n.name))
@@ -1442,7 +1399,7 @@ async fn reservation_change(
         v1::ReservationOp::Delete => "deleting",
     };
     let (_, uid, _) = client::current_user();
-    let req = match reservation::request(op, &words, util::now(), uid) {
+    let req = match reservation::request(op, &words, crate::times::now(), uid) {
         Ok(r) => r,
         Err(e) => {
             s.fail(format!("Error {verb} the reservation: {e}"));
@@ -1557,6 +1514,7 @@ mod tests {
             submit_time: 1000,
             eligible_time: 1000,
             start_time: 1001,
+            run_secs: 1,
             nodes: "vm".into(),
             num_nodes: 1,
             num_cpus: 1,
@@ -1586,7 +1544,7 @@ mod tests {
     #[test]
     fn job_record_layout() {
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
-        let lines = job_lines(&sample_job(), 1002, &names);
+        let lines = job_lines(&sample_job(), &names);
         let text = render(&lines, false);
         let expect_start = "JobId=1 JobName=myname\n   UserId=root(0) GroupId=root(0) MCS_label=N/A\n   Priority=1056 Nice=0 Account=(null) QOS=normal\n   JobState=RUNNING Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0\n   RunTime=00:00:01 TimeLimit=UNLIMITED TimeMin=N/A\n";
         assert!(text.starts_with(expect_start), "{text}");
@@ -1610,11 +1568,32 @@ mod tests {
     }
 
     #[test]
+    fn run_time_leaves_out_suspended_time_as_squeue_and_sacct_do() {
+        // Started at 1000 with a 10-minute limit, suspended from 1100 to 1400 and again
+        // since 1500: at 1600, 600 s elapsed less 400 s suspended.
+        let mut job = model::Job::new(1, model::JobSpec::default(), 900, Some(10));
+        job.state = model::JobState::Suspended;
+        job.start_time = 1000;
+        job.suspended_secs = 300;
+        job.suspend_time = 1500;
+        let wire = proto::convert::job_to_wire(&job, None, 1600);
+        let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
+        let text = render(&job_lines(&wire, &names), false);
+        assert!(
+            text.contains("RunTime=00:03:20 TimeLimit=00:10:00"),
+            "{text}"
+        );
+        // The expected end moves on by the time suspended before the current suspension.
+        let end = crate::times::format_time(1000 + 300 + 600);
+        assert!(text.contains(&format!("EndTime={end} ")), "{text}");
+    }
+
+    #[test]
     fn details_name_cpu_ids_memory_and_gpus_per_node() {
         let mut j = sample_job();
         j.node_detail = "Nodes=vm CPU_IDs=8-11 Mem=100 GRES=gpu:2(IDX:4-5)".into();
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
-        let mut lines = job_lines(&j, 1002, &names);
+        let mut lines = job_lines(&j, &names);
         add_node_detail(&mut lines, &j);
         let text = render(&lines, false);
         assert!(
@@ -1635,6 +1614,7 @@ mod tests {
         j.batch_host.clear();
         j.nodes.clear();
         j.start_time = 0;
+        j.run_secs = 0;
         let spec = j.spec.as_mut().unwrap();
         spec.array = Some(v1::ArraySpec {
             task_ids: vec![0, 1, 2, 3, 4],
@@ -1643,7 +1623,7 @@ mod tests {
         spec.stdout_pattern = "slurm-%A_%a.out".into();
         spec.time_limit_min = 10;
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
-        let text = render(&job_lines(&j, 1002, &names), false);
+        let text = render(&job_lines(&j, &names), false);
         assert!(
             text.starts_with(
                 "JobId=1 ArrayJobId=1 ArrayTaskId=0-4%2 ArrayTaskThrottle=2 JobName=myname\n"
@@ -1695,7 +1675,9 @@ mod tests {
         let n = v1::NodeInfo {
             name: "gpu01".into(),
             addr: "127.0.0.1:7000".into(),
-            state: "DRAINED".into(),
+            health: v1::NodeHealth::Up as i32,
+            drain: true,
+            responding: true,
             reason: "maint".into(),
             cpus: 8,
             memory_mb: 16000,

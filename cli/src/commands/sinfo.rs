@@ -12,10 +12,10 @@
 //! gpu*         up 1-00:00:00      2    mix gpu[01-02]
 //! ```
 
-use super::util;
 use crate::client;
 use crate::format::{self, Cell, Ctx, Early, Format, Names, Width, gres, split_list};
 use crate::opts::{OptSpec, flag, value};
+use model::{NodeState, NodeWord};
 use proto::v1::{ListNodesRequest, ListPartitionsRequest, NodeInfo, PartitionInfo};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -318,20 +318,20 @@ impl NodeField {
             PartitionName => Cell::cut(part.map(|p| p.name.clone()).unwrap_or_default()),
             Avail => Cell::cut(part.map(|p| avail(&p.state)).unwrap_or("n/a")),
             TimeLimit => Cell::cut(
-                part.map(|p| format::minutes_text(p.max_time_min, "infinite"))
+                part.map(|p| crate::times::minutes_text(p.max_time_min, "infinite"))
                     .unwrap_or_else(|| "n/a".into()),
             ),
             DefaultTime => Cell::cut(
-                part.map(|p| format::minutes_text(p.default_time_min, "n/a"))
+                part.map(|p| crate::times::minutes_text(p.default_time_min, "n/a"))
                     .unwrap_or_else(|| "n/a".into()),
             ),
             Nodes => Cell::cut(line.nodes.len().to_string()),
             StateCompact => Cell::cut(
-                node.map(|n| NodeState::of(n).compact())
+                node.map(|n| format::node_state(n).compact())
                     .unwrap_or_else(|| "n/a".into()),
             ),
             StateLong | StateComplete => Cell::cut(
-                node.map(|n| NodeState::of(n).long())
+                node.map(|n| format::node_state(n).long())
                     .unwrap_or_else(|| "n/a".into()),
             ),
             NodeList | Hostnames => Cell::whole(model::hostlist::fold(
@@ -356,7 +356,7 @@ impl NodeField {
                 for n in &line.nodes {
                     let free = n.cpus.saturating_sub(n.cpus_alloc);
                     a += n.cpus_alloc;
-                    if NodeState::of(n).usable() {
+                    if usable(&format::node_state(n)) {
                         i += free;
                     } else {
                         o += free;
@@ -368,7 +368,7 @@ impl NodeField {
             NodesAiot | NodesAi => {
                 let (mut a, mut i, mut o) = (0, 0, 0);
                 for n in &line.nodes {
-                    match NodeState::of(n).category() {
+                    match category(&format::node_state(n)) {
                         Category::Alloc => a += 1,
                         Category::Idle => i += 1,
                         Category::Other => o += 1,
@@ -398,7 +398,7 @@ impl NodeField {
                     .unwrap_or_else(|| "none".into()),
             ),
             ReasonTime => Cell::cut(
-                node.map(|n| format::time_or(n.reason_time, "Unknown"))
+                node.map(|n| crate::times::time_or(n.reason_time, "Unknown"))
                     .unwrap_or_else(|| "Unknown".into()),
             ),
             ReasonUser => Cell::cut(match node {
@@ -464,111 +464,33 @@ enum Category {
     Other,
 }
 
-/// A node's state word (`IDLE`, `DRAINING`, `DOWN*`, ...) understood.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct NodeState {
-    base: String,
-    no_respond: bool,
+/// Whether new work may start on a node.
+fn usable(st: &NodeState) -> bool {
+    st.responding
+        && matches!(
+            st.word(),
+            NodeWord::Idle | NodeWord::Mixed | NodeWord::Allocated
+        )
 }
 
-impl NodeState {
-    fn of(n: &NodeInfo) -> NodeState {
-        let s = n.state.trim().to_ascii_uppercase();
-        let no_respond = s.ends_with('*');
-        NodeState {
-            base: s.trim_end_matches('*').to_string(),
-            no_respond,
-        }
+/// How a node counts in `%F` and `%C`.
+fn category(st: &NodeState) -> Category {
+    match st.word() {
+        _ if !st.responding => Category::Other,
+        NodeWord::Allocated | NodeWord::Mixed => Category::Alloc,
+        NodeWord::Idle => Category::Idle,
+        _ => Category::Other,
     }
+}
 
-    fn suffix(&self) -> &'static str {
-        if self.no_respond { "*" } else { "" }
-    }
-
-    /// `idle`, `mix`, `alloc`, `drain`, `drng`, `down`, `unk` (with `*` when the node
-    /// does not respond).
-    fn compact(&self) -> String {
-        let word = match self.base.as_str() {
-            "IDLE" => "idle",
-            "MIXED" => "mix",
-            "ALLOCATED" => "alloc",
-            "DRAINED" | "DOWN+DRAIN" | "DRAIN" => "drain",
-            "DRAINING" => "drng",
-            "DOWN" => "down",
-            "COMPLETING" => "comp",
-            "RESERVED" => "resv",
-            "FAIL" => "fail",
-            "FAILING" => "failg",
-            "FUTURE" => "futr",
-            "UNKNOWN" | "" => "unk",
-            other => return format!("{}{}", other.to_ascii_lowercase(), self.suffix()),
-        };
-        format!("{word}{}", self.suffix())
-    }
-
-    /// `idle`, `mixed`, `allocated`, `drained`, `draining`, `down`, `unknown`.
-    fn long(&self) -> String {
-        let word = match self.base.as_str() {
-            "DOWN+DRAIN" | "DRAIN" => "drained".to_string(),
-            "" => "unknown".to_string(),
-            other => other.to_ascii_lowercase(),
-        };
-        format!("{word}{}", self.suffix())
-    }
-
-    /// Whether new work may start here.
-    fn usable(&self) -> bool {
-        !self.no_respond
-            && matches!(
-                self.base.as_str(),
-                "IDLE" | "MIXED" | "ALLOCATED" | "COMPLETING"
-            )
-    }
-
-    fn category(&self) -> Category {
-        match self.base.as_str() {
-            _ if self.no_respond => Category::Other,
-            "ALLOCATED" | "MIXED" | "COMPLETING" => Category::Alloc,
-            "IDLE" => Category::Idle,
-            _ => Category::Other,
-        }
-    }
-
-    /// Slurm's base-state order, for the default `-t` (descending) sort.
-    fn rank(&self) -> i32 {
-        match self.base.as_str() {
-            "MIXED" | "DRAINING" => 5,
-            "ALLOCATED" | "COMPLETING" => 3,
-            "IDLE" | "DRAINED" | "DRAIN" => 2,
-            "DOWN" | "DOWN+DRAIN" => 1,
-            _ => 0,
-        }
-    }
-
-    /// The `-t` words this node matches.
-    fn matches(&self, word: &str) -> bool {
-        let w = word.to_ascii_uppercase();
-        if w == "NO_RESPOND" {
-            return self.no_respond;
-        }
-        if w == "RESPONDING" {
-            return !self.no_respond;
-        }
-        let b = self.base.as_str();
-        match w.as_str() {
-            "IDLE" => b == "IDLE",
-            "MIX" | "MIXED" => b == "MIXED",
-            "ALLOC" | "ALLOCATED" => b == "ALLOCATED",
-            "DOWN" => b == "DOWN" || b == "DOWN+DRAIN",
-            "DRAIN" => matches!(b, "DRAINED" | "DRAINING" | "DOWN+DRAIN" | "DRAIN"),
-            "DRAINED" => matches!(b, "DRAINED" | "DOWN+DRAIN" | "DRAIN"),
-            "DRAINING" => b == "DRAINING",
-            "UNK" | "UNKNOWN" => b == "UNKNOWN" || b.is_empty(),
-            "COMP" | "COMPLETING" => b == "COMPLETING",
-            "FAIL" => b == "FAIL" || b == "FAILING",
-            "RESV" | "RESERVED" => b == "RESERVED",
-            _ => false,
-        }
+/// Slurm's base-state order, for the default `-t` (descending) sort.
+fn rank(st: &NodeState) -> i32 {
+    match st.word() {
+        NodeWord::Mixed | NodeWord::Draining => 5,
+        NodeWord::Allocated => 3,
+        NodeWord::Idle | NodeWord::Drained => 2,
+        NodeWord::Down => 1,
+        NodeWord::Unknown => 0,
     }
 }
 
@@ -760,15 +682,15 @@ pub fn parse_args(
 }
 
 fn node_selected(opts: &Options, n: &NodeInfo) -> bool {
-    let st = NodeState::of(n);
+    let st = format::node_state(n);
     (opts.nodes.is_empty() || opts.nodes.contains(&n.name))
-        && (!opts.responding || !st.no_respond)
-        && (!opts.dead || st.no_respond)
+        && (!opts.responding || st.responding)
+        && (!opts.dead || !st.responding)
         && (opts.states.is_empty()
             || opts
                 .states
                 .iter()
-                .any(|all| all.iter().all(|w| st.matches(w))))
+                .any(|all| all.iter().all(|w| st.matches(w) == Some(true))))
 }
 
 /// Orders node names with their numbers as numbers (`n2` before `n10`).
@@ -892,7 +814,7 @@ pub fn lines(
                 let rank = rec
                     .nodes
                     .first()
-                    .map(|n| NodeState::of(n).rank())
+                    .map(|n| rank(&format::node_state(n)))
                     .unwrap_or(-1);
                 let part = if uses_partition { rec.part } else { None };
                 index.insert(key, groups.len());
@@ -930,7 +852,7 @@ pub fn render(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo], ctx: 
         }
         Layout::Lines(fmt) => {
             if opts.long && !opts.noheader {
-                out.push_str(&format::ctime_line(ctx.now));
+                out.push_str(&crate::times::ctime_line(ctx.now));
                 out.push('\n');
             }
             let lines = lines(opts, fmt, parts, nodes, ctx);
@@ -956,11 +878,7 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
             opts.partitions.is_empty() || n.partitions.iter().any(|p| opts.partitions.contains(p))
         })
         .map(|n| {
-            let st = NodeState::of(n);
-            let mut state = vec![st.base.clone()];
-            if st.no_respond {
-                state.push("NOT_RESPONDING".into());
-            }
+            let state = format::node_state(n).flags();
             json!({
                 "name": n.name,
                 "hostname": n.name,
@@ -1034,7 +952,10 @@ pub fn run(args: &[String]) -> ExitCode {
             Ok(r) => r,
             Err(code) => return code,
         };
-        let now = util::now();
+        if let Err(e) = format::check_node_states("sinfo", &nodes) {
+            return e.finish();
+        }
+        let now = crate::times::now();
         let names = Names::resolve(
             nodes
                 .iter()
@@ -1106,7 +1027,14 @@ mod tests {
         NodeInfo {
             name: name.into(),
             addr: format!("127.0.0.1:{}", 7000 + name.len()),
-            state: state.into(),
+            health: proto::v1::NodeHealth::Up as i32,
+            drain: state.starts_with("DRAIN"),
+            responding: true,
+            allocation: match (state, alloc) {
+                (_, 0) => proto::v1::NodeAllocation::Idle,
+                (_, 8) => proto::v1::NodeAllocation::Allocated,
+                _ => proto::v1::NodeAllocation::Mixed,
+            } as i32,
             cpus: 8,
             cpus_alloc: alloc,
             memory_mb: 32768,
@@ -1213,7 +1141,7 @@ mod tests {
         let reasons = out(&["-R"]);
         let want = format!(
             "REASON               USER      TIMESTAMP           NODELIST\nbad fan              root      {:19} gpu03\n",
-            crate::format::format_time(1_700_000_000)
+            crate::times::format_time(1_700_000_000)
         );
         assert_eq!(reasons, want);
         assert_eq!(
@@ -1237,7 +1165,8 @@ mod tests {
             "debug               |     8|32768|gpu:h100:4|none|(null)\n"
         );
         let mut nodes = cluster().1;
-        nodes[0].state = "DOWN*".into();
+        nodes[0].health = proto::v1::NodeHealth::Down as i32;
+        nodes[0].responding = false;
         let opts = parse(&["-h", "-o", "%N %t %T", "-d"]).unwrap();
         assert_eq!(
             render(&opts, &cluster().0, &nodes, &ctx()),
@@ -1287,7 +1216,7 @@ mod tests {
         let text = out(&["--json"]);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["nodes"].as_array().unwrap().len(), 4);
-        assert_eq!(v["nodes"][2]["state"], json!(["DRAINED"]));
+        assert_eq!(v["nodes"][2]["state"], json!(["IDLE", "DRAIN"]));
         assert_eq!(v["partitions"][0]["default"], true);
     }
 }

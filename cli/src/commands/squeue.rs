@@ -9,11 +9,11 @@
 //! squeue                                                    →  JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)
 //! ```
 
-use super::util;
 use crate::client;
-use crate::format::{self, Cell, Ctx, Early, Format, JobRef, JobSelector, Names, split_list};
+use crate::format::{self, Cell, Ctx, Early, Format, JobRef, Names, split_list};
 use crate::opts::{OptSpec, flag, optional, value};
 use model::JobState;
+use model::job_id::JobIdSpec;
 use proto::v1::{JobFilter, JobInfo, JobSummary, ListJobsReply, ListJobsRequest};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -408,16 +408,16 @@ impl JobField {
                 None => "N/A".into(),
             }),
             TimeLimit => Cell::whole(limit_text(s.time_limit_min)),
-            TimeLeft => Cell::whole(match s.time_limit_min {
-                0 => "UNLIMITED".into(),
-                m => format::squeue_secs(i64::from(m) * 60 - time_used(j, st, ctx.now)),
+            TimeLeft => Cell::whole(match j.time_left_secs {
+                None => "UNLIMITED".into(),
+                Some(left) => crate::times::squeue_secs(left),
             }),
             MinMemory => Cell::cut(match (s.mem_per_node_mb, s.mem_per_cpu_mb) {
                 (0, 0) => "0".to_string(),
                 (0, c) => model::units::format_memory_mb(c),
                 (n, _) => model::units::format_memory_mb(n),
             }),
-            TimeUsed => Cell::whole(format::squeue_secs(time_used(j, st, ctx.now))),
+            TimeUsed => Cell::whole(crate::times::squeue_secs(j.run_secs)),
             ReqNodes => Cell::cut(s.nodelist.clone()),
             NodeList => Cell::whole(j.nodes.clone()),
             Command => Cell::cut("(null)"),
@@ -452,14 +452,14 @@ impl JobField {
                 } else {
                     j.start_time
                 };
-                Cell::cut(format::time_or(t, "N/A"))
+                Cell::cut(crate::times::time_or(t, "N/A"))
             }
             StateCompact => Cell::cut(st.short_name()),
             State => Cell::cut(st.name()),
             UserName => Cell::cut(ctx.names.job_user(j)),
             UserId => Cell::cut(s.uid.to_string()),
             Reservation => or_null(&s.reservation),
-            SubmitTime => Cell::cut(format::time_or(j.submit_time, "N/A")),
+            SubmitTime => Cell::cut(crate::times::time_or(j.submit_time, "N/A")),
             Wckey => or_null(&s.wckey),
             Licenses => Cell::cut("(null)"),
             ExcNodes => Cell::cut(s.exclude.clone()),
@@ -468,7 +468,7 @@ impl JobField {
             SchedNodes => Cell::whole(format::or_null(&j.planned_nodes)),
             Sct => Cell::cut("*:*:*"),
             WorkDir => Cell::cut(s.work_dir.clone()),
-            AccrueTime | EligibleTime => Cell::cut(format::time_or(j.eligible_time, "N/A")),
+            AccrueTime | EligibleTime => Cell::cut(crate::times::time_or(j.eligible_time, "N/A")),
             AllocNode => or_null(&s.submit_host),
             BatchFlag => Cell::cut("1"),
             Cluster => Cell::cut(ctx.cluster.clone()),
@@ -552,7 +552,7 @@ impl JobField {
             StateCompact | State => SortKey::Num(state_rank(st)),
             NumCpus => SortKey::Num(i64::from(j.num_cpus)),
             NumNodes => SortKey::Num(i64::from(j.num_nodes)),
-            TimeUsed => SortKey::Num(time_used(j, st, ctx.now)),
+            TimeUsed => SortKey::Num(j.run_secs),
             TimeLimit => SortKey::Num(i64::from(s.time_limit_min)),
             SubmitTime => SortKey::Num(j.submit_time),
             StartTime => SortKey::Num(match (st, j.planned_start, j.start_time) {
@@ -652,13 +652,13 @@ impl StepField {
             StepField::Partition => Cell::cut(format::spec(j).partition.clone()),
             StepField::User => Cell::cut(ctx.names.job_user(j)),
             StepField::Uid => Cell::cut(format::spec(j).uid.to_string()),
-            StepField::TimeUsed => Cell::whole(format::squeue_secs(if step.start_time > 0 {
+            StepField::TimeUsed => Cell::whole(crate::times::squeue_secs(if step.start_time > 0 {
                 ctx.now - step.start_time
             } else {
                 0
             })),
             StepField::Nodes => Cell::whole(step.nodes.clone()),
-            StepField::Start => Cell::cut(format::time_or(step.start_time, "N/A")),
+            StepField::Start => Cell::cut(crate::times::time_or(step.start_time, "N/A")),
             StepField::TimeLimit => Cell::whole(limit_text(format::spec(j).time_limit_min)),
             StepField::Tasks => Cell::cut(step.num_tasks.to_string()),
             StepField::Cpus => Cell::cut(step.num_cpus.to_string()),
@@ -704,8 +704,8 @@ pub enum Layout {
 /// Everything the command line asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub jobs: Option<Vec<JobSelector>>,
-    pub steps: Option<Vec<JobSelector>>,
+    pub jobs: Option<Vec<JobIdSpec>>,
+    pub steps: Option<Vec<JobIdSpec>>,
     pub users: Vec<String>,
     pub names: Vec<String>,
     pub partitions: Vec<String>,
@@ -768,12 +768,16 @@ pub fn parse_args(
     }
     let jobs = match jobs_text.as_deref() {
         Some("") | None => None,
-        Some(t) => Some(JobSelector::parse_list(t).map_err(|e| Early::error("squeue", &e))?),
+        Some(t) => {
+            Some(JobIdSpec::parse_list(t).map_err(|e| Early::error("squeue", &e.to_string()))?)
+        }
     };
     let steps_view = steps_text.is_some();
     let steps = match steps_text.as_deref() {
         Some("") | None => None,
-        Some(t) => Some(JobSelector::parse_list(t).map_err(|e| Early::error("squeue", &e))?),
+        Some(t) => {
+            Some(JobIdSpec::parse_list(t).map_err(|e| Early::error("squeue", &e.to_string()))?)
+        }
     };
 
     let mut users = Vec::new();
@@ -1031,6 +1035,9 @@ pub fn expand_summary(s: &JobSummary, strings: &[String], job: &mut JobInfo) {
     job.suspend_time = s.suspend_time;
     job.suspended_secs = s.suspended_secs;
     job.planned_start = s.planned_start;
+    job.run_secs = s.run_secs;
+    job.time_left_secs = s.time_left_secs;
+    job.expected_end = s.expected_end;
     set(&mut job.nodes, &s.nodes);
     job.num_nodes = s.num_nodes;
     job.num_cpus = s.num_cpus;
@@ -1117,7 +1124,7 @@ pub fn render_summaries(
     drop(keys);
     let mut out = String::new();
     if opts.long && !opts.noheader {
-        out.push_str(&format::ctime_line(ctx.now));
+        out.push_str(&crate::times::ctime_line(ctx.now));
         out.push('\n');
     }
     let head = |k: &JobField| k.header();
@@ -1184,7 +1191,7 @@ fn single_job(opts: &Options) -> bool {
 /// Slurm's squeue then fails with `slurm_load_jobs error: Invalid job id specified`.
 pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
     match &opts.jobs {
-        Some(sel) if single_job(opts) => !jobs.iter().any(|j| format::select_job(sel, j).is_some()),
+        Some(sel) if single_job(opts) => !jobs.iter().any(|j| format::select_ref(sel, j).is_some()),
         _ => false,
     }
 }
@@ -1264,7 +1271,7 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a
 pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
     let mut out = String::new();
     if opts.long && !opts.noheader && opts.layout != Layout::Json {
-        out.push_str(&format::ctime_line(ctx.now));
+        out.push_str(&crate::times::ctime_line(ctx.now));
         out.push('\n');
     }
     match &opts.layout {
@@ -1297,12 +1304,12 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
                     if format::step_state(step) != JobState::Running {
                         continue;
                     }
-                    let wanted = |sel: &Option<Vec<JobSelector>>, need_step: bool| {
+                    let wanted = |sel: &Option<Vec<JobIdSpec>>, need_step: bool| {
                         sel.as_ref().is_none_or(|list| {
                             list.iter().any(|s| {
-                                s.select(&job).is_some()
+                                format::select(s, &job).is_some()
                                     && (!need_step
-                                        || s.step.as_deref().is_none_or(|id| id == step.step_id))
+                                        || s.step().is_none_or(|id| id.to_string() == step.step_id))
                             })
                         })
                     };
@@ -1433,7 +1440,7 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
 }
 
 fn limit_text(minutes: u32) -> String {
-    format::minutes_text(minutes, "UNLIMITED")
+    crate::times::minutes_text(minutes, "UNLIMITED")
 }
 
 fn tres_per_node(s: &proto::v1::JobSpec) -> String {
@@ -1446,37 +1453,12 @@ fn tres_per_node(s: &proto::v1::JobSpec) -> String {
     }
 }
 
-/// Seconds a job has run (squeue's TIME), suspended time not counted.
-pub fn time_used(j: &JobInfo, st: JobState, now: i64) -> i64 {
-    if j.start_time <= 0 || st == JobState::Pending {
-        return 0;
-    }
-    let end = if st == JobState::Suspended && j.suspend_time > j.start_time {
-        j.suspend_time
-    } else if j.end_time <= 0 || matches!(st, JobState::Running | JobState::Suspended) {
-        now
-    } else {
-        j.end_time
-    };
-    (end - j.start_time - j.suspended_secs).max(0)
-}
-
-/// END_TIME: the actual end, or the expected one from the time limit.
+/// END_TIME: the actual end, or the expected one from the time limit; `NONE` for a
+/// running job without a limit.
 fn end_time(j: &JobInfo, st: JobState) -> String {
-    let limit = i64::from(format::spec(j).time_limit_min) * 60;
-    match st {
-        JobState::Running | JobState::Suspended | JobState::Completing if j.end_time <= 0 => {
-            if limit == 0 {
-                "NONE".into()
-            } else {
-                format::time_or(j.start_time + limit, "N/A")
-            }
-        }
-        JobState::Pending if j.planned_start > 0 && limit > 0 => {
-            format::time_or(j.planned_start + limit, "N/A")
-        }
-        JobState::Pending => "N/A".into(),
-        _ => format::time_or(j.end_time, "N/A"),
+    match (st, j.expected_end) {
+        (JobState::Running | JobState::Suspended | JobState::Completing, 0) => "NONE".into(),
+        (_, end) => crate::times::time_or(end, "N/A"),
     }
 }
 
@@ -1544,7 +1526,7 @@ pub fn run(args: &[String]) -> ExitCode {
             now: if reply.now > 0 {
                 reply.now
             } else {
-                util::now()
+                crate::times::now()
             },
             names,
             cluster: cluster.clone(),
@@ -1651,6 +1633,7 @@ mod tests {
             num_nodes: 1,
             num_cpus: 1,
             priority: 1000 - id,
+            time_left_secs: Some(300),
             spec: Some(JobSpec {
                 name: name.into(),
                 user: "alice".into(),
@@ -1668,6 +1651,9 @@ mod tests {
     fn running(id: u32, name: &str, started: i64, nodes: &str) -> JobInfo {
         JobInfo {
             start_time: NOW - started,
+            run_secs: started,
+            time_left_secs: Some(300 - started),
+            expected_end: NOW - started + 300,
             nodes: nodes.into(),
             batch_host: nodes.into(),
             ..job(id, name, W::Running)
@@ -1698,6 +1684,9 @@ mod tests {
         task.array_task_id = Some(0);
         let done = JobInfo {
             end_time: NOW - 5,
+            run_secs: 45,
+            time_left_secs: Some(255),
+            expected_end: NOW - 5,
             ..running(2, "old", 50, "gpu01")
         };
         let done = JobInfo {
@@ -1838,6 +1827,9 @@ mod tests {
                     reservation: index(&s.reservation),
                     nice: s.nice,
                     planned_nodes: j.planned_nodes.clone(),
+                    run_secs: j.run_secs,
+                    time_left_secs: j.time_left_secs,
+                    expected_end: j.expected_end,
                 }
             })
             .collect();
@@ -1934,7 +1926,7 @@ mod tests {
         assert_eq!(text.lines().count(), 2, "{text}");
         let first = text.lines().next().unwrap();
         assert!(
-            first.contains(&crate::format::format_time(NOW + 600)),
+            first.contains(&crate::times::format_time(NOW + 600)),
             "{first}"
         );
         assert!(text.lines().nth(1).unwrap().contains("N/A"));

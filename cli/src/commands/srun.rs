@@ -456,7 +456,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         "{}/.drover-srun-{}-{}",
         submitter.cwd.trim_end_matches('/'),
         std::process::id(),
-        util::now()
+        crate::times::now()
     );
     let own_out = o.output.is_none();
     let own_err = o.error.is_none() && own_out;

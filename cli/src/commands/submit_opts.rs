@@ -11,8 +11,9 @@
 //! maximum unless configured), `--mem=0` sends 0 (the partition's default), and unset
 //! counts send 0 (unspecified; the model reads them as 1).
 
-use super::util::{CliError, LocalTm, parse_signal, split_words};
+use super::util::{CliError, parse_signal, split_words};
 use crate::opts::{ArgKind, OptSpec, flag, optional, value};
+use model::timespec::{LocalZone, TimeSpec, Toward};
 use model::units;
 use proto::v1;
 use std::sync::LazyLock;
@@ -386,7 +387,7 @@ impl SubmitOpts {
             "comment" => self.comment = s(),
             "wckey" => self.wckey = s(),
             "begin" => {
-                parse_begin(val).ok_or_else(|| bad("begin"))?;
+                TimeSpec::parse(val).map_err(|_| bad("begin"))?;
                 self.begin = s();
             }
             "constraint" => self.constraint = s(),
@@ -549,188 +550,6 @@ pub fn parse_signal_spec(text: &str) -> Option<v1::SignalSpec> {
     })
 }
 
-/// `--begin` as written, before the clock is read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Begin {
-    /// `now[+count[unit]]`, in seconds from now.
-    Now(i64),
-    /// A calendar time: a date (today when absent) plus whole days, at a time of day.
-    /// With `roll`, a time already past means the same time tomorrow.
-    At {
-        date: Option<(i32, u32, u32)>,
-        plus_days: i64,
-        hms: (u32, u32, u32),
-        roll: bool,
-    },
-}
-
-fn time_of_day(text: &str) -> Option<(u32, u32, u32)> {
-    let up = text.to_ascii_uppercase();
-    let (clock, pm) = if let Some(c) = up.strip_suffix("PM") {
-        (c.trim(), Some(true))
-    } else if let Some(c) = up.strip_suffix("AM") {
-        (c.trim(), Some(false))
-    } else {
-        (up.as_str(), None)
-    };
-    let parts: Vec<u32> = clock
-        .split(':')
-        .map(|p| {
-            p.parse::<u32>()
-                .ok()
-                .filter(|_| !p.is_empty() && p.len() <= 2)
-        })
-        .collect::<Option<_>>()?;
-    let (mut h, m, s) = match parts.as_slice() {
-        [h, m] => (*h, *m, 0),
-        [h, m, s] => (*h, *m, *s),
-        _ => return None,
-    };
-    match pm {
-        Some(true) if (1..=12).contains(&h) => h = h % 12 + 12,
-        Some(false) if (1..=12).contains(&h) => h %= 12,
-        Some(_) => return None,
-        None => {}
-    }
-    (h < 24 && m < 60 && s < 61).then_some((h, m, s))
-}
-
-fn valid_date(y: i32, m: u32, d: u32) -> Option<(i32, u32, u32)> {
-    ((1970..=9999).contains(&y) && (1..=12).contains(&m) && (1..=31).contains(&d))
-        .then_some((y, m, d))
-}
-
-/// Parses Slurm's `--begin` forms: `now`, `now+60`, `now+1hour` (seconds, minutes,
-/// hours, days, weeks), `today`, `tomorrow`, `midnight`, `noon`, `elevenses`, `fika`,
-/// `teatime`, `HH:MM[:SS][AM|PM]`, `YYYY-MM-DD[THH:MM[:SS]]`, `MM/DD[/YY]`, `MMDD[YY]`.
-pub fn parse_begin(text: &str) -> Option<Begin> {
-    let t = text.trim().to_ascii_lowercase();
-    if let Some(rest) = t.strip_prefix("now") {
-        if rest.is_empty() {
-            return Some(Begin::Now(0));
-        }
-        let (sign, rest) = match rest.as_bytes()[0] {
-            b'+' => (1, &rest[1..]),
-            b'-' => (-1, &rest[1..]),
-            _ => return None,
-        };
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let n: i64 = rest[..digits].parse().ok()?;
-        let unit = match &rest[digits..] {
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60,
-            "h" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => 86400,
-            "w" | "week" | "weeks" => 7 * 86400,
-            _ => return None,
-        };
-        return Some(Begin::Now(sign * n.checked_mul(unit)?));
-    }
-    let at = |hms, plus_days, roll| {
-        Some(Begin::At {
-            date: None,
-            plus_days,
-            hms,
-            roll,
-        })
-    };
-    match t.as_str() {
-        "today" => return at((0, 0, 0), 0, false),
-        "tomorrow" | "midnight" => return at((0, 0, 0), 1, false),
-        "noon" => return at((12, 0, 0), 0, true),
-        "elevenses" => return at((11, 0, 0), 0, true),
-        "fika" => return at((15, 0, 0), 0, true),
-        "teatime" => return at((16, 0, 0), 0, true),
-        _ => {}
-    }
-    if let Some(hms) = time_of_day(&t) {
-        return at(hms, 0, true);
-    }
-    let (date_part, time_part) = match t.split_once('t') {
-        Some((d, tm)) => (d, Some(tm)),
-        None => (t.as_str(), None),
-    };
-    let hms = match time_part {
-        Some(tm) => time_of_day(tm)?,
-        None => (0, 0, 0),
-    };
-    let num = |s: &str| {
-        s.parse::<u32>()
-            .ok()
-            .filter(|_| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-    };
-    let date = if let [y, m, d] = date_part.split('-').collect::<Vec<_>>().as_slice() {
-        valid_date(num(y)? as i32, num(m)?, num(d)?)?
-    } else {
-        // MM/DD[/YY], MM.DD[.YY] or MMDD[YY]: the year is then left to the caller (0).
-        let parts: Vec<&str> = date_part.split(['/', '.']).collect();
-        let (m, d, y) = match parts.as_slice() {
-            [m, d] => (num(m)?, num(d)?, 0),
-            [m, d, y] => (num(m)?, num(d)?, 2000 + num(y)? as i32),
-            [md] if md.len() == 4 => (num(&md[..2])?, num(&md[2..])?, 0),
-            [mdy] if mdy.len() == 6 => (
-                num(&mdy[..2])?,
-                num(&mdy[2..4])?,
-                2000 + num(&mdy[4..])? as i32,
-            ),
-            _ => return None,
-        };
-        if y == 0 {
-            valid_date(1970, m, d)?;
-        } else {
-            valid_date(y, m, d)?;
-        }
-        (y, m, d)
-    };
-    Some(Begin::At {
-        date: Some(date),
-        plus_days: 0,
-        hms,
-        roll: false,
-    })
-}
-
-/// The Unix time a `--begin` stands for, given the clock and the local calendar.
-pub fn resolve_begin(
-    b: &Begin,
-    now: i64,
-    to_local: &dyn Fn(i64) -> LocalTm,
-    from_local: &dyn Fn(&LocalTm) -> i64,
-) -> i64 {
-    match b {
-        Begin::Now(off) => now + off,
-        Begin::At {
-            date,
-            plus_days,
-            hms,
-            roll,
-        } => {
-            let today = to_local(now);
-            let (year, mon, day) = match date {
-                Some((0, m, d)) => (today.year, *m, *d),
-                Some((y, m, d)) => (*y, *m, *d),
-                None => (today.year, today.mon, today.day as u32),
-            };
-            let mut tm = LocalTm {
-                year,
-                mon,
-                day: i64::from(day) + plus_days,
-                hour: hms.0,
-                min: hms.1,
-                sec: hms.2,
-            };
-            let t = from_local(&tm);
-            if *roll && t <= now {
-                tm.day += 1;
-                return from_local(&tm);
-            }
-            t
-        }
-    }
-}
-
 /// The environment a job gets under `--export`: `ALL` (the default) is everything;
 /// `NONE` only `SLURM_*` variables; `ALL,A=1,B` everything plus the listed settings;
 /// `A,B=x` only `SLURM_*` plus the listed names (taken from here) and settings.
@@ -804,8 +623,8 @@ pub struct SubmitCtx<'a> {
     pub host: &'a str,
     pub now: i64,
     pub max_array_size: u32,
-    pub to_local: &'a dyn Fn(i64) -> LocalTm,
-    pub from_local: &'a dyn Fn(&LocalTm) -> i64,
+    /// The local calendar `--begin` is read in.
+    pub zone: &'a dyn LocalZone,
 }
 
 /// `none` is /dev/null, as in Slurm.
@@ -842,10 +661,10 @@ pub fn build_spec(
     };
     let begin_time = match o.begin.as_deref() {
         Some(b) => {
-            let b = parse_begin(b).ok_or_else(|| {
+            let b = TimeSpec::parse(b).map_err(|_| {
                 CliError::error(prog, "Invalid --begin specification").with_code(255)
             })?;
-            resolve_begin(&b, ctx.now, ctx.to_local, ctx.from_local)
+            b.resolve(ctx.now, Toward::Future, ctx.zone)
         }
         None => 0,
     };
@@ -956,74 +775,17 @@ pub fn build_spec(
 pub(crate) mod tests {
     use super::*;
 
-    /// UTC calendar arithmetic for tests (days_from_civil), so results do not depend on
-    /// the machine's zone.
-    pub fn utc_from(tm: &LocalTm) -> i64 {
-        let (y, m) = (i64::from(tm.year), i64::from(tm.mon));
-        let y = if m <= 2 { y - 1 } else { y };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let mp = (m + 9) % 12;
-        let doy = (153 * mp + 2) / 5;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        let days = era * 146097 + doe - 719468 + (tm.day - 1);
-        days * 86400 + i64::from(tm.hour) * 3600 + i64::from(tm.min) * 60 + i64::from(tm.sec)
-    }
-
-    pub fn utc_to(t: i64) -> LocalTm {
-        let days = t.div_euclid(86400);
-        let secs = t.rem_euclid(86400);
-        let z = days + 719468;
-        let era = z.div_euclid(146097);
-        let doe = z - era * 146097;
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        let y = yoe + era * 400 + i64::from(m <= 2);
-        LocalTm {
-            year: y as i32,
-            mon: m as u32,
-            day: d,
-            hour: (secs / 3600) as u32,
-            min: (secs % 3600 / 60) as u32,
-            sec: (secs % 60) as u32,
-        }
-    }
-
     // 2026-11-30T04:50:16Z
     pub const NOW: i64 = 1_796_014_216;
 
     fn begin(text: &str) -> i64 {
-        resolve_begin(&parse_begin(text).unwrap(), NOW, &utc_to, &utc_from)
+        TimeSpec::parse(text)
+            .unwrap()
+            .resolve(NOW, Toward::Future, &jiff::tz::TimeZone::UTC)
     }
 
-    fn at(y: i32, mo: u32, d: i64, h: u32, mi: u32, s: u32) -> i64 {
-        utc_from(&LocalTm {
-            year: y,
-            mon: mo,
-            day: d,
-            hour: h,
-            min: mi,
-            sec: s,
-        })
-    }
-
-    #[test]
-    fn utc_helpers_agree() {
-        assert_eq!(
-            utc_to(NOW),
-            LocalTm {
-                year: 2026,
-                mon: 11,
-                day: 30,
-                hour: 4,
-                min: 50,
-                sec: 16
-            }
-        );
-        assert_eq!(utc_from(&utc_to(NOW)), NOW);
+    fn at(y: i16, mo: i8, d: i8, h: i8, mi: i8, s: i8) -> i64 {
+        jiff::tz::TimeZone::UTC.unix(jiff::civil::date(y, mo, d).at(h, mi, s, 0))
     }
 
     #[test]
@@ -1057,7 +819,7 @@ pub(crate) mod tests {
             "2026-12-01Tx",
             "",
         ] {
-            assert!(parse_begin(bad).is_none(), "{bad}");
+            assert!(TimeSpec::parse(bad).is_err(), "{bad}");
         }
     }
 

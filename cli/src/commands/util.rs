@@ -1,12 +1,12 @@
 //! Helpers the job commands (`sbatch`, `scancel`, `scontrol`, `srun`) share: Slurm-style
 //! error lines with their exit status, the controller connection with Slurm's wording of
-//! its failures, signal names, the job id syntax, quoted words, local calendar time, and
-//! waiting for a job to finish (`sbatch --wait`, `srun` outside an allocation). The clock
-//! (`now`) serves every command.
+//! its failures, signal names, the job id syntax, quoted words, and waiting for a job to
+//! finish (`sbatch --wait`, `srun` outside an allocation).
 
 use crate::client::{CONNECT_FAILURE, Ctld};
-use crate::format::{self, job_state};
+use crate::format::job_state;
 use crate::opts::OptError;
+use model::job_id::{self, JobIdError, JobIdSpec};
 use proto::v1;
 use std::process::ExitCode;
 
@@ -119,60 +119,14 @@ pub fn parse_signal(text: &str) -> Option<i32> {
     SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
 }
 
-/// Splits a job id argument at top-level commas (`12,13_[1,3]` is `12` and `13_[1,3]`) and
-/// checks each part: `N`, `N_M`, `N_[1-3,7]`, `N_*`, each optionally with a step (`.0`,
-/// `.batch`). The bad part is the error.
-pub fn split_job_ids(arg: &str) -> Result<Vec<String>, String> {
-    format::split_id_list(arg)
+/// A job id argument: one or more ids separated by commas outside brackets (`12,13_[1,3]`
+/// is `12` and `13_[1,3]`), in `model::job_id`'s forms. An empty argument or item is
+/// refused like any other bad id.
+pub fn job_ids(arg: &str) -> Result<Vec<JobIdSpec>, JobIdError> {
+    job_id::split_list(arg)
         .into_iter()
-        .filter(|p| !p.is_empty() || arg.is_empty())
-        .map(|p| {
-            if valid_job_id(p) {
-                Ok(p.to_string())
-            } else {
-                Err(p.to_string())
-            }
-        })
+        .map(JobIdSpec::parse)
         .collect()
-}
-
-fn all_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn valid_job_id(id: &str) -> bool {
-    let (job, step) = match id.split_once('.') {
-        Some((j, s)) => (j, Some(s)),
-        None => (id, None),
-    };
-    if let Some(s) = step
-        && !(all_digits(s) || s == "batch" || s == "extern")
-    {
-        return false;
-    }
-    let (base, task) = match job.split_once('_') {
-        Some((b, t)) => (b, Some(t)),
-        None => (job, None),
-    };
-    if !all_digits(base) || base.parse::<u32>().map_or(true, |n| n == 0) {
-        return false;
-    }
-    match task {
-        None => true,
-        Some("*") => true,
-        Some(t) if all_digits(t) => true,
-        Some(t) => match t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-            Some(list) => {
-                let list = list.split_once('%').map_or(list, |(l, _)| l);
-                !list.is_empty()
-                    && list.split(',').all(|r| {
-                        let (lo, hi) = r.split_once('-').unwrap_or((r, r));
-                        all_digits(lo) && all_digits(hi)
-                    })
-            }
-            None => false,
-        },
-    }
 }
 
 /// Splits a line into words at blanks; double or single quotes group. With `directive`
@@ -215,51 +169,6 @@ pub fn split_words(line: &str, directive: bool) -> Vec<String> {
         out.push(cur);
     }
     out
-}
-
-/// A calendar time in the local zone; months and days count from 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LocalTm {
-    pub year: i32,
-    pub mon: u32,
-    pub day: i64,
-    pub hour: u32,
-    pub min: u32,
-    pub sec: u32,
-}
-
-/// Unix time → local calendar time.
-pub fn to_local(t: i64) -> LocalTm {
-    let tm = format::local_tm(t);
-    LocalTm {
-        year: tm.tm_year + 1900,
-        mon: (tm.tm_mon + 1) as u32,
-        day: i64::from(tm.tm_mday),
-        hour: tm.tm_hour as u32,
-        min: tm.tm_min as u32,
-        sec: tm.tm_sec as u32,
-    }
-}
-
-/// Local calendar time → Unix time; a day past the month's end rolls over.
-pub fn from_local(tm: &LocalTm) -> i64 {
-    // SAFETY: all zeroes is a valid `tm` (every field a plain number or a null pointer).
-    let mut t: libc::tm = unsafe { std::mem::zeroed() };
-    t.tm_year = tm.year - 1900;
-    t.tm_mon = tm.mon as i32 - 1;
-    t.tm_mday = tm.day as i32;
-    t.tm_hour = tm.hour as i32;
-    t.tm_min = tm.min as i32;
-    t.tm_sec = tm.sec as i32;
-    format::local_mktime(&t)
-}
-
-/// The current Unix time, in seconds.
-pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 /// This machine's host name.
@@ -348,18 +257,19 @@ mod tests {
     }
 
     #[test]
-    fn job_id_forms() {
-        assert_eq!(split_job_ids("12").unwrap(), ["12"]);
-        assert_eq!(split_job_ids("12,13_3").unwrap(), ["12", "13_3"]);
-        assert_eq!(split_job_ids("12_[1-3,7]").unwrap(), ["12_[1-3,7]"]);
-        assert_eq!(split_job_ids("12_[1,3],14").unwrap(), ["12_[1,3]", "14"]);
-        assert_eq!(split_job_ids("12_*").unwrap(), ["12_*"]);
-        assert_eq!(split_job_ids("12.0").unwrap(), ["12.0"]);
-        assert_eq!(split_job_ids("12.batch").unwrap(), ["12.batch"]);
-        for bad in [
-            "12x", "x", "", "0", "12_", "12_[]", "12_[a]", "12.x", "-1", "12_3_4",
-        ] {
-            assert!(split_job_ids(bad).is_err(), "{bad}");
+    fn job_id_arguments() {
+        let shown = |arg: &str| -> Vec<String> {
+            job_ids(arg)
+                .unwrap()
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(shown("12,13_3"), ["12", "13_3"]);
+        assert_eq!(shown("12_[1,3],14"), ["12_[1,3]", "14"]);
+        assert_eq!(shown("12_*"), ["12_*"]);
+        for bad in ["", "12,", "12,,13", "12x"] {
+            assert!(job_ids(bad).is_err(), "{bad}");
         }
     }
 
@@ -399,9 +309,7 @@ mod tests {
     }
 
     #[test]
-    fn local_time_round_trips() {
-        let t = 1_800_000_000;
-        assert_eq!(from_local(&to_local(t)), t);
+    fn basenames() {
         assert_eq!(basename("/a/b/run.sh"), "run.sh");
         assert_eq!(basename("run.sh"), "run.sh");
     }

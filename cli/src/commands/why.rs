@@ -41,7 +41,7 @@ pub fn render(reply: &v1::ExplainJobReply) -> String {
     for b in &reply.blockers {
         // Unix times in the text read better as local times.
         let text = b.text.split(' ').map(|w| match w.parse::<i64>() {
-            Ok(t) if t > 1_000_000_000 => format::format_time(t),
+            Ok(t) if t > 1_000_000_000 => crate::times::format_time(t),
             _ => w.to_string(),
         });
         out.push_str(&format!("- {}\n", text.collect::<Vec<_>>().join(" ")));
