@@ -29,6 +29,10 @@ use crate::units;
 use locate::Located;
 use serde::{Deserialize, Serialize};
 
+/// The Slurm release whose commands, formats and settings Drover follows (what
+/// `scontrol show config` calls SLURM_VERSION).
+pub const SLURM_VERSION: &str = "22.05.8";
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: {message}")]
 pub struct ConfigError {
