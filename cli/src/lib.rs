@@ -33,9 +33,14 @@ pub fn run(args: Vec<String>) -> ExitCode {
             commands::dispatch(cmd, &args[2..])
         }
         Some("-h" | "--help") | None => {
+            print!("{}", help());
+            ExitCode::SUCCESS
+        }
+        Some("-V" | "--version") => {
             println!(
-                "usage: drover <command> [args...]\n\ncommands: up, {}",
-                COMMANDS.join(", ")
+                "drover {} (Slurm {})",
+                env!("CARGO_PKG_VERSION"),
+                model::config::SLURM_VERSION
             );
             ExitCode::SUCCESS
         }
@@ -43,5 +48,63 @@ pub fn run(args: Vec<String>) -> ExitCode {
             eprintln!("drover: unknown command `{other}`");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Every command of `drover`, one line each: its own first, then Slurm's.
+const SUMMARIES: &[(&str, &str)] = &[
+    (
+        "up",
+        "start a local cluster (controller and node daemons) on this machine",
+    ),
+    ("why", "explain why a pending job does not start"),
+    (
+        "bench",
+        "measure submit, listing and restart rates on a local cluster",
+    ),
+    ("sbatch", "submit a batch script"),
+    ("squeue", "list pending and running jobs"),
+    ("sinfo", "list partitions and nodes"),
+    ("scancel", "cancel or signal jobs"),
+    (
+        "scontrol",
+        "show and change jobs, nodes, partitions, reservations; show the config",
+    ),
+    ("sacct", "list jobs, finished ones too"),
+    ("srun", "run a command as a job step"),
+    ("sprio", "show the priority factors of pending jobs"),
+    ("sshare", "show fair-share shares and usage"),
+];
+
+/// `drover --help`.
+fn help() -> String {
+    let mut out = String::from(
+        "usage: drover <command> [args...]\n\
+         \x20      drover --version\n\
+         A link to drover named after a Slurm command (sbatch, squeue, ...) is that \
+         command.\n\ncommands:\n",
+    );
+    for (name, summary) in SUMMARIES {
+        out.push_str(&format!("  {name:<9} {summary}\n"));
+    }
+    out.push_str("\n`drover <command> --help` shows the command's options.\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_command_once() {
+        let text = help();
+        for name in COMMANDS.iter().chain(commands::EXTRA) {
+            let lines = text
+                .lines()
+                .filter(|l| l.trim_start().starts_with(&format!("{name} ")))
+                .count();
+            assert_eq!(lines, 1, "{name}:\n{text}");
+        }
+        assert_eq!(SUMMARIES.len(), COMMANDS.len() + commands::EXTRA.len());
     }
 }

@@ -23,63 +23,6 @@ use std::sync::Arc;
 use store::Store;
 use tokio::sync::{mpsc, watch};
 
-/// What `scontrol show config` prints, in order, with Slurm's key names.
-pub fn config_entries(config: &Config) -> Vec<(String, String)> {
-    let c = &config.controller;
-    let p = &config.priority;
-    let duration = |text: &str, default: &str| match model::units::parse_duration_secs(text) {
-        Ok(Some(s)) => {
-            let (d, r) = (s / 86400, s % 86400);
-            format!("{d}-{:02}:{:02}:{:02}", r / 3600, r % 3600 / 60, r % 60)
-        }
-        _ => default.to_string(),
-    };
-    let entries = [
-        (
-            "AccountingStorageType",
-            "accounting_storage/drover".to_string(),
-        ),
-        ("ClusterName", config.cluster_name.clone()),
-        ("KillWait", format!("{} sec", c.kill_wait_s)),
-        ("MaxArraySize", c.max_array_size.to_string()),
-        ("MaxJobCount", c.max_job_count.to_string()),
-        ("MinJobAge", format!("{} sec", c.min_job_age_s)),
-        (
-            "PriorityDecayHalfLife",
-            duration(&p.decay_half_life, "7-00:00:00"),
-        ),
-        ("PriorityMaxAge", duration(&p.max_age, "7-00:00:00")),
-        (
-            "PriorityType",
-            format!(
-                "priority/{}",
-                if p.kind == "basic" {
-                    "basic"
-                } else {
-                    "multifactor"
-                }
-            ),
-        ),
-        ("PriorityWeightAge", p.weight_age.to_string()),
-        ("PriorityWeightAssoc", p.weight_assoc.to_string()),
-        ("PriorityWeightFairshare", p.weight_fairshare.to_string()),
-        ("PriorityWeightJobSize", p.weight_job_size.to_string()),
-        ("PriorityWeightPartition", p.weight_partition.to_string()),
-        ("PriorityWeightQOS", p.weight_qos.to_string()),
-        ("PriorityWeightTRES", p.weight_tres.clone()),
-        ("SchedulerType", "sched/builtin".to_string()),
-        ("SelectType", "select/cons_tres".to_string()),
-        ("SlurmctldHost[0]", c.addr.clone()),
-        ("SlurmdTimeout", format!("{} sec", c.node_timeout_s)),
-        ("SLURM_VERSION", "22.05.8".to_string()),
-        ("StateSaveLocation", config.state_dir.clone()),
-    ];
-    entries
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
-}
-
 /// Below this much free space on the state disk, the controller refuses writes (and
 /// keeps serving reads) until space is freed.
 pub const STATE_MIN_FREE_BYTES: u64 = 64 << 20;

@@ -488,13 +488,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         _req: Request<v1::GetConfigRequest>,
     ) -> Result<Response<v1::GetConfigReply>, Status> {
-        Ok(Response::new(v1::GetConfigReply {
-            cluster_name: self.config.cluster_name.clone(),
-            entries: crate::config_entries(&self.config)
-                .into_iter()
-                .map(|(name, value)| v1::EnvVar { name, value })
-                .collect(),
-        }))
+        Ok(Response::new(proto::convert::config_to_wire(&self.config)))
     }
 
     async fn create_step(

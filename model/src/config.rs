@@ -1,5 +1,7 @@
 //! The cluster configuration: one TOML file, parsed here from text (the caller reads
-//! the file). Errors name the file, the line and the key.
+//! the file). Errors name the file, the line and the key, on one line:
+//! `drover.toml:12: node_timeout_s: must be from 1 to 65533 seconds, not 0`. The rules
+//! are in `check`; `locate` finds a key's line from the toml crate's spans.
 //!
 //! ```toml
 //! cluster_name = "drover"
@@ -16,11 +18,20 @@
 //! max_time = "1-00:00:00"
 //! ```
 
+mod check;
+mod locate;
+#[cfg(test)]
+mod refused;
+
 use crate::hostlist;
 use crate::node::{GpuDevice, Node};
 use crate::units;
+use locate::Located;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+
+/// The Slurm release whose commands, formats and settings Drover follows (what
+/// `scontrol show config` calls SLURM_VERSION).
+pub const SLURM_VERSION: &str = "22.05.8";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: {message}")]
@@ -105,13 +116,25 @@ pub const PREEMPT_TYPES: [&str; 3] = ["none", "qos", "partition_prio"];
 /// The scheduling policies `[scheduler] policy` accepts.
 pub const SCHEDULER_POLICIES: [&str; 3] = ["easy", "conservative", "fcfs"];
 
+/// `[controller]`: where the controller listens, how it watches nodes, and how it
+/// bounds its clients.
+///
+/// ```toml
+/// [controller]
+/// addr = "10.0.0.1:6917"
+/// heartbeat_interval_ms = 2000   # at least twice per node_timeout_s
+/// node_timeout_s = 30
+/// max_connections = 1024         # more than the nodes, whose daemons hold one each
+/// idle_timeout_s = 300
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ControllerConfig {
     /// host:port the controller listens on and everyone dials.
     pub addr: String,
+    /// How often node daemons heartbeat; at least twice within `node_timeout_s`.
     pub heartbeat_interval_ms: u32,
-    /// A node that has not been heard from for this long goes DOWN.
+    /// A node that has not been heard from for this long goes DOWN (SlurmdTimeout).
     pub node_timeout_s: u32,
     /// Between SIGTERM and SIGKILL when a job is cancelled or times out.
     pub kill_wait_s: u32,
@@ -123,6 +146,22 @@ pub struct ControllerConfig {
     pub sched_delay_ms: u32,
     /// A full scheduling pass at least this often.
     pub sched_interval_ms: u32,
+    /// Client connections held at once (node daemons hold one each). At the limit, a
+    /// new connection closes the one idle longest, or is refused when none is idle.
+    pub max_connections: u32,
+    /// Requests in flight on one connection (HTTP/2 concurrent streams).
+    pub max_streams_per_connection: u32,
+    /// A connection with no request in flight for this long is closed.
+    pub idle_timeout_s: u32,
+    /// A request whose body has not arrived, or whose answer is not ready, after this
+    /// long fails with DEADLINE_EXCEEDED.
+    pub request_timeout_s: u32,
+    /// A reply or listing its client does not read for this long is dropped, and the
+    /// client's connection closed.
+    pub client_read_timeout_s: u32,
+    /// Connections quiet for this long are pinged (HTTP/2 PING); one that does not
+    /// answer within as long again is closed.
+    pub keepalive_s: u32,
 }
 
 impl Default for ControllerConfig {
@@ -137,6 +176,12 @@ impl Default for ControllerConfig {
             max_job_count: 1_000_000,
             sched_delay_ms: 2,
             sched_interval_ms: 1000,
+            max_connections: 1024,
+            max_streams_per_connection: 32,
+            idle_timeout_s: 300,
+            request_timeout_s: 60,
+            client_read_timeout_s: 30,
+            keepalive_s: 30,
         }
     }
 }
@@ -189,49 +234,6 @@ impl NodeConfig {
                 gpu
             })
             .collect()
-    }
-
-    /// Checks the GPU topology keys; `Err((key, value, message))`.
-    fn check_gpu_topology(&self) -> Result<(), (&'static str, String, String)> {
-        if !self.gpu_numa.is_empty() && self.gpu_numa.len() != self.gpus as usize {
-            return Err((
-                "gpu_numa",
-                String::new(),
-                format!(
-                    "lists {} NUMA nodes for {} GPUs (one entry per GPU)",
-                    self.gpu_numa.len(),
-                    self.gpus
-                ),
-            ));
-        }
-        if self.nvlink_domains.is_empty() {
-            return Ok(());
-        }
-        let mut seen = vec![false; self.gpus as usize];
-        for d in &self.nvlink_domains {
-            let indices =
-                parse_gpu_indices(d, self.gpus).map_err(|m| ("nvlink_domains", d.clone(), m))?;
-            for i in indices {
-                if std::mem::replace(&mut seen[i as usize], true) {
-                    return Err((
-                        "nvlink_domains",
-                        d.clone(),
-                        format!("GPU {i} is in more than one NVLink domain"),
-                    ));
-                }
-            }
-        }
-        if let Some(i) = seen.iter().position(|s| !s) {
-            return Err((
-                "nvlink_domains",
-                String::new(),
-                format!(
-                    "GPU {i} is in no NVLink domain (list every GPU once; a GPU without \
-                     NVLink is a domain of its own)"
-                ),
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -402,138 +404,38 @@ impl Partition {
 }
 
 impl Config {
-    /// Parses and checks a config file's text. `file` only labels errors.
+    /// Parses and checks a config file's text. `file` only labels errors, which name
+    /// the file, the line and the key: `drover.toml:12: node_timeout_s: must be ...`.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
-            ConfigError {
-                file: file.to_string(),
-                line,
-                message: e.message().to_string(),
-            }
-        })?;
-        config.check(text, file)?;
-        Ok(config)
-    }
-
-    fn check(&self, text: &str, file: &str) -> Result<(), ConfigError> {
-        let err = |key: &str, value: &str, message: String| ConfigError {
+        let error = |line: usize, message: String| ConfigError {
             file: file.to_string(),
-            line: find_line(text, key, value),
-            message: format!("{key}: {message}"),
+            line,
+            message: message.replace('\n', " "),
         };
-        let mut names = BTreeSet::new();
-        for n in &self.nodes {
-            let hosts =
-                hostlist::expand(&n.names).map_err(|e| err("names", &n.names, e.to_string()))?;
-            units::parse_memory_mb(&n.memory)
-                .map_err(|e| err("memory", &n.memory, e.to_string()))?;
-            if n.cpus == 0 {
-                return Err(err("cpus", &n.names, "must be at least 1".into()));
-            }
-            if let Err((key, value, message)) = n.check_gpu_topology() {
-                return Err(ConfigError {
-                    file: file.to_string(),
-                    line: find_line_after(text, "names", &n.names, key, &value),
-                    message: format!("{key}: {message}"),
-                });
-            }
-            for h in hosts {
-                if !names.insert(h.clone()) {
-                    return Err(err("names", &n.names, format!("node {h} is defined twice")));
-                }
-            }
-        }
-        let mut parts = BTreeSet::new();
-        for p in &self.partitions {
-            if !parts.insert(p.name.clone()) {
-                return Err(err(
-                    "name",
-                    &p.name,
-                    format!("partition {} is defined twice", p.name),
-                ));
-            }
-            if p.nodes != "ALL" {
-                let hosts = hostlist::expand(&p.nodes)
-                    .map_err(|e| err("nodes", &p.nodes, e.to_string()))?;
-                if let Some(h) = hosts.iter().find(|h| !names.contains(*h)) {
-                    return Err(err("nodes", &p.nodes, format!("unknown node {h}")));
-                }
-            }
-            units::parse_time_limit(&p.max_time)
-                .map_err(|e| err("max_time", &p.max_time, e.to_string()))?;
-            if !p.default_time.is_empty() {
-                units::parse_time_limit(&p.default_time)
-                    .map_err(|e| err("default_time", &p.default_time, e.to_string()))?;
-            }
-            if !["UP", "DOWN", "DRAIN", "INACTIVE"].contains(&p.state.as_str()) {
-                return Err(err(
-                    "state",
-                    &p.state,
-                    format!("unknown partition state {}", p.state),
-                ));
-            }
-            self.check_partition_access(p, text, file)?;
-        }
-        if !SCHEDULER_POLICIES.contains(&self.scheduler.policy.as_str()) {
-            return Err(err(
-                "policy",
-                &self.scheduler.policy,
-                format!(
-                    "unknown scheduling policy `{}` (expected easy, conservative or fcfs)",
-                    self.scheduler.policy
-                ),
-            ));
-        }
-        if !PREEMPT_TYPES.contains(&self.scheduler.preempt_type.as_str()) {
-            return Err(err(
-                "preempt_type",
-                &self.scheduler.preempt_type,
-                format!(
-                    "unknown preempt type `{}` (expected none, qos or partition_prio)",
-                    self.scheduler.preempt_type
-                ),
-            ));
-        }
-        units::parse_duration_secs(&self.scheduler.preempt_exempt_time).map_err(|e| {
-            err(
-                "preempt_exempt_time",
-                &self.scheduler.preempt_exempt_time,
-                e.to_string(),
-            )
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let at = Located::new(text);
+            let offset = e.span().map_or(0, |s| s.start);
+            let message = check::plain_words(e.message());
+            let message = match at.key_of_value_at(offset) {
+                Some(key) if e.span().is_some() => format!("{key}: {message}"),
+                _ => message,
+            };
+            error(at.line_at(offset), message)
         })?;
-        if crate::job::PreemptMode::parse(&self.scheduler.preempt_mode).is_none() {
-            return Err(err(
-                "preempt_mode",
-                &self.scheduler.preempt_mode,
-                format!(
-                    "unknown preempt mode `{}` (expected off, cancel, requeue or suspend)",
-                    self.scheduler.preempt_mode
-                ),
-            ));
-        }
-        self.check_accounting(text, file)?;
-        if self.partitions.iter().filter(|p| p.default).count() > 1 {
-            return Err(err(
-                "default",
-                "true",
-                "more than one default partition".into(),
-            ));
-        }
-        if self
-            .controller
-            .addr
-            .parse::<std::net::SocketAddr>()
-            .is_err()
-            && !self.controller.addr.contains(':')
-        {
-            return Err(err(
-                "addr",
-                &self.controller.addr,
-                "expected host:port".into(),
-            ));
-        }
-        Ok(())
+        config.check().map_err(|invalid| {
+            let at = Located::new(text);
+            let path = invalid
+                .at
+                .iter()
+                .find(|p| at.has(p))
+                .unwrap_or(&invalid.at[0]);
+            let message = match path.last_key() {
+                Some(key) => format!("{key}: {}", invalid.message),
+                None => invalid.message,
+            };
+            error(at.line_of(path), message)
+        })?;
+        Ok(config)
     }
 
     /// The nodes of the config, expanded, in name order of their definition.
@@ -585,67 +487,6 @@ impl Config {
                 }
             })
             .collect()
-    }
-}
-
-impl Config {
-    /// Checks a partition's `allow_accounts`, `deny_accounts`, `allow_qos` and
-    /// `oversubscribe`: known accounts (when `[[accounts]]` lists any) and QOS, not
-    /// both account lists.
-    fn check_partition_access(
-        &self,
-        p: &PartitionConfig,
-        text: &str,
-        file: &str,
-    ) -> Result<(), ConfigError> {
-        let err = |key: &str, value: &str, message: String| ConfigError {
-            file: file.to_string(),
-            line: find_line_after(text, "name", &p.name, key, value),
-            message: format!("{key}: {message}"),
-        };
-        if !OVERSUBSCRIBE.contains(&p.oversubscribe.to_ascii_uppercase().as_str()) {
-            return Err(err(
-                "oversubscribe",
-                &p.oversubscribe,
-                format!(
-                    "unknown OverSubscribe `{}` (expected NO, YES or EXCLUSIVE)",
-                    p.oversubscribe
-                ),
-            ));
-        }
-        if !p.allow_accounts.is_empty() && !p.deny_accounts.is_empty() {
-            return Err(err(
-                "deny_accounts",
-                "",
-                "set allow_accounts or deny_accounts, not both".into(),
-            ));
-        }
-        let accounts: BTreeSet<&str> = self
-            .accounts
-            .iter()
-            .map(|a| a.name.as_str())
-            .chain([crate::assoc::ROOT])
-            .collect();
-        for (key, list) in [
-            ("allow_accounts", &p.allow_accounts),
-            ("deny_accounts", &p.deny_accounts),
-        ] {
-            if let Some(a) = list.iter().find(|a| {
-                a.is_empty() || (!self.accounts.is_empty() && !accounts.contains(a.as_str()))
-            }) {
-                return Err(err(key, a, format!("unknown account `{a}`")));
-            }
-        }
-        let qos: BTreeSet<&str> = self
-            .qos
-            .iter()
-            .map(|q| q.name.as_str())
-            .chain([crate::assoc::DEFAULT_QOS])
-            .collect();
-        if let Some(q) = p.allow_qos.iter().find(|q| !qos.contains(q.as_str())) {
-            return Err(err("allow_qos", q, format!("unknown QOS `{q}`")));
-        }
-        Ok(())
     }
 }
 
@@ -816,241 +657,6 @@ pub const PRIORITY_TYPES: [&str; 2] = ["multifactor", "basic"];
 pub const FAIRSHARE_ALGORITHMS: [&str; 2] = ["fair_tree", "classic"];
 /// `[[qos]] preempt_mode` values.
 pub const PREEMPT_MODES: [&str; 5] = ["", "off", "cancel", "requeue", "suspend"];
-
-impl Config {
-    /// Checks `[priority]`, `[[accounts]]`, `[[qos]]`.
-    fn check_accounting(&self, text: &str, file: &str) -> Result<(), ConfigError> {
-        let err = |key: &str, value: &str, message: String| ConfigError {
-            file: file.to_string(),
-            line: find_key_line(text, key, value, false),
-            message: format!("{key}: {message}"),
-        };
-        let err_last = |key: &str, value: &str, message: String| ConfigError {
-            file: file.to_string(),
-            line: find_key_line(text, key, value, true),
-            message: format!("{key}: {message}"),
-        };
-        let p = &self.priority;
-        if !PRIORITY_TYPES.contains(&p.kind.as_str()) {
-            return Err(err(
-                "type",
-                &p.kind,
-                format!(
-                    "unknown priority type `{}` (expected multifactor or basic)",
-                    p.kind
-                ),
-            ));
-        }
-        if !FAIRSHARE_ALGORITHMS.contains(&p.fairshare.as_str()) {
-            return Err(err(
-                "fairshare",
-                &p.fairshare,
-                format!(
-                    "unknown fair-share algorithm `{}` (expected fair_tree or classic)",
-                    p.fairshare
-                ),
-            ));
-        }
-        for (key, value) in [
-            ("weight_tres", &p.weight_tres),
-            ("billing_weights", &p.billing_weights),
-        ] {
-            crate::tres::parse_weights(value).map_err(|e| err(key, value, e.to_string()))?;
-        }
-        for (key, value) in [
-            ("max_age", &p.max_age),
-            ("decay_half_life", &p.decay_half_life),
-        ] {
-            match units::parse_duration_secs(value) {
-                Ok(Some(_)) => {}
-                Ok(None) => return Err(err(key, value, "must be a duration".into())),
-                Err(e) => return Err(err(key, value, e.to_string())),
-            }
-        }
-        let check_limits = |counts: [(&str, &String); 3], wall: &String| {
-            for (key, value) in counts {
-                crate::tres::parse_counts(value).map_err(|e| err(key, value, e.to_string()))?;
-            }
-            if !wall.is_empty() {
-                units::parse_time_limit(wall).map_err(|e| err("max_wall", wall, e.to_string()))?;
-            }
-            Ok::<(), ConfigError>(())
-        };
-        let mut qos_names = BTreeSet::from([crate::assoc::DEFAULT_QOS.to_string()]);
-        let mut seen_qos = BTreeSet::new();
-        for q in &self.qos {
-            if q.name.is_empty() {
-                return Err(err("name", "\"\"", "a QOS needs a name".into()));
-            }
-            if !seen_qos.insert(q.name.as_str()) {
-                return Err(err_last(
-                    "name",
-                    &q.name,
-                    format!("QOS {} is defined twice", q.name),
-                ));
-            }
-            qos_names.insert(q.name.clone());
-            check_limits(
-                [
-                    ("max_tres_per_user", &q.max_tres_per_user),
-                    ("max_tres_per_job", &q.max_tres_per_job),
-                    ("grp_tres", &q.grp_tres),
-                ],
-                &q.max_wall,
-            )?;
-            if !PREEMPT_MODES.contains(&q.preempt_mode.to_ascii_lowercase().as_str()) {
-                return Err(err(
-                    "preempt_mode",
-                    &q.preempt_mode,
-                    format!(
-                        "unknown preempt mode `{}` (expected off, cancel, requeue or suspend)",
-                        q.preempt_mode
-                    ),
-                ));
-            }
-            if !(0..=i64::from(u32::MAX)).contains(&q.grace_time) {
-                return Err(err(
-                    "grace_time",
-                    &q.grace_time.to_string(),
-                    format!("must be a number of seconds, not {}", q.grace_time),
-                ));
-            }
-            if !q.usage_factor.is_finite() || q.usage_factor < 0.0 {
-                return Err(err(
-                    "usage_factor",
-                    "",
-                    "must be a number of at least 0".into(),
-                ));
-            }
-        }
-        for q in &self.qos {
-            if let Some(other) = q.preempt.iter().find(|o| !qos_names.contains(*o)) {
-                return Err(err("preempt", other, format!("unknown QOS {other}")));
-            }
-        }
-        let root = crate::assoc::ROOT;
-        let names: BTreeSet<&str> = self.accounts.iter().map(|a| a.name.as_str()).collect();
-        let mut seen = BTreeSet::new();
-        for a in &self.accounts {
-            if a.name.is_empty() || a.name.contains(char::is_whitespace) {
-                return Err(err(
-                    "name",
-                    &a.name,
-                    format!("invalid account name `{}`", a.name),
-                ));
-            }
-            if !seen.insert(a.name.as_str()) {
-                return Err(err_last(
-                    "name",
-                    &a.name,
-                    format!("account {} is defined twice", a.name),
-                ));
-            }
-            if a.name == root && !(a.parent.is_empty() || a.parent == root) {
-                return Err(err("parent", &a.parent, "root has no parent".into()));
-            }
-            if !a.parent.is_empty() && a.parent != root && !names.contains(a.parent.as_str()) {
-                return Err(err(
-                    "parent",
-                    &a.parent,
-                    format!("unknown parent account {}", a.parent),
-                ));
-            }
-            if let Some(u) = a.users.iter().find(|u| u.is_empty() || u.contains(',')) {
-                return Err(err("users", u, format!("invalid user name `{u}`")));
-            }
-            check_limits(
-                [
-                    ("grp_tres", &a.grp_tres),
-                    ("grp_tres_mins", &a.grp_tres_mins),
-                    ("max_tres_per_user", &a.max_tres_per_user),
-                ],
-                &a.max_wall,
-            )?;
-            crate::tres::parse_counts(&a.max_tres_per_job)
-                .map_err(|e| err("max_tres_per_job", &a.max_tres_per_job, e.to_string()))?;
-            if let Some(q) = a.qos.iter().find(|q| !qos_names.contains(*q)) {
-                return Err(err("qos", q, format!("unknown QOS {q}")));
-            }
-            if !a.default_qos.is_empty() && !qos_names.contains(&a.default_qos) {
-                return Err(err(
-                    "default_qos",
-                    &a.default_qos,
-                    format!("unknown QOS {}", a.default_qos),
-                ));
-            }
-            // Walking up must reach root: no cycles.
-            let mut at = a;
-            for _ in 0..=self.accounts.len() {
-                match self
-                    .accounts
-                    .iter()
-                    .find(|p| p.name == at.parent && at.name != root)
-                {
-                    Some(parent) => at = parent,
-                    None => break,
-                }
-            }
-            if at.name != root && !at.parent.is_empty() && at.parent != root {
-                return Err(err(
-                    "parent",
-                    &a.parent,
-                    format!("account {} is its own ancestor", a.name),
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The line setting `key` (exactly, then `=`) to something containing `value`; the
-/// last such line with `last`. Falls back to `find_line`.
-fn find_key_line(text: &str, key: &str, value: &str, last: bool) -> usize {
-    let sets = |l: &str| {
-        let l = l.trim_start();
-        l.strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with('='))
-            && l.contains(value)
-    };
-    let mut lines = text.lines().enumerate().filter(|(_, l)| sets(l));
-    let found = if last { lines.last() } else { lines.next() };
-    found
-        .map(|(i, _)| i + 1)
-        .unwrap_or_else(|| find_line(text, key, value))
-}
-
-/// The first line setting `key` (to something containing `value`) after the line
-/// setting `anchor` to `anchor_value`: a key of one `[[nodes]]` entry among several.
-fn find_line_after(text: &str, anchor: &str, anchor_value: &str, key: &str, value: &str) -> usize {
-    let start = find_key_line(text, anchor, anchor_value, false);
-    text.lines()
-        .enumerate()
-        .skip(start.saturating_sub(1))
-        .find(|(_, l)| {
-            let l = l.trim_start();
-            l.strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-                && l.contains(value)
-        })
-        .map(|(i, _)| i + 1)
-        .unwrap_or_else(|| find_line(text, key, value))
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
-}
-
-/// The line where `key` is set to something containing `value` (best effort).
-fn find_line(text: &str, key: &str, value: &str) -> usize {
-    text.lines()
-        .position(|l| {
-            let l = l.trim_start();
-            l.starts_with(key) && l.contains(value)
-        })
-        .or_else(|| text.lines().position(|l| l.trim_start().starts_with(key)))
-        .map(|i| i + 1)
-        .unwrap_or(0)
-}
 
 #[cfg(test)]
 mod tests {
@@ -1512,5 +1118,40 @@ mod placement_sample_tests {
         let without = Config::parse(&text, "drover.toml").unwrap();
         assert_eq!(with.node_list(), without.node_list());
         assert_eq!(with.partition_list(), without.partition_list());
+    }
+
+    /// The commented client bounds of `[controller]` in `conf/drover.toml` parse and
+    /// are the defaults.
+    #[test]
+    fn commented_controller_keys_of_the_sample_are_the_defaults() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf/drover.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let keys = [
+            "max_connections",
+            "max_streams_per_connection",
+            "idle_timeout_s",
+            "request_timeout_s",
+            "client_read_timeout_s",
+            "keepalive_s",
+        ];
+        let mut found = 0;
+        let uncommented: Vec<&str> = text
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest) if keys.iter().any(|k| rest.starts_with(&format!("{k} ="))) => {
+                    found += 1;
+                    rest
+                }
+                _ => l,
+            })
+            .collect();
+        assert_eq!(found, keys.len());
+        let with = Config::parse(&uncommented.join("\n"), "drover.toml").unwrap();
+        let without = Config::parse(&text, "drover.toml").unwrap();
+        assert_eq!(with.controller, without.controller);
+        assert_eq!(
+            with.controller.max_connections,
+            ControllerConfig::default().max_connections
+        );
     }
 }

@@ -527,6 +527,66 @@ pub fn weights_to_wire(p: &model::config::PriorityConfig) -> v1::PriorityWeights
     }
 }
 
+/// `scontrol show config`: the settings with Slurm's key names, in Slurm's order, and
+/// the values as Slurm prints them (`SlurmdTimeout = 30 sec`, `PriorityMaxAge =
+/// 7-00:00:00`, `SchedulerType = sched/backfill` for the backfilling policies).
+pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
+    let c = &config.controller;
+    let p = &config.priority;
+    // Slurm's secs2time_str: `00:05:00`, `7-00:00:00`.
+    let duration = |text: &str, default: &str| match model::units::parse_duration_secs(text) {
+        Ok(Some(s)) => model::units::format_elapsed(s),
+        _ => default.to_string(),
+    };
+    let scheduler = if config.scheduler.policy == "fcfs" {
+        "sched/builtin"
+    } else {
+        "sched/backfill"
+    };
+    let priority = if p.kind == "basic" {
+        "priority/basic"
+    } else {
+        "priority/multifactor"
+    };
+    let entries = [
+        ("AccountingStorageType", "accounting_storage/drover".into()),
+        ("ClusterName", config.cluster_name.clone()),
+        ("KillWait", format!("{} sec", c.kill_wait_s)),
+        ("MaxArraySize", c.max_array_size.to_string()),
+        ("MaxJobCount", c.max_job_count.to_string()),
+        ("MinJobAge", format!("{} sec", c.min_job_age_s)),
+        (
+            "PriorityDecayHalfLife",
+            duration(&p.decay_half_life, "7-00:00:00"),
+        ),
+        ("PriorityMaxAge", duration(&p.max_age, "7-00:00:00")),
+        ("PriorityType", priority.into()),
+        ("PriorityWeightAge", p.weight_age.to_string()),
+        ("PriorityWeightAssoc", p.weight_assoc.to_string()),
+        ("PriorityWeightFairshare", p.weight_fairshare.to_string()),
+        ("PriorityWeightJobSize", p.weight_job_size.to_string()),
+        ("PriorityWeightPartition", p.weight_partition.to_string()),
+        ("PriorityWeightQOS", p.weight_qos.to_string()),
+        ("PriorityWeightTRES", p.weight_tres.clone()),
+        ("SchedulerType", scheduler.into()),
+        ("SelectType", "select/cons_tres".into()),
+        ("SlurmctldHost[0]", c.addr.clone()),
+        ("SlurmdTimeout", format!("{} sec", c.node_timeout_s)),
+        ("SLURM_VERSION", model::config::SLURM_VERSION.into()),
+        ("StateSaveLocation", config.state_dir.clone()),
+    ];
+    v1::GetConfigReply {
+        cluster_name: config.cluster_name.clone(),
+        entries: entries
+            .into_iter()
+            .map(|(key, value)| v1::ConfigEntry {
+                key: key.into(),
+                value,
+            })
+            .collect(),
+    }
+}
+
 /// A job's priority factors.
 pub fn factors_to_wire(f: &model::factors::Factors) -> v1::PriorityFactors {
     v1::PriorityFactors {
@@ -579,6 +639,34 @@ pub fn share_to_wire(r: &model::factors::ShareRow) -> v1::ShareInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_names_the_scheduler_and_prints_times_as_slurm() {
+        let value = |text: &str, key: &str| {
+            let config = model::Config::parse(text, "t.toml").unwrap();
+            config_to_wire(&config)
+                .entries
+                .into_iter()
+                .find(|e| e.key == key)
+                .map(|e| e.value)
+                .unwrap()
+        };
+        // Slurm 22.05: sched/backfill backfills, sched/builtin is first come first served.
+        for (policy, scheduler) in [
+            ("easy", "sched/backfill"),
+            ("conservative", "sched/backfill"),
+            ("fcfs", "sched/builtin"),
+        ] {
+            let text = format!("[scheduler]\npolicy = \"{policy}\"\n");
+            assert_eq!(value(&text, "SchedulerType"), scheduler, "{policy}");
+        }
+        assert_eq!(value("", "SchedulerType"), "sched/backfill");
+        assert_eq!(value("", "PriorityMaxAge"), "7-00:00:00");
+        let text = "[priority]\ndecay_half_life = \"5:00\"\n";
+        assert_eq!(value(text, "PriorityDecayHalfLife"), "00:05:00");
+        assert_eq!(value("", "SlurmdTimeout"), "30 sec");
+        assert_eq!(value("", "SLURM_VERSION"), model::config::SLURM_VERSION);
+    }
 
     #[test]
     fn string_table_gives_one_index_per_distinct_string() {

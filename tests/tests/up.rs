@@ -1,7 +1,8 @@
 //! `drover up` as a new user runs it: a cluster from the embedded config, Ctrl-C stops
 //! it, and starting it again on the same directory recovers the jobs. Also: a broken
 //! config file is refused with its file, line and key, and unknown options of `up` and
-//! `bench` before anything starts.
+//! `bench`, flags that disagree with the config in use, and a port that is taken, all
+//! before anything starts; `drover --help` and `--version`.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -184,4 +185,137 @@ fn ctrl_c_while_the_cluster_starts_stops_it_cleanly() {
     // Nothing is left behind: the controller's port is free again.
     assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
     kill_processes_under(dir.path());
+}
+
+/// What `drover up --nodes 2 --port PORT` writes, as a config a user already has.
+fn existing_config(dir: &std::path::Path, port: u16) -> String {
+    format!(
+        "cluster_name = \"drover\"\nstate_dir = \"{}\"\n[controller]\naddr = \"127.0.0.1:{port}\"\n\
+         heartbeat_interval_ms = 1000\nnode_timeout_s = 10\n[[nodes]]\nnames = \"node[1-2]\"\n\
+         cpus = 8\nmemory = \"16G\"\ngpus = 4\n[[partitions]]\nname = \"debug\"\nnodes = \"ALL\"\n",
+        dir.join("state").display()
+    )
+}
+
+#[test]
+fn up_refuses_flags_that_disagree_with_the_config_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = three_free_ports(2);
+    let conf = dir.path().join("drover.toml");
+    let text = existing_config(dir.path(), port);
+    std::fs::write(&conf, &text).unwrap();
+    let out = Command::new(bin_dir().join("drover"))
+        .args(["up", "--dir", &dir.path().display().to_string()])
+        .args([
+            "--port",
+            &(port + 3).to_string(),
+            "--nodes",
+            "3",
+            "--cpus",
+            "8",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!("drover up: error: {}", conf.display())),
+        "{err}"
+    );
+    for says in [
+        format!("--port {} (the file has {port})", port + 3),
+        "--nodes 3 (the file has 2)".to_string(),
+        "were not applied".to_string(),
+    ] {
+        assert!(err.contains(&says), "{says}: {err}");
+    }
+    // --cpus agrees with the file, so it is not named.
+    assert!(!err.contains("--cpus"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Nothing was started or written.
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), text);
+    assert!(!dir.path().join("log").exists() && !dir.path().join("bin").exists());
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+}
+
+#[test]
+fn up_names_a_taken_node_port_before_starting_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = three_free_ports(3);
+    let _taken = std::net::TcpListener::bind(("127.0.0.1", port + 2)).unwrap();
+    let out = Command::new(bin_dir().join("drover"))
+        .args([
+            "up",
+            "--nodes",
+            "2",
+            "--dir",
+            &dir.path().display().to_string(),
+        ])
+        .args(["--port", &port.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "port {} is in use (node node2 listens on",
+            port + 2
+        )),
+        "{err}"
+    );
+    assert!(err.contains("choose other ports with --port"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("is up"));
+    // The controller never started, and nothing was written.
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    // In a directory with a config, the advice is to edit that config.
+    std::fs::write(
+        dir.path().join("drover.toml"),
+        existing_config(dir.path(), port),
+    )
+    .unwrap();
+    let out = Command::new(bin_dir().join("drover"))
+        .args(["up", "--dir", &dir.path().display().to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("port {} is in use", port + 2)),
+        "{err}"
+    );
+    assert!(err.contains("change [controller] addr in"), "{err}");
+}
+
+#[test]
+fn drover_help_lists_every_command_and_version_names_slurms() {
+    let out = Command::new(bin_dir().join("drover"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "up", "why", "bench", "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun",
+        "sprio", "sshare",
+    ] {
+        let lines = help
+            .lines()
+            .filter(|l| l.starts_with(&format!("  {name} ")))
+            .count();
+        assert_eq!(lines, 1, "{name}:\n{help}");
+    }
+    let out = Command::new(bin_dir().join("drover"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(version.starts_with("drover "), "{version}");
+    assert!(version.trim_end().ends_with("(Slurm 22.05.8)"), "{version}");
+    assert_eq!(version.lines().count(), 1, "{version}");
 }

@@ -474,7 +474,7 @@ pub fn config_text(reply: &v1::GetConfigReply, now: i64, only: Option<&str>) -> 
     let mut entries: Vec<(String, String)> = reply
         .entries
         .iter()
-        .map(|e| (e.name.clone(), e.value.clone()))
+        .map(|e| (e.key.clone(), e.value.clone()))
         .collect();
     if !entries.iter().any(|(k, _)| k == "ClusterName") {
         let at = entries
@@ -1642,16 +1642,16 @@ mod tests {
         let reply = v1::GetConfigReply {
             cluster_name: "drover".into(),
             entries: vec![
-                v1::EnvVar {
-                    name: "AccountingStorageType".into(),
+                v1::ConfigEntry {
+                    key: "AccountingStorageType".into(),
                     value: "none".into(),
                 },
-                v1::EnvVar {
-                    name: "MaxArraySize".into(),
+                v1::ConfigEntry {
+                    key: "MaxArraySize".into(),
                     value: "1001".into(),
                 },
-                v1::EnvVar {
-                    name: "MinJobAge".into(),
+                v1::ConfigEntry {
+                    key: "MinJobAge".into(),
                     value: "300 sec".into(),
                 },
             ],

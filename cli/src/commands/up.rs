@@ -6,6 +6,11 @@
 //! stops everything on Ctrl-C. Starting it again on the same directory recovers the
 //! state.
 //!
+//! The config in use wins over the flags: the directory's own `drover.toml` when it has
+//! one (or `--config FILE`). A flag that disagrees with it is refused, naming the flag
+//! and the file's value, before anything starts; so is a port that is taken: the
+//! controller listens on the config's port, node daemons on the ports after it.
+//!
 //! ```text
 //! drover up [--nodes 4] [--dir ./drover-cluster] [--port 6917] [--config FILE]
 //! ```
@@ -62,7 +67,13 @@ pub struct Options {
     pub cpus: u32,
     pub memory: String,
     pub gpus: u32,
+    /// The cluster flags given on the command line (`port`, `nodes`, `cpus`,
+    /// `memory`, `gpus`): a config that exists already must agree with them.
+    pub given: Vec<&'static str>,
 }
+
+/// The flags that shape the config `drover up` writes.
+const CLUSTER_FLAGS: [&str; 5] = ["nodes", "port", "cpus", "memory", "gpus"];
 
 pub fn parse_args(args: &[String]) -> Result<Options> {
     let p = opts::parse(SPECS, args, false)?;
@@ -95,6 +106,10 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
         cpus: num("cpus", 8)?,
         memory,
         gpus: num("gpus", 4)?,
+        given: CLUSTER_FLAGS
+            .into_iter()
+            .filter(|f| p.get(f).is_some())
+            .collect(),
     })
 }
 
@@ -118,20 +133,42 @@ fn sibling(name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(name))
 }
 
-/// Writes the directory layout: config, bin/ with links, log/.
+/// Where a config comes from, for what an error advises.
+enum Source {
+    /// Written now from the flags.
+    Flags,
+    /// The directory's own, or `--config FILE`.
+    File,
+}
+
+/// Checks the config in use against the flags and the ports, then writes the directory
+/// layout: config, bin/ with links, log/. Nothing is written when a check fails.
 pub fn prepare(o: &Options) -> Result<PathBuf> {
+    let conf = o.dir.join("drover.toml");
+    let (text, label, source) = match &o.config {
+        Some(src) => (
+            std::fs::read_to_string(src)
+                .with_context(|| format!("cannot read {}", src.display()))?,
+            src.display().to_string(),
+            Source::File,
+        ),
+        None if conf.exists() => (
+            std::fs::read_to_string(&conf)?,
+            conf.display().to_string(),
+            Source::File,
+        ),
+        None => (local_config(o), conf.display().to_string(), Source::Flags),
+    };
+    let config = model::Config::parse(&text, &label)?;
+    if let Source::File = source {
+        check_flags_agree(o, &config, &label)?;
+    }
+    check_ports_free(&config, &label, &source)?;
     std::fs::create_dir_all(o.dir.join("bin"))?;
     std::fs::create_dir_all(o.dir.join("log"))?;
-    let conf = o.dir.join("drover.toml");
-    match &o.config {
-        Some(src) => {
-            std::fs::copy(src, &conf).with_context(|| format!("cannot copy {}", src.display()))?;
-        }
-        None if !conf.exists() => std::fs::write(&conf, local_config(o))?,
-        None => {}
+    if o.config.is_some() || !conf.exists() {
+        std::fs::write(&conf, &text)?;
     }
-    let text = std::fs::read_to_string(&conf)?;
-    model::Config::parse(&text, &conf.display().to_string())?;
     let exe = std::env::current_exe()?;
     for name in crate::COMMANDS.iter().chain(["drover"].iter()) {
         let link = o.dir.join("bin").join(name);
@@ -139,6 +176,101 @@ pub fn prepare(o: &Options) -> Result<PathBuf> {
         std::os::unix::fs::symlink(&exe, &link)?;
     }
     Ok(conf)
+}
+
+/// Refuses flags that disagree with a config that exists already: it wins, and
+/// starting a cluster other than the one asked for would surprise.
+fn check_flags_agree(o: &Options, config: &model::Config, label: &str) -> Result<()> {
+    let nodes = config.node_list();
+    let port = controller_port(config);
+    let memory_mb = model::units::parse_memory_mb(&o.memory)?;
+    let first = nodes.first();
+    let mut differ = Vec::new();
+    for flag in &o.given {
+        let (given, has) = match *flag {
+            "port" => (o.port.to_string(), port.to_string()),
+            "nodes" => (o.nodes.to_string(), nodes.len().to_string()),
+            "cpus" => (o.cpus.to_string(), first.map_or(0, |n| n.cpus).to_string()),
+            "memory" => (
+                model::units::format_memory_mb(memory_mb),
+                model::units::format_memory_mb(first.map_or(0, |n| n.memory_mb)),
+            ),
+            _ => (
+                o.gpus.to_string(),
+                first.map_or(0, |n| n.gpus.len()).to_string(),
+            ),
+        };
+        let agrees = match *flag {
+            "cpus" => nodes.iter().all(|n| n.cpus == o.cpus),
+            "memory" => nodes.iter().all(|n| n.memory_mb == memory_mb),
+            "gpus" => nodes.iter().all(|n| n.gpus.len() == o.gpus as usize),
+            _ => given == has,
+        };
+        if !agrees {
+            differ.push(format!("--{flag} {given} (the file has {has})"));
+        }
+    }
+    if differ.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{label} exists and is used as it is, so {} {} not applied; edit that file and \
+         start again, or start another cluster with another --dir",
+        differ.join(", "),
+        if differ.len() == 1 { "was" } else { "were" }
+    )
+}
+
+/// The controller's port, from its `host:port` address.
+fn controller_port(config: &model::Config) -> u16 {
+    config
+        .controller
+        .addr
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Each node daemon's name and the loopback address it listens on: the ports after
+/// the controller's.
+fn node_addrs(config: &model::Config) -> Vec<(String, String)> {
+    let port = u32::from(controller_port(config));
+    config
+        .node_list()
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| (n.name, format!("127.0.0.1:{}", port + 1 + i as u32)))
+        .collect()
+}
+
+/// Every port the cluster will listen on is free now: the first taken one is named
+/// before anything starts.
+fn check_ports_free(config: &model::Config, label: &str, source: &Source) -> Result<()> {
+    let advice = match source {
+        Source::Flags => "choose other ports with --port".to_string(),
+        Source::File => format!(
+            "stop what uses it, or change [controller] addr in {label} (node daemons \
+             listen on the ports after it)"
+        ),
+    };
+    let last = u32::from(controller_port(config)) + config.node_list().len() as u32;
+    if last > u32::from(u16::MAX) {
+        bail!("the cluster's ports would end at {last}, above 65535; {advice}");
+    }
+    let controller = ("the controller".to_string(), config.controller.addr.clone());
+    let nodes = node_addrs(config)
+        .into_iter()
+        .map(|(n, a)| (format!("node {n}"), a));
+    for (what, addr) in std::iter::once(controller).chain(nodes) {
+        if let Err(e) = std::net::TcpListener::bind(addr.as_str()) {
+            let port = addr.rsplit(':').next().unwrap_or(&addr);
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                bail!("port {port} is in use ({what} listens on {addr}); {advice}");
+            }
+            bail!("cannot listen on {addr} ({what}): {e}; {advice}");
+        }
+    }
+    Ok(())
 }
 
 fn spawn(program: &Path, args: &[String], log: &Path) -> Result<Child> {
@@ -200,12 +332,6 @@ impl LocalCluster {
         )?;
         let conf = conf_path.display().to_string();
         let log = o.dir.join("log");
-        let ctld_addr = config.controller.addr.clone();
-        if std::net::TcpStream::connect(&ctld_addr).is_ok() {
-            bail!(
-                "something already listens on {ctld_addr}: another cluster is running (use --port)"
-            );
-        }
         let mut cluster = LocalCluster {
             config,
             conf_path: conf_path.clone(),
@@ -213,26 +339,15 @@ impl LocalCluster {
             children: Vec::new(),
         };
         cluster.start_ctld()?;
-        let port: u16 = ctld_addr
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(o.port);
-        let nodes: Vec<String> = cluster
-            .config
-            .node_list()
-            .into_iter()
-            .map(|n| n.name)
-            .collect();
-        for (i, name) in nodes.iter().enumerate() {
-            let listen = format!("127.0.0.1:{}", u32::from(port) + 1 + i as u32);
+        let nodes = node_addrs(&cluster.config);
+        for (name, listen) in &nodes {
             let args = vec![
                 "--config".into(),
                 conf.clone(),
                 "--name".into(),
                 name.clone(),
                 "--listen".into(),
-                listen,
+                listen.clone(),
             ];
             let child = spawn(
                 &sibling("drover-noded"),
@@ -240,6 +355,17 @@ impl LocalCluster {
                 &log.join(format!("{name}.log")),
             )?;
             cluster.children.push((name.clone(), child));
+        }
+        // Up means every daemon listens.
+        for (i, (name, listen)) in nodes.iter().enumerate() {
+            let (_, child) = &mut cluster.children[i + 1];
+            if !wait_for_port(listen, child, Duration::from_secs(60)) {
+                cluster.stop();
+                bail!(
+                    "the node daemon of {name} did not start; see {}",
+                    log.join(format!("{name}.log")).display()
+                );
+            }
         }
         Ok(cluster)
     }
@@ -301,7 +427,8 @@ impl Drop for LocalCluster {
 fn up(args: &[String]) -> Result<()> {
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!(
-            "usage: drover up [--nodes N] [--dir DIR] [--port PORT] [--config FILE] [--cpus N] [--memory SIZE] [--gpus N]"
+            "usage: drover up [--nodes N] [--dir DIR] [--port PORT] [--config FILE] [--cpus N] [--memory SIZE] [--gpus N]\n\
+             DIR/drover.toml, once written (or FILE), is used as it is: flags must agree with it."
         );
         return Ok(());
     }
@@ -309,11 +436,12 @@ fn up(args: &[String]) -> Result<()> {
     catch_stop_signals();
     let mut cluster = LocalCluster::start(&o)?;
     let config = &cluster.config;
+    let nodes = cluster.node_count();
     println!(
-        "drover: local cluster `{}` is up: controller on {}, {} nodes",
+        "drover: local cluster `{}` is up: controller on {}, {nodes} node{}",
         config.cluster_name,
         config.controller.addr,
-        cluster.node_count()
+        if nodes == 1 { "" } else { "s" }
     );
     println!("drover: state and logs under {}", o.dir.display());
     println!(
