@@ -6,9 +6,8 @@
 
 pub mod client;
 pub mod commands;
+pub mod connection;
 pub mod format;
-pub mod hpack;
-pub mod http2;
 pub mod opts;
 
 use std::process::ExitCode;
