@@ -62,8 +62,8 @@ pub fn ctld_addr(config: &Config) -> String {
 }
 
 /// A single-threaded runtime with timers: CLI calls are short and sequential, and the
-/// connection's socket blocks, so no I/O driver is needed. With one, a call took over a
-/// millisecond longer in an A/B run (see the README).
+/// connection's socket blocks (`crate::connection`), so no I/O driver is needed. With
+/// one, a call took over a millisecond longer in an A/B run (see the README).
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -79,19 +79,22 @@ pub fn runtime_with_io() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-/// A client of the controller's API over one connection of its own (`crate::http2`):
-/// lighter than tonic's `Channel`, which reconnects, balances and queues calls through a
-/// worker task, when a command is a new process for one or two calls.
-pub type Ctld = CtldClient<crate::http2::Connection>;
+/// A client of the controller's API over one connection of its own
+/// (`crate::connection`): lighter than tonic's `Channel`, which reconnects, balances and
+/// queues calls through a worker task, when a command is a new process for one or two
+/// calls.
+pub type Ctld = CtldClient<crate::connection::Connection>;
 
-/// Connects to the controller.
+/// Connects to the controller, waiting at most 5 s; a call then fails once the
+/// controller is silent for 60 s (`connection::Deadlines::COMMAND`).
 pub async fn connect() -> Result<Ctld> {
     let config = load_config()?;
     let addr = ctld_addr(&config);
     let origin: http::Uri = format!("http://{addr}")
         .parse()
         .context("bad controller address")?;
-    let conn = crate::http2::Connection::open(&addr)
+    let conn = crate::connection::Connection::open(&addr, crate::connection::Deadlines::COMMAND)
+        .await
         .with_context(|| format!("unable to contact the controller at {addr}"))?;
     Ok(CtldClient::with_origin(conn, origin).max_decoding_message_size(256 << 20))
 }

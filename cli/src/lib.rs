@@ -6,9 +6,8 @@
 
 pub mod client;
 pub mod commands;
+pub mod connection;
 pub mod format;
-pub mod hpack;
-pub mod http2;
 pub mod opts;
 pub mod times;
 
@@ -58,10 +57,6 @@ const SUMMARIES: &[(&str, &str)] = &[
         "start a local cluster (controller and node daemons) on this machine",
     ),
     ("why", "explain why a pending job does not start"),
-    (
-        "bench",
-        "measure submit, listing and restart rates on a local cluster",
-    ),
     ("sbatch", "submit a batch script"),
     ("squeue", "list pending and running jobs"),
     ("sinfo", "list partitions and nodes"),

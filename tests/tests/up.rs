@@ -1,8 +1,8 @@
 //! `drover up` as a new user runs it: a cluster from the embedded config, Ctrl-C stops
 //! it, and starting it again on the same directory recovers the jobs. Also: a broken
 //! config file is refused with its file, line and key, and unknown options of `up` and
-//! `bench`, flags that disagree with the config in use, and a port that is taken, all
-//! before anything starts; `drover --help` and `--version`.
+//! `drover-bench`, flags that disagree with the config in use, and a port that is
+//! taken, all before anything starts; `drover --help` and `--version`.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -138,34 +138,44 @@ fn broken_config_names_file_line_and_key() {
 #[test]
 fn up_and_bench_refuse_unknown_options_before_starting_anything() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(bin_dir().join("drover"))
+    let run = |program: &str, args: &[&str]| {
+        Command::new(bin_dir().join(program))
             .args(args)
             .current_dir(dir.path())
             .output()
             .unwrap()
     };
-    for (args, says) in [
-        (&["bench", "--bogus"][..], "unrecognized option '--bogus'"),
-        (&["bench", "extra"][..], "unexpected argument `extra`"),
+    for (program, args, says) in [
         (
-            &["bench", "--side-only", "--no-slurm"][..],
+            "drover-bench",
+            &["--bogus"][..],
+            "unrecognized option '--bogus'",
+        ),
+        (
+            "drover-bench",
+            &["extra"][..],
+            "unexpected argument `extra`",
+        ),
+        (
+            "drover-bench",
+            &["--side-only", "--no-slurm"][..],
             "exclude each other",
         ),
         (
+            "drover",
             &["up", "--nodes", "0"][..],
             "--nodes must be between 1 and 256",
         ),
     ] {
-        let out = run(args);
+        let out = run(program, args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(err.lines().next().unwrap().starts_with("drover"), "{err}");
     }
-    let help = run(&["bench", "--help"]);
+    let help = run("drover-bench", &["--help"]);
     assert!(help.status.success());
-    assert!(String::from_utf8_lossy(&help.stdout).starts_with("usage: drover bench"));
+    assert!(String::from_utf8_lossy(&help.stdout).starts_with("usage: drover-bench"));
     // Nothing was started or written.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
@@ -300,8 +310,8 @@ fn drover_help_lists_every_command_and_version_names_slurms() {
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     for name in [
-        "up", "why", "bench", "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun",
-        "sprio", "sshare",
+        "up", "why", "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "sprio",
+        "sshare",
     ] {
         let lines = help
             .lines()

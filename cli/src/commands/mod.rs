@@ -1,6 +1,5 @@
 //! One module per command.
 
-pub mod bench;
 pub mod reservation;
 pub mod sacct;
 pub mod sbatch;
@@ -19,7 +18,7 @@ pub mod why;
 use std::process::ExitCode;
 
 /// Commands that only `drover` itself answers to.
-pub const EXTRA: &[&str] = &["up", "bench", "why"];
+pub const EXTRA: &[&str] = &["up", "why"];
 
 pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
     match command {
@@ -33,7 +32,6 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "sacct" => sacct::run(args),
         "srun" => srun::run(args),
         "up" => up::run(args),
-        "bench" => bench::run(args),
         "why" => why::run(args),
         _ => {
             eprintln!("drover: unknown command `{command}`");

@@ -1,10 +1,11 @@
-//! `drover bench`: measures a local cluster on this machine and prints the figures.
+//! `drover-bench`: measures a local cluster on this machine and prints the figures.
 //!
-//! It starts its own cluster (as `drover up` does, in a temporary directory) and
-//! reports: durable submits/s through the API with 1 and 64 concurrent clients,
-//! sequential `sbatch` calls/s, submit-to-running latency, trivial jobs end to end,
-//! `squeue` latency with large queues, controller memory per pending job, and restart
-//! time with a large store. `--quick` uses smaller counts.
+//! It starts its own cluster (as `drover up` does, in a temporary directory, with the
+//! `drover`, `drover-ctld` and `drover-noded` beside this binary) and reports: durable
+//! submits/s through the API with 1 and 64 concurrent clients, sequential `sbatch`
+//! calls/s, submit-to-running latency, trivial jobs end to end, `squeue` latency with
+//! large queues, controller memory per pending job, and restart time with a large store.
+//! `--quick` uses smaller counts.
 //!
 //! When a real Slurm answers on this machine (its `sinfo` first on `PATH`, or the
 //! directory of its commands given by `--slurm-bin DIR` or `$DROVER_BENCH_SLURM_BIN`),
@@ -13,20 +14,21 @@
 //! figures are printed side by side with their ratios. `--no-slurm` skips that part;
 //! `--side-only` runs only that part.
 
-use super::up::{LocalCluster, parse_args};
-use crate::opts::{self, OptSpec, flag, value};
 use anyhow::{Context, Result, bail};
+use cli::commands::up::{LocalCluster, parse_args};
+use cli::opts::{self, OptSpec, flag, value};
 use proto::v1::{self, ctld_client::CtldClient};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 
-pub fn run(args: &[String]) -> ExitCode {
-    match bench(args) {
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match bench(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("drover bench: error: {e:#}");
+            eprintln!("drover-bench: error: {e:#}");
             ExitCode::from(1)
         }
     }
@@ -48,7 +50,7 @@ const SPECS: &[OptSpec] = &[
     flag("help", Some('h')),
 ];
 
-const USAGE: &str = "usage: drover bench [--quick] [--no-slurm | --side-only] [--slurm-bin DIR]";
+const USAGE: &str = "usage: drover-bench [--quick] [--no-slurm | --side-only] [--slurm-bin DIR]";
 
 fn bench(args: &[String]) -> Result<()> {
     let opts = opts::parse(SPECS, args, false)?;
@@ -91,6 +93,7 @@ fn bench(args: &[String]) -> Result<()> {
             queue_sizes: vec![10_000, 100_000],
         }
     };
+    let drover = drover()?;
     let dir = tempfile::Builder::new().prefix("drover-bench-").tempdir()?;
     let port = free_base_port(5)?;
     let up_args: Vec<String> = [
@@ -114,11 +117,12 @@ fn bench(args: &[String]) -> Result<()> {
     let mut cluster = LocalCluster::start(&options)?;
     let addr = cluster.config.controller.addr.clone();
     let bin = options.dir.join("bin");
+    link_commands(&bin, &drover)?;
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work)?;
     wait_nodes_idle(&bin, 4)?;
     println!(
-        "drover bench ({}; {} cores)",
+        "drover-bench ({}; {} cores)",
         if quick { "quick" } else { "full" },
         num_cpus()
     );
@@ -312,8 +316,33 @@ fn wait_nodes_idle(bin: &std::path::Path, n: usize) -> Result<()> {
     bail!("nodes did not come up")
 }
 
+/// The `drover` beside this binary, which the cluster's commands run.
+fn drover() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let drover = exe.with_file_name("drover");
+    if !drover.is_file() {
+        bail!(
+            "{} is missing: build it first (scripts/build.sh)",
+            drover.display()
+        );
+    }
+    Ok(drover)
+}
+
+/// Points the cluster's command links at `drover`: `drover up`'s directory links them
+/// to the binary that started it, here this one.
+fn link_commands(bin: &Path, drover: &Path) -> Result<()> {
+    for name in cli::COMMANDS.iter().chain(["drover"].iter()) {
+        let link = bin.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(drover, &link)
+            .with_context(|| format!("cannot link {}", link.display()))?;
+    }
+    Ok(())
+}
+
 fn cancel_all(bin: &std::path::Path) -> Result<()> {
-    let user = crate::client::current_user().0;
+    let user = cli::client::current_user().0;
     Command::new(bin.join("scancel"))
         .args(["-u", &user])
         .status()
@@ -330,7 +359,7 @@ async fn connect(addr: &str) -> Result<CtldClient<Channel>> {
 }
 
 fn spec(work: &std::path::Path, script: &str, hold: bool) -> v1::JobSpec {
-    let (user, uid, gid) = crate::client::current_user();
+    let (user, uid, gid) = cli::client::current_user();
     v1::JobSpec {
         name: "bench".into(),
         uid,
@@ -451,7 +480,7 @@ async fn end_to_end(addr: &str, work: &std::path::Path, n: usize) -> Result<f64>
         if done + ended_otherwise.len() == n {
             if !ended_otherwise.is_empty() {
                 eprintln!(
-                    "drover bench: {} of {n} trivial jobs did not complete: {}",
+                    "drover-bench: {} of {n} trivial jobs did not complete: {}",
                     ended_otherwise.len(),
                     ended_otherwise.join(", ")
                 );
@@ -531,8 +560,8 @@ fn real_slurm(dir: Option<PathBuf>) -> Option<PathBuf> {
             .find(|d| d.join("sinfo").is_file())
             .filter(|d| {
                 let real = std::fs::canonicalize(d.join("sinfo")).ok();
-                let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-                real.is_some() && real != me
+                let ours = drover().ok().and_then(|d| std::fs::canonicalize(d).ok());
+                real.is_some() && real != ours
             })
     })?;
     let version = Command::new(dir.join("sinfo"))
@@ -600,13 +629,13 @@ fn active_ids(bin: &Path, ids: &std::collections::BTreeSet<String>, work: &Path)
 /// The command-line workloads, through the commands in `bin` (Drover's links or a real
 /// Slurm's).
 fn side_workloads(name: &str, bin: &Path, work: &Path, n: &SideSizes) -> Result<SideFigures> {
-    let user = crate::client::current_user().0;
+    let user = cli::client::current_user().0;
     let work = work.join(format!("side-{name}"));
     std::fs::create_dir_all(&work)?;
     let version = cli(bin, "sinfo", &["--version"], &work)
         .map(|v| v.trim().to_string())
         .unwrap_or_default();
-    eprintln!("drover bench: side by side: {name} ({version})");
+    eprintln!("drover-bench: side by side: {name} ({version})");
     let script = work.join("true.sh");
     std::fs::write(&script, "#!/bin/sh\ntrue\n")?;
     let script = script.display().to_string();

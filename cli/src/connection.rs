@@ -1,0 +1,792 @@
+//! One HTTP/2 connection to the controller: `h2` over a blocking socket, as the transport
+//! of tonic's client (`client::Ctld`).
+//!
+//! A command is a new process that makes one or two gRPC calls, so what costs most is
+//! every turn the controller must take, and the runtime's I/O driver (over a millisecond
+//! a call in an A/B run, see the README). So the socket blocks and the command's runtime
+//! has no I/O driver; `h2` does all of HTTP/2 and HPACK, and this module only decides
+//! when it may read. Nothing spawns a task: a call drives the connection itself while it
+//! waits, in *turns* of `h2`'s connection future:
+//!
+//! - a turn with reads closed lets `h2` write what it has queued, buffered until its
+//!   flush so that it leaves in one `write`;
+//! - a turn with one read open lets it block in one `read` of the socket, decode what
+//!   came, and write what that calls for (SETTINGS ACK, WINDOW_UPDATE, more of a large
+//!   body once the server's window allows).
+//!
+//! For example, `sbatch job.sh` queues the connection preface, SETTINGS, WINDOW_UPDATE,
+//! the request's HEADERS and its DATA; the first turn writes them together, without
+//! waiting for the server's SETTINGS (HTTP/2 allows that). The response future is still
+//! pending, so a turn with a read follows: it returns with the server's SETTINGS, the
+//! reply's HEADERS, DATA and trailers, and `h2` acknowledges the SETTINGS. The response
+//! is ready and the call returns; its body is read from what `h2` has already buffered.
+//!
+//! The socket's reads and writes time out (`Deadlines`): the read deadline is on
+//! progress, each read waits at most that long, so a long streamed listing can take
+//! longer as a whole. A call holds the thread until its reply comes, which suits a
+//! command line.
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::ReadBuf;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Slurm's words for a controller that stopped answering (`SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT`).
+pub const TIMED_OUT: &str = "Socket timed out on send/recv operation";
+
+/// How long a command waits for the controller.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadlines {
+    /// For the TCP connection to be accepted.
+    pub connect: Duration,
+    /// For each read or write of the socket to make progress.
+    pub read: Duration,
+}
+
+impl Deadlines {
+    /// The command line's: 5 s to connect, 60 s of silence within a call.
+    pub const COMMAND: Deadlines = Deadlines {
+        connect: Duration::from_secs(5),
+        read: Duration::from_secs(60),
+    };
+}
+
+/// The window this client grants the server, per stream and for the connection: replies
+/// of up to this many bytes flow without a WINDOW_UPDATE (a listing of 100,000 jobs is a
+/// few MB).
+const RECEIVE_WINDOW: u32 = (1 << 31) - 1;
+
+/// A cheap, cloneable handle to one connection; calls through it share the socket.
+#[derive(Clone)]
+pub struct Connection {
+    sender: h2::client::SendRequest<Bytes>,
+    shared: Arc<Mutex<Shared>>,
+}
+
+struct Shared {
+    connection: h2::client::Connection<BlockingSocket, Bytes>,
+    /// Whether the next read of the socket may block (one read, then it closes again).
+    read_open: Arc<AtomicBool>,
+    /// Set when a read or write ran past its deadline.
+    timed_out: Arc<AtomicBool>,
+    /// Why the connection carries nothing more; `h2`'s future has ended.
+    failure: Option<Failure>,
+}
+
+#[derive(Clone, Debug)]
+enum Failure {
+    TimedOut,
+    Unavailable(String),
+}
+
+impl Failure {
+    fn status(&self) -> BoxError {
+        Box::new(match self {
+            Failure::TimedOut => tonic::Status::deadline_exceeded(TIMED_OUT),
+            Failure::Unavailable(reason) => tonic::Status::unavailable(reason),
+        })
+    }
+
+    fn of(e: &h2::Error) -> Failure {
+        let reason = if let Some(reason) = e.reason().filter(|_| e.is_reset()) {
+            format!("the controller reset the call ({reason})")
+        } else if e.is_go_away() {
+            "the controller is closing the connection".to_string()
+        } else if let Some(io) = e.get_io() {
+            format!("connection to the controller lost: {io}")
+        } else {
+            format!("protocol error from the controller: {e}")
+        };
+        Failure::Unavailable(reason)
+    }
+}
+
+impl Connection {
+    /// Connects to `addr` (`host:port`). Nothing is written until the first call.
+    pub async fn open(addr: &str, deadlines: Deadlines) -> std::io::Result<Connection> {
+        let socket = connect(addr, deadlines.connect)?;
+        socket.set_nodelay(true)?;
+        socket.set_read_timeout(Some(deadlines.read))?;
+        socket.set_write_timeout(Some(deadlines.read))?;
+        let read_open = Arc::new(AtomicBool::new(false));
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let io = BlockingSocket {
+            socket,
+            output: Vec::with_capacity(4096),
+            read_open: read_open.clone(),
+            timed_out: timed_out.clone(),
+        };
+        // The handshake only queues the preface: it is ready at once.
+        let (sender, connection) = h2::client::Builder::new()
+            .enable_push(false)
+            .initial_window_size(RECEIVE_WINDOW)
+            .initial_connection_window_size(RECEIVE_WINDOW)
+            .handshake(io)
+            .await
+            .map_err(std::io::Error::other)?;
+        Ok(Connection {
+            sender,
+            shared: Arc::new(Mutex::new(Shared {
+                connection,
+                read_open,
+                timed_out,
+                failure: None,
+            })),
+        })
+    }
+
+    /// Polls `ready` until it is ready, driving the connection in between: first a turn
+    /// that only writes, then turns of one read each.
+    fn drive<T>(
+        &self,
+        cx: &mut Context<'_>,
+        mut ready: impl FnMut(&mut Context<'_>) -> Poll<Result<T, h2::Error>>,
+    ) -> Poll<Result<T, BoxError>> {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut read = false;
+        loop {
+            match ready(cx) {
+                Poll::Ready(Ok(value)) => return Poll::Ready(Ok(value)),
+                // A broken connection fails its streams too; its own reason says more.
+                Poll::Ready(Err(e)) => {
+                    let failure = shared.failure.clone().unwrap_or_else(|| Failure::of(&e));
+                    return Poll::Ready(Err(failure.status()));
+                }
+                Poll::Pending => {}
+            }
+            if let Err(failure) = shared.turn(cx, read) {
+                return Poll::Ready(Err(failure.status()));
+            }
+            read = true;
+        }
+    }
+
+    /// Sends a request and waits for the head of its reply; the reply's body is read as
+    /// the caller polls it.
+    async fn request(
+        &self,
+        head: http::request::Parts,
+        body: Bytes,
+    ) -> Result<http::Response<ReplyBody>, BoxError> {
+        let mut sender = self.sender.clone();
+        std::future::poll_fn(|cx| self.drive(cx, |cx| sender.poll_ready(cx))).await?;
+        let unsent = |e: h2::Error| Failure::of(&e).status();
+        let request = http::Request::from_parts(head, ());
+        let (mut response, mut stream) = sender
+            .send_request(request, body.is_empty())
+            .map_err(unsent)?;
+        if !body.is_empty() {
+            // h2 holds what the server's window does not take yet and sends it as the
+            // window grows, in the turns below.
+            stream.send_data(body, true).map_err(unsent)?;
+        }
+        let response =
+            std::future::poll_fn(|cx| self.drive(cx, |cx| Pin::new(&mut response).poll(cx)))
+                .await?;
+        Ok(response.map(|recv| ReplyBody {
+            recv,
+            connection: self.clone(),
+            data_done: false,
+            done: false,
+        }))
+    }
+}
+
+impl Shared {
+    /// One poll of `h2`'s connection future, with one read of the socket allowed or none.
+    fn turn(&mut self, cx: &mut Context<'_>, read: bool) -> Result<(), Failure> {
+        if let Some(failure) = &self.failure {
+            return Err(failure.clone());
+        }
+        self.read_open.store(read, Ordering::Relaxed);
+        let polled = Pin::new(&mut self.connection).poll(cx);
+        let unread = self.read_open.swap(false, Ordering::Relaxed);
+        let failure = match polled {
+            Poll::Pending if read && unread => {
+                // It would only spin: nothing can change without a read.
+                Failure::Unavailable("the connection to the controller stalled".into())
+            }
+            Poll::Pending => return Ok(()),
+            Poll::Ready(Ok(())) => {
+                Failure::Unavailable("the controller closed the connection".into())
+            }
+            Poll::Ready(Err(_)) if self.timed_out.load(Ordering::Relaxed) => Failure::TimedOut,
+            Poll::Ready(Err(e)) => Failure::of(&e),
+        };
+        self.failure = Some(failure.clone());
+        Err(failure)
+    }
+}
+
+/// Connects to the first address of `addr` that accepts within `deadline`.
+fn connect(addr: &str, deadline: Duration) -> std::io::Result<TcpStream> {
+    let mut last = None;
+    for candidate in addr.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&candidate, deadline) {
+            Ok(socket) => return Ok(socket),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no address to connect to")
+    }))
+}
+
+/// The transport of tonic's client (`client::Ctld`).
+impl tower_service::Service<http::Request<tonic::body::Body>> for Connection {
+    type Response = http::Response<ReplyBody>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+        let connection = self.clone();
+        Box::pin(async move {
+            let (head, body) = req.into_parts();
+            // Every request of the CLI is one message, encoded as soon as it is polled.
+            let body = body.collect().await?.to_bytes();
+            connection.request(head, body).await
+        })
+    }
+}
+
+/// The body of a reply, read from the connection as it is polled.
+pub struct ReplyBody {
+    recv: h2::RecvStream,
+    connection: Connection,
+    /// The data has ended; the trailers are next.
+    data_done: bool,
+    done: bool,
+}
+
+impl http_body::Body for ReplyBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        let (recv, data_done) = (&mut this.recv, &mut this.data_done);
+        let frame = this.connection.drive(cx, |cx| {
+            if !*data_done {
+                match recv.poll_data(cx) {
+                    Poll::Ready(Some(Ok(data))) => {
+                        // What the caller took may be sent again: the server's window.
+                        let _ = recv.flow_control().release_capacity(data.len());
+                        return Poll::Ready(Ok(Some(http_body::Frame::data(data))));
+                    }
+                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                    Poll::Ready(None) => *data_done = true,
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            recv.poll_trailers(cx)
+                .map_ok(|trailers| trailers.map(http_body::Frame::trailers))
+        });
+        match frame {
+            Poll::Ready(Ok(Some(frame))) if frame.is_data() => Poll::Ready(Some(Ok(frame))),
+            Poll::Ready(result) => {
+                this.done = true;
+                Poll::Ready(result.transpose())
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+}
+
+/// The socket under `h2`. A read blocks, and only when the connection's turn allows it:
+/// otherwise it is pending, and the call that drives the connection polls again (no waker
+/// is needed, nothing else runs meanwhile). Writes are kept until `h2` flushes them,
+/// so that what it queues in a turn leaves in one `write`.
+struct BlockingSocket {
+    socket: TcpStream,
+    output: Vec<u8>,
+    read_open: Arc<AtomicBool>,
+    timed_out: Arc<AtomicBool>,
+}
+
+impl BlockingSocket {
+    /// A socket's deadline passed (`SO_RCVTIMEO` and `SO_SNDTIMEO` report `EAGAIN`).
+    fn timeout(&self, e: std::io::Error) -> std::io::Error {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ) {
+            self.timed_out.store(true, Ordering::Relaxed);
+            return std::io::Error::new(std::io::ErrorKind::TimedOut, TIMED_OUT);
+        }
+        e
+    }
+}
+
+impl tokio::io::AsyncRead for BlockingSocket {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if !this.read_open.swap(false, Ordering::Relaxed) {
+            return Poll::Pending;
+        }
+        loop {
+            match this.socket.read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Poll::Ready(Err(this.timeout(e))),
+            }
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for BlockingSocket {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.get_mut().output.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let output = &mut self.get_mut().output;
+        let before = output.len();
+        for buf in bufs {
+            output.extend_from_slice(buf);
+        }
+        Poll::Ready(Ok(output.len() - before))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.output.is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        let written = this.socket.write_all(&this.output);
+        this.output.clear();
+        Poll::Ready(written.map_err(|e| this.timeout(e)))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        std::task::ready!(self.as_mut().poll_flush(cx))?;
+        let _ = self.socket.shutdown(std::net::Shutdown::Write);
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+    use proto::v1::{self, ctld_client::CtldClient};
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    const DATA: u8 = 0x0;
+    const HEADERS: u8 = 0x1;
+    const RST_STREAM: u8 = 0x3;
+    const SETTINGS: u8 = 0x4;
+    const GOAWAY: u8 = 0x7;
+    const END_STREAM: u8 = 0x1;
+    const END_HEADERS: u8 = 0x4;
+
+    const QUICK: Deadlines = Deadlines {
+        connect: Duration::from_secs(5),
+        read: Duration::from_millis(300),
+    };
+
+    /// The commands' runtime, without an I/O driver.
+    fn runtime() -> tokio::runtime::Runtime {
+        crate::client::runtime()
+    }
+
+    async fn client(addr: &str, deadlines: Deadlines) -> CtldClient<Connection> {
+        let connection = Connection::open(addr, deadlines).await.unwrap();
+        CtldClient::with_origin(connection, "http://controller".parse().unwrap())
+    }
+
+    fn submit(script: String) -> v1::SubmitJobRequest {
+        v1::SubmitJobRequest {
+            spec: Some(v1::JobSpec {
+                script,
+                ..Default::default()
+            }),
+            test_only: false,
+        }
+    }
+
+    fn grpc_message(bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![0];
+        out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes()[1..]);
+        out.extend_from_slice(&[kind, flags]);
+        out.extend_from_slice(&stream.to_be_bytes());
+        out.extend_from_slice(payload);
+    }
+
+    /// A header field as an HPACK literal with a new name, neither indexed nor Huffman
+    /// coded (RFC 7541 §6.2.2).
+    fn literal(block: &mut Vec<u8>, name: &str, value: &str) {
+        block.extend_from_slice(&[0, name.len() as u8]);
+        block.extend_from_slice(name.as_bytes());
+        block.push(value.len() as u8);
+        block.extend_from_slice(value.as_bytes());
+    }
+
+    /// The server's side of one connection, written frame by frame by a test.
+    struct Peer {
+        socket: TcpStream,
+    }
+
+    impl Peer {
+        /// One read of the socket, as frames `(kind, flags, stream)`; the read must end
+        /// on a frame's end.
+        fn read_frames(&mut self) -> Vec<(u8, u8, u32)> {
+            let mut buf = vec![0u8; 1 << 20];
+            let n = self.socket.read(&mut buf).unwrap();
+            let mut at = if buf.starts_with(PREFACE) {
+                PREFACE.len()
+            } else {
+                0
+            };
+            let mut frames = Vec::new();
+            while at < n {
+                let len = u32::from_be_bytes([0, buf[at], buf[at + 1], buf[at + 2]]) as usize;
+                let stream = u32::from_be_bytes(buf[at + 5..at + 9].try_into().unwrap());
+                frames.push((buf[at + 3], buf[at + 4], stream));
+                at += 9 + len;
+            }
+            assert_eq!(at, n, "a frame was cut: {frames:?}");
+            frames
+        }
+
+        /// The server's SETTINGS, then `frames`, in one write.
+        fn write(&mut self, frames: &[(u8, u8, u32, Vec<u8>)]) {
+            let mut out = Vec::new();
+            frame(&mut out, SETTINGS, 0, 0, &[]);
+            for (kind, flags, stream, payload) in frames {
+                frame(&mut out, *kind, *flags, *stream, payload);
+            }
+            self.socket.write_all(&out).unwrap();
+        }
+
+        /// A whole gRPC reply on `stream` carrying `message`.
+        fn reply(stream: u32, message: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+            let mut head = vec![0x88]; // :status 200, indexed
+            literal(&mut head, "content-type", "application/grpc");
+            let mut trailers = Vec::new();
+            literal(&mut trailers, "grpc-status", "0");
+            vec![
+                (HEADERS, END_HEADERS, stream, head),
+                (DATA, 0, stream, grpc_message(message)),
+                (HEADERS, END_HEADERS | END_STREAM, stream, trailers),
+            ]
+        }
+
+        /// Reads until the client closes the connection.
+        fn drain(&mut self) {
+            let mut buf = vec![0u8; 1 << 16];
+            while self.socket.read(&mut buf).is_ok_and(|n| n > 0) {}
+        }
+    }
+
+    /// Starts a server that runs `script` on its first connection; gives the address.
+    fn serve(
+        script: impl FnOnce(&mut Peer) + Send + 'static,
+    ) -> (String, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let handle = std::thread::spawn(move || {
+            let (socket, _) = listener.accept().unwrap();
+            script(&mut Peer { socket });
+        });
+        (addr, handle)
+    }
+
+    /// Serves one connection with h2's server, whose windows are HTTP/2's defaults
+    /// (64 KB): each request's path and whole body go to `answer`, which gives the reply's
+    /// messages.
+    fn serve_h2(
+        answer: impl Fn(&str, &[u8]) -> Vec<Vec<u8>> + Send + Sync + 'static,
+    ) -> (String, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let answer = Arc::new(answer);
+        let handle = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                listener.set_nonblocking(true).unwrap();
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let (socket, _) = listener.accept().await.unwrap();
+                let mut connection = h2::server::handshake(socket).await.unwrap();
+                while let Some(Ok((request, mut respond))) = connection.accept().await {
+                    let answer = answer.clone();
+                    tokio::spawn(async move {
+                        let path = request.uri().path().to_string();
+                        let mut body = request.into_body();
+                        let mut bytes = Vec::new();
+                        while let Some(chunk) = body.data().await {
+                            let chunk = chunk.unwrap();
+                            body.flow_control().release_capacity(chunk.len()).unwrap();
+                            bytes.extend_from_slice(&chunk);
+                        }
+                        let head = http::Response::builder()
+                            .header("content-type", "application/grpc")
+                            .body(())
+                            .unwrap();
+                        let mut send = respond.send_response(head, false).unwrap();
+                        for message in answer(&path, &bytes) {
+                            send.send_data(grpc_message(&message).into(), false)
+                                .unwrap();
+                        }
+                        let mut trailers = http::HeaderMap::new();
+                        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+                        send.send_trailers(trailers).unwrap();
+                    });
+                }
+            });
+        });
+        (addr, handle)
+    }
+
+    #[test]
+    fn a_call_is_one_write_and_a_reset_after_a_whole_reply_is_no_error() {
+        let (addr, server) = serve(|peer| {
+            // Everything the call sends arrives at once, the request's last frame too.
+            let frames = peer.read_frames();
+            let kinds: Vec<u8> = frames.iter().map(|f| f.0).collect();
+            assert_eq!(kinds.first(), Some(&SETTINGS), "{frames:?}");
+            assert!(kinds.contains(&HEADERS), "{frames:?}");
+            assert_eq!(frames.last(), Some(&(DATA, END_STREAM, 1)), "{frames:?}");
+            // A complete reply, then RST_STREAM(NO_ERROR) (RFC 9113 §8.1).
+            let mut frames = Peer::reply(
+                1,
+                &v1::SubmitJobReply {
+                    job_id: 42,
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            );
+            frames.push((RST_STREAM, 0, 1, 0u32.to_be_bytes().to_vec()));
+            peer.write(&frames);
+            peer.drain();
+        });
+        let reply = runtime().block_on(async {
+            let mut client = client(&addr, QUICK).await;
+            client.submit_job(submit("job".into())).await
+        });
+        assert_eq!(reply.unwrap().into_inner().job_id, 42);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_reply_before_the_whole_request_then_a_reset_is_no_error() {
+        let (addr, server) = serve(|peer| {
+            // The first 64 KB of the body, as far as the default window goes.
+            peer.read_frames();
+            let mut frames = Peer::reply(
+                1,
+                &v1::SubmitJobReply {
+                    job_id: 7,
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            );
+            frames.push((RST_STREAM, 0, 1, 0u32.to_be_bytes().to_vec()));
+            peer.write(&frames);
+            peer.drain();
+        });
+        let reply = runtime().block_on(async {
+            let mut client = client(&addr, QUICK).await;
+            client.submit_job(submit("x".repeat(200_000))).await
+        });
+        assert_eq!(reply.unwrap().into_inner().job_id, 7);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_large_script_waits_for_the_servers_window() {
+        const SIZE: usize = 2 << 20;
+        let (addr, server) = serve_h2(|path, body| {
+            assert_eq!(path, "/drover.v1.Ctld/SubmitJob");
+            let request = v1::SubmitJobRequest::decode(&body[5..]).unwrap();
+            let script = request.spec.unwrap().script;
+            assert!(script.bytes().all(|b| b == b'#'));
+            vec![
+                v1::SubmitJobReply {
+                    job_id: script.len() as u32,
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            ]
+        });
+        let reply = runtime().block_on(async {
+            let mut client = client(&addr, QUICK).await;
+            let first = client.submit_job(submit("#".repeat(SIZE))).await;
+            // The connection carries the next call after it.
+            let second = client.submit_job(submit("##".into())).await;
+            (first, second)
+        });
+        assert_eq!(reply.0.unwrap().into_inner().job_id, SIZE as u32);
+        assert_eq!(reply.1.unwrap().into_inner().job_id, 2);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_streamed_listing_arrives_whole_and_in_order() {
+        let sizes = [10usize, 3_000_000, 0, 20];
+        let (addr, server) = serve_h2(move |path, _| {
+            assert_eq!(path, "/drover.v1.Ctld/ListJobSummaries");
+            sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &size)| {
+                    v1::ListJobsReply {
+                        now: i as i64,
+                        strings: vec!["s".repeat(size)],
+                        ..Default::default()
+                    }
+                    .encode_to_vec()
+                })
+                .collect()
+        });
+        let chunks = runtime().block_on(async {
+            let mut client = client(&addr, QUICK)
+                .await
+                .max_decoding_message_size(16 << 20);
+            let mut stream = client
+                .list_job_summaries(v1::ListJobsRequest::default())
+                .await
+                .unwrap()
+                .into_inner();
+            let mut chunks = Vec::new();
+            while let Some(chunk) = stream.message().await.unwrap() {
+                chunks.push((chunk.now, chunk.strings[0].len()));
+            }
+            chunks
+        });
+        assert_eq!(chunks, [(0, 10), (1, 3_000_000), (2, 0), (3, 20)]);
+        server.join().unwrap();
+    }
+
+    /// The code and message of a call to a peer that runs `script`, and of a second
+    /// call on the same connection.
+    fn two_calls(script: impl FnOnce(&mut Peer) + Send + 'static) -> [tonic::Status; 2] {
+        let (addr, server) = serve(script);
+        let statuses = runtime().block_on(async {
+            let mut client = client(&addr, QUICK).await;
+            let first = client.submit_job(submit("a".into())).await.unwrap_err();
+            let second = client.submit_job(submit("b".into())).await.unwrap_err();
+            [first, second]
+        });
+        server.join().unwrap();
+        statuses
+    }
+
+    #[test]
+    fn a_reset_a_goaway_or_a_closed_socket_fail_the_call_as_unavailable() {
+        let [reset, after] = two_calls(|peer| {
+            peer.read_frames();
+            peer.write(&[(RST_STREAM, 0, 1, 2u32.to_be_bytes().to_vec())]);
+            peer.drain();
+        });
+        assert_eq!(reset.code(), tonic::Code::Unavailable, "{reset:?}");
+        assert!(reset.message().contains("reset the call"), "{reset:?}");
+        // A reset call leaves the connection usable; this peer reads nothing more.
+        assert_eq!(after.code(), tonic::Code::DeadlineExceeded, "{after:?}");
+
+        let [goaway, after] = two_calls(|peer| {
+            peer.read_frames();
+            let mut payload = 0u32.to_be_bytes().to_vec();
+            payload.extend_from_slice(&0u32.to_be_bytes());
+            peer.write(&[(GOAWAY, 0, 0, payload)]);
+            peer.drain();
+        });
+        for status in [&goaway, &after] {
+            assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+            assert!(status.message().contains("connection"), "{status:?}");
+        }
+
+        let [closed, after] = two_calls(|peer| {
+            peer.read_frames();
+        });
+        for status in [&closed, &after] {
+            assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+        }
+    }
+
+    #[test]
+    fn a_controller_that_accepts_and_never_answers_times_out() {
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let (addr, server) = serve(move |peer| {
+            peer.read_frames();
+            // Silent, with the connection open, until the test is over.
+            let _ = wait.recv();
+        });
+        let started = Instant::now();
+        let status = runtime().block_on(async {
+            let mut client = client(&addr, QUICK).await;
+            client.submit_job(submit("job".into())).await.unwrap_err()
+        });
+        let waited = started.elapsed();
+        done.send(()).unwrap();
+        server.join().unwrap();
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+        assert_eq!(status.message(), TIMED_OUT);
+        assert!(waited >= QUICK.read, "{waited:?}");
+        assert!(waited < QUICK.read * 10, "{waited:?}");
+    }
+
+    #[test]
+    fn a_port_nobody_listens_on_fails_to_connect() {
+        let addr = {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().to_string()
+        };
+        let opened = runtime().block_on(Connection::open(&addr, QUICK));
+        let e = opened.err().expect("nothing listens");
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+    }
+}
