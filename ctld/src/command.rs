@@ -58,9 +58,10 @@ pub struct Submitted {
 /// `scancel` (signal 0 cancels) and `scancel -s SIG`.
 #[derive(Debug, Clone)]
 pub struct SignalJobs {
-    /// Slurm's id forms (`12`, `12_3`, `12_[1-3]`); empty: every live job the filter
-    /// selects.
+    /// Slurm's id forms (`12`, `12_3`, `12_[1-3]`), each resolved on its own; empty:
+    /// every live job the filter selects.
     pub job_ids: Vec<String>,
+    /// The other parts of the selection (its `ids` are unused: see `job_ids`).
     pub filter: JobFilter,
     /// 0 cancels the job; any other signal is sent to its processes.
     pub signal: i32,

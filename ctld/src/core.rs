@@ -184,6 +184,11 @@ impl Core {
             ..
         } = turn;
         let batch = batch_of(&self.state, &events, payloads);
+        // Fault injection (inert unless `FAILPOINTS` names these points): a crash of
+        // the controller after a turn that tells nodes to act became durable, before
+        // its answers (`after-commit`) or after them (`after-ack`), before any node
+        // was told. The multi-process tests use them; see `orders_node`.
+        let orders_node = events.iter().any(orders_node);
         match self.store.commit(batch) {
             Ok(()) => {}
             Err(StoreError::Full(why)) => {
@@ -197,9 +202,16 @@ impl Core {
             }
             Err(e) => fatal(&e),
         }
+        fail::fail_point!("after-commit", orders_node, |_| std::process::abort());
         for ack in acks {
             ack(None);
         }
+        // The answers leave on other workers while the state owner waits (no other
+        // turn, nothing dispatched), then the process dies.
+        fail::fail_point!("after-ack", orders_node, |_| {
+            tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(500)));
+            std::process::abort()
+        });
         for effect in effects {
             self.dispatcher
                 .perform(effect, &self.state, self.store.as_ref());
@@ -235,6 +247,17 @@ impl Core {
         let at = Instant::now() + delay;
         self.sched_at = Some(self.sched_at.map_or(at, |s| s.min(at)));
     }
+}
+
+/// Does the event lead to an order for a node (a launch, a kill, a suspend or resume)?
+fn orders_node(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::JobStarted { .. }
+            | Event::JobKillRequested { .. }
+            | Event::JobSuspended { .. }
+            | Event::JobResumed { .. }
+    )
 }
 
 /// The records a turn's events touched, as they now stand.

@@ -23,10 +23,6 @@ use std::sync::Arc;
 use store::Store;
 use tokio::sync::{mpsc, watch};
 
-/// Below this much free space on the state disk, the controller refuses writes (and
-/// keeps serving reads) until space is freed.
-pub const STATE_MIN_FREE_BYTES: u64 = 64 << 20;
-
 /// Opens the store, restores the state and serves until the process is stopped.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let state_dir = PathBuf::from(&config.state_dir).join("ctld");
@@ -35,7 +31,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let store = Arc::new(store::SledStore::open(
         &state_dir.join("store"),
-        STATE_MIN_FREE_BYTES,
+        u64::from(config.controller.state_min_free_mb) << 20,
     )?);
     let kept = store.load()?;
     let job_count = kept.jobs.len();

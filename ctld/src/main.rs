@@ -46,6 +46,8 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // Fault injection for tests: the points `FAILPOINTS` names (none by default).
+    let _faults = fail::FailScenario::setup();
     let args = Args::parse();
     let text = std::fs::read_to_string(&args.config)
         .with_context(|| format!("cannot read {}", args.config))?;

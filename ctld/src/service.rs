@@ -109,8 +109,6 @@ impl Services {
         chunk: usize,
         emit: &mut dyn FnMut(v1::ListJobsReply) -> bool,
     ) {
-        let default_filter = v1::JobFilter::default();
-        let filter = req.filter.as_ref().unwrap_or(&default_filter);
         let snap = self.snapshot();
         let now = unix_now();
         let min_age = i64::from(self.config.controller.min_job_age_s);
@@ -127,7 +125,6 @@ impl Services {
             now,
             ..Default::default()
         };
-        let ids = IdFilter::new(&filter.job_ids);
         let mut strings = proto::convert::StringTable::default();
         // Built on the first live job: the fair-share tree is not free.
         let mut priorities: Option<sched::priority::Context> = None;
@@ -146,7 +143,7 @@ impl Services {
             if req.window_end > 0 && job.submit_time > req.window_end {
                 continue;
             }
-            if !ids.matches(job) || !job_filter.matches(job) {
+            if !job_filter.matches(job) {
                 continue;
             }
             let priority = if job.state.is_final() {
@@ -199,7 +196,7 @@ impl Services {
     }
 }
 
-/// The filter of a listing, its state names checked.
+/// The filter of a listing, its ids and state names checked.
 fn listing_filter(req: &v1::ListJobsRequest) -> Result<JobFilter, Status> {
     req.filter
         .as_ref()
@@ -211,52 +208,6 @@ fn listing_filter(req: &v1::ListJobsRequest) -> Result<JobFilter, Status> {
 
 /// Records per chunk of `ListJobSummaries`.
 const SUMMARY_CHUNK: usize = 8192;
-
-/// The ids of a filter, parsed once per request: `12` names job 12 and array 12's
-/// tasks, `12_3` one task; text that is no id names nothing.
-#[derive(Debug, Default)]
-struct IdFilter {
-    any: bool,
-    jobs: std::collections::BTreeSet<u32>,
-    tasks: std::collections::BTreeSet<(u32, u32)>,
-}
-
-impl IdFilter {
-    fn new(ids: &[String]) -> IdFilter {
-        let mut f = IdFilter {
-            any: ids.is_empty(),
-            ..IdFilter::default()
-        };
-        for text in ids {
-            let text = text.trim();
-            match text.split_once('_') {
-                None => f.jobs.extend(text.parse::<u32>().ok()),
-                Some((base, task)) => {
-                    if let (Ok(base), Ok(task)) = (base.parse::<u32>(), task.parse::<u32>()) {
-                        f.tasks.insert((base, task));
-                    }
-                }
-            }
-        }
-        f
-    }
-
-    /// Does the job carry one of the ids?
-    fn matches(&self, job: &model::Job) -> bool {
-        self.any
-            || self.jobs.contains(&job.id)
-            || (job.array_job_id != 0 && self.jobs.contains(&job.array_job_id))
-            || (job.array_job_id != 0
-                && !self.tasks.is_empty()
-                && (job
-                    .array_task_id
-                    .is_some_and(|t| self.tasks.contains(&(job.array_job_id, t)))
-                    || job
-                        .pending_tasks
-                        .iter()
-                        .any(|t| self.tasks.contains(&(job.array_job_id, *t)))))
-    }
-}
 
 #[tonic::async_trait]
 impl v1::ctld_server::Ctld for Services {
@@ -309,10 +260,13 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::SignalJobsRequest>,
     ) -> Result<Response<v1::SignalJobsReply>, Status> {
         let req = req.into_inner();
-        let wire_filter = req.filter.unwrap_or_default();
+        let mut wire_filter = req.filter.unwrap_or_default();
+        // The ids are resolved one by one (each has its own result); the filter is
+        // the rest.
+        let job_ids = std::mem::take(&mut wire_filter.job_ids);
         let cmd = command::SignalJobs {
             filter: proto::convert::filter_from_wire(&wire_filter).map_err(invalid)?,
-            job_ids: wire_filter.job_ids,
+            job_ids,
             signal: req.signal,
             batch_only: req.batch_only,
             requester: req.requester_uid,
@@ -697,5 +651,162 @@ impl v1::node_control_server::NodeControl for Services {
         };
         self.ask(|reply| Input::JobFinished(end, reply)).await?;
         Ok(Response::new(v1::JobFinishedReply {}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The front's conversions, in process: a snapshot to read, a store that keeps
+    //! nothing, and an inbox nobody reads (a refused request never reaches it).
+    use super::*;
+    use crate::store::{Batch, StoreError};
+    use model::{Job, JobPayload, JobSpec, Restored};
+    use v1::ctld_server::Ctld;
+    use v1::node_control_server::NodeControl;
+
+    struct NoStore;
+
+    impl Store for NoStore {
+        fn load(&self) -> Result<Restored, StoreError> {
+            Ok(Restored::default())
+        }
+        fn payload(&self, _: model::JobId) -> Result<Option<JobPayload>, StoreError> {
+            Ok(None)
+        }
+        fn commit(&self, _: Batch) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    /// Services over a state of an array 12 (tasks 1 and 2 split off, 3-5 pending) and
+    /// a job 20; the inbox's receiver, to see what reached the state owner.
+    fn services() -> (Services, mpsc::Receiver<Input>) {
+        let config = Config::parse("", "t.toml").unwrap();
+        let mut state = ClusterState::new(vec![], vec![]);
+        let spec = JobSpec {
+            array: Some(model::job::parse_array("1-5", 100).unwrap()),
+            ..JobSpec::default()
+        };
+        state.apply(&model::Event::JobSubmitted {
+            job: Box::new(Job::new(12, spec, 1, None)),
+        });
+        for (task, new_id) in [(1, 13), (2, 14)] {
+            state.apply(&model::Event::ArrayTaskSplit {
+                array_id: 12,
+                task_id: task,
+                new_id,
+            });
+        }
+        state.apply(&model::Event::JobSubmitted {
+            job: Box::new(Job::new(20, JobSpec::default(), 1, None)),
+        });
+        let (inbox, rx) = mpsc::channel(8);
+        let (_, snapshot) = watch::channel(Arc::new(state));
+        let services = Services {
+            inbox,
+            snapshot,
+            store: Arc::new(NoStore),
+            sched_config: Arc::new(sched::SchedConfig::from_config(&config)),
+            config: Arc::new(config),
+            estimates: Arc::new(Semaphore::new(1)),
+        };
+        (services, rx)
+    }
+
+    async fn listed(s: &Services, ids: &[&str]) -> Result<Vec<String>, Status> {
+        let req = v1::ListJobsRequest {
+            filter: Some(v1::JobFilter {
+                job_ids: ids.iter().map(|i| i.to_string()).collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let reply = s.list_jobs(Request::new(req)).await?.into_inner();
+        Ok(reply
+            .jobs
+            .iter()
+            .map(|j| match j.array_task_id {
+                Some(t) => format!("{}_{t}", j.array_job_id),
+                None if j.array_job_id != 0 => format!("{}_[{}]", j.array_job_id, j.array_task_str),
+                None => j.job_id.to_string(),
+            })
+            .collect())
+    }
+
+    #[tokio::test]
+    async fn the_listing_filter_knows_every_job_id_form() {
+        let (s, _rx) = services();
+        assert_eq!(
+            listed(&s, &["12_[1-3]"]).await.unwrap(),
+            ["12_[3-5]", "12_1", "12_2"]
+        );
+        assert_eq!(listed(&s, &["12_2"]).await.unwrap(), ["12_2"]);
+        assert_eq!(
+            listed(&s, &["12_4", "20"]).await.unwrap(),
+            ["12_[3-5]", "20"]
+        );
+        assert_eq!(listed(&s, &["12"]).await.unwrap().len(), 3);
+        assert_eq!(listed(&s, &["12_*"]).await.unwrap().len(), 3);
+        let bad = listed(&s, &["12_x"]).await.unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        let states = v1::ListJobsRequest {
+            filter: Some(v1::JobFilter {
+                states: vec!["BOGUS".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bad = s.list_jobs(Request::new(states)).await.unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+    }
+
+    #[tokio::test]
+    async fn unknown_operations_and_kinds_of_job_end_are_refused() {
+        let (s, mut rx) = services();
+        let hold = v1::ControlJobsRequest {
+            op: 99,
+            job_ids: vec!["20".into()],
+            requester_uid: 0,
+        };
+        let refused = s.control_jobs(Request::new(hold)).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        let end = v1::JobFinishedRequest {
+            node_name: "n1".into(),
+            job_id: 20,
+            kind: 99,
+            ..Default::default()
+        };
+        let refused = s.job_finished(Request::new(end)).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        let reservation = v1::ChangeReservationRequest {
+            op: 7,
+            ..Default::default()
+        };
+        let refused = s
+            .change_reservation(Request::new(reservation))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        // None of them reached the state owner.
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn refusals_map_to_grpc_codes() {
+        let code = |r| status(r).code();
+        assert_eq!(code(Rejection::invalid("x")), tonic::Code::InvalidArgument);
+        assert_eq!(
+            code(Rejection::PermissionDenied),
+            tonic::Code::PermissionDenied
+        );
+        assert_eq!(
+            code(Rejection::StoreFull("1 MB free".into())),
+            tonic::Code::ResourceExhausted
+        );
+        assert!(
+            status(Rejection::StoreFull("1 MB free".into()))
+                .message()
+                .starts_with("state store full")
+        );
     }
 }

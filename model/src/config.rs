@@ -162,6 +162,9 @@ pub struct ControllerConfig {
     /// Connections quiet for this long are pinged (HTTP/2 PING); one that does not
     /// answer within as long again is closed.
     pub keepalive_s: u32,
+    /// With less free space than this on the state disk (MB), the controller refuses
+    /// writes ("state store full") and keeps serving reads until space is freed.
+    pub state_min_free_mb: u32,
 }
 
 impl Default for ControllerConfig {
@@ -182,6 +185,7 @@ impl Default for ControllerConfig {
             request_timeout_s: 60,
             client_read_timeout_s: 30,
             keepalive_s: 30,
+            state_min_free_mb: 64,
         }
     }
 }
@@ -1133,6 +1137,7 @@ mod placement_sample_tests {
             "request_timeout_s",
             "client_read_timeout_s",
             "keepalive_s",
+            "state_min_free_mb",
         ];
         let mut found = 0;
         let uncommented: Vec<&str> = text

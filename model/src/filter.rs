@@ -2,22 +2,30 @@
 //! (`scancel -u alice -t pending`) selects, with one set of rules for every caller.
 //!
 //! Every part that is not empty must match (they are AND-ed); within a part, any value
-//! may match. Users match by name or uid; names and partitions exactly; accounts in any
-//! case (Slurm keeps account names in lower case); states by their `JobState`.
+//! may match. Ids match as `JobIdSpec::matches` says (`12` names array 12's tasks too,
+//! `12_[1-3]` three of them); users by name or uid; names, partitions and
+//! reservations exactly; accounts and QOS in any case (Slurm keeps their names in lower
+//! case); states by their `JobState`; nodes by the job's allocation.
 //!
 //! Example: `users: ["alice", "1001"], states: [Pending]` selects the pending jobs of
 //! alice and of uid 1001.
 
 use crate::job::{Job, JobState};
+use crate::job_id::JobIdSpec;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobFilter {
+    pub ids: Vec<JobIdSpec>,
     /// User names or uids.
     pub users: Vec<String>,
     pub names: Vec<String>,
     pub partitions: Vec<String>,
     pub accounts: Vec<String>,
+    pub qos: Vec<String>,
+    pub reservations: Vec<String>,
     pub states: Vec<JobState>,
+    /// Jobs with an allocation on any of these nodes.
+    pub nodes: Vec<String>,
 }
 
 impl JobFilter {
@@ -27,12 +35,21 @@ impl JobFilter {
         let any = |values: &[String], f: &dyn Fn(&str) -> bool| {
             values.is_empty() || values.iter().any(|v| f(v))
         };
-        any(&self.users, &|u| {
-            u == spec.user || u.parse::<u32>().ok() == Some(spec.uid)
-        }) && any(&self.names, &|n| n == spec.name)
+        (self.ids.is_empty() || self.ids.iter().any(|id| id.matches(job)))
+            && any(&self.users, &|u| {
+                u == spec.user || u.parse::<u32>().ok() == Some(spec.uid)
+            })
+            && any(&self.names, &|n| n == spec.name)
             && any(&self.partitions, &|p| p == spec.partition)
             && any(&self.accounts, &|a| a.eq_ignore_ascii_case(&spec.account))
+            && any(&self.qos, &|q| q.eq_ignore_ascii_case(&spec.qos))
+            && any(&self.reservations, &|r| r == spec.reservation)
             && (self.states.is_empty() || self.states.contains(&job.state))
+            && (self.nodes.is_empty()
+                || job
+                    .alloc
+                    .as_ref()
+                    .is_some_and(|a| a.nodes.iter().any(|n| self.nodes.contains(&n.node))))
     }
 
     /// Parses state names as users write them (`pd`, `RUNNING`, `all`), refusing the
@@ -72,6 +89,24 @@ mod tests {
     }
 
     #[test]
+    fn ids_match_jobs_and_array_tasks() {
+        let mut task = job("alice", 1000, "ml", JobState::Running);
+        task.id = 15;
+        task.array_job_id = 12;
+        task.array_task_id = Some(2);
+        let ids = |text: &str| JobFilter {
+            ids: JobIdSpec::parse_list(text).unwrap(),
+            ..JobFilter::default()
+        };
+        assert!(ids("12").matches(&task));
+        assert!(ids("12_[1-3]").matches(&task));
+        assert!(ids("12_2,99").matches(&task));
+        assert!(!ids("12_[3-4]").matches(&task));
+        assert!(ids("15").matches(&task));
+        assert!(!ids("16").matches(&task));
+    }
+
+    #[test]
     fn parts_are_anded_and_values_ored() {
         let alice = job("alice", 1000, "ml", JobState::Pending);
         let bob = job("bob", 1001, "ML", JobState::Running);
@@ -93,6 +128,22 @@ mod tests {
             ..JobFilter::default()
         };
         assert!(f.matches(&alice) && f.matches(&bob));
+        let on = |nodes: &[&str]| JobFilter {
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            ..JobFilter::default()
+        };
+        let mut running = bob.clone();
+        running.alloc = Some(crate::job::Allocation {
+            nodes: vec![crate::job::NodeAllocation {
+                node: "n2".into(),
+                cpus: 1,
+                mem_mb: 0,
+                gpus: vec![],
+                cpu_ids: vec![],
+            }],
+        });
+        assert!(on(&["n1", "n2"]).matches(&running));
+        assert!(!on(&["n1"]).matches(&running) && !on(&["n2"]).matches(&alice));
         let f = JobFilter {
             names: vec!["Train".into()],
             ..JobFilter::default()

@@ -394,15 +394,31 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>, now: Time) 
     }
 }
 
-/// A listing's or a bulk command's filter (without its job ids): unknown state names
-/// are refused.
+/// A listing's or a bulk command's filter: ids that are no job id and unknown state
+/// names are refused.
 pub fn filter_from_wire(f: &v1::JobFilter) -> Result<model::filter::JobFilter, String> {
+    let ids = f
+        .job_ids
+        .iter()
+        .map(|text| {
+            model::job_id::JobIdSpec::parse(text)
+                .map_err(|_| format!("Invalid job id specified: {text}"))
+        })
+        .collect::<Result<_, _>>()?;
     Ok(model::filter::JobFilter {
+        ids,
         users: f.users.clone(),
         names: f.names.clone(),
         partitions: f.partitions.clone(),
         accounts: f.accounts.clone(),
+        qos: f.qos.clone(),
+        reservations: f.reservations.clone(),
         states: model::filter::JobFilter::parse_states(&f.states)?,
+        nodes: if f.nodes.is_empty() {
+            Vec::new()
+        } else {
+            model::hostlist::expand(&f.nodes).map_err(|e| e.to_string())?
+        },
     })
 }
 

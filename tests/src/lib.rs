@@ -64,6 +64,8 @@ pub struct ClusterSpec {
     pub min_job_age_s: u32,
     /// More TOML appended to the generated config (extra partitions, ...).
     pub extra: String,
+    /// More keys of its `[controller]` table.
+    pub controller_extra: String,
     /// `[[nodes]]` entries replacing the generated one (which gives every node
     /// `cpus`, `memory` and `gpus`): they must define exactly `tn1`..`tn{nodes}`.
     pub node_entries: String,
@@ -80,6 +82,7 @@ impl Default for ClusterSpec {
             kill_wait_s: 2,
             min_job_age_s: 300,
             extra: String::new(),
+            controller_extra: String::new(),
             node_entries: String::new(),
         }
     }
@@ -131,6 +134,7 @@ heartbeat_interval_ms = 500
 node_timeout_s = {timeout}
 kill_wait_s = {kill_wait}
 min_job_age_s = {min_age}
+{controller_extra}
 {node_entries}
 [[partitions]]
 name = "debug"
@@ -146,6 +150,7 @@ default_time = "10:00"
             kill_wait = spec.kill_wait_s,
             min_age = spec.min_job_age_s,
             extra = spec.extra,
+            controller_extra = spec.controller_extra,
         );
         std::fs::write(&conf, text).unwrap();
         let bin = dir.path().join("bin");
@@ -198,11 +203,18 @@ default_time = "10:00"
             .unwrap()
     }
 
-    fn spawn_daemon(&self, program: &str, args: &[String], log: &str) -> Child {
+    fn spawn_daemon(
+        &self,
+        program: &str,
+        args: &[String],
+        log: &str,
+        env: &[(&str, &str)],
+    ) -> Child {
         let out = self.log_file(log);
         Command::new(self.binaries.join(program))
             .args(args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
@@ -211,8 +223,14 @@ default_time = "10:00"
     }
 
     pub fn start_ctld(&self) {
+        self.start_ctld_with(&[]);
+    }
+
+    /// Starts the controller with these environment variables: `FAILPOINTS` makes it
+    /// crash at one of its fault points (`ctld::core`), as `kill -9` would.
+    pub fn start_ctld_with(&self, env: &[(&str, &str)]) {
         let args = vec!["--config".to_string(), self.conf.display().to_string()];
-        *self.ctld.lock().unwrap() = Some(self.spawn_daemon("drover-ctld", &args, "ctld"));
+        *self.ctld.lock().unwrap() = Some(self.spawn_daemon("drover-ctld", &args, "ctld", env));
         let addr = self.ctld_addr.clone();
         let up = wait_until(Duration::from_secs(30), || {
             std::net::TcpStream::connect(&addr).is_ok()
@@ -230,7 +248,7 @@ default_time = "10:00"
             format!("127.0.0.1:{}", self.node_ports[i]),
         ];
         let name = self.node_names[i].clone();
-        let child = self.spawn_daemon("drover-noded", &args, &name);
+        let child = self.spawn_daemon("drover-noded", &args, &name, &[]);
         self.nodes.lock().unwrap()[i] = Some(child);
     }
 
@@ -241,6 +259,45 @@ default_time = "10:00"
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Waits until the controller ended by itself (at a fault point); false if it still
+    /// runs when the time is up.
+    pub fn wait_ctld_exit(&self, timeout: Duration) -> bool {
+        wait_until(timeout, || {
+            let mut ctld = self.ctld.lock().unwrap();
+            match ctld.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(Some(_))) | None => {
+                    ctld.take();
+                    true
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// Waits until every node is up again after a restart of the controller (each
+    /// registered, so none is UNKNOWN or DOWN).
+    pub fn wait_nodes_up(&self) {
+        let n = self.node_names.len();
+        let up = wait_until(Duration::from_secs(30), || {
+            let out = self.run(&["sinfo", "-h", "-N", "-o", "%N %T"]);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            out.status.success()
+                && text
+                    .lines()
+                    .filter(|l| !l.contains("unk") && !l.contains("down"))
+                    .map(|l| l.split(' ').next().unwrap_or("").to_string())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len()
+                    == n
+        });
+        assert!(
+            up,
+            "nodes did not come back; logs:
+{}",
+            self.logs()
+        );
     }
 
     /// `kill -9` a node daemon (its jobs keep running under their supervisors).

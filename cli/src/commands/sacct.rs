@@ -459,6 +459,7 @@ pub fn request(opts: &Options) -> ListJobsRequest {
             partitions: opts.partitions.clone(),
             states: Vec::new(),
             accounts: opts.accounts.clone(),
+            ..Default::default()
         }),
         include_finished: true,
         window_start: opts.window_start,

@@ -1007,6 +1007,7 @@ pub fn request(opts: &Options) -> ListJobsRequest {
             partitions: opts.partitions.clone(),
             states,
             accounts: Vec::new(),
+            ..Default::default()
         }),
         include_finished: single || opts.states.wants_finished(),
         recent_finished_only: true,

@@ -13,6 +13,7 @@ use crate::command::{
     SignalJobs, Submit, Submitted, Uid, UpdateJobs,
 };
 use crate::validate;
+use model::job_id::{JobIdSpec, Tasks};
 use model::{
     ClusterState, Config, Event, Job, JobId, JobState, KillCause, KillRequest, Reason, Time,
 };
@@ -111,38 +112,35 @@ pub fn estimate(
     })
 }
 
-/// Resolves a job id as users write it (`12`, `12_3`, `12_[1-3]`) to records,
+/// Resolves a job id as users write it (`12`, `12_3`, `12_[1-3]`, `12_*`) to records,
 /// splitting pending array tasks into records of their own when named alone.
 pub fn resolve_ids(turn: &mut Turn, text: &str) -> Result<Vec<JobId>, Rejection> {
-    let text = text.trim();
-    let (base, tasks) = match text.split_once('_') {
-        Some((b, t)) => {
-            let t = t.trim_start_matches('[').trim_end_matches(']');
-            let t = t.split('%').next().unwrap_or(t);
-            let spec = model::job::parse_array(t, u32::MAX).map_err(|_| invalid_id())?;
-            (b, Some(spec.task_ids))
-        }
-        None => (text, None),
-    };
-    let base: JobId = base.parse().map_err(|_| invalid_id())?;
+    let spec = JobIdSpec::parse(text).map_err(|_| invalid_id())?;
+    if spec.step().is_some() {
+        return Err(invalid_id());
+    }
+    let base = spec.job_id();
     let job = turn.state.job(base).ok_or_else(invalid_id)?;
     let array_id = if job.array_job_id != 0 {
         job.array_job_id
     } else {
         base
     };
-    let Some(tasks) = tasks else {
+    let records_of_array = |turn: &Turn| -> Vec<JobId> {
+        turn.state
+            .jobs
+            .range(array_id..)
+            .filter(|(_, j)| j.array_job_id == array_id)
+            .map(|(id, _)| *id)
+            .collect()
+    };
+    let tasks = match spec.tasks() {
         // A plain id names a job, or every record of the array it starts.
-        if job.array_job_id == base {
-            return Ok(turn
-                .state
-                .jobs
-                .range(base..)
-                .filter(|(_, j)| j.array_job_id == base)
-                .map(|(id, _)| *id)
-                .collect());
-        }
-        return Ok(vec![base]);
+        Tasks::Unnamed if job.array_job_id == base => return Ok(records_of_array(turn)),
+        Tasks::Unnamed => return Ok(vec![base]),
+        Tasks::Every if job.array_job_id != 0 => return Ok(records_of_array(turn)),
+        Tasks::Every => return Err(invalid_id()),
+        Tasks::Listed { ids, .. } => ids.clone(),
     };
     let mut out = Vec::new();
     for task in tasks {

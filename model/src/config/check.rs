@@ -241,6 +241,12 @@ impl Config {
         ] {
             within(&at.key(key), value, 1..=3600, "seconds")?;
         }
+        within(
+            &at.key("state_min_free_mb"),
+            c.state_min_free_mb,
+            0..=1_048_576,
+            "MB",
+        )?;
         Ok(())
     }
 

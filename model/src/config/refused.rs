@@ -109,6 +109,11 @@ fn rows() -> Vec<Row> {
             &["heartbeat_interval_ms", "from 100 to 600000 ms"],
         ),
         row(
+            "[controller]\nstate_min_free_mb = 2000000\n",
+            2,
+            &["state_min_free_mb", "from 0 to 1048576 MB"],
+        ),
+        row(
             "[controller]\nkill_wait_s = 70000\n",
             2,
             &["kill_wait_s", "from 0 to 65533 seconds"],
