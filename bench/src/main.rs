@@ -552,7 +552,7 @@ fn percentile(values: &[f64], q: f64) -> f64 {
 // ---------------------------------------------------------------- side by side with Slurm
 
 /// The directory of a real Slurm's commands, when one answers: `dir` if given, else
-/// the directory of the `sinfo` first on `PATH` that is not this binary.
+/// the directory of the `sinfo` first on `PATH` that is not Drover's.
 fn real_slurm(dir: Option<PathBuf>) -> Option<PathBuf> {
     let dir = dir.or_else(|| {
         let paths = std::env::var_os("PATH")?;
