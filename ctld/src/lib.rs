@@ -4,10 +4,12 @@
 //! `core` is the state owner's loop, `rules` the controller's decisions (pure
 //! functions of the state, a domain command from `command`, and the time), `store` the
 //! durable state behind a trait (the only code that touches sled), `service` the gRPC
-//! front that turns the wire into commands, `dispatch` the RPCs to node daemons,
-//! `validate` the submit checks, `reservations` the reservation changes.
+//! front that turns the wire into commands, `connections` the accept loop and the
+//! bounds on each client connection, `dispatch` the RPCs to node daemons, `validate`
+//! the submit checks, `reservations` the reservation changes.
 
 pub mod command;
+pub mod connections;
 pub mod core;
 pub mod dispatch;
 pub mod reservations;
@@ -20,8 +22,18 @@ use anyhow::Context;
 use model::{ClusterState, Config};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use store::Store;
 use tokio::sync::{mpsc, watch};
+
+/// The largest request a client may send: Slurm's largest batch script (4 MB, its
+/// default `max_script_size`) with room for the job's environment. A larger one fails
+/// as soon as its length is read, before its body is buffered.
+pub const MAX_REQUEST_BYTES: usize = 8 << 20;
+
+/// Open files kept apart from client connections: the store's files, the listening
+/// socket, logs. The connections to node daemons, one per node, are counted apart.
+const RESERVED_FILES: u64 = 256;
 
 /// Opens the store, restores the state and serves until the process is stopped.
 pub async fn run(config: Config) -> anyhow::Result<()> {
@@ -75,21 +87,87 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     tracing::info!(addr = %addr, serving_ms = started.elapsed().as_millis() as u64, "controller serving");
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    let limit = 64 << 20;
+    let incoming = connections::incoming(listener, client_limits(&config));
+    let c = &config.controller;
+    let seconds = |s: u32| Duration::from_secs(u64::from(s));
     tonic::transport::Server::builder()
+        .max_concurrent_streams(c.max_streams_per_connection)
+        .http2_keepalive_interval(Some(seconds(c.keepalive_s)))
+        .http2_keepalive_timeout(Some(seconds(c.keepalive_s)))
+        // A request's body must arrive, and its answer be ready, in this time: a
+        // client that never finishes an upload holds its buffer no longer.
+        .timeout(seconds(c.request_timeout_s))
+        .layer(connections::WatchLayer)
         .add_service(
             proto::v1::ctld_server::CtldServer::new(services.clone())
-                .max_decoding_message_size(limit)
+                .max_decoding_message_size(MAX_REQUEST_BYTES)
                 .max_encoding_message_size(usize::MAX),
         )
-        .add_service(proto::v1::node_control_server::NodeControlServer::new(
-            services,
-        ))
+        .add_service(
+            proto::v1::node_control_server::NodeControlServer::new(services)
+                .max_decoding_message_size(MAX_REQUEST_BYTES),
+        )
         .serve_with_incoming_shutdown(incoming, shutdown_signal())
         .await?;
     core_task.abort();
     Ok(())
+}
+
+/// The bounds on client connections, with the open-file limit raised to fit
+/// `max_connections` (lowered, with a warning, where the hard limit does not allow).
+fn client_limits(config: &Config) -> connections::Limits {
+    let c = &config.controller;
+    let nodes = config.node_list().len() as u64;
+    let wanted = u64::from(c.max_connections);
+    // At the limit, connections asked to close keep their file a moment: an eighth more.
+    let needed = wanted + wanted.div_ceil(8) + nodes + RESERVED_FILES;
+    let open_files = raise_open_file_limit(needed);
+    let max_connections = if open_files >= needed {
+        wanted
+    } else {
+        let fit = (open_files.saturating_sub(nodes + RESERVED_FILES) * 8 / 9).max(1);
+        tracing::warn!(
+            max_connections = wanted,
+            open_files,
+            lowered_to = fit,
+            "the open-file limit does not fit max_connections; raise the hard limit \
+             (ulimit -Hn, LimitNOFILE=) or lower max_connections"
+        );
+        fit
+    };
+    tracing::info!(max_connections, open_files, "client connections bounded");
+    connections::Limits {
+        max_connections: max_connections as usize,
+        idle_timeout: Duration::from_secs(c.idle_timeout_s.into()),
+        read_timeout: Duration::from_secs(c.client_read_timeout_s.into()),
+    }
+}
+
+/// Raises the soft limit on open files to `wanted`, within the hard limit; returns the
+/// soft limit in force.
+fn raise_open_file_limit(wanted: u64) -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given, which lives through the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return wanted;
+    }
+    let current = limit.rlim_cur;
+    if current >= wanted {
+        return current;
+    }
+    let raised = libc::rlimit {
+        rlim_cur: wanted.min(limit.rlim_max),
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: setrlimit only reads the struct it is given.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        raised.rlim_cur
+    } else {
+        current
+    }
 }
 
 async fn shutdown_signal() {

@@ -92,26 +92,37 @@ impl Services {
     /// The answer to `ListJobs`, from the latest snapshot: full records, or with
     /// `summary` squeue's light view (`JobSummary`) whose repeated strings are sent once.
     fn jobs_reply(&self, req: &v1::ListJobsRequest, filter: &JobFilter) -> v1::ListJobsReply {
-        let mut whole = None;
-        self.walk_jobs(req, filter, usize::MAX, &mut |reply| {
-            whole = Some(reply);
-            true
-        });
-        whole.unwrap_or_default()
-    }
-
-    /// Builds the answer to a job listing in chunks of at most `chunk` records, handing
-    /// each to `emit` (which says whether to go on); at least one chunk is emitted.
-    fn walk_jobs(
-        &self,
-        req: &v1::ListJobsRequest,
-        job_filter: &JobFilter,
-        chunk: usize,
-        emit: &mut dyn FnMut(v1::ListJobsReply) -> bool,
-    ) {
         let snap = self.snapshot();
-        let now = unix_now();
-        let min_age = i64::from(self.config.controller.min_job_age_s);
+        JobWalk::new(self, req, &snap, filter).next_chunk(usize::MAX)
+    }
+}
+
+/// A job listing built chunk by chunk from one snapshot. The strings sent so far and
+/// the priority context live as long as the listing, so one that waits for its client
+/// between chunks holds neither a thread nor a turn to build.
+struct JobWalk<'s> {
+    services: &'s Services,
+    req: &'s v1::ListJobsRequest,
+    filter: &'s JobFilter,
+    snap: &'s ClusterState,
+    now: i64,
+    min_age: i64,
+    candidates: Box<dyn Iterator<Item = &'s model::Job> + Send + 's>,
+    /// A job that matched when the last chunk was full: the first of the next.
+    held: Option<&'s model::Job>,
+    strings: proto::convert::StringTable<'s>,
+    /// Built on the first live job: the fair-share tree is not free.
+    priorities: Option<sched::priority::Context<'s>>,
+    done: bool,
+}
+
+impl<'s> JobWalk<'s> {
+    fn new(
+        services: &'s Services,
+        req: &'s v1::ListJobsRequest,
+        snap: &'s ClusterState,
+        filter: &'s JobFilter,
+    ) -> JobWalk<'s> {
         // Without finished jobs, the walk starts at the oldest live job: it skips the
         // (older) finished jobs kept for sacct without a lookup per live job.
         let first = if req.include_finished {
@@ -120,79 +131,228 @@ impl Services {
             let oldest = |j: Option<&model::Job>| j.map_or(model::JobId::MAX, |j| j.id);
             oldest(snap.pending_jobs().next()).min(oldest(snap.running_jobs().next()))
         };
-        let candidates = snap.jobs.range(first..).map(|(_, j)| j.as_ref());
+        JobWalk {
+            services,
+            req,
+            filter,
+            snap,
+            now: unix_now(),
+            min_age: i64::from(services.config.controller.min_job_age_s),
+            candidates: Box::new(snap.jobs.range(first..).map(|(_, j)| j.as_ref())),
+            held: None,
+            strings: proto::convert::StringTable::default(),
+            priorities: None,
+            done: false,
+        }
+    }
+
+    /// Is the job in the listing?
+    fn wanted(&self, job: &model::Job) -> bool {
+        let (req, now) = (self.req, self.now);
+        if job.state.is_final() {
+            if !req.include_finished {
+                return false;
+            }
+            if req.recent_finished_only && job.end_time < now - self.min_age {
+                return false;
+            }
+        }
+        if req.window_start > 0 && job.end_time != 0 && job.end_time < req.window_start {
+            return false;
+        }
+        if req.window_end > 0 && job.submit_time > req.window_end {
+            return false;
+        }
+        self.filter.matches(job)
+    }
+
+    /// The next chunk of at most `chunk` records; after the last one (which may be
+    /// empty), `done` is set.
+    fn next_chunk(&mut self, chunk: usize) -> v1::ListJobsReply {
         let mut reply = v1::ListJobsReply {
-            now,
+            now: self.now,
             ..Default::default()
         };
-        let mut strings = proto::convert::StringTable::default();
-        // Built on the first live job: the fair-share tree is not free.
-        let mut priorities: Option<sched::priority::Context> = None;
-        for job in candidates {
-            if job.state.is_final() {
-                if !req.include_finished {
-                    continue;
-                }
-                if req.recent_finished_only && job.end_time < now - min_age {
-                    continue;
-                }
-            }
-            if req.window_start > 0 && job.end_time != 0 && job.end_time < req.window_start {
-                continue;
-            }
-            if req.window_end > 0 && job.submit_time > req.window_end {
-                continue;
-            }
-            if !job_filter.matches(job) {
-                continue;
-            }
-            let priority = if job.state.is_final() {
-                0
-            } else {
-                priorities
-                    .get_or_insert_with(|| {
-                        sched::priority::Context::new(&snap, now, &self.sched_config)
-                    })
-                    .rank(job)
-                    .1
+        loop {
+            let job = match self.held.take() {
+                Some(job) => job,
+                None => match self.candidates.next() {
+                    Some(job) if self.wanted(job) => job,
+                    Some(_) => continue,
+                    None => {
+                        self.done = true;
+                        break;
+                    }
+                },
             };
             if reply.summaries.len() + reply.jobs.len() >= chunk {
-                reply.strings = strings.take_new();
-                let next = v1::ListJobsReply {
-                    now,
-                    ..Default::default()
-                };
-                if !emit(std::mem::replace(&mut reply, next)) {
-                    return;
-                }
+                self.held = Some(job);
+                break;
             }
-            if req.summary {
-                let mut summary = proto::convert::job_to_summary(job, &mut strings, now);
-                summary.priority = priority;
-                reply.summaries.push(summary);
-                continue;
-            }
-            let payload = if req.with_script || req.with_env {
-                let own = self.store.payload(job.id).ok().flatten();
-                let mut p = own
-                    .or_else(|| self.store.payload(job.array_job_id).ok().flatten())
-                    .unwrap_or_default();
-                if !req.with_script {
-                    p.script.clear();
-                }
-                if !req.with_env {
-                    p.env.clear();
-                }
-                Some(p)
-            } else {
-                None
-            };
-            let mut info = proto::convert::job_to_wire(job, payload.as_ref(), now);
-            info.priority = priority;
-            reply.jobs.push(info);
+            self.add(job, &mut reply);
         }
-        reply.strings = strings.take_new();
-        emit(reply);
+        reply.strings = self.strings.take_new();
+        reply
+    }
+
+    fn add(&mut self, job: &'s model::Job, reply: &mut v1::ListJobsReply) {
+        let priority = if job.state.is_final() {
+            0
+        } else {
+            let (snap, now, config) = (self.snap, self.now, &self.services.sched_config);
+            self.priorities
+                .get_or_insert_with(|| sched::priority::Context::new(snap, now, config))
+                .rank(job)
+                .1
+        };
+        let req = self.req;
+        if req.summary {
+            let mut summary = proto::convert::job_to_summary(job, &mut self.strings, self.now);
+            summary.priority = priority;
+            reply.summaries.push(summary);
+            return;
+        }
+        let payload = if req.with_script || req.with_env {
+            let store = &self.services.store;
+            let own = store.payload(job.id).ok().flatten();
+            let mut p = own
+                .or_else(|| store.payload(job.array_job_id).ok().flatten())
+                .unwrap_or_default();
+            if !req.with_script {
+                p.script.clear();
+            }
+            if !req.with_env {
+                p.env.clear();
+            }
+            Some(p)
+        } else {
+            None
+        };
+        let mut info = proto::convert::job_to_wire(job, payload.as_ref(), self.now);
+        info.priority = priority;
+        reply.jobs.push(info);
+    }
+}
+
+/// Turns to build listings: one per core, so that building listings never takes every
+/// blocking thread, and a listing never holds one while it waits for its client. A
+/// turn goes first to the listing whose connection has the fewest listings in
+/// progress, then in the order asked: one client's hundred listings wait behind
+/// another client's one.
+///
+/// Example: two turns, both taken; connection A asks for its 5th and 6th listings,
+/// then `squeue` on connection B for its 1st. The next free turn goes to B, then A's.
+struct Turns {
+    state: std::sync::Mutex<TurnsState>,
+}
+
+struct TurnsState {
+    free: usize,
+    /// By (listings in progress on the connection, order of asking).
+    waiting: std::collections::BTreeMap<(usize, u64), tokio::sync::oneshot::Sender<Turn>>,
+    asked: u64,
+}
+
+/// A turn to build a listing; the next waiter gets it when it is dropped.
+struct Turn {
+    turns: &'static Turns,
+}
+
+static TURNS: std::sync::LazyLock<Turns> = std::sync::LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    Turns::new(cores.max(2))
+});
+
+impl Turns {
+    fn new(turns: usize) -> Turns {
+        Turns {
+            state: std::sync::Mutex::new(TurnsState {
+                free: turns,
+                waiting: std::collections::BTreeMap::new(),
+                asked: 0,
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, TurnsState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A turn for a listing whose connection has `rank` listings in progress.
+    async fn take(&'static self, rank: usize) -> Result<Turn, Status> {
+        let waiting = {
+            let mut s = self.state();
+            if s.free > 0 && s.waiting.is_empty() {
+                s.free -= 1;
+                return Ok(Turn { turns: self });
+            }
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            s.asked += 1;
+            let key = (rank, s.asked);
+            s.waiting.insert(key, tx);
+            rx
+        };
+        waiting
+            .await
+            .map_err(|_| Status::unavailable("controller is shutting down"))
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut s = self.turns.state();
+        // To the first waiter still waiting; a waiter gone after the hand-over drops
+        // the turn with its channel, which passes it on again.
+        while let Some((_, next)) = s.waiting.pop_first() {
+            match next.send(Turn { turns: self.turns }) {
+                Ok(()) => return,
+                // Not dropped here: that would take the lock held now.
+                Err(turn) => std::mem::forget(turn),
+            }
+        }
+        s.free += 1;
+    }
+}
+
+/// How many listings the request's connection has in progress, this one included,
+/// for as long as the guard lives.
+fn count_listing<T>(req: &Request<T>) -> Option<crate::connections::ListingCount> {
+    req.extensions()
+        .get::<crate::connections::ConnInfo>()
+        .map(crate::connections::ConnInfo::listing)
+}
+
+/// The chunks of a `ListJobSummaries` answer. The listing is built only once the
+/// answer is first asked for its data, which hyper does when the client's flow-control
+/// window has room: a client that never reads costs no work. When its client did not
+/// take a chunk in time, the listing was dropped: after the chunks already queued comes
+/// an error, never a silent end that would read as a complete, shorter listing.
+pub struct ListingStream {
+    chunks: mpsc::Receiver<v1::ListJobsReply>,
+    /// Starts the building, on the first ask.
+    start: Option<tokio::sync::oneshot::Sender<()>>,
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl tonic::codegen::tokio_stream::Stream for ListingStream {
+    type Item = Result<v1::ListJobsReply, Status>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::sync::atomic::Ordering;
+        if let Some(start) = self.start.take() {
+            let _ = start.send(());
+        }
+        match self.chunks.poll_recv(cx) {
+            std::task::Poll::Ready(None) if self.dropped.swap(false, Ordering::Relaxed) => {
+                std::task::Poll::Ready(Some(Err(Status::deadline_exceeded(
+                    "the listing was dropped: its chunks were not read in time",
+                ))))
+            }
+            other => other.map(|chunk| chunk.map(Ok)),
+        }
     }
 }
 
@@ -324,38 +484,75 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<v1::ListJobsReply>, Status> {
+        let listing = count_listing(&req);
         let req = req.into_inner();
         let filter = listing_filter(&req)?;
         // A large queue takes a while to walk: off the async workers, so that submits
-        // and node reports keep flowing meanwhile.
+        // and node reports keep flowing meanwhile, and in a listing turn.
+        let turn = TURNS.take(listing.as_ref().map_or(1, |l| l.rank())).await?;
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.jobs_reply(&req, &filter))
-            .await
-            .map(Response::new)
-            .map_err(|e| Status::internal(format!("listing jobs failed: {e}")))
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            this.jobs_reply(&req, &filter)
+        })
+        .await
+        .map(Response::new)
+        .map_err(|e| Status::internal(format!("listing jobs failed: {e}")))
     }
 
-    type ListJobSummariesStream =
-        tonic::codegen::tokio_stream::wrappers::ReceiverStream<Result<v1::ListJobsReply, Status>>;
+    type ListJobSummariesStream = ListingStream;
 
     async fn list_job_summaries(
         &self,
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<Self::ListJobSummariesStream>, Status> {
+        let listing = count_listing(&req);
         let mut req = req.into_inner();
         req.summary = true;
         let filter = listing_filter(&req)?;
-        // Built off the async workers; a few chunks ahead of the network at most.
-        let (tx, rx) = mpsc::channel(4);
+        // Built once the client asks for data, then two chunks ahead of it at most.
+        // Each chunk is built in a listing turn, off the async workers; between chunks
+        // the listing waits for its client without a thread, and is dropped when the
+        // client does not read in time.
+        let (tx, chunks) = mpsc::channel(2);
+        let (start, started) = tokio::sync::oneshot::channel();
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let read_timeout =
+            std::time::Duration::from_secs(self.config.controller.client_read_timeout_s.into());
         let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            this.walk_jobs(&req, &filter, SUMMARY_CHUNK, &mut |chunk| {
-                tx.blocking_send(Ok(chunk)).is_ok()
-            });
+        let dropped_flag = dropped.clone();
+        tokio::spawn(async move {
+            if started.await.is_err() {
+                return;
+            }
+            let snap = this.snapshot();
+            let mut walk = JobWalk::new(&this, &req, &snap, &filter);
+            while !walk.done {
+                let rank = listing.as_ref().map_or(1, |l| l.rank());
+                let Ok(turn) = TURNS.take(rank).await else {
+                    return;
+                };
+                let chunk = tokio::task::block_in_place(|| walk.next_chunk(SUMMARY_CHUNK));
+                drop(turn);
+                match tx.send_timeout(chunk, read_timeout).await {
+                    Ok(()) => {}
+                    Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
+                        dropped_flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                        tracing::info!(
+                            timeout_s = read_timeout.as_secs(),
+                            "listing dropped: its client did not read it"
+                        );
+                        return;
+                    }
+                    Err(mpsc::error::SendTimeoutError::Closed(_)) => return,
+                }
+            }
         });
-        Ok(Response::new(
-            tonic::codegen::tokio_stream::wrappers::ReceiverStream::new(rx),
-        ))
+        Ok(Response::new(ListingStream {
+            chunks,
+            start: Some(start),
+            dropped,
+        }))
     }
 
     async fn list_nodes(
@@ -656,6 +853,73 @@ impl v1::node_control_server::NodeControl for Services {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    async fn until_waiting(turns: &Turns, n: usize) {
+        while turns.state().waiting.len() < n {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_listing_ends_in_an_error_after_its_queued_chunks() {
+        use tonic::codegen::tokio_stream::StreamExt;
+        let (tx, chunks) = mpsc::channel(2);
+        let (start, started) = tokio::sync::oneshot::channel();
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut stream = ListingStream {
+            chunks,
+            start: Some(start),
+            dropped: dropped.clone(),
+        };
+        tx.send(v1::ListJobsReply::default()).await.unwrap();
+        dropped.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(tx);
+        assert!(stream.next().await.unwrap().is_ok());
+        // Asking for data started the building.
+        assert!(started.await.is_ok());
+        let end = stream.next().await.unwrap().unwrap_err();
+        assert_eq!(end.code(), tonic::Code::DeadlineExceeded);
+        assert!(stream.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_turn_goes_first_to_the_connection_with_the_fewest_listings() {
+        let turns: &'static Turns = Box::leak(Box::new(Turns::new(1)));
+        let held = turns.take(1).await.unwrap();
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        // Connection A asks for its 5th and 6th listings, then B for its 1st.
+        let mut tasks = Vec::new();
+        for (name, rank) in [("a5", 5), ("a6", 6), ("b1", 1)] {
+            let order = order.clone();
+            tasks.push(tokio::spawn(async move {
+                let _turn = turns.take(rank).await.unwrap();
+                order.lock().unwrap().push(name);
+            }));
+            until_waiting(turns, tasks.len()).await;
+        }
+        drop(held);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["b1", "a5", "a6"]);
+
+        // A waiter that gave up does not keep the turn it is handed.
+        let held = turns.take(1).await.unwrap();
+        let gone = tokio::spawn(async move { turns.take(1).await.map(|_| ()) });
+        until_waiting(turns, 1).await;
+        gone.abort();
+        let _ = gone.await;
+        drop(held);
+        let again = turns.take(1).await.unwrap();
+        assert_eq!(turns.state().free, 0);
+        drop(again);
+        assert_eq!(turns.state().free, 1);
+    }
+}
+
+#[cfg(test)]
+mod command_tests {
     //! The front's conversions, in process: a snapshot to read, a store that keeps
     //! nothing, and an inbox nobody reads (a refused request never reaches it).
     use super::*;

@@ -154,7 +154,7 @@ pub struct ControllerConfig {
     /// A connection with no request in flight for this long is closed.
     pub idle_timeout_s: u32,
     /// A request whose body has not arrived, or whose answer is not ready, after this
-    /// long fails with DEADLINE_EXCEEDED.
+    /// long fails (CANCELLED, "Timeout expired").
     pub request_timeout_s: u32,
     /// A reply or listing its client does not read for this long is dropped, and the
     /// client's connection closed.
