@@ -697,25 +697,6 @@ pub fn reason(job: &JobInfo) -> &str {
     }
 }
 
-/// The job's standard output: the path the controller resolved, else the pattern asked
-/// for.
-pub fn stdout_path(job: &JobInfo) -> &str {
-    if job.stdout_path.is_empty() {
-        &spec(job).stdout_pattern
-    } else {
-        &job.stdout_path
-    }
-}
-
-/// The job's standard error, as `stdout_path`.
-pub fn stderr_path(job: &JobInfo) -> &str {
-    if job.stderr_path.is_empty() {
-        &spec(job).stderr_pattern
-    } else {
-        &job.stderr_path
-    }
-}
-
 /// The job's standard input; none given is `/dev/null`.
 pub fn stdin_path(s: &JobSpec) -> &str {
     if s.stdin_path.is_empty() {
@@ -957,17 +938,26 @@ pub fn user_matches(users: &[String], job: &JobInfo) -> bool {
         .any(|u| *u == s.user || *u == s.uid.to_string())
 }
 
-/// A TRES string as sacct prints it: `billing=4,cpu=4,gres/gpu=1,mem=16G,node=1`.
-pub fn tres_string(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> String {
-    let mut parts = vec![format!("billing={cpus}"), format!("cpu={cpus}")];
-    if gpus > 0 {
-        parts.push(format!("gres/gpu={gpus}"));
-    }
+/// A job's or step's TRES as the commands show them: `cpu`, `mem` (when known), `node`,
+/// `billing` (its CPUs) and `gres/gpu` (when it has any).
+pub fn job_tres(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> model::tres::TresCounts {
+    let mut counts = model::tres::TresCounts::new();
+    counts.insert("cpu".into(), u64::from(cpus));
     if mem_mb > 0 {
-        parts.push(format!("mem={}", model::units::format_memory_mb(mem_mb)));
+        counts.insert("mem".into(), mem_mb);
     }
-    parts.push(format!("node={nodes}"));
-    parts.join(",")
+    counts.insert("node".into(), u64::from(nodes));
+    counts.insert("billing".into(), u64::from(cpus));
+    if gpus > 0 {
+        counts.insert("gres/gpu".into(), u64::from(gpus));
+    }
+    counts
+}
+
+/// A TRES string as sacct and squeue print it, by name:
+/// `billing=4,cpu=4,gres/gpu=1,mem=16G,node=1`.
+pub fn tres_string(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> String {
+    model::tres::format_counts_by_name(&job_tres(cpus, mem_mb, nodes, gpus))
 }
 
 /// An exit code in Slurm's JSON shape: `{"status": ["SUCCESS"], "return_code": 0, ...}`.
@@ -1370,8 +1360,6 @@ mod tests {
             cpus_per_task: 2,
             ..Default::default()
         });
-        j.stderr_path = "/w/err-7".into();
-        assert_eq!((stdout_path(&j), stderr_path(&j)), ("out-%j", "/w/err-7"));
         assert_eq!((qos(spec(&j)), req_cpus(spec(&j))), ("high", 6));
         let mut names = Names::default();
         assert_eq!(names.job_user(&j), "42");

@@ -104,24 +104,6 @@ fn group_name(gid: u32) -> String {
     format::lookup_group(gid).unwrap_or_else(|| gid.to_string())
 }
 
-fn resolve_io(pattern: &str, job: &v1::JobInfo, spec: &v1::JobSpec) -> String {
-    let values = model::pattern::PatternValues {
-        job_id: job.job_id,
-        array_job_id: job.array_job_id,
-        array_task_id: job.array_task_id,
-        job_name: &spec.name,
-        user: &spec.user,
-        node: &job.batch_host,
-        ..Default::default()
-    };
-    let p = model::pattern::expand_pattern(pattern, &values);
-    if p.starts_with('/') || spec.work_dir.is_empty() {
-        p
-    } else {
-        format!("{}/{}", spec.work_dir.trim_end_matches('/'), p)
-    }
-}
-
 /// `scontrol -d show job`: after the `Socks/Node` line, the job's GPUs and one
 /// `Nodes=` line per node (indented two more, as Slurm's).
 fn add_node_detail(lines: &mut Vec<String>, j: &v1::JobInfo) {
@@ -175,37 +157,17 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
         j.planned_start
     };
     let reason = format::reason(j);
-    let mut tres = format!(
-        "cpu={},mem={},node={},billing={}",
+    // scontrol's order (cpu, mem, node, billing, gres), sacct's is by name.
+    let tres = model::tres::format_counts(&format::job_tres(
         j.num_cpus,
-        units::format_memory_mb(j.mem_mb),
+        j.mem_mb,
         j.num_nodes.max(1),
-        j.num_cpus
-    );
-    if j.num_gpus > 0 {
-        tres.push_str(&format!(",gres/gpu={}", j.num_gpus));
-    }
+        j.num_gpus,
+    ));
     let mem_line = if spec.mem_per_cpu_mb > 0 {
         format!("MinMemoryCPU={}M", spec.mem_per_cpu_mb)
     } else {
         format!("MinMemoryNode={}M", spec.mem_per_node_mb)
-    };
-    let stdout_pat = if spec.stdout_pattern.is_empty() {
-        "slurm-%j.out"
-    } else {
-        &spec.stdout_pattern
-    };
-    let stdout = if j.stdout_path.is_empty() {
-        resolve_io(stdout_pat, j, &spec)
-    } else {
-        j.stdout_path.clone()
-    };
-    let stderr = if !j.stderr_path.is_empty() {
-        j.stderr_path.clone()
-    } else if spec.stderr_pattern.is_empty() {
-        stdout.clone()
-    } else {
-        resolve_io(&spec.stderr_pattern, j, &spec)
     };
     let stdin = format::stdin_path(&spec);
     let fmt = format_time;
@@ -306,9 +268,9 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
         lines.push(format!("Comment={} ", spec.comment));
     }
     lines.extend([
-        format!("StdErr={stderr}"),
+        format!("StdErr={}", j.stderr_path),
         format!("StdIn={stdin}"),
-        format!("StdOut={stdout}"),
+        format!("StdOut={}", j.stdout_path),
         "Power=".into(),
     ]);
     let per_node_gpus = spec.gpus_per_node;
@@ -1515,6 +1477,8 @@ mod tests {
             eligible_time: 1000,
             start_time: 1001,
             run_secs: 1,
+            stdout_path: "/home/ada/run/out-1.txt".into(),
+            stderr_path: "/home/ada/run/out-1.txt".into(),
             nodes: "vm".into(),
             num_nodes: 1,
             num_cpus: 1,
@@ -1606,22 +1570,20 @@ mod tests {
 
     #[test]
     fn array_and_pending_records() {
-        let mut j = sample_job();
-        j.state = v1::JobState::Pending as i32;
-        j.reason = "JobHeldUser".into();
-        j.array_job_id = 1;
-        j.array_task_str = "0-4%2".into();
-        j.batch_host.clear();
-        j.nodes.clear();
-        j.start_time = 0;
-        j.run_secs = 0;
-        let spec = j.spec.as_mut().unwrap();
-        spec.array = Some(v1::ArraySpec {
-            task_ids: vec![0, 1, 2, 3, 4],
-            max_running: 2,
-        });
-        spec.stdout_pattern = "slurm-%A_%a.out".into();
-        spec.time_limit_min = 10;
+        let spec = model::JobSpec {
+            name: "myname".into(),
+            user: "root".into(),
+            work_dir: "/home/ada/run".into(),
+            stdout_pattern: "slurm-%A_%a.out".into(),
+            array: Some(model::ArraySpec {
+                task_ids: vec![0, 1, 2, 3, 4],
+                max_running: 2,
+            }),
+            hold: true,
+            ..Default::default()
+        };
+        let job = model::Job::new(1, spec, 1000, Some(10));
+        let j = proto::convert::job_to_wire(&job, None, 1002);
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
         let text = render(&job_lines(&j, &names), false);
         assert!(
@@ -1634,7 +1596,11 @@ mod tests {
         assert!(text.contains("RunTime=00:00:00 TimeLimit=00:10:00"));
         assert!(text.contains("StartTime=Unknown EndTime=Unknown"));
         assert!(text.contains("\n   NodeList=\n   NumNodes=1"));
-        assert!(text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"));
+        // The pattern as the controller expands it before the job starts.
+        assert!(
+            text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -487,9 +487,9 @@ impl JobField {
             ),
             Requeue => Cell::cut(if s.requeue { "1" } else { "0" }),
             RestartCnt => Cell::cut(j.restart_count.to_string()),
-            StdErr => Cell::cut(format::stderr_path(j)),
+            StdErr => Cell::cut(j.stderr_path.as_str()),
             StdIn => Cell::cut(format::stdin_path(s)),
-            StdOut => Cell::cut(format::stdout_path(j)),
+            StdOut => Cell::cut(j.stdout_path.as_str()),
             TresAlloc => Cell::cut(format::tres_string(
                 j.num_cpus,
                 j.mem_mb,
@@ -1420,9 +1420,9 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         qos: format::qos(s),
         requeue: s.requeue,
         restart_cnt: j.restart_count,
-        standard_error: format::stderr_path(j),
+        standard_error: &j.stderr_path,
         standard_input: format::stdin_path(s),
-        standard_output: format::stdout_path(j),
+        standard_output: &j.stdout_path,
         start_time: if st == JobState::Pending {
             j.planned_start
         } else {
