@@ -12,7 +12,7 @@
 //! `run` adds the files, the clock and the controller.
 
 use super::submit_opts::{
-    self, SBATCH_ENV, SBATCH_OPTS, Source, SubmitCtx, SubmitOpts, build_spec, directive_words,
+    self, Command, Source, SubmitCtx, SubmitOpts, build_spec, directive_words,
 };
 use super::util::{self, CliError};
 use crate::format::{self, Info};
@@ -84,7 +84,8 @@ pub fn prepare(
     ctx: &SubmitCtx,
     read_script: &mut dyn FnMut(Option<&str>) -> Result<String, CliError>,
 ) -> Result<Prepared, CliError> {
-    let cli = opts::parse(&SBATCH_OPTS, args, true).map_err(|e| CliError::usage(PROG, &e))?;
+    let cli = opts::parse(submit_opts::specs(Command::Sbatch), args, true)
+        .map_err(|e| CliError::usage(PROG, &e))?;
     if let Some(info) = Info::asked(&cli) {
         return Ok(Prepared::Info(info));
     }
@@ -114,8 +115,8 @@ pub fn prepare(
     let mut o = SubmitOpts::default();
     if wrap.is_none() {
         let words = directive_words(&script);
-        let parsed =
-            opts::parse(&SBATCH_OPTS, &words, false).map_err(|e| CliError::usage(PROG, &e))?;
+        let parsed = opts::parse(submit_opts::specs(Command::Sbatch), &words, false)
+            .map_err(|e| CliError::usage(PROG, &e))?;
         if let Some(stray) = parsed.positional.first() {
             return Err(CliError::error(
                 PROG,
@@ -123,11 +124,11 @@ pub fn prepare(
             )
             .with_code(255));
         }
-        o.apply_all(PROG, &parsed.opts, Source::Script)?;
+        o.apply_all(Command::Sbatch, &parsed.opts, Source::Script)?;
     }
-    let env_opts = submit_opts::env_options(ctx.env, SBATCH_ENV, &SBATCH_OPTS);
-    o.apply_all(PROG, &env_opts, Source::Env)?;
-    o.apply_all(PROG, &cli.opts, Source::Cli)?;
+    let env_opts = submit_opts::env_options(ctx.env);
+    o.apply_all(Command::Sbatch, &env_opts, Source::Env)?;
+    o.apply_all(Command::Sbatch, &cli.opts, Source::Cli)?;
 
     if o.output.is_none() {
         o.output = Some(
@@ -311,7 +312,10 @@ pub fn run(args: &[String]) -> ExitCode {
     let submitter = Submitter::here(environment());
     let ctx = submitter.ctx();
     let sub = match prepare(args, &ctx, &mut read_script) {
-        Ok(Prepared::Info(info)) => return info.print(HELP, USAGE),
+        Ok(Prepared::Info(info)) => {
+            let help = format!("{HELP}{}", submit_opts::ignored_help(Command::Sbatch));
+            return info.print(&help, USAGE);
+        }
         Ok(Prepared::Submit(s)) => *s,
         Err(e) => return e.report(),
     };

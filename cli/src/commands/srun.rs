@@ -15,7 +15,7 @@
 //! with several tasks or nodes, come in a later version.
 
 use super::sbatch::Submitter;
-use super::submit_opts::{self, SRUN_OPTS, Source, SubmitOpts, build_spec};
+use super::submit_opts::{self, Command, Source, SubmitOpts, build_spec};
 use super::util::{self, CliError};
 use crate::{client, format, opts};
 use model::pattern::{PatternValues, expand_pattern};
@@ -33,10 +33,10 @@ pub struct Request {
 }
 
 pub fn parse(args: &[String]) -> Result<Option<Request>, CliError> {
-    let p =
-        opts::parse(&SRUN_OPTS, args, true).map_err(|e| CliError::usage(PROG, &e).with_code(1))?;
+    let p = opts::parse(submit_opts::specs(Command::Srun), args, true)
+        .map_err(|e| CliError::usage(PROG, &e).with_code(1))?;
     let mut o = SubmitOpts::default();
-    o.apply_all(PROG, &p.opts, Source::Cli)?;
+    o.apply_all(Command::Srun, &p.opts, Source::Cli)?;
     if o.help || o.usage || o.version {
         return Ok(None);
     }
@@ -180,7 +180,7 @@ pub fn run(args: &[String]) -> ExitCode {
             if args.iter().any(|a| a == "-V" || a == "--version") {
                 print!("{}", format::VERSION_LINE);
             } else {
-                print!("{HELP}");
+                print!("{HELP}{}", submit_opts::ignored_help(Command::Srun));
             }
             return ExitCode::SUCCESS;
         }
@@ -567,7 +567,7 @@ mod tests {
     fn opts_with(kv: &[(&str, &str)]) -> SubmitOpts {
         let mut o = SubmitOpts::default();
         for (k, v) in kv {
-            o.apply(PROG, k, v, Source::Cli).unwrap();
+            o.apply(Command::Srun, k, v, Source::Cli).unwrap();
         }
         o
     }
