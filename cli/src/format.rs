@@ -1038,6 +1038,13 @@ pub fn check_node_states(command: &str, nodes: &[NodeInfo]) -> Result<(), Early>
     Ok(())
 }
 
+/// A node's sockets, cores per socket and threads per core: its CPUs as sockets of one
+/// core of one thread, as Slurm counts a node configured with CPUs alone. sinfo's
+/// S:C:T and `scontrol show node` both read it.
+pub fn socket_core_thread(n: &NodeInfo) -> (u32, u32, u32) {
+    (n.cpus.max(1), 1, 1)
+}
+
 /// A node's GPUs as Slurm's GRES: `gpu:h100:4`, `gpu:4`, `(null)` for a node without
 /// any; `count` is how many to show (all of them, or those in use).
 pub fn gres(n: &NodeInfo, count: u32) -> String {

@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod commands;
+pub mod fields;
 pub mod format;
 pub mod hpack;
 pub mod http2;

@@ -313,12 +313,9 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             alloc.push_str(&format!(",gres/gpu={}", n.gpus_alloc));
         }
     }
+    let (sockets, cores, threads) = format::socket_core_thread(n);
     let mut lines = vec![
-        format!(
-            "NodeName={} Arch=x86_64 CoresPerSocket={} ",
-            n.name,
-            n.cpus.max(1)
-        ),
+        format!("NodeName={} Arch=x86_64 CoresPerSocket={cores} ", n.name),
         format!(
             "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=N/A",
             n.cpus_alloc, n.cpus, n.cpus
@@ -333,11 +330,11 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             env!("CARGO_PKG_VERSION")
         ),
         format!(
-            "RealMemory={} AllocMem={} FreeMem=N/A Sockets=1 Boards=1",
+            "RealMemory={} AllocMem={} FreeMem=N/A Sockets={sockets} Boards=1",
             n.memory_mb, n.memory_alloc_mb
         ),
         format!(
-            "State={} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
+            "State={} ThreadsPerCore={threads} TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
             format::node_state(n).flags().join("+")
         ),
         format!("Partitions={} ", n.partitions.join(",")),
@@ -1654,10 +1651,12 @@ mod tests {
         };
         let text = render(&node_lines(&n), false);
         assert!(text.starts_with(
-            "NodeName=gpu01 Arch=x86_64 CoresPerSocket=8 \n   CPUAlloc=0 CPUEfctv=8 CPUTot=8"
+            "NodeName=gpu01 Arch=x86_64 CoresPerSocket=1 \n   CPUAlloc=0 CPUEfctv=8 CPUTot=8"
         ));
         assert!(text.contains("\n   Gres=gpu:h100:4\n"));
         assert!(text.contains("\n   State=IDLE+DRAIN ThreadsPerCore=1"));
+        // S:C:T as sinfo -N -l shows it (8:1:1).
+        assert!(text.contains(" Sockets=8 Boards=1"), "{text}");
         assert!(text.contains("\n   Partitions=debug,gpu \n"));
         assert!(text.contains("\n   CfgTRES=cpu=8,mem=16000M,billing=8,gres/gpu=4\n"));
         assert!(text.contains("\n   Reason=maint ["));
