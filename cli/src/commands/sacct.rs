@@ -13,10 +13,14 @@
 //!                                                       12.batch|COMPLETED|gpu01
 //! ```
 
+use crate::args::split_list;
 use crate::client;
+use crate::exit::Exit;
 use crate::fields::{self, Sacct, derived_exit_code};
-use crate::format::{self, Ctx, Early, JobRef, Names, Parsable, TableField, split_list};
+use crate::format::{self, Parsable, TableField};
+use crate::jobs::{Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
+use crate::users::Names;
 use model::JobState;
 use model::job_id::JobIdSpec;
 use model::timespec::{self, Toward};
@@ -184,21 +188,21 @@ pub fn parse_args(
     now: i64,
     uid: u32,
     me: &str,
-) -> Result<Options, Early> {
-    let p = format::parse_command_line("sacct", args, SPECS, ALIASES, HELP, USAGE)?;
+) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("sacct", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("helpformat") {
-        return Err(Early::info(help_fields()));
+        return Err(Exit::info(help_fields()));
     }
     if !p.positional.is_empty() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "sacct",
-            &format!("error: Unknown arguments: {}", p.positional.join(" ")),
+            format!("error: Unknown arguments: {}", p.positional.join(" ")),
         ));
     }
 
     let mut jobs: Option<Vec<JobIdSpec>> = None;
     for text in p.all("jobs") {
-        let sel = JobIdSpec::parse_list(text).map_err(|e| Early::error("sacct", &e.to_string()))?;
+        let sel = JobIdSpec::parse_list(text).map_err(|e| Exit::error("sacct", e.to_string()))?;
         jobs.get_or_insert_with(Vec::new).extend(sel);
     }
     let mut states = Vec::new();
@@ -211,7 +215,7 @@ pub fn parse_args(
                 ]
                 .contains(&s.to_ascii_uppercase().as_str()) => {}
                 None => {
-                    return Err(Early {
+                    return Err(Exit {
                         code: 1,
                         stdout: String::new(),
                         stderr: format!("sacct: fatal: unrecognized job state value '{s}'\n"),
@@ -220,12 +224,12 @@ pub fn parse_args(
             }
         }
     }
-    let time = |key: &str| -> Result<Option<i64>, Early> {
+    let time = |key: &str| -> Result<Option<i64>, Exit> {
         match p.get(key) {
             None => Ok(None),
             Some(t) => timespec::parse(t, now, Toward::Past, crate::times::zone())
                 .map(Some)
-                .map_err(|e| Early::error("sacct", &e.to_string())),
+                .map_err(|e| Exit::error("sacct", e.to_string())),
         }
     };
     let mut window_start = time("starttime")?.unwrap_or(0);
@@ -248,11 +252,11 @@ pub fn parse_args(
         }
         all_users = false;
         for u in split_list(text) {
-            users.extend(format::user_forms(&u));
+            users.extend(crate::users::user_forms(&u));
         }
     }
     if p.has("me") {
-        users.extend(format::user_forms(me));
+        users.extend(crate::users::user_forms(me));
     }
     if users.is_empty() && (jobs.is_some() || p.has("nodelist") || uid == 0) {
         all_users = true;
@@ -260,7 +264,7 @@ pub fn parse_args(
     if all_users {
         users.clear();
     } else if users.is_empty() {
-        users = format::user_forms(me);
+        users = crate::users::user_forms(me);
         users.push(uid.to_string());
     }
 
@@ -274,12 +278,12 @@ pub fn parse_args(
     if field_text.is_empty() {
         field_text.push(env("SACCT_FORMAT").unwrap_or_else(|| DEFAULT_FIELDS.into()));
     }
-    let fields = parse_fields(&field_text.join(",")).map_err(|e| Early::error("sacct", &e))?;
+    let fields = parse_fields(&field_text.join(",")).map_err(|e| Exit::error("sacct", &e))?;
 
     let nodes = match p.get("nodelist") {
         None => Vec::new(),
         Some(n) => model::hostlist::expand(n)
-            .map_err(|_| Early::error("sacct", &format!("Invalid node list: {n}")))?,
+            .map_err(|_| Exit::error("sacct", format!("Invalid node list: {n}")))?,
     };
     let all = |key: &str| {
         p.all(key)
@@ -334,7 +338,7 @@ fn help_fields() -> String {
 pub fn request(opts: &Options) -> ListJobsRequest {
     ListJobsRequest {
         filter: Some(JobFilter {
-            job_ids: format::selector_ids(opts.jobs.iter().flatten()),
+            job_ids: crate::jobs::selector_ids(opts.jobs.iter().flatten()),
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
@@ -369,12 +373,12 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
     for job in jobs {
         let (shown, steps) = match &opts.jobs {
             None => (JobRef::Borrowed(job), None),
-            Some(sel) => match format::select_ref(&whole, job) {
+            Some(sel) => match crate::jobs::select_ref(&whole, job) {
                 Some(j) => (j, None),
                 None => {
                     let steps: Vec<String> = sel
                         .iter()
-                        .filter(|s| format::select(s, job).is_some())
+                        .filter(|s| crate::jobs::select(s, job).is_some())
                         .filter_map(|s| s.step().map(|step| step.to_string()))
                         .collect();
                     if steps.is_empty() {
@@ -391,8 +395,8 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
     }
     let key = |j: &JobInfo| {
         (
-            format::base_id(j),
-            !format::is_array_meta(j),
+            crate::jobs::base_id(j),
+            !crate::jobs::is_array_meta(j),
             j.array_task_id.unwrap_or(0),
             j.job_id,
         )
@@ -427,13 +431,13 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
 
 /// The filters the controller may not have applied.
 fn keep(opts: &Options, job: &JobInfo) -> bool {
-    let s = format::spec(job);
+    let s = crate::jobs::spec(job);
     let in_list = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
     let in_window =
         (opts.window_start <= 0 || job.end_time <= 0 || job.end_time >= opts.window_start)
             && (opts.window_end <= 0 || job.submit_time <= opts.window_end);
     in_window
-        && (opts.users.is_empty() || format::user_matches(&opts.users, job))
+        && (opts.users.is_empty() || crate::users::user_matches(&opts.users, job))
         && in_list(&opts.names, &s.name)
         && (opts.accounts.is_empty()
             || opts
@@ -441,12 +445,12 @@ fn keep(opts: &Options, job: &JobInfo) -> bool {
                 .iter()
                 .any(|a| a.eq_ignore_ascii_case(&s.account)))
         && in_list(&opts.partitions, &s.partition)
-        && (opts.states.is_empty() || opts.states.contains(&format::job_state(job)))
+        && (opts.states.is_empty() || opts.states.contains(&crate::jobs::job_state(job)))
         && (opts.qos.is_empty()
             || opts
                 .qos
                 .iter()
-                .any(|q| q.eq_ignore_ascii_case(format::qos(s))))
+                .any(|q| q.eq_ignore_ascii_case(crate::jobs::qos(s))))
         && in_list(&opts.wckeys, &s.wckey)
         && (opts.reasons.is_empty()
             || opts
@@ -454,7 +458,7 @@ fn keep(opts: &Options, job: &JobInfo) -> bool {
                 .iter()
                 .any(|r| r.eq_ignore_ascii_case(&job.reason)))
         && in_list(&opts.gids, &s.gid.to_string())
-        && (opts.nodes.is_empty() || format::on_any_node(&opts.nodes, &job.nodes))
+        && (opts.nodes.is_empty() || crate::jobs::on_any_node(&opts.nodes, &job.nodes))
 }
 
 /// The value of one field for one row.
@@ -508,7 +512,7 @@ struct JobJson<'a> {
     cluster: &'a str,
     comment: CommentJson<'a>,
     derived_exit_code: String,
-    exit_code: format::ExitJson,
+    exit_code: crate::jobs::ExitJson,
     group: String,
     job_id: u32,
     name: &'a str,
@@ -576,7 +580,7 @@ struct TresJson {
 
 #[derive(Debug, Serialize)]
 struct StepJson<'a> {
-    exit_code: format::ExitJson,
+    exit_code: crate::jobs::ExitJson,
     nodes: StepNodesJson<'a>,
     state: &'static str,
     step: StepIdJson<'a>,
@@ -609,29 +613,29 @@ struct StepTimeJson {
 }
 
 fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
-    let s = format::spec(j);
-    let st = format::job_state(j);
+    let s = crate::jobs::spec(j);
+    let st = crate::jobs::job_state(j);
     JobJson {
         account: &s.account,
         allocation_nodes: j.num_nodes,
         array: ArrayJson {
             job_id: j.array_job_id,
-            task: format::task_str(j),
+            task: crate::jobs::task_str(j),
             task_id: j.array_task_id,
         },
         cluster: &ctx.cluster,
         comment: CommentJson { job: &s.comment },
         derived_exit_code: derived_exit_code(j),
-        exit_code: format::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
+        exit_code: crate::jobs::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
         group: ctx.names.group(s.gid),
         job_id: j.job_id,
         name: &s.name,
         nodes: named_value("NodeList", row, ctx),
         partition: &s.partition,
         priority: j.priority,
-        qos: format::qos(s),
+        qos: crate::jobs::qos(s),
         required: RequiredJson {
-            cpus: format::req_cpus(s),
+            cpus: crate::jobs::req_cpus(s),
             memory: j.mem_mb,
         },
         restart_cnt: j.restart_count,
@@ -659,9 +663,9 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
 }
 
 fn step_json<'a>(j: &JobInfo, st: &'a StepInfo, now: i64) -> StepJson<'a> {
-    let state = format::step_state(st);
+    let state = crate::jobs::step_state(st);
     StepJson {
-        exit_code: format::ExitJson::new(st.exit_code, st.exit_signal, state.is_final()),
+        exit_code: crate::jobs::ExitJson::new(st.exit_code, st.exit_signal, state.is_final()),
         nodes: StepNodesJson {
             count: fields::step_node_count(st),
             range: &st.nodes,
@@ -701,27 +705,30 @@ fn json_doc(rows: &[Row], ctx: &Ctx) -> String {
             }
         }
     }
-    format::json_doc("jobs", &jobs)
+    crate::jobs::json_doc("jobs", &jobs)
 }
 
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
     let now = crate::times::now();
-    let opts = match parse_args(args, &format::env_var, now, uid, &me) {
+    let opts = match parse_args(args, &crate::args::env_var, now, uid, &me) {
         Ok(o) => o,
         Err(early) => return early.finish(),
     };
     let cluster = client::cluster_name();
     let req = request(&opts);
-    let reply = match client::query(&client::runtime(), "sacct", |mut c| async move {
+    let reply = match crate::calls::query(&client::runtime(), "sacct", |mut c| async move {
         c.list_jobs(req).await.map(|r| r.into_inner())
     }) {
         Ok(r) => r,
         Err(code) => return code,
     };
+    if let Err(e) = crate::jobs::check_specs("sacct", &reply.jobs) {
+        return e.finish();
+    }
     let names = Names::resolve(
-        reply.jobs.iter().map(|j| format::spec(j).uid),
-        reply.jobs.iter().map(|j| format::spec(j).gid),
+        reply.jobs.iter().map(|j| crate::jobs::spec(j).uid),
+        reply.jobs.iter().map(|j| crate::jobs::spec(j).gid),
     );
     let ctx = Ctx {
         now: if reply.now > 0 { reply.now } else { now },
@@ -828,7 +835,7 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
-    fn parse(args: &[&str]) -> Result<Options, Early> {
+    fn parse(args: &[&str]) -> Result<Options, Exit> {
         parse_args(&s(args), &|_| None, NOW, 1000, "alice")
     }
 

@@ -12,9 +12,14 @@
 //! gpu*         up 1-00:00:00      2    mix gpu[01-02]
 //! ```
 
+use crate::args::split_list;
 use crate::client;
-use crate::format::{self, Cell, Ctx, Early, Format, Names, Width, gres, split_list};
+use crate::exit::Exit;
+use crate::format::{self, Cell, Format, Width};
+use crate::jobs::Ctx;
+use crate::nodes::gres;
 use crate::opts::{OptSpec, flag, value};
+use crate::users::Names;
 use model::{NodeState, NodeWord};
 use proto::v1::{ListNodesRequest, ListPartitionsRequest, NodeInfo, PartitionInfo};
 use serde_json::json;
@@ -214,7 +219,7 @@ fn node_names(line: &Line) -> Cell {
 fn node_counts(line: &Line) -> (usize, usize, usize) {
     let (mut a, mut i, mut o) = (0, 0, 0);
     for n in &line.nodes {
-        match category(&format::node_state(n)) {
+        match category(&crate::nodes::node_state(n)) {
             Category::Alloc => a += 1,
             Category::Idle => i += 1,
             Category::Other => o += 1,
@@ -258,13 +263,13 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
         Cell::cut(l.nodes.len().to_string())
     }),
     node(Some('t'), &["statecompact"], "STATE", |l, _| {
-        node_or(l, "n/a", |n| format::node_state(n).compact())
+        node_or(l, "n/a", |n| crate::nodes::node_state(n).compact())
     }),
     node(Some('T'), &["statelong"], "STATE", |l, _| {
-        node_or(l, "n/a", |n| format::node_state(n).long())
+        node_or(l, "n/a", |n| crate::nodes::node_state(n).long())
     }),
     node(None, &["statecomplete"], "STATECOMPLETE", |l, _| {
-        node_or(l, "n/a", |n| format::node_state(n).long())
+        node_or(l, "n/a", |n| crate::nodes::node_state(n).long())
     }),
     aggregate(Some('N'), &["nodelist"], "NODELIST", |l, _| node_names(l)).whole_header(),
     aggregate(Some('n'), &["nodehost"], "HOSTNAMES", |l, _| node_names(l)).whole_header(),
@@ -286,7 +291,7 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
         for n in &l.nodes {
             let free = n.cpus.saturating_sub(n.cpus_alloc);
             a += n.cpus_alloc;
-            if usable(&format::node_state(n)) {
+            if usable(&crate::nodes::node_state(n)) {
                 i += free;
             } else {
                 o += free;
@@ -360,18 +365,22 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
     }),
     node(Some('z'), &["socketcorethread"], "S:C:T", |l, _| {
         on_node(l, |n| {
-            let (s, c, t) = format::socket_core_thread(n);
+            let (s, c, t) = crate::nodes::socket_core_thread(n);
             format!("{s}:{c}:{t}")
         })
     }),
     node(Some('X'), &["sockets"], "SOCKETS", |l, _| {
-        on_node(l, |n| format::socket_core_thread(n).0.to_string())
+        on_node(l, |n| crate::nodes::socket_core_thread(n).0.to_string())
     }),
     node(Some('Y'), &["cores"], "CORES", |l, _| {
-        node_or(l, "1", |n| format::socket_core_thread(n).1.to_string())
+        node_or(l, "1", |n| {
+            crate::nodes::socket_core_thread(n).1.to_string()
+        })
     }),
     node(Some('Z'), &["threads"], "THREADS", |l, _| {
-        node_or(l, "1", |n| format::socket_core_thread(n).2.to_string())
+        node_or(l, "1", |n| {
+            crate::nodes::socket_core_thread(n).2.to_string()
+        })
     }),
     node(Some('d'), &["disk"], "TMP_DISK", |_, _| constant("0")),
     node(Some('w'), &["weight"], "WEIGHT", |_, _| constant("1")),
@@ -563,16 +572,16 @@ pub fn parse_args(
     args: &[String],
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
-) -> Result<Options, Early> {
-    let p = format::parse_command_line("sinfo", args, SPECS, ALIASES, HELP, USAGE)?;
+) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("sinfo", args, SPECS, ALIASES, HELP, USAGE)?;
     if let Some(extra) = p.positional.first() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "sinfo",
-            &format!("error: Unrecognized option: {extra}"),
+            format!("error: Unrecognized option: {extra}"),
         ));
     }
     if p.has("format") && p.has("Format") {
-        return Err(Early::error(
+        return Err(Exit::error(
             "sinfo",
             "-o (--format) is incompatible with -O (--Format)",
         ));
@@ -638,9 +647,9 @@ pub fn parse_args(
                 if !STATE_WORDS.contains(&w.to_ascii_uppercase().as_str())
                     && !w.eq_ignore_ascii_case("all")
                 {
-                    return Err(Early::error(
+                    return Err(Exit::error(
                         "sinfo",
-                        &format!("Invalid node state specified: {w}"),
+                        format!("Invalid node state specified: {w}"),
                     ));
                 }
             }
@@ -660,9 +669,9 @@ pub fn parse_args(
     let nodes = match p.get("nodes") {
         None => Vec::new(),
         Some(n) => model::hostlist::expand(n)
-            .map_err(|_| Early::error("sinfo", &format!("Invalid node name specified: {n}")))?,
+            .map_err(|_| Exit::error("sinfo", format!("Invalid node name specified: {n}")))?,
     };
-    let iterate = format::iterate_option("sinfo", &p)?;
+    let iterate = crate::args::iterate_option("sinfo", &p)?;
     Ok(Options {
         layout,
         // A reason list groups by reason, whatever -N says.
@@ -680,7 +689,7 @@ pub fn parse_args(
 }
 
 fn node_selected(opts: &Options, n: &NodeInfo) -> bool {
-    let st = format::node_state(n);
+    let st = crate::nodes::node_state(n);
     (opts.nodes.is_empty() || opts.nodes.contains(&n.name))
         && (!opts.responding || st.responding)
         && (!opts.dead || !st.responding)
@@ -793,7 +802,7 @@ pub fn lines(
                 let rank = rec
                     .nodes
                     .first()
-                    .map(|n| rank(&format::node_state(n)))
+                    .map(|n| rank(&crate::nodes::node_state(n)))
                     .unwrap_or(-1);
                 let part = if uses_partition { rec.part } else { None };
                 index.insert(key, groups.len());
@@ -857,7 +866,7 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
             opts.partitions.is_empty() || n.partitions.iter().any(|p| opts.partitions.contains(p))
         })
         .map(|n| {
-            let state = format::node_state(n).flags();
+            let state = crate::nodes::node_state(n).flags();
             json!({
                 "name": n.name,
                 "hostname": n.name,
@@ -899,14 +908,16 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
 }
 
 pub fn run(args: &[String]) -> ExitCode {
-    let opts = match format::parse_printing_warnings(|w| parse_args(args, &format::env_var, w)) {
+    let opts = match crate::args::parse_printing_warnings(|w| {
+        parse_args(args, &crate::args::env_var, w)
+    }) {
         Ok(o) => o,
         Err(code) => return code,
     };
     let cluster = client::cluster_name();
     let rt = client::runtime();
     if opts.reservations {
-        return match client::query(&rt, "sinfo", |mut c| async move {
+        return match crate::calls::query(&rt, "sinfo", |mut c| async move {
             Ok(c.list_reservations(proto::v1::ListReservationsRequest {})
                 .await?
                 .into_inner()
@@ -923,7 +934,7 @@ pub fn run(args: &[String]) -> ExitCode {
         };
     }
     loop {
-        let (parts, nodes) = match client::query(&rt, "sinfo", |mut c| async move {
+        let (parts, nodes) = match crate::calls::query(&rt, "sinfo", |mut c| async move {
             let parts = c.list_partitions(ListPartitionsRequest {}).await?;
             let nodes = c.list_nodes(ListNodesRequest { names: Vec::new() }).await?;
             Ok((parts.into_inner().partitions, nodes.into_inner().nodes))
@@ -931,7 +942,7 @@ pub fn run(args: &[String]) -> ExitCode {
             Ok(r) => r,
             Err(code) => return code,
         };
-        if let Err(e) = format::check_node_states("sinfo", &nodes) {
+        if let Err(e) = crate::nodes::check_node_states("sinfo", &nodes) {
             return e.finish();
         }
         let now = crate::times::now();
@@ -948,7 +959,7 @@ pub fn run(args: &[String]) -> ExitCode {
             cluster: cluster.clone(),
         };
         let text = render(&opts, &parts, &nodes, &ctx);
-        if !format::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
+        if !crate::args::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
             return ExitCode::SUCCESS;
         }
     }
@@ -998,7 +1009,7 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
-    fn parse(args: &[&str]) -> Result<Options, Early> {
+    fn parse(args: &[&str]) -> Result<Options, Exit> {
         parse_args(&s(args), &|_| None, &mut Vec::new())
     }
 

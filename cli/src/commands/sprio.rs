@@ -13,7 +13,8 @@
 //! ```
 
 use crate::client;
-use crate::format::{self, Cell, Early, Format};
+use crate::exit::Exit;
+use crate::format::{self, Cell, Format};
 use crate::opts::{OptSpec, flag, optional, value};
 use proto::v1::{GetPrioritiesReply, GetPrioritiesRequest, PriorityFactors, PriorityWeights};
 use std::process::ExitCode;
@@ -235,8 +236,8 @@ pub struct Options {
     pub weights: bool,
 }
 
-pub fn parse_args(args: &[String]) -> Result<Options, Early> {
-    let p = format::parse_command_line("sprio", args, SPECS, ALIASES, HELP, USAGE)?;
+pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("sprio", args, SPECS, ALIASES, HELP, USAGE)?;
     let mut positional = p.positional.clone().into_iter();
     let jobs_text = if p.has("jobs") {
         let v = p.all("jobs").into_iter().rfind(|v| !v.is_empty());
@@ -249,19 +250,19 @@ pub fn parse_args(args: &[String]) -> Result<Options, Early> {
         None
     };
     if let Some(extra) = positional.next() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "sprio",
-            &format!("error: Unrecognized option: {extra}"),
+            format!("error: Unrecognized option: {extra}"),
         ));
     }
     let jobs = match jobs_text {
         None => None,
         Some(text) => {
             let mut ids = Vec::new();
-            for id in format::split_list(&text) {
+            for id in crate::args::split_list(&text) {
                 match id.parse::<u32>() {
                     Ok(n) if n > 0 => ids.push(n),
-                    _ => return Err(Early::error("sprio", &format!("Invalid job id: {id}"))),
+                    _ => return Err(Exit::error("sprio", format!("Invalid job id: {id}"))),
                 }
             }
             // `-j` without a list means every job.
@@ -273,9 +274,9 @@ pub fn parse_args(args: &[String]) -> Result<Options, Early> {
             .chars()
             .find(|c| !matches!(c, ',' | '-' | '+') && !"cinNoruaAfFjJpPqQtTyY".contains(*c))
     {
-        return Err(Early::error(
+        return Err(Exit::error(
             "sprio",
-            &format!("Invalid sort specification: {bad}"),
+            format!("Invalid sort specification: {bad}"),
         ));
     }
     Ok(Options {
@@ -287,13 +288,13 @@ pub fn parse_args(args: &[String]) -> Result<Options, Early> {
         partitions: p
             .all("partition")
             .into_iter()
-            .flat_map(format::split_list)
+            .flat_map(crate::args::split_list)
             .collect(),
         sort: p.get("sort").map(String::from),
         users: p
             .all("user")
             .into_iter()
-            .flat_map(format::split_list)
+            .flat_map(crate::args::split_list)
             .collect(),
         weights: p.has("weights"),
     })
@@ -462,7 +463,7 @@ pub fn run(args: &[String]) -> ExitCode {
     }
     let rt = client::runtime();
     let req = request(&opts);
-    let reply = match client::query(&rt, "sprio", |mut c| async move {
+    let reply = match crate::calls::query(&rt, "sprio", |mut c| async move {
         c.get_priorities(req).await.map(|r| r.into_inner())
     }) {
         Ok(r) => r,

@@ -9,10 +9,14 @@
 //! squeue                                                    →  JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)
 //! ```
 
+use crate::args::split_list;
 use crate::client;
+use crate::exit::Exit;
 use crate::fields::{self, JobField, SortKey, StepField};
-use crate::format::{self, Cell, Ctx, Early, Format, JobRef, Names, split_list};
+use crate::format::{self, Cell, Format};
+use crate::jobs::{Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
+use crate::users::Names;
 use model::JobState;
 use model::job_id::JobIdSpec;
 use proto::v1::{JobFilter, JobInfo, JobSummary, ListJobsReply, ListJobsRequest};
@@ -149,16 +153,16 @@ pub fn parse_args(
     env: &dyn Fn(&str) -> Option<String>,
     me: &str,
     warnings: &mut Vec<String>,
-) -> Result<Options, Early> {
-    let p = format::parse_command_line("squeue", args, SPECS, ALIASES, HELP, USAGE)?;
+) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("squeue", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("format") && p.has("Format") {
-        return Err(Early::error(
+        return Err(Exit::error(
             "squeue",
             "-o (--format) is incompatible with -O (--Format)",
         ));
     }
     if p.has("long") && p.has("format") {
-        return Err(Early::error(
+        return Err(Exit::error(
             "squeue",
             "Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.",
         ));
@@ -180,22 +184,22 @@ pub fn parse_args(
     let jobs_text = optional_list("jobs");
     let steps_text = optional_list("steps");
     if let Some(extra) = positional.next() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "squeue",
-            &format!("error: Unrecognized option: {extra}"),
+            format!("error: Unrecognized option: {extra}"),
         ));
     }
     let jobs = match jobs_text.as_deref() {
         Some("") | None => None,
         Some(t) => {
-            Some(JobIdSpec::parse_list(t).map_err(|e| Early::error("squeue", &e.to_string()))?)
+            Some(JobIdSpec::parse_list(t).map_err(|e| Exit::error("squeue", e.to_string()))?)
         }
     };
     let steps_view = steps_text.is_some();
     let steps = match steps_text.as_deref() {
         Some("") | None => None,
         Some(t) => {
-            Some(JobIdSpec::parse_list(t).map_err(|e| Early::error("squeue", &e.to_string()))?)
+            Some(JobIdSpec::parse_list(t).map_err(|e| Exit::error("squeue", e.to_string()))?)
         }
     };
 
@@ -205,10 +209,10 @@ pub fn parse_args(
         .map(String::from)
         .or_else(|| env("SQUEUE_USERS"));
     for u in user_text.as_deref().map(split_list).unwrap_or_default() {
-        users.extend(format::user_forms(&u));
+        users.extend(crate::users::user_forms(&u));
     }
     if p.has("me") {
-        users.extend(format::user_forms(me));
+        users.extend(crate::users::user_forms(me));
     }
     let states_text = p
         .get("states")
@@ -225,7 +229,7 @@ pub fn parse_args(
     let nodes = match p.get("nodelist") {
         None => Vec::new(),
         Some(n) => model::hostlist::expand(n)
-            .map_err(|_| Early::error("squeue", &format!("'{n}' invalid entry for --nodelist")))?,
+            .map_err(|_| Exit::error("squeue", format!("'{n}' invalid entry for --nodelist")))?,
     };
 
     let layout = if p.has("json") {
@@ -318,7 +322,7 @@ pub fn parse_args(
             fields::squeue_letter(c).map(|f| (f, desc))
         })
         .collect();
-    let iterate = format::iterate_option("squeue", &p)?;
+    let iterate = crate::args::iterate_option("squeue", &p)?;
 
     Ok(Options {
         jobs,
@@ -340,7 +344,7 @@ pub fn parse_args(
     })
 }
 
-fn parse_states(text: &str) -> Result<States, Early> {
+fn parse_states(text: &str) -> Result<States, Exit> {
     if text.trim().eq_ignore_ascii_case("all") {
         return Ok(States::All);
     }
@@ -374,7 +378,7 @@ fn parse_states(text: &str) -> Result<States, Early> {
             .contains(&s.to_ascii_uppercase().as_str()) => {}
             None => {
                 let valid: Vec<&str> = JobState::ALL.iter().map(|s| s.name()).collect();
-                return Err(Early {
+                return Err(Exit {
                     code: 1,
                     stdout: String::new(),
                     stderr: format!(
@@ -420,7 +424,7 @@ pub fn request(opts: &Options) -> ListJobsRequest {
     };
     ListJobsRequest {
         filter: Some(JobFilter {
-            job_ids: format::selector_ids(opts.jobs.iter().chain(opts.steps.iter()).flatten()),
+            job_ids: crate::jobs::selector_ids(opts.jobs.iter().chain(opts.steps.iter()).flatten()),
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
@@ -522,7 +526,7 @@ pub fn render_summaries(
         }
         keys.extend(opts.sort.iter().map(|(f, _)| f.sort_key(&job, ctx)));
         let tie = (
-            format::base_id(&job),
+            crate::jobs::base_id(&job),
             job.array_task_id.map(i64::from).unwrap_or(-1),
             job.job_id,
         );
@@ -610,7 +614,9 @@ fn single_job(opts: &Options) -> bool {
 /// Slurm's squeue then fails with `slurm_load_jobs error: Invalid job id specified`.
 pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
     match &opts.jobs {
-        Some(sel) if single_job(opts) => !jobs.iter().any(|j| format::select_ref(sel, j).is_some()),
+        Some(sel) if single_job(opts) => !jobs
+            .iter()
+            .any(|j| crate::jobs::select_ref(sel, j).is_some()),
         _ => false,
     }
 }
@@ -619,24 +625,24 @@ pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
 /// tasks `-j` named.
 fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
     let job = match &opts.jobs {
-        Some(sel) => format::select_ref(sel, job)?,
+        Some(sel) => crate::jobs::select_ref(sel, job)?,
         None => JobRef::Borrowed(job),
     };
-    let s = format::spec(&job);
+    let s = crate::jobs::spec(&job);
     let ci = |list: &[String], v: &str| {
         list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v))
     };
-    let ok = opts.states.matches(format::job_state(&job))
-        && (opts.users.is_empty() || format::user_matches(&opts.users, &job))
+    let ok = opts.states.matches(crate::jobs::job_state(&job))
+        && (opts.users.is_empty() || crate::users::user_matches(&opts.users, &job))
         && ci(&opts.names, &s.name)
         && (opts.partitions.is_empty() || opts.partitions.contains(&s.partition))
         && ci(&opts.accounts, &s.account)
-        && ci(&opts.qos, format::qos(s))
+        && ci(&opts.qos, crate::jobs::qos(s))
         && opts
             .reservation
             .as_ref()
             .is_none_or(|r| *r == s.reservation)
-        && (opts.nodes.is_empty() || format::on_any_node(&opts.nodes, &job.nodes));
+        && (opts.nodes.is_empty() || crate::jobs::on_any_node(&opts.nodes, &job.nodes));
     ok.then_some(job)
 }
 
@@ -644,9 +650,12 @@ fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
 pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a>> {
     let mut out: Vec<JobRef<'a>> = Vec::new();
     for job in jobs.iter().filter_map(|j| filter(opts, j)) {
-        if opts.array && format::is_array_meta(&job) {
-            for t in format::pending_tasks(&job) {
-                out.push(JobRef::Owned(Box::new(format::narrow_array(&job, &[t]))));
+        if opts.array && crate::jobs::is_array_meta(&job) {
+            for t in crate::jobs::pending_tasks(&job) {
+                out.push(JobRef::Owned(Box::new(crate::jobs::narrow_array(
+                    &job,
+                    &[t],
+                ))));
             }
         } else {
             out.push(job);
@@ -660,7 +669,7 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a
             (
                 keys,
                 (
-                    format::base_id(j),
+                    crate::jobs::base_id(j),
                     j.array_task_id.map(i64::from).unwrap_or(-1),
                     j.job_id,
                 ),
@@ -697,7 +706,7 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
         Layout::Json => {
             let rows = rows(opts, jobs, ctx);
             let list: Vec<JobJson> = rows.iter().map(|j| job_json(j, ctx)).collect();
-            out.push_str(&format::json_doc("jobs", &list));
+            out.push_str(&crate::jobs::json_doc("jobs", &list));
         }
         Layout::Jobs(fmt) => {
             let rows = rows(opts, jobs, ctx);
@@ -720,13 +729,13 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
             };
             for job in jobs.iter().filter_map(|j| filter(&job_opts, j)) {
                 for step in &job.steps {
-                    if format::step_state(step) != JobState::Running {
+                    if crate::jobs::step_state(step) != JobState::Running {
                         continue;
                     }
                     let wanted = |sel: &Option<Vec<JobIdSpec>>, need_step: bool| {
                         sel.as_ref().is_none_or(|list| {
                             list.iter().any(|s| {
-                                format::select(s, &job).is_some()
+                                crate::jobs::select(s, &job).is_some()
                                     && (!need_step
                                         || s.step().is_none_or(|id| id.to_string() == step.step_id))
                             })
@@ -739,7 +748,7 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
             }
             step_rows.sort_by_key(|(j, s)| {
                 (
-                    format::spec(j).partition.clone(),
+                    crate::jobs::spec(j).partition.clone(),
                     j.job_id,
                     s.step_id.parse::<i64>().unwrap_or(-1),
                 )
@@ -774,7 +783,7 @@ pub struct JobJson<'a> {
     dependency: &'a str,
     eligible_time: i64,
     end_time: i64,
-    exit_code: format::ExitJson,
+    exit_code: crate::jobs::ExitJson,
     group_id: u32,
     group_name: String,
     job_id: u32,
@@ -807,13 +816,13 @@ pub struct JobJson<'a> {
 
 /// One job for `--json`.
 pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
-    let s = format::spec(j);
-    let st = format::job_state(j);
+    let s = crate::jobs::spec(j);
+    let st = crate::jobs::job_state(j);
     JobJson {
         account: &s.account,
         array_job_id: j.array_job_id,
         array_task_id: j.array_task_id,
-        array_task_string: format::task_str(j),
+        array_task_string: crate::jobs::task_str(j),
         batch_host: &j.batch_host,
         cluster: &ctx.cluster,
         comment: &s.comment,
@@ -823,7 +832,7 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         dependency: &s.dependency,
         eligible_time: j.eligible_time,
         end_time: j.end_time,
-        exit_code: format::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
+        exit_code: crate::jobs::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
         group_id: s.gid,
         group_name: ctx.names.group(s.gid),
         job_id: j.job_id,
@@ -836,22 +845,22 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         nodes: &j.nodes,
         partition: &s.partition,
         priority: j.priority,
-        qos: format::qos(s),
+        qos: crate::jobs::qos(s),
         requeue: s.requeue,
         restart_cnt: j.restart_count,
         standard_error: &j.stderr_path,
-        standard_input: format::stdin_path(s),
+        standard_input: crate::jobs::stdin_path(s),
         standard_output: &j.stdout_path,
         start_time: if st == JobState::Pending {
             j.planned_start
         } else {
             j.start_time
         },
-        state_reason: format::reason(j),
+        state_reason: crate::jobs::reason(j),
         submit_time: j.submit_time,
         tasks: s.num_tasks.max(1),
         time_limit: (s.time_limit_min > 0).then_some(s.time_limit_min),
-        tres_alloc_str: format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
+        tres_alloc_str: crate::jobs::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
         user_id: s.uid,
         user_name: ctx.names.job_user(j),
         wckey: &s.wckey,
@@ -860,8 +869,9 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
 
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
-    let opts = match format::parse_printing_warnings(|w| parse_args(args, &format::env_var, &me, w))
-    {
+    let opts = match crate::args::parse_printing_warnings(|w| {
+        parse_args(args, &crate::args::env_var, &me, w)
+    }) {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -869,7 +879,7 @@ pub fn run(args: &[String]) -> ExitCode {
     let rt = client::runtime();
     loop {
         let req = request(&opts);
-        let mut reply = match client::query(&rt, "squeue", |mut c| async move {
+        let mut reply = match crate::calls::query(&rt, "squeue", |mut c| async move {
             if req.summary {
                 // Chunks, decoded while the controller builds the next ones; a
                 // controller without the call answers the plain request below.
@@ -891,6 +901,9 @@ pub fn run(args: &[String]) -> ExitCode {
                 .extend(expand_summaries(&reply.summaries, &reply.strings));
             reply.summaries.clear();
         }
+        if let Err(e) = crate::jobs::check_specs("squeue", &reply.jobs) {
+            return e.finish();
+        }
         if unknown_single_job(&opts, &reply.jobs) {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
             return ExitCode::from(1);
@@ -906,7 +919,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 &mut reply
                     .jobs
                     .iter()
-                    .map(|j| format::spec(j).uid)
+                    .map(|j| crate::jobs::spec(j).uid)
                     .chain(reply.summaries.iter().map(|s| s.uid))
                     .chain([uid]),
             ),
@@ -914,7 +927,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 &mut reply
                     .jobs
                     .iter()
-                    .map(|j| format::spec(j).gid)
+                    .map(|j| crate::jobs::spec(j).gid)
                     .chain(reply.summaries.iter().map(|s| s.gid)),
             ),
         );
@@ -932,7 +945,7 @@ pub fn run(args: &[String]) -> ExitCode {
         } else {
             render_summaries(&opts, &reply.summaries, &reply.strings, &ctx)
         };
-        if !format::print_round(opts.iterate, opts.long, opts.noheader, ctx.now, &text) {
+        if !crate::args::print_round(opts.iterate, opts.long, opts.noheader, ctx.now, &text) {
             return ExitCode::SUCCESS;
         }
     }
@@ -1014,7 +1027,7 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
-    fn parse(args: &[&str]) -> Result<Options, Early> {
+    fn parse(args: &[&str]) -> Result<Options, Exit> {
         let mut w = Vec::new();
         parse_args(&s(args), &|_| None, "alice", &mut w)
     }

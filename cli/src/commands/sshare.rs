@@ -17,7 +17,8 @@
 //! ```
 
 use crate::client;
-use crate::format::{self, Early, Parsable, TableField};
+use crate::exit::Exit;
+use crate::format::{self, Parsable, TableField};
 use crate::opts::{OptSpec, flag, value};
 use proto::v1::{GetSharesReply, ShareInfo};
 use std::process::ExitCode;
@@ -136,15 +137,15 @@ pub struct Options {
     pub users_only: bool,
 }
 
-pub fn parse_args(args: &[String], me: &str) -> Result<Options, Early> {
-    let p = format::parse_command_line("sshare", args, SPECS, ALIASES, HELP, USAGE)?;
+pub fn parse_args(args: &[String], me: &str) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("sshare", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("helpformat") {
-        return Err(Early::info(help_format()));
+        return Err(Exit::info(help_format()));
     }
     if let Some(extra) = p.positional.first() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "sshare",
-            &format!("error: Unrecognized option: {extra}"),
+            format!("error: Unrecognized option: {extra}"),
         ));
     }
     let mut all = p.has("all");
@@ -155,7 +156,7 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Early> {
             users.clear();
         } else {
             all = false;
-            users.extend(format::split_list(u));
+            users.extend(crate::args::split_list(u));
         }
     }
     if !all && users.is_empty() {
@@ -169,7 +170,7 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Early> {
         accounts: p
             .all("accounts")
             .into_iter()
-            .flat_map(format::split_list)
+            .flat_map(crate::args::split_list)
             .collect(),
         all,
         long: p.has("long"),
@@ -185,7 +186,7 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Early> {
         users: if all { Vec::new() } else { users },
         users_only: p.has("Users"),
     };
-    fields(&opts, "fair_tree").map_err(|e| Early::error("sshare", &e))?;
+    fields(&opts, "fair_tree").map_err(|e| Exit::error("sshare", &e))?;
     Ok(opts)
 }
 
@@ -335,7 +336,7 @@ pub fn run(args: &[String]) -> ExitCode {
         Err(early) => return early.finish(),
     };
     let rt = client::runtime();
-    let reply = match client::query(&rt, "sshare", |mut c| async move {
+    let reply = match crate::calls::query(&rt, "sshare", |mut c| async move {
         c.get_shares(proto::v1::GetSharesRequest {})
             .await
             .map(|r| r.into_inner())
@@ -348,7 +349,7 @@ pub fn run(args: &[String]) -> ExitCode {
             print!("{text}");
             ExitCode::SUCCESS
         }
-        Err(e) => Early::error("sshare", &e).finish(),
+        Err(e) => Exit::error("sshare", &e).finish(),
     }
 }
 

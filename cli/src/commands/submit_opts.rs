@@ -12,8 +12,10 @@
 //! maximum unless configured), `--mem=0` sends 0 (the partition's default), and unset
 //! counts send 0 (unspecified; the model reads them as 1).
 
-use super::util::{CliError, parse_signal, split_words};
+use crate::exit::Exit;
 use crate::opts::{ArgKind, OptSpec, flag, optional, value};
+use crate::signals::parse_signal;
+use crate::words::split_words;
 use model::timespec::{LocalZone, TimeSpec, Toward};
 use model::units;
 use proto::v1;
@@ -73,28 +75,28 @@ pub struct Arg<'a> {
 
 impl Arg<'_> {
     /// Keeps the value as given.
-    fn text(&self, slot: &mut Option<String>) -> Result<(), CliError> {
+    fn text(&self, slot: &mut Option<String>) -> Result<(), Exit> {
         *slot = Some(self.value.to_string());
         Ok(())
     }
 
     /// Slurm's words for a value it cannot read: `Invalid --NAME specification`.
-    fn bad(&self) -> CliError {
-        CliError::error(self.prog, format!("Invalid --{} specification", self.name)).with_code(255)
+    fn bad(&self) -> Exit {
+        Exit::error(self.prog, format!("Invalid --{} specification", self.name)).with_code(255)
     }
 
     /// A count above 0.
-    fn positive(&self) -> Result<u32, CliError> {
+    fn positive(&self) -> Result<u32, Exit> {
         positive(self.prog, &format!("--{}", self.name), self.value)
     }
 
     /// GPUs as `[type:]count`.
-    fn gpus(&self) -> Result<Gpu, CliError> {
+    fn gpus(&self) -> Result<Gpu, Exit> {
         parse_gpu_count(self.value).ok_or_else(|| gres_error(self.prog))
     }
 
     /// A memory size for one of the three memory options.
-    fn memory(&self, o: &mut SubmitOpts, kind: MemKind) -> Result<(), CliError> {
+    fn memory(&self, o: &mut SubmitOpts, kind: MemKind) -> Result<(), Exit> {
         let mb = units::parse_memory_mb(self.value).map_err(|_| self.bad())?;
         o.mem.push((kind, mb, self.source));
         Ok(())
@@ -102,7 +104,7 @@ impl Arg<'_> {
 }
 
 /// Applies an option's value to the options.
-pub type Setter = fn(&mut SubmitOpts, &Arg<'_>) -> Result<(), CliError>;
+pub type Setter = fn(&mut SubmitOpts, &Arg<'_>) -> Result<(), Exit>;
 
 /// What an option does.
 #[derive(Clone, Copy)]
@@ -562,18 +564,18 @@ pub struct SubmitOpts {
     pub cpu_bind: Option<String>,
 }
 
-fn positive(prog: &str, name: &str, val: &str) -> Result<u32, CliError> {
+fn positive(prog: &str, name: &str, val: &str) -> Result<u32, Exit> {
     match val.trim().parse::<i64>() {
         Ok(n) if n > 0 && n <= i64::from(u32::MAX) => Ok(n as u32),
-        _ => Err(CliError::error(
+        _ => Err(Exit::error(
             prog,
             format!("Invalid numeric value \"{val}\" for {name}."),
         )),
     }
 }
 
-fn gres_error(prog: &str) -> CliError {
-    CliError::error(prog, "Invalid generic resource (gres) specification")
+fn gres_error(prog: &str) -> Exit {
+    Exit::error(prog, "Invalid generic resource (gres) specification")
 }
 
 impl SubmitOpts {
@@ -583,7 +585,7 @@ impl SubmitOpts {
         command: Command,
         opts: &[(&'static str, String)],
         source: Source,
-    ) -> Result<(), CliError> {
+    ) -> Result<(), Exit> {
         for (k, v) in opts {
             self.apply(command, k, v, source)?;
         }
@@ -599,11 +601,11 @@ impl SubmitOpts {
         name: &str,
         value: &str,
         source: Source,
-    ) -> Result<(), CliError> {
+    ) -> Result<(), Exit> {
         let prog = command.name();
         let def = defs(command)
             .find(|d| d.spec.long == name)
-            .ok_or_else(|| CliError::error(prog, format!("unrecognized option '--{name}'")))?;
+            .ok_or_else(|| Exit::error(prog, format!("unrecognized option '--{name}'")))?;
         match def.set {
             Set::To(set) => set(
                 self,
@@ -620,7 +622,7 @@ impl SubmitOpts {
 
     /// The memory request in force: the one from the strongest source; two kinds on the
     /// command line are an error, as in Slurm.
-    fn memory(&self, prog: &str) -> Result<Option<(MemKind, u64)>, CliError> {
+    fn memory(&self, prog: &str) -> Result<Option<(MemKind, u64)>, Exit> {
         let cli_kinds: Vec<MemKind> = self
             .mem
             .iter()
@@ -628,7 +630,7 @@ impl SubmitOpts {
             .map(|m| m.0)
             .collect();
         if cli_kinds.iter().any(|k| *k != cli_kinds[0]) {
-            return Err(CliError::raw(format!(
+            return Err(Exit::raw(format!(
                 "{prog}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
             )));
         }
@@ -643,10 +645,10 @@ impl SubmitOpts {
 }
 
 /// `N` or `min-max` (the minimum is used).
-fn parse_node_count(prog: &str, val: &str) -> Result<u32, CliError> {
+fn parse_node_count(prog: &str, val: &str) -> Result<u32, Exit> {
     let min = val.split_once('-').map_or(val, |(lo, _)| lo).trim();
     let invalid =
-        || CliError::error(prog, format!("\"{val}\" is not a valid node count")).with_code(255);
+        || Exit::error(prog, format!("\"{val}\" is not a valid node count")).with_code(255);
     let n: u32 = min.parse().map_err(|_| invalid())?;
     if let Some((_, hi)) = val.split_once('-') {
         let hi: u32 = hi.trim().parse().map_err(|_| invalid())?;
@@ -655,7 +657,7 @@ fn parse_node_count(prog: &str, val: &str) -> Result<u32, CliError> {
         }
     }
     if n == 0 {
-        return Err(CliError::error(
+        return Err(Exit::error(
             prog,
             "Batch job submission failed: Node count specification invalid",
         ));
@@ -801,6 +803,22 @@ pub fn directive_words(script: &str) -> Vec<String> {
     words
 }
 
+/// This machine's host name.
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// The last path component.
+pub fn basename(path: &str) -> &str {
+    path.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(path)
+}
+
 /// What the request is built from besides the options.
 pub struct SubmitCtx<'a> {
     pub env: &'a [(String, String)],
@@ -832,7 +850,7 @@ pub fn build_spec(
     script: String,
     script_args: Vec<String>,
     default_name: &str,
-) -> Result<v1::JobSpec, CliError> {
+) -> Result<v1::JobSpec, Exit> {
     let work_dir = match o.chdir.as_deref() {
         Some(d) if d.starts_with('/') => d.to_string(),
         Some(d) => format!("{}/{}", ctx.cwd.trim_end_matches('/'), d),
@@ -840,7 +858,7 @@ pub fn build_spec(
     };
     let array = match o.array.as_deref() {
         Some(a) => Some(model::job::parse_array(a, ctx.max_array_size).map_err(|_| {
-            CliError::error(
+            Exit::error(
                 prog,
                 "Batch job submission failed: Invalid job array specification",
             )
@@ -849,9 +867,8 @@ pub fn build_spec(
     };
     let begin_time = match o.begin.as_deref() {
         Some(b) => {
-            let b = TimeSpec::parse(b).map_err(|_| {
-                CliError::error(prog, "Invalid --begin specification").with_code(255)
-            })?;
+            let b = TimeSpec::parse(b)
+                .map_err(|_| Exit::error(prog, "Invalid --begin specification").with_code(255))?;
             b.resolve(ctx.now, Toward::Future, ctx.zone)
         }
         None => 0,
@@ -1021,7 +1038,7 @@ pub(crate) mod tests {
         let e = o
             .apply(Command::Srun, "array", "1-3", Source::Cli)
             .unwrap_err();
-        assert_eq!(e.lines, ["srun: error: unrecognized option '--array'"]);
+        assert_eq!(e.lines(), ["srun: error: unrecognized option '--array'"]);
         // sbatch's --wait is its flag.
         o.apply(Command::Sbatch, "wait", "", Source::Cli).unwrap();
         assert!(o.wait);
@@ -1049,6 +1066,12 @@ pub(crate) mod tests {
                 ("time", "10".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn basenames() {
+        assert_eq!(basename("/a/b/run.sh"), "run.sh");
+        assert_eq!(basename("run.sh"), "run.sh");
     }
 
     #[test]
@@ -1225,7 +1248,7 @@ pub(crate) mod tests {
         let e = |o: &mut SubmitOpts, k: &str, v: &str| {
             o.apply(Command::Sbatch, k, v, Source::Cli)
                 .unwrap_err()
-                .lines
+                .lines()
         };
         assert_eq!(
             e(&mut o, "time", "abc"),
@@ -1312,7 +1335,7 @@ pub(crate) mod tests {
         o.apply(Command::Sbatch, "mem-per-cpu", "1G", Source::Cli)
             .unwrap();
         assert_eq!(
-            o.memory("sbatch").unwrap_err().lines,
+            o.memory("sbatch").unwrap_err().lines(),
             ["sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."]
         );
     }
