@@ -350,17 +350,21 @@ pub fn state_text(j: &JobInfo) -> String {
     }
 }
 
-/// The worst exit of the job's steps other than the batch and extern ones.
-pub fn derived_exit_code(j: &JobInfo) -> String {
-    let worst = j
-        .steps
+/// The worst exit (code, signal) of the job's steps other than the batch and extern
+/// ones: Slurm's derived exit code.
+pub fn derived_exit(j: &JobInfo) -> (i32, i32) {
+    j.steps
         .iter()
         .filter(|s| s.step_id != "batch" && s.step_id != "extern")
-        .max_by_key(|s| (s.exit_code, s.exit_signal));
-    match worst {
-        Some(s) => format!("{}:{}", s.exit_code, s.exit_signal),
-        None => "0:0".into(),
-    }
+        .map(|s| (s.exit_code, s.exit_signal))
+        .max()
+        .unwrap_or((0, 0))
+}
+
+/// The derived exit code as sacct prints it: `2:0`.
+pub fn derived_exit_code(j: &JobInfo) -> String {
+    let (code, signal) = derived_exit(j);
+    format!("{code}:{signal}")
 }
 
 /// Seconds between eligibility and the start (or now): sacct's Planned.

@@ -237,47 +237,80 @@ pub fn tres_string(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> String {
     model::tres::format_counts_by_name(&job_tres(cpus, mem_mb, nodes, gpus))
 }
 
-/// An exit code in Slurm's JSON shape: `{"status": ["SUCCESS"], "return_code": 0, ...}`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ExitJson {
-    status: [&'static str; 1],
-    return_code: i32,
-    signal: SignalJson,
+/// The JSON shape Drover's `--json` follows: Slurm 22.05's, the one its `--version`
+/// names. squeue's is the `openapi/v0.0.38` plugin's, sacct's the `openapi/dbv0.0.38`
+/// plugin's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonPlugin {
+    /// squeue (and sinfo): the controller's records.
+    Ctld,
+    /// sacct: the accounting records.
+    Db,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
-struct SignalJson {
-    id: i32,
-}
-
-impl ExitJson {
-    /// `done`: the job or step has ended (else the status is `PENDING`).
-    pub fn new(code: i32, signal: i32, done: bool) -> ExitJson {
-        let status = if !done {
-            "PENDING"
-        } else if signal != 0 {
-            "SIGNALED"
-        } else if code != 0 {
-            "ERROR"
-        } else {
-            "SUCCESS"
-        };
-        ExitJson {
-            status: [status],
-            return_code: code,
-            signal: SignalJson { id: signal },
+impl JsonPlugin {
+    fn type_and_name(self) -> (&'static str, &'static str) {
+        match self {
+            JsonPlugin::Ctld => ("openapi/v0.0.38", "Slurm OpenAPI v0.0.38"),
+            JsonPlugin::Db => ("openapi/dbv0.0.38", "Slurm OpenAPI DB v0.0.38"),
         }
     }
 }
 
-/// A JSON document as Slurm's `--json` prints it: `{"errors": [], KEY: ITEMS,
-/// "warnings": []}`, pretty-printed, with a final newline.
-pub fn json_doc<T: serde::Serialize>(key: &str, items: &T) -> String {
+#[derive(Debug, serde::Serialize)]
+struct MetaJson {
+    plugin: PluginJson,
+    #[serde(rename = "Slurm")]
+    slurm: SlurmJson,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct PluginJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'static str,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct SlurmJson {
+    version: VersionJson,
+    release: &'static str,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct VersionJson {
+    major: u32,
+    micro: u32,
+    minor: u32,
+}
+
+/// The release `--version` names, as the JSON `meta` spells it.
+const RELEASE: &str = "22.05.8";
+
+fn meta(plugin: JsonPlugin) -> MetaJson {
+    let (kind, name) = plugin.type_and_name();
+    MetaJson {
+        plugin: PluginJson { kind, name },
+        slurm: SlurmJson {
+            version: VersionJson {
+                major: 22,
+                micro: 8,
+                minor: 5,
+            },
+            release: RELEASE,
+        },
+    }
+}
+
+/// A JSON document as Slurm 22.05's `--json` prints it: `{"meta": {...}, "errors": [],
+/// KEY: ITEMS, "warnings": []}`, pretty-printed, with a final newline.
+pub fn json_doc<T: serde::Serialize>(plugin: JsonPlugin, key: &str, items: &T) -> String {
     let mut buf = Vec::with_capacity(1 << 16);
     let mut ser = serde_json::Serializer::pretty(&mut buf);
     let result = {
         use serde::ser::{SerializeMap, Serializer};
-        (&mut ser).serialize_map(Some(3)).and_then(|mut m| {
+        (&mut ser).serialize_map(Some(4)).and_then(|mut m| {
+            m.serialize_entry("meta", &meta(plugin))?;
             m.serialize_entry("errors", &[(); 0])?;
             m.serialize_entry(key, items)?;
             m.serialize_entry("warnings", &[(); 0])?;
@@ -290,6 +323,60 @@ pub fn json_doc<T: serde::Serialize>(key: &str, items: &T) -> String {
     let mut out = String::from_utf8(buf).unwrap_or_default();
     out.push('\n');
     out
+}
+
+/// An exit code in the accounting JSON shape (dbv0.0.38): `{"status": "SUCCESS",
+/// "return_code": 0}`, `{"status": "ERROR", "return_code": 3}`, `{"status":
+/// "SIGNALED", "signal": {"signal_id": 9, "name": "Killed"}}`, `{"status": "PENDING"}`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExitJson {
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    return_code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<SignalJson>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct SignalJson {
+    signal_id: i32,
+    name: String,
+}
+
+impl ExitJson {
+    /// `done`: the job or step has ended (else the status is `PENDING`).
+    pub fn new(code: i32, signal: i32, done: bool) -> ExitJson {
+        let (status, return_code, signal) = if !done {
+            ("PENDING", None, None)
+        } else if signal != 0 {
+            let name = nix::sys::signal::Signal::try_from(signal)
+                .map(|s| s.as_str().trim_start_matches("SIG").to_string())
+                .unwrap_or_else(|_| signal.to_string());
+            (
+                "SIGNALED",
+                None,
+                Some(SignalJson {
+                    signal_id: signal,
+                    name,
+                }),
+            )
+        } else if code != 0 {
+            ("ERROR", Some(code), None)
+        } else {
+            ("SUCCESS", Some(0), None)
+        };
+        ExitJson {
+            status,
+            return_code,
+            signal,
+        }
+    }
+}
+
+/// A job's exit as squeue's JSON (v0.0.38) gives it: the wait status, `code << 8 |
+/// signal`.
+pub fn wait_status(code: i32, signal: i32) -> i32 {
+    (code << 8) | (signal & 0x7f)
 }
 
 /// A job id argument: one or more ids separated by commas outside brackets (`12,13_[1,3]`

@@ -16,7 +16,7 @@
 use crate::args::split_list;
 use crate::client;
 use crate::exit::Exit;
-use crate::fields::{self, Sacct, derived_exit_code};
+use crate::fields::{self, Sacct};
 use crate::format::{self, Parsable, TableField};
 use crate::jobs::{Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
@@ -503,7 +503,7 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
     format::print_fields(&fields, &values, !opts.noheader, opts.mode, &opts.delimiter)
 }
 
-/// One job in Slurm's `sacct --json` shape.
+/// One job in Slurm 22.05's `sacct --json` shape (the `openapi/dbv0.0.38` plugin's).
 #[derive(Debug, Serialize)]
 struct JobJson<'a> {
     account: &'a str,
@@ -511,7 +511,7 @@ struct JobJson<'a> {
     array: ArrayJson<'a>,
     cluster: &'a str,
     comment: CommentJson<'a>,
-    derived_exit_code: String,
+    derived_exit_code: crate::jobs::ExitJson,
     exit_code: crate::jobs::ExitJson,
     group: String,
     job_id: u32,
@@ -557,7 +557,7 @@ struct RequiredJson {
 
 #[derive(Debug, Serialize)]
 struct StateJson {
-    current: [&'static str; 1],
+    current: &'static str,
     reason: String,
 }
 
@@ -574,8 +574,47 @@ struct TimeJson {
 
 #[derive(Debug, Serialize)]
 struct TresJson {
-    allocated: String,
-    requested: String,
+    allocated: Vec<TresCountJson>,
+    requested: Vec<TresCountJson>,
+}
+
+/// One TRES count: `{"type": "gres", "name": "gpu", "id": 1001, "count": 2}`.
+#[derive(Debug, Serialize)]
+struct TresCountJson {
+    #[serde(rename = "type")]
+    kind: String,
+    name: String,
+    id: u32,
+    count: u64,
+}
+
+/// TRES counts as the accounting JSON lists them, with Slurm's ids (cpu 1, mem 2,
+/// node 4, billing 5; the first GRES 1001).
+fn tres_json(counts: &model::tres::TresCounts) -> Vec<TresCountJson> {
+    counts
+        .iter()
+        .map(|(name, count)| {
+            let (kind, name, id) = match name.split_once('/') {
+                Some((kind, gres)) => (kind, gres, 1001),
+                None => {
+                    let id = match name.as_str() {
+                        "cpu" => 1,
+                        "mem" => 2,
+                        "node" => 4,
+                        "billing" => 5,
+                        _ => 0,
+                    };
+                    (name.as_str(), "", id)
+                }
+            };
+            TresCountJson {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                id,
+                count: *count,
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -625,7 +664,10 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
         },
         cluster: &ctx.cluster,
         comment: CommentJson { job: &s.comment },
-        derived_exit_code: derived_exit_code(j),
+        derived_exit_code: {
+            let (code, signal) = fields::derived_exit(j);
+            crate::jobs::ExitJson::new(code, signal, st.is_final())
+        },
         exit_code: crate::jobs::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
         group: ctx.names.group(s.gid),
         job_id: j.job_id,
@@ -640,7 +682,7 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
         },
         restart_cnt: j.restart_count,
         state: StateJson {
-            current: [st.name()],
+            current: st.name(),
             reason: named_value("Reason", row, ctx),
         },
         steps: Vec::new(),
@@ -653,8 +695,22 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
             submission: j.submit_time,
         },
         tres: TresJson {
-            allocated: named_value("AllocTRES", row, ctx),
-            requested: named_value("ReqTRES", row, ctx),
+            allocated: if j.start_time > 0 && st != JobState::Pending {
+                tres_json(&crate::jobs::job_tres(
+                    j.num_cpus,
+                    j.mem_mb,
+                    j.num_nodes,
+                    j.num_gpus,
+                ))
+            } else {
+                Vec::new()
+            },
+            requested: tres_json(&crate::jobs::job_tres(
+                crate::jobs::req_cpus(s),
+                j.mem_mb,
+                s.num_nodes.max(1),
+                j.num_gpus,
+            )),
         },
         user: named_value("User", row, ctx),
         wckey: WckeyJson { wckey: &s.wckey },
@@ -705,7 +761,7 @@ fn json_doc(rows: &[Row], ctx: &Ctx) -> String {
             }
         }
     }
-    crate::jobs::json_doc("jobs", &jobs)
+    crate::jobs::json_doc(crate::jobs::JsonPlugin::Db, "jobs", &jobs)
 }
 
 pub fn run(args: &[String]) -> ExitCode {
@@ -1273,7 +1329,17 @@ mod tests {
         let jobs = v["jobs"].as_array().unwrap();
         assert_eq!(jobs.len(), 2);
         assert_eq!(jobs[0]["job_id"], 10);
-        assert_eq!(jobs[0]["state"]["current"], json!(["COMPLETED"]));
+        assert_eq!(jobs[0]["state"]["current"], "COMPLETED");
+        assert_eq!(
+            jobs[0]["exit_code"],
+            json!({"status": "SUCCESS", "return_code": 0})
+        );
+        assert_eq!(
+            jobs[0]["tres"]["allocated"][0],
+            json!({"type": "billing", "name": "", "id": 5, "count": 2})
+        );
+        assert_eq!(v["meta"]["plugin"]["type"], "openapi/dbv0.0.38");
+        assert_eq!(v["meta"]["Slurm"]["release"], "22.05.8");
         assert_eq!(jobs[0]["steps"].as_array().unwrap().len(), 2);
         assert_eq!(jobs[0]["steps"][0]["step"]["id"], "10.batch");
         assert_eq!(jobs[1]["nodes"], "None assigned");

@@ -706,7 +706,11 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
         Layout::Json => {
             let rows = rows(opts, jobs, ctx);
             let list: Vec<JobJson> = rows.iter().map(|j| job_json(j, ctx)).collect();
-            out.push_str(&crate::jobs::json_doc("jobs", &list));
+            out.push_str(&crate::jobs::json_doc(
+                crate::jobs::JsonPlugin::Ctld,
+                "jobs",
+                &list,
+            ));
         }
         Layout::Jobs(fmt) => {
             let rows = rows(opts, jobs, ctx);
@@ -783,11 +787,12 @@ pub struct JobJson<'a> {
     dependency: &'a str,
     eligible_time: i64,
     end_time: i64,
-    exit_code: crate::jobs::ExitJson,
+    /// The wait status (`code << 8 | signal`).
+    exit_code: i32,
     group_id: u32,
     group_name: String,
     job_id: u32,
-    job_state: [&'static str; 1],
+    job_state: &'static str,
     memory_per_cpu: u64,
     memory_per_node: u64,
     name: &'a str,
@@ -832,11 +837,11 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         dependency: &s.dependency,
         eligible_time: j.eligible_time,
         end_time: j.end_time,
-        exit_code: crate::jobs::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
+        exit_code: crate::jobs::wait_status(j.exit_code, j.exit_signal),
         group_id: s.gid,
         group_name: ctx.names.group(s.gid),
         job_id: j.job_id,
-        job_state: [st.name()],
+        job_state: st.name(),
         memory_per_cpu: s.mem_per_cpu_mb,
         memory_per_node: s.mem_per_node_mb,
         name: &s.name,
@@ -1526,12 +1531,22 @@ mod tests {
         assert_eq!(jobs.len(), 5);
         let first = &jobs[0];
         assert_eq!(first["job_id"], 3);
-        assert_eq!(first["job_state"], json!(["PENDING"]));
+        assert_eq!(first["job_state"], "PENDING");
         assert_eq!(first["state_reason"], "Resources");
         assert_eq!(first["time_limit"], 5);
         let done = jobs.iter().find(|j| j["job_id"] == 2).unwrap();
-        assert_eq!(done["exit_code"]["status"], json!(["SUCCESS"]));
-        assert_eq!(done["exit_code"]["return_code"], 0);
+        assert_eq!(done["exit_code"], 0);
+        // Slurm 22.05's (data_parser v0.0.38) top level.
+        assert_eq!(v["meta"]["plugin"]["type"], "openapi/v0.0.38");
+        assert_eq!(v["meta"]["Slurm"]["release"], "22.05.8");
+        assert_eq!(
+            v["meta"]["Slurm"]["version"],
+            json!({"major": 22, "micro": 8, "minor": 5})
+        );
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["errors", "jobs", "meta", "warnings"]);
+        assert_eq!(crate::jobs::wait_status(3, 0), 768);
+        assert_eq!(crate::jobs::wait_status(0, 9), 9);
     }
 
     #[test]
