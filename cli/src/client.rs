@@ -132,40 +132,6 @@ fn passwd_name(text: &str, uid: u32) -> Option<String> {
     })
 }
 
-/// The words of every command for a controller it cannot reach.
-pub const CONNECT_FAILURE: &str = "Unable to contact slurm controller (connect failure)";
-
-/// The error text of a gRPC status, as one line.
-fn status_message(s: &tonic::Status) -> String {
-    match s.code() {
-        tonic::Code::Unavailable => format!("{CONNECT_FAILURE}: {}", s.message()),
-        _ => s.message().to_string(),
-    }
-}
-
-/// One exchange of a read command with the controller: connects, then runs `call`. A
-/// failure is printed as `command: error: ...` and gives exit status 1.
-pub fn query<T, F, Fut>(
-    rt: &tokio::runtime::Runtime,
-    command: &str,
-    call: F,
-) -> Result<T, std::process::ExitCode>
-where
-    F: FnOnce(Ctld) -> Fut,
-    Fut: std::future::Future<Output = Result<T, tonic::Status>>,
-{
-    let reply = rt.block_on(async {
-        let c = connect().await?;
-        call(c)
-            .await
-            .map_err(|s| anyhow::anyhow!(status_message(&s)))
-    });
-    reply.map_err(|e| {
-        eprintln!("{command}: error: {e:#}");
-        std::process::ExitCode::from(1)
-    })
-}
-
 /// The cluster's name from the config; empty without one.
 pub fn cluster_name() -> String {
     load_config().map(|c| c.cluster_name).unwrap_or_default()

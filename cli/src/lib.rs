@@ -4,12 +4,21 @@
 //! ExitCode`, where `args` holds the arguments after the command name. They share the
 //! connection and config discovery of `client`.
 
+pub mod args;
+pub mod calls;
 pub mod client;
 pub mod commands;
 pub mod connection;
+pub mod exit;
+pub mod fields;
 pub mod format;
+pub mod jobs;
+pub mod nodes;
 pub mod opts;
+pub mod signals;
 pub mod times;
+pub mod users;
+pub mod words;
 
 use std::process::ExitCode;
 

@@ -136,16 +136,27 @@ pub fn sorted_names<V>(map: &BTreeMap<String, V>) -> Vec<&str> {
 pub fn format_counts(counts: &TresCounts) -> String {
     sorted_names(counts)
         .into_iter()
-        .map(|name| {
-            let n = counts[name];
-            if name == "mem" {
-                format!("{name}={}", format_mem(n))
-            } else {
-                format!("{name}={n}")
-            }
-        })
+        .map(|name| format_count(name, counts[name]))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// Formats counts by name, as the accounting commands (sacct's AllocTRES, squeue's
+/// tres-alloc) print them: `billing=4,cpu=4,gres/gpu=1,mem=16G,node=1`.
+pub fn format_counts_by_name(counts: &TresCounts) -> String {
+    counts
+        .iter()
+        .map(|(name, n)| format_count(name, *n))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn format_count(name: &str, n: u64) -> String {
+    if name == "mem" {
+        format!("{name}={}", format_mem(n))
+    } else {
+        format!("{name}={n}")
+    }
 }
 
 /// Formats counts with plain numbers (`mem` in MB): `cpu=600,mem=1024000`, as Slurm

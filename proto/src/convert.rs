@@ -187,6 +187,16 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
     };
     let mut wire_spec = spec_to_wire(spec, payload);
     wire_spec.time_limit_min = j.time_limit_min.unwrap_or(0);
+    let batch_host = alloc
+        .and_then(|a| a.nodes.first())
+        .map(|n| n.node.as_str())
+        .unwrap_or_default();
+    // Resolved when the job started; until then, what its patterns would give.
+    let (stdout_path, stderr_path) = if j.stdout_path.is_empty() {
+        model::pattern::batch_output_paths(j, batch_host)
+    } else {
+        (j.stdout_path.clone(), j.stderr_path.clone())
+    };
     v1::JobInfo {
         job_id: j.id,
         array_job_id: j.array_job_id,
@@ -214,13 +224,10 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
         priority: 0,
         cancelled_by: j.cancelled_by,
         restart_count: j.restart_count,
-        batch_host: alloc
-            .and_then(|a| a.nodes.first())
-            .map(|n| n.node.clone())
-            .unwrap_or_default(),
+        batch_host: batch_host.to_string(),
         planned_start: j.planned_start,
-        stdout_path: j.stdout_path.clone(),
-        stderr_path: j.stderr_path.clone(),
+        stdout_path,
+        stderr_path,
         spec: Some(wire_spec),
         steps: j
             .steps

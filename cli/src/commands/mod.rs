@@ -12,7 +12,7 @@ pub mod srun;
 pub mod sshare;
 pub mod submit_opts;
 pub mod up;
-pub mod util;
+pub mod wait;
 pub mod why;
 
 use std::process::ExitCode;

@@ -13,9 +13,14 @@
 //!                                                       12.batch|COMPLETED|gpu01
 //! ```
 
+use crate::args::split_list;
 use crate::client;
-use crate::format::{self, Ctx, Early, JobRef, Names, Parsable, TableField, split_list};
+use crate::exit::Exit;
+use crate::fields::{self, Sacct};
+use crate::format::{self, Parsable, TableField};
+use crate::jobs::{Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
+use crate::users::Names;
 use model::JobState;
 use model::job_id::JobIdSpec;
 use model::timespec::{self, Toward};
@@ -101,132 +106,10 @@ tresusageinave,tresusageinmax,tresusageinmaxnode,tresusageinmaxtask,tresusageinm
 tresusageinminnode,tresusageinmintask,tresusageintot,tresusageoutmax,tresusageoutmaxnode,\
 tresusageoutmaxtask,tresusageoutave,tresusageouttot";
 
-/// Slurm's field table: names in the order prefixes are tried, with default widths
-/// (negative: left-aligned).
-pub const FIELDS: &[(&str, i32)] = &[
-    ("Account", 10),
-    ("AdminComment", 15),
-    ("AllocCPUS", 10),
-    ("AllocNodes", 10),
-    ("AllocTRES", 10),
-    ("AssocID", 7),
-    ("AveCPU", 10),
-    ("AveCPUFreq", 10),
-    ("AveDiskRead", 14),
-    ("AveDiskWrite", 14),
-    ("AvePages", 10),
-    ("AveRSS", 10),
-    ("AveVMSize", 10),
-    ("BlockID", 16),
-    ("Cluster", 10),
-    ("Comment", 14),
-    ("Constraints", 19),
-    ("ConsumedEnergy", 14),
-    ("ConsumedEnergyRaw", 17),
-    ("Container", 19),
-    ("CPUTime", 10),
-    ("CPUTimeRAW", 10),
-    ("DBIndex", -21),
-    ("DerivedExitCode", 15),
-    ("Elapsed", 10),
-    ("ElapsedRaw", 10),
-    ("Eligible", 19),
-    ("End", 19),
-    ("ExitCode", 8),
-    ("Extra", 14),
-    ("FailedNode", 8),
-    ("Flags", 19),
-    ("GID", 6),
-    ("Group", 9),
-    ("JobID", -12),
-    ("JobIDRaw", -12),
-    ("JobName", 10),
-    ("Layout", 9),
-    ("Licenses", 10),
-    ("MaxDiskRead", 12),
-    ("MaxDiskReadNode", 15),
-    ("MaxDiskReadTask", 15),
-    ("MaxDiskWrite", 12),
-    ("MaxDiskWriteNode", 16),
-    ("MaxDiskWriteTask", 16),
-    ("MaxPages", 8),
-    ("MaxPagesNode", 12),
-    ("MaxPagesTask", 14),
-    ("MaxRSS", 10),
-    ("MaxRSSNode", 10),
-    ("MaxRSSTask", 10),
-    ("MaxVMSize", 10),
-    ("MaxVMSizeNode", 14),
-    ("MaxVMSizeTask", 14),
-    ("McsLabel", 12),
-    ("MinCPU", 10),
-    ("MinCPUNode", 10),
-    ("MinCPUTask", 10),
-    ("NCPUS", 10),
-    ("NNodes", 8),
-    ("NodeList", 15),
-    ("NTasks", 8),
-    ("Partition", 10),
-    ("Planned", 10),
-    ("PlannedCPU", 10),
-    ("PlannedCPURAW", 13),
-    ("Priority", 10),
-    ("QOS", 10),
-    ("QOSRAW", 6),
-    ("QOSREQ", 10),
-    ("Reason", 22),
-    ("ReqCPUFreq", 10),
-    ("ReqCPUFreqGov", 13),
-    ("ReqCPUFreqMax", 13),
-    ("ReqCPUFreqMin", 13),
-    ("ReqCPUS", 8),
-    ("ReqMem", 10),
-    ("ReqNodes", 8),
-    ("ReqTRES", 10),
-    ("Reservation", 20),
-    ("ReservationId", 8),
-    ("Restarts", 8),
-    ("Start", 19),
-    ("State", 10),
-    ("StdErr", 20),
-    ("StdIn", 20),
-    ("StdOut", 20),
-    ("Submit", 19),
-    ("SubmitLine", 20),
-    ("Suspended", 10),
-    ("SystemComment", 15),
-    ("SystemCPU", 10),
-    ("Timelimit", 10),
-    ("TimelimitRaw", 10),
-    ("TotalCPU", 10),
-    ("TRESUsageInAve", 14),
-    ("TRESUsageInMax", 14),
-    ("TRESUsageInMaxNode", 18),
-    ("TRESUsageInMaxTask", 18),
-    ("TRESUsageInMin", 14),
-    ("TRESUsageInMinNode", 18),
-    ("TRESUsageInMinTask", 18),
-    ("TRESUsageInTot", 14),
-    ("TRESUsageOutAve", 15),
-    ("TRESUsageOutMax", 15),
-    ("TRESUsageOutMaxNode", 19),
-    ("TRESUsageOutMaxTask", 19),
-    ("TRESUsageOutMin", 15),
-    ("TRESUsageOutMinNode", 19),
-    ("TRESUsageOutMinTask", 19),
-    ("TRESUsageOutTot", 15),
-    ("UID", 6),
-    ("User", 9),
-    ("UserCPU", 10),
-    ("WCKey", 10),
-    ("WCKeyID", 10),
-    ("WorkDir", 20),
-];
-
 /// Parses a field list (`JobID,State%20,nodelist%-256`): names match the table without
 /// regard to case, a prefix picks the first field it starts (`jobn` is JobName), `ALL`
 /// takes every field; `%N` sets the width (negative: left-aligned).
-pub fn parse_fields(list: &str) -> Result<Vec<(&'static str, i32)>, String> {
+pub fn parse_fields(list: &str) -> Result<Vec<(&'static Sacct, i32)>, String> {
     let mut out = Vec::new();
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, width) = match item.split_once('%') {
@@ -239,14 +122,16 @@ pub fn parse_fields(list: &str) -> Result<Vec<(&'static str, i32)>, String> {
                 .is_some_and(|p| p.eq_ignore_ascii_case(name))
             && !name.is_empty()
         {
-            out.extend(FIELDS.iter().map(|(n, l)| (*n, width.unwrap_or(*l))));
+            out.extend(fields::sacct_fields().map(|f| (f, width.unwrap_or(f.width))));
             continue;
         }
-        let found = FIELDS.iter().find(|(n, _)| {
-            n.len() >= name.len() && !name.is_empty() && n[..name.len()].eq_ignore_ascii_case(name)
+        let found = fields::sacct_fields().find(|f| {
+            f.name.len() >= name.len()
+                && !name.is_empty()
+                && f.name[..name.len()].eq_ignore_ascii_case(name)
         });
         match found {
-            Some((n, l)) => out.push((*n, width.unwrap_or(*l))),
+            Some(f) => out.push((f, width.unwrap_or(f.width))),
             None => return Err(format!("Invalid field requested: \"{name}\"")),
         }
     }
@@ -272,7 +157,7 @@ fn atoi(s: &str) -> i32 {
 /// Everything the command line asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub fields: Vec<(&'static str, i32)>,
+    pub fields: Vec<(&'static Sacct, i32)>,
     pub noheader: bool,
     pub mode: Parsable,
     pub delimiter: String,
@@ -303,21 +188,21 @@ pub fn parse_args(
     now: i64,
     uid: u32,
     me: &str,
-) -> Result<Options, Early> {
-    let p = format::parse_command_line("sacct", args, SPECS, ALIASES, HELP, USAGE)?;
+) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("sacct", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("helpformat") {
-        return Err(Early::info(help_fields()));
+        return Err(Exit::info(help_fields()));
     }
     if !p.positional.is_empty() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "sacct",
-            &format!("error: Unknown arguments: {}", p.positional.join(" ")),
+            format!("error: Unknown arguments: {}", p.positional.join(" ")),
         ));
     }
 
     let mut jobs: Option<Vec<JobIdSpec>> = None;
     for text in p.all("jobs") {
-        let sel = JobIdSpec::parse_list(text).map_err(|e| Early::error("sacct", &e.to_string()))?;
+        let sel = JobIdSpec::parse_list(text).map_err(|e| Exit::error("sacct", e.to_string()))?;
         jobs.get_or_insert_with(Vec::new).extend(sel);
     }
     let mut states = Vec::new();
@@ -330,7 +215,7 @@ pub fn parse_args(
                 ]
                 .contains(&s.to_ascii_uppercase().as_str()) => {}
                 None => {
-                    return Err(Early {
+                    return Err(Exit {
                         code: 1,
                         stdout: String::new(),
                         stderr: format!("sacct: fatal: unrecognized job state value '{s}'\n"),
@@ -339,12 +224,12 @@ pub fn parse_args(
             }
         }
     }
-    let time = |key: &str| -> Result<Option<i64>, Early> {
+    let time = |key: &str| -> Result<Option<i64>, Exit> {
         match p.get(key) {
             None => Ok(None),
             Some(t) => timespec::parse(t, now, Toward::Past, crate::times::zone())
                 .map(Some)
-                .map_err(|e| Early::error("sacct", &e.to_string())),
+                .map_err(|e| Exit::error("sacct", e.to_string())),
         }
     };
     let mut window_start = time("starttime")?.unwrap_or(0);
@@ -367,11 +252,11 @@ pub fn parse_args(
         }
         all_users = false;
         for u in split_list(text) {
-            users.extend(format::user_forms(&u));
+            users.extend(crate::users::user_forms(&u));
         }
     }
     if p.has("me") {
-        users.extend(format::user_forms(me));
+        users.extend(crate::users::user_forms(me));
     }
     if users.is_empty() && (jobs.is_some() || p.has("nodelist") || uid == 0) {
         all_users = true;
@@ -379,7 +264,7 @@ pub fn parse_args(
     if all_users {
         users.clear();
     } else if users.is_empty() {
-        users = format::user_forms(me);
+        users = crate::users::user_forms(me);
         users.push(uid.to_string());
     }
 
@@ -393,12 +278,12 @@ pub fn parse_args(
     if field_text.is_empty() {
         field_text.push(env("SACCT_FORMAT").unwrap_or_else(|| DEFAULT_FIELDS.into()));
     }
-    let fields = parse_fields(&field_text.join(",")).map_err(|e| Early::error("sacct", &e))?;
+    let fields = parse_fields(&field_text.join(",")).map_err(|e| Exit::error("sacct", &e))?;
 
     let nodes = match p.get("nodelist") {
         None => Vec::new(),
         Some(n) => model::hostlist::expand(n)
-            .map_err(|_| Early::error("sacct", &format!("Invalid node list: {n}")))?,
+            .map_err(|_| Exit::error("sacct", format!("Invalid node list: {n}")))?,
     };
     let all = |key: &str| {
         p.all(key)
@@ -437,7 +322,7 @@ pub fn parse_args(
 
 fn help_fields() -> String {
     let mut out = String::new();
-    for (i, (name, _)) in FIELDS.iter().enumerate() {
+    for (i, name) in fields::sacct_fields().map(|f| f.name).enumerate() {
         if i % 4 != 0 {
             out.push(' ');
         } else if i > 0 {
@@ -453,7 +338,7 @@ fn help_fields() -> String {
 pub fn request(opts: &Options) -> ListJobsRequest {
     ListJobsRequest {
         filter: Some(JobFilter {
-            job_ids: format::selector_ids(opts.jobs.iter().flatten()),
+            job_ids: crate::jobs::selector_ids(opts.jobs.iter().flatten()),
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
@@ -489,12 +374,12 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
     for job in jobs {
         let (shown, steps) = match &opts.jobs {
             None => (JobRef::Borrowed(job), None),
-            Some(sel) => match format::select_ref(&whole, job) {
+            Some(sel) => match crate::jobs::select_ref(&whole, job) {
                 Some(j) => (j, None),
                 None => {
                     let steps: Vec<String> = sel
                         .iter()
-                        .filter(|s| format::select(s, job).is_some())
+                        .filter(|s| crate::jobs::select(s, job).is_some())
                         .filter_map(|s| s.step().map(|step| step.to_string()))
                         .collect();
                     if steps.is_empty() {
@@ -511,8 +396,8 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
     }
     let key = |j: &JobInfo| {
         (
-            format::base_id(j),
-            !format::is_array_meta(j),
+            crate::jobs::base_id(j),
+            !crate::jobs::is_array_meta(j),
             j.array_task_id.unwrap_or(0),
             j.job_id,
         )
@@ -547,13 +432,13 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
 
 /// The filters the controller may not have applied.
 fn keep(opts: &Options, job: &JobInfo) -> bool {
-    let s = format::spec(job);
+    let s = crate::jobs::spec(job);
     let in_list = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
     let in_window =
         (opts.window_start <= 0 || job.end_time <= 0 || job.end_time >= opts.window_start)
             && (opts.window_end <= 0 || job.submit_time <= opts.window_end);
     in_window
-        && (opts.users.is_empty() || format::user_matches(&opts.users, job))
+        && (opts.users.is_empty() || crate::users::user_matches(&opts.users, job))
         && in_list(&opts.names, &s.name)
         && (opts.accounts.is_empty()
             || opts
@@ -561,12 +446,12 @@ fn keep(opts: &Options, job: &JobInfo) -> bool {
                 .iter()
                 .any(|a| a.eq_ignore_ascii_case(&s.account)))
         && in_list(&opts.partitions, &s.partition)
-        && (opts.states.is_empty() || opts.states.contains(&format::job_state(job)))
+        && (opts.states.is_empty() || opts.states.contains(&crate::jobs::job_state(job)))
         && (opts.qos.is_empty()
             || opts
                 .qos
                 .iter()
-                .any(|q| q.eq_ignore_ascii_case(format::qos(s))))
+                .any(|q| q.eq_ignore_ascii_case(crate::jobs::qos(s))))
         && in_list(&opts.wckeys, &s.wckey)
         && (opts.reasons.is_empty()
             || opts
@@ -574,208 +459,23 @@ fn keep(opts: &Options, job: &JobInfo) -> bool {
                 .iter()
                 .any(|r| r.eq_ignore_ascii_case(&job.reason)))
         && in_list(&opts.gids, &s.gid.to_string())
-        && (opts.nodes.is_empty() || format::on_any_node(&opts.nodes, &job.nodes))
-}
-
-/// Seconds a job or step ran (still running: until now).
-fn elapsed(start: i64, end: i64, now: i64) -> i64 {
-    if start <= 0 {
-        return 0;
-    }
-    let end = if end > 0 { end } else { now };
-    (end - start).max(0)
-}
-
-/// When a step ended: its own end, else (still running, or not recorded) the job's.
-fn step_end(j: &JobInfo, st: &StepInfo) -> i64 {
-    if st.end_time > 0 {
-        st.end_time
-    } else {
-        j.end_time
-    }
-}
-
-/// How many nodes a step ran on.
-fn step_node_count(st: &StepInfo) -> usize {
-    model::hostlist::expand(&st.nodes)
-        .map(|v| v.len())
-        .unwrap_or(0)
-}
-
-/// Seconds the job spent suspended, the current suspension included.
-fn suspended(j: &JobInfo, now: i64) -> i64 {
-    let current = if format::job_state(j) == JobState::Suspended && j.suspend_time > 0 {
-        (now - j.suspend_time).max(0)
-    } else {
-        0
-    };
-    j.suspended_secs + current
-}
-
-/// sacct's State text: `CANCELLED by 0` when someone cancelled the job.
-pub fn state_text(j: &JobInfo) -> String {
-    match (format::job_state(j), j.cancelled_by) {
-        (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
-        (s, _) => s.name().to_string(),
-    }
-}
-
-fn derived_exit_code(j: &JobInfo) -> String {
-    let worst = j
-        .steps
-        .iter()
-        .filter(|s| s.step_id != "batch" && s.step_id != "extern")
-        .max_by_key(|s| (s.exit_code, s.exit_signal));
-    match worst {
-        Some(s) => format!("{}:{}", s.exit_code, s.exit_signal),
-        None => "0:0".into(),
-    }
+        && (opts.nodes.is_empty() || crate::jobs::on_any_node(&opts.nodes, &job.nodes))
 }
 
 /// The value of one field for one row.
-pub fn field_value(field: &str, row: &Row, ctx: &Ctx) -> String {
-    let now = ctx.now;
+pub fn field_value(field: &Sacct, row: &Row, ctx: &Ctx) -> String {
     match row {
-        Row::Job(j) => {
-            let s = format::spec(j);
-            let st = format::job_state(j);
-            let started = j.start_time > 0 && st != JobState::Pending;
-            let el = j.run_secs;
-            let limit = s.time_limit_min;
-            match field {
-                "Account" => s.account.clone(),
-                "AllocCPUS" | "NCPUS" => j.num_cpus.to_string(),
-                "AllocNodes" => if started { j.num_nodes } else { 0 }.to_string(),
-                "AllocTRES" => {
-                    if started {
-                        format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus)
-                    } else {
-                        String::new()
-                    }
-                }
-                "AssocID" => "0".into(),
-                "Cluster" => ctx.cluster.clone(),
-                "Comment" => s.comment.clone(),
-                "Constraints" => s.constraint.clone(),
-                "ConsumedEnergy" | "ConsumedEnergyRaw" => "0".into(),
-                "CPUTime" => model::units::format_elapsed((el * i64::from(j.num_cpus)) as u64),
-                "CPUTimeRAW" => (el * i64::from(j.num_cpus)).to_string(),
-                "DerivedExitCode" => derived_exit_code(j),
-                "Elapsed" => model::units::format_elapsed(el as u64),
-                "ElapsedRaw" => el.to_string(),
-                "Eligible" => crate::times::time_or(j.eligible_time, "Unknown"),
-                "End" => crate::times::time_or(j.end_time, "Unknown"),
-                "ExitCode" => format!("{}:{}", j.exit_code, j.exit_signal),
-                "GID" => s.gid.to_string(),
-                "Group" => ctx.names.group(s.gid),
-                "JobID" => format::display_id(j),
-                "JobIDRaw" => j.job_id.to_string(),
-                "JobName" => s.name.clone(),
-                "NNodes" => j.num_nodes.to_string(),
-                "NodeList" => {
-                    if j.nodes.is_empty() {
-                        "None assigned".into()
-                    } else {
-                        j.nodes.clone()
-                    }
-                }
-                "Partition" => s.partition.clone(),
-                "Planned" | "PlannedCPU" | "PlannedCPURAW" => {
-                    let wait = if started {
-                        j.start_time - j.eligible_time
-                    } else {
-                        now - j.eligible_time
-                    }
-                    .max(0);
-                    match field {
-                        "Planned" => model::units::format_elapsed(wait as u64),
-                        "PlannedCPU" => {
-                            model::units::format_elapsed((wait * i64::from(j.num_cpus)) as u64)
-                        }
-                        _ => (wait * i64::from(j.num_cpus)).to_string(),
-                    }
-                }
-                "Priority" => j.priority.to_string(),
-                "QOS" => format::qos(s).to_string(),
-                "QOSRAW" => "1".into(),
-                "Reason" => format::reason(j).to_string(),
-                "ReqCPUFreq" | "ReqCPUFreqGov" | "ReqCPUFreqMax" | "ReqCPUFreqMin" => {
-                    "Unknown".into()
-                }
-                "ReqCPUS" => format::req_cpus(s).to_string(),
-                "ReqMem" => {
-                    if j.mem_mb == 0 {
-                        "0".into()
-                    } else {
-                        model::units::format_memory_mb(j.mem_mb)
-                    }
-                }
-                "ReqNodes" => s.num_nodes.max(1).to_string(),
-                "ReqTRES" => format::tres_string(
-                    format::req_cpus(s),
-                    j.mem_mb,
-                    s.num_nodes.max(1),
-                    j.num_gpus,
-                ),
-                "Reservation" => s.reservation.clone(),
-                "Restarts" => j.restart_count.to_string(),
-                "Start" => crate::times::time_or(if started { j.start_time } else { 0 }, "Unknown"),
-                "State" => state_text(j),
-                "StdErr" => format::stderr_path(j).to_string(),
-                "StdIn" => format::stdin_path(s).to_string(),
-                "StdOut" => format::stdout_path(j).to_string(),
-                "Submit" => crate::times::time_or(j.submit_time, "Unknown"),
-                "Suspended" => model::units::format_elapsed(suspended(j, now) as u64),
-                "SystemCPU" | "TotalCPU" | "UserCPU" => "00:00:00".into(),
-                "Timelimit" => crate::times::elapsed_limit(limit),
-                "TimelimitRaw" => {
-                    if limit == 0 {
-                        "UNLIMITED".into()
-                    } else {
-                        limit.to_string()
-                    }
-                }
-                "UID" => s.uid.to_string(),
-                "User" => ctx.names.job_user(j),
-                "WCKey" => s.wckey.clone(),
-                "WCKeyID" => "0".into(),
-                "WorkDir" => s.work_dir.clone(),
-                _ => String::new(),
-            }
-        }
-        Row::Step(j, st) => {
-            let s = format::spec(j);
-            let end = step_end(j, st);
-            let el = elapsed(st.start_time, end, now);
-            let nnodes = || step_node_count(st);
-            match field {
-                "Account" => s.account.clone(),
-                "AllocCPUS" | "NCPUS" | "ReqCPUS" => st.num_cpus.to_string(),
-                "AllocNodes" | "NNodes" => nnodes().to_string(),
-                "AllocTRES" => format::tres_string(st.num_cpus, 0, nnodes() as u32, 0),
-                "Cluster" => ctx.cluster.clone(),
-                "ConsumedEnergy" | "ConsumedEnergyRaw" => "0".into(),
-                "CPUTime" => model::units::format_elapsed((el * i64::from(st.num_cpus)) as u64),
-                "CPUTimeRAW" => (el * i64::from(st.num_cpus)).to_string(),
-                "Elapsed" => model::units::format_elapsed(el as u64),
-                "ElapsedRaw" => el.to_string(),
-                "Eligible" | "Start" | "Submit" => crate::times::time_or(st.start_time, "Unknown"),
-                "End" => crate::times::time_or(end, "Unknown"),
-                "ExitCode" => format!("{}:{}", st.exit_code, st.exit_signal),
-                "JobID" => format!("{}.{}", format::display_id(j), st.step_id),
-                "JobIDRaw" => format!("{}.{}", j.job_id, st.step_id),
-                "JobName" => st.name.clone(),
-                "NodeList" => st.nodes.clone(),
-                "NTasks" => st.num_tasks.to_string(),
-                "ReqCPUFreq" | "ReqCPUFreqGov" | "ReqCPUFreqMax" | "ReqCPUFreqMin" => {
-                    "Unknown".into()
-                }
-                "State" => format::step_state(st).name().to_string(),
-                "Suspended" | "SystemCPU" | "TotalCPU" | "UserCPU" => "00:00:00".into(),
-                _ => String::new(),
-            }
-        }
+        Row::Job(j) => field.job_value(j, ctx),
+        Row::Step(j, st) => field.step_value(j, st, ctx),
     }
+}
+
+/// The value of the field named `name` (as the table spells it) for one row.
+fn named_value(name: &str, row: &Row, ctx: &Ctx) -> String {
+    fields::sacct_fields()
+        .find(|f| f.name == name)
+        .map(|f| field_value(f, row, ctx))
+        .unwrap_or_default()
 }
 
 /// The whole output.
@@ -787,8 +487,8 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
     let fields: Vec<TableField> = opts
         .fields
         .iter()
-        .map(|(n, l)| TableField {
-            name: n.to_string(),
+        .map(|(f, l)| TableField {
+            name: f.name.to_string(),
             len: *l,
         })
         .collect();
@@ -804,7 +504,7 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
     format::print_fields(&fields, &values, !opts.noheader, opts.mode, &opts.delimiter)
 }
 
-/// One job in Slurm's `sacct --json` shape.
+/// One job in Slurm 22.05's `sacct --json` shape (the `openapi/dbv0.0.38` plugin's).
 #[derive(Debug, Serialize)]
 struct JobJson<'a> {
     account: &'a str,
@@ -812,8 +512,8 @@ struct JobJson<'a> {
     array: ArrayJson<'a>,
     cluster: &'a str,
     comment: CommentJson<'a>,
-    derived_exit_code: String,
-    exit_code: format::ExitJson,
+    derived_exit_code: crate::jobs::ExitJson,
+    exit_code: crate::jobs::ExitJson,
     group: String,
     job_id: u32,
     name: &'a str,
@@ -858,7 +558,7 @@ struct RequiredJson {
 
 #[derive(Debug, Serialize)]
 struct StateJson {
-    current: [&'static str; 1],
+    current: &'static str,
     reason: String,
 }
 
@@ -875,13 +575,52 @@ struct TimeJson {
 
 #[derive(Debug, Serialize)]
 struct TresJson {
-    allocated: String,
-    requested: String,
+    allocated: Vec<TresCountJson>,
+    requested: Vec<TresCountJson>,
+}
+
+/// One TRES count: `{"type": "gres", "name": "gpu", "id": 1001, "count": 2}`.
+#[derive(Debug, Serialize)]
+struct TresCountJson {
+    #[serde(rename = "type")]
+    kind: String,
+    name: String,
+    id: u32,
+    count: u64,
+}
+
+/// TRES counts as the accounting JSON lists them, with Slurm's ids (cpu 1, mem 2,
+/// node 4, billing 5; the first GRES 1001).
+fn tres_json(counts: &model::tres::TresCounts) -> Vec<TresCountJson> {
+    counts
+        .iter()
+        .map(|(name, count)| {
+            let (kind, name, id) = match name.split_once('/') {
+                Some((kind, gres)) => (kind, gres, 1001),
+                None => {
+                    let id = match name.as_str() {
+                        "cpu" => 1,
+                        "mem" => 2,
+                        "node" => 4,
+                        "billing" => 5,
+                        _ => 0,
+                    };
+                    (name.as_str(), "", id)
+                }
+            };
+            TresCountJson {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                id,
+                count: *count,
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
 struct StepJson<'a> {
-    exit_code: format::ExitJson,
+    exit_code: crate::jobs::ExitJson,
     nodes: StepNodesJson<'a>,
     state: &'static str,
     step: StepIdJson<'a>,
@@ -914,35 +653,38 @@ struct StepTimeJson {
 }
 
 fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
-    let s = format::spec(j);
-    let st = format::job_state(j);
+    let s = crate::jobs::spec(j);
+    let st = crate::jobs::job_state(j);
     JobJson {
         account: &s.account,
         allocation_nodes: j.num_nodes,
         array: ArrayJson {
             job_id: j.array_job_id,
-            task: format::task_str(j),
+            task: crate::jobs::task_str(j),
             task_id: j.array_task_id,
         },
         cluster: &ctx.cluster,
         comment: CommentJson { job: &s.comment },
-        derived_exit_code: derived_exit_code(j),
-        exit_code: format::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
+        derived_exit_code: {
+            let (code, signal) = fields::derived_exit(j);
+            crate::jobs::ExitJson::new(code, signal, st.is_final())
+        },
+        exit_code: crate::jobs::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
         group: ctx.names.group(s.gid),
         job_id: j.job_id,
         name: &s.name,
-        nodes: field_value("NodeList", row, ctx),
+        nodes: named_value("NodeList", row, ctx),
         partition: &s.partition,
         priority: j.priority,
-        qos: format::qos(s),
+        qos: crate::jobs::qos(s),
         required: RequiredJson {
-            cpus: format::req_cpus(s),
+            cpus: crate::jobs::req_cpus(s),
             memory: j.mem_mb,
         },
         restart_cnt: j.restart_count,
         state: StateJson {
-            current: [st.name()],
-            reason: field_value("Reason", row, ctx),
+            current: st.name(),
+            reason: named_value("Reason", row, ctx),
         },
         steps: Vec::new(),
         time: TimeJson {
@@ -954,22 +696,35 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
             submission: j.submit_time,
         },
         tres: TresJson {
-            allocated: field_value("AllocTRES", row, ctx),
-            requested: field_value("ReqTRES", row, ctx),
+            allocated: if j.start_time > 0 && st != JobState::Pending {
+                tres_json(&crate::jobs::job_tres(
+                    j.num_cpus,
+                    j.mem_mb,
+                    j.num_nodes,
+                    j.num_gpus,
+                ))
+            } else {
+                Vec::new()
+            },
+            requested: tres_json(&crate::jobs::job_tres(
+                crate::jobs::req_cpus(s),
+                j.mem_mb,
+                s.num_nodes.max(1),
+                j.num_gpus,
+            )),
         },
-        user: field_value("User", row, ctx),
+        user: named_value("User", row, ctx),
         wckey: WckeyJson { wckey: &s.wckey },
         working_directory: &s.work_dir,
     }
 }
 
 fn step_json<'a>(j: &JobInfo, st: &'a StepInfo, now: i64) -> StepJson<'a> {
-    let state = format::step_state(st);
-    let end = step_end(j, st);
+    let state = crate::jobs::step_state(st);
     StepJson {
-        exit_code: format::ExitJson::new(st.exit_code, st.exit_signal, state.is_final()),
+        exit_code: crate::jobs::ExitJson::new(st.exit_code, st.exit_signal, state.is_final()),
         nodes: StepNodesJson {
-            count: step_node_count(st),
+            count: fields::step_node_count(st),
             range: &st.nodes,
         },
         state: state.name(),
@@ -981,7 +736,7 @@ fn step_json<'a>(j: &JobInfo, st: &'a StepInfo, now: i64) -> StepJson<'a> {
             count: st.num_tasks,
         },
         time: StepTimeJson {
-            elapsed: elapsed(st.start_time, end, now),
+            elapsed: fields::step_elapsed(j, st, now),
             end: st.end_time,
             start: st.start_time,
         },
@@ -1007,27 +762,30 @@ fn json_doc(rows: &[Row], ctx: &Ctx) -> String {
             }
         }
     }
-    format::json_doc("jobs", &jobs)
+    crate::jobs::json_doc(crate::jobs::JsonPlugin::Db, "jobs", &jobs)
 }
 
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
     let now = crate::times::now();
-    let opts = match parse_args(args, &format::env_var, now, uid, &me) {
+    let opts = match parse_args(args, &crate::args::env_var, now, uid, &me) {
         Ok(o) => o,
         Err(early) => return early.finish(),
     };
     let cluster = client::cluster_name();
     let req = request(&opts);
-    let reply = match client::query(&client::runtime(), "sacct", |mut c| async move {
+    let reply = match crate::calls::query(&client::runtime(), "sacct", |mut c| async move {
         c.list_jobs(req).await.map(|r| r.into_inner())
     }) {
         Ok(r) => r,
         Err(code) => return code,
     };
+    if let Err(e) = crate::jobs::check_specs("sacct", &reply.jobs) {
+        return e.finish();
+    }
     let names = Names::resolve(
-        reply.jobs.iter().map(|j| format::spec(j).uid),
-        reply.jobs.iter().map(|j| format::spec(j).gid),
+        reply.jobs.iter().map(|j| crate::jobs::spec(j).uid),
+        reply.jobs.iter().map(|j| crate::jobs::spec(j).gid),
     );
     let ctx = Ctx {
         now: if reply.now > 0 { reply.now } else { now },
@@ -1134,7 +892,7 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
-    fn parse(args: &[&str]) -> Result<Options, Early> {
+    fn parse(args: &[&str]) -> Result<Options, Exit> {
         parse_args(&s(args), &|_| None, NOW, 1000, "alice")
     }
 
@@ -1460,8 +1218,15 @@ mod tests {
 
     #[test]
     fn field_table_and_errors() {
+        let named = |list: &str| -> Vec<(&str, i32)> {
+            parse_fields(list)
+                .unwrap()
+                .into_iter()
+                .map(|(f, w)| (f.name, w))
+                .collect()
+        };
         assert_eq!(
-            parse_fields("jobid,JobIDRaw,nodelist%-256,state%20").unwrap(),
+            named("jobid,JobIDRaw,nodelist%-256,state%20"),
             vec![
                 ("JobID", -12),
                 ("JobIDRaw", -12),
@@ -1469,7 +1234,10 @@ mod tests {
                 ("State", 20)
             ]
         );
-        assert_eq!(parse_fields("all").unwrap().len(), FIELDS.len());
+        assert_eq!(
+            parse_fields("all").unwrap().len(),
+            fields::sacct_fields().count()
+        );
         let e = parse(&["-o", "JobID,Bogus"]).unwrap_err();
         assert_eq!(
             e.stderr,
@@ -1562,7 +1330,17 @@ mod tests {
         let jobs = v["jobs"].as_array().unwrap();
         assert_eq!(jobs.len(), 2);
         assert_eq!(jobs[0]["job_id"], 10);
-        assert_eq!(jobs[0]["state"]["current"], json!(["COMPLETED"]));
+        assert_eq!(jobs[0]["state"]["current"], "COMPLETED");
+        assert_eq!(
+            jobs[0]["exit_code"],
+            json!({"status": "SUCCESS", "return_code": 0})
+        );
+        assert_eq!(
+            jobs[0]["tres"]["allocated"][0],
+            json!({"type": "billing", "name": "", "id": 5, "count": 2})
+        );
+        assert_eq!(v["meta"]["plugin"]["type"], "openapi/dbv0.0.38");
+        assert_eq!(v["meta"]["Slurm"]["release"], "22.05.8");
         assert_eq!(jobs[0]["steps"].as_array().unwrap().len(), 2);
         assert_eq!(jobs[0]["steps"][0]["step"]["id"], "10.batch");
         assert_eq!(jobs[1]["nodes"], "None assigned");

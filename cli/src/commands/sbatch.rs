@@ -12,10 +12,10 @@
 //! `run` adds the files, the clock and the controller.
 
 use super::submit_opts::{
-    self, SBATCH_ENV, SBATCH_OPTS, Source, SubmitCtx, SubmitOpts, build_spec, directive_words,
+    self, Command, Source, SubmitCtx, SubmitOpts, build_spec, directive_words,
 };
-use super::util::{self, CliError};
-use crate::format::{self, Info};
+use crate::args::Info;
+use crate::exit::Exit;
 use crate::{client, opts};
 use proto::v1;
 use std::io::Read;
@@ -42,13 +42,15 @@ pub struct Submission {
 }
 
 /// Checks a script as Slurm does before anything is sent.
-pub fn check_script(script: &str) -> Result<(), CliError> {
-    let err = |lines: &[&str]| CliError {
-        lines: lines
-            .iter()
-            .map(|l| format!("{PROG}: error: {l}"))
-            .collect(),
-        code: 1,
+pub fn check_script(script: &str) -> Result<(), Exit> {
+    let err = |lines: &[&str]| {
+        Exit::raw(
+            lines
+                .iter()
+                .map(|l| format!("{PROG}: error: {l}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
     };
     if script.is_empty() {
         return Err(err(&["Batch script is empty!"]));
@@ -82,9 +84,10 @@ pub fn wrap_script(cmd: &str) -> String {
 pub fn prepare(
     args: &[String],
     ctx: &SubmitCtx,
-    read_script: &mut dyn FnMut(Option<&str>) -> Result<String, CliError>,
-) -> Result<Prepared, CliError> {
-    let cli = opts::parse(&SBATCH_OPTS, args, true).map_err(|e| CliError::usage(PROG, &e))?;
+    read_script: &mut dyn FnMut(Option<&str>) -> Result<String, Exit>,
+) -> Result<Prepared, Exit> {
+    let cli = opts::parse(submit_opts::specs(Command::Sbatch), args, true)
+        .map_err(|e| Exit::usage(PROG, &e).with_code(255))?;
     if let Some(info) = Info::asked(&cli) {
         return Ok(Prepared::Info(info));
     }
@@ -92,7 +95,7 @@ pub fn prepare(
     let (script, script_args, default_name) = match &wrap {
         Some(cmd) => {
             if !cli.positional.is_empty() {
-                return Err(CliError::error(
+                return Err(Exit::error(
                     PROG,
                     "Script arguments not permitted with --wrap option",
                 ));
@@ -103,7 +106,7 @@ pub fn prepare(
             let path = cli.positional.first().map(String::as_str);
             let text = read_script(path)?;
             let name = match path {
-                Some(p) => util::basename(p).to_string(),
+                Some(p) => submit_opts::basename(p).to_string(),
                 None => "sbatch".to_string(),
             };
             (text, cli.positional.iter().skip(1).cloned().collect(), name)
@@ -114,20 +117,20 @@ pub fn prepare(
     let mut o = SubmitOpts::default();
     if wrap.is_none() {
         let words = directive_words(&script);
-        let parsed =
-            opts::parse(&SBATCH_OPTS, &words, false).map_err(|e| CliError::usage(PROG, &e))?;
+        let parsed = opts::parse(submit_opts::specs(Command::Sbatch), &words, false)
+            .map_err(|e| Exit::usage(PROG, &e).with_code(255))?;
         if let Some(stray) = parsed.positional.first() {
-            return Err(CliError::error(
+            return Err(Exit::error(
                 PROG,
                 format!("Invalid directive found in batch script: {stray}"),
             )
             .with_code(255));
         }
-        o.apply_all(PROG, &parsed.opts, Source::Script)?;
+        o.apply_all(Command::Sbatch, &parsed.opts, Source::Script)?;
     }
-    let env_opts = submit_opts::env_options(ctx.env, SBATCH_ENV, &SBATCH_OPTS);
-    o.apply_all(PROG, &env_opts, Source::Env)?;
-    o.apply_all(PROG, &cli.opts, Source::Cli)?;
+    let env_opts = submit_opts::env_options(ctx.env);
+    o.apply_all(Command::Sbatch, &env_opts, Source::Env)?;
+    o.apply_all(Command::Sbatch, &cli.opts, Source::Cli)?;
 
     if o.output.is_none() {
         o.output = Some(
@@ -211,7 +214,7 @@ const USAGE: &str = "Usage: sbatch [-N nnodes] [-n ntasks] [-c ncpus] [-p partit
               [--parsable] [--wait] [--hold] executable [args...]
 ";
 
-fn read_script(path: Option<&str>) -> Result<String, CliError> {
+fn read_script(path: Option<&str>) -> Result<String, Exit> {
     let mut bytes = Vec::new();
     let res = match path {
         None | Some("-") => std::io::stdin().read_to_end(&mut bytes).map(|_| ()),
@@ -219,7 +222,7 @@ fn read_script(path: Option<&str>) -> Result<String, CliError> {
     };
     match res {
         Ok(()) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(_) => Err(CliError::error(
+        Err(_) => Err(Exit::error(
             PROG,
             format!("Unable to open file {}", path.unwrap_or("stdin")),
         )),
@@ -287,7 +290,7 @@ impl Submitter {
             user,
             uid,
             gid,
-            host: util::hostname(),
+            host: submit_opts::hostname(),
         }
     }
 
@@ -311,21 +314,24 @@ pub fn run(args: &[String]) -> ExitCode {
     let submitter = Submitter::here(environment());
     let ctx = submitter.ctx();
     let sub = match prepare(args, &ctx, &mut read_script) {
-        Ok(Prepared::Info(info)) => return info.print(HELP, USAGE),
+        Ok(Prepared::Info(info)) => {
+            let help = format!("{HELP}{}", submit_opts::ignored_help(Command::Sbatch));
+            return info.print(&help, USAGE);
+        }
         Ok(Prepared::Submit(s)) => *s,
-        Err(e) => return e.report(),
+        Err(e) => return e.finish(),
     };
     client::runtime().block_on(submit(sub))
 }
 
 async fn submit(sub: Submission) -> ExitCode {
     let fail =
-        |msg: String| CliError::error(PROG, format!("Batch job submission failed: {msg}")).report();
-    let mut client = match util::connect().await {
+        |msg: String| Exit::error(PROG, format!("Batch job submission failed: {msg}")).finish();
+    let mut client = match crate::calls::connect().await {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let cpus = format::req_cpus(&sub.spec);
+    let cpus = crate::jobs::req_cpus(&sub.spec);
     let mut partition = sub.spec.partition.clone();
     let req = v1::SubmitJobRequest {
         spec: Some(sub.spec),
@@ -333,7 +339,7 @@ async fn submit(sub: Submission) -> ExitCode {
     };
     let reply = match client.submit_job(req).await {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(util::status_text(&s)),
+        Err(s) => return fail(crate::calls::status_text(&s)),
     };
     if sub.test_only {
         if partition.is_empty()
@@ -380,17 +386,17 @@ async fn submit(sub: Submission) -> ExitCode {
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    match util::wait_for_job(&mut client, reply.job_id).await {
-        Ok(jobs) if jobs.is_empty() => CliError::error(
+    match super::wait::wait_for_job(&mut client, reply.job_id).await {
+        Ok(jobs) if jobs.is_empty() => Exit::error(
             PROG,
             format!(
                 "Job {} no longer found and exit code not found",
                 reply.job_id
             ),
         )
-        .report(),
-        Ok(jobs) => ExitCode::from(util::wait_exit_code(&jobs).clamp(0, 255) as u8),
-        Err(e) => CliError::error(PROG, e).report(),
+        .finish(),
+        Ok(jobs) => ExitCode::from(super::wait::wait_exit_code(&jobs).clamp(0, 255) as u8),
+        Err(e) => Exit::error(PROG, e).finish(),
     }
 }
 
@@ -409,11 +415,7 @@ mod tests {
             .collect()
     }
 
-    fn prep_env(
-        args: &[&str],
-        script: &str,
-        vars: &[(&str, &str)],
-    ) -> Result<Submission, CliError> {
+    fn prep_env(args: &[&str], script: &str, vars: &[(&str, &str)]) -> Result<Submission, Exit> {
         let env = env(vars);
         let ctx = SubmitCtx {
             env: &env,
@@ -427,9 +429,9 @@ mod tests {
             zone: &jiff::tz::TimeZone::UTC,
         };
         let script = script.to_string();
-        let mut read = |p: Option<&str>| -> Result<String, CliError> {
+        let mut read = |p: Option<&str>| -> Result<String, Exit> {
             match p {
-                Some("missing.sh") => Err(CliError::error(PROG, "Unable to open file missing.sh")),
+                Some("missing.sh") => Err(Exit::error(PROG, "Unable to open file missing.sh")),
                 _ => Ok(script.clone()),
             }
         };
@@ -439,12 +441,12 @@ mod tests {
         }
     }
 
-    fn prep(args: &[&str], script: &str) -> Result<Submission, CliError> {
+    fn prep(args: &[&str], script: &str) -> Result<Submission, Exit> {
         prep_env(args, script, &[("PATH", "/usr/bin"), ("SLURM_CONF", "/x")])
     }
 
     fn err(args: &[&str], script: &str) -> Vec<String> {
-        prep(args, script).unwrap_err().lines
+        prep(args, script).unwrap_err().lines()
     }
 
     #[test]
@@ -688,7 +690,7 @@ mod tests {
         );
         let e = prep(&["x.sh"], "#!/bin/sh\n#SBATCH -J x extra\n").unwrap_err();
         assert_eq!(
-            e.lines,
+            e.lines(),
             ["sbatch: error: Invalid directive found in batch script: extra"]
         );
         assert_eq!(e.code, 255);
@@ -697,7 +699,7 @@ mod tests {
             ["sbatch: error: Script arguments not permitted with --wrap option"]
         );
         let e = prep(&["--bogus", "x.sh"], "").unwrap_err();
-        assert_eq!(e.lines[0], "sbatch: unrecognized option '--bogus'");
+        assert_eq!(e.lines()[0], "sbatch: unrecognized option '--bogus'");
         assert_eq!(e.code, 255);
         assert_eq!(err(&["-y", "x.sh"], "")[0], "sbatch: invalid option -- 'y'");
         assert_eq!(

@@ -7,9 +7,9 @@
 //! `-v`); with a signal or filters, such an id is reported as an invalid job id and the
 //! exit status is 1. `-M/--clusters` is accepted and ignored (one cluster).
 
-use super::util::{self, CliError};
+use crate::args::Info;
 use crate::client;
-use crate::format::{self, Info};
+use crate::exit::Exit;
 use crate::opts::{self, OptSpec, flag, value};
 use proto::v1;
 use std::io::{BufRead, Write};
@@ -94,15 +94,15 @@ pub enum Parsed {
 }
 
 /// The command line → the request.
-pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
-    let p = opts::parse(SPECS, args, false).map_err(|e| CliError::usage(PROG, &e).with_code(1))?;
+pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
+    let p = opts::parse(SPECS, args, false).map_err(|e| Exit::usage(PROG, &e))?;
     if let Some(info) = Info::asked(&p) {
         return Ok(Parsed::Info(info));
     }
     let mut r = Request::default();
     for arg in &p.positional {
-        let ids = util::job_ids(arg)
-            .map_err(|bad| CliError::error(PROG, format!("Invalid job id {}", bad.0)))?;
+        let ids = crate::jobs::job_ids(arg)
+            .map_err(|bad| Exit::error(PROG, format!("Invalid job id {}", bad.0)))?;
         r.filter.job_ids.extend(ids.iter().map(ToString::to_string));
     }
     for (k, v) in &p.opts {
@@ -117,8 +117,8 @@ pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
             "quiet" => r.quiet = true,
             "reservation" => r.reservation = Some(v.clone()),
             "signal" => {
-                r.signal = util::parse_signal(v)
-                    .ok_or_else(|| CliError::raw(format!("Unknown job signal: {v}")))?
+                r.signal = crate::signals::parse_signal(v)
+                    .ok_or_else(|| Exit::raw(format!("Unknown job signal: {v}")))?
             }
             "state" => {
                 for s in v.split(',') {
@@ -129,15 +129,12 @@ pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
                             | model::JobState::Suspended),
                         ) => r.filter.states.push(st.name().to_string()),
                         _ => {
-                            return Err(CliError {
-                                lines: vec![
-                                    format!("{PROG}: error: Invalid job state specified: {s}"),
+                            return Err(Exit::raw(
+[format!("{PROG}: error: Invalid job state specified: {s}"),
                                     format!(
                                         "{PROG}: error: Valid job states are PENDING, RUNNING, and SUSPENDED"
-                                    ),
-                                ],
-                                code: 1,
-                            });
+                                    )]
+.join("\n")));
                         }
                     }
                 }
@@ -149,7 +146,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, CliError> {
         }
     }
     if r.filter.job_ids.is_empty() && !r.filtered() {
-        return Err(CliError::error(PROG, "No job identification provided"));
+        return Err(Exit::error(PROG, "No job identification provided"));
     }
     Ok(Parsed::Cancel(Box::new(r)))
 }
@@ -239,15 +236,15 @@ pub fn run(args: &[String]) -> ExitCode {
     let r = match parse(args) {
         Ok(Parsed::Info(info)) => return info.print(HELP, USAGE),
         Ok(Parsed::Cancel(r)) => *r,
-        Err(e) => return e.report(),
+        Err(e) => return e.finish(),
     };
     client::runtime().block_on(cancel(r))
 }
 
 async fn cancel(mut r: Request) -> ExitCode {
-    let mut client = match util::connect().await {
+    let mut client = match crate::calls::connect().await {
         Ok(c) => c,
-        Err(e) => return CliError::error(PROG, e).report(),
+        Err(e) => return Exit::error(PROG, e).finish(),
     };
     let (_, uid, _) = client::current_user();
     if r.interactive || r.local_filters() {
@@ -261,10 +258,16 @@ async fn cancel(mut r: Request) -> ExitCode {
         {
             Ok(rep) => rep.into_inner(),
             Err(s) => {
-                return CliError::raw(format!("slurm_load_jobs error: {}", util::status_text(&s)))
-                    .report();
+                return Exit::raw(format!(
+                    "slurm_load_jobs error: {}",
+                    crate::calls::status_text(&s)
+                ))
+                .finish();
             }
         };
+        if let Err(e) = crate::jobs::check_specs(PROG, &reply.jobs) {
+            return e.finish();
+        }
         let mut chosen = Vec::new();
         for j in reply.jobs.iter().filter(|j| matches_local(&r, j)) {
             let id = cancel_id(j);
@@ -293,7 +296,7 @@ async fn cancel(mut r: Request) -> ExitCode {
     };
     let results = match client.signal_jobs(req).await {
         Ok(rep) => rep.into_inner().results,
-        Err(s) => return CliError::error(PROG, util::status_text(&s)).report(),
+        Err(s) => return Exit::error(PROG, crate::calls::status_text(&s)).finish(),
     };
     let (lines, code) = report(&r, &results);
     for l in lines {
@@ -305,16 +308,16 @@ async fn cancel(mut r: Request) -> ExitCode {
 /// The id to cancel a listed job by: its display id, or the raw id of an array
 /// remainder without pending tasks.
 fn cancel_id(j: &v1::JobInfo) -> String {
-    if format::is_array_meta(j) && j.array_task_str.is_empty() {
+    if crate::jobs::is_array_meta(j) && j.array_task_str.is_empty() {
         j.job_id.to_string()
     } else {
-        format::display_id(j)
+        crate::jobs::display_id(j)
     }
 }
 
 fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
-    let spec = format::spec(j);
-    if format::job_state(j).is_final() {
+    let spec = crate::jobs::spec(j);
+    if crate::jobs::job_state(j).is_final() {
         return false;
     }
     if let Some(q) = &r.qos
@@ -333,7 +336,7 @@ fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
         return false;
     }
     if let Some(nl) = &r.nodelist
-        && !format::on_any_node(&model::hostlist::expand(nl).unwrap_or_default(), &j.nodes)
+        && !crate::jobs::on_any_node(&model::hostlist::expand(nl).unwrap_or_default(), &j.nodes)
     {
         return false;
     }
@@ -341,7 +344,7 @@ fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
 }
 
 fn confirm(id: &str, j: &v1::JobInfo) -> bool {
-    let spec = format::spec(j);
+    let spec = crate::jobs::spec(j);
     loop {
         print!(
             "Cancel job_id={id} name={} partition={} [y/n]? ",
@@ -410,22 +413,22 @@ mod tests {
     #[test]
     fn parse_errors() {
         let e = |a: &[&str]| parse(&s(a)).unwrap_err();
-        assert_eq!(e(&["12x"]).lines, ["scancel: error: Invalid job id 12x"]);
+        assert_eq!(e(&["12x"]).lines(), ["scancel: error: Invalid job id 12x"]);
         assert_eq!(
-            e(&[]).lines,
+            e(&[]).lines(),
             ["scancel: error: No job identification provided"]
         );
         assert_eq!(
-            e(&["-v"]).lines,
+            e(&["-v"]).lines(),
             ["scancel: error: No job identification provided"]
         );
-        assert_eq!(e(&["-s", "FOO", "1"]).lines, ["Unknown job signal: FOO"]);
+        assert_eq!(e(&["-s", "FOO", "1"]).lines(), ["Unknown job signal: FOO"]);
         assert_eq!(
-            e(&["--bogus", "1"]).lines[0],
+            e(&["--bogus", "1"]).lines()[0],
             "scancel: unrecognized option '--bogus'"
         );
         assert!(
-            e(&["-t", "completed", "-u", "x"]).lines[0]
+            e(&["-t", "completed", "-u", "x"]).lines()[0]
                 .starts_with("scancel: error: Invalid job state specified: completed")
         );
         assert!(matches!(

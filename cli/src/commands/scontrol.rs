@@ -7,9 +7,9 @@
 //! `-o/--oneliner` prints one record a line. Without a command, commands are read from
 //! stdin one a line.
 
-use super::util::{self, CliError};
 use crate::client;
-use crate::format::{self, or_null};
+use crate::exit::Exit;
+use crate::jobs::or_null;
 use crate::opts::{self, OptSpec, flag, value};
 use crate::times::{elapsed_limit, format_time};
 use model::units;
@@ -97,29 +97,11 @@ pub fn render(lines: &[String], one_liner: bool) -> String {
 }
 
 fn user_name(uid: u32) -> String {
-    format::lookup_user(uid).unwrap_or_else(|| uid.to_string())
+    crate::users::lookup_user(uid).unwrap_or_else(|| uid.to_string())
 }
 
 fn group_name(gid: u32) -> String {
-    format::lookup_group(gid).unwrap_or_else(|| gid.to_string())
-}
-
-fn resolve_io(pattern: &str, job: &v1::JobInfo, spec: &v1::JobSpec) -> String {
-    let values = model::pattern::PatternValues {
-        job_id: job.job_id,
-        array_job_id: job.array_job_id,
-        array_task_id: job.array_task_id,
-        job_name: &spec.name,
-        user: &spec.user,
-        node: &job.batch_host,
-        ..Default::default()
-    };
-    let p = model::pattern::expand_pattern(pattern, &values);
-    if p.starts_with('/') || spec.work_dir.is_empty() {
-        p
-    } else {
-        format!("{}/{}", spec.work_dir.trim_end_matches('/'), p)
-    }
+    crate::users::lookup_group(gid).unwrap_or_else(|| gid.to_string())
 }
 
 /// `scontrol -d show job`: after the `Socks/Node` line, the job's GPUs and one
@@ -150,7 +132,7 @@ fn add_node_detail(lines: &mut Vec<String>, j: &v1::JobInfo) {
 /// The lines of `scontrol show job` for one record.
 pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) -> Vec<String> {
     let spec = j.spec.clone().unwrap_or_default();
-    let state = format::job_state(j);
+    let state = crate::jobs::job_state(j);
     let mut first = format!("JobId={}", j.job_id);
     if j.array_job_id != 0 {
         match j.array_task_id {
@@ -174,40 +156,20 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
     } else {
         j.planned_start
     };
-    let reason = format::reason(j);
-    let mut tres = format!(
-        "cpu={},mem={},node={},billing={}",
+    let reason = crate::jobs::reason(j);
+    // scontrol's order (cpu, mem, node, billing, gres), sacct's is by name.
+    let tres = model::tres::format_counts(&crate::jobs::job_tres(
         j.num_cpus,
-        units::format_memory_mb(j.mem_mb),
+        j.mem_mb,
         j.num_nodes.max(1),
-        j.num_cpus
-    );
-    if j.num_gpus > 0 {
-        tres.push_str(&format!(",gres/gpu={}", j.num_gpus));
-    }
+        j.num_gpus,
+    ));
     let mem_line = if spec.mem_per_cpu_mb > 0 {
         format!("MinMemoryCPU={}M", spec.mem_per_cpu_mb)
     } else {
         format!("MinMemoryNode={}M", spec.mem_per_node_mb)
     };
-    let stdout_pat = if spec.stdout_pattern.is_empty() {
-        "slurm-%j.out"
-    } else {
-        &spec.stdout_pattern
-    };
-    let stdout = if j.stdout_path.is_empty() {
-        resolve_io(stdout_pat, j, &spec)
-    } else {
-        j.stdout_path.clone()
-    };
-    let stderr = if !j.stderr_path.is_empty() {
-        j.stderr_path.clone()
-    } else if spec.stderr_pattern.is_empty() {
-        stdout.clone()
-    } else {
-        resolve_io(&spec.stderr_pattern, j, &spec)
-    };
-    let stdin = format::stdin_path(&spec);
+    let stdin = crate::jobs::stdin_path(&spec);
     let fmt = format_time;
     let mut lines = vec![
         first,
@@ -220,7 +182,7 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             j.priority,
             spec.nice,
             or_null(&spec.account),
-            format::qos(&spec)
+            crate::jobs::qos(&spec)
         ),
         format!(
             "JobState={} Reason={reason} Dependency={}",
@@ -306,9 +268,9 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
         lines.push(format!("Comment={} ", spec.comment));
     }
     lines.extend([
-        format!("StdErr={stderr}"),
+        format!("StdErr={}", j.stderr_path),
         format!("StdIn={stdin}"),
-        format!("StdOut={stdout}"),
+        format!("StdOut={}", j.stdout_path),
         "Power=".into(),
     ]);
     let per_node_gpus = spec.gpus_per_node;
@@ -335,7 +297,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
     } else {
         n.features.join(",")
     };
-    let gres = format::gres(n, n.gpus);
+    let gres = crate::nodes::gres(n, n.gpus);
     let mut cfg = format!("cpu={},mem={}M,billing={}", n.cpus, n.memory_mb, n.cpus);
     let mut alloc = String::new();
     if n.cpus_alloc > 0 || n.memory_alloc_mb > 0 {
@@ -351,12 +313,9 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             alloc.push_str(&format!(",gres/gpu={}", n.gpus_alloc));
         }
     }
+    let (sockets, cores, threads) = crate::nodes::socket_core_thread(n);
     let mut lines = vec![
-        format!(
-            "NodeName={} Arch=x86_64 CoresPerSocket={} ",
-            n.name,
-            n.cpus.max(1)
-        ),
+        format!("NodeName={} Arch=x86_64 CoresPerSocket={cores} ", n.name),
         format!(
             "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=N/A",
             n.cpus_alloc, n.cpus, n.cpus
@@ -371,12 +330,12 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             env!("CARGO_PKG_VERSION")
         ),
         format!(
-            "RealMemory={} AllocMem={} FreeMem=N/A Sockets=1 Boards=1",
+            "RealMemory={} AllocMem={} FreeMem=N/A Sockets={sockets} Boards=1",
             n.memory_mb, n.memory_alloc_mb
         ),
         format!(
-            "State={} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
-            format::node_state(n).flags().join("+")
+            "State={} ThreadsPerCore={threads} TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
+            crate::nodes::node_state(n).flags().join("+")
         ),
         format!("Partitions={} ", n.partitions.join(",")),
         format!(
@@ -504,7 +463,7 @@ fn job_id_args(arg: &str) -> Result<Vec<String>, String> {
     } else {
         arg
     };
-    util::job_ids(a)
+    crate::jobs::job_ids(a)
         .map(|ids| ids.iter().map(ToString::to_string).collect())
         .map_err(|_| a.to_string())
 }
@@ -556,18 +515,18 @@ pub struct JobUpdate {
 }
 
 /// Slurm's answer to a key `scontrol update` cannot change.
-fn unsupported(key: &str, value: &str) -> CliError {
-    CliError {
-        lines: vec![
+fn unsupported(key: &str, value: &str) -> Exit {
+    Exit::raw(
+        [
             format!("Update of this parameter is not supported: {key}={value}"),
             "Request aborted".into(),
-        ],
-        code: 1,
-    }
+        ]
+        .join("\n"),
+    )
 }
 
 /// `Key=Value` words (or `Key Value`) → pairs.
-fn pairs(args: &[String]) -> Result<Vec<(String, String)>, CliError> {
+fn pairs(args: &[String]) -> Result<Vec<(String, String)>, Exit> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -580,10 +539,9 @@ fn pairs(args: &[String]) -> Result<Vec<(String, String)>, CliError> {
             out.push((a.clone(), args[i + 1].clone()));
             i += 1;
         } else {
-            return Err(CliError {
-                lines: vec![format!("Invalid input: {a}"), "Request aborted".into()],
-                code: 1,
-            });
+            return Err(Exit::raw(
+                [format!("Invalid input: {a}"), "Request aborted".into()].join("\n"),
+            ));
         }
         i += 1;
     }
@@ -593,14 +551,14 @@ fn pairs(args: &[String]) -> Result<Vec<(String, String)>, CliError> {
 /// Validates a job update and puts keys in their canonical spelling. `StartTime` (any
 /// `--begin` form) is sent as Unix seconds; a `TimeLimit` of `+N`/`-N` is resolved against
 /// the job's current limit before sending.
-pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, CliError> {
+pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, Exit> {
     let mut u = JobUpdate::default();
-    let bad = |what: &str| CliError::error(PROG, what.to_string());
+    let bad = |what: &str| Exit::error(PROG, what.to_string());
     for (k, v) in pairs(args)? {
         if kw(&k, "JobId", 3) {
             for id in v.split(' ') {
                 let ids = job_id_args(id)
-                    .map_err(|b| CliError::raw(format!("Invalid job id specified for job {b}")))?;
+                    .map_err(|b| Exit::raw(format!("Invalid job id specified for job {b}")))?;
                 u.ids.extend(ids);
             }
             continue;
@@ -671,10 +629,10 @@ pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, CliError
         u.fields.push((key.to_string(), value));
     }
     if u.fields.is_empty() {
-        return Err(CliError::raw("No changes specified"));
+        return Err(Exit::raw("No changes specified"));
     }
     if u.ids.is_empty() && u.name.is_none() {
-        return Err(CliError::error(PROG, "No job ID specified"));
+        return Err(Exit::error(PROG, "No job ID specified"));
     }
     Ok(u)
 }
@@ -687,7 +645,7 @@ pub struct NodeUpdate {
     pub reason: String,
 }
 
-pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, CliError> {
+pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, Exit> {
     let mut u = NodeUpdate::default();
     for (k, v) in pairs(args)? {
         if kw(&k, "NodeName", 3) {
@@ -698,14 +656,14 @@ pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, CliError> {
             match known.iter().find(|s| up.len() >= 2 && s.starts_with(&up)) {
                 Some(s) => u.state = (*s).to_string(),
                 None => {
-                    return Err(CliError {
-                        lines: vec![
+                    return Err(Exit::raw(
+                        [
                             format!("Invalid input: {k}={v}"),
                             "Request aborted".into(),
                             "Valid states are: DOWN DRAIN FAIL RESUME UNDRAIN IDLE".into(),
-                        ],
-                        code: 1,
-                    });
+                        ]
+                        .join("\n"),
+                    ));
                 }
             }
         } else if kw(&k, "Reason", 3) {
@@ -715,12 +673,12 @@ pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, CliError> {
         }
     }
     if matches!(u.state.as_str(), "DOWN" | "DRAIN" | "FAIL") && u.reason.trim().is_empty() {
-        return Err(CliError::raw(
+        return Err(Exit::raw(
             "You must specify a reason when DOWNING or DRAINING a node. Request denied",
         ));
     }
     if u.state.is_empty() && u.reason.is_empty() {
-        return Err(CliError::raw("No changes specified"));
+        return Err(Exit::raw("No changes specified"));
     }
     Ok(u)
 }
@@ -760,9 +718,9 @@ const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
 pub fn run(args: &[String]) -> ExitCode {
     let p = match opts::parse(SPECS, args, false) {
         Ok(p) => p,
-        Err(e) => return CliError::usage(PROG, &e).with_code(1).report(),
+        Err(e) => return Exit::usage(PROG, &e).finish(),
     };
-    if let Some(info) = format::Info::asked(&p) {
+    if let Some(info) = crate::args::Info::asked(&p) {
         // `--usage` prints the help, as Slurm's scontrol does.
         return info.print(HELP, HELP);
     }
@@ -783,7 +741,7 @@ pub fn run(args: &[String]) -> ExitCode {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
             let Ok(line) = line else { break };
-            let words = util::split_words(&line, false);
+            let words = crate::words::split_words(&line, false);
             if words.is_empty() {
                 continue;
             }
@@ -807,7 +765,7 @@ async fn get_client<'a>(
     what: &str,
 ) -> Option<&'a mut client::Ctld> {
     if conn.is_none() {
-        match util::connect().await {
+        match crate::calls::connect().await {
             Ok(c) => *conn = Some(c),
             Err(e) => {
                 s.fail(format!("{what}: {e}"));
@@ -865,7 +823,7 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
     } else if kw(tag, "write", 2) {
         write_batch_script(s, conn, rest).await;
     } else if kw(tag, "version", 4) {
-        s.out.push(format::VERSION_LINE.into());
+        s.out.push(crate::args::VERSION_LINE.into());
     } else if kw(tag, "help", 2) {
         s.out.push(HELP.into());
     } else if kw(tag, "oneliner", 1) {
@@ -915,7 +873,7 @@ async fn control(
         let results = match c.control_jobs(req).await {
             Ok(r) => r.into_inner().results,
             Err(st) => {
-                let msg = util::status_text(&st);
+                let msg = crate::calls::status_text(&st);
                 for id in &ids {
                     s.fail(format!("{msg} for job {id}"));
                 }
@@ -949,7 +907,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             Ok(u) => u,
             Err(e) => {
                 s.failed = true;
-                s.err.extend(e.lines);
+                s.err.extend(e.lines());
                 return;
             }
         };
@@ -969,12 +927,17 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             };
             match c.list_jobs(req).await {
                 Ok(r) => {
-                    ids = r.into_inner().jobs.iter().map(format::display_id).collect();
+                    ids = r
+                        .into_inner()
+                        .jobs
+                        .iter()
+                        .map(crate::jobs::display_id)
+                        .collect();
                 }
                 Err(st) => {
                     s.fail(format!(
                         "{PROG}: error: Could not load state information: {}",
-                        util::status_text(&st)
+                        crate::calls::status_text(&st)
                     ));
                     return;
                 }
@@ -1020,7 +983,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
                 }
             }
             Err(st) => {
-                let msg = util::status_text(&st);
+                let msg = crate::calls::status_text(&st);
                 for id in &ids {
                     s.fail(format!("{msg} for job {id}"));
                 }
@@ -1031,7 +994,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             Ok(u) => u,
             Err(e) => {
                 s.failed = true;
-                s.err.extend(e.lines);
+                s.err.extend(e.lines());
                 return;
             }
         };
@@ -1051,7 +1014,10 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             requester_uid: uid,
         };
         if let Err(st) = c.update_nodes(req).await {
-            s.fail(format!("slurm_update error: {}", util::status_text(&st)));
+            s.fail(format!(
+                "slurm_update error: {}",
+                crate::calls::status_text(&st)
+            ));
         }
     } else {
         s.failed = true;
@@ -1085,7 +1051,7 @@ async fn relative_limit(
     let jobs = c
         .list_jobs(req)
         .await
-        .map_err(|st| util::status_text(&st))?
+        .map_err(|st| crate::calls::status_text(&st))?
         .into_inner()
         .jobs;
     let [job] = jobs.as_slice() else {
@@ -1155,7 +1121,7 @@ async fn write_batch_script(s: &mut Session, conn: &mut Option<client::Ctld>, ar
         Err(e) => {
             s.fail(format!(
                 "slurm_job_batch_script error: {}",
-                util::status_text(&e)
+                crate::calls::status_text(&e)
             ));
             return;
         }
@@ -1182,7 +1148,7 @@ async fn write_batch_script(s: &mut Session, conn: &mut Option<client::Ctld>, ar
 
 async fn ping(s: &mut Session, conn: &mut Option<client::Ctld>) {
     let host = ctld_host();
-    let up = match util::connect().await {
+    let up = match crate::calls::connect().await {
         Ok(mut c) => {
             let ok = c.get_config(v1::GetConfigRequest {}).await.is_ok();
             *conn = Some(c);
@@ -1229,7 +1195,7 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
             }
             Err(st) => s.fail(format!(
                 "slurm_load_ctl_conf error: {}",
-                util::status_text(&st)
+                crate::calls::status_text(&st)
             )),
         }
     } else if kw(tag, "hostnames", 5) {
@@ -1271,7 +1237,7 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
 
 async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<String>) {
     let ids = match &id {
-        Some(i) => match util::job_ids(i) {
+        Some(i) => match crate::jobs::job_ids(i) {
             Ok(ids) => ids.iter().map(ToString::to_string).collect(),
             Err(_) => {
                 s.fail("slurm_load_jobs error: Invalid job id specified");
@@ -1295,10 +1261,17 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
     let reply = match c.list_jobs(req).await {
         Ok(r) => r.into_inner(),
         Err(st) => {
-            s.fail(format!("slurm_load_jobs error: {}", util::status_text(&st)));
+            s.fail(format!(
+                "slurm_load_jobs error: {}",
+                crate::calls::status_text(&st)
+            ));
             return;
         }
     };
+    if let Err(e) = crate::jobs::check_specs(PROG, &reply.jobs) {
+        s.fail(e.stderr.trim_end());
+        return;
+    }
     if reply.jobs.is_empty() {
         if id.is_some() {
             s.fail("slurm_load_jobs error: Invalid job id specified");
@@ -1339,11 +1312,14 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<client::Ctld>, name: Opti
     {
         Ok(r) => r.into_inner().nodes,
         Err(st) => {
-            s.fail(format!("slurm_load_node error: {}", util::status_text(&st)));
+            s.fail(format!(
+                "slurm_load_node error: {}",
+                crate::calls::status_text(&st)
+            ));
             return;
         }
     };
-    if let Err(e) = format::check_node_states(PROG, &nodes) {
+    if let Err(e) = crate::nodes::check_node_states(PROG, &nodes) {
         s.fail(e.stderr.trim_end());
         return;
     }
@@ -1419,7 +1395,7 @@ async fn reservation_change(
         },
         Err(e) => s.fail(format!(
             "Error {verb} the reservation: {}",
-            util::status_text(&e)
+            crate::calls::status_text(&e)
         )),
     }
 }
@@ -1443,7 +1419,7 @@ async fn show_reservations(s: &mut Session, conn: &mut Option<client::Ctld>, nam
         }
         Err(e) => s.fail(format!(
             "slurm_load_reservations error: {}",
-            util::status_text(&e)
+            crate::calls::status_text(&e)
         )),
     }
 }
@@ -1457,7 +1433,7 @@ async fn show_partitions(s: &mut Session, conn: &mut Option<client::Ctld>, name:
         Err(st) => {
             s.fail(format!(
                 "slurm_load_partitions error: {}",
-                util::status_text(&st)
+                crate::calls::status_text(&st)
             ));
             return;
         }
@@ -1515,6 +1491,8 @@ mod tests {
             eligible_time: 1000,
             start_time: 1001,
             run_secs: 1,
+            stdout_path: "/home/ada/run/out-1.txt".into(),
+            stderr_path: "/home/ada/run/out-1.txt".into(),
             nodes: "vm".into(),
             num_nodes: 1,
             num_cpus: 1,
@@ -1606,22 +1584,20 @@ mod tests {
 
     #[test]
     fn array_and_pending_records() {
-        let mut j = sample_job();
-        j.state = v1::JobState::Pending as i32;
-        j.reason = "JobHeldUser".into();
-        j.array_job_id = 1;
-        j.array_task_str = "0-4%2".into();
-        j.batch_host.clear();
-        j.nodes.clear();
-        j.start_time = 0;
-        j.run_secs = 0;
-        let spec = j.spec.as_mut().unwrap();
-        spec.array = Some(v1::ArraySpec {
-            task_ids: vec![0, 1, 2, 3, 4],
-            max_running: 2,
-        });
-        spec.stdout_pattern = "slurm-%A_%a.out".into();
-        spec.time_limit_min = 10;
+        let spec = model::JobSpec {
+            name: "myname".into(),
+            user: "root".into(),
+            work_dir: "/home/ada/run".into(),
+            stdout_pattern: "slurm-%A_%a.out".into(),
+            array: Some(model::ArraySpec {
+                task_ids: vec![0, 1, 2, 3, 4],
+                max_running: 2,
+            }),
+            hold: true,
+            ..Default::default()
+        };
+        let job = model::Job::new(1, spec, 1000, Some(10));
+        let j = proto::convert::job_to_wire(&job, None, 1002);
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
         let text = render(&job_lines(&j, &names), false);
         assert!(
@@ -1634,7 +1610,11 @@ mod tests {
         assert!(text.contains("RunTime=00:00:00 TimeLimit=00:10:00"));
         assert!(text.contains("StartTime=Unknown EndTime=Unknown"));
         assert!(text.contains("\n   NodeList=\n   NumNodes=1"));
-        assert!(text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"));
+        // The pattern as the controller expands it before the job starts.
+        assert!(
+            text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -1688,10 +1668,12 @@ mod tests {
         };
         let text = render(&node_lines(&n), false);
         assert!(text.starts_with(
-            "NodeName=gpu01 Arch=x86_64 CoresPerSocket=8 \n   CPUAlloc=0 CPUEfctv=8 CPUTot=8"
+            "NodeName=gpu01 Arch=x86_64 CoresPerSocket=1 \n   CPUAlloc=0 CPUEfctv=8 CPUTot=8"
         ));
         assert!(text.contains("\n   Gres=gpu:h100:4\n"));
         assert!(text.contains("\n   State=IDLE+DRAIN ThreadsPerCore=1"));
+        // S:C:T as sinfo -N -l shows it (8:1:1).
+        assert!(text.contains(" Sockets=8 Boards=1"), "{text}");
         assert!(text.contains("\n   Partitions=debug,gpu \n"));
         assert!(text.contains("\n   CfgTRES=cpu=8,mem=16000M,billing=8,gres/gpu=4\n"));
         assert!(text.contains("\n   Reason=maint ["));
@@ -1783,7 +1765,7 @@ mod tests {
                 ("TimeLimit".into(), "+30".into())
             ]
         );
-        let e = |a: &[&str]| parse_job_update(&sv(a), 0).unwrap_err().lines;
+        let e = |a: &[&str]| parse_job_update(&sv(a), 0).unwrap_err().lines();
         assert_eq!(
             e(&["JobId=1", "Foo=1"]),
             [
@@ -1827,7 +1809,7 @@ mod tests {
         );
         let u = parse_node_update(&sv(&["nodename=n1", "state=RESUME"])).unwrap();
         assert_eq!(u.state, "RESUME");
-        let e = |a: &[&str]| parse_node_update(&sv(a)).unwrap_err().lines;
+        let e = |a: &[&str]| parse_node_update(&sv(a)).unwrap_err().lines();
         assert_eq!(
             e(&["NodeName=n1", "State=DRAIN"]),
             ["You must specify a reason when DOWNING or DRAINING a node. Request denied"]
@@ -1853,7 +1835,7 @@ mod tests {
     #[test]
     fn interactive_words() {
         assert_eq!(
-            util::split_words("update NodeName=n1 Reason=\"a b\"", false),
+            crate::words::split_words("update NodeName=n1 Reason=\"a b\"", false),
             ["update", "NodeName=n1", "Reason=a b"]
         );
         assert_eq!(job_id_args("JobId=12").unwrap(), ["12"]);

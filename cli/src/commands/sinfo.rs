@@ -12,9 +12,14 @@
 //! gpu*         up 1-00:00:00      2    mix gpu[01-02]
 //! ```
 
+use crate::args::split_list;
 use crate::client;
-use crate::format::{self, Cell, Ctx, Early, Format, Names, Width, gres, split_list};
+use crate::exit::Exit;
+use crate::format::{self, Cell, Format, Width};
+use crate::jobs::Ctx;
+use crate::nodes::gres;
 use crate::opts::{OptSpec, flag, value};
+use crate::users::Names;
 use model::{NodeState, NodeWord};
 use proto::v1::{ListNodesRequest, ListPartitionsRequest, NodeInfo, PartitionInfo};
 use serde_json::json;
@@ -66,60 +71,6 @@ const REASONS_LONG_FORMAT: &str = "%20E %12U %19H %6t %N";
 /// Slurm's smallest width for `%#P` and `%#N` columns.
 const MIN_AUTO_WIDTH: usize = 9;
 
-/// A field of an sinfo line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeField {
-    Partition,
-    PartitionName,
-    Avail,
-    TimeLimit,
-    DefaultTime,
-    Nodes,
-    StateCompact,
-    StateLong,
-    StateComplete,
-    NodeList,
-    Hostnames,
-    NodeAddr,
-    CpusState,
-    Cpus,
-    Memory,
-    AllocMem,
-    Gres,
-    GresUsed,
-    Reason,
-    ReasonTime,
-    ReasonUser,
-    ReasonUserLong,
-    FreeMem,
-    CpuLoad,
-    Features,
-    FeaturesAct,
-    Sct,
-    Sockets,
-    Cores,
-    Threads,
-    TmpDisk,
-    Weight,
-    JobSize,
-    Groups,
-    OverSubscribe,
-    Root,
-    PriorityTier,
-    PriorityJobFactor,
-    AllocNodes,
-    MaxCpusPerNode,
-    PreemptMode,
-    Version,
-    Cluster,
-    Reservation,
-    NodesAiot,
-    NodesAi,
-    Comment,
-    Extra,
-    Port,
-}
-
 /// Whether a field is computed over a line's nodes (and so does not split lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -127,324 +78,380 @@ enum Kind {
     Grouping,
 }
 
-impl NodeField {
-    pub fn from_letter(c: char) -> Option<NodeField> {
-        use NodeField::*;
-        Some(match c {
-            'a' => Avail,
-            'A' => NodesAi,
-            'b' => FeaturesAct,
-            'B' => MaxCpusPerNode,
-            'c' => Cpus,
-            'C' => CpusState,
-            'd' => TmpDisk,
-            'D' => Nodes,
-            'e' => FreeMem,
-            'E' => Reason,
-            'f' => Features,
-            'F' => NodesAiot,
-            'g' => Groups,
-            'G' => Gres,
-            'h' => OverSubscribe,
-            'H' => ReasonTime,
-            'i' => Reservation,
-            'I' => PriorityJobFactor,
-            'l' => TimeLimit,
-            'L' => DefaultTime,
-            'm' => Memory,
-            'M' => PreemptMode,
-            'n' => Hostnames,
-            'N' => NodeList,
-            'o' => NodeAddr,
-            'O' => CpuLoad,
-            'p' => PriorityTier,
-            'P' => Partition,
-            'r' => Root,
-            'R' => PartitionName,
-            's' => JobSize,
-            'S' => AllocNodes,
-            't' => StateCompact,
-            'T' => StateLong,
-            'u' => ReasonUser,
-            'U' => ReasonUserLong,
-            'v' => Version,
-            'V' => Cluster,
-            'w' => Weight,
-            'X' => Sockets,
-            'Y' => Cores,
-            'Z' => Threads,
-            'z' => Sct,
-            _ => return None,
-        })
-    }
+/// A field of an sinfo line: its `-o` letter, `-O` names, header and value. A new
+/// field is one entry of [`NODE_FIELDS`].
+pub struct NodeFieldDef {
+    pub letter: Option<char>,
+    /// The `-O` names, lower case.
+    pub names: &'static [&'static str],
+    pub header: &'static str,
+    header_whole: bool,
+    kind: Kind,
+    /// Read from the line's partition (so lines split by partition).
+    of_partition: bool,
+    pub value: fn(&Line, &Ctx) -> Cell,
+}
 
-    pub fn from_name(name: &str) -> Option<NodeField> {
-        use NodeField::*;
-        Some(match name.to_ascii_lowercase().as_str() {
-            "allocmem" => AllocMem,
-            "allocnodes" => AllocNodes,
-            "available" => Avail,
-            "cluster" => Cluster,
-            "comment" => Comment,
-            "cores" => Cores,
-            "cpus" => Cpus,
-            "cpusload" => CpuLoad,
-            "cpusstate" => CpusState,
-            "defaulttime" => DefaultTime,
-            "disk" => TmpDisk,
-            "extra" => Extra,
-            "features" => Features,
-            "features_act" => FeaturesAct,
-            "freemem" => FreeMem,
-            "gres" => Gres,
-            "gresused" => GresUsed,
-            "groups" => Groups,
-            "maxcpuspernode" => MaxCpusPerNode,
-            "memory" => Memory,
-            "nodeaddr" => NodeAddr,
-            "nodeai" => NodesAi,
-            "nodeaiot" => NodesAiot,
-            "nodehost" => Hostnames,
-            "nodelist" => NodeList,
-            "nodes" => Nodes,
-            "oversubscribe" => OverSubscribe,
-            "partition" => Partition,
-            "partitionname" => PartitionName,
-            "port" => Port,
-            "preemptmode" => PreemptMode,
-            "priorityjobfactor" => PriorityJobFactor,
-            "prioritytier" | "priority" => PriorityTier,
-            "reason" => Reason,
-            "reservation" => Reservation,
-            "root" => Root,
-            "size" => JobSize,
-            "socketcorethread" => Sct,
-            "sockets" => Sockets,
-            "statecompact" => StateCompact,
-            "statelong" => StateLong,
-            "statecomplete" => StateComplete,
-            "threads" => Threads,
-            "time" => TimeLimit,
-            "timestamp" => ReasonTime,
-            "user" => ReasonUser,
-            "userlong" => ReasonUserLong,
-            "version" => Version,
-            "weight" => Weight,
-            _ => return None,
-        })
-    }
-
-    fn kind(self) -> Kind {
-        use NodeField::*;
-        match self {
-            Nodes | NodeList | Hostnames | NodeAddr | CpusState | NodesAiot | NodesAi => {
-                Kind::Aggregate
-            }
-            _ => Kind::Grouping,
+impl NodeFieldDef {
+    pub fn header(&self) -> Cell {
+        if self.header_whole {
+            Cell::whole(self.header)
+        } else {
+            Cell::cut(self.header)
         }
     }
 
-    pub fn header(self) -> Cell {
-        use NodeField::*;
-        let text = match self {
-            Partition | PartitionName => "PARTITION",
-            Avail => "AVAIL",
-            TimeLimit => "TIMELIMIT",
-            DefaultTime => "DEFAULTTIME",
-            Nodes => "NODES",
-            StateCompact | StateLong => "STATE",
-            StateComplete => "STATECOMPLETE",
-            NodeList => return Cell::whole("NODELIST"),
-            Hostnames => return Cell::whole("HOSTNAMES"),
-            NodeAddr => return Cell::whole("NODE_ADDR"),
-            CpusState => "CPUS(A/I/O/T)",
-            Cpus => "CPUS",
-            Memory => "MEMORY",
-            AllocMem => "ALLOCMEM",
-            Gres => "GRES",
-            GresUsed => "GRES_USED",
-            Reason => "REASON",
-            ReasonTime => "TIMESTAMP",
-            ReasonUser | ReasonUserLong => "USER",
-            FreeMem => "FREE_MEM",
-            CpuLoad => "CPU_LOAD",
-            Features => "AVAIL_FEATURES",
-            FeaturesAct => "ACTIVE_FEATURES",
-            Sct => "S:C:T",
-            Sockets => "SOCKETS",
-            Cores => "CORES",
-            Threads => "THREADS",
-            TmpDisk => "TMP_DISK",
-            Weight => "WEIGHT",
-            JobSize => "JOB_SIZE",
-            Groups => "GROUPS",
-            OverSubscribe => "OVERSUBSCRIBE",
-            Root => "ROOT",
-            PriorityTier => "PRIO_TIER",
-            PriorityJobFactor => "PRIO_JOB_FACTOR",
-            AllocNodes => "ALLOCNODES",
-            MaxCpusPerNode => "MAX_CPUS_PER_NODE",
-            PreemptMode => "PREEMPT_MODE",
-            Version => "VERSION",
-            Cluster => "CLUSTER",
-            Reservation => "RESERVATION",
-            NodesAiot => "NODES(A/I/O/T)",
-            NodesAi => "NODES(A/I)",
-            Comment => "COMMENT",
-            Extra => "EXTRA",
-            Port => "PORT",
-        };
-        Cell::cut(text)
+    /// The value for a line of nodes (all in its partition when it has one).
+    pub fn value(&self, line: &Line, ctx: &Ctx) -> Cell {
+        (self.value)(line, ctx)
     }
+}
 
-    /// The value for a line of nodes (all in `part` when it is set).
-    pub fn value(self, line: &Line, ctx: &Ctx) -> Cell {
-        use NodeField::*;
-        let part = line.part.as_ref();
-        let node = line.nodes.first();
-        let on_node =
-            |f: &dyn Fn(&NodeInfo) -> String| Cell::cut(node.map(f).unwrap_or_else(|| "0".into()));
-        match self {
-            Partition => Cell::cut(
-                part.map(|p| {
-                    if p.is_default {
-                        format!("{}*", p.name)
-                    } else {
-                        p.name.clone()
-                    }
-                })
-                .unwrap_or_default(),
-            ),
-            PartitionName => Cell::cut(part.map(|p| p.name.clone()).unwrap_or_default()),
-            Avail => Cell::cut(part.map(|p| avail(&p.state)).unwrap_or("n/a")),
-            TimeLimit => Cell::cut(
-                part.map(|p| crate::times::minutes_text(p.max_time_min, "infinite"))
-                    .unwrap_or_else(|| "n/a".into()),
-            ),
-            DefaultTime => Cell::cut(
-                part.map(|p| crate::times::minutes_text(p.default_time_min, "n/a"))
-                    .unwrap_or_else(|| "n/a".into()),
-            ),
-            Nodes => Cell::cut(line.nodes.len().to_string()),
-            StateCompact => Cell::cut(
-                node.map(|n| format::node_state(n).compact())
-                    .unwrap_or_else(|| "n/a".into()),
-            ),
-            StateLong | StateComplete => Cell::cut(
-                node.map(|n| format::node_state(n).long())
-                    .unwrap_or_else(|| "n/a".into()),
-            ),
-            NodeList | Hostnames => Cell::whole(model::hostlist::fold(
-                &line
-                    .nodes
-                    .iter()
-                    .map(|n| n.name.as_str())
-                    .collect::<Vec<_>>(),
-            )),
-            NodeAddr => Cell::whole(
-                line.nodes
-                    .iter()
-                    .map(|n| match n.addr.rsplit_once(':') {
-                        Some((host, _)) if !host.is_empty() => host.to_string(),
-                        _ => n.name.clone(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
-            CpusState => {
-                let (mut a, mut i, mut o, mut t) = (0, 0, 0, 0);
-                for n in &line.nodes {
-                    let free = n.cpus.saturating_sub(n.cpus_alloc);
-                    a += n.cpus_alloc;
-                    if usable(&format::node_state(n)) {
-                        i += free;
-                    } else {
-                        o += free;
-                    }
-                    t += n.cpus;
-                }
-                Cell::cut(format!("{a}/{i}/{o}/{t}"))
-            }
-            NodesAiot | NodesAi => {
-                let (mut a, mut i, mut o) = (0, 0, 0);
-                for n in &line.nodes {
-                    match category(&format::node_state(n)) {
-                        Category::Alloc => a += 1,
-                        Category::Idle => i += 1,
-                        Category::Other => o += 1,
-                    }
-                }
-                Cell::cut(if self == NodesAi {
-                    format!("{a}/{i}")
-                } else {
-                    format!("{a}/{i}/{o}/{}", line.nodes.len())
-                })
-            }
-            Cpus | Sockets => on_node(&|n| n.cpus.to_string()),
-            Memory => on_node(&|n| n.memory_mb.to_string()),
-            AllocMem => on_node(&|n| n.memory_alloc_mb.to_string()),
-            FreeMem | CpuLoad => Cell::cut("N/A"),
-            Gres => Cell::cut(
-                node.map(|n| gres(n, n.gpus))
-                    .unwrap_or_else(|| "(null)".into()),
-            ),
-            GresUsed => Cell::cut(
-                node.map(|n| gres(n, n.gpus_alloc))
-                    .unwrap_or_else(|| "(null)".into()),
-            ),
-            Reason => Cell::cut(
-                node.map(|n| n.reason.clone())
-                    .filter(|r| !r.is_empty())
-                    .unwrap_or_else(|| "none".into()),
-            ),
-            ReasonTime => Cell::cut(
-                node.map(|n| crate::times::time_or(n.reason_time, "Unknown"))
-                    .unwrap_or_else(|| "Unknown".into()),
-            ),
-            ReasonUser => Cell::cut(match node {
-                Some(n) if n.reason_time > 0 => ctx.names.user(n.reason_uid),
-                _ => "Unknown".into(),
-            }),
-            ReasonUserLong => Cell::cut(match node {
-                Some(n) if n.reason_time > 0 => {
-                    format!("{}({})", ctx.names.user(n.reason_uid), n.reason_uid)
-                }
-                _ => "Unknown".into(),
-            }),
-            Features | FeaturesAct => Cell::cut(
-                node.map(|n| n.features.join(","))
-                    .filter(|f| !f.is_empty())
-                    .unwrap_or_else(|| "(null)".into()),
-            ),
-            Sct => on_node(&|n| format!("{}:1:1", n.cpus)),
-            Cores | Threads | Weight | PriorityTier | PriorityJobFactor => Cell::cut("1"),
-            TmpDisk => Cell::cut("0"),
-            JobSize => Cell::cut(match part.map(|p| p.max_nodes) {
-                Some(0) | None => "1-infinite".to_string(),
-                Some(1) => "1".to_string(),
-                Some(m) => format!("1-{m}"),
-            }),
-            Groups | AllocNodes => Cell::cut("all"),
-            OverSubscribe => Cell::cut(
-                part.map(|p| p.oversubscribe.as_str())
-                    .filter(|o| !o.is_empty())
-                    .unwrap_or("NO"),
-            ),
-            Root => Cell::cut("no"),
-            MaxCpusPerNode => Cell::cut("UNLIMITED"),
-            PreemptMode => Cell::cut("OFF"),
-            Version | Comment | Extra => Cell::cut("N/A"),
-            Cluster => Cell::cut(ctx.cluster.clone()),
-            Reservation => Cell::cut(""),
-            Port => on_node(&|n| {
-                n.addr
-                    .rsplit_once(':')
-                    .map(|(_, p)| p.to_string())
-                    .unwrap_or_else(|| "0".into())
-            }),
+impl std::fmt::Debug for NodeFieldDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.header)
+    }
+}
+
+impl PartialEq for NodeFieldDef {
+    fn eq(&self, other: &NodeFieldDef) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for NodeFieldDef {}
+
+/// An sinfo field.
+pub type NodeField = &'static NodeFieldDef;
+
+/// The field of a `-o` letter.
+pub fn field_letter(c: char) -> Option<NodeField> {
+    NODE_FIELDS.iter().find(|f| f.letter == Some(c))
+}
+
+/// The field of a `-O` name (any case).
+pub fn field_name(name: &str) -> Option<NodeField> {
+    let name = name.to_ascii_lowercase();
+    NODE_FIELDS
+        .iter()
+        .find(|f| f.names.contains(&name.as_str()))
+}
+
+/// A field of the line's nodes that splits lines.
+const fn node(
+    letter: Option<char>,
+    names: &'static [&'static str],
+    header: &'static str,
+    value: fn(&Line, &Ctx) -> Cell,
+) -> NodeFieldDef {
+    NodeFieldDef {
+        letter,
+        names,
+        header,
+        header_whole: false,
+        kind: Kind::Grouping,
+        of_partition: false,
+        value,
+    }
+}
+
+/// A field of the line's partition.
+const fn partition(
+    letter: Option<char>,
+    names: &'static [&'static str],
+    header: &'static str,
+    value: fn(&Line, &Ctx) -> Cell,
+) -> NodeFieldDef {
+    NodeFieldDef {
+        of_partition: true,
+        ..node(letter, names, header, value)
+    }
+}
+
+/// A field computed over all of a line's nodes.
+const fn aggregate(
+    letter: Option<char>,
+    names: &'static [&'static str],
+    header: &'static str,
+    value: fn(&Line, &Ctx) -> Cell,
+) -> NodeFieldDef {
+    NodeFieldDef {
+        kind: Kind::Aggregate,
+        ..node(letter, names, header, value)
+    }
+}
+
+impl NodeFieldDef {
+    const fn whole_header(self) -> NodeFieldDef {
+        NodeFieldDef {
+            header_whole: true,
+            ..self
         }
     }
 }
+
+/// A value of the line's first node, `0` without one.
+fn on_node(line: &Line, f: impl Fn(&NodeInfo) -> String) -> Cell {
+    Cell::cut(line.nodes.first().map(f).unwrap_or_else(|| "0".into()))
+}
+
+/// A value of the line's partition, `none` without one.
+fn on_part(line: &Line, none: &str, f: impl Fn(&PartitionInfo) -> String) -> Cell {
+    Cell::cut(line.part.as_ref().map(f).unwrap_or_else(|| none.into()))
+}
+
+/// A value of the line's first node, `none` without one.
+fn node_or(line: &Line, none: &str, f: impl Fn(&NodeInfo) -> String) -> Cell {
+    Cell::cut(line.nodes.first().map(f).unwrap_or_else(|| none.into()))
+}
+
+fn node_names(line: &Line) -> Cell {
+    Cell::whole(model::hostlist::fold(
+        &line
+            .nodes
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// Nodes allocated, idle and other (`%F`, `%A`).
+fn node_counts(line: &Line) -> (usize, usize, usize) {
+    let (mut a, mut i, mut o) = (0, 0, 0);
+    for n in &line.nodes {
+        match category(&crate::nodes::node_state(n)) {
+            Category::Alloc => a += 1,
+            Category::Idle => i += 1,
+            Category::Other => o += 1,
+        }
+    }
+    (a, i, o)
+}
+
+fn constant(text: &'static str) -> Cell {
+    Cell::cut(text)
+}
+
+/// Every field of an sinfo line.
+pub static NODE_FIELDS: &[NodeFieldDef] = &[
+    partition(Some('P'), &["partition"], "PARTITION", |l, _| {
+        on_part(l, "", |p| {
+            if p.is_default {
+                format!("{}*", p.name)
+            } else {
+                p.name.clone()
+            }
+        })
+    }),
+    partition(Some('R'), &["partitionname"], "PARTITION", |l, _| {
+        on_part(l, "", |p| p.name.clone())
+    }),
+    partition(Some('a'), &["available"], "AVAIL", |l, _| {
+        Cell::cut(l.part.as_ref().map(|p| avail(&p.state)).unwrap_or("n/a"))
+    }),
+    partition(Some('l'), &["time"], "TIMELIMIT", |l, _| {
+        on_part(l, "n/a", |p| {
+            crate::times::minutes_text(p.max_time_min, "infinite")
+        })
+    }),
+    partition(Some('L'), &["defaulttime"], "DEFAULTTIME", |l, _| {
+        on_part(l, "n/a", |p| {
+            crate::times::minutes_text(p.default_time_min, "n/a")
+        })
+    }),
+    aggregate(Some('D'), &["nodes"], "NODES", |l, _| {
+        Cell::cut(l.nodes.len().to_string())
+    }),
+    node(Some('t'), &["statecompact"], "STATE", |l, _| {
+        node_or(l, "n/a", |n| crate::nodes::node_state(n).compact())
+    }),
+    node(Some('T'), &["statelong"], "STATE", |l, _| {
+        node_or(l, "n/a", |n| crate::nodes::node_state(n).long())
+    }),
+    node(None, &["statecomplete"], "STATECOMPLETE", |l, _| {
+        node_or(l, "n/a", |n| crate::nodes::node_state(n).long())
+    }),
+    aggregate(Some('N'), &["nodelist"], "NODELIST", |l, _| node_names(l)).whole_header(),
+    aggregate(Some('n'), &["nodehost"], "HOSTNAMES", |l, _| node_names(l)).whole_header(),
+    aggregate(Some('o'), &["nodeaddr"], "NODE_ADDR", |l, _| {
+        Cell::whole(
+            l.nodes
+                .iter()
+                .map(|n| match n.addr.rsplit_once(':') {
+                    Some((host, _)) if !host.is_empty() => host.to_string(),
+                    _ => n.name.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+    })
+    .whole_header(),
+    aggregate(Some('C'), &["cpusstate"], "CPUS(A/I/O/T)", |l, _| {
+        let (mut a, mut i, mut o, mut t) = (0, 0, 0, 0);
+        for n in &l.nodes {
+            let free = n.cpus.saturating_sub(n.cpus_alloc);
+            a += n.cpus_alloc;
+            if usable(&crate::nodes::node_state(n)) {
+                i += free;
+            } else {
+                o += free;
+            }
+            t += n.cpus;
+        }
+        Cell::cut(format!("{a}/{i}/{o}/{t}"))
+    }),
+    node(Some('c'), &["cpus"], "CPUS", |l, _| {
+        on_node(l, |n| n.cpus.to_string())
+    }),
+    node(Some('m'), &["memory"], "MEMORY", |l, _| {
+        on_node(l, |n| n.memory_mb.to_string())
+    }),
+    node(None, &["allocmem"], "ALLOCMEM", |l, _| {
+        on_node(l, |n| n.memory_alloc_mb.to_string())
+    }),
+    node(Some('G'), &["gres"], "GRES", |l, _| {
+        node_or(l, "(null)", |n| gres(n, n.gpus))
+    }),
+    node(None, &["gresused"], "GRES_USED", |l, _| {
+        node_or(l, "(null)", |n| gres(n, n.gpus_alloc))
+    }),
+    node(Some('E'), &["reason"], "REASON", |l, _| {
+        Cell::cut(
+            l.nodes
+                .first()
+                .map(|n| n.reason.clone())
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "none".into()),
+        )
+    }),
+    node(Some('H'), &["timestamp"], "TIMESTAMP", |l, _| {
+        node_or(l, "Unknown", |n| {
+            crate::times::time_or(n.reason_time, "Unknown")
+        })
+    }),
+    node(Some('u'), &["user"], "USER", |l, ctx| {
+        Cell::cut(match l.nodes.first() {
+            Some(n) if n.reason_time > 0 => ctx.names.user(n.reason_uid),
+            _ => "Unknown".into(),
+        })
+    }),
+    node(Some('U'), &["userlong"], "USER", |l, ctx| {
+        Cell::cut(match l.nodes.first() {
+            Some(n) if n.reason_time > 0 => {
+                format!("{}({})", ctx.names.user(n.reason_uid), n.reason_uid)
+            }
+            _ => "Unknown".into(),
+        })
+    }),
+    node(Some('e'), &["freemem"], "FREE_MEM", |_, _| constant("N/A")),
+    node(Some('O'), &["cpusload"], "CPU_LOAD", |_, _| constant("N/A")),
+    node(Some('f'), &["features"], "AVAIL_FEATURES", |l, _| {
+        node_or(l, "(null)", |n| {
+            if n.features.is_empty() {
+                "(null)".into()
+            } else {
+                n.features.join(",")
+            }
+        })
+    }),
+    node(Some('b'), &["features_act"], "ACTIVE_FEATURES", |l, _| {
+        node_or(l, "(null)", |n| {
+            if n.features.is_empty() {
+                "(null)".into()
+            } else {
+                n.features.join(",")
+            }
+        })
+    }),
+    node(Some('z'), &["socketcorethread"], "S:C:T", |l, _| {
+        on_node(l, |n| {
+            let (s, c, t) = crate::nodes::socket_core_thread(n);
+            format!("{s}:{c}:{t}")
+        })
+    }),
+    node(Some('X'), &["sockets"], "SOCKETS", |l, _| {
+        on_node(l, |n| crate::nodes::socket_core_thread(n).0.to_string())
+    }),
+    node(Some('Y'), &["cores"], "CORES", |l, _| {
+        node_or(l, "1", |n| {
+            crate::nodes::socket_core_thread(n).1.to_string()
+        })
+    }),
+    node(Some('Z'), &["threads"], "THREADS", |l, _| {
+        node_or(l, "1", |n| {
+            crate::nodes::socket_core_thread(n).2.to_string()
+        })
+    }),
+    node(Some('d'), &["disk"], "TMP_DISK", |_, _| constant("0")),
+    node(Some('w'), &["weight"], "WEIGHT", |_, _| constant("1")),
+    partition(Some('s'), &["size"], "JOB_SIZE", |l, _| {
+        Cell::cut(match l.part.as_ref().map(|p| p.max_nodes) {
+            Some(0) | None => "1-infinite".to_string(),
+            Some(1) => "1".to_string(),
+            Some(m) => format!("1-{m}"),
+        })
+    }),
+    partition(Some('g'), &["groups"], "GROUPS", |_, _| constant("all")),
+    partition(Some('h'), &["oversubscribe"], "OVERSUBSCRIBE", |l, _| {
+        Cell::cut(
+            l.part
+                .as_ref()
+                .map(|p| p.oversubscribe.as_str())
+                .filter(|o| !o.is_empty())
+                .unwrap_or("NO"),
+        )
+    }),
+    partition(Some('r'), &["root"], "ROOT", |_, _| constant("no")),
+    partition(
+        Some('p'),
+        &["prioritytier", "priority"],
+        "PRIO_TIER",
+        |_, _| constant("1"),
+    ),
+    partition(
+        Some('I'),
+        &["priorityjobfactor"],
+        "PRIO_JOB_FACTOR",
+        |_, _| constant("1"),
+    ),
+    partition(Some('S'), &["allocnodes"], "ALLOCNODES", |_, _| {
+        constant("all")
+    }),
+    partition(
+        Some('B'),
+        &["maxcpuspernode"],
+        "MAX_CPUS_PER_NODE",
+        |_, _| constant("UNLIMITED"),
+    ),
+    partition(Some('M'), &["preemptmode"], "PREEMPT_MODE", |_, _| {
+        constant("OFF")
+    }),
+    node(Some('v'), &["version"], "VERSION", |_, _| constant("N/A")),
+    node(Some('V'), &["cluster"], "CLUSTER", |_, ctx| {
+        Cell::cut(ctx.cluster.clone())
+    }),
+    node(Some('i'), &["reservation"], "RESERVATION", |_, _| {
+        constant("")
+    }),
+    aggregate(Some('F'), &["nodeaiot"], "NODES(A/I/O/T)", |l, _| {
+        let (a, i, o) = node_counts(l);
+        Cell::cut(format!("{a}/{i}/{o}/{}", l.nodes.len()))
+    }),
+    aggregate(Some('A'), &["nodeai"], "NODES(A/I)", |l, _| {
+        let (a, i, _) = node_counts(l);
+        Cell::cut(format!("{a}/{i}"))
+    }),
+    node(None, &["comment"], "COMMENT", |_, _| constant("N/A")),
+    node(None, &["extra"], "EXTRA", |_, _| constant("N/A")),
+    node(None, &["port"], "PORT", |l, _| {
+        on_node(l, |n| {
+            n.addr
+                .rsplit_once(':')
+                .map(|(_, p)| p.to_string())
+                .unwrap_or_else(|| "0".into())
+        })
+    }),
+];
 
 fn avail(state: &str) -> &'static str {
     match state.to_ascii_uppercase().as_str() {
@@ -565,16 +572,16 @@ pub fn parse_args(
     args: &[String],
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
-) -> Result<Options, Early> {
-    let p = format::parse_command_line("sinfo", args, SPECS, ALIASES, HELP, USAGE)?;
+) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("sinfo", args, SPECS, ALIASES, HELP, USAGE)?;
     if let Some(extra) = p.positional.first() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "sinfo",
-            &format!("error: Unrecognized option: {extra}"),
+            format!("error: Unrecognized option: {extra}"),
         ));
     }
     if p.has("format") && p.has("Format") {
-        return Err(Early::error(
+        return Err(Exit::error(
             "sinfo",
             "-o (--format) is incompatible with -O (--Format)",
         ));
@@ -591,7 +598,7 @@ pub fn parse_args(
             env("SINFO_FORMAT2")
         }
     }) {
-        let (fmt, bad) = format::parse_long(&t, NodeField::from_name);
+        let (fmt, bad) = format::parse_long(&t, field_name);
         for n in bad {
             warnings.push(format!(
                 "sinfo: error: Invalid node format specification: {n}"
@@ -615,7 +622,7 @@ pub fn parse_args(
                 }
                 .to_string()
             });
-        let (mut fmt, bad) = format::parse_percent(&text, NodeField::from_letter);
+        let (mut fmt, bad) = format::parse_percent(&text, field_letter);
         for c in bad {
             warnings.push(format!(
                 "sinfo: error: Invalid node format specification: {c}"
@@ -640,9 +647,9 @@ pub fn parse_args(
                 if !STATE_WORDS.contains(&w.to_ascii_uppercase().as_str())
                     && !w.eq_ignore_ascii_case("all")
                 {
-                    return Err(Early::error(
+                    return Err(Exit::error(
                         "sinfo",
-                        &format!("Invalid node state specified: {w}"),
+                        format!("Invalid node state specified: {w}"),
                     ));
                 }
             }
@@ -662,9 +669,9 @@ pub fn parse_args(
     let nodes = match p.get("nodes") {
         None => Vec::new(),
         Some(n) => model::hostlist::expand(n)
-            .map_err(|_| Early::error("sinfo", &format!("Invalid node name specified: {n}")))?,
+            .map_err(|_| Exit::error("sinfo", format!("Invalid node name specified: {n}")))?,
     };
-    let iterate = format::iterate_option("sinfo", &p)?;
+    let iterate = crate::args::iterate_option("sinfo", &p)?;
     Ok(Options {
         layout,
         // A reason list groups by reason, whatever -N says.
@@ -682,7 +689,7 @@ pub fn parse_args(
 }
 
 fn node_selected(opts: &Options, n: &NodeInfo) -> bool {
-    let st = format::node_state(n);
+    let st = crate::nodes::node_state(n);
     (opts.nodes.is_empty() || opts.nodes.contains(&n.name))
         && (!opts.responding || st.responding)
         && (!opts.dead || !st.responding)
@@ -716,26 +723,7 @@ pub fn lines(
     sorted.sort_by_key(|n| natural_key(&n.name));
     let part_selected =
         |p: &PartitionInfo| opts.partitions.is_empty() || opts.partitions.contains(&p.name);
-    let uses_partition = fmt.columns.iter().any(|c| {
-        use NodeField::*;
-        matches!(
-            c.key,
-            Partition
-                | PartitionName
-                | Avail
-                | TimeLimit
-                | DefaultTime
-                | JobSize
-                | Groups
-                | OverSubscribe
-                | Root
-                | PriorityTier
-                | PriorityJobFactor
-                | AllocNodes
-                | MaxCpusPerNode
-                | PreemptMode
-        )
-    });
+    let uses_partition = fmt.columns.iter().any(|c| c.key.of_partition);
     let filtering =
         !opts.nodes.is_empty() || !opts.states.is_empty() || opts.responding || opts.dead;
 
@@ -789,7 +777,7 @@ pub fn lines(
         let mut k: Vec<String> = fmt
             .columns
             .iter()
-            .filter(|c| c.key.kind() == Kind::Grouping)
+            .filter(|c| c.key.kind == Kind::Grouping)
             .map(|c| c.key.value(l, ctx).text)
             .collect();
         if uses_partition {
@@ -814,7 +802,7 @@ pub fn lines(
                 let rank = rec
                     .nodes
                     .first()
-                    .map(|n| rank(&format::node_state(n)))
+                    .map(|n| rank(&crate::nodes::node_state(n)))
                     .unwrap_or(-1);
                 let part = if uses_partition { rec.part } else { None };
                 index.insert(key, groups.len());
@@ -878,7 +866,7 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
             opts.partitions.is_empty() || n.partitions.iter().any(|p| opts.partitions.contains(p))
         })
         .map(|n| {
-            let state = format::node_state(n).flags();
+            let state = crate::nodes::node_state(n).flags();
             json!({
                 "name": n.name,
                 "hostname": n.name,
@@ -920,14 +908,16 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
 }
 
 pub fn run(args: &[String]) -> ExitCode {
-    let opts = match format::parse_printing_warnings(|w| parse_args(args, &format::env_var, w)) {
+    let opts = match crate::args::parse_printing_warnings(|w| {
+        parse_args(args, &crate::args::env_var, w)
+    }) {
         Ok(o) => o,
         Err(code) => return code,
     };
     let cluster = client::cluster_name();
     let rt = client::runtime();
     if opts.reservations {
-        return match client::query(&rt, "sinfo", |mut c| async move {
+        return match crate::calls::query(&rt, "sinfo", |mut c| async move {
             Ok(c.list_reservations(proto::v1::ListReservationsRequest {})
                 .await?
                 .into_inner()
@@ -944,7 +934,7 @@ pub fn run(args: &[String]) -> ExitCode {
         };
     }
     loop {
-        let (parts, nodes) = match client::query(&rt, "sinfo", |mut c| async move {
+        let (parts, nodes) = match crate::calls::query(&rt, "sinfo", |mut c| async move {
             let parts = c.list_partitions(ListPartitionsRequest {}).await?;
             let nodes = c.list_nodes(ListNodesRequest { names: Vec::new() }).await?;
             Ok((parts.into_inner().partitions, nodes.into_inner().nodes))
@@ -952,7 +942,7 @@ pub fn run(args: &[String]) -> ExitCode {
             Ok(r) => r,
             Err(code) => return code,
         };
-        if let Err(e) = format::check_node_states("sinfo", &nodes) {
+        if let Err(e) = crate::nodes::check_node_states("sinfo", &nodes) {
             return e.finish();
         }
         let now = crate::times::now();
@@ -969,7 +959,7 @@ pub fn run(args: &[String]) -> ExitCode {
             cluster: cluster.clone(),
         };
         let text = render(&opts, &parts, &nodes, &ctx);
-        if !format::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
+        if !crate::args::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
             return ExitCode::SUCCESS;
         }
     }
@@ -1019,7 +1009,7 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
-    fn parse(args: &[&str]) -> Result<Options, Early> {
+    fn parse(args: &[&str]) -> Result<Options, Exit> {
         parse_args(&s(args), &|_| None, &mut Vec::new())
     }
 
@@ -1126,6 +1116,11 @@ mod tests {
         assert_eq!(
             out(&["-N", "-h", "-o", "%N %T %C %G", "-p", "gpu", "-t", "mix"]),
             "gpu01 mixed 4/4/0/8 gpu:h100:4\ngpu02 mixed 2/6/0/8 gpu:h100:4\n"
+        );
+        // S:C:T as `scontrol show node` counts them.
+        assert_eq!(
+            out(&["-N", "-h", "-n", "gpu01", "-o", "%z %X %Y %Z"]),
+            "8:1:1 8 1 1\n"
         );
     }
 

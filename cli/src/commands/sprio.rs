@@ -13,7 +13,8 @@
 //! ```
 
 use crate::client;
-use crate::format::{self, Cell, Early, Format};
+use crate::exit::Exit;
+use crate::format::{self, Cell, Format};
 use crate::opts::{OptSpec, flag, optional, value};
 use proto::v1::{GetPrioritiesReply, GetPrioritiesRequest, PriorityFactors, PriorityWeights};
 use std::process::ExitCode;
@@ -42,88 +43,184 @@ const SPECS: &[OptSpec] = &[
 
 const ALIASES: &[(&str, &str)] = &[("cluster", "clusters"), ("users", "user")];
 
-/// A column of `sprio -o`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    AgeNorm,
-    Age,
-    AssocNorm,
-    Assoc,
-    Cluster,
-    FairshareNorm,
-    Fairshare,
-    JobId,
-    JobSizeNorm,
-    JobSize,
-    QosName,
-    Nice,
-    Account,
-    PartitionNorm,
-    PartitionPrio,
-    QosNorm,
-    Qos,
-    Partition,
-    Site,
-    TresNorm,
-    Tres,
-    User,
-    Priority,
-    PriorityNorm,
+/// A column of `sprio -o`: its letter, header, and value on a job's line and on the
+/// `-w` line of weights. A new column is one entry of [`FIELDS`].
+pub struct FieldDef {
+    pub letter: char,
+    pub header: &'static str,
+    job: fn(&PriorityFactors, &PriorityWeights, &str) -> String,
+    weights: fn(&PriorityWeights, &str) -> String,
 }
 
-impl Field {
-    pub fn from_letter(c: char) -> Option<Field> {
-        use Field::*;
-        Some(match c {
-            'a' => AgeNorm,
-            'A' => Age,
-            'b' => AssocNorm,
-            'B' => Assoc,
-            'c' => Cluster,
-            'f' => FairshareNorm,
-            'F' => Fairshare,
-            'i' => JobId,
-            'j' => JobSizeNorm,
-            'J' => JobSize,
-            'n' => QosName,
-            'N' => Nice,
-            'o' => Account,
-            'p' => PartitionNorm,
-            'P' => PartitionPrio,
-            'q' => QosNorm,
-            'Q' => Qos,
-            'r' => Partition,
-            'S' => Site,
-            't' => TresNorm,
-            'T' => Tres,
-            'u' => User,
-            'Y' => Priority,
-            'y' => PriorityNorm,
-            _ => return None,
+impl std::fmt::Debug for FieldDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "%{}", self.letter)
+    }
+}
+
+impl PartialEq for FieldDef {
+    fn eq(&self, other: &FieldDef) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for FieldDef {}
+
+/// An sprio column.
+pub type Field = &'static FieldDef;
+
+/// The column of a `-o` letter.
+pub fn field_letter(c: char) -> Option<Field> {
+    FIELDS.iter().find(|f| f.letter == c)
+}
+
+/// Nothing on the weights line.
+fn no_weight(_: &PriorityWeights, _: &str) -> String {
+    String::new()
+}
+
+const fn field(
+    letter: char,
+    header: &'static str,
+    job: fn(&PriorityFactors, &PriorityWeights, &str) -> String,
+    weights: fn(&PriorityWeights, &str) -> String,
+) -> FieldDef {
+    FieldDef {
+        letter,
+        header,
+        job,
+        weights,
+    }
+}
+
+/// The TRES factors of a job: weighted (`%T`) or as they are (`%t`).
+fn tres_factors(job: &PriorityFactors, w: &PriorityWeights, weighted: bool) -> String {
+    job.tres
+        .iter()
+        .filter(|t| t.value > 0.0)
+        .map(|t| {
+            if weighted {
+                format!("{}={:.0}", t.name, t.value * tres_weight(w, &t.name))
+            } else {
+                format!("{}={:.2}", t.name, t.value)
+            }
         })
-    }
-
-    fn header(self) -> &'static str {
-        use Field::*;
-        match self {
-            AgeNorm | Age => "AGE",
-            AssocNorm | Assoc => "ASSOC",
-            Cluster => "CLUSTER",
-            FairshareNorm | Fairshare => "FAIRSHARE",
-            JobId => "JOBID",
-            JobSizeNorm | JobSize => "JOBSIZE",
-            QosName => "QOSNAME",
-            Nice => "NICE",
-            Account => "ACCOUNT",
-            PartitionNorm | PartitionPrio | Partition => "PARTITION",
-            QosNorm | Qos => "QOS",
-            Site => "SITE",
-            TresNorm | Tres => "TRES",
-            User => "USER",
-            Priority | PriorityNorm => "PRIORITY",
-        }
-    }
+        .collect::<Vec<_>>()
+        .join(",")
 }
+
+/// Every column of sprio.
+pub static FIELDS: &[FieldDef] = &[
+    field(
+        'a',
+        "AGE",
+        |j, w, _| norm(j.age, w.age),
+        |w, _| w.age.to_string(),
+    ),
+    field(
+        'A',
+        "AGE",
+        |j, w, _| weighted(j.age, w.age),
+        |w, _| w.age.to_string(),
+    ),
+    field(
+        'b',
+        "ASSOC",
+        |j, w, _| norm(j.assoc, w.assoc),
+        |w, _| w.assoc.to_string(),
+    ),
+    field(
+        'B',
+        "ASSOC",
+        |j, w, _| weighted(j.assoc, w.assoc),
+        |w, _| w.assoc.to_string(),
+    ),
+    field(
+        'c',
+        "CLUSTER",
+        |_, _, c| c.to_string(),
+        |_, c| c.to_string(),
+    ),
+    field(
+        'f',
+        "FAIRSHARE",
+        |j, w, _| norm(j.fairshare, w.fairshare),
+        |w, _| w.fairshare.to_string(),
+    ),
+    field(
+        'F',
+        "FAIRSHARE",
+        |j, w, _| weighted(j.fairshare, w.fairshare),
+        |w, _| w.fairshare.to_string(),
+    ),
+    field(
+        'i',
+        "JOBID",
+        |j, _, _| j.job_id.to_string(),
+        |_, _| "Weights".into(),
+    ),
+    field(
+        'j',
+        "JOBSIZE",
+        |j, w, _| norm(j.job_size, w.job_size),
+        |w, _| w.job_size.to_string(),
+    ),
+    field(
+        'J',
+        "JOBSIZE",
+        |j, w, _| weighted(j.job_size, w.job_size),
+        |w, _| w.job_size.to_string(),
+    ),
+    field('n', "QOSNAME", |j, _, _| j.qos.clone(), no_weight),
+    field('N', "NICE", |j, _, _| j.nice.to_string(), no_weight),
+    field('o', "ACCOUNT", |j, _, _| j.account.clone(), no_weight),
+    field(
+        'p',
+        "PARTITION",
+        |j, w, _| norm(j.partition_factor, w.partition),
+        |w, _| w.partition.to_string(),
+    ),
+    field(
+        'P',
+        "PARTITION",
+        |j, w, _| weighted(j.partition_factor, w.partition),
+        |w, _| w.partition.to_string(),
+    ),
+    field(
+        'q',
+        "QOS",
+        |j, w, _| norm(j.qos_factor, w.qos),
+        |w, _| w.qos.to_string(),
+    ),
+    field(
+        'Q',
+        "QOS",
+        |j, w, _| weighted(j.qos_factor, w.qos),
+        |w, _| w.qos.to_string(),
+    ),
+    field('r', "PARTITION", |j, _, _| j.partition.clone(), no_weight),
+    field('S', "SITE", |j, _, _| j.site.to_string(), |_, _| "1".into()),
+    field(
+        't',
+        "TRES",
+        |j, w, _| tres_factors(j, w, false),
+        |w, _| w.tres.clone(),
+    ),
+    field(
+        'T',
+        "TRES",
+        |j, w, _| tres_factors(j, w, true),
+        |w, _| w.tres.clone(),
+    ),
+    field('u', "USER", |j, _, _| j.user.clone(), no_weight),
+    field('Y', "PRIORITY", |j, _, _| j.priority.to_string(), no_weight),
+    field(
+        'y',
+        "PRIORITY",
+        |j, _, _| format!("{:16.14}", f64::from(j.priority) / f64::from(u32::MAX)),
+        no_weight,
+    ),
+];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
@@ -139,8 +236,8 @@ pub struct Options {
     pub weights: bool,
 }
 
-pub fn parse_args(args: &[String]) -> Result<Options, Early> {
-    let p = format::parse_command_line("sprio", args, SPECS, ALIASES, HELP, USAGE)?;
+pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("sprio", args, SPECS, ALIASES, HELP, USAGE)?;
     let mut positional = p.positional.clone().into_iter();
     let jobs_text = if p.has("jobs") {
         let v = p.all("jobs").into_iter().rfind(|v| !v.is_empty());
@@ -153,19 +250,19 @@ pub fn parse_args(args: &[String]) -> Result<Options, Early> {
         None
     };
     if let Some(extra) = positional.next() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "sprio",
-            &format!("error: Unrecognized option: {extra}"),
+            format!("error: Unrecognized option: {extra}"),
         ));
     }
     let jobs = match jobs_text {
         None => None,
         Some(text) => {
             let mut ids = Vec::new();
-            for id in format::split_list(&text) {
+            for id in crate::args::split_list(&text) {
                 match id.parse::<u32>() {
                     Ok(n) if n > 0 => ids.push(n),
-                    _ => return Err(Early::error("sprio", &format!("Invalid job id: {id}"))),
+                    _ => return Err(Exit::error("sprio", format!("Invalid job id: {id}"))),
                 }
             }
             // `-j` without a list means every job.
@@ -177,9 +274,9 @@ pub fn parse_args(args: &[String]) -> Result<Options, Early> {
             .chars()
             .find(|c| !matches!(c, ',' | '-' | '+') && !"cinNoruaAfFjJpPqQtTyY".contains(*c))
     {
-        return Err(Early::error(
+        return Err(Exit::error(
             "sprio",
-            &format!("Invalid sort specification: {bad}"),
+            format!("Invalid sort specification: {bad}"),
         ));
     }
     Ok(Options {
@@ -191,13 +288,13 @@ pub fn parse_args(args: &[String]) -> Result<Options, Early> {
         partitions: p
             .all("partition")
             .into_iter()
-            .flat_map(format::split_list)
+            .flat_map(crate::args::split_list)
             .collect(),
         sort: p.get("sort").map(String::from),
         users: p
             .all("user")
             .into_iter()
-            .flat_map(format::split_list)
+            .flat_map(crate::args::split_list)
             .collect(),
         weights: p.has("weights"),
     })
@@ -283,64 +380,10 @@ fn tres_weight(w: &PriorityWeights, name: &str) -> f64 {
 }
 
 fn cell(row: &Row, field: Field, w: &PriorityWeights, cluster: &str) -> Cell {
-    use Field::*;
-    let job = match row {
-        Row::Weights => {
-            let text = match field {
-                JobId => "Weights".to_string(),
-                Age | AgeNorm => w.age.to_string(),
-                Assoc | AssocNorm => w.assoc.to_string(),
-                Fairshare | FairshareNorm => w.fairshare.to_string(),
-                JobSize | JobSizeNorm => w.job_size.to_string(),
-                PartitionPrio | PartitionNorm => w.partition.to_string(),
-                Qos | QosNorm => w.qos.to_string(),
-                Site => "1".to_string(),
-                Tres => w.tres.clone(),
-                Cluster => cluster.to_string(),
-                _ => String::new(),
-            };
-            return Cell::cut(text);
-        }
-        Row::Job(j) => j,
-    };
-    let text = match field {
-        JobId => job.job_id.to_string(),
-        Partition => job.partition.clone(),
-        User => job.user.clone(),
-        Account => job.account.clone(),
-        QosName => job.qos.clone(),
-        Cluster => cluster.to_string(),
-        Priority => job.priority.to_string(),
-        PriorityNorm => format!("{:16.14}", f64::from(job.priority) / f64::from(u32::MAX)),
-        Site => job.site.to_string(),
-        Nice => job.nice.to_string(),
-        Age => weighted(job.age, w.age),
-        AgeNorm => norm(job.age, w.age),
-        Assoc => weighted(job.assoc, w.assoc),
-        AssocNorm => norm(job.assoc, w.assoc),
-        Fairshare => weighted(job.fairshare, w.fairshare),
-        FairshareNorm => norm(job.fairshare, w.fairshare),
-        JobSize => weighted(job.job_size, w.job_size),
-        JobSizeNorm => norm(job.job_size, w.job_size),
-        PartitionPrio => weighted(job.partition_factor, w.partition),
-        PartitionNorm => norm(job.partition_factor, w.partition),
-        Qos => weighted(job.qos_factor, w.qos),
-        QosNorm => norm(job.qos_factor, w.qos),
-        Tres | TresNorm => job
-            .tres
-            .iter()
-            .filter(|t| t.value > 0.0)
-            .map(|t| {
-                if field == Tres {
-                    format!("{}={:.0}", t.name, t.value * tres_weight(w, &t.name))
-                } else {
-                    format!("{}={:.2}", t.name, t.value)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-    };
-    Cell::cut(text)
+    Cell::cut(match row {
+        Row::Weights => (field.weights)(w, cluster),
+        Row::Job(j) => (field.job)(j, w, cluster),
+    })
 }
 
 /// Sorts the jobs by `-S` (default: job id), keys applied last to first as Slurm does.
@@ -390,12 +433,12 @@ pub fn render(opts: &Options, reply: &GetPrioritiesReply, cluster: &str) -> Stri
         .format
         .clone()
         .unwrap_or_else(|| default_format(opts, &w));
-    let (fmt, _invalid): (Format<Field>, _) = format::parse_percent(&fmt_text, Field::from_letter);
-    let header = |f: &Field| Cell::cut(f.header());
+    let (fmt, _invalid): (Format<Field>, _) = format::parse_percent(&fmt_text, field_letter);
+    let header = |f: &Field| Cell::cut(f.header);
     let header: Option<&dyn Fn(&Field) -> Cell> = (!opts.noheader).then_some(&header);
     if opts.weights {
         return format::render(&fmt, &[Row::Weights], header, &|r, f| {
-            cell(r, *f, &w, cluster)
+            cell(r, f, &w, cluster)
         });
     }
     if opts.jobs.is_some() && reply.jobs.is_empty() {
@@ -404,7 +447,7 @@ pub fn render(opts: &Options, reply: &GetPrioritiesReply, cluster: &str) -> Stri
     let mut jobs: Vec<&PriorityFactors> = reply.jobs.iter().collect();
     sort(&mut jobs, opts.sort.as_deref().unwrap_or("i"), &w);
     let rows: Vec<Row> = jobs.into_iter().map(Row::Job).collect();
-    format::render(&fmt, &rows, header, &|r, f| cell(r, *f, &w, cluster))
+    format::render(&fmt, &rows, header, &|r, f| cell(r, f, &w, cluster))
 }
 
 pub fn run(args: &[String]) -> ExitCode {
@@ -413,14 +456,14 @@ pub fn run(args: &[String]) -> ExitCode {
         Err(early) => return early.finish(),
     };
     if let Some(f) = &opts.format {
-        let (_, invalid) = format::parse_percent(f, Field::from_letter);
+        let (_, invalid) = format::parse_percent(f, field_letter);
         for c in invalid {
             eprintln!("sprio: error: Invalid job format specification: {c}");
         }
     }
     let rt = client::runtime();
     let req = request(&opts);
-    let reply = match client::query(&rt, "sprio", |mut c| async move {
+    let reply = match crate::calls::query(&rt, "sprio", |mut c| async move {
         c.get_priorities(req).await.map(|r| r.into_inner())
     }) {
         Ok(r) => r,

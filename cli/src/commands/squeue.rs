@@ -9,9 +9,14 @@
 //! squeue                                                    →  JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)
 //! ```
 
+use crate::args::split_list;
 use crate::client;
-use crate::format::{self, Cell, Ctx, Early, Format, JobRef, Names, split_list};
+use crate::exit::Exit;
+use crate::fields::{self, JobField, SortKey, StepField};
+use crate::format::{self, Cell, Format};
+use crate::jobs::{Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
+use crate::users::Names;
 use model::JobState;
 use model::job_id::JobIdSpec;
 use proto::v1::{JobFilter, JobInfo, JobSummary, ListJobsReply, ListJobsRequest};
@@ -85,588 +90,6 @@ const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
 const STEP_FORMAT: &str = "%.15i %.8j %.9P %.8u %.9M %N";
 const DEFAULT_SORT: &str = "P,t,-p";
 
-/// A field of a job line: one per `%` letter, plus the `-O` names without a letter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobField {
-    Account,
-    JobIdRaw,
-    TresPerNode,
-    BatchHost,
-    MinCpus,
-    NumCpus,
-    MinTmpDisk,
-    NumNodes,
-    EndTime,
-    Dependency,
-    Features,
-    ArrayJobId,
-    GroupName,
-    GroupId,
-    OverSubscribe,
-    Sockets,
-    JobId,
-    Cores,
-    Name,
-    Threads,
-    Comment,
-    ArrayTaskId,
-    TimeLimit,
-    TimeLeft,
-    MinMemory,
-    TimeUsed,
-    ReqNodes,
-    NodeList,
-    Command,
-    Contiguous,
-    Priority,
-    Partition,
-    Qos,
-    PriorityLong,
-    Reason,
-    ReasonList,
-    SelectJobInfo,
-    StartTime,
-    StateCompact,
-    State,
-    UserName,
-    UserId,
-    Reservation,
-    SubmitTime,
-    Wckey,
-    Licenses,
-    ExcNodes,
-    CoreSpec,
-    Nice,
-    SchedNodes,
-    Sct,
-    WorkDir,
-    // -O only
-    AccrueTime,
-    AllocNode,
-    BatchFlag,
-    Cluster,
-    CpusPerTask,
-    DerivedEc,
-    EligibleTime,
-    ExitCode,
-    NumTasks,
-    PendingTime,
-    Requeue,
-    RestartCnt,
-    StdErr,
-    StdIn,
-    StdOut,
-    TresAlloc,
-    TresPerJob,
-}
-
-impl JobField {
-    /// The field of a `-o` type letter.
-    pub fn from_letter(c: char) -> Option<JobField> {
-        use JobField::*;
-        Some(match c {
-            'a' => Account,
-            'A' => JobIdRaw,
-            'b' => TresPerNode,
-            'B' => BatchHost,
-            'c' => MinCpus,
-            'C' => NumCpus,
-            'd' => MinTmpDisk,
-            'D' => NumNodes,
-            'e' => EndTime,
-            'E' => Dependency,
-            'f' => Features,
-            'F' => ArrayJobId,
-            'g' => GroupName,
-            'G' => GroupId,
-            'h' => OverSubscribe,
-            'H' => Sockets,
-            'i' => JobId,
-            'I' => Cores,
-            'j' => Name,
-            'J' => Threads,
-            'k' => Comment,
-            'K' => ArrayTaskId,
-            'l' => TimeLimit,
-            'L' => TimeLeft,
-            'm' => MinMemory,
-            'M' => TimeUsed,
-            'n' => ReqNodes,
-            'N' => NodeList,
-            'o' => Command,
-            'O' => Contiguous,
-            'p' => Priority,
-            'P' => Partition,
-            'q' => Qos,
-            'Q' => PriorityLong,
-            'r' => Reason,
-            'R' => ReasonList,
-            's' => SelectJobInfo,
-            'S' => StartTime,
-            't' => StateCompact,
-            'T' => State,
-            'u' => UserName,
-            'U' => UserId,
-            'v' => Reservation,
-            'V' => SubmitTime,
-            'w' => Wckey,
-            'W' => Licenses,
-            'x' => ExcNodes,
-            'X' => CoreSpec,
-            'y' => Nice,
-            'Y' => SchedNodes,
-            'z' => Sct,
-            'Z' => WorkDir,
-            _ => return None,
-        })
-    }
-
-    /// The field of a `-O` name (any case).
-    pub fn from_name(name: &str) -> Option<JobField> {
-        use JobField::*;
-        Some(match name.to_ascii_lowercase().as_str() {
-            "account" => Account,
-            "accruetime" => AccrueTime,
-            "allocnodes" => AllocNode,
-            "arrayjobid" => ArrayJobId,
-            "arraytaskid" => ArrayTaskId,
-            "batchflag" => BatchFlag,
-            "batchhost" => BatchHost,
-            "cluster" => Cluster,
-            "command" => Command,
-            "comment" => Comment,
-            "contiguous" => Contiguous,
-            "cores" => Cores,
-            "corespec" => CoreSpec,
-            "cpus-per-task" => CpusPerTask,
-            "dependency" => Dependency,
-            "derivedec" => DerivedEc,
-            "eligibletime" => EligibleTime,
-            "endtime" => EndTime,
-            "exit_code" => ExitCode,
-            "feature" => Features,
-            "groupid" => GroupId,
-            "groupname" => GroupName,
-            "jobarrayid" => JobId,
-            "jobid" => JobIdRaw,
-            "licenses" => Licenses,
-            "mincpus" => MinCpus,
-            "minmemory" => MinMemory,
-            "mintmpdisk" => MinTmpDisk,
-            "name" => Name,
-            "nice" => Nice,
-            "nodelist" => NodeList,
-            "numcpus" => NumCpus,
-            "numnodes" => NumNodes,
-            "numtasks" => NumTasks,
-            "oversubscribe" => OverSubscribe,
-            "partition" => Partition,
-            "pendingtime" => PendingTime,
-            "priority" => Priority,
-            "prioritylong" => PriorityLong,
-            "qos" => Qos,
-            "reason" => Reason,
-            "reasonlist" => ReasonList,
-            "reqnodes" => ReqNodes,
-            "requeue" => Requeue,
-            "reservation" => Reservation,
-            "restartcnt" => RestartCnt,
-            "schednodes" => SchedNodes,
-            "sct" => Sct,
-            "selectjobinfo" => SelectJobInfo,
-            "sockets" => Sockets,
-            "starttime" => StartTime,
-            "state" => State,
-            "statecompact" => StateCompact,
-            "stderr" => StdErr,
-            "stdin" => StdIn,
-            "stdout" => StdOut,
-            "submittime" => SubmitTime,
-            "threads" => Threads,
-            "timeleft" => TimeLeft,
-            "timelimit" => TimeLimit,
-            "timeused" => TimeUsed,
-            "tres-alloc" => TresAlloc,
-            "tres-per-job" => TresPerJob,
-            "tres-per-node" => TresPerNode,
-            "userid" => UserId,
-            "username" => UserName,
-            "wckey" => Wckey,
-            "workdir" => WorkDir,
-            "excnodes" | "exc_nodes" => ExcNodes,
-            _ => return None,
-        })
-    }
-
-    /// The column title.
-    pub fn header(self) -> Cell {
-        use JobField::*;
-        let text = match self {
-            Account => "ACCOUNT",
-            JobIdRaw | JobId => "JOBID",
-            TresPerNode => "TRES_PER_NODE",
-            BatchHost => "EXEC_HOST",
-            MinCpus => "MIN_CPUS",
-            NumCpus => "CPUS",
-            MinTmpDisk => "MIN_TMP_DISK",
-            NumNodes => "NODES",
-            EndTime => "END_TIME",
-            Dependency => "DEPENDENCY",
-            Features => "FEATURES",
-            ArrayJobId => "ARRAY_JOB_ID",
-            GroupName | GroupId => "GROUP",
-            OverSubscribe => "OVER_SUBSCRIBE",
-            Sockets => "SOCKETS_PER_NODE",
-            Cores => "CORES_PER_SOCKET",
-            Name => "NAME",
-            Threads => "THREADS_PER_CORE",
-            Comment => "COMMENT",
-            ArrayTaskId => "ARRAY_TASK_ID",
-            TimeLimit => "TIME_LIMIT",
-            TimeLeft => "TIME_LEFT",
-            MinMemory => "MIN_MEMORY",
-            TimeUsed => "TIME",
-            ReqNodes => "REQ_NODES",
-            NodeList => return Cell::whole("NODELIST"),
-            Command => "COMMAND",
-            Contiguous => "CONTIGUOUS",
-            Priority | PriorityLong => "PRIORITY",
-            Partition => "PARTITION",
-            Qos => "QOS",
-            Reason => "REASON",
-            ReasonList => return Cell::whole("NODELIST(REASON)"),
-            SelectJobInfo => "SELECT_JOBINFO",
-            StartTime => "START_TIME",
-            StateCompact => "ST",
-            State => "STATE",
-            UserName => "USER",
-            UserId => "UID",
-            Reservation => "RESERVATION",
-            SubmitTime => "SUBMIT_TIME",
-            Wckey => "WCKEY",
-            Licenses => "LICENSES",
-            ExcNodes => "EXC_NODES",
-            CoreSpec => "CORE_SPEC",
-            Nice => "NICE",
-            SchedNodes => return Cell::whole("SCHEDNODES"),
-            Sct => "S:C:T",
-            WorkDir => "WORK_DIR",
-            AccrueTime => "ACCRUE_TIME",
-            AllocNode => "ALLOC_NODES",
-            BatchFlag => "BATCH_FLAG",
-            Cluster => "CLUSTER",
-            CpusPerTask => "CPUS_PER_TASK",
-            DerivedEc => "DERIVED_EC",
-            EligibleTime => "ELIGIBLE_TIME",
-            ExitCode => "EXIT_CODE",
-            NumTasks => "TASKS",
-            PendingTime => "PENDING_TIME",
-            Requeue => "REQUEUE",
-            RestartCnt => "RESTARTCNT",
-            StdErr => "STDERR",
-            StdIn => "STDIN",
-            StdOut => "STDOUT",
-            TresAlloc => "TRES_ALLOC",
-            TresPerJob => "TRES_PER_JOB",
-        };
-        Cell::cut(text)
-    }
-
-    /// The value for one job.
-    pub fn value(self, j: &JobInfo, ctx: &Ctx) -> Cell {
-        use JobField::*;
-        let s = format::spec(j);
-        let st = format::job_state(j);
-        let or_null = |v: &str| Cell::cut(format::or_null(v));
-        match self {
-            Account => or_null(&s.account),
-            JobIdRaw => Cell::cut(j.job_id.to_string()),
-            TresPerNode => Cell::cut(tres_per_node(s)),
-            BatchHost => Cell::cut(if j.batch_host.is_empty() {
-                "n/a"
-            } else {
-                &j.batch_host
-            }),
-            MinCpus => Cell::cut((s.cpus_per_task.max(1) * s.ntasks_per_node.max(1)).to_string()),
-            NumCpus => Cell::cut(j.num_cpus.to_string()),
-            MinTmpDisk => Cell::cut("0"),
-            NumNodes => Cell::cut(j.num_nodes.to_string()),
-            EndTime => Cell::cut(end_time(j, st)),
-            Dependency => or_null(&s.dependency),
-            Features => or_null(&s.constraint),
-            ArrayJobId => Cell::cut(format::base_id(j).to_string()),
-            GroupName => Cell::cut(ctx.names.group(s.gid)),
-            GroupId => Cell::cut(s.gid.to_string()),
-            OverSubscribe => Cell::cut(if s.exclusive { "NO" } else { "OK" }),
-            Sockets | Cores | Threads => Cell::cut("*"),
-            JobId => Cell::cut(format::display_id(j)),
-            Name => Cell::cut(s.name.clone()),
-            Comment => or_null(&s.comment),
-            ArrayTaskId => Cell::cut(match j.array_task_id {
-                _ if format::is_array_meta(j) => format::task_str(j).to_string(),
-                Some(t) => t.to_string(),
-                None => "N/A".into(),
-            }),
-            TimeLimit => Cell::whole(limit_text(s.time_limit_min)),
-            TimeLeft => Cell::whole(match j.time_left_secs {
-                None => "UNLIMITED".into(),
-                Some(left) => crate::times::squeue_secs(left),
-            }),
-            MinMemory => Cell::cut(match (s.mem_per_node_mb, s.mem_per_cpu_mb) {
-                (0, 0) => "0".to_string(),
-                (0, c) => model::units::format_memory_mb(c),
-                (n, _) => model::units::format_memory_mb(n),
-            }),
-            TimeUsed => Cell::whole(crate::times::squeue_secs(j.run_secs)),
-            ReqNodes => Cell::cut(s.nodelist.clone()),
-            NodeList => Cell::whole(j.nodes.clone()),
-            Command => Cell::cut("(null)"),
-            Contiguous => Cell::cut("0"),
-            Priority => Cell::cut(format!(
-                "{:16.14}",
-                f64::from(j.priority) / f64::from(u32::MAX)
-            )),
-            Partition => Cell::cut(s.partition.clone()),
-            Qos => Cell::cut(format::qos(s)),
-            PriorityLong => Cell::cut(j.priority.to_string()),
-            Reason => Cell::cut(format::reason(j)),
-            ReasonList => {
-                if matches!(
-                    st,
-                    JobState::Pending
-                        | JobState::Requeued
-                        | JobState::Timeout
-                        | JobState::OutOfMemory
-                        | JobState::Deadline
-                        | JobState::Failed
-                ) {
-                    Cell::cut(format!("({})", format::reason(j)))
-                } else {
-                    Cell::whole(j.nodes.clone())
-                }
-            }
-            SelectJobInfo => Cell::cut("N/A"),
-            StartTime => {
-                let t = if st == JobState::Pending {
-                    j.planned_start
-                } else {
-                    j.start_time
-                };
-                Cell::cut(crate::times::time_or(t, "N/A"))
-            }
-            StateCompact => Cell::cut(st.short_name()),
-            State => Cell::cut(st.name()),
-            UserName => Cell::cut(ctx.names.job_user(j)),
-            UserId => Cell::cut(s.uid.to_string()),
-            Reservation => or_null(&s.reservation),
-            SubmitTime => Cell::cut(crate::times::time_or(j.submit_time, "N/A")),
-            Wckey => or_null(&s.wckey),
-            Licenses => Cell::cut("(null)"),
-            ExcNodes => Cell::cut(s.exclude.clone()),
-            CoreSpec => Cell::cut("N/A"),
-            Nice => Cell::cut(s.nice.to_string()),
-            SchedNodes => Cell::whole(format::or_null(&j.planned_nodes)),
-            Sct => Cell::cut("*:*:*"),
-            WorkDir => Cell::cut(s.work_dir.clone()),
-            AccrueTime | EligibleTime => Cell::cut(crate::times::time_or(j.eligible_time, "N/A")),
-            AllocNode => or_null(&s.submit_host),
-            BatchFlag => Cell::cut("1"),
-            Cluster => Cell::cut(ctx.cluster.clone()),
-            CpusPerTask => Cell::cut(s.cpus_per_task.max(1).to_string()),
-            DerivedEc => Cell::cut("0:0"),
-            ExitCode => Cell::cut(format!("{}:{}", j.exit_code, j.exit_signal)),
-            NumTasks => Cell::cut(s.num_tasks.max(1).to_string()),
-            PendingTime => Cell::cut(
-                if j.start_time > 0 {
-                    j.start_time - j.submit_time
-                } else {
-                    ctx.now - j.submit_time
-                }
-                .max(0)
-                .to_string(),
-            ),
-            Requeue => Cell::cut(if s.requeue { "1" } else { "0" }),
-            RestartCnt => Cell::cut(j.restart_count.to_string()),
-            StdErr => Cell::cut(format::stderr_path(j)),
-            StdIn => Cell::cut(format::stdin_path(s)),
-            StdOut => Cell::cut(format::stdout_path(j)),
-            TresAlloc => Cell::cut(format::tres_string(
-                j.num_cpus,
-                j.mem_mb,
-                j.num_nodes,
-                j.num_gpus,
-            )),
-            TresPerJob => Cell::cut(if s.gpus > 0 {
-                format!("gres/gpu:{}", s.gpus)
-            } else {
-                "N/A".into()
-            }),
-        }
-    }
-
-    /// True when squeue's light view of a job (`JobSummary`) carries what this field
-    /// shows and sorts on.
-    pub fn in_summary(self) -> bool {
-        use JobField::*;
-        !matches!(
-            self,
-            TresPerNode
-                | BatchHost
-                | MinCpus
-                | Dependency
-                | Features
-                | OverSubscribe
-                | Comment
-                | MinMemory
-                | ReqNodes
-                | Wckey
-                | ExcNodes
-                | WorkDir
-                | AccrueTime
-                | EligibleTime
-                | AllocNode
-                | CpusPerTask
-                | ExitCode
-                | NumTasks
-                | Requeue
-                | RestartCnt
-                | StdErr
-                | StdIn
-                | StdOut
-                | TresAlloc
-                | TresPerJob
-        )
-    }
-
-    /// The key `-S` sorts on.
-    fn sort_key(self, j: &JobInfo, ctx: &Ctx) -> SortKey {
-        use JobField::*;
-        let s = format::spec(j);
-        let st = format::job_state(j);
-        match self {
-            JobIdRaw | JobId | ArrayJobId => SortKey::Num(
-                i64::from(format::base_id(j)) * 1_000_000
-                    + j.array_task_id.map(i64::from).unwrap_or(-1),
-            ),
-            Priority | PriorityLong => SortKey::Num(i64::from(j.priority)),
-            StateCompact | State => SortKey::Num(state_rank(st)),
-            NumCpus => SortKey::Num(i64::from(j.num_cpus)),
-            NumNodes => SortKey::Num(i64::from(j.num_nodes)),
-            TimeUsed => SortKey::Num(j.run_secs),
-            TimeLimit => SortKey::Num(i64::from(s.time_limit_min)),
-            SubmitTime => SortKey::Num(j.submit_time),
-            StartTime => SortKey::Num(match (st, j.planned_start, j.start_time) {
-                (JobState::Pending, 0, _) => i64::MAX,
-                (JobState::Pending, p, _) => p,
-                (_, _, t) => t,
-            }),
-            EndTime => SortKey::Num(j.end_time),
-            UserId => SortKey::Num(i64::from(s.uid)),
-            Nice => SortKey::Num(i64::from(s.nice)),
-            other => SortKey::Text(other.value(j, ctx).text),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum SortKey {
-    Num(i64),
-    Text(String),
-}
-
-/// Slurm's numeric order of job states (`-S t`).
-fn state_rank(s: JobState) -> i64 {
-    match s {
-        JobState::Pending | JobState::Requeued => 0,
-        JobState::Running => 1,
-        JobState::Suspended => 2,
-        JobState::Completed | JobState::Completing => 3,
-        JobState::Cancelled => 4,
-        JobState::Failed => 5,
-        JobState::Timeout => 6,
-        JobState::NodeFail => 7,
-        JobState::Preempted => 8,
-        JobState::BootFail => 9,
-        JobState::Deadline => 10,
-        JobState::OutOfMemory => 11,
-    }
-}
-
-/// A field of a step line (`squeue -s`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepField {
-    Id,
-    Name,
-    Partition,
-    User,
-    Uid,
-    TimeUsed,
-    Nodes,
-    Start,
-    TimeLimit,
-    Tasks,
-    Cpus,
-    State,
-}
-
-impl StepField {
-    fn from_letter(c: char) -> Option<StepField> {
-        Some(match c {
-            'i' => StepField::Id,
-            'j' => StepField::Name,
-            'P' => StepField::Partition,
-            'u' => StepField::User,
-            'U' => StepField::Uid,
-            'M' => StepField::TimeUsed,
-            'N' => StepField::Nodes,
-            'S' => StepField::Start,
-            'l' => StepField::TimeLimit,
-            'A' => StepField::Tasks,
-            'C' => StepField::Cpus,
-            'T' => StepField::State,
-            _ => return None,
-        })
-    }
-
-    fn header(self) -> Cell {
-        Cell::cut(match self {
-            StepField::Id => "STEPID",
-            StepField::Name => "NAME",
-            StepField::Partition => "PARTITION",
-            StepField::User => "USER",
-            StepField::Uid => "UID",
-            StepField::TimeUsed => "TIME",
-            StepField::Nodes => return Cell::whole("NODELIST"),
-            StepField::Start => "START_TIME",
-            StepField::TimeLimit => "TIME_LIMIT",
-            StepField::Tasks => "TASKS",
-            StepField::Cpus => "CPUS",
-            StepField::State => "STATE",
-        })
-    }
-
-    fn value(self, (j, step): &(JobInfo, proto::v1::StepInfo), ctx: &Ctx) -> Cell {
-        match self {
-            StepField::Id => Cell::cut(format!("{}.{}", format::display_id(j), step.step_id)),
-            StepField::Name => Cell::cut(step.name.clone()),
-            StepField::Partition => Cell::cut(format::spec(j).partition.clone()),
-            StepField::User => Cell::cut(ctx.names.job_user(j)),
-            StepField::Uid => Cell::cut(format::spec(j).uid.to_string()),
-            StepField::TimeUsed => Cell::whole(crate::times::squeue_secs(if step.start_time > 0 {
-                ctx.now - step.start_time
-            } else {
-                0
-            })),
-            StepField::Nodes => Cell::whole(step.nodes.clone()),
-            StepField::Start => Cell::cut(crate::times::time_or(step.start_time, "N/A")),
-            StepField::TimeLimit => Cell::whole(limit_text(format::spec(j).time_limit_min)),
-            StepField::Tasks => Cell::cut(step.num_tasks.to_string()),
-            StepField::Cpus => Cell::cut(step.num_cpus.to_string()),
-            StepField::State => Cell::cut(format::step_state(step).name()),
-        }
-    }
-}
-
 /// Which states to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum States {
@@ -730,16 +153,16 @@ pub fn parse_args(
     env: &dyn Fn(&str) -> Option<String>,
     me: &str,
     warnings: &mut Vec<String>,
-) -> Result<Options, Early> {
-    let p = format::parse_command_line("squeue", args, SPECS, ALIASES, HELP, USAGE)?;
+) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("squeue", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("format") && p.has("Format") {
-        return Err(Early::error(
+        return Err(Exit::error(
             "squeue",
             "-o (--format) is incompatible with -O (--Format)",
         ));
     }
     if p.has("long") && p.has("format") {
-        return Err(Early::error(
+        return Err(Exit::error(
             "squeue",
             "Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.",
         ));
@@ -761,22 +184,22 @@ pub fn parse_args(
     let jobs_text = optional_list("jobs");
     let steps_text = optional_list("steps");
     if let Some(extra) = positional.next() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "squeue",
-            &format!("error: Unrecognized option: {extra}"),
+            format!("error: Unrecognized option: {extra}"),
         ));
     }
     let jobs = match jobs_text.as_deref() {
         Some("") | None => None,
         Some(t) => {
-            Some(JobIdSpec::parse_list(t).map_err(|e| Early::error("squeue", &e.to_string()))?)
+            Some(JobIdSpec::parse_list(t).map_err(|e| Exit::error("squeue", e.to_string()))?)
         }
     };
     let steps_view = steps_text.is_some();
     let steps = match steps_text.as_deref() {
         Some("") | None => None,
         Some(t) => {
-            Some(JobIdSpec::parse_list(t).map_err(|e| Early::error("squeue", &e.to_string()))?)
+            Some(JobIdSpec::parse_list(t).map_err(|e| Exit::error("squeue", e.to_string()))?)
         }
     };
 
@@ -786,10 +209,10 @@ pub fn parse_args(
         .map(String::from)
         .or_else(|| env("SQUEUE_USERS"));
     for u in user_text.as_deref().map(split_list).unwrap_or_default() {
-        users.extend(format::user_forms(&u));
+        users.extend(crate::users::user_forms(&u));
     }
     if p.has("me") {
-        users.extend(format::user_forms(me));
+        users.extend(crate::users::user_forms(me));
     }
     let states_text = p
         .get("states")
@@ -806,14 +229,14 @@ pub fn parse_args(
     let nodes = match p.get("nodelist") {
         None => Vec::new(),
         Some(n) => model::hostlist::expand(n)
-            .map_err(|_| Early::error("squeue", &format!("'{n}' invalid entry for --nodelist")))?,
+            .map_err(|_| Exit::error("squeue", format!("'{n}' invalid entry for --nodelist")))?,
     };
 
     let layout = if p.has("json") {
         Layout::Json
     } else if steps_view {
         let text = p.get("format").unwrap_or(STEP_FORMAT);
-        let (fmt, bad) = format::parse_percent(text, StepField::from_letter);
+        let (fmt, bad) = format::parse_percent(text, fields::step_letter);
         for c in bad {
             warnings.push(format!(
                 "squeue: error: Invalid job step format specification: {c}"
@@ -837,7 +260,7 @@ pub fn parse_args(
                 .or(if p.has("format") { None } else { env_format2 });
         match long_text {
             Some(t) if env_format.is_none() || p.has("Format") => {
-                let (fmt, bad) = format::parse_long(&t, JobField::from_name);
+                let (fmt, bad) = format::parse_long(&t, fields::squeue_name);
                 for n in bad {
                     warnings.push(format!(
                         "squeue: error: Invalid job format specification: {n}"
@@ -864,7 +287,7 @@ pub fn parse_args(
                 } else {
                     text
                 };
-                let (fmt, bad) = format::parse_percent(&text, JobField::from_letter);
+                let (fmt, bad) = format::parse_percent(&text, fields::squeue_letter);
                 for c in bad {
                     warnings.push(format!(
                         "squeue: error: Invalid job format specification: {c}"
@@ -896,10 +319,10 @@ pub fn parse_args(
             let mut chars = k.chars();
             let c = chars.next()?;
             chars.next().is_none().then_some(())?;
-            JobField::from_letter(c).map(|f| (f, desc))
+            fields::squeue_letter(c).map(|f| (f, desc))
         })
         .collect();
-    let iterate = format::iterate_option("squeue", &p)?;
+    let iterate = crate::args::iterate_option("squeue", &p)?;
 
     Ok(Options {
         jobs,
@@ -921,7 +344,7 @@ pub fn parse_args(
     })
 }
 
-fn parse_states(text: &str) -> Result<States, Early> {
+fn parse_states(text: &str) -> Result<States, Exit> {
     if text.trim().eq_ignore_ascii_case("all") {
         return Ok(States::All);
     }
@@ -955,7 +378,7 @@ fn parse_states(text: &str) -> Result<States, Early> {
             .contains(&s.to_ascii_uppercase().as_str()) => {}
             None => {
                 let valid: Vec<&str> = JobState::ALL.iter().map(|s| s.name()).collect();
-                return Err(Early {
+                return Err(Exit {
                     code: 1,
                     stdout: String::new(),
                     stderr: format!(
@@ -973,7 +396,7 @@ fn parse_states(text: &str) -> Result<States, Early> {
 fn all_format() -> String {
     ('a'..='z')
         .chain('A'..='Z')
-        .filter(|c| JobField::from_letter(*c).is_some())
+        .filter(|c| fields::squeue_letter(*c).is_some())
         .map(|c| format!("%{c}"))
         .collect::<Vec<_>>()
         .join("|")
@@ -1001,7 +424,7 @@ pub fn request(opts: &Options) -> ListJobsRequest {
     };
     ListJobsRequest {
         filter: Some(JobFilter {
-            job_ids: format::selector_ids(opts.jobs.iter().chain(opts.steps.iter()).flatten()),
+            job_ids: crate::jobs::selector_ids(opts.jobs.iter().chain(opts.steps.iter()).flatten()),
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
@@ -1104,7 +527,7 @@ pub fn render_summaries(
         }
         keys.extend(opts.sort.iter().map(|(f, _)| f.sort_key(&job, ctx)));
         let tie = (
-            format::base_id(&job),
+            crate::jobs::base_id(&job),
             job.array_task_id.map(i64::from).unwrap_or(-1),
             job.job_id,
         );
@@ -1192,7 +615,9 @@ fn single_job(opts: &Options) -> bool {
 /// Slurm's squeue then fails with `slurm_load_jobs error: Invalid job id specified`.
 pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
     match &opts.jobs {
-        Some(sel) if single_job(opts) => !jobs.iter().any(|j| format::select_ref(sel, j).is_some()),
+        Some(sel) if single_job(opts) => !jobs
+            .iter()
+            .any(|j| crate::jobs::select_ref(sel, j).is_some()),
         _ => false,
     }
 }
@@ -1201,24 +626,24 @@ pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
 /// tasks `-j` named.
 fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
     let job = match &opts.jobs {
-        Some(sel) => format::select_ref(sel, job)?,
+        Some(sel) => crate::jobs::select_ref(sel, job)?,
         None => JobRef::Borrowed(job),
     };
-    let s = format::spec(&job);
+    let s = crate::jobs::spec(&job);
     let ci = |list: &[String], v: &str| {
         list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v))
     };
-    let ok = opts.states.matches(format::job_state(&job))
-        && (opts.users.is_empty() || format::user_matches(&opts.users, &job))
+    let ok = opts.states.matches(crate::jobs::job_state(&job))
+        && (opts.users.is_empty() || crate::users::user_matches(&opts.users, &job))
         && ci(&opts.names, &s.name)
         && (opts.partitions.is_empty() || opts.partitions.contains(&s.partition))
         && ci(&opts.accounts, &s.account)
-        && ci(&opts.qos, format::qos(s))
+        && ci(&opts.qos, crate::jobs::qos(s))
         && opts
             .reservation
             .as_ref()
             .is_none_or(|r| *r == s.reservation)
-        && (opts.nodes.is_empty() || format::on_any_node(&opts.nodes, &job.nodes));
+        && (opts.nodes.is_empty() || crate::jobs::on_any_node(&opts.nodes, &job.nodes));
     ok.then_some(job)
 }
 
@@ -1226,9 +651,12 @@ fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
 pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a>> {
     let mut out: Vec<JobRef<'a>> = Vec::new();
     for job in jobs.iter().filter_map(|j| filter(opts, j)) {
-        if opts.array && format::is_array_meta(&job) {
-            for t in format::pending_tasks(&job) {
-                out.push(JobRef::Owned(Box::new(format::narrow_array(&job, &[t]))));
+        if opts.array && crate::jobs::is_array_meta(&job) {
+            for t in crate::jobs::pending_tasks(&job) {
+                out.push(JobRef::Owned(Box::new(crate::jobs::narrow_array(
+                    &job,
+                    &[t],
+                ))));
             }
         } else {
             out.push(job);
@@ -1242,7 +670,7 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a
             (
                 keys,
                 (
-                    format::base_id(j),
+                    crate::jobs::base_id(j),
                     j.array_task_id.map(i64::from).unwrap_or(-1),
                     j.job_id,
                 ),
@@ -1279,7 +707,11 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
         Layout::Json => {
             let rows = rows(opts, jobs, ctx);
             let list: Vec<JobJson> = rows.iter().map(|j| job_json(j, ctx)).collect();
-            out.push_str(&format::json_doc("jobs", &list));
+            out.push_str(&crate::jobs::json_doc(
+                crate::jobs::JsonPlugin::Ctld,
+                "jobs",
+                &list,
+            ));
         }
         Layout::Jobs(fmt) => {
             let rows = rows(opts, jobs, ctx);
@@ -1302,13 +734,13 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
             };
             for job in jobs.iter().filter_map(|j| filter(&job_opts, j)) {
                 for step in &job.steps {
-                    if format::step_state(step) != JobState::Running {
+                    if crate::jobs::step_state(step) != JobState::Running {
                         continue;
                     }
                     let wanted = |sel: &Option<Vec<JobIdSpec>>, need_step: bool| {
                         sel.as_ref().is_none_or(|list| {
                             list.iter().any(|s| {
-                                format::select(s, &job).is_some()
+                                crate::jobs::select(s, &job).is_some()
                                     && (!need_step
                                         || s.step().is_none_or(|id| id.to_string() == step.step_id))
                             })
@@ -1321,7 +753,7 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
             }
             step_rows.sort_by_key(|(j, s)| {
                 (
-                    format::spec(j).partition.clone(),
+                    crate::jobs::spec(j).partition.clone(),
                     j.job_id,
                     s.step_id.parse::<i64>().unwrap_or(-1),
                 )
@@ -1333,7 +765,7 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
                 fmt,
                 &step_rows,
                 header,
-                &|r: &(JobInfo, proto::v1::StepInfo), k: &StepField| k.value(r, ctx),
+                &|r: &(JobInfo, proto::v1::StepInfo), k: &StepField| (k.value)(&r.0, &r.1, ctx),
             ));
         }
     }
@@ -1356,11 +788,12 @@ pub struct JobJson<'a> {
     dependency: &'a str,
     eligible_time: i64,
     end_time: i64,
-    exit_code: format::ExitJson,
+    /// The wait status (`code << 8 | signal`).
+    exit_code: i32,
     group_id: u32,
     group_name: String,
     job_id: u32,
-    job_state: [&'static str; 1],
+    job_state: &'static str,
     memory_per_cpu: u64,
     memory_per_node: u64,
     name: &'a str,
@@ -1389,13 +822,13 @@ pub struct JobJson<'a> {
 
 /// One job for `--json`.
 pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
-    let s = format::spec(j);
-    let st = format::job_state(j);
+    let s = crate::jobs::spec(j);
+    let st = crate::jobs::job_state(j);
     JobJson {
         account: &s.account,
         array_job_id: j.array_job_id,
         array_task_id: j.array_task_id,
-        array_task_string: format::task_str(j),
+        array_task_string: crate::jobs::task_str(j),
         batch_host: &j.batch_host,
         cluster: &ctx.cluster,
         comment: &s.comment,
@@ -1405,11 +838,11 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         dependency: &s.dependency,
         eligible_time: j.eligible_time,
         end_time: j.end_time,
-        exit_code: format::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
+        exit_code: crate::jobs::wait_status(j.exit_code, j.exit_signal),
         group_id: s.gid,
         group_name: ctx.names.group(s.gid),
         job_id: j.job_id,
-        job_state: [st.name()],
+        job_state: st.name(),
         memory_per_cpu: s.mem_per_cpu_mb,
         memory_per_node: s.mem_per_node_mb,
         name: &s.name,
@@ -1418,55 +851,33 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         nodes: &j.nodes,
         partition: &s.partition,
         priority: j.priority,
-        qos: format::qos(s),
+        qos: crate::jobs::qos(s),
         requeue: s.requeue,
         restart_cnt: j.restart_count,
-        standard_error: format::stderr_path(j),
-        standard_input: format::stdin_path(s),
-        standard_output: format::stdout_path(j),
+        standard_error: &j.stderr_path,
+        standard_input: crate::jobs::stdin_path(s),
+        standard_output: &j.stdout_path,
         start_time: if st == JobState::Pending {
             j.planned_start
         } else {
             j.start_time
         },
-        state_reason: format::reason(j),
+        state_reason: crate::jobs::reason(j),
         submit_time: j.submit_time,
         tasks: s.num_tasks.max(1),
         time_limit: (s.time_limit_min > 0).then_some(s.time_limit_min),
-        tres_alloc_str: format::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
+        tres_alloc_str: crate::jobs::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
         user_id: s.uid,
         user_name: ctx.names.job_user(j),
         wckey: &s.wckey,
     }
 }
 
-fn limit_text(minutes: u32) -> String {
-    crate::times::minutes_text(minutes, "UNLIMITED")
-}
-
-fn tres_per_node(s: &proto::v1::JobSpec) -> String {
-    if s.gpus_per_node == 0 {
-        return "N/A".into();
-    }
-    match s.gpu_type.as_str() {
-        "" => format!("gres/gpu:{}", s.gpus_per_node),
-        t => format!("gres/gpu:{t}:{}", s.gpus_per_node),
-    }
-}
-
-/// END_TIME: the actual end, or the expected one from the time limit; `NONE` for a
-/// running job without a limit.
-fn end_time(j: &JobInfo, st: JobState) -> String {
-    match (st, j.expected_end) {
-        (JobState::Running | JobState::Suspended | JobState::Completing, 0) => "NONE".into(),
-        (_, end) => crate::times::time_or(end, "N/A"),
-    }
-}
-
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
-    let opts = match format::parse_printing_warnings(|w| parse_args(args, &format::env_var, &me, w))
-    {
+    let opts = match crate::args::parse_printing_warnings(|w| {
+        parse_args(args, &crate::args::env_var, &me, w)
+    }) {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -1474,7 +885,7 @@ pub fn run(args: &[String]) -> ExitCode {
     let rt = client::runtime();
     loop {
         let req = request(&opts);
-        let mut reply = match client::query(&rt, "squeue", |mut c| async move {
+        let mut reply = match crate::calls::query(&rt, "squeue", |mut c| async move {
             if req.summary {
                 // Chunks, decoded while the controller builds the next ones; a
                 // controller without the call answers the plain request below.
@@ -1496,6 +907,9 @@ pub fn run(args: &[String]) -> ExitCode {
                 .extend(expand_summaries(&reply.summaries, &reply.strings));
             reply.summaries.clear();
         }
+        if let Err(e) = crate::jobs::check_specs("squeue", &reply.jobs) {
+            return e.finish();
+        }
         if unknown_single_job(&opts, &reply.jobs) {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
             return ExitCode::from(1);
@@ -1511,7 +925,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 &mut reply
                     .jobs
                     .iter()
-                    .map(|j| format::spec(j).uid)
+                    .map(|j| crate::jobs::spec(j).uid)
                     .chain(reply.summaries.iter().map(|s| s.uid))
                     .chain([uid]),
             ),
@@ -1519,7 +933,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 &mut reply
                     .jobs
                     .iter()
-                    .map(|j| format::spec(j).gid)
+                    .map(|j| crate::jobs::spec(j).gid)
                     .chain(reply.summaries.iter().map(|s| s.gid)),
             ),
         );
@@ -1537,7 +951,7 @@ pub fn run(args: &[String]) -> ExitCode {
         } else {
             render_summaries(&opts, &reply.summaries, &reply.strings, &ctx)
         };
-        if !format::print_round(opts.iterate, opts.long, opts.noheader, ctx.now, &text) {
+        if !crate::args::print_round(opts.iterate, opts.long, opts.noheader, ctx.now, &text) {
             return ExitCode::SUCCESS;
         }
     }
@@ -1619,7 +1033,7 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
-    fn parse(args: &[&str]) -> Result<Options, Early> {
+    fn parse(args: &[&str]) -> Result<Options, Exit> {
         let mut w = Vec::new();
         parse_args(&s(args), &|_| None, "alice", &mut w)
     }
@@ -1784,65 +1198,154 @@ mod tests {
         );
     }
 
-    /// The light view of records, as the controller would send it.
-    fn summarize(jobs: &[JobInfo]) -> (Vec<JobSummary>, Vec<String>) {
-        let mut strings: Vec<String> = Vec::new();
-        let mut index = |text: &str| -> u32 {
-            match strings.iter().position(|s| s == text) {
-                Some(i) => i as u32,
-                None => {
-                    strings.push(text.to_string());
-                    (strings.len() - 1) as u32
-                }
-            }
+    /// Jobs of every kind with every field set, as the controller's model holds them.
+    fn model_jobs() -> Vec<model::Job> {
+        let spec = model::JobSpec {
+            name: "train".into(),
+            uid: 1000,
+            gid: 100,
+            user: "alice".into(),
+            account: "ml".into(),
+            partition: "gpu".into(),
+            qos: "high".into(),
+            work_dir: "/home/alice/run".into(),
+            stdout_pattern: "out-%j.txt".into(),
+            stderr_pattern: "err-%j.txt".into(),
+            stdin_path: "/home/alice/in".into(),
+            num_nodes: 2,
+            num_tasks: 4,
+            cpus_per_task: 2,
+            ntasks_per_node: 2,
+            mem_per_cpu_mb: 1024,
+            gpus: 4,
+            gpus_per_node: 2,
+            gpu_type: "h100".into(),
+            time_limit_min: Some(60),
+            requeue: true,
+            comment: "a comment".into(),
+            wckey: "wk".into(),
+            dependency: "afterok:1".into(),
+            submit_host: "login1".into(),
+            reservation: "maint".into(),
+            constraint: "a100|h100".into(),
+            nodelist: "gpu[01-02]".into(),
+            exclude: "gpu03".into(),
+            exclusive: true,
+            nice: 10,
+            ..Default::default()
         };
-        let summaries = jobs
+        let node = |name: &str| model::NodeAllocation {
+            node: name.into(),
+            cpus: 4,
+            mem_mb: 4096,
+            gpus: vec![0, 1],
+            cpu_ids: vec![0, 1, 2, 3],
+        };
+        let step = |id: Option<u32>, state| model::Step {
+            id,
+            name: "python".into(),
+            state,
+            start_time: NOW - 50,
+            end_time: 0,
+            exit_code: 3,
+            exit_signal: 0,
+            num_tasks: 4,
+        };
+        let mut running = model::Job::new(21, spec.clone(), NOW - 500, Some(60));
+        running.state = JobState::Running;
+        running.start_time = NOW - 400;
+        running.alloc = Some(model::Allocation {
+            nodes: vec![node("gpu01"), node("gpu02")],
+        });
+        running.steps = vec![
+            step(None, JobState::Running),
+            step(Some(0), JobState::Running),
+        ];
+        running.stdout_path = "/home/alice/run/out-21.txt".into();
+        running.stderr_path = "/home/alice/run/err-21.txt".into();
+        running.suspended_secs = 30;
+        running.restart_count = 1;
+        let mut suspended = running.clone();
+        suspended.id = 22;
+        suspended.state = JobState::Suspended;
+        suspended.suspend_time = NOW - 20;
+        let mut done = running.clone();
+        done.id = 23;
+        done.state = JobState::Completed;
+        done.end_time = NOW - 5;
+        done.exit_code = 2;
+        let mut array_spec = spec.clone();
+        array_spec.array = Some(model::ArraySpec {
+            task_ids: vec![1, 2, 3, 5],
+            max_running: 2,
+        });
+        array_spec.begin_time = NOW + 900;
+        let mut array = model::Job::new(30, array_spec, NOW - 100, Some(60));
+        array.reason = model::Reason::Resources;
+        array.planned_start = NOW + 900;
+        array.planned_nodes = "gpu[01-02]".into();
+        let mut task = running.clone();
+        task.id = 34;
+        task.array_job_id = 30;
+        task.array_task_id = Some(0);
+        let mut held = model::Job::new(40, model::JobSpec { hold: true, ..spec }, NOW - 9, None);
+        held.held = true;
+        vec![running, suspended, done, array, task, held]
+    }
+
+    /// The full records and the light view the controller sends for `jobs` at NOW.
+    fn wire(jobs: &[model::Job]) -> (Vec<JobInfo>, Vec<JobSummary>, Vec<String>) {
+        let full = jobs
             .iter()
-            .map(|j| {
-                let s = crate::format::spec(j);
-                JobSummary {
-                    job_id: j.job_id,
-                    array_job_id: j.array_job_id,
-                    array_task_id: j.array_task_id,
-                    array_task_str: j.array_task_str.clone(),
-                    state: j.state,
-                    reason: index(&j.reason),
-                    submit_time: j.submit_time,
-                    start_time: j.start_time,
-                    end_time: j.end_time,
-                    suspend_time: j.suspend_time,
-                    suspended_secs: j.suspended_secs,
-                    planned_start: j.planned_start,
-                    nodes: j.nodes.clone(),
-                    num_nodes: j.num_nodes,
-                    num_cpus: j.num_cpus,
-                    priority: j.priority,
-                    name: index(&s.name),
-                    user: index(&s.user),
-                    uid: s.uid,
-                    gid: s.gid,
-                    account: index(&s.account),
-                    partition: index(&s.partition),
-                    qos: index(&s.qos),
-                    time_limit_min: s.time_limit_min,
-                    reservation: index(&s.reservation),
-                    nice: s.nice,
-                    planned_nodes: j.planned_nodes.clone(),
-                    run_secs: j.run_secs,
-                    time_left_secs: j.time_left_secs,
-                    expected_end: j.expected_end,
-                }
-            })
+            .map(|j| proto::convert::job_to_wire(j, None, NOW))
             .collect();
-        (summaries, strings)
+        let mut table = proto::convert::StringTable::default();
+        let light = jobs
+            .iter()
+            .map(|j| proto::convert::job_to_summary(j, &mut table, NOW))
+            .collect();
+        (full, light, table.take_new())
+    }
+
+    #[test]
+    fn every_light_field_prints_as_with_the_full_record() {
+        let jobs = model_jobs();
+        let (full, light, strings) = wire(&jobs);
+        let ctx = ctx();
+        let mut light_fields = 0;
+        for field in fields::squeue_fields().filter(|f| f.in_summary()) {
+            light_fields += 1;
+            for (info, summary) in full.iter().zip(&light) {
+                let expanded = expand_summaries(std::slice::from_ref(summary), &strings);
+                let seen = &expanded[0];
+                assert_eq!(
+                    field.value(seen, &ctx),
+                    field.value(info, &ctx),
+                    "{field:?} of job {}",
+                    info.job_id
+                );
+                assert_eq!(
+                    field.sort_key(seen, &ctx),
+                    field.sort_key(info, &ctx),
+                    "{field:?} of job {}",
+                    info.job_id
+                );
+            }
+        }
+        assert!(light_fields > 30, "{light_fields}");
+        // The light view does lack what the full fields read.
+        let expanded = expand_summaries(&light, &strings);
+        let comment = fields::squeue_name("comment").unwrap();
+        assert!(!comment.in_summary());
+        assert_ne!(
+            comment.value(&expanded[0], &ctx),
+            comment.value(&full[0], &ctx)
+        );
     }
 
     #[test]
     fn light_view_renders_as_full_records() {
-        let mut jobs = sample();
-        jobs[1].planned_start = NOW + 600;
-        jobs[1].planned_nodes = "gpu[01-02]".into();
-        let (summaries, strings) = summarize(&jobs);
+        let (jobs, summaries, strings) = wire(&model_jobs());
         for args in [
             &[][..],
             &["-l"],
@@ -1854,15 +1357,17 @@ mod tests {
             ],
             &["-O", "JobID,Name:30,State,TimeLeft,SchedNodes,Reason:.12"],
             &["-r", "-o", "%i %K %F"],
-            &["-j", "4_3", "-o", "%i %T"],
-            &["-u", "alice", "-p", "debug", "-t", "PD,R"],
+            &["-j", "30_3", "-o", "%i %T"],
+            &["-u", "alice", "-p", "gpu", "-t", "PD,R"],
             &["-o", "%#P %i"],
         ] {
             let opts = parse(args).unwrap();
             assert!(summary_view(&opts), "{args:?}");
+            let text = render(&opts, &jobs, &ctx());
+            assert!(text.lines().count() > 1, "{args:?}: {text}");
             assert_eq!(
                 render_summaries(&opts, &summaries, &strings, &ctx()),
-                render(&opts, &jobs, &ctx()),
+                text,
                 "{args:?}"
             );
         }
@@ -1874,17 +1379,18 @@ mod tests {
     #[test]
     fn a_large_listing_formatted_in_parts_reads_as_one() {
         // Enough rows for two parts: the lines must come out whole and in order.
-        let base = sample();
-        let jobs: Vec<JobInfo> = (0..2 * PARALLEL_ROWS as u32 + 7)
+        let base = model_jobs();
+        let many: Vec<model::Job> = (0..2 * PARALLEL_ROWS as u32 + 7)
             .map(|i| {
                 let mut j = base[i as usize % base.len()].clone();
-                j.job_id = 1000 + i;
+                j.id = 1000 + i;
                 j.array_job_id = 0;
                 j.array_task_id = None;
+                j.pending_tasks.clear();
                 j
             })
             .collect();
-        let (summaries, strings) = summarize(&jobs);
+        let (jobs, summaries, strings) = wire(&many);
         for (args, header) in [
             (&["-t", "all"][..], 1),
             (&["-h", "-t", "all", "-o", "%i %j %T"], 0),
@@ -2026,12 +1532,22 @@ mod tests {
         assert_eq!(jobs.len(), 5);
         let first = &jobs[0];
         assert_eq!(first["job_id"], 3);
-        assert_eq!(first["job_state"], json!(["PENDING"]));
+        assert_eq!(first["job_state"], "PENDING");
         assert_eq!(first["state_reason"], "Resources");
         assert_eq!(first["time_limit"], 5);
         let done = jobs.iter().find(|j| j["job_id"] == 2).unwrap();
-        assert_eq!(done["exit_code"]["status"], json!(["SUCCESS"]));
-        assert_eq!(done["exit_code"]["return_code"], 0);
+        assert_eq!(done["exit_code"], 0);
+        // Slurm 22.05's (data_parser v0.0.38) top level.
+        assert_eq!(v["meta"]["plugin"]["type"], "openapi/v0.0.38");
+        assert_eq!(v["meta"]["Slurm"]["release"], "22.05.8");
+        assert_eq!(
+            v["meta"]["Slurm"]["version"],
+            json!({"major": 22, "micro": 8, "minor": 5})
+        );
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["errors", "jobs", "meta", "warnings"]);
+        assert_eq!(crate::jobs::wait_status(3, 0), 768);
+        assert_eq!(crate::jobs::wait_status(0, 9), 9);
     }
 
     #[test]

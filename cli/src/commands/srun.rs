@@ -15,9 +15,9 @@
 //! with several tasks or nodes, come in a later version.
 
 use super::sbatch::Submitter;
-use super::submit_opts::{self, SRUN_OPTS, Source, SubmitOpts, build_spec};
-use super::util::{self, CliError};
-use crate::{client, format, opts};
+use super::submit_opts::{self, Command, Source, SubmitOpts, build_spec};
+use crate::exit::Exit;
+use crate::{client, opts};
 use model::pattern::{PatternValues, expand_pattern};
 use proto::v1;
 use std::fs::File;
@@ -32,21 +32,21 @@ pub struct Request {
     pub command: Vec<String>,
 }
 
-pub fn parse(args: &[String]) -> Result<Option<Request>, CliError> {
-    let p =
-        opts::parse(&SRUN_OPTS, args, true).map_err(|e| CliError::usage(PROG, &e).with_code(1))?;
+pub fn parse(args: &[String]) -> Result<Option<Request>, Exit> {
+    let p = opts::parse(submit_opts::specs(Command::Srun), args, true)
+        .map_err(|e| Exit::usage(PROG, &e))?;
     let mut o = SubmitOpts::default();
-    o.apply_all(PROG, &p.opts, Source::Cli)?;
+    o.apply_all(Command::Srun, &p.opts, Source::Cli)?;
     if o.help || o.usage || o.version {
         return Ok(None);
     }
     if p.positional.is_empty() {
-        return Err(CliError::raw(format!(
+        return Err(Exit::raw(format!(
             "{PROG}: fatal: No command given to execute."
         )));
     }
     if o.ntasks.is_some_and(|n| n > 1) || o.nodes.is_some_and(|n| n > 1) {
-        return Err(CliError::error(
+        return Err(Exit::error(
             PROG,
             "steps with more than one task or node are not supported yet",
         ));
@@ -178,19 +178,19 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(Some(r)) => r,
         Ok(None) => {
             if args.iter().any(|a| a == "-V" || a == "--version") {
-                print!("{}", format::VERSION_LINE);
+                print!("{}", crate::args::VERSION_LINE);
             } else {
-                print!("{HELP}");
+                print!("{HELP}{}", submit_opts::ignored_help(Command::Srun));
             }
             return ExitCode::SUCCESS;
         }
-        Err(e) => return e.report(),
+        Err(e) => return e.finish(),
     };
     let env = super::sbatch::environment();
     match allocation(&req.opts, &env) {
         Some(job) => match job.split('.').next().unwrap_or("").parse::<u32>() {
             Ok(id) if id > 0 => client::runtime_with_io().block_on(in_allocation(req, env, id)),
-            _ => CliError::error(PROG, format!("Invalid job id specified: {job}")).report(),
+            _ => Exit::error(PROG, format!("Invalid job id specified: {job}")).finish(),
         },
         None => client::runtime_with_io().block_on(as_job(req, env)),
     }
@@ -219,11 +219,11 @@ fn signal_text(sig: i32) -> String {
 
 async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) -> ExitCode {
     let o = &req.opts;
-    let host = util::hostname();
+    let host = submit_opts::hostname();
     let fail = |e: String| {
-        CliError::error(PROG, format!("Unable to create step for job {job_id}: {e}")).report()
+        Exit::error(PROG, format!("Unable to create step for job {job_id}: {e}")).finish()
     };
-    let mut client = match util::connect().await {
+    let mut client = match crate::calls::connect().await {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -231,7 +231,7 @@ async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) ->
     let name = o
         .job_name
         .clone()
-        .unwrap_or_else(|| util::basename(&req.command[0]).to_string());
+        .unwrap_or_else(|| submit_opts::basename(&req.command[0]).to_string());
     let reply = match client
         .create_step(v1::CreateStepRequest {
             job_id,
@@ -242,7 +242,7 @@ async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) ->
         .await
     {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(util::status_text(&s)),
+        Err(s) => return fail(crate::calls::status_text(&s)),
     };
     let step_id = reply.step_id;
     let job = reply.job.unwrap_or(v1::JobInfo {
@@ -278,7 +278,7 @@ async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) ->
         cmd.current_dir(dir);
     }
     let fail_io = |what: &str, path: &str, e: std::io::Error| {
-        CliError::error(PROG, format!("Could not open {what} file {path}: {e}")).report()
+        Exit::error(PROG, format!("Could not open {what} file {path}: {e}")).finish()
     };
     let out_path = o
         .output
@@ -470,7 +470,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         o.input = Some("/dev/null".into());
     }
     let ctx = submitter.ctx();
-    let name = util::basename(&req.command[0]).to_string();
+    let name = submit_opts::basename(&req.command[0]).to_string();
     let spec = match build_spec(
         &o,
         PROG,
@@ -480,11 +480,10 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         &name,
     ) {
         Ok(s) => s,
-        Err(e) => return e.report(),
+        Err(e) => return e.finish(),
     };
-    let fail =
-        |e: String| CliError::error(PROG, format!("Unable to allocate resources: {e}")).report();
-    let mut client = match util::connect().await {
+    let fail = |e: String| Exit::error(PROG, format!("Unable to allocate resources: {e}")).finish();
+    let mut client = match crate::calls::connect().await {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -496,11 +495,11 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         .await
     {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(util::status_text(&s)),
+        Err(s) => return fail(crate::calls::status_text(&s)),
     };
     let job_id = reply.job_id;
     let outcome = tokio::select! {
-        r = util::wait_for_job(&mut client, job_id) => Some(r),
+        r = super::wait::wait_for_job(&mut client, job_id) => Some(r),
         _ = tokio::signal::ctrl_c() => None,
     };
     let cleanup = || {
@@ -515,7 +514,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         Some(Ok(jobs)) => jobs,
         Some(Err(e)) => {
             cleanup();
-            return CliError::error(PROG, e).report();
+            return Exit::error(PROG, e).finish();
         }
         None => {
             let req = v1::SignalJobsRequest {
@@ -543,12 +542,12 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
     }
     cleanup();
     let Some(j) = jobs.first() else {
-        return CliError::error(PROG, format!("Job {job_id} no longer found")).report();
+        return Exit::error(PROG, format!("Job {job_id} no longer found")).finish();
     };
     if let Some(code) = task_failure(&j.batch_host, j.exit_code, j.exit_signal) {
         return code;
     }
-    let state = format::job_state(j);
+    let state = crate::jobs::job_state(j);
     if state != model::JobState::Completed {
         eprintln!("{PROG}: error: job {job_id} ended {}", state.name());
         return ExitCode::from(1);
@@ -567,7 +566,7 @@ mod tests {
     fn opts_with(kv: &[(&str, &str)]) -> SubmitOpts {
         let mut o = SubmitOpts::default();
         for (k, v) in kv {
-            o.apply(PROG, k, v, Source::Cli).unwrap();
+            o.apply(Command::Srun, k, v, Source::Cli).unwrap();
         }
         o
     }
@@ -631,7 +630,7 @@ mod tests {
         assert_eq!(r.opts.cpu_bind.as_deref(), Some("q"));
         assert_eq!(r.command, ["python", "-m", "snakemake", "-n"]);
         assert_eq!(
-            parse(&s(&["-n", "1"])).unwrap_err().lines,
+            parse(&s(&["-n", "1"])).unwrap_err().lines(),
             ["srun: fatal: No command given to execute."]
         );
         assert!(parse(&s(&["-n", "4", "hostname"])).is_err());

@@ -17,7 +17,8 @@
 //! ```
 
 use crate::client;
-use crate::format::{self, Early, Parsable, TableField};
+use crate::exit::Exit;
+use crate::format::{self, Parsable, TableField};
 use crate::opts::{OptSpec, flag, value};
 use proto::v1::{GetSharesReply, ShareInfo};
 use std::process::ExitCode;
@@ -45,44 +46,78 @@ const SPECS: &[OptSpec] = &[
 
 const ALIASES: &[(&str, &str)] = &[("cluster", "clusters")];
 
-/// A field of the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    Account,
-    Cluster,
-    EffectvUsage,
-    FairShare,
-    GrpTresMins,
-    GrpTresRaw,
-    Id,
-    LevelFs,
-    NormShares,
-    NormUsage,
-    Partition,
-    RawShares,
-    RawUsage,
-    TresRunMins,
-    User,
+/// How a value is laid out: text as it is, or a double as Slurm's
+/// `print_fields_double` prints it in a column of its width.
+pub struct Value<'a> {
+    pub share: &'a ShareInfo,
+    pub cluster: &'a str,
+    width: usize,
+    parsable: bool,
 }
 
-/// Slurm's field table: name, default width (negative: left-aligned), field. Names
-/// given to `--format` match as prefixes, in this order.
-const FIELDS: &[(&str, i32, Field)] = &[
-    ("Account", -20, Field::Account),
-    ("Cluster", 10, Field::Cluster),
-    ("EffectvUsage", 13, Field::EffectvUsage),
-    ("FairShare", 10, Field::FairShare),
-    ("GrpTRESMins", 30, Field::GrpTresMins),
-    ("GrpTRESRaw", 30, Field::GrpTresRaw),
-    ("ID", 6, Field::Id),
-    ("LevelFS", 10, Field::LevelFs),
-    ("NormShares", 11, Field::NormShares),
-    ("NormUsage", 11, Field::NormUsage),
-    ("Partition", 12, Field::Partition),
-    ("RawShares", 10, Field::RawShares),
-    ("RawUsage", 11, Field::RawUsage),
-    ("TRESRunMins", 30, Field::TresRunMins),
-    ("User", 10, Field::User),
+impl Value<'_> {
+    fn double(&self, v: f64) -> String {
+        double(v, self.width, self.parsable)
+    }
+}
+
+/// A field of the output: its name (`--format` matches it as a prefix, in table
+/// order), default width (negative: left-aligned) and value. A new field is one entry
+/// of [`FIELDS`].
+pub struct FieldDef {
+    pub name: &'static str,
+    pub width: i32,
+    value: fn(&Value<'_>) -> String,
+}
+
+/// An sshare field.
+pub type Field = &'static FieldDef;
+
+impl std::fmt::Debug for FieldDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+const fn field(name: &'static str, width: i32, value: fn(&Value<'_>) -> String) -> FieldDef {
+    FieldDef { name, width, value }
+}
+
+fn blank(_: &Value<'_>) -> String {
+    String::new()
+}
+
+/// Slurm's field table.
+pub static FIELDS: &[FieldDef] = &[
+    field("Account", -20, |v| {
+        format!("{}{}", " ".repeat(v.share.depth as usize), v.share.account)
+    }),
+    field("Cluster", 10, |v| v.cluster.to_string()),
+    field("EffectvUsage", 13, |v| v.double(v.share.effective_usage)),
+    field("FairShare", 10, |v| {
+        v.share.fairshare.map(|f| v.double(f)).unwrap_or_default()
+    }),
+    field("GrpTRESMins", 30, |v| v.share.grp_tres_mins.clone()),
+    // Past usage in TRES-minutes is not kept apart per TRES here.
+    field("GrpTRESRaw", 30, blank),
+    field("ID", 6, blank),
+    field("LevelFS", 10, |v| {
+        v.share.level_fs.map(|f| v.double(f)).unwrap_or_default()
+    }),
+    field("NormShares", 11, |v| v.double(v.share.norm_shares)),
+    field("NormUsage", 11, |v| v.double(v.share.norm_usage)),
+    field("Partition", 12, blank),
+    field("RawShares", 10, |v| {
+        v.share
+            .raw_shares
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    }),
+    field("RawUsage", 11, |v| {
+        (v.share.raw_usage.max(0.0) as u64).to_string()
+    }),
+    field("TRESRunMins", 30, |v| v.share.tres_run_mins.clone()),
+    field("User", 10, |v| v.share.user.clone()),
 ];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -102,15 +137,15 @@ pub struct Options {
     pub users_only: bool,
 }
 
-pub fn parse_args(args: &[String], me: &str) -> Result<Options, Early> {
-    let p = format::parse_command_line("sshare", args, SPECS, ALIASES, HELP, USAGE)?;
+pub fn parse_args(args: &[String], me: &str) -> Result<Options, Exit> {
+    let p = crate::args::parse_command_line("sshare", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("helpformat") {
-        return Err(Early::info(help_format()));
+        return Err(Exit::info(help_format()));
     }
     if let Some(extra) = p.positional.first() {
-        return Err(Early::usage(
+        return Err(Exit::usage(
             "sshare",
-            &format!("error: Unrecognized option: {extra}"),
+            format!("error: Unrecognized option: {extra}"),
         ));
     }
     let mut all = p.has("all");
@@ -121,7 +156,7 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Early> {
             users.clear();
         } else {
             all = false;
-            users.extend(format::split_list(u));
+            users.extend(crate::args::split_list(u));
         }
     }
     if !all && users.is_empty() {
@@ -135,7 +170,7 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Early> {
         accounts: p
             .all("accounts")
             .into_iter()
-            .flat_map(format::split_list)
+            .flat_map(crate::args::split_list)
             .collect(),
         all,
         long: p.has("long"),
@@ -151,14 +186,14 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Early> {
         users: if all { Vec::new() } else { users },
         users_only: p.has("Users"),
     };
-    fields(&opts, "fair_tree").map_err(|e| Early::error("sshare", &e))?;
+    fields(&opts, "fair_tree").map_err(|e| Exit::error("sshare", &e))?;
     Ok(opts)
 }
 
 /// `--helpformat`: the field names, four to a line.
 fn help_format() -> String {
     let mut out = String::new();
-    for (i, (name, _, _)) in FIELDS.iter().enumerate() {
+    for (i, name) in FIELDS.iter().map(|f| f.name).enumerate() {
         if i % 4 != 0 {
             out.push(' ');
         } else if i > 0 {
@@ -193,17 +228,18 @@ pub fn fields(opts: &Options, algorithm: &str) -> Result<Vec<(TableField, Field)
             Some((n, w)) => (n, w.parse::<i32>().ok().filter(|w| *w != 0)),
             None => (object, None),
         };
-        let found = FIELDS.iter().find(|(f, _, _)| {
-            f.to_ascii_lowercase()
+        let found = FIELDS.iter().find(|f| {
+            f.name
+                .to_ascii_lowercase()
                 .starts_with(&name.to_ascii_lowercase())
         });
         match found {
-            Some((f, len, field)) if !name.is_empty() => out.push((
+            Some(f) if !name.is_empty() => out.push((
                 TableField {
-                    name: f.to_string(),
-                    len: width.unwrap_or(*len),
+                    name: f.name.to_string(),
+                    len: width.unwrap_or(f.width),
                 },
-                *field,
+                f,
             )),
             _ => return Err(format!("Invalid field requested: \"{name}\"")),
         }
@@ -246,27 +282,12 @@ fn cell_value(
     parsable: bool,
     cluster: &str,
 ) -> String {
-    let d = |v: f64| double(v, width, parsable);
-    match field {
-        Field::Account => {
-            let depth = share.depth as usize;
-            format!("{}{}", " ".repeat(depth), share.account)
-        }
-        Field::User => share.user.clone(),
-        Field::Cluster => cluster.to_string(),
-        Field::Partition | Field::Id => String::new(),
-        Field::RawShares => share.raw_shares.map(|s| s.to_string()).unwrap_or_default(),
-        Field::NormShares => d(share.norm_shares),
-        Field::RawUsage => (share.raw_usage.max(0.0) as u64).to_string(),
-        Field::NormUsage => d(share.norm_usage),
-        Field::EffectvUsage => d(share.effective_usage),
-        Field::FairShare => share.fairshare.map(d).unwrap_or_default(),
-        Field::LevelFs => share.level_fs.map(d).unwrap_or_default(),
-        Field::GrpTresMins => share.grp_tres_mins.clone(),
-        // Past usage in TRES-minutes is not kept apart per TRES here.
-        Field::GrpTresRaw => String::new(),
-        Field::TresRunMins => share.tres_run_mins.clone(),
-    }
+    (field.value)(&Value {
+        share,
+        cluster,
+        width,
+        parsable,
+    })
 }
 
 /// Does a row pass the options' account and user selection?
@@ -293,7 +314,7 @@ pub fn render(opts: &Options, reply: &GetSharesReply, cluster: &str) -> Result<S
             fields
                 .iter()
                 .map(|(f, field)| {
-                    cell_value(s, *field, f.len.unsigned_abs() as usize, parsable, cluster)
+                    cell_value(s, field, f.len.unsigned_abs() as usize, parsable, cluster)
                 })
                 .collect()
         })
@@ -315,7 +336,7 @@ pub fn run(args: &[String]) -> ExitCode {
         Err(early) => return early.finish(),
     };
     let rt = client::runtime();
-    let reply = match client::query(&rt, "sshare", |mut c| async move {
+    let reply = match crate::calls::query(&rt, "sshare", |mut c| async move {
         c.get_shares(proto::v1::GetSharesRequest {})
             .await
             .map(|r| r.into_inner())
@@ -328,7 +349,7 @@ pub fn run(args: &[String]) -> ExitCode {
             print!("{text}");
             ExitCode::SUCCESS
         }
-        Err(e) => Early::error("sshare", &e).finish(),
+        Err(e) => Exit::error("sshare", &e).finish(),
     }
 }
 

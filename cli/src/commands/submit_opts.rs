@@ -1,6 +1,7 @@
-//! The job options `sbatch` and `srun` share: their option tables, `#SBATCH` directives,
-//! the `SBATCH_*` input variables, `--export`, and the one function that turns the options
-//! into the `JobSpec` sent to the controller. Pure: the caller hands in the environment,
+//! The job options of `sbatch` and `srun`: one table of every option ([`OPTIONS`]: its
+//! getopt spelling, its `SBATCH_*` input variable, the commands that take it, and what
+//! it sets, or that it is accepted and ignored), `#SBATCH` directives, `--export`, and
+//! the one function that turns the options into the `JobSpec` sent to the controller. Pure: the caller hands in the environment,
 //! the working directory, the user, the host and the clock.
 //!
 //! Precedence is Slurm's: `#SBATCH` lines < input environment variables < command line,
@@ -11,8 +12,10 @@
 //! maximum unless configured), `--mem=0` sends 0 (the partition's default), and unset
 //! counts send 0 (unspecified; the model reads them as 1).
 
-use super::util::{CliError, parse_signal, split_words};
+use crate::exit::Exit;
 use crate::opts::{ArgKind, OptSpec, flag, optional, value};
+use crate::signals::parse_signal;
+use crate::words::split_words;
 use model::timespec::{LocalZone, TimeSpec, Toward};
 use model::units;
 use proto::v1;
@@ -26,197 +29,466 @@ pub enum Source {
     Cli,
 }
 
-/// Options both commands take. Most of the hardware-shaping ones are accepted and
-/// ignored, as a cluster without the feature would.
-const COMMON: &[OptSpec] = &[
-    value("account", Some('A')),
-    value("acctg-freq", None),
-    value("begin", Some('b')),
-    value("bb", None),
-    value("bbf", None),
-    value("chdir", Some('D')),
-    value("cluster-constraint", None),
-    value("clusters", Some('M')),
-    value("cluster", None),
-    value("comment", None),
-    value("constraint", Some('C')),
-    value("container", None),
-    flag("contiguous", None),
-    value("core-spec", Some('S')),
-    value("cores-per-socket", None),
-    value("cpu-freq", None),
-    value("cpus-per-gpu", None),
-    value("cpus-per-task", Some('c')),
-    value("deadline", None),
-    value("delay-boot", None),
-    value("dependency", Some('d')),
-    value("distribution", Some('m')),
-    value("error", Some('e')),
-    value("exclude", Some('x')),
-    optional("exclusive", None),
-    value("export", None),
-    value("extra-node-info", Some('B')),
-    optional("get-user-env", None),
-    value("gpu-bind", None),
-    value("gpu-freq", None),
-    value("gpus", Some('G')),
-    value("gpus-per-node", None),
-    value("gpus-per-socket", None),
-    value("gpus-per-task", None),
-    value("gres", None),
-    value("gres-flags", None),
-    flag("help", Some('h')),
-    value("hint", None),
-    flag("hold", Some('H')),
-    optional("immediate", Some('I')),
-    value("input", Some('i')),
-    value("job-name", Some('J')),
-    value("kill-on-invalid-dep", None),
-    value("licenses", Some('L')),
-    value("mail-type", None),
-    value("mail-user", None),
-    value("mcs-label", None),
-    value("mem", None),
-    value("mem-bind", None),
-    value("mem-per-cpu", None),
-    value("mem-per-gpu", None),
-    value("mincpus", None),
-    value("network", None),
-    optional("nice", None),
-    optional("no-kill", Some('k')),
-    flag("no-requeue", None),
-    value("nodefile", Some('F')),
-    value("nodelist", Some('w')),
-    value("nodes", Some('N')),
-    value("ntasks", Some('n')),
-    value("ntasks-per-core", None),
-    value("ntasks-per-gpu", None),
-    value("ntasks-per-node", None),
-    value("ntasks-per-socket", None),
-    value("open-mode", None),
-    value("output", Some('o')),
-    flag("overcommit", Some('O')),
-    flag("oversubscribe", Some('s')),
-    value("partition", Some('p')),
-    optional("power", None),
-    value("prefer", None),
-    value("priority", None),
-    value("profile", None),
-    optional("propagate", None),
-    value("qos", Some('q')),
-    flag("quiet", Some('Q')),
-    flag("reboot", None),
-    flag("requeue", None),
-    value("reservation", None),
-    value("signal", None),
-    value("sockets-per-node", None),
-    flag("spread-job", None),
-    value("switches", None),
-    flag("test-only", None),
-    value("thread-spec", None),
-    value("threads-per-core", None),
-    value("time", Some('t')),
-    value("time-min", None),
-    value("tmp", None),
-    value("tres-per-task", None),
-    flag("usage", None),
-    flag("use-min-nodes", None),
-    flag("verbose", Some('v')),
-    flag("version", Some('V')),
-    value("wait-all-nodes", None),
-    value("wckey", None),
-];
+/// The command an option is given to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Sbatch,
+    Srun,
+}
 
-const SBATCH_ONLY: &[OptSpec] = &[
-    value("array", Some('a')),
-    value("batch", None),
-    value("export-file", None),
-    flag("ignore-pbs", None),
-    flag("parsable", None),
-    flag("wait", Some('W')),
-    value("wrap", None),
-];
-
-const SRUN_ONLY: &[OptSpec] = &[
-    value("accel-bind", None),
-    optional("bcast", None),
-    optional("compress", None),
-    value("cpu-bind", None),
-    flag("disable-status", Some('X')),
-    value("epilog", None),
-    flag("exact", None),
-    value("het-group", None),
-    value("jobid", None),
-    optional("kill-on-bad-exit", Some('K')),
-    flag("label", Some('l')),
-    value("mpi", None),
-    flag("multi-prog", None),
-    flag("no-allocate", Some('Z')),
-    flag("overlap", None),
-    optional("preserve-env", Some('E')),
-    value("prolog", None),
-    flag("pty", None),
-    value("relative", Some('r')),
-    optional("send-libs", None),
-    value("slurmd-debug", None),
-    value("task-epilog", None),
-    value("task-prolog", None),
-    value("threads", Some('T')),
-    flag("unbuffered", Some('u')),
-    value("wait", Some('W')),
-];
-
-/// Every option `sbatch` takes.
-pub static SBATCH_OPTS: LazyLock<Vec<OptSpec>> = LazyLock::new(|| [COMMON, SBATCH_ONLY].concat());
-/// Every option `srun` takes.
-pub static SRUN_OPTS: LazyLock<Vec<OptSpec>> = LazyLock::new(|| [COMMON, SRUN_ONLY].concat());
-
-/// `sbatch`'s input environment variables and the options they stand for.
-pub const SBATCH_ENV: &[(&str, &str)] = &[
-    ("SBATCH_ACCOUNT", "account"),
-    ("SBATCH_ARRAY_INX", "array"),
-    ("SBATCH_CLUSTERS", "clusters"),
-    ("SBATCH_CONSTRAINT", "constraint"),
-    ("SBATCH_CPUS_PER_GPU", "cpus-per-gpu"),
-    ("SBATCH_EXCLUSIVE", "exclusive"),
-    ("SBATCH_EXPORT", "export"),
-    ("SBATCH_GPUS", "gpus"),
-    ("SBATCH_GPUS_PER_NODE", "gpus-per-node"),
-    ("SBATCH_GPUS_PER_TASK", "gpus-per-task"),
-    ("SBATCH_GRES", "gres"),
-    ("SBATCH_JOB_NAME", "job-name"),
-    ("SBATCH_MEM_PER_CPU", "mem-per-cpu"),
-    ("SBATCH_MEM_PER_GPU", "mem-per-gpu"),
-    ("SBATCH_MEM_PER_NODE", "mem"),
-    ("SBATCH_NO_REQUEUE", "no-requeue"),
-    ("SBATCH_OPEN_MODE", "open-mode"),
-    ("SBATCH_PARTITION", "partition"),
-    ("SBATCH_QOS", "qos"),
-    ("SBATCH_REQUEUE", "requeue"),
-    ("SBATCH_RESERVATION", "reservation"),
-    ("SBATCH_SIGNAL", "signal"),
-    ("SBATCH_TIMELIMIT", "time"),
-    ("SBATCH_WAIT", "wait"),
-    ("SBATCH_WCKEY", "wckey"),
-];
-
-/// The options named by input environment variables, in table order. A flag option is
-/// set by its variable being present.
-pub fn env_options(
-    env: &[(String, String)],
-    table: &[(&str, &'static str)],
-    specs: &[OptSpec],
-) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    for (var, opt) in table {
-        if let Some((_, v)) = env.iter().find(|(k, _)| k == var) {
-            let is_flag = specs
-                .iter()
-                .any(|s| s.long == *opt && s.arg == ArgKind::None);
-            out.push((*opt, if is_flag { String::new() } else { v.clone() }));
+impl Command {
+    /// The command's name, which starts its error lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Sbatch => "sbatch",
+            Command::Srun => "srun",
         }
     }
+}
+
+/// Which commands take an option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takers {
+    Both,
+    Sbatch,
+    Srun,
+}
+
+impl Takers {
+    fn include(self, command: Command) -> bool {
+        matches!(
+            (self, command),
+            (Takers::Both, _) | (Takers::Sbatch, Command::Sbatch) | (Takers::Srun, Command::Srun)
+        )
+    }
+}
+
+/// One option's value as it is applied: where it came from and what to say about a bad
+/// one.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg<'a> {
+    pub prog: &'a str,
+    pub name: &'static str,
+    pub value: &'a str,
+    pub source: Source,
+}
+
+impl Arg<'_> {
+    /// Keeps the value as given.
+    fn text(&self, slot: &mut Option<String>) -> Result<(), Exit> {
+        *slot = Some(self.value.to_string());
+        Ok(())
+    }
+
+    /// Slurm's words for a value it cannot read: `Invalid --NAME specification`.
+    fn bad(&self) -> Exit {
+        Exit::error(self.prog, format!("Invalid --{} specification", self.name)).with_code(255)
+    }
+
+    /// A count above 0.
+    fn positive(&self) -> Result<u32, Exit> {
+        positive(self.prog, &format!("--{}", self.name), self.value)
+    }
+
+    /// GPUs as `[type:]count`.
+    fn gpus(&self) -> Result<Gpu, Exit> {
+        parse_gpu_count(self.value).ok_or_else(|| gres_error(self.prog))
+    }
+
+    /// A memory size for one of the three memory options.
+    fn memory(&self, o: &mut SubmitOpts, kind: MemKind) -> Result<(), Exit> {
+        let mb = units::parse_memory_mb(self.value).map_err(|_| self.bad())?;
+        o.mem.push((kind, mb, self.source));
+        Ok(())
+    }
+}
+
+/// Applies an option's value to the options.
+pub type Setter = fn(&mut SubmitOpts, &Arg<'_>) -> Result<(), Exit>;
+
+/// What an option does.
+#[derive(Clone, Copy)]
+pub enum Set {
+    To(Setter),
+    /// Accepted and ignored, as a cluster without the feature would (`--help` lists
+    /// these).
+    Ignored,
+}
+
+/// One option of `sbatch` or `srun`: its getopt spelling, the `SBATCH_*` input
+/// variable that also sets it, the commands that take it, and what it sets. A new
+/// option is one entry of [`OPTIONS`].
+#[derive(Clone, Copy)]
+pub struct OptDef {
+    pub spec: OptSpec,
+    /// sbatch's input environment variable for it.
+    pub env: Option<&'static str>,
+    pub takers: Takers,
+    pub set: Set,
+}
+
+impl OptDef {
+    const fn both(spec: OptSpec, set: Setter) -> OptDef {
+        OptDef {
+            spec,
+            env: None,
+            takers: Takers::Both,
+            set: Set::To(set),
+        }
+    }
+
+    const fn only(takers: Takers, spec: OptSpec, set: Setter) -> OptDef {
+        OptDef {
+            spec,
+            env: None,
+            takers,
+            set: Set::To(set),
+        }
+    }
+
+    const fn ignored(takers: Takers, spec: OptSpec) -> OptDef {
+        OptDef {
+            spec,
+            env: None,
+            takers,
+            set: Set::Ignored,
+        }
+    }
+
+    const fn env(self, var: &'static str) -> OptDef {
+        OptDef {
+            env: Some(var),
+            ..self
+        }
+    }
+
+    /// True for an option accepted without effect.
+    pub fn ignored_here(&self) -> bool {
+        matches!(self.set, Set::Ignored)
+    }
+}
+
+use Takers::{Both, Sbatch as SbatchOnly, Srun as SrunOnly};
+
+/// Every option of `sbatch` and `srun`, by name.
+pub const OPTIONS: &[OptDef] = &[
+    OptDef::both(value("account", Some('A')), |o, a| a.text(&mut o.account)).env("SBATCH_ACCOUNT"),
+    OptDef::ignored(Both, value("acctg-freq", None)),
+    OptDef::ignored(SrunOnly, value("accel-bind", None)),
+    OptDef::only(SbatchOnly, value("array", Some('a')), |o, a| {
+        a.text(&mut o.array)
+    })
+    .env("SBATCH_ARRAY_INX"),
+    OptDef::ignored(SbatchOnly, value("batch", None)),
+    OptDef::ignored(Both, value("bb", None)),
+    OptDef::ignored(Both, value("bbf", None)),
+    OptDef::ignored(SrunOnly, optional("bcast", None)),
+    OptDef::both(value("begin", Some('b')), |o, a| {
+        TimeSpec::parse(a.value).map_err(|_| a.bad())?;
+        a.text(&mut o.begin)
+    }),
+    OptDef::both(value("chdir", Some('D')), |o, a| a.text(&mut o.chdir)),
+    OptDef::ignored(Both, value("cluster-constraint", None)),
+    OptDef::both(value("clusters", Some('M')), |o, a| a.text(&mut o.clusters))
+        .env("SBATCH_CLUSTERS"),
+    OptDef::both(value("cluster", None), |o, a| a.text(&mut o.clusters)),
+    OptDef::both(value("comment", None), |o, a| a.text(&mut o.comment)),
+    OptDef::ignored(SrunOnly, optional("compress", None)),
+    OptDef::both(value("constraint", Some('C')), |o, a| {
+        a.text(&mut o.constraint)
+    })
+    .env("SBATCH_CONSTRAINT"),
+    OptDef::ignored(Both, value("container", None)),
+    OptDef::ignored(Both, flag("contiguous", None)),
+    OptDef::ignored(Both, value("core-spec", Some('S'))),
+    OptDef::ignored(Both, value("cores-per-socket", None)),
+    OptDef::only(SrunOnly, value("cpu-bind", None), |o, a| {
+        a.text(&mut o.cpu_bind)
+    }),
+    OptDef::ignored(Both, value("cpu-freq", None)),
+    OptDef::both(value("cpus-per-gpu", None), |o, a| {
+        o.cpus_per_gpu = Some(a.positive()?);
+        Ok(())
+    })
+    .env("SBATCH_CPUS_PER_GPU"),
+    OptDef::both(value("cpus-per-task", Some('c')), |o, a| {
+        o.cpus_per_task = Some(a.positive()?);
+        Ok(())
+    }),
+    OptDef::ignored(Both, value("deadline", None)),
+    OptDef::ignored(Both, value("delay-boot", None)),
+    OptDef::both(value("dependency", Some('d')), |o, a| {
+        a.text(&mut o.dependency)
+    }),
+    OptDef::ignored(SrunOnly, flag("disable-status", Some('X'))),
+    OptDef::ignored(Both, value("distribution", Some('m'))),
+    OptDef::ignored(SrunOnly, value("epilog", None)),
+    OptDef::both(value("error", Some('e')), |o, a| a.text(&mut o.error)),
+    OptDef::ignored(SrunOnly, flag("exact", None)),
+    OptDef::both(value("exclude", Some('x')), |o, a| a.text(&mut o.exclude)),
+    OptDef::both(optional("exclusive", None), |o, _| {
+        o.exclusive = true;
+        Ok(())
+    })
+    .env("SBATCH_EXCLUSIVE"),
+    OptDef::both(value("export", None), |o, a| a.text(&mut o.export)).env("SBATCH_EXPORT"),
+    OptDef::ignored(SbatchOnly, value("export-file", None)),
+    OptDef::ignored(Both, value("extra-node-info", Some('B'))),
+    OptDef::ignored(Both, optional("get-user-env", None)),
+    OptDef::ignored(Both, value("gpu-bind", None)),
+    OptDef::ignored(Both, value("gpu-freq", None)),
+    OptDef::both(value("gpus", Some('G')), |o, a| {
+        o.gpus = Some(a.gpus()?);
+        Ok(())
+    })
+    .env("SBATCH_GPUS"),
+    OptDef::both(value("gpus-per-node", None), |o, a| {
+        o.gpus_per_node = Some(a.gpus()?);
+        Ok(())
+    })
+    .env("SBATCH_GPUS_PER_NODE"),
+    OptDef::ignored(Both, value("gpus-per-socket", None)),
+    OptDef::both(value("gpus-per-task", None), |o, a| {
+        o.gpus_per_task = Some(a.gpus()?);
+        Ok(())
+    })
+    .env("SBATCH_GPUS_PER_TASK"),
+    OptDef::both(value("gres", None), |o, a| {
+        o.gres = Some(parse_gres(a.value).ok_or_else(|| gres_error(a.prog))?);
+        Ok(())
+    })
+    .env("SBATCH_GRES"),
+    OptDef::ignored(Both, value("gres-flags", None)),
+    OptDef::both(flag("help", Some('h')), |o, _| {
+        o.help = true;
+        Ok(())
+    }),
+    OptDef::ignored(SrunOnly, value("het-group", None)),
+    OptDef::ignored(Both, value("hint", None)),
+    OptDef::both(flag("hold", Some('H')), |o, _| {
+        o.hold = true;
+        Ok(())
+    }),
+    OptDef::ignored(SbatchOnly, flag("ignore-pbs", None)),
+    OptDef::ignored(Both, optional("immediate", Some('I'))),
+    OptDef::both(value("input", Some('i')), |o, a| a.text(&mut o.input)),
+    OptDef::both(value("job-name", Some('J')), |o, a| a.text(&mut o.job_name))
+        .env("SBATCH_JOB_NAME"),
+    OptDef::only(SrunOnly, value("jobid", None), |o, a| a.text(&mut o.jobid)),
+    OptDef::ignored(SrunOnly, optional("kill-on-bad-exit", Some('K'))),
+    OptDef::both(value("kill-on-invalid-dep", None), |o, a| {
+        o.kill_on_invalid_dep = Some(match a.value.to_ascii_lowercase().as_str() {
+            "yes" | "y" | "1" => true,
+            "no" | "n" | "0" => false,
+            _ => return Err(a.bad()),
+        });
+        Ok(())
+    }),
+    OptDef::only(SrunOnly, flag("label", Some('l')), |o, _| {
+        o.label = true;
+        Ok(())
+    }),
+    OptDef::ignored(Both, value("licenses", Some('L'))),
+    OptDef::ignored(Both, value("mail-type", None)),
+    OptDef::ignored(Both, value("mail-user", None)),
+    OptDef::ignored(Both, value("mcs-label", None)),
+    OptDef::both(value("mem", None), |o, a| a.memory(o, MemKind::Node)).env("SBATCH_MEM_PER_NODE"),
+    OptDef::ignored(Both, value("mem-bind", None)),
+    OptDef::both(value("mem-per-cpu", None), |o, a| a.memory(o, MemKind::Cpu))
+        .env("SBATCH_MEM_PER_CPU"),
+    OptDef::both(value("mem-per-gpu", None), |o, a| a.memory(o, MemKind::Gpu))
+        .env("SBATCH_MEM_PER_GPU"),
+    OptDef::ignored(Both, value("mincpus", None)),
+    OptDef::ignored(SrunOnly, value("mpi", None)),
+    OptDef::ignored(SrunOnly, flag("multi-prog", None)),
+    OptDef::ignored(Both, value("network", None)),
+    // Slurm reads a bare --nice as 100 and a non-number as 0.
+    OptDef::both(optional("nice", None), |o, a| {
+        o.nice = Some(if a.value.is_empty() {
+            100
+        } else {
+            a.value.trim().parse().unwrap_or(0)
+        });
+        Ok(())
+    }),
+    OptDef::ignored(SrunOnly, flag("no-allocate", Some('Z'))),
+    OptDef::ignored(Both, optional("no-kill", Some('k'))),
+    OptDef::both(flag("no-requeue", None), |o, _| {
+        o.requeue = Some(false);
+        Ok(())
+    })
+    .env("SBATCH_NO_REQUEUE"),
+    OptDef::ignored(Both, value("nodefile", Some('F'))),
+    OptDef::both(value("nodelist", Some('w')), |o, a| a.text(&mut o.nodelist)),
+    OptDef::both(value("nodes", Some('N')), |o, a| {
+        o.nodes = Some(parse_node_count(a.prog, a.value)?);
+        Ok(())
+    }),
+    OptDef::both(value("ntasks", Some('n')), |o, a| {
+        o.ntasks = Some(a.positive()?);
+        Ok(())
+    }),
+    OptDef::ignored(Both, value("ntasks-per-core", None)),
+    OptDef::ignored(Both, value("ntasks-per-gpu", None)),
+    OptDef::both(value("ntasks-per-node", None), |o, a| {
+        o.ntasks_per_node = Some(a.positive()?);
+        Ok(())
+    }),
+    OptDef::ignored(Both, value("ntasks-per-socket", None)),
+    OptDef::both(value("open-mode", None), |o, a| {
+        o.open_mode_append = Some(match a.value.chars().next() {
+            Some('a' | 'A') => true,
+            Some('t' | 'T') => false,
+            _ => return Err(a.bad()),
+        });
+        Ok(())
+    })
+    .env("SBATCH_OPEN_MODE"),
+    OptDef::both(value("output", Some('o')), |o, a| a.text(&mut o.output)),
+    OptDef::ignored(Both, flag("overcommit", Some('O'))),
+    OptDef::ignored(SrunOnly, flag("overlap", None)),
+    OptDef::ignored(Both, flag("oversubscribe", Some('s'))),
+    OptDef::only(SbatchOnly, flag("parsable", None), |o, _| {
+        o.parsable = true;
+        Ok(())
+    }),
+    OptDef::both(value("partition", Some('p')), |o, a| {
+        a.text(&mut o.partition)
+    })
+    .env("SBATCH_PARTITION"),
+    OptDef::ignored(Both, optional("power", None)),
+    OptDef::ignored(Both, value("prefer", None)),
+    OptDef::ignored(SrunOnly, optional("preserve-env", Some('E'))),
+    OptDef::ignored(Both, value("priority", None)),
+    OptDef::ignored(Both, value("profile", None)),
+    OptDef::ignored(SrunOnly, value("prolog", None)),
+    OptDef::ignored(Both, optional("propagate", None)),
+    OptDef::ignored(SrunOnly, flag("pty", None)),
+    OptDef::both(value("qos", Some('q')), |o, a| a.text(&mut o.qos)).env("SBATCH_QOS"),
+    OptDef::both(flag("quiet", Some('Q')), |o, _| {
+        o.quiet = true;
+        Ok(())
+    }),
+    OptDef::ignored(Both, flag("reboot", None)),
+    OptDef::ignored(SrunOnly, value("relative", Some('r'))),
+    OptDef::both(flag("requeue", None), |o, _| {
+        o.requeue = Some(true);
+        Ok(())
+    })
+    .env("SBATCH_REQUEUE"),
+    OptDef::both(value("reservation", None), |o, a| {
+        a.text(&mut o.reservation)
+    })
+    .env("SBATCH_RESERVATION"),
+    OptDef::ignored(SrunOnly, optional("send-libs", None)),
+    OptDef::both(value("signal", None), |o, a| {
+        o.signal = Some(parse_signal_spec(a.value).ok_or_else(|| a.bad())?);
+        Ok(())
+    })
+    .env("SBATCH_SIGNAL"),
+    OptDef::ignored(SrunOnly, value("slurmd-debug", None)),
+    OptDef::ignored(Both, value("sockets-per-node", None)),
+    OptDef::ignored(Both, flag("spread-job", None)),
+    OptDef::ignored(Both, value("switches", None)),
+    OptDef::ignored(SrunOnly, value("task-epilog", None)),
+    OptDef::ignored(SrunOnly, value("task-prolog", None)),
+    OptDef::both(flag("test-only", None), |o, _| {
+        o.test_only = true;
+        Ok(())
+    }),
+    OptDef::ignored(Both, value("thread-spec", None)),
+    OptDef::ignored(SrunOnly, value("threads", Some('T'))),
+    OptDef::ignored(Both, value("threads-per-core", None)),
+    OptDef::both(value("time", Some('t')), |o, a| {
+        let t = units::parse_time_limit(a.value).map_err(|_| a.bad())?;
+        // Slurm reads a limit of 0 as no limit.
+        o.time_limit = Some(t.filter(|m| *m > 0));
+        Ok(())
+    })
+    .env("SBATCH_TIMELIMIT"),
+    OptDef::ignored(Both, value("time-min", None)),
+    OptDef::ignored(Both, value("tmp", None)),
+    OptDef::ignored(Both, value("tres-per-task", None)),
+    OptDef::only(SrunOnly, flag("unbuffered", Some('u')), |o, _| {
+        o.unbuffered = true;
+        Ok(())
+    }),
+    OptDef::both(flag("usage", None), |o, _| {
+        o.usage = true;
+        Ok(())
+    }),
+    OptDef::ignored(Both, flag("use-min-nodes", None)),
+    OptDef::both(flag("verbose", Some('v')), |o, _| {
+        o.verbose += 1;
+        Ok(())
+    }),
+    OptDef::both(flag("version", Some('V')), |o, _| {
+        o.version = true;
+        Ok(())
+    }),
+    // sbatch's --wait is a flag; srun's takes seconds, which mean nothing here.
+    OptDef::only(SbatchOnly, flag("wait", Some('W')), |o, _| {
+        o.wait = true;
+        Ok(())
+    })
+    .env("SBATCH_WAIT"),
+    OptDef::ignored(SrunOnly, value("wait", Some('W'))),
+    OptDef::ignored(Both, value("wait-all-nodes", None)),
+    OptDef::both(value("wckey", None), |o, a| a.text(&mut o.wckey)).env("SBATCH_WCKEY"),
+    OptDef::only(SbatchOnly, value("wrap", None), |o, a| a.text(&mut o.wrap)),
+];
+
+/// The options `command` takes.
+pub fn defs(command: Command) -> impl Iterator<Item = &'static OptDef> {
+    OPTIONS.iter().filter(move |d| d.takers.include(command))
+}
+
+/// The getopt table of `command`.
+pub fn specs(command: Command) -> &'static [OptSpec] {
+    static SBATCH: LazyLock<Vec<OptSpec>> =
+        LazyLock::new(|| defs(Command::Sbatch).map(|d| d.spec).collect());
+    static SRUN: LazyLock<Vec<OptSpec>> =
+        LazyLock::new(|| defs(Command::Srun).map(|d| d.spec).collect());
+    match command {
+        Command::Sbatch => &SBATCH,
+        Command::Srun => &SRUN,
+    }
+}
+
+/// The `--help` paragraph that names the options `command` accepts and ignores.
+pub fn ignored_help(command: Command) -> String {
+    let mut out = String::from("\nAccepted and ignored (no effect on this cluster):\n ");
+    let mut width = 1;
+    for d in defs(command).filter(|d| d.ignored_here()) {
+        let word = format!(" --{}", d.spec.long);
+        if width + word.len() > 80 {
+            out.push_str("\n ");
+            width = 1;
+        }
+        width += word.len();
+        out.push_str(&word);
+    }
+    out.push('\n');
     out
+}
+
+/// The options sbatch's input environment variables set, in the variables' order. A
+/// flag option is set by its variable being present.
+pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
+    let mut set: Vec<(&'static str, &'static str, String)> = defs(Command::Sbatch)
+        .filter_map(|d| {
+            let var = d.env?;
+            let (_, v) = env.iter().find(|(k, _)| k == var)?;
+            let v = if d.spec.arg == ArgKind::None {
+                String::new()
+            } else {
+                v.clone()
+            };
+            Some((var, d.spec.long, v))
+        })
+        .collect();
+    set.sort_by_key(|(var, _, _)| *var);
+    set.into_iter().map(|(_, long, v)| (long, v)).collect()
 }
 
 /// GPUs asked for: `[type:]count`.
@@ -292,147 +564,65 @@ pub struct SubmitOpts {
     pub cpu_bind: Option<String>,
 }
 
-fn positive(prog: &str, name: &str, val: &str) -> Result<u32, CliError> {
+fn positive(prog: &str, name: &str, val: &str) -> Result<u32, Exit> {
     match val.trim().parse::<i64>() {
         Ok(n) if n > 0 && n <= i64::from(u32::MAX) => Ok(n as u32),
-        _ => Err(CliError::error(
+        _ => Err(Exit::error(
             prog,
             format!("Invalid numeric value \"{val}\" for {name}."),
         )),
     }
 }
 
-fn gres_error(prog: &str) -> CliError {
-    CliError::error(prog, "Invalid generic resource (gres) specification")
+fn gres_error(prog: &str) -> Exit {
+    Exit::error(prog, "Invalid generic resource (gres) specification")
 }
 
 impl SubmitOpts {
     /// Applies options in order from one source.
     pub fn apply_all(
         &mut self,
-        prog: &str,
+        command: Command,
         opts: &[(&'static str, String)],
         source: Source,
-    ) -> Result<(), CliError> {
+    ) -> Result<(), Exit> {
         for (k, v) in opts {
-            self.apply(prog, k, v, source)?;
+            self.apply(command, k, v, source)?;
         }
         Ok(())
     }
 
-    /// Applies one option; a bad value is Slurm's error line.
+    /// Applies one option as its table entry says; a bad value is Slurm's error line.
+    /// A name the command does not take is refused (getopt, reading the same table,
+    /// never hands one over).
     pub fn apply(
         &mut self,
-        prog: &str,
-        key: &str,
-        val: &str,
+        command: Command,
+        name: &str,
+        value: &str,
         source: Source,
-    ) -> Result<(), CliError> {
-        let s = || Some(val.to_string());
-        let bad = |what: &str| {
-            CliError::error(prog, format!("Invalid --{what} specification")).with_code(255)
-        };
-        match key {
-            "job-name" => self.job_name = s(),
-            "output" => self.output = s(),
-            "error" => self.error = s(),
-            "input" => self.input = s(),
-            "chdir" => self.chdir = s(),
-            "partition" => self.partition = s(),
-            "account" => self.account = s(),
-            "qos" => self.qos = s(),
-            "time" => {
-                let t = units::parse_time_limit(val).map_err(|_| bad("time"))?;
-                // Slurm reads a limit of 0 as no limit.
-                self.time_limit = Some(t.filter(|m| *m > 0));
-            }
-            "cpus-per-task" => self.cpus_per_task = Some(positive(prog, "--cpus-per-task", val)?),
-            "ntasks" => self.ntasks = Some(positive(prog, "--ntasks", val)?),
-            "ntasks-per-node" => {
-                self.ntasks_per_node = Some(positive(prog, "--ntasks-per-node", val)?)
-            }
-            "cpus-per-gpu" => self.cpus_per_gpu = Some(positive(prog, "--cpus-per-gpu", val)?),
-            "nodes" => self.nodes = Some(parse_node_count(prog, val)?),
-            "mem" | "mem-per-cpu" | "mem-per-gpu" => {
-                let mb = units::parse_memory_mb(val).map_err(|_| bad(key))?;
-                let kind = match key {
-                    "mem" => MemKind::Node,
-                    "mem-per-cpu" => MemKind::Cpu,
-                    _ => MemKind::Gpu,
-                };
-                self.mem.push((kind, mb, source));
-            }
-            "gpus" => self.gpus = Some(parse_gpu_count(val).ok_or_else(|| gres_error(prog))?),
-            "gpus-per-node" => {
-                self.gpus_per_node = Some(parse_gpu_count(val).ok_or_else(|| gres_error(prog))?)
-            }
-            "gpus-per-task" => {
-                self.gpus_per_task = Some(parse_gpu_count(val).ok_or_else(|| gres_error(prog))?)
-            }
-            "gres" => self.gres = Some(parse_gres(val).ok_or_else(|| gres_error(prog))?),
-            "array" => self.array = s(),
-            "dependency" => self.dependency = s(),
-            "hold" => self.hold = true,
-            "export" => self.export = s(),
-            "open-mode" => {
-                self.open_mode_append = Some(match val.chars().next() {
-                    Some('a' | 'A') => true,
-                    Some('t' | 'T') => false,
-                    _ => return Err(bad("open-mode")),
-                })
-            }
-            "signal" => self.signal = Some(parse_signal_spec(val).ok_or_else(|| bad("signal"))?),
-            "requeue" => self.requeue = Some(true),
-            "no-requeue" => self.requeue = Some(false),
-            "comment" => self.comment = s(),
-            "wckey" => self.wckey = s(),
-            "begin" => {
-                TimeSpec::parse(val).map_err(|_| bad("begin"))?;
-                self.begin = s();
-            }
-            "constraint" => self.constraint = s(),
-            "nodelist" => self.nodelist = s(),
-            "exclude" => self.exclude = s(),
-            "reservation" => self.reservation = s(),
-            "exclusive" => self.exclusive = true,
-            // Slurm reads a bare --nice as 100 and a non-number as 0.
-            "nice" => {
-                self.nice = Some(if val.is_empty() {
-                    100
-                } else {
-                    val.trim().parse().unwrap_or(0)
-                })
-            }
-            "kill-on-invalid-dep" => {
-                self.kill_on_invalid_dep = Some(match val.to_ascii_lowercase().as_str() {
-                    "yes" | "y" | "1" => true,
-                    "no" | "n" | "0" => false,
-                    _ => return Err(bad("kill-on-invalid-dep")),
-                })
-            }
-            "quiet" => self.quiet = true,
-            "verbose" => self.verbose += 1,
-            "clusters" | "cluster" => self.clusters = s(),
-            "help" => self.help = true,
-            "usage" => self.usage = true,
-            "version" => self.version = true,
-            "parsable" => self.parsable = true,
-            // sbatch's --wait is a flag; srun's takes seconds.
-            "wait" if val.is_empty() => self.wait = true,
-            "test-only" => self.test_only = true,
-            "wrap" => self.wrap = s(),
-            "unbuffered" => self.unbuffered = true,
-            "label" => self.label = true,
-            "jobid" => self.jobid = s(),
-            "cpu-bind" => self.cpu_bind = s(),
-            _ => {}
+    ) -> Result<(), Exit> {
+        let prog = command.name();
+        let def = defs(command)
+            .find(|d| d.spec.long == name)
+            .ok_or_else(|| Exit::error(prog, format!("unrecognized option '--{name}'")))?;
+        match def.set {
+            Set::To(set) => set(
+                self,
+                &Arg {
+                    prog,
+                    name: def.spec.long,
+                    value,
+                    source,
+                },
+            ),
+            Set::Ignored => Ok(()),
         }
-        Ok(())
     }
 
     /// The memory request in force: the one from the strongest source; two kinds on the
     /// command line are an error, as in Slurm.
-    fn memory(&self, prog: &str) -> Result<Option<(MemKind, u64)>, CliError> {
+    fn memory(&self, prog: &str) -> Result<Option<(MemKind, u64)>, Exit> {
         let cli_kinds: Vec<MemKind> = self
             .mem
             .iter()
@@ -440,7 +630,7 @@ impl SubmitOpts {
             .map(|m| m.0)
             .collect();
         if cli_kinds.iter().any(|k| *k != cli_kinds[0]) {
-            return Err(CliError::raw(format!(
+            return Err(Exit::raw(format!(
                 "{prog}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
             )));
         }
@@ -455,10 +645,10 @@ impl SubmitOpts {
 }
 
 /// `N` or `min-max` (the minimum is used).
-fn parse_node_count(prog: &str, val: &str) -> Result<u32, CliError> {
+fn parse_node_count(prog: &str, val: &str) -> Result<u32, Exit> {
     let min = val.split_once('-').map_or(val, |(lo, _)| lo).trim();
     let invalid =
-        || CliError::error(prog, format!("\"{val}\" is not a valid node count")).with_code(255);
+        || Exit::error(prog, format!("\"{val}\" is not a valid node count")).with_code(255);
     let n: u32 = min.parse().map_err(|_| invalid())?;
     if let Some((_, hi)) = val.split_once('-') {
         let hi: u32 = hi.trim().parse().map_err(|_| invalid())?;
@@ -467,7 +657,7 @@ fn parse_node_count(prog: &str, val: &str) -> Result<u32, CliError> {
         }
     }
     if n == 0 {
-        return Err(CliError::error(
+        return Err(Exit::error(
             prog,
             "Batch job submission failed: Node count specification invalid",
         ));
@@ -613,6 +803,22 @@ pub fn directive_words(script: &str) -> Vec<String> {
     words
 }
 
+/// This machine's host name.
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// The last path component.
+pub fn basename(path: &str) -> &str {
+    path.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(path)
+}
+
 /// What the request is built from besides the options.
 pub struct SubmitCtx<'a> {
     pub env: &'a [(String, String)],
@@ -644,7 +850,7 @@ pub fn build_spec(
     script: String,
     script_args: Vec<String>,
     default_name: &str,
-) -> Result<v1::JobSpec, CliError> {
+) -> Result<v1::JobSpec, Exit> {
     let work_dir = match o.chdir.as_deref() {
         Some(d) if d.starts_with('/') => d.to_string(),
         Some(d) => format!("{}/{}", ctx.cwd.trim_end_matches('/'), d),
@@ -652,7 +858,7 @@ pub fn build_spec(
     };
     let array = match o.array.as_deref() {
         Some(a) => Some(model::job::parse_array(a, ctx.max_array_size).map_err(|_| {
-            CliError::error(
+            Exit::error(
                 prog,
                 "Batch job submission failed: Invalid job array specification",
             )
@@ -661,9 +867,8 @@ pub fn build_spec(
     };
     let begin_time = match o.begin.as_deref() {
         Some(b) => {
-            let b = TimeSpec::parse(b).map_err(|_| {
-                CliError::error(prog, "Invalid --begin specification").with_code(255)
-            })?;
+            let b = TimeSpec::parse(b)
+                .map_err(|_| Exit::error(prog, "Invalid --begin specification").with_code(255))?;
             b.resolve(ctx.now, Toward::Future, ctx.zone)
         }
         None => 0,
@@ -786,6 +991,87 @@ pub(crate) mod tests {
 
     fn at(y: i16, mo: i8, d: i8, h: i8, mi: i8, s: i8) -> i64 {
         jiff::tz::TimeZone::UTC.unix(jiff::civil::date(y, mo, d).at(h, mi, s, 0))
+    }
+
+    #[test]
+    fn the_option_table_names_each_option_letter_and_variable_once_per_command() {
+        for command in [Command::Sbatch, Command::Srun] {
+            let defs: Vec<&OptDef> = defs(command).collect();
+            let mut longs: Vec<&str> = defs.iter().map(|d| d.spec.long).collect();
+            longs.sort_unstable();
+            let n = longs.len();
+            longs.dedup();
+            assert_eq!(longs.len(), n, "{command:?}");
+            let mut shorts: Vec<char> = defs.iter().filter_map(|d| d.spec.short).collect();
+            let n = shorts.len();
+            shorts.sort_unstable();
+            shorts.dedup();
+            assert_eq!(shorts.len(), n, "{command:?}");
+            assert_eq!(specs(command).len(), defs.len());
+        }
+        let mut vars: Vec<&str> = OPTIONS.iter().filter_map(|d| d.env).collect();
+        let n = vars.len();
+        vars.sort_unstable();
+        vars.dedup();
+        assert_eq!(vars.len(), n);
+        assert!(vars.iter().all(|v| v.starts_with("SBATCH_")));
+    }
+
+    #[test]
+    fn ignored_options_are_accepted_said_so_and_change_nothing() {
+        let mut o = SubmitOpts::default();
+        o.apply(Command::Sbatch, "mail-type", "END", Source::Cli)
+            .unwrap();
+        o.apply(Command::Srun, "wait", "30", Source::Cli).unwrap();
+        assert!(!o.wait);
+        let help = ignored_help(Command::Sbatch);
+        assert!(
+            help.contains(" --mail-type") && help.contains(" --ignore-pbs"),
+            "{help}"
+        );
+        assert!(
+            !help.contains(" --pty") && !help.contains(" --time "),
+            "{help}"
+        );
+        assert!(help.lines().all(|l| l.len() <= 80), "{help}");
+        // A name outside the table is refused, not dropped.
+        let e = o
+            .apply(Command::Srun, "array", "1-3", Source::Cli)
+            .unwrap_err();
+        assert_eq!(e.lines(), ["srun: error: unrecognized option '--array'"]);
+        // sbatch's --wait is its flag.
+        o.apply(Command::Sbatch, "wait", "", Source::Cli).unwrap();
+        assert!(o.wait);
+    }
+
+    #[test]
+    fn input_variables_set_their_options() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let set = env_options(&env(&[
+            ("SBATCH_TIMELIMIT", "10"),
+            ("SBATCH_REQUEUE", "whatever"),
+            ("SBATCH_ACCOUNT", "ml"),
+            ("HOME", "/root"),
+        ]));
+        assert_eq!(
+            set,
+            [
+                ("account", "ml".to_string()),
+                ("requeue", String::new()),
+                ("time", "10".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn basenames() {
+        assert_eq!(basename("/a/b/run.sh"), "run.sh");
+        assert_eq!(basename("run.sh"), "run.sh");
     }
 
     #[test]
@@ -960,7 +1246,9 @@ pub(crate) mod tests {
     fn option_values_and_errors() {
         let mut o = SubmitOpts::default();
         let e = |o: &mut SubmitOpts, k: &str, v: &str| {
-            o.apply("sbatch", k, v, Source::Cli).unwrap_err().lines
+            o.apply(Command::Sbatch, k, v, Source::Cli)
+                .unwrap_err()
+                .lines()
         };
         assert_eq!(
             e(&mut o, "time", "abc"),
@@ -1015,37 +1303,39 @@ pub(crate) mod tests {
             ["sbatch: error: Invalid --kill-on-invalid-dep specification"]
         );
         assert_eq!(
-            o.apply("sbatch", "time", "abc", Source::Cli)
+            o.apply(Command::Sbatch, "time", "abc", Source::Cli)
                 .unwrap_err()
                 .code,
             255
         );
         assert_eq!(
-            o.apply("sbatch", "ntasks", "x", Source::Cli)
+            o.apply(Command::Sbatch, "ntasks", "x", Source::Cli)
                 .unwrap_err()
                 .code,
             1
         );
-        o.apply("sbatch", "time", "5", Source::Cli).unwrap();
+        o.apply(Command::Sbatch, "time", "5", Source::Cli).unwrap();
         assert_eq!(o.time_limit, Some(Some(5)));
-        o.apply("sbatch", "time", "0", Source::Cli).unwrap();
+        o.apply(Command::Sbatch, "time", "0", Source::Cli).unwrap();
         assert_eq!(o.time_limit, Some(None));
-        o.apply("sbatch", "nodes", "2-4", Source::Cli).unwrap();
+        o.apply(Command::Sbatch, "nodes", "2-4", Source::Cli)
+            .unwrap();
         assert_eq!(o.nodes, Some(2));
-        o.apply("sbatch", "nice", "", Source::Cli).unwrap();
+        o.apply(Command::Sbatch, "nice", "", Source::Cli).unwrap();
         assert_eq!(o.nice, Some(100));
     }
 
     #[test]
     fn memory_precedence() {
         let mut o = SubmitOpts::default();
-        o.apply("sbatch", "mem-per-cpu", "100", Source::Script)
+        o.apply(Command::Sbatch, "mem-per-cpu", "100", Source::Script)
             .unwrap();
-        o.apply("sbatch", "mem", "1G", Source::Cli).unwrap();
+        o.apply(Command::Sbatch, "mem", "1G", Source::Cli).unwrap();
         assert_eq!(o.memory("sbatch").unwrap(), Some((MemKind::Node, 1024)));
-        o.apply("sbatch", "mem-per-cpu", "1G", Source::Cli).unwrap();
+        o.apply(Command::Sbatch, "mem-per-cpu", "1G", Source::Cli)
+            .unwrap();
         assert_eq!(
-            o.memory("sbatch").unwrap_err().lines,
+            o.memory("sbatch").unwrap_err().lines(),
             ["sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."]
         );
     }

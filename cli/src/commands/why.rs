@@ -1,7 +1,7 @@
 //! `drover why JOBID`: why a job waits and when it should start — every blocker the
 //! scheduler sees, with numbers, and the event expected to clear it.
 
-use crate::{client, format};
+use crate::client;
 use proto::v1;
 use std::process::ExitCode;
 
@@ -15,7 +15,7 @@ pub fn run(args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     };
     let rt = client::runtime();
-    let reply = match client::query(&rt, "drover why", |mut c| async move {
+    let reply = match crate::calls::query(&rt, "drover why", |mut c| async move {
         Ok(c.explain_job(v1::ExplainJobRequest { job_id })
             .await?
             .into_inner())
@@ -32,7 +32,7 @@ pub fn render(reply: &v1::ExplainJobReply) -> String {
     let Some(job) = &reply.job else {
         return String::new();
     };
-    let state = format::job_state(job);
+    let state = crate::jobs::job_state(job);
     let mut out = format!("job {} is {}", job.job_id, state.name());
     if state == model::JobState::Pending {
         out.push_str(&format!(" ({})", job.reason));
