@@ -5,6 +5,7 @@
 
 use crate::exit::Exit;
 use crate::opts::{self, OptSpec, Parsed};
+use crate::times;
 use std::process::ExitCode;
 
 /// Rewrites `--prefix` arguments that are ambiguous only between names of one option
@@ -175,7 +176,7 @@ impl Info {
 /// after it; the answer says whether another round follows.
 pub fn print_round(iterate: Option<u64>, long: bool, noheader: bool, now: i64, text: &str) -> bool {
     if iterate.is_some() && !long && !noheader {
-        println!("{}", crate::times::ctime_line(now));
+        println!("{}", times::ctime_line(now));
     }
     print!("{text}");
     match iterate {

@@ -16,7 +16,7 @@
 //! [`STEP_FIELDS`] are the fields of `squeue -s` lines.
 
 use crate::format::Cell;
-use crate::jobs::Ctx;
+use crate::jobs::{self, Ctx};
 use crate::times;
 use model::JobState;
 use model::units::{format_elapsed, format_memory_mb};
@@ -237,16 +237,16 @@ const fn sacct(sacct: Sacct) -> JobFieldDef {
 use Needs::{Full, Summary};
 
 fn spec(j: &JobInfo) -> &JobSpec {
-    crate::jobs::spec(j)
+    jobs::spec(j)
 }
 
 fn state(j: &JobInfo) -> JobState {
-    crate::jobs::job_state(j)
+    jobs::job_state(j)
 }
 
 /// `(null)` for an empty text, cut to its column.
 fn null_cell(v: &str) -> Cell {
-    Cell::cut(crate::jobs::or_null(v))
+    Cell::cut(jobs::or_null(v))
 }
 
 /// What sacct prints for something Drover does not record (energy, usage samples, ...):
@@ -412,7 +412,7 @@ fn start_or_planned(j: &JobInfo) -> i64 {
 
 /// The id order: an array's records together, the pending remainder first.
 fn id_order(j: &JobInfo, _: &Ctx) -> i64 {
-    i64::from(crate::jobs::base_id(j)) * 1_000_000 + j.array_task_id.map(i64::from).unwrap_or(-1)
+    i64::from(jobs::base_id(j)) * 1_000_000 + j.array_task_id.map(i64::from).unwrap_or(-1)
 }
 
 /// Slurm's numeric order of job states (`-S t`).
@@ -457,7 +457,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     ),
     both(
         sq(None, &["tres-alloc"], "TRES_ALLOC", Full, |j, _| {
-            Cell::cut(crate::jobs::tres_string(
+            Cell::cut(jobs::tres_string(
                 j.num_cpus,
                 j.mem_mb,
                 j.num_nodes,
@@ -466,12 +466,12 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         }),
         sa("AllocTRES", 10, |j, _| {
             if started(j) {
-                crate::jobs::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus)
+                jobs::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus)
             } else {
                 String::new()
             }
         })
-        .steps(|_, st, _| crate::jobs::tres_string(st.num_cpus, 0, step_node_count(st) as u32, 0)),
+        .steps(|_, st, _| jobs::tres_string(st.num_cpus, 0, step_node_count(st) as u32, 0)),
     ),
     sacct(sa("AssocID", 7, zero)),
     sacct(sa("AveCPU", 10, not_recorded)),
@@ -581,11 +581,11 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     ),
     both(
         sq(Some('i'), &["jobarrayid"], "JOBID", Summary, |j, _| {
-            Cell::cut(crate::jobs::display_id(j))
+            Cell::cut(jobs::display_id(j))
         })
         .sorted(id_order),
-        sa("JobID", -12, |j, _| crate::jobs::display_id(j))
-            .steps(|j, st, _| format!("{}.{}", crate::jobs::display_id(j), st.step_id)),
+        sa("JobID", -12, |j, _| jobs::display_id(j))
+            .steps(|j, st, _| format!("{}.{}", jobs::display_id(j), st.step_id)),
     ),
     both(
         sq(Some('A'), &["jobid"], "JOBID", Summary, |j, _| {
@@ -679,28 +679,23 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     ),
     both(
         sq(Some('q'), &["qos"], "QOS", Summary, |j, _| {
-            Cell::cut(crate::jobs::qos(spec(j)))
+            Cell::cut(jobs::qos(spec(j)))
         }),
-        sa("QOS", 10, |j, _| crate::jobs::qos(spec(j)).to_string()),
+        sa("QOS", 10, |j, _| jobs::qos(spec(j)).to_string()),
     ),
     sacct(sa("QOSRAW", 6, |_, _| "1".into())),
     sacct(sa("QOSREQ", 10, not_recorded)),
     both(
         sq(Some('r'), &["reason"], "REASON", Summary, |j, _| {
-            Cell::cut(crate::jobs::reason(j))
+            Cell::cut(jobs::reason(j))
         }),
-        sa("Reason", 22, |j, _| crate::jobs::reason(j).to_string()),
+        sa("Reason", 22, |j, _| jobs::reason(j).to_string()),
     ),
     sacct(sa("ReqCPUFreq", 10, unknown).steps(step_unknown)),
     sacct(sa("ReqCPUFreqGov", 13, unknown).steps(step_unknown)),
     sacct(sa("ReqCPUFreqMax", 13, unknown).steps(step_unknown)),
     sacct(sa("ReqCPUFreqMin", 13, unknown).steps(step_unknown)),
-    sacct(
-        sa("ReqCPUS", 8, |j, _| {
-            crate::jobs::req_cpus(spec(j)).to_string()
-        })
-        .steps(step_cpus),
-    ),
+    sacct(sa("ReqCPUS", 8, |j, _| jobs::req_cpus(spec(j)).to_string()).steps(step_cpus)),
     sacct(sa("ReqMem", 10, |j, _| {
         if j.mem_mb == 0 {
             "0".into()
@@ -713,12 +708,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     })),
     sacct(sa("ReqTRES", 10, |j, _| {
         let s = spec(j);
-        crate::jobs::tres_string(
-            crate::jobs::req_cpus(s),
-            j.mem_mb,
-            s.num_nodes.max(1),
-            j.num_gpus,
-        )
+        jobs::tres_string(jobs::req_cpus(s), j.mem_mb, s.num_nodes.max(1), j.num_gpus)
     })),
     both(
         sq(
@@ -756,7 +746,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         })
         .sorted(state_rank),
         sa("State", 10, |j, _| state_text(j))
-            .steps(|_, st, _| crate::jobs::step_state(st).name().to_string()),
+            .steps(|_, st, _| jobs::step_state(st).name().to_string()),
     ),
     both(
         sq(None, &["stderr"], "STDERR", Full, |j, _| {
@@ -766,11 +756,9 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     ),
     both(
         sq(None, &["stdin"], "STDIN", Full, |j, _| {
-            Cell::cut(crate::jobs::stdin_path(spec(j)))
+            Cell::cut(jobs::stdin_path(spec(j)))
         }),
-        sa("StdIn", 20, |j, _| {
-            crate::jobs::stdin_path(spec(j)).to_string()
-        }),
+        sa("StdIn", 20, |j, _| jobs::stdin_path(spec(j)).to_string()),
     ),
     both(
         sq(None, &["stdout"], "STDOUT", Full, |j, _| {
@@ -899,7 +887,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
             &["arrayjobid"],
             "ARRAY_JOB_ID",
             Summary,
-            |j, _| Cell::cut(crate::jobs::base_id(j).to_string()),
+            |j, _| Cell::cut(jobs::base_id(j).to_string()),
         )
         .sorted(id_order),
     ),
@@ -938,7 +926,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         Summary,
         |j, _| {
             Cell::cut(match j.array_task_id {
-                _ if crate::jobs::is_array_meta(j) => crate::jobs::task_str(j).to_string(),
+                _ if jobs::is_array_meta(j) => jobs::task_str(j).to_string(),
                 Some(t) => t.to_string(),
                 None => "N/A".into(),
             })
@@ -1002,7 +990,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
                         | JobState::Deadline
                         | JobState::Failed
                 ) {
-                    Cell::cut(format!("({})", crate::jobs::reason(j)))
+                    Cell::cut(format!("({})", jobs::reason(j)))
                 } else {
                     Cell::whole(j.nodes.clone())
                 }
@@ -1045,7 +1033,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     ),
     squeue(
         sq(Some('Y'), &["schednodes"], "SCHEDNODES", Summary, |j, _| {
-            Cell::whole(crate::jobs::or_null(&j.planned_nodes))
+            Cell::whole(jobs::or_null(&j.planned_nodes))
         })
         .whole_header(),
     ),
@@ -1154,7 +1142,7 @@ const fn step(
 /// The fields of `squeue -s` lines.
 pub static STEP_FIELDS: &[StepFieldDef] = &[
     step('i', "STEPID", |j, st, _| {
-        Cell::cut(format!("{}.{}", crate::jobs::display_id(j), st.step_id))
+        Cell::cut(format!("{}.{}", jobs::display_id(j), st.step_id))
     }),
     step('j', "NAME", |_, st, _| Cell::cut(st.name.clone())),
     step('P', "PARTITION", |j, _, _| {
@@ -1182,6 +1170,6 @@ pub static STEP_FIELDS: &[StepFieldDef] = &[
     step('A', "TASKS", |_, st, _| Cell::cut(st.num_tasks.to_string())),
     step('C', "CPUS", |_, st, _| Cell::cut(st.num_cpus.to_string())),
     step('T', "STATE", |_, st, _| {
-        Cell::cut(crate::jobs::step_state(st).name())
+        Cell::cut(jobs::step_state(st).name())
     }),
 ];

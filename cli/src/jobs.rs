@@ -3,6 +3,7 @@
 //! array tasks and pending array remainders, which records `-j` ids select, the TRES
 //! string, and the pieces of Slurm's JSON.
 
+use crate::exit::Exit;
 use crate::users::Names;
 use model::JobState;
 use model::job_id::{self, JobIdError, JobIdSpec, RecordIds, Selected};
@@ -19,9 +20,9 @@ pub fn spec(job: &JobInfo) -> &JobSpec {
 
 /// Refuses a reply with a job record that lacks its spec, rather than printing its
 /// fields as defaults.
-pub fn check_specs(command: &str, jobs: &[JobInfo]) -> Result<(), crate::exit::Exit> {
+pub fn check_specs(command: &str, jobs: &[JobInfo]) -> Result<(), Exit> {
     match jobs.iter().find(|j| j.spec.is_none()) {
-        Some(j) => Err(crate::exit::Exit::error(
+        Some(j) => Err(Exit::error(
             command,
             format!("job {} came without its spec from the controller", j.job_id),
         )),

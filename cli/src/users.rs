@@ -1,6 +1,7 @@
 //! User and group names: looked up once by a command so rendering stays pure, a user
 //! given by name or number, and whether a job belongs to one of some users.
 
+use crate::jobs;
 use proto::v1::JobInfo;
 use std::collections::BTreeMap;
 
@@ -51,7 +52,7 @@ impl Names {
 
     /// The job's user: the name it was submitted under, else its uid's.
     pub fn job_user(&self, job: &JobInfo) -> String {
-        let s = crate::jobs::spec(job);
+        let s = jobs::spec(job);
         if s.user.is_empty() {
             self.user(s.uid)
         } else {
@@ -91,7 +92,7 @@ pub fn user_forms(user: &str) -> Vec<String> {
 
 /// True when the job belongs to one of `users` (names or uids).
 pub fn user_matches(users: &[String], job: &JobInfo) -> bool {
-    let s = crate::jobs::spec(job);
+    let s = jobs::spec(job);
     users
         .iter()
         .any(|u| *u == s.user || *u == s.uid.to_string())

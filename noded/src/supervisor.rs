@@ -46,6 +46,8 @@ pub fn main(dir: &Path) -> i32 {
     // Our own session: a signal to the daemon's group or terminal does not reach us.
     let _ = nix::unistd::setsid();
     ensure_standard_fds();
+    // The zone is read before the job starts, not in the middle of ending it.
+    zone();
     // An inherited SIG_IGN for SIGCHLD would make the kernel reap the script for us and
     // lose its exit status.
     // SAFETY: installs the default disposition; no handler code is involved.
@@ -516,10 +518,17 @@ fn reason(e: &io::Error) -> String {
     }
 }
 
-/// `2024-05-01T12:00:00` in local time (`TZ`, else the system's zone), as Slurm prints
-/// it.
+/// The local time zone (`TZ`, else the system's; UTC when neither can be read), read
+/// once when the supervisor starts.
+static ZONE: std::sync::OnceLock<jiff::tz::TimeZone> = std::sync::OnceLock::new();
+
+fn zone() -> &'static jiff::tz::TimeZone {
+    ZONE.get_or_init(|| jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC))
+}
+
+/// `2024-05-01T12:00:00` in local time, as Slurm prints it.
 fn local_timestamp(t: Time) -> String {
-    model::timespec::timestamp(t, &jiff::tz::TimeZone::system())
+    model::timespec::timestamp(t, zone())
 }
 
 #[cfg(test)]

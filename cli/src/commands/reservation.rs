@@ -5,6 +5,7 @@
 //! Duration=120 Nodes=n[1-2] Users=root Flags=MAINT` prints `Reservation created:
 //! maint`; times are converted to Unix seconds here, in the user's time zone.
 
+use crate::times;
 use model::timespec::{self, Toward};
 use model::units::format_elapsed;
 use proto::v1;
@@ -23,11 +24,9 @@ pub fn request(
             .ok_or_else(|| format!("Invalid input: {word}"))?;
         let lower = key.to_ascii_lowercase();
         let value = match lower.as_str() {
-            "starttime" | "endtime" => {
-                timespec::parse(value, now, Toward::Future, crate::times::zone())
-                    .map_err(|_| format!("Invalid time specification: {value}"))?
-                    .to_string()
-            }
+            "starttime" | "endtime" => timespec::parse(value, now, Toward::Future, times::zone())
+                .map_err(|_| format!("Invalid time specification: {value}"))?
+                .to_string(),
             _ => value.trim_matches('"').to_string(),
         };
         let name = match lower.as_str() {
@@ -74,8 +73,8 @@ pub fn render_show(reservations: &[v1::ReservationInfo], one_liner: bool) -> Str
             format!(
                 "ReservationName={} StartTime={} EndTime={} Duration={}",
                 r.name,
-                crate::times::format_time(r.start_time),
-                crate::times::format_time(r.end_time),
+                times::format_time(r.start_time),
+                times::format_time(r.end_time),
                 format_elapsed((r.end_time - r.start_time).max(0) as u64)
             ),
             format!(
@@ -128,8 +127,8 @@ pub fn render_sinfo(reservations: &[v1::ReservationInfo], header: bool) -> Strin
         out.push_str(&line(
             &r.name,
             &r.state,
-            &crate::times::format_time(r.start_time),
-            &crate::times::format_time(r.end_time),
+            &times::format_time(r.start_time),
+            &times::format_time(r.end_time),
             &format_elapsed((r.end_time - r.start_time).max(0) as u64),
             &r.nodes,
         ));

@@ -13,14 +13,16 @@
 //!                                                       12.batch|COMPLETED|gpu01
 //! ```
 
-use crate::args::split_list;
+use crate::args::{self, split_list};
+use crate::calls;
 use crate::client;
 use crate::exit::Exit;
 use crate::fields::{self, Sacct};
 use crate::format::{self, Parsable, TableField};
-use crate::jobs::{Ctx, JobRef};
+use crate::jobs::{self, Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
-use crate::users::Names;
+use crate::times;
+use crate::users::{self, Names};
 use model::JobState;
 use model::job_id::JobIdSpec;
 use model::timespec::{self, Toward};
@@ -189,7 +191,7 @@ pub fn parse_args(
     uid: u32,
     me: &str,
 ) -> Result<Options, Exit> {
-    let p = crate::args::parse_command_line("sacct", args, SPECS, ALIASES, HELP, USAGE)?;
+    let p = args::parse_command_line("sacct", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("helpformat") {
         return Err(Exit::info(help_fields()));
     }
@@ -227,7 +229,7 @@ pub fn parse_args(
     let time = |key: &str| -> Result<Option<i64>, Exit> {
         match p.get(key) {
             None => Ok(None),
-            Some(t) => timespec::parse(t, now, Toward::Past, crate::times::zone())
+            Some(t) => timespec::parse(t, now, Toward::Past, times::zone())
                 .map(Some)
                 .map_err(|e| Exit::error("sacct", e.to_string())),
         }
@@ -236,7 +238,7 @@ pub fn parse_args(
     let window_end = time("endtime")?.unwrap_or(0);
     if window_start == 0 && jobs.is_none() {
         window_start = if states.is_empty() {
-            timespec::start_of_day(now, crate::times::zone())
+            timespec::start_of_day(now, times::zone())
         } else {
             now
         };
@@ -252,11 +254,11 @@ pub fn parse_args(
         }
         all_users = false;
         for u in split_list(text) {
-            users.extend(crate::users::user_forms(&u));
+            users.extend(users::user_forms(&u));
         }
     }
     if p.has("me") {
-        users.extend(crate::users::user_forms(me));
+        users.extend(users::user_forms(me));
     }
     if users.is_empty() && (jobs.is_some() || p.has("nodelist") || uid == 0) {
         all_users = true;
@@ -264,7 +266,7 @@ pub fn parse_args(
     if all_users {
         users.clear();
     } else if users.is_empty() {
-        users = crate::users::user_forms(me);
+        users = users::user_forms(me);
         users.push(uid.to_string());
     }
 
@@ -338,7 +340,7 @@ fn help_fields() -> String {
 pub fn request(opts: &Options) -> ListJobsRequest {
     ListJobsRequest {
         filter: Some(JobFilter {
-            job_ids: crate::jobs::selector_ids(opts.jobs.iter().flatten()),
+            job_ids: jobs::selector_ids(opts.jobs.iter().flatten()),
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
@@ -374,12 +376,12 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
     for job in jobs {
         let (shown, steps) = match &opts.jobs {
             None => (JobRef::Borrowed(job), None),
-            Some(sel) => match crate::jobs::select_ref(&whole, job) {
+            Some(sel) => match jobs::select_ref(&whole, job) {
                 Some(j) => (j, None),
                 None => {
                     let steps: Vec<String> = sel
                         .iter()
-                        .filter(|s| crate::jobs::select(s, job).is_some())
+                        .filter(|s| jobs::select(s, job).is_some())
                         .filter_map(|s| s.step().map(|step| step.to_string()))
                         .collect();
                     if steps.is_empty() {
@@ -396,8 +398,8 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
     }
     let key = |j: &JobInfo| {
         (
-            crate::jobs::base_id(j),
-            !crate::jobs::is_array_meta(j),
+            jobs::base_id(j),
+            !jobs::is_array_meta(j),
             j.array_task_id.unwrap_or(0),
             j.job_id,
         )
@@ -432,13 +434,13 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
 
 /// The filters the controller may not have applied.
 fn keep(opts: &Options, job: &JobInfo) -> bool {
-    let s = crate::jobs::spec(job);
+    let s = jobs::spec(job);
     let in_list = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
     let in_window =
         (opts.window_start <= 0 || job.end_time <= 0 || job.end_time >= opts.window_start)
             && (opts.window_end <= 0 || job.submit_time <= opts.window_end);
     in_window
-        && (opts.users.is_empty() || crate::users::user_matches(&opts.users, job))
+        && (opts.users.is_empty() || users::user_matches(&opts.users, job))
         && in_list(&opts.names, &s.name)
         && (opts.accounts.is_empty()
             || opts
@@ -446,12 +448,12 @@ fn keep(opts: &Options, job: &JobInfo) -> bool {
                 .iter()
                 .any(|a| a.eq_ignore_ascii_case(&s.account)))
         && in_list(&opts.partitions, &s.partition)
-        && (opts.states.is_empty() || opts.states.contains(&crate::jobs::job_state(job)))
+        && (opts.states.is_empty() || opts.states.contains(&jobs::job_state(job)))
         && (opts.qos.is_empty()
             || opts
                 .qos
                 .iter()
-                .any(|q| q.eq_ignore_ascii_case(crate::jobs::qos(s))))
+                .any(|q| q.eq_ignore_ascii_case(jobs::qos(s))))
         && in_list(&opts.wckeys, &s.wckey)
         && (opts.reasons.is_empty()
             || opts
@@ -459,7 +461,7 @@ fn keep(opts: &Options, job: &JobInfo) -> bool {
                 .iter()
                 .any(|r| r.eq_ignore_ascii_case(&job.reason)))
         && in_list(&opts.gids, &s.gid.to_string())
-        && (opts.nodes.is_empty() || crate::jobs::on_any_node(&opts.nodes, &job.nodes))
+        && (opts.nodes.is_empty() || jobs::on_any_node(&opts.nodes, &job.nodes))
 }
 
 /// The value of one field for one row.
@@ -512,8 +514,8 @@ struct JobJson<'a> {
     array: ArrayJson<'a>,
     cluster: &'a str,
     comment: CommentJson<'a>,
-    derived_exit_code: crate::jobs::ExitJson,
-    exit_code: crate::jobs::ExitJson,
+    derived_exit_code: jobs::ExitJson,
+    exit_code: jobs::ExitJson,
     group: String,
     job_id: u32,
     name: &'a str,
@@ -620,7 +622,7 @@ fn tres_json(counts: &model::tres::TresCounts) -> Vec<TresCountJson> {
 
 #[derive(Debug, Serialize)]
 struct StepJson<'a> {
-    exit_code: crate::jobs::ExitJson,
+    exit_code: jobs::ExitJson,
     nodes: StepNodesJson<'a>,
     state: &'static str,
     step: StepIdJson<'a>,
@@ -653,32 +655,32 @@ struct StepTimeJson {
 }
 
 fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
-    let s = crate::jobs::spec(j);
-    let st = crate::jobs::job_state(j);
+    let s = jobs::spec(j);
+    let st = jobs::job_state(j);
     JobJson {
         account: &s.account,
         allocation_nodes: j.num_nodes,
         array: ArrayJson {
             job_id: j.array_job_id,
-            task: crate::jobs::task_str(j),
+            task: jobs::task_str(j),
             task_id: j.array_task_id,
         },
         cluster: &ctx.cluster,
         comment: CommentJson { job: &s.comment },
         derived_exit_code: {
             let (code, signal) = fields::derived_exit(j);
-            crate::jobs::ExitJson::new(code, signal, st.is_final())
+            jobs::ExitJson::new(code, signal, st.is_final())
         },
-        exit_code: crate::jobs::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
+        exit_code: jobs::ExitJson::new(j.exit_code, j.exit_signal, st.is_final()),
         group: ctx.names.group(s.gid),
         job_id: j.job_id,
         name: &s.name,
         nodes: named_value("NodeList", row, ctx),
         partition: &s.partition,
         priority: j.priority,
-        qos: crate::jobs::qos(s),
+        qos: jobs::qos(s),
         required: RequiredJson {
-            cpus: crate::jobs::req_cpus(s),
+            cpus: jobs::req_cpus(s),
             memory: j.mem_mb,
         },
         restart_cnt: j.restart_count,
@@ -697,7 +699,7 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
         },
         tres: TresJson {
             allocated: if j.start_time > 0 && st != JobState::Pending {
-                tres_json(&crate::jobs::job_tres(
+                tres_json(&jobs::job_tres(
                     j.num_cpus,
                     j.mem_mb,
                     j.num_nodes,
@@ -706,8 +708,8 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
             } else {
                 Vec::new()
             },
-            requested: tres_json(&crate::jobs::job_tres(
-                crate::jobs::req_cpus(s),
+            requested: tres_json(&jobs::job_tres(
+                jobs::req_cpus(s),
                 j.mem_mb,
                 s.num_nodes.max(1),
                 j.num_gpus,
@@ -720,9 +722,9 @@ fn job_json<'a>(j: &'a JobInfo, row: &Row, ctx: &'a Ctx) -> JobJson<'a> {
 }
 
 fn step_json<'a>(j: &JobInfo, st: &'a StepInfo, now: i64) -> StepJson<'a> {
-    let state = crate::jobs::step_state(st);
+    let state = jobs::step_state(st);
     StepJson {
-        exit_code: crate::jobs::ExitJson::new(st.exit_code, st.exit_signal, state.is_final()),
+        exit_code: jobs::ExitJson::new(st.exit_code, st.exit_signal, state.is_final()),
         nodes: StepNodesJson {
             count: fields::step_node_count(st),
             range: &st.nodes,
@@ -762,30 +764,30 @@ fn json_doc(rows: &[Row], ctx: &Ctx) -> String {
             }
         }
     }
-    crate::jobs::json_doc(crate::jobs::JsonPlugin::Db, "jobs", &jobs)
+    jobs::json_doc(jobs::JsonPlugin::Db, "jobs", &jobs)
 }
 
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
-    let now = crate::times::now();
-    let opts = match parse_args(args, &crate::args::env_var, now, uid, &me) {
+    let now = times::now();
+    let opts = match parse_args(args, &args::env_var, now, uid, &me) {
         Ok(o) => o,
         Err(early) => return early.finish(),
     };
     let cluster = client::cluster_name();
     let req = request(&opts);
-    let reply = match crate::calls::query(&client::runtime(), "sacct", |mut c| async move {
+    let reply = match calls::query(&client::runtime(), "sacct", |mut c| async move {
         c.list_jobs(req).await.map(|r| r.into_inner())
     }) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    if let Err(e) = crate::jobs::check_specs("sacct", &reply.jobs) {
+    if let Err(e) = jobs::check_specs("sacct", &reply.jobs) {
         return e.finish();
     }
     let names = Names::resolve(
-        reply.jobs.iter().map(|j| crate::jobs::spec(j).uid),
-        reply.jobs.iter().map(|j| crate::jobs::spec(j).gid),
+        reply.jobs.iter().map(|j| jobs::spec(j).uid),
+        reply.jobs.iter().map(|j| jobs::spec(j).gid),
     );
     let ctx = Ctx {
         now: if reply.now > 0 { reply.now } else { now },
@@ -1044,8 +1046,7 @@ mod tests {
     #[test]
     fn snakemake_queries() {
         // The status query, with a time window and the run's name.
-        let start =
-            timespec::parse("2026-11-28T02:00", NOW, Toward::Past, crate::times::zone()).unwrap();
+        let start = timespec::parse("2026-11-28T02:00", NOW, Toward::Past, times::zone()).unwrap();
         let args = [
             "-X",
             "--parsable2",
@@ -1279,7 +1280,7 @@ mod tests {
             ],
             &jobs,
         );
-        let t = |d: i64| crate::times::format_time(NOW + d);
+        let t = |d: i64| times::format_time(NOW + d);
         let want = [
             format!(
                 "10|alice|1000|{}|{}|{}|billing=2,cpu=2,mem=954M,node=1|billing=2,cpu=2,mem=954M,node=1|1||0:0|drover|normal|5|50|100",
@@ -1348,7 +1349,7 @@ mod tests {
 
     #[test]
     fn times_resolve_toward_the_past() {
-        let zone = crate::times::zone();
+        let zone = times::zone();
         let midnight = timespec::start_of_day(NOW, zone);
         assert_eq!(parse(&[]).unwrap().window_start, midnight);
         // A time of day is today's even when it is still to come, as in Slurm's sacct.

@@ -15,7 +15,10 @@ use super::submit_opts::{
     self, Command, Source, SubmitCtx, SubmitOpts, build_spec, directive_words,
 };
 use crate::args::Info;
+use crate::calls;
 use crate::exit::Exit;
+use crate::jobs;
+use crate::times;
 use crate::{client, opts};
 use proto::v1;
 use std::io::Read;
@@ -303,9 +306,9 @@ impl Submitter {
             uid: self.uid,
             gid: self.gid,
             host: &self.host,
-            now: crate::times::now(),
+            now: times::now(),
             max_array_size: max_array_size(),
-            zone: crate::times::zone(),
+            zone: times::zone(),
         }
     }
 }
@@ -327,11 +330,11 @@ pub fn run(args: &[String]) -> ExitCode {
 async fn submit(sub: Submission) -> ExitCode {
     let fail =
         |msg: String| Exit::error(PROG, format!("Batch job submission failed: {msg}")).finish();
-    let mut client = match crate::calls::connect().await {
+    let mut client = match calls::connect().await {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let cpus = crate::jobs::req_cpus(&sub.spec);
+    let cpus = jobs::req_cpus(&sub.spec);
     let mut partition = sub.spec.partition.clone();
     let req = v1::SubmitJobRequest {
         spec: Some(sub.spec),
@@ -339,7 +342,7 @@ async fn submit(sub: Submission) -> ExitCode {
     };
     let reply = match client.submit_job(req).await {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(crate::calls::status_text(&s)),
+        Err(s) => return fail(calls::status_text(&s)),
     };
     if sub.test_only {
         if partition.is_empty()
@@ -356,7 +359,7 @@ async fn submit(sub: Submission) -> ExitCode {
         eprintln!(
             "{PROG}: Job {} to start at {} using {} processors on nodes {} in partition {}",
             reply.job_id,
-            crate::times::format_time(reply.estimated_start),
+            times::format_time(reply.estimated_start),
             cpus,
             reply.estimated_nodes,
             partition

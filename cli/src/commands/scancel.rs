@@ -8,9 +8,12 @@
 //! exit status is 1. `-M/--clusters` is accepted and ignored (one cluster).
 
 use crate::args::Info;
+use crate::calls;
 use crate::client;
 use crate::exit::Exit;
+use crate::jobs;
 use crate::opts::{self, OptSpec, flag, value};
+use crate::signals;
 use proto::v1;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -101,7 +104,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
     }
     let mut r = Request::default();
     for arg in &p.positional {
-        let ids = crate::jobs::job_ids(arg)
+        let ids = jobs::job_ids(arg)
             .map_err(|bad| Exit::error(PROG, format!("Invalid job id {}", bad.0)))?;
         r.filter.job_ids.extend(ids.iter().map(ToString::to_string));
     }
@@ -117,7 +120,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
             "quiet" => r.quiet = true,
             "reservation" => r.reservation = Some(v.clone()),
             "signal" => {
-                r.signal = crate::signals::parse_signal(v)
+                r.signal = signals::parse_signal(v)
                     .ok_or_else(|| Exit::raw(format!("Unknown job signal: {v}")))?
             }
             "state" => {
@@ -242,7 +245,7 @@ pub fn run(args: &[String]) -> ExitCode {
 }
 
 async fn cancel(mut r: Request) -> ExitCode {
-    let mut client = match crate::calls::connect().await {
+    let mut client = match calls::connect().await {
         Ok(c) => c,
         Err(e) => return Exit::error(PROG, e).finish(),
     };
@@ -258,14 +261,11 @@ async fn cancel(mut r: Request) -> ExitCode {
         {
             Ok(rep) => rep.into_inner(),
             Err(s) => {
-                return Exit::raw(format!(
-                    "slurm_load_jobs error: {}",
-                    crate::calls::status_text(&s)
-                ))
-                .finish();
+                return Exit::raw(format!("slurm_load_jobs error: {}", calls::status_text(&s)))
+                    .finish();
             }
         };
-        if let Err(e) = crate::jobs::check_specs(PROG, &reply.jobs) {
+        if let Err(e) = jobs::check_specs(PROG, &reply.jobs) {
             return e.finish();
         }
         let mut chosen = Vec::new();
@@ -296,7 +296,7 @@ async fn cancel(mut r: Request) -> ExitCode {
     };
     let results = match client.signal_jobs(req).await {
         Ok(rep) => rep.into_inner().results,
-        Err(s) => return Exit::error(PROG, crate::calls::status_text(&s)).finish(),
+        Err(s) => return Exit::error(PROG, calls::status_text(&s)).finish(),
     };
     let (lines, code) = report(&r, &results);
     for l in lines {
@@ -308,16 +308,16 @@ async fn cancel(mut r: Request) -> ExitCode {
 /// The id to cancel a listed job by: its display id, or the raw id of an array
 /// remainder without pending tasks.
 fn cancel_id(j: &v1::JobInfo) -> String {
-    if crate::jobs::is_array_meta(j) && j.array_task_str.is_empty() {
+    if jobs::is_array_meta(j) && j.array_task_str.is_empty() {
         j.job_id.to_string()
     } else {
-        crate::jobs::display_id(j)
+        jobs::display_id(j)
     }
 }
 
 fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
-    let spec = crate::jobs::spec(j);
-    if crate::jobs::job_state(j).is_final() {
+    let spec = jobs::spec(j);
+    if jobs::job_state(j).is_final() {
         return false;
     }
     if let Some(q) = &r.qos
@@ -336,7 +336,7 @@ fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
         return false;
     }
     if let Some(nl) = &r.nodelist
-        && !crate::jobs::on_any_node(&model::hostlist::expand(nl).unwrap_or_default(), &j.nodes)
+        && !jobs::on_any_node(&model::hostlist::expand(nl).unwrap_or_default(), &j.nodes)
     {
         return false;
     }
@@ -344,7 +344,7 @@ fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
 }
 
 fn confirm(id: &str, j: &v1::JobInfo) -> bool {
-    let spec = crate::jobs::spec(j);
+    let spec = jobs::spec(j);
     loop {
         print!(
             "Cancel job_id={id} name={} partition={} [y/n]? ",

@@ -7,11 +7,16 @@
 //! `-o/--oneliner` prints one record a line. Without a command, commands are read from
 //! stdin one a line.
 
+use crate::args;
+use crate::calls;
 use crate::client;
 use crate::exit::Exit;
-use crate::jobs::or_null;
+use crate::jobs::{self, or_null};
+use crate::nodes;
 use crate::opts::{self, OptSpec, flag, value};
-use crate::times::{elapsed_limit, format_time};
+use crate::times::{self, elapsed_limit, format_time};
+use crate::users;
+use crate::words;
 use model::units;
 use proto::v1;
 use std::io::BufRead;
@@ -97,11 +102,11 @@ pub fn render(lines: &[String], one_liner: bool) -> String {
 }
 
 fn user_name(uid: u32) -> String {
-    crate::users::lookup_user(uid).unwrap_or_else(|| uid.to_string())
+    users::lookup_user(uid).unwrap_or_else(|| uid.to_string())
 }
 
 fn group_name(gid: u32) -> String {
-    crate::users::lookup_group(gid).unwrap_or_else(|| gid.to_string())
+    users::lookup_group(gid).unwrap_or_else(|| gid.to_string())
 }
 
 /// `scontrol -d show job`: after the `Socks/Node` line, the job's GPUs and one
@@ -132,7 +137,7 @@ fn add_node_detail(lines: &mut Vec<String>, j: &v1::JobInfo) {
 /// The lines of `scontrol show job` for one record.
 pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) -> Vec<String> {
     let spec = j.spec.clone().unwrap_or_default();
-    let state = crate::jobs::job_state(j);
+    let state = jobs::job_state(j);
     let mut first = format!("JobId={}", j.job_id);
     if j.array_job_id != 0 {
         match j.array_task_id {
@@ -156,9 +161,9 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
     } else {
         j.planned_start
     };
-    let reason = crate::jobs::reason(j);
+    let reason = jobs::reason(j);
     // scontrol's order (cpu, mem, node, billing, gres), sacct's is by name.
-    let tres = model::tres::format_counts(&crate::jobs::job_tres(
+    let tres = model::tres::format_counts(&jobs::job_tres(
         j.num_cpus,
         j.mem_mb,
         j.num_nodes.max(1),
@@ -169,7 +174,7 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
     } else {
         format!("MinMemoryNode={}M", spec.mem_per_node_mb)
     };
-    let stdin = crate::jobs::stdin_path(&spec);
+    let stdin = jobs::stdin_path(&spec);
     let fmt = format_time;
     let mut lines = vec![
         first,
@@ -182,7 +187,7 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             j.priority,
             spec.nice,
             or_null(&spec.account),
-            crate::jobs::qos(&spec)
+            jobs::qos(&spec)
         ),
         format!(
             "JobState={} Reason={reason} Dependency={}",
@@ -297,7 +302,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
     } else {
         n.features.join(",")
     };
-    let gres = crate::nodes::gres(n, n.gpus);
+    let gres = nodes::gres(n, n.gpus);
     let mut cfg = format!("cpu={},mem={}M,billing={}", n.cpus, n.memory_mb, n.cpus);
     let mut alloc = String::new();
     if n.cpus_alloc > 0 || n.memory_alloc_mb > 0 {
@@ -313,7 +318,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             alloc.push_str(&format!(",gres/gpu={}", n.gpus_alloc));
         }
     }
-    let (sockets, cores, threads) = crate::nodes::socket_core_thread(n);
+    let (sockets, cores, threads) = nodes::socket_core_thread(n);
     let mut lines = vec![
         format!("NodeName={} Arch=x86_64 CoresPerSocket={cores} ", n.name),
         format!(
@@ -335,7 +340,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
         ),
         format!(
             "State={} ThreadsPerCore={threads} TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
-            crate::nodes::node_state(n).flags().join("+")
+            nodes::node_state(n).flags().join("+")
         ),
         format!("Partitions={} ", n.partitions.join(",")),
         format!(
@@ -463,7 +468,7 @@ fn job_id_args(arg: &str) -> Result<Vec<String>, String> {
     } else {
         arg
     };
-    crate::jobs::job_ids(a)
+    jobs::job_ids(a)
         .map(|ids| ids.iter().map(ToString::to_string).collect())
         .map_err(|_| a.to_string())
 }
@@ -611,15 +616,12 @@ pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, Exit> {
                     .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?;
                 v.clone()
             }
-            "StartTime" | "Deadline" => model::timespec::parse(
-                &v,
-                now,
-                model::timespec::Toward::Future,
-                crate::times::zone(),
-            )
-            .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?
-            .max(now)
-            .to_string(),
+            "StartTime" | "Deadline" => {
+                model::timespec::parse(&v, now, model::timespec::Toward::Future, times::zone())
+                    .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?
+                    .max(now)
+                    .to_string()
+            }
             "JobName" => {
                 u.name = Some(v.clone());
                 v.clone()
@@ -720,7 +722,7 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(p) => p,
         Err(e) => return Exit::usage(PROG, &e).finish(),
     };
-    if let Some(info) = crate::args::Info::asked(&p) {
+    if let Some(info) = args::Info::asked(&p) {
         // `--usage` prints the help, as Slurm's scontrol does.
         return info.print(HELP, HELP);
     }
@@ -741,7 +743,7 @@ pub fn run(args: &[String]) -> ExitCode {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
             let Ok(line) = line else { break };
-            let words = crate::words::split_words(&line, false);
+            let words = words::split_words(&line, false);
             if words.is_empty() {
                 continue;
             }
@@ -765,7 +767,7 @@ async fn get_client<'a>(
     what: &str,
 ) -> Option<&'a mut client::Ctld> {
     if conn.is_none() {
-        match crate::calls::connect().await {
+        match calls::connect().await {
             Ok(c) => *conn = Some(c),
             Err(e) => {
                 s.fail(format!("{what}: {e}"));
@@ -823,7 +825,7 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
     } else if kw(tag, "write", 2) {
         write_batch_script(s, conn, rest).await;
     } else if kw(tag, "version", 4) {
-        s.out.push(crate::args::VERSION_LINE.into());
+        s.out.push(args::VERSION_LINE.into());
     } else if kw(tag, "help", 2) {
         s.out.push(HELP.into());
     } else if kw(tag, "oneliner", 1) {
@@ -873,7 +875,7 @@ async fn control(
         let results = match c.control_jobs(req).await {
             Ok(r) => r.into_inner().results,
             Err(st) => {
-                let msg = crate::calls::status_text(&st);
+                let msg = calls::status_text(&st);
                 for id in &ids {
                     s.fail(format!("{msg} for job {id}"));
                 }
@@ -903,7 +905,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
         return reservation_change(s, conn, "update", args).await;
     }
     if is("JobId", 3) || is("JobName", 3) {
-        let u = match parse_job_update(args, crate::times::now()) {
+        let u = match parse_job_update(args, times::now()) {
             Ok(u) => u,
             Err(e) => {
                 s.failed = true;
@@ -927,17 +929,12 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             };
             match c.list_jobs(req).await {
                 Ok(r) => {
-                    ids = r
-                        .into_inner()
-                        .jobs
-                        .iter()
-                        .map(crate::jobs::display_id)
-                        .collect();
+                    ids = r.into_inner().jobs.iter().map(jobs::display_id).collect();
                 }
                 Err(st) => {
                     s.fail(format!(
                         "{PROG}: error: Could not load state information: {}",
-                        crate::calls::status_text(&st)
+                        calls::status_text(&st)
                     ));
                     return;
                 }
@@ -983,7 +980,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
                 }
             }
             Err(st) => {
-                let msg = crate::calls::status_text(&st);
+                let msg = calls::status_text(&st);
                 for id in &ids {
                     s.fail(format!("{msg} for job {id}"));
                 }
@@ -1014,10 +1011,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             requester_uid: uid,
         };
         if let Err(st) = c.update_nodes(req).await {
-            s.fail(format!(
-                "slurm_update error: {}",
-                crate::calls::status_text(&st)
-            ));
+            s.fail(format!("slurm_update error: {}", calls::status_text(&st)));
         }
     } else {
         s.failed = true;
@@ -1051,7 +1045,7 @@ async fn relative_limit(
     let jobs = c
         .list_jobs(req)
         .await
-        .map_err(|st| crate::calls::status_text(&st))?
+        .map_err(|st| calls::status_text(&st))?
         .into_inner()
         .jobs;
     let [job] = jobs.as_slice() else {
@@ -1121,7 +1115,7 @@ async fn write_batch_script(s: &mut Session, conn: &mut Option<client::Ctld>, ar
         Err(e) => {
             s.fail(format!(
                 "slurm_job_batch_script error: {}",
-                crate::calls::status_text(&e)
+                calls::status_text(&e)
             ));
             return;
         }
@@ -1148,7 +1142,7 @@ async fn write_batch_script(s: &mut Session, conn: &mut Option<client::Ctld>, ar
 
 async fn ping(s: &mut Session, conn: &mut Option<client::Ctld>) {
     let host = ctld_host();
-    let up = match crate::calls::connect().await {
+    let up = match calls::connect().await {
         Ok(mut c) => {
             let ok = c.get_config(v1::GetConfigRequest {}).await.is_ok();
             *conn = Some(c);
@@ -1185,17 +1179,14 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
         };
         match c.get_config(v1::GetConfigRequest {}).await {
             Ok(r) => {
-                s.out.push(config_text(
-                    &r.into_inner(),
-                    crate::times::now(),
-                    val.as_deref(),
-                ));
+                s.out
+                    .push(config_text(&r.into_inner(), times::now(), val.as_deref()));
                 s.out
                     .push(format!("Slurmctld(primary) at {} is UP\n", ctld_host()));
             }
             Err(st) => s.fail(format!(
                 "slurm_load_ctl_conf error: {}",
-                crate::calls::status_text(&st)
+                calls::status_text(&st)
             )),
         }
     } else if kw(tag, "hostnames", 5) {
@@ -1237,7 +1228,7 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
 
 async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<String>) {
     let ids = match &id {
-        Some(i) => match crate::jobs::job_ids(i) {
+        Some(i) => match jobs::job_ids(i) {
             Ok(ids) => ids.iter().map(ToString::to_string).collect(),
             Err(_) => {
                 s.fail("slurm_load_jobs error: Invalid job id specified");
@@ -1263,12 +1254,12 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
         Err(st) => {
             s.fail(format!(
                 "slurm_load_jobs error: {}",
-                crate::calls::status_text(&st)
+                calls::status_text(&st)
             ));
             return;
         }
     };
-    if let Err(e) = crate::jobs::check_specs(PROG, &reply.jobs) {
+    if let Err(e) = jobs::check_specs(PROG, &reply.jobs) {
         s.fail(e.stderr.trim_end());
         return;
     }
@@ -1314,12 +1305,12 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<client::Ctld>, name: Opti
         Err(st) => {
             s.fail(format!(
                 "slurm_load_node error: {}",
-                crate::calls::status_text(&st)
+                calls::status_text(&st)
             ));
             return;
         }
     };
-    if let Err(e) = crate::nodes::check_node_states(PROG, &nodes) {
+    if let Err(e) = nodes::check_node_states(PROG, &nodes) {
         s.fail(e.stderr.trim_end());
         return;
     }
@@ -1375,7 +1366,7 @@ async fn reservation_change(
         v1::ReservationOp::Delete => "deleting",
     };
     let (_, uid, _) = client::current_user();
-    let req = match reservation::request(op, &words, crate::times::now(), uid) {
+    let req = match reservation::request(op, &words, times::now(), uid) {
         Ok(r) => r,
         Err(e) => {
             s.fail(format!("Error {verb} the reservation: {e}"));
@@ -1395,7 +1386,7 @@ async fn reservation_change(
         },
         Err(e) => s.fail(format!(
             "Error {verb} the reservation: {}",
-            crate::calls::status_text(&e)
+            calls::status_text(&e)
         )),
     }
 }
@@ -1419,7 +1410,7 @@ async fn show_reservations(s: &mut Session, conn: &mut Option<client::Ctld>, nam
         }
         Err(e) => s.fail(format!(
             "slurm_load_reservations error: {}",
-            crate::calls::status_text(&e)
+            calls::status_text(&e)
         )),
     }
 }
@@ -1433,7 +1424,7 @@ async fn show_partitions(s: &mut Session, conn: &mut Option<client::Ctld>, name:
         Err(st) => {
             s.fail(format!(
                 "slurm_load_partitions error: {}",
-                crate::calls::status_text(&st)
+                calls::status_text(&st)
             ));
             return;
         }
@@ -1562,7 +1553,7 @@ mod tests {
             "{text}"
         );
         // The expected end moves on by the time suspended before the current suspension.
-        let end = crate::times::format_time(1000 + 300 + 600);
+        let end = times::format_time(1000 + 300 + 600);
         assert!(text.contains(&format!("EndTime={end} ")), "{text}");
     }
 
@@ -1835,7 +1826,7 @@ mod tests {
     #[test]
     fn interactive_words() {
         assert_eq!(
-            crate::words::split_words("update NodeName=n1 Reason=\"a b\"", false),
+            words::split_words("update NodeName=n1 Reason=\"a b\"", false),
             ["update", "NodeName=n1", "Reason=a b"]
         );
         assert_eq!(job_id_args("JobId=12").unwrap(), ["12"]);

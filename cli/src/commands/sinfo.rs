@@ -12,13 +12,15 @@
 //! gpu*         up 1-00:00:00      2    mix gpu[01-02]
 //! ```
 
-use crate::args::split_list;
+use crate::args::{self, split_list};
+use crate::calls;
 use crate::client;
 use crate::exit::Exit;
 use crate::format::{self, Cell, Format, Width};
 use crate::jobs::Ctx;
-use crate::nodes::gres;
+use crate::nodes::{self, gres};
 use crate::opts::{OptSpec, flag, value};
+use crate::times;
 use crate::users::Names;
 use model::{NodeState, NodeWord};
 use proto::v1::{ListNodesRequest, ListPartitionsRequest, NodeInfo, PartitionInfo};
@@ -219,7 +221,7 @@ fn node_names(line: &Line) -> Cell {
 fn node_counts(line: &Line) -> (usize, usize, usize) {
     let (mut a, mut i, mut o) = (0, 0, 0);
     for n in &line.nodes {
-        match category(&crate::nodes::node_state(n)) {
+        match category(&nodes::node_state(n)) {
             Category::Alloc => a += 1,
             Category::Idle => i += 1,
             Category::Other => o += 1,
@@ -251,25 +253,23 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
     }),
     partition(Some('l'), &["time"], "TIMELIMIT", |l, _| {
         on_part(l, "n/a", |p| {
-            crate::times::minutes_text(p.max_time_min, "infinite")
+            times::minutes_text(p.max_time_min, "infinite")
         })
     }),
     partition(Some('L'), &["defaulttime"], "DEFAULTTIME", |l, _| {
-        on_part(l, "n/a", |p| {
-            crate::times::minutes_text(p.default_time_min, "n/a")
-        })
+        on_part(l, "n/a", |p| times::minutes_text(p.default_time_min, "n/a"))
     }),
     aggregate(Some('D'), &["nodes"], "NODES", |l, _| {
         Cell::cut(l.nodes.len().to_string())
     }),
     node(Some('t'), &["statecompact"], "STATE", |l, _| {
-        node_or(l, "n/a", |n| crate::nodes::node_state(n).compact())
+        node_or(l, "n/a", |n| nodes::node_state(n).compact())
     }),
     node(Some('T'), &["statelong"], "STATE", |l, _| {
-        node_or(l, "n/a", |n| crate::nodes::node_state(n).long())
+        node_or(l, "n/a", |n| nodes::node_state(n).long())
     }),
     node(None, &["statecomplete"], "STATECOMPLETE", |l, _| {
-        node_or(l, "n/a", |n| crate::nodes::node_state(n).long())
+        node_or(l, "n/a", |n| nodes::node_state(n).long())
     }),
     aggregate(Some('N'), &["nodelist"], "NODELIST", |l, _| node_names(l)).whole_header(),
     aggregate(Some('n'), &["nodehost"], "HOSTNAMES", |l, _| node_names(l)).whole_header(),
@@ -291,7 +291,7 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
         for n in &l.nodes {
             let free = n.cpus.saturating_sub(n.cpus_alloc);
             a += n.cpus_alloc;
-            if usable(&crate::nodes::node_state(n)) {
+            if usable(&nodes::node_state(n)) {
                 i += free;
             } else {
                 o += free;
@@ -325,9 +325,7 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
         )
     }),
     node(Some('H'), &["timestamp"], "TIMESTAMP", |l, _| {
-        node_or(l, "Unknown", |n| {
-            crate::times::time_or(n.reason_time, "Unknown")
-        })
+        node_or(l, "Unknown", |n| times::time_or(n.reason_time, "Unknown"))
     }),
     node(Some('u'), &["user"], "USER", |l, ctx| {
         Cell::cut(match l.nodes.first() {
@@ -365,22 +363,18 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
     }),
     node(Some('z'), &["socketcorethread"], "S:C:T", |l, _| {
         on_node(l, |n| {
-            let (s, c, t) = crate::nodes::socket_core_thread(n);
+            let (s, c, t) = nodes::socket_core_thread(n);
             format!("{s}:{c}:{t}")
         })
     }),
     node(Some('X'), &["sockets"], "SOCKETS", |l, _| {
-        on_node(l, |n| crate::nodes::socket_core_thread(n).0.to_string())
+        on_node(l, |n| nodes::socket_core_thread(n).0.to_string())
     }),
     node(Some('Y'), &["cores"], "CORES", |l, _| {
-        node_or(l, "1", |n| {
-            crate::nodes::socket_core_thread(n).1.to_string()
-        })
+        node_or(l, "1", |n| nodes::socket_core_thread(n).1.to_string())
     }),
     node(Some('Z'), &["threads"], "THREADS", |l, _| {
-        node_or(l, "1", |n| {
-            crate::nodes::socket_core_thread(n).2.to_string()
-        })
+        node_or(l, "1", |n| nodes::socket_core_thread(n).2.to_string())
     }),
     node(Some('d'), &["disk"], "TMP_DISK", |_, _| constant("0")),
     node(Some('w'), &["weight"], "WEIGHT", |_, _| constant("1")),
@@ -573,7 +567,7 @@ pub fn parse_args(
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Result<Options, Exit> {
-    let p = crate::args::parse_command_line("sinfo", args, SPECS, ALIASES, HELP, USAGE)?;
+    let p = args::parse_command_line("sinfo", args, SPECS, ALIASES, HELP, USAGE)?;
     if let Some(extra) = p.positional.first() {
         return Err(Exit::usage(
             "sinfo",
@@ -671,7 +665,7 @@ pub fn parse_args(
         Some(n) => model::hostlist::expand(n)
             .map_err(|_| Exit::error("sinfo", format!("Invalid node name specified: {n}")))?,
     };
-    let iterate = crate::args::iterate_option("sinfo", &p)?;
+    let iterate = args::iterate_option("sinfo", &p)?;
     Ok(Options {
         layout,
         // A reason list groups by reason, whatever -N says.
@@ -689,7 +683,7 @@ pub fn parse_args(
 }
 
 fn node_selected(opts: &Options, n: &NodeInfo) -> bool {
-    let st = crate::nodes::node_state(n);
+    let st = nodes::node_state(n);
     (opts.nodes.is_empty() || opts.nodes.contains(&n.name))
         && (!opts.responding || st.responding)
         && (!opts.dead || !st.responding)
@@ -802,7 +796,7 @@ pub fn lines(
                 let rank = rec
                     .nodes
                     .first()
-                    .map(|n| rank(&crate::nodes::node_state(n)))
+                    .map(|n| rank(&nodes::node_state(n)))
                     .unwrap_or(-1);
                 let part = if uses_partition { rec.part } else { None };
                 index.insert(key, groups.len());
@@ -840,7 +834,7 @@ pub fn render(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo], ctx: 
         }
         Layout::Lines(fmt) => {
             if opts.long && !opts.noheader {
-                out.push_str(&crate::times::ctime_line(ctx.now));
+                out.push_str(&times::ctime_line(ctx.now));
                 out.push('\n');
             }
             let lines = lines(opts, fmt, parts, nodes, ctx);
@@ -866,7 +860,7 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
             opts.partitions.is_empty() || n.partitions.iter().any(|p| opts.partitions.contains(p))
         })
         .map(|n| {
-            let state = crate::nodes::node_state(n).flags();
+            let state = nodes::node_state(n).flags();
             json!({
                 "name": n.name,
                 "hostname": n.name,
@@ -908,16 +902,14 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
 }
 
 pub fn run(args: &[String]) -> ExitCode {
-    let opts = match crate::args::parse_printing_warnings(|w| {
-        parse_args(args, &crate::args::env_var, w)
-    }) {
+    let opts = match args::parse_printing_warnings(|w| parse_args(args, &args::env_var, w)) {
         Ok(o) => o,
         Err(code) => return code,
     };
     let cluster = client::cluster_name();
     let rt = client::runtime();
     if opts.reservations {
-        return match crate::calls::query(&rt, "sinfo", |mut c| async move {
+        return match calls::query(&rt, "sinfo", |mut c| async move {
             Ok(c.list_reservations(proto::v1::ListReservationsRequest {})
                 .await?
                 .into_inner()
@@ -934,7 +926,7 @@ pub fn run(args: &[String]) -> ExitCode {
         };
     }
     loop {
-        let (parts, nodes) = match crate::calls::query(&rt, "sinfo", |mut c| async move {
+        let (parts, nodes) = match calls::query(&rt, "sinfo", |mut c| async move {
             let parts = c.list_partitions(ListPartitionsRequest {}).await?;
             let nodes = c.list_nodes(ListNodesRequest { names: Vec::new() }).await?;
             Ok((parts.into_inner().partitions, nodes.into_inner().nodes))
@@ -942,10 +934,10 @@ pub fn run(args: &[String]) -> ExitCode {
             Ok(r) => r,
             Err(code) => return code,
         };
-        if let Err(e) = crate::nodes::check_node_states("sinfo", &nodes) {
+        if let Err(e) = nodes::check_node_states("sinfo", &nodes) {
             return e.finish();
         }
-        let now = crate::times::now();
+        let now = times::now();
         let names = Names::resolve(
             nodes
                 .iter()
@@ -959,7 +951,7 @@ pub fn run(args: &[String]) -> ExitCode {
             cluster: cluster.clone(),
         };
         let text = render(&opts, &parts, &nodes, &ctx);
-        if !crate::args::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
+        if !args::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
             return ExitCode::SUCCESS;
         }
     }
@@ -1136,7 +1128,7 @@ mod tests {
         let reasons = out(&["-R"]);
         let want = format!(
             "REASON               USER      TIMESTAMP           NODELIST\nbad fan              root      {:19} gpu03\n",
-            crate::times::format_time(1_700_000_000)
+            times::format_time(1_700_000_000)
         );
         assert_eq!(reasons, want);
         assert_eq!(

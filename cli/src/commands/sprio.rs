@@ -12,6 +12,8 @@
 //! sprio -w         →          Weights                                1       1000      10000
 //! ```
 
+use crate::args;
+use crate::calls;
 use crate::client;
 use crate::exit::Exit;
 use crate::format::{self, Cell, Format};
@@ -237,7 +239,7 @@ pub struct Options {
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
-    let p = crate::args::parse_command_line("sprio", args, SPECS, ALIASES, HELP, USAGE)?;
+    let p = args::parse_command_line("sprio", args, SPECS, ALIASES, HELP, USAGE)?;
     let mut positional = p.positional.clone().into_iter();
     let jobs_text = if p.has("jobs") {
         let v = p.all("jobs").into_iter().rfind(|v| !v.is_empty());
@@ -259,7 +261,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
         None => None,
         Some(text) => {
             let mut ids = Vec::new();
-            for id in crate::args::split_list(&text) {
+            for id in args::split_list(&text) {
                 match id.parse::<u32>() {
                     Ok(n) if n > 0 => ids.push(n),
                     _ => return Err(Exit::error("sprio", format!("Invalid job id: {id}"))),
@@ -288,13 +290,13 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
         partitions: p
             .all("partition")
             .into_iter()
-            .flat_map(crate::args::split_list)
+            .flat_map(args::split_list)
             .collect(),
         sort: p.get("sort").map(String::from),
         users: p
             .all("user")
             .into_iter()
-            .flat_map(crate::args::split_list)
+            .flat_map(args::split_list)
             .collect(),
         weights: p.has("weights"),
     })
@@ -463,7 +465,7 @@ pub fn run(args: &[String]) -> ExitCode {
     }
     let rt = client::runtime();
     let req = request(&opts);
-    let reply = match crate::calls::query(&rt, "sprio", |mut c| async move {
+    let reply = match calls::query(&rt, "sprio", |mut c| async move {
         c.get_priorities(req).await.map(|r| r.into_inner())
     }) {
         Ok(r) => r,

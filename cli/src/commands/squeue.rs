@@ -9,14 +9,16 @@
 //! squeue                                                    →  JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)
 //! ```
 
-use crate::args::split_list;
+use crate::args::{self, split_list};
+use crate::calls;
 use crate::client;
 use crate::exit::Exit;
 use crate::fields::{self, JobField, SortKey, StepField};
 use crate::format::{self, Cell, Format};
-use crate::jobs::{Ctx, JobRef};
+use crate::jobs::{self, Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
-use crate::users::Names;
+use crate::times;
+use crate::users::{self, Names};
 use model::JobState;
 use model::job_id::JobIdSpec;
 use proto::v1::{JobFilter, JobInfo, JobSummary, ListJobsReply, ListJobsRequest};
@@ -154,7 +156,7 @@ pub fn parse_args(
     me: &str,
     warnings: &mut Vec<String>,
 ) -> Result<Options, Exit> {
-    let p = crate::args::parse_command_line("squeue", args, SPECS, ALIASES, HELP, USAGE)?;
+    let p = args::parse_command_line("squeue", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("format") && p.has("Format") {
         return Err(Exit::error(
             "squeue",
@@ -209,10 +211,10 @@ pub fn parse_args(
         .map(String::from)
         .or_else(|| env("SQUEUE_USERS"));
     for u in user_text.as_deref().map(split_list).unwrap_or_default() {
-        users.extend(crate::users::user_forms(&u));
+        users.extend(users::user_forms(&u));
     }
     if p.has("me") {
-        users.extend(crate::users::user_forms(me));
+        users.extend(users::user_forms(me));
     }
     let states_text = p
         .get("states")
@@ -322,7 +324,7 @@ pub fn parse_args(
             fields::squeue_letter(c).map(|f| (f, desc))
         })
         .collect();
-    let iterate = crate::args::iterate_option("squeue", &p)?;
+    let iterate = args::iterate_option("squeue", &p)?;
 
     Ok(Options {
         jobs,
@@ -424,7 +426,7 @@ pub fn request(opts: &Options) -> ListJobsRequest {
     };
     ListJobsRequest {
         filter: Some(JobFilter {
-            job_ids: crate::jobs::selector_ids(opts.jobs.iter().chain(opts.steps.iter()).flatten()),
+            job_ids: jobs::selector_ids(opts.jobs.iter().chain(opts.steps.iter()).flatten()),
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
@@ -527,7 +529,7 @@ pub fn render_summaries(
         }
         keys.extend(opts.sort.iter().map(|(f, _)| f.sort_key(&job, ctx)));
         let tie = (
-            crate::jobs::base_id(&job),
+            jobs::base_id(&job),
             job.array_task_id.map(i64::from).unwrap_or(-1),
             job.job_id,
         );
@@ -548,7 +550,7 @@ pub fn render_summaries(
     drop(keys);
     let mut out = String::new();
     if opts.long && !opts.noheader {
-        out.push_str(&crate::times::ctime_line(ctx.now));
+        out.push_str(&times::ctime_line(ctx.now));
         out.push('\n');
     }
     let head = |k: &JobField| k.header();
@@ -615,9 +617,7 @@ fn single_job(opts: &Options) -> bool {
 /// Slurm's squeue then fails with `slurm_load_jobs error: Invalid job id specified`.
 pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
     match &opts.jobs {
-        Some(sel) if single_job(opts) => !jobs
-            .iter()
-            .any(|j| crate::jobs::select_ref(sel, j).is_some()),
+        Some(sel) if single_job(opts) => !jobs.iter().any(|j| jobs::select_ref(sel, j).is_some()),
         _ => false,
     }
 }
@@ -626,24 +626,24 @@ pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
 /// tasks `-j` named.
 fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
     let job = match &opts.jobs {
-        Some(sel) => crate::jobs::select_ref(sel, job)?,
+        Some(sel) => jobs::select_ref(sel, job)?,
         None => JobRef::Borrowed(job),
     };
-    let s = crate::jobs::spec(&job);
+    let s = jobs::spec(&job);
     let ci = |list: &[String], v: &str| {
         list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v))
     };
-    let ok = opts.states.matches(crate::jobs::job_state(&job))
-        && (opts.users.is_empty() || crate::users::user_matches(&opts.users, &job))
+    let ok = opts.states.matches(jobs::job_state(&job))
+        && (opts.users.is_empty() || users::user_matches(&opts.users, &job))
         && ci(&opts.names, &s.name)
         && (opts.partitions.is_empty() || opts.partitions.contains(&s.partition))
         && ci(&opts.accounts, &s.account)
-        && ci(&opts.qos, crate::jobs::qos(s))
+        && ci(&opts.qos, jobs::qos(s))
         && opts
             .reservation
             .as_ref()
             .is_none_or(|r| *r == s.reservation)
-        && (opts.nodes.is_empty() || crate::jobs::on_any_node(&opts.nodes, &job.nodes));
+        && (opts.nodes.is_empty() || jobs::on_any_node(&opts.nodes, &job.nodes));
     ok.then_some(job)
 }
 
@@ -651,12 +651,9 @@ fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
 pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a>> {
     let mut out: Vec<JobRef<'a>> = Vec::new();
     for job in jobs.iter().filter_map(|j| filter(opts, j)) {
-        if opts.array && crate::jobs::is_array_meta(&job) {
-            for t in crate::jobs::pending_tasks(&job) {
-                out.push(JobRef::Owned(Box::new(crate::jobs::narrow_array(
-                    &job,
-                    &[t],
-                ))));
+        if opts.array && jobs::is_array_meta(&job) {
+            for t in jobs::pending_tasks(&job) {
+                out.push(JobRef::Owned(Box::new(jobs::narrow_array(&job, &[t]))));
             }
         } else {
             out.push(job);
@@ -670,7 +667,7 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a
             (
                 keys,
                 (
-                    crate::jobs::base_id(j),
+                    jobs::base_id(j),
                     j.array_task_id.map(i64::from).unwrap_or(-1),
                     j.job_id,
                 ),
@@ -700,18 +697,14 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a
 pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
     let mut out = String::new();
     if opts.long && !opts.noheader && opts.layout != Layout::Json {
-        out.push_str(&crate::times::ctime_line(ctx.now));
+        out.push_str(&times::ctime_line(ctx.now));
         out.push('\n');
     }
     match &opts.layout {
         Layout::Json => {
             let rows = rows(opts, jobs, ctx);
             let list: Vec<JobJson> = rows.iter().map(|j| job_json(j, ctx)).collect();
-            out.push_str(&crate::jobs::json_doc(
-                crate::jobs::JsonPlugin::Ctld,
-                "jobs",
-                &list,
-            ));
+            out.push_str(&jobs::json_doc(jobs::JsonPlugin::Ctld, "jobs", &list));
         }
         Layout::Jobs(fmt) => {
             let rows = rows(opts, jobs, ctx);
@@ -734,13 +727,13 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
             };
             for job in jobs.iter().filter_map(|j| filter(&job_opts, j)) {
                 for step in &job.steps {
-                    if crate::jobs::step_state(step) != JobState::Running {
+                    if jobs::step_state(step) != JobState::Running {
                         continue;
                     }
                     let wanted = |sel: &Option<Vec<JobIdSpec>>, need_step: bool| {
                         sel.as_ref().is_none_or(|list| {
                             list.iter().any(|s| {
-                                crate::jobs::select(s, &job).is_some()
+                                jobs::select(s, &job).is_some()
                                     && (!need_step
                                         || s.step().is_none_or(|id| id.to_string() == step.step_id))
                             })
@@ -753,7 +746,7 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
             }
             step_rows.sort_by_key(|(j, s)| {
                 (
-                    crate::jobs::spec(j).partition.clone(),
+                    jobs::spec(j).partition.clone(),
                     j.job_id,
                     s.step_id.parse::<i64>().unwrap_or(-1),
                 )
@@ -822,13 +815,13 @@ pub struct JobJson<'a> {
 
 /// One job for `--json`.
 pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
-    let s = crate::jobs::spec(j);
-    let st = crate::jobs::job_state(j);
+    let s = jobs::spec(j);
+    let st = jobs::job_state(j);
     JobJson {
         account: &s.account,
         array_job_id: j.array_job_id,
         array_task_id: j.array_task_id,
-        array_task_string: crate::jobs::task_str(j),
+        array_task_string: jobs::task_str(j),
         batch_host: &j.batch_host,
         cluster: &ctx.cluster,
         comment: &s.comment,
@@ -838,7 +831,7 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         dependency: &s.dependency,
         eligible_time: j.eligible_time,
         end_time: j.end_time,
-        exit_code: crate::jobs::wait_status(j.exit_code, j.exit_signal),
+        exit_code: jobs::wait_status(j.exit_code, j.exit_signal),
         group_id: s.gid,
         group_name: ctx.names.group(s.gid),
         job_id: j.job_id,
@@ -851,22 +844,22 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
         nodes: &j.nodes,
         partition: &s.partition,
         priority: j.priority,
-        qos: crate::jobs::qos(s),
+        qos: jobs::qos(s),
         requeue: s.requeue,
         restart_cnt: j.restart_count,
         standard_error: &j.stderr_path,
-        standard_input: crate::jobs::stdin_path(s),
+        standard_input: jobs::stdin_path(s),
         standard_output: &j.stdout_path,
         start_time: if st == JobState::Pending {
             j.planned_start
         } else {
             j.start_time
         },
-        state_reason: crate::jobs::reason(j),
+        state_reason: jobs::reason(j),
         submit_time: j.submit_time,
         tasks: s.num_tasks.max(1),
         time_limit: (s.time_limit_min > 0).then_some(s.time_limit_min),
-        tres_alloc_str: crate::jobs::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
+        tres_alloc_str: jobs::tres_string(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus),
         user_id: s.uid,
         user_name: ctx.names.job_user(j),
         wckey: &s.wckey,
@@ -875,9 +868,7 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
 
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
-    let opts = match crate::args::parse_printing_warnings(|w| {
-        parse_args(args, &crate::args::env_var, &me, w)
-    }) {
+    let opts = match args::parse_printing_warnings(|w| parse_args(args, &args::env_var, &me, w)) {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -885,7 +876,7 @@ pub fn run(args: &[String]) -> ExitCode {
     let rt = client::runtime();
     loop {
         let req = request(&opts);
-        let mut reply = match crate::calls::query(&rt, "squeue", |mut c| async move {
+        let mut reply = match calls::query(&rt, "squeue", |mut c| async move {
             if req.summary {
                 // Chunks, decoded while the controller builds the next ones; a
                 // controller without the call answers the plain request below.
@@ -907,7 +898,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 .extend(expand_summaries(&reply.summaries, &reply.strings));
             reply.summaries.clear();
         }
-        if let Err(e) = crate::jobs::check_specs("squeue", &reply.jobs) {
+        if let Err(e) = jobs::check_specs("squeue", &reply.jobs) {
             return e.finish();
         }
         if unknown_single_job(&opts, &reply.jobs) {
@@ -925,7 +916,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 &mut reply
                     .jobs
                     .iter()
-                    .map(|j| crate::jobs::spec(j).uid)
+                    .map(|j| jobs::spec(j).uid)
                     .chain(reply.summaries.iter().map(|s| s.uid))
                     .chain([uid]),
             ),
@@ -933,7 +924,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 &mut reply
                     .jobs
                     .iter()
-                    .map(|j| crate::jobs::spec(j).gid)
+                    .map(|j| jobs::spec(j).gid)
                     .chain(reply.summaries.iter().map(|s| s.gid)),
             ),
         );
@@ -941,7 +932,7 @@ pub fn run(args: &[String]) -> ExitCode {
             now: if reply.now > 0 {
                 reply.now
             } else {
-                crate::times::now()
+                times::now()
             },
             names,
             cluster: cluster.clone(),
@@ -951,7 +942,7 @@ pub fn run(args: &[String]) -> ExitCode {
         } else {
             render_summaries(&opts, &reply.summaries, &reply.strings, &ctx)
         };
-        if !crate::args::print_round(opts.iterate, opts.long, opts.noheader, ctx.now, &text) {
+        if !args::print_round(opts.iterate, opts.long, opts.noheader, ctx.now, &text) {
             return ExitCode::SUCCESS;
         }
     }
@@ -1432,10 +1423,7 @@ mod tests {
         let text = out(&["--start", "-h"], &jobs);
         assert_eq!(text.lines().count(), 2, "{text}");
         let first = text.lines().next().unwrap();
-        assert!(
-            first.contains(&crate::times::format_time(NOW + 600)),
-            "{first}"
-        );
+        assert!(first.contains(&times::format_time(NOW + 600)), "{first}");
         assert!(text.lines().nth(1).unwrap().contains("N/A"));
         let text = out(
             &[
@@ -1546,8 +1534,8 @@ mod tests {
         );
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["errors", "jobs", "meta", "warnings"]);
-        assert_eq!(crate::jobs::wait_status(3, 0), 768);
-        assert_eq!(crate::jobs::wait_status(0, 9), 9);
+        assert_eq!(jobs::wait_status(3, 0), 768);
+        assert_eq!(jobs::wait_status(0, 9), 9);
     }
 
     #[test]

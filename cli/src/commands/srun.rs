@@ -16,7 +16,11 @@
 
 use super::sbatch::Submitter;
 use super::submit_opts::{self, Command, Source, SubmitOpts, build_spec};
+use crate::args;
+use crate::calls;
 use crate::exit::Exit;
+use crate::jobs;
+use crate::times;
 use crate::{client, opts};
 use model::pattern::{PatternValues, expand_pattern};
 use proto::v1;
@@ -178,7 +182,7 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(Some(r)) => r,
         Ok(None) => {
             if args.iter().any(|a| a == "-V" || a == "--version") {
-                print!("{}", crate::args::VERSION_LINE);
+                print!("{}", args::VERSION_LINE);
             } else {
                 print!("{HELP}{}", submit_opts::ignored_help(Command::Srun));
             }
@@ -223,7 +227,7 @@ async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) ->
     let fail = |e: String| {
         Exit::error(PROG, format!("Unable to create step for job {job_id}: {e}")).finish()
     };
-    let mut client = match crate::calls::connect().await {
+    let mut client = match calls::connect().await {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -242,7 +246,7 @@ async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) ->
         .await
     {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(crate::calls::status_text(&s)),
+        Err(s) => return fail(calls::status_text(&s)),
     };
     let step_id = reply.step_id;
     let job = reply.job.unwrap_or(v1::JobInfo {
@@ -456,7 +460,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         "{}/.drover-srun-{}-{}",
         submitter.cwd.trim_end_matches('/'),
         std::process::id(),
-        crate::times::now()
+        times::now()
     );
     let own_out = o.output.is_none();
     let own_err = o.error.is_none() && own_out;
@@ -483,7 +487,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         Err(e) => return e.finish(),
     };
     let fail = |e: String| Exit::error(PROG, format!("Unable to allocate resources: {e}")).finish();
-    let mut client = match crate::calls::connect().await {
+    let mut client = match calls::connect().await {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -495,7 +499,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         .await
     {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(crate::calls::status_text(&s)),
+        Err(s) => return fail(calls::status_text(&s)),
     };
     let job_id = reply.job_id;
     let outcome = tokio::select! {
@@ -547,7 +551,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
     if let Some(code) = task_failure(&j.batch_host, j.exit_code, j.exit_signal) {
         return code;
     }
-    let state = crate::jobs::job_state(j);
+    let state = jobs::job_state(j);
     if state != model::JobState::Completed {
         eprintln!("{PROG}: error: job {job_id} ended {}", state.name());
         return ExitCode::from(1);

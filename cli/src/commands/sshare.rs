@@ -16,6 +16,8 @@
 //!   ml                      alice          1    1.000000       36000      1.000000   1.000000
 //! ```
 
+use crate::args;
+use crate::calls;
 use crate::client;
 use crate::exit::Exit;
 use crate::format::{self, Parsable, TableField};
@@ -138,7 +140,7 @@ pub struct Options {
 }
 
 pub fn parse_args(args: &[String], me: &str) -> Result<Options, Exit> {
-    let p = crate::args::parse_command_line("sshare", args, SPECS, ALIASES, HELP, USAGE)?;
+    let p = args::parse_command_line("sshare", args, SPECS, ALIASES, HELP, USAGE)?;
     if p.has("helpformat") {
         return Err(Exit::info(help_format()));
     }
@@ -156,7 +158,7 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Exit> {
             users.clear();
         } else {
             all = false;
-            users.extend(crate::args::split_list(u));
+            users.extend(args::split_list(u));
         }
     }
     if !all && users.is_empty() {
@@ -170,7 +172,7 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Exit> {
         accounts: p
             .all("accounts")
             .into_iter()
-            .flat_map(crate::args::split_list)
+            .flat_map(args::split_list)
             .collect(),
         all,
         long: p.has("long"),
@@ -336,7 +338,7 @@ pub fn run(args: &[String]) -> ExitCode {
         Err(early) => return early.finish(),
     };
     let rt = client::runtime();
-    let reply = match crate::calls::query(&rt, "sshare", |mut c| async move {
+    let reply = match calls::query(&rt, "sshare", |mut c| async move {
         c.get_shares(proto::v1::GetSharesRequest {})
             .await
             .map(|r| r.into_inner())

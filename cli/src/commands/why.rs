@@ -1,7 +1,10 @@
 //! `drover why JOBID`: why a job waits and when it should start — every blocker the
 //! scheduler sees, with numbers, and the event expected to clear it.
 
+use crate::calls;
 use crate::client;
+use crate::jobs;
+use crate::times;
 use proto::v1;
 use std::process::ExitCode;
 
@@ -15,7 +18,7 @@ pub fn run(args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     };
     let rt = client::runtime();
-    let reply = match crate::calls::query(&rt, "drover why", |mut c| async move {
+    let reply = match calls::query(&rt, "drover why", |mut c| async move {
         Ok(c.explain_job(v1::ExplainJobRequest { job_id })
             .await?
             .into_inner())
@@ -32,7 +35,7 @@ pub fn render(reply: &v1::ExplainJobReply) -> String {
     let Some(job) = &reply.job else {
         return String::new();
     };
-    let state = crate::jobs::job_state(job);
+    let state = jobs::job_state(job);
     let mut out = format!("job {} is {}", job.job_id, state.name());
     if state == model::JobState::Pending {
         out.push_str(&format!(" ({})", job.reason));
@@ -41,7 +44,7 @@ pub fn render(reply: &v1::ExplainJobReply) -> String {
     for b in &reply.blockers {
         // Unix times in the text read better as local times.
         let text = b.text.split(' ').map(|w| match w.parse::<i64>() {
-            Ok(t) if t > 1_000_000_000 => crate::times::format_time(t),
+            Ok(t) if t > 1_000_000_000 => times::format_time(t),
             _ => w.to_string(),
         });
         out.push_str(&format!("- {}\n", text.collect::<Vec<_>>().join(" ")));
