@@ -89,11 +89,11 @@ pub struct ControlJobs {
     pub requester: Uid,
 }
 
-/// `scontrol update job`: Slurm's `Key=Value` pairs.
+/// `scontrol update job`: the changes, applied in order to each job named.
 #[derive(Debug, Clone)]
 pub struct UpdateJobs {
     pub job_ids: Vec<String>,
-    pub fields: Vec<(String, String)>,
+    pub changes: Vec<model::job_update::JobChange>,
     pub requester: Uid,
 }
 
@@ -219,7 +219,6 @@ pub enum ReservationOp {
 #[derive(Debug, Clone)]
 pub struct ChangeReservation {
     pub op: ReservationOp,
-    /// Slurm's `Key=Value` pairs (keys in any case).
-    pub fields: Vec<(String, String)>,
+    pub change: model::reservation_change::ReservationChange,
     pub requester: Uid,
 }

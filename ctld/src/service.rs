@@ -469,9 +469,15 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::UpdateJobRequest>,
     ) -> Result<Response<v1::UpdateJobReply>, Status> {
         let req = req.into_inner();
+        let changes = req
+            .changes
+            .into_iter()
+            .map(proto::convert::job_change_from_wire)
+            .collect::<Result<_, _>>()
+            .map_err(invalid)?;
         let cmd = command::UpdateJobs {
             job_ids: req.job_ids,
-            fields: req.fields.into_iter().map(|f| (f.name, f.value)).collect(),
+            changes,
             requester: req.requester_uid,
         };
         let results = self.ask(|reply| Input::Update(cmd, reply)).await?;
@@ -673,9 +679,11 @@ impl v1::ctld_server::Ctld for Services {
             Ok(v1::ReservationOp::Delete) => command::ReservationOp::Delete,
             Err(_) => return Err(invalid(format!("unknown reservation operation {}", req.op))),
         };
+        let change = proto::convert::reservation_change_from_wire(req.change.unwrap_or_default())
+            .map_err(invalid)?;
         let cmd = command::ChangeReservation {
             op,
-            fields: req.fields.into_iter().map(|f| (f.name, f.value)).collect(),
+            change,
             requester: req.requester_uid,
         };
         let name = self
@@ -715,7 +723,7 @@ impl v1::ctld_server::Ctld for Services {
         let reservations = snap
             .reservations
             .values()
-            .map(|r| crate::reservations::to_wire(&snap, r, now))
+            .map(|r| proto::convert::reservation_to_wire(&snap, r, now))
             .collect();
         Ok(Response::new(v1::ListReservationsReply { reservations }))
     }

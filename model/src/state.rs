@@ -12,7 +12,7 @@ use crate::config::Partition;
 use crate::job::{
     Allocation, Job, JobId, JobSpec, JobState, KillRequest, PreemptMode, Preemption, Step, Time,
 };
-use crate::node::{GpuDevice, Node, NodeHealth};
+use crate::node::{GpuDevice, NOT_RESPONDING, Node, NodeHealth};
 use crate::reason::Reason;
 use crate::reservation::Reservation;
 use crate::usage::{AssocKey, AssocUsage};
@@ -224,9 +224,6 @@ pub struct Restored {
     /// Decayed usage per (account, user).
     pub usage: Vec<(AssocKey, AssocUsage)>,
 }
-
-/// The reason a node that stopped heartbeating is DOWN with (Slurm's words).
-pub const NOT_RESPONDING: &str = "Not responding";
 
 /// Resources in use on a node, derived from the running jobs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

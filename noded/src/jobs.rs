@@ -155,7 +155,17 @@ impl Jobs {
         loop {
             {
                 let mut table = self.table();
-                match table.get(&job_id).map(|e| e.phase) {
+                match table.get(&job_id).map(|e| (e.phase, e.restart_count)) {
+                    // This very run ran here and was reported: a launch sent again
+                    // (after a controller restart, or one that raced a heartbeat) is
+                    // not a new run.
+                    None if self.spool.reported_run(job_id) == Some(restart_count) => {
+                        debug!(
+                            job_id,
+                            restart_count, "run already ran here; launch ignored"
+                        );
+                        return Ok(());
+                    }
                     None => {
                         let entry = Entry {
                             dir: self.spool.job_dir(job_id),
@@ -168,11 +178,18 @@ impl Jobs {
                         table.insert(job_id, entry);
                         break;
                     }
-                    Some(Phase::Starting | Phase::Running) => {
+                    Some((Phase::Starting | Phase::Running, _)) => {
                         debug!(job_id, "job already runs here; launch ignored");
                         return Ok(());
                     }
-                    Some(Phase::Reporting) => {}
+                    Some((Phase::Reporting, run)) if run == restart_count => {
+                        debug!(
+                            job_id,
+                            restart_count, "run already ended here; launch ignored"
+                        );
+                        return Ok(());
+                    }
+                    Some((Phase::Reporting, _)) => {}
                 }
             }
             if Instant::now() >= deadline {

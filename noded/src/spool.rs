@@ -224,6 +224,13 @@ impl Spool {
         fs::rename(&from, &to).map_err(io_err("rename", &from))
     }
 
+    /// The run (restart count) of the job whose end was last reported here, while its
+    /// directory is kept.
+    pub fn reported_run(&self, id: JobId) -> Option<u32> {
+        let done = JobDir::new(self.root.join(format!("job.{id}.done")));
+        done.read_launch().ok().map(|l| l.restart_count)
+    }
+
     /// Removes reported job directories older than `age`; returns how many.
     pub fn sweep_reported(&self, age: Duration) -> usize {
         let Ok(entries) = fs::read_dir(&self.root) else {

@@ -558,3 +558,45 @@ async fn suspend_stops_the_job_and_resume_continues_it() {
             .found
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_starts_once_however_often_its_launch_is_sent() {
+    let mut h = Harness::new().await;
+    h.start_noded();
+    let reg = h.next_register().await;
+    let mut client = agent(&reg.agent_addr).await;
+    let runs = h.work("runs");
+    let script = format!("#!/bin/sh\necho ran >> {}\n", runs.display());
+    // The end of run 0 is refused twice, so the run is still being reported when its
+    // launch comes again: the launch is not a new run.
+    h.knobs.lock().unwrap().fail_finished = 2;
+    client
+        .launch_job(h.launch_request(8, &script))
+        .await
+        .unwrap();
+    let f = h.next_finished().await;
+    assert_eq!((f.job_id, f.restart_count), (8, 0));
+    client
+        .launch_job(h.launch_request(8, &script))
+        .await
+        .unwrap();
+    // Reported and retired: a launch of the same run still starts nothing.
+    let done = h.spool().join("job.8.done");
+    wait_until("run 0 of job 8 to be retired", || done.exists()).await;
+    client
+        .launch_job(h.launch_request(8, &script))
+        .await
+        .unwrap();
+    // The next run does start.
+    let mut next = h.launch_request(8, &script);
+    next.restart_count = 1;
+    client.launch_job(next).await.unwrap();
+    loop {
+        let f = h.next_finished().await;
+        if f.restart_count == 1 {
+            break;
+        }
+    }
+    let text = std::fs::read_to_string(&runs).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+}

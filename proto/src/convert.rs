@@ -659,9 +659,261 @@ pub fn share_to_wire(r: &model::factors::ShareRow) -> v1::ShareInfo {
     }
 }
 
+/// `scontrol update job`'s changes on the wire.
+pub fn job_change_to_wire(c: &model::job_update::JobChange) -> v1::JobChange {
+    use model::job_update::{JobChange as C, TimeLimitChange as T};
+    use v1::job_change::Change as W;
+    use v1::time_limit_change::Limit as L;
+    let change = match c {
+        C::TimeLimit(t) => W::TimeLimit(v1::TimeLimitChange {
+            limit: Some(match *t {
+                T::Set(Some(m)) => L::Minutes(m),
+                T::Set(None) => L::Unlimited(true),
+                T::Add(m) => L::AddMinutes(m),
+                T::Subtract(m) => L::SubtractMinutes(m),
+            }),
+        }),
+        C::Name(v) => W::Name(v.clone()),
+        C::Comment(v) => W::Comment(v.clone()),
+        C::Partition(v) => W::Partition(v.clone()),
+        C::Nice(n) => W::Nice(*n),
+        C::NumCpus(n) => W::NumCpus(*n),
+        C::CpusPerTask(n) => W::CpusPerTask(*n),
+        C::NumTasks(n) => W::NumTasks(*n),
+        C::NumNodes(n) => W::NumNodes(*n),
+        C::MinMemoryNode(m) => W::MinMemoryNodeMb(*m),
+        C::MinMemoryCpu(m) => W::MinMemoryCpuMb(*m),
+        C::Dependency(v) => W::Dependency(v.clone()),
+        C::BeginTime(t) => W::BeginTime(*t),
+        C::WcKey(v) => W::Wckey(v.clone()),
+        C::Account(v) => W::Account(v.clone()),
+        C::Qos(v) => W::Qos(v.clone()),
+        C::NodeList(v) => W::Nodelist(v.clone()),
+        C::ExcNodeList(v) => W::Exclude(v.clone()),
+        C::Features(v) => W::Features(v.clone()),
+        C::Reservation(v) => W::Reservation(v.clone()),
+        C::ArrayTaskThrottle(n) => W::ArrayTaskThrottle(*n),
+        C::Requeue(on) => W::Requeue(*on),
+    };
+    v1::JobChange {
+        change: Some(change),
+    }
+}
+
+/// A change from the wire; one this version does not know (an empty or unknown
+/// `oneof`) is refused.
+pub fn job_change_from_wire(c: v1::JobChange) -> Result<model::job_update::JobChange, String> {
+    use model::job_update::{JobChange as C, TimeLimitChange as T};
+    use v1::job_change::Change as W;
+    use v1::time_limit_change::Limit as L;
+    Ok(match c.change.ok_or("unknown job change")? {
+        W::TimeLimit(t) => C::TimeLimit(match t.limit.ok_or("unknown time limit change")? {
+            L::Minutes(m) => T::Set(Some(m)),
+            L::Unlimited(_) => T::Set(None),
+            L::AddMinutes(m) => T::Add(m),
+            L::SubtractMinutes(m) => T::Subtract(m),
+        }),
+        W::Name(v) => C::Name(v),
+        W::Comment(v) => C::Comment(v),
+        W::Partition(v) => C::Partition(v),
+        W::Nice(n) => C::Nice(n),
+        W::NumCpus(n) => C::NumCpus(n),
+        W::CpusPerTask(n) => C::CpusPerTask(n),
+        W::NumTasks(n) => C::NumTasks(n),
+        W::NumNodes(n) => C::NumNodes(n),
+        W::MinMemoryNodeMb(m) => C::MinMemoryNode(m),
+        W::MinMemoryCpuMb(m) => C::MinMemoryCpu(m),
+        W::Dependency(v) => C::Dependency(v),
+        W::BeginTime(t) => C::BeginTime(t),
+        W::Wckey(v) => C::WcKey(v),
+        W::Account(v) => C::Account(v),
+        W::Qos(v) => C::Qos(v),
+        W::Nodelist(v) => C::NodeList(v),
+        W::Exclude(v) => C::ExcNodeList(v),
+        W::Features(v) => C::Features(v),
+        W::Reservation(v) => C::Reservation(v),
+        W::ArrayTaskThrottle(n) => C::ArrayTaskThrottle(n),
+        W::Requeue(on) => C::Requeue(on),
+    })
+}
+
+/// `scontrol create|update|delete reservation`'s change on the wire.
+pub fn reservation_change_to_wire(
+    c: &model::reservation_change::ReservationChange,
+) -> v1::ReservationChange {
+    use model::reservation_change::{ListEdit, NodeChoice};
+    fn edit<T, W>(e: &ListEdit<T>, item: impl Fn(&T) -> W) -> (v1::EditKind, Vec<W>) {
+        let (kind, items) = match e {
+            ListEdit::Set(i) => (v1::EditKind::Set, i),
+            ListEdit::Add(i) => (v1::EditKind::Add, i),
+            ListEdit::Remove(i) => (v1::EditKind::Remove, i),
+        };
+        (kind, items.iter().map(item).collect())
+    }
+    let strings = |e: &ListEdit<String>| {
+        let (kind, items) = edit(e, String::clone);
+        v1::StringsEdit {
+            kind: kind as i32,
+            items,
+        }
+    };
+    v1::ReservationChange {
+        name: c.name.clone(),
+        start_time: c.start,
+        end_time: c.end,
+        duration: c.duration.map(|d| match d {
+            Some(secs) => v1::reservation_change::Duration::DurationSecs(secs),
+            None => v1::reservation_change::Duration::Unlimited(true),
+        }),
+        nodes: c.nodes.as_ref().map(|n| match n {
+            NodeChoice::All => v1::reservation_change::Nodes::AllNodes(true),
+            NodeChoice::Names(names) => v1::reservation_change::Nodes::NodeNames(v1::NodeNames {
+                names: names.clone(),
+            }),
+            NodeChoice::Count(n) => v1::reservation_change::Nodes::NodeCount(*n),
+        }),
+        users: c.users.as_ref().map(strings),
+        accounts: c.accounts.as_ref().map(strings),
+        flags: c.flags.as_ref().map(|e| {
+            let (kind, flags) = edit(e, |f| reservation_flag_to_wire(*f) as i32);
+            v1::FlagsEdit {
+                kind: kind as i32,
+                flags,
+            }
+        }),
+        partition: c.partition.clone(),
+    }
+}
+
+fn reservation_flag_to_wire(f: model::ReservationFlag) -> v1::ReservationFlag {
+    use model::ReservationFlag as F;
+    match f {
+        F::Maint => v1::ReservationFlag::Maint,
+        F::IgnoreJobs => v1::ReservationFlag::IgnoreJobs,
+        F::Flex => v1::ReservationFlag::Flex,
+        F::Daily => v1::ReservationFlag::Daily,
+        F::Weekly => v1::ReservationFlag::Weekly,
+        F::Overlap => v1::ReservationFlag::Overlap,
+    }
+}
+
+/// A reservation change from the wire; unknown kinds of edit and flags are refused.
+pub fn reservation_change_from_wire(
+    c: v1::ReservationChange,
+) -> Result<model::reservation_change::ReservationChange, String> {
+    use model::ReservationFlag as F;
+    use model::reservation_change::{ListEdit, NodeChoice, ReservationChange};
+    fn edit<T>(kind: i32, items: Vec<T>) -> Result<ListEdit<T>, String> {
+        Ok(match v1::EditKind::try_from(kind) {
+            Ok(v1::EditKind::Set) => ListEdit::Set(items),
+            Ok(v1::EditKind::Add) => ListEdit::Add(items),
+            Ok(v1::EditKind::Remove) => ListEdit::Remove(items),
+            Err(_) => return Err(format!("unknown kind of list edit {kind}")),
+        })
+    }
+    let flag = |n: i32| -> Result<F, String> {
+        Ok(match v1::ReservationFlag::try_from(n) {
+            Ok(v1::ReservationFlag::Maint) => F::Maint,
+            Ok(v1::ReservationFlag::IgnoreJobs) => F::IgnoreJobs,
+            Ok(v1::ReservationFlag::Flex) => F::Flex,
+            Ok(v1::ReservationFlag::Daily) => F::Daily,
+            Ok(v1::ReservationFlag::Weekly) => F::Weekly,
+            Ok(v1::ReservationFlag::Overlap) => F::Overlap,
+            Err(_) => return Err(format!("unknown reservation flag {n}")),
+        })
+    };
+    Ok(ReservationChange {
+        name: c.name,
+        start: c.start_time,
+        end: c.end_time,
+        duration: c.duration.map(|d| match d {
+            v1::reservation_change::Duration::DurationSecs(s) => Some(s),
+            v1::reservation_change::Duration::Unlimited(_) => None,
+        }),
+        nodes: c.nodes.map(|n| match n {
+            v1::reservation_change::Nodes::AllNodes(_) => NodeChoice::All,
+            v1::reservation_change::Nodes::NodeNames(n) => NodeChoice::Names(n.names),
+            v1::reservation_change::Nodes::NodeCount(n) => NodeChoice::Count(n),
+        }),
+        users: c.users.map(|e| edit(e.kind, e.items)).transpose()?,
+        accounts: c.accounts.map(|e| edit(e.kind, e.items)).transpose()?,
+        flags: c
+            .flags
+            .map(|e| {
+                let flags = e.flags.into_iter().map(flag).collect::<Result<_, _>>()?;
+                edit(e.kind, flags)
+            })
+            .transpose()?,
+        partition: c.partition,
+    })
+}
+
+/// A reservation as clients see it, its window as it stands at `now`.
+pub fn reservation_to_wire(
+    state: &model::ClusterState,
+    r: &model::Reservation,
+    now: model::Time,
+) -> v1::ReservationInfo {
+    let (start, end) = r.window_at(now);
+    v1::ReservationInfo {
+        name: r.name.clone(),
+        start_time: start,
+        end_time: end,
+        nodes: model::hostlist::fold(&r.nodes),
+        node_count: r.nodes.len() as u32,
+        core_count: r
+            .nodes
+            .iter()
+            .filter_map(|n| state.nodes.get(n))
+            .map(|n| n.cpus)
+            .sum(),
+        users: r.users.clone(),
+        accounts: r.accounts.clone(),
+        flags: r.flags_text(),
+        state: r.state_at(now).to_string(),
+        partition: r.partition.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_changes_go_over_the_wire_and_back_and_an_unknown_one_is_refused() {
+        use model::job_update::{JobChange as C, TimeLimitChange as T};
+        let changes = [
+            C::TimeLimit(T::Set(Some(5))),
+            C::TimeLimit(T::Set(None)),
+            C::TimeLimit(T::Add(30)),
+            C::TimeLimit(T::Subtract(1)),
+            C::Name("n".into()),
+            C::Comment("c".into()),
+            C::Partition("p".into()),
+            C::Nice(-5),
+            C::NumCpus(8),
+            C::CpusPerTask(2),
+            C::NumTasks(4),
+            C::NumNodes(2),
+            C::MinMemoryNode(1024),
+            C::MinMemoryCpu(512),
+            C::Dependency("afterok:1".into()),
+            C::BeginTime(99),
+            C::WcKey("w".into()),
+            C::Account("a".into()),
+            C::Qos("q".into()),
+            C::NodeList("n1".into()),
+            C::ExcNodeList("n2".into()),
+            C::Features("fast".into()),
+            C::Reservation("r".into()),
+            C::ArrayTaskThrottle(3),
+            C::Requeue(true),
+        ];
+        for c in changes {
+            assert_eq!(job_change_from_wire(job_change_to_wire(&c)), Ok(c));
+        }
+        assert!(job_change_from_wire(v1::JobChange { change: None }).is_err());
+    }
 
     #[test]
     fn config_names_the_scheduler_and_prints_times_as_slurm() {

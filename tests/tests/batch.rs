@@ -462,3 +462,63 @@ fn srun_inside_a_batch_job_and_config() {
     let part = c.ok(&["sinfo", "-o", "%P"]);
     assert!(part.lines().any(|l| l.trim() == "debug*"), "{part}");
 }
+
+#[test]
+fn scontrol_update_changes_jobs_in_the_controller() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    let id = c.sbatch(&["--hold", "-t", "10", "-J", "before"], "true");
+    let job = id.to_string();
+    let limit = || c.field(id, "Timelimit");
+    assert_eq!(limit(), "00:10:00");
+    // A relative limit moves the job's own, once per update.
+    c.ok(&[
+        "scontrol",
+        "update",
+        &format!("JobId={job}"),
+        "TimeLimit=+30",
+    ]);
+    c.ok(&[
+        "scontrol",
+        "update",
+        &format!("JobId={job}"),
+        "TimeLimit=+30",
+    ]);
+    assert_eq!(limit(), "01:10:00");
+    c.ok(&[
+        "scontrol",
+        "update",
+        &format!("JobId={job}"),
+        "TimeLimit=-10",
+        "JobName=after",
+    ]);
+    assert_eq!(limit(), "01:00:00");
+    assert_eq!(c.field(id, "JobName"), "after");
+    // Refused changes change nothing, each in one line.
+    let bad = c.run(&[
+        "scontrol",
+        "update",
+        &format!("JobId={job}"),
+        "Partition=nope",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(
+        err.trim(),
+        format!("Invalid partition name specified for job {job}")
+    );
+    let bad = c.run(&[
+        "scontrol",
+        "update",
+        &format!("JobId={job}"),
+        "TimeLimit=-2:00:00",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("decrement larger than current time limit"),
+        "{bad:?}"
+    );
+    assert_eq!(limit(), "01:00:00");
+    c.ok(&["scancel", &job]);
+}

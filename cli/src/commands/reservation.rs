@@ -3,10 +3,11 @@
 //!
 //! `scontrol create reservation ReservationName=maint StartTime=now+1hour
 //! Duration=120 Nodes=n[1-2] Users=root Flags=MAINT` prints `Reservation created:
-//! maint`; times are converted to Unix seconds here, in the user's time zone.
+//! maint`; the words are parsed here (`model::reservation_change`, times in the user's
+//! time zone) and sent as a typed change.
 
 use crate::times;
-use model::timespec::{self, Toward};
+use model::reservation_change::ReservationChange;
 use model::units::format_elapsed;
 use proto::v1;
 
@@ -17,39 +18,10 @@ pub fn request(
     now: i64,
     uid: u32,
 ) -> Result<v1::ChangeReservationRequest, String> {
-    let mut fields = Vec::new();
-    for word in words {
-        let (key, value) = word
-            .split_once('=')
-            .ok_or_else(|| format!("Invalid input: {word}"))?;
-        let lower = key.to_ascii_lowercase();
-        let value = match lower.as_str() {
-            "starttime" | "endtime" => timespec::parse(value, now, Toward::Future, times::zone())
-                .map_err(|_| format!("Invalid time specification: {value}"))?
-                .to_string(),
-            _ => value.trim_matches('"').to_string(),
-        };
-        let name = match lower.as_str() {
-            "reservation" | "reservationname" | "resv" => "ReservationName",
-            "nodes" | "nodelist" => "Nodes",
-            "nodecnt" | "nodecount" => "NodeCnt",
-            "users" | "user" => "Users",
-            "accounts" | "account" => "Accounts",
-            "partition" | "partitionname" => "PartitionName",
-            "starttime" => "StartTime",
-            "endtime" => "EndTime",
-            "duration" => "Duration",
-            "flags" => "Flags",
-            _ => return Err(format!("Invalid input: {word}")),
-        };
-        fields.push(v1::EnvVar {
-            name: name.into(),
-            value,
-        });
-    }
+    let change = ReservationChange::parse(words, now, times::zone())?;
     Ok(v1::ChangeReservationRequest {
         op: op as i32,
-        fields,
+        change: Some(proto::convert::reservation_change_to_wire(&change)),
         requester_uid: uid,
     })
 }
@@ -170,16 +142,21 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         let r = request(v1::ReservationOp::Create, &words, 1000, 0).unwrap();
-        let get = |k: &str| {
-            r.fields
-                .iter()
-                .find(|f| f.name == k)
-                .map(|f| f.value.clone())
-                .unwrap()
-        };
-        assert_eq!(get("StartTime"), "1060");
-        assert_eq!(get("Duration"), "120");
-        assert_eq!(get("Nodes"), "n1");
+        let change = r.change.unwrap();
+        assert_eq!(change.name.as_deref(), Some("maint"));
+        assert_eq!(change.start_time, Some(1060));
+        assert_eq!(
+            change.duration,
+            Some(v1::reservation_change::Duration::DurationSecs(7200))
+        );
+        assert_eq!(
+            change.nodes,
+            Some(v1::reservation_change::Nodes::NodeNames(v1::NodeNames {
+                names: vec!["n1".into()]
+            }))
+        );
+        let flags = change.flags.unwrap();
+        assert_eq!(flags.flags, vec![v1::ReservationFlag::Maint as i32]);
         assert!(request(v1::ReservationOp::Create, &["Bogus=1".to_string()], 0, 0).is_err());
         assert!(
             request(

@@ -17,6 +17,7 @@ use crate::opts::{self, OptSpec, flag, value};
 use crate::times::{self, elapsed_limit, format_time};
 use crate::users;
 use crate::words;
+use model::job_update::{JobChange, UpdateError};
 use model::units;
 use proto::v1;
 use std::io::BufRead;
@@ -516,7 +517,8 @@ const JOB_KEYS: &[(&str, usize)] = &[
 pub struct JobUpdate {
     pub ids: Vec<String>,
     pub name: Option<String>,
-    pub fields: Vec<(String, String)>,
+    /// In the order given; the controller applies them to each job as it stands.
+    pub changes: Vec<JobChange>,
 }
 
 /// Slurm's answer to a key `scontrol update` cannot change.
@@ -558,7 +560,6 @@ fn pairs(args: &[String]) -> Result<Vec<(String, String)>, Exit> {
 /// the job's current limit before sending.
 pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, Exit> {
     let mut u = JobUpdate::default();
-    let bad = |what: &str| Exit::error(PROG, what.to_string());
     for (k, v) in pairs(args)? {
         if kw(&k, "JobId", 3) {
             for id in v.split(' ') {
@@ -578,59 +579,16 @@ pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, Exit> {
             "EligibleTime" => "StartTime",
             other => other,
         };
-        let value = match key {
-            "TimeLimit" | "TimeMin" => {
-                let t = v.trim_start_matches(['+', '-']);
-                units::parse_time_limit(t).map_err(|_| bad(&format!("Invalid {key} value")))?;
-                v.clone()
-            }
-            "Nice" => {
-                if v.is_empty() {
-                    "100".into()
-                } else {
-                    v.trim()
-                        .parse::<i64>()
-                        .map_err(|_| bad(&format!("Invalid Nice value: {v}")))?
-                        .to_string()
-                }
-            }
-            "Priority" | "NumTasks" | "CPUsPerTask" | "MinCPUsNode" | "Requeue" => {
-                v.trim()
-                    .parse::<u32>()
-                    .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?;
-                v.clone()
-            }
-            "NumCPUs" | "NumNodes" => {
-                let ok = v.split('-').all(|p| {
-                    p.trim()
-                        .parse::<u32>()
-                        .is_ok_and(|n| n > 0 || key == "NumNodes")
-                });
-                if !ok {
-                    return Err(bad(&format!("Invalid {key} value: {v}")));
-                }
-                v.clone()
-            }
-            "MinMemoryNode" | "MinMemoryCPU" => {
-                units::parse_memory_mb(&v)
-                    .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?;
-                v.clone()
-            }
-            "StartTime" | "Deadline" => {
-                model::timespec::parse(&v, now, model::timespec::Toward::Future, times::zone())
-                    .map_err(|_| bad(&format!("Invalid {key} value: {v}")))?
-                    .max(now)
-                    .to_string()
-            }
-            "JobName" => {
-                u.name = Some(v.clone());
-                v.clone()
-            }
-            _ => v.clone(),
-        };
-        u.fields.push((key.to_string(), value));
+        if key == "JobName" {
+            u.name = Some(v.clone());
+        }
+        let change = JobChange::parse(key, &v, now, times::zone()).map_err(|e| match e {
+            UpdateError::Unsupported(_) => unsupported(&k, &v),
+            e => Exit::error(PROG, e.to_string()),
+        })?;
+        u.changes.push(change);
     }
-    if u.fields.is_empty() {
+    if u.changes.is_empty() {
         return Err(Exit::raw("No changes specified"));
     }
     if u.ids.is_empty() && u.name.is_none() {
@@ -944,27 +902,12 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
                 return;
             }
         }
-        let mut fields = u.fields.clone();
-        for (k, v) in fields.iter_mut() {
-            if k != "TimeLimit" || !v.starts_with(['+', '-']) {
-                continue;
-            }
-            match relative_limit(c, &ids, v).await {
-                Ok(abs) => *v = abs,
-                Err(e) => {
-                    s.fail(format!("{PROG}: error: {e}"));
-                    return;
-                }
-            }
-        }
         let req = v1::UpdateJobRequest {
             job_ids: ids.clone(),
-            fields: fields
+            changes: u
+                .changes
                 .iter()
-                .map(|(k, v)| v1::EnvVar {
-                    name: k.clone(),
-                    value: v.clone(),
-                })
+                .map(proto::convert::job_change_to_wire)
                 .collect(),
             requester_uid: uid,
         };
@@ -1020,55 +963,6 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             "Input line must include \"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or \"SlurmctldDebug\"".to_string(),
         ]);
     }
-}
-
-/// `TimeLimit=+30` / `-30`: the job's current limit moved by that much, in minutes.
-async fn relative_limit(
-    c: &mut client::Ctld,
-    ids: &[String],
-    value: &str,
-) -> Result<String, String> {
-    let [id] = ids else {
-        return Err("TimeLimit increment/decrement not supported for several jobs".into());
-    };
-    let delta = units::parse_time_limit(&value[1..])
-        .ok()
-        .flatten()
-        .ok_or_else(|| "Invalid TimeLimit value".to_string())?;
-    let req = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter {
-            job_ids: vec![id.clone()],
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let jobs = c
-        .list_jobs(req)
-        .await
-        .map_err(|st| calls::status_text(&st))?
-        .into_inner()
-        .jobs;
-    let [job] = jobs.as_slice() else {
-        return Err(if jobs.is_empty() {
-            format!("Job ID {id} not found")
-        } else {
-            "TimeLimit increment/decrement not supported for job arrays".into()
-        });
-    };
-    let current = job.spec.as_ref().map_or(0, |s| s.time_limit_min);
-    if current == 0 {
-        return Err(format!("Job {id} has no time limit to change"));
-    }
-    let new = if value.starts_with('+') {
-        current.saturating_add(delta)
-    } else if delta > current {
-        return Err(format!(
-            "TimeLimit decrement larger than current time limit ({delta} > {current})"
-        ));
-    } else {
-        current - delta
-    };
-    Ok(new.to_string())
 }
 
 fn ctld_host() -> String {
@@ -1720,6 +1614,7 @@ mod tests {
 
     #[test]
     fn job_updates() {
+        use model::job_update::TimeLimitChange;
         let u = parse_job_update(
             &sv(&[
                 "JobId=12",
@@ -1734,13 +1629,13 @@ mod tests {
         .unwrap();
         assert_eq!(u.ids, ["12"]);
         assert_eq!(
-            u.fields,
+            u.changes,
             [
-                ("TimeLimit".to_string(), "10".to_string()),
-                ("JobName".into(), "x".into()),
-                ("Comment".into(), "c d".into()),
-                ("Nice".into(), "100".into()),
-                ("MinMemoryNode".into(), "2G".into()),
+                JobChange::TimeLimit(TimeLimitChange::Set(Some(10))),
+                JobChange::Name("x".into()),
+                JobChange::Comment("c d".into()),
+                JobChange::Nice(100),
+                JobChange::MinMemoryNode(2048),
             ]
         );
         let u = parse_job_update(
@@ -1749,11 +1644,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(u.ids, ["3_1", "4"]);
+        // A relative limit goes as it is: the controller moves the job's own.
         assert_eq!(
-            u.fields,
+            u.changes,
             [
-                ("Partition".to_string(), "gpu".to_string()),
-                ("TimeLimit".into(), "+30".into())
+                JobChange::Partition("gpu".into()),
+                JobChange::TimeLimit(TimeLimitChange::Add(30))
             ]
         );
         let e = |a: &[&str]| parse_job_update(&sv(a), 0).unwrap_err().lines();
@@ -1761,6 +1657,13 @@ mod tests {
             e(&["JobId=1", "Foo=1"]),
             [
                 "Update of this parameter is not supported: Foo=1",
+                "Request aborted"
+            ]
+        );
+        assert_eq!(
+            e(&["JobId=1", "TimeMin=5"]),
+            [
+                "Update of this parameter is not supported: TimeMin=5",
                 "Request aborted"
             ]
         );
@@ -1778,8 +1681,7 @@ mod tests {
             ["scontrol: error: Invalid NumCPUs value: 0"]
         );
         let u = parse_job_update(&sv(&["JobId=1", "StartTime=now+60"]), 1_000_000).unwrap();
-        assert_eq!(u.fields[0].0, "StartTime");
-        assert_eq!(u.fields[0].1, "1000060");
+        assert_eq!(u.changes, [JobChange::BeginTime(1_000_060)]);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::command::{
 };
 use crate::validate;
 use model::job_id::{JobIdSpec, Tasks};
+use model::job_update::JobChange;
 use model::{
     ClusterState, Config, Event, Job, JobId, JobState, KillCause, KillRequest, Reason, Time,
 };
@@ -398,10 +399,11 @@ fn control_one(turn: &mut Turn, id: JobId, op: ControlOp, uid: Uid) -> Result<()
     Ok(())
 }
 
-/// `scontrol update job`: Slurm's `Key=Value` changes, each checked as a submit would.
+/// `scontrol update job`: the changes applied to each job as it stands now (a
+/// relative time limit moves the current one), each checked as a submit would.
 pub fn update(turn: &mut Turn, cmd: UpdateJobs) -> Vec<JobResult> {
     let results = for_each_id(turn, &cmd.job_ids, |turn, id| {
-        update_one(turn, id, &cmd.fields, cmd.requester)
+        update_one(turn, id, &cmd.changes, cmd.requester)
     });
     turn.reschedule = true;
     results
@@ -410,87 +412,35 @@ pub fn update(turn: &mut Turn, cmd: UpdateJobs) -> Vec<JobResult> {
 fn update_one(
     turn: &mut Turn,
     id: JobId,
-    fields: &[(String, String)],
+    changes: &[JobChange],
     uid: Uid,
 ) -> Result<(), Rejection> {
+    use model::job_update::UpdateError;
     let job = owned(turn.state, id, uid)?;
-    if job.state.is_final() {
-        return Err(wrong_state("Job has already finished"));
-    }
-    let pending = job.state == JobState::Pending;
-    let mut spec = job.spec.clone();
     let old_assoc = (job.spec.account.clone(), job.spec.qos.clone());
-    let mut limit = job.time_limit_min;
-    let invalid = |text: String| Rejection::Invalid(text);
-    let parse_u32 = |v: &str| {
-        v.parse::<u32>()
-            .map_err(|_| invalid(format!("Invalid value {v}")))
-    };
-    for (name, value) in fields {
-        let value = value.as_str();
-        let key = name.to_ascii_lowercase();
-        let pending_only = !matches!(key.as_str(), "timelimit" | "comment" | "name" | "jobname");
-        if pending_only && !pending {
-            return Err(wrong_state("Job is no longer pending execution"));
-        }
-        match key.as_str() {
-            "timelimit" => {
-                let new =
-                    model::units::parse_time_limit(value).map_err(|e| invalid(e.to_string()))?;
-                if uid != 0 && new.unwrap_or(u32::MAX) > limit.unwrap_or(u32::MAX) {
-                    return Err(Rejection::PermissionDenied);
-                }
-                limit = new;
+    let (mut spec, limit) =
+        model::job_update::apply(job, changes, uid == 0).map_err(|e| match e {
+            UpdateError::PermissionDenied => Rejection::PermissionDenied,
+            UpdateError::WrongState(text) => Rejection::WrongState(text),
+            e @ (UpdateError::Invalid(_) | UpdateError::Unsupported(_)) => {
+                Rejection::Invalid(e.to_string())
             }
-            "name" | "jobname" => spec.name = value.to_string(),
-            "comment" => spec.comment = value.to_string(),
-            "partition" => {
-                if turn.state.partition(value).is_none() {
-                    return Err(invalid("Invalid partition name specified".into()));
-                }
-                spec.partition = value.to_string();
+        })?;
+    let invalid = |text: &str| Err(Rejection::invalid(text));
+    for change in changes {
+        match change {
+            JobChange::Partition(p) if turn.state.partition(p).is_none() => {
+                return invalid("Invalid partition name specified");
             }
-            "nice" => {
-                spec.nice = value
-                    .parse()
-                    .map_err(|_| invalid(format!("Invalid nice value {value}")))?
+            JobChange::Dependency(d) if !d.is_empty() && sched::dependency::parse(d).is_err() => {
+                return invalid("Job dependency problem");
             }
-            "numcpus" | "mincpusnode" => {
-                spec.cpus_per_task = parse_u32(value)?.max(1).div_ceil(spec.num_tasks.max(1));
+            JobChange::Reservation(r)
+                if !r.is_empty() && !turn.state.reservations.contains_key(r) =>
+            {
+                return invalid("Invalid reservation name specified");
             }
-            "numtasks" => spec.num_tasks = parse_u32(value)?.max(1),
-            "numnodes" => {
-                spec.num_nodes = parse_u32(value.split('-').next().unwrap_or(value))?.max(1)
-            }
-            "minmemorynode" => {
-                spec.mem_per_node_mb =
-                    model::units::parse_memory_mb(value).map_err(|e| invalid(e.to_string()))?;
-                spec.mem_per_cpu_mb = 0;
-            }
-            "minmemorycpu" => {
-                spec.mem_per_cpu_mb =
-                    model::units::parse_memory_mb(value).map_err(|e| invalid(e.to_string()))?;
-                spec.mem_per_node_mb = 0;
-            }
-            "dependency" => {
-                if !value.is_empty() {
-                    sched::dependency::parse(value)
-                        .map_err(|_| invalid("Job dependency problem".into()))?;
-                }
-                spec.dependency = value.to_string();
-            }
-            "starttime" | "begintime" => {
-                spec.begin_time = value
-                    .parse()
-                    .map_err(|_| invalid(format!("Invalid time {value}")))?;
-            }
-            "wckey" => spec.wckey = value.to_string(),
-            "account" => spec.account = value.to_string(),
-            "qos" => spec.qos = value.to_string(),
-            "reqnodelist" | "nodelist" => spec.nodelist = value.to_string(),
-            "excnodelist" => spec.exclude = value.to_string(),
-            "requeue" => spec.requeue = value == "1" || value.eq_ignore_ascii_case("yes"),
-            other => return Err(invalid(format!("Update of {other} is not supported"))),
+            _ => {}
         }
     }
     if (spec.account.clone(), spec.qos.clone()) != old_assoc {

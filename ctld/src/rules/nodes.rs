@@ -25,7 +25,7 @@ use crate::command::{
     EndKind, Heartbeat, JobEnd, JobOnNode, NodeAction, NodeOrders, Registration, Rejection,
     UpdateNodes,
 };
-use model::state::NOT_RESPONDING;
+use model::node::NOT_RESPONDING;
 use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Reason, Time};
 use std::collections::BTreeMap;
 

@@ -470,3 +470,45 @@ preempt = ["low"]
     assert_eq!(env.job(victim).state, JobState::Preempted);
     assert_eq!(env.job(high).state, JobState::Pending);
 }
+
+#[test]
+fn relative_time_limits_move_the_limit_the_job_has_in_the_state_owner() {
+    use crate::command::UpdateJobs;
+    use model::job_update::{JobChange, TimeLimitChange};
+    let mut env = Env::new("");
+    let id = env.submit(|s| s.time_limit_min = Some(10));
+    let add = |uid| UpdateJobs {
+        job_ids: vec![id.to_string()],
+        changes: vec![JobChange::TimeLimit(TimeLimitChange::Add(30))],
+        requester: uid,
+    };
+    // Two updates in one turn: each moves the limit the other left.
+    let d = env.turn(|t| {
+        let first = jobs::update(t, add(0));
+        let second = jobs::update(t, add(0));
+        (first, second)
+    });
+    assert!(d.answer.0[0].error.is_none() && d.answer.1[0].error.is_none());
+    assert_eq!(env.job(id).time_limit_min, Some(70));
+    // Only root raises a limit; its owner may lower it.
+    let d = env.turn(|t| jobs::update(t, add(ALICE)));
+    assert_eq!(
+        d.answer[0].error,
+        Some(crate::command::Rejection::PermissionDenied)
+    );
+    let lower = UpdateJobs {
+        job_ids: vec![id.to_string()],
+        changes: vec![JobChange::TimeLimit(TimeLimitChange::Subtract(20))],
+        requester: ALICE,
+    };
+    let d = env.turn(|t| jobs::update(t, lower));
+    assert!(d.answer[0].error.is_none());
+    assert_eq!(env.job(id).time_limit_min, Some(50));
+    let bad = UpdateJobs {
+        job_ids: vec![id.to_string()],
+        changes: vec![JobChange::Partition("nope".into())],
+        requester: 0,
+    };
+    let d = env.turn(|t| jobs::update(t, bad));
+    assert!(d.answer[0].error.is_some() && d.events.is_empty());
+}

@@ -12,7 +12,7 @@
 
 use super::nodes::fail_jobs_on;
 use super::{Order, Turn};
-use model::state::NOT_RESPONDING;
+use model::node::NOT_RESPONDING;
 use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Time};
 
 /// Periodic work.
