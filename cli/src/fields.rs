@@ -955,8 +955,8 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     squeue(sq(Some('n'), &["reqnodes"], "REQ_NODES", Full, |j, _| {
         Cell::cut(spec(j).nodelist.clone())
     })),
-    squeue(sq(Some('o'), &["command"], "COMMAND", Summary, |_, _| {
-        Cell::cut("(null)")
+    squeue(sq(Some('o'), &["command"], "COMMAND", Full, |j, _| {
+        Cell::cut(jobs::or_null(&spec(j).command).to_string())
     })),
     squeue(sq(
         Some('O'),

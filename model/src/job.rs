@@ -238,6 +238,9 @@ pub struct JobSpec {
     pub exclusive: bool,
     pub nice: i32,
     pub kill_on_invalid_dep: bool,
+    /// The batch script's path as submitted, made absolute (Slurm's `Command`); empty
+    /// for a script from stdin or `--wrap`.
+    pub command: String,
 }
 
 impl JobSpec {

@@ -97,6 +97,7 @@ pub fn spec_from_wire(w: v1::JobSpec) -> (JobSpec, JobPayload) {
         exclusive: w.exclusive,
         nice: w.nice,
         kill_on_invalid_dep: w.kill_on_invalid_dep,
+        command: w.command,
     };
     (spec, payload)
 }
@@ -162,6 +163,7 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
         exclusive: s.exclusive,
         nice: s.nice,
         kill_on_invalid_dep: s.kill_on_invalid_dep,
+        command: s.command.clone(),
     }
 }
 

@@ -145,7 +145,17 @@ pub fn prepare(
             .into(),
         );
     }
-    let spec = build_spec(&o, PROG, ctx, script, script_args, &default_name)?;
+    let mut spec = build_spec(&o, PROG, ctx, script, script_args, &default_name)?;
+    // The script file as Slurm's `Command` shows it: absolute, from where sbatch ran.
+    if wrap.is_none()
+        && let Some(path) = cli.positional.first().filter(|p| *p != "-")
+    {
+        spec.command = if path.starts_with('/') {
+            path.clone()
+        } else {
+            format!("{}/{path}", ctx.cwd.trim_end_matches('/'))
+        };
+    }
     Ok(Prepared::Submit(Box::new(Submission {
         spec,
         parsable: o.parsable,
@@ -537,12 +547,20 @@ mod tests {
         assert_eq!(sp.work_dir, "/w");
         assert_eq!(sp.comment, "rule_make");
         assert_eq!(sp.env.len(), 2);
+        // --wrap has no script file: no Command.
+        assert_eq!(sp.command, "");
         // stdin variant
         let sub = prep(&["--parsable", "/dev/stdin"], "#!/bin/sh\ntrue\n").unwrap();
         assert_eq!(sub.spec.name, "stdin");
         let sub = prep(&[], "#!/bin/sh\ntrue\n").unwrap();
         assert_eq!(sub.spec.name, "sbatch");
         assert_eq!(sub.spec.stdout_pattern, "slurm-%j.out");
+        assert_eq!(sub.spec.command, "");
+        // A script file's path is Slurm's Command, made absolute.
+        let sub = prep(&["jobs/run.sh"], "#!/bin/sh\ntrue\n").unwrap();
+        assert_eq!(sub.spec.command, "/home/ada/proj/jobs/run.sh");
+        let sub = prep(&["/opt/run.sh", "x"], "#!/bin/sh\ntrue\n").unwrap();
+        assert_eq!(sub.spec.command, "/opt/run.sh");
     }
 
     #[test]

@@ -267,7 +267,7 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
             if spec.exclusive { "NO" } else { "OK" }
         ),
-        "Command=(null)".to_string(),
+        format!("Command={}", or_null(&spec.command)),
         format!("WorkDir={}", spec.work_dir),
     ]);
     if !spec.comment.is_empty() {

@@ -973,6 +973,7 @@ pub fn build_spec(
         exclusive: o.exclusive,
         nice: o.nice.unwrap_or(0),
         kill_on_invalid_dep: o.kill_on_invalid_dep.unwrap_or(false),
+        command: String::new(),
     })
 }
 

@@ -192,6 +192,7 @@ pub struct JobSpecRecord {
     pub exclusive: bool,
     pub nice: i32,
     pub kill_on_invalid_dep: bool,
+    pub command: String,
 }
 
 impl From<&JobSpec> for JobSpecRecord {
@@ -243,6 +244,7 @@ impl From<&JobSpec> for JobSpecRecord {
             exclusive: s.exclusive,
             nice: s.nice,
             kill_on_invalid_dep: s.kill_on_invalid_dep,
+            command: s.command.clone(),
         }
     }
 }
@@ -296,6 +298,7 @@ impl From<JobSpecRecord> for JobSpec {
             exclusive: s.exclusive,
             nice: s.nice,
             kill_on_invalid_dep: s.kill_on_invalid_dep,
+            command: s.command,
         }
     }
 }
@@ -815,7 +818,7 @@ mod tests {
             golden(&JobRecord::from(&sample_job())),
             concat!(
                 "0407070002000105747261696ee8070005616c696365026d6c036770750000000000",
-                "000000020400000001000000000000000000000102000101000000000000000001",
+                "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00000000000000010101f00101"
             )

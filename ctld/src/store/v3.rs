@@ -3,19 +3,111 @@
 //! store to the current format (`SledStore::open` rewrites every record once).
 //!
 //! Format 3 differs from format 4 only in the job record: it kept the planned start,
-//! and had neither the kill request nor the launch confirmation. Every other record
-//! of format 3 has exactly the bytes of its format-4 record type, so those are
-//! decoded with them; `store_v3_fixture` (a store written by the format-3 release)
-//! checks both.
+//! and had neither the kill request nor the launch confirmation, nor the script's
+//! path in the job's request. Every other record of format 3 has exactly the bytes of
+//! its format-4 record type, so those are decoded with them; the migration test (a
+//! store written by the format-3 release) checks both.
 
 use super::StoreError;
 use super::records::{
-    self, JobRecord, JobSpecRecord, JobStateRecord, NodeAllocationRecord, NodeRecord,
-    PayloadRecord, PreemptionRecord, ReservationRecord, StepRecord, UsageRecord,
+    self, ArraySpecRecord, JobRecord, JobSpecRecord, JobStateRecord, NodeAllocationRecord,
+    NodeRecord, PayloadRecord, PreemptionRecord, ReservationRecord, SignalSpecRecord, StepRecord,
+    UsageRecord,
 };
 use serde::Deserialize;
 
 pub const FORMAT: u8 = 3;
+
+/// The request of a job in format 3: format 4's without `command`.
+#[derive(Debug, Deserialize)]
+pub struct JobSpecV3 {
+    name: String,
+    uid: u32,
+    gid: u32,
+    user: String,
+    account: String,
+    partition: String,
+    qos: String,
+    script_args: Vec<String>,
+    work_dir: String,
+    stdout_pattern: String,
+    stderr_pattern: String,
+    stdin_path: String,
+    open_mode_append: bool,
+    num_nodes: u32,
+    num_tasks: u32,
+    cpus_per_task: u32,
+    ntasks_per_node: u32,
+    mem_per_node_mb: u64,
+    mem_per_cpu_mb: u64,
+    gpus: u32,
+    gpus_per_node: u32,
+    gpu_type: String,
+    time_limit_min: Option<u32>,
+    signal: Option<SignalSpecRecord>,
+    requeue: bool,
+    comment: String,
+    wckey: String,
+    begin_time: i64,
+    hold: bool,
+    dependency: String,
+    array: Option<ArraySpecRecord>,
+    submit_host: String,
+    reservation: String,
+    constraint: String,
+    nodelist: String,
+    exclude: String,
+    exclusive: bool,
+    nice: i32,
+    kill_on_invalid_dep: bool,
+}
+
+impl From<JobSpecV3> for JobSpecRecord {
+    fn from(s: JobSpecV3) -> JobSpecRecord {
+        JobSpecRecord {
+            name: s.name,
+            uid: s.uid,
+            gid: s.gid,
+            user: s.user,
+            account: s.account,
+            partition: s.partition,
+            qos: s.qos,
+            script_args: s.script_args,
+            work_dir: s.work_dir,
+            stdout_pattern: s.stdout_pattern,
+            stderr_pattern: s.stderr_pattern,
+            stdin_path: s.stdin_path,
+            open_mode_append: s.open_mode_append,
+            num_nodes: s.num_nodes,
+            num_tasks: s.num_tasks,
+            cpus_per_task: s.cpus_per_task,
+            ntasks_per_node: s.ntasks_per_node,
+            mem_per_node_mb: s.mem_per_node_mb,
+            mem_per_cpu_mb: s.mem_per_cpu_mb,
+            gpus: s.gpus,
+            gpus_per_node: s.gpus_per_node,
+            gpu_type: s.gpu_type,
+            time_limit_min: s.time_limit_min,
+            signal: s.signal,
+            requeue: s.requeue,
+            comment: s.comment,
+            wckey: s.wckey,
+            begin_time: s.begin_time,
+            hold: s.hold,
+            dependency: s.dependency,
+            array: s.array,
+            submit_host: s.submit_host,
+            reservation: s.reservation,
+            constraint: s.constraint,
+            nodelist: s.nodelist,
+            exclude: s.exclude,
+            exclusive: s.exclusive,
+            nice: s.nice,
+            kill_on_invalid_dep: s.kill_on_invalid_dep,
+            command: String::new(),
+        }
+    }
+}
 
 /// A job record of format 3, field for field.
 #[derive(Debug, Deserialize)]
@@ -24,7 +116,7 @@ pub struct JobRecordV3 {
     array_job_id: u32,
     array_task_id: Option<u32>,
     pending_tasks: Vec<u32>,
-    spec: JobSpecRecord,
+    spec: JobSpecV3,
     state: JobStateRecord,
     reason: String,
     submit_time: i64,
@@ -64,7 +156,7 @@ impl From<JobRecordV3> for JobRecord {
             array_job_id: j.array_job_id,
             array_task_id: j.array_task_id,
             pending_tasks: j.pending_tasks,
-            spec: j.spec,
+            spec: j.spec.into(),
             state: j.state,
             reason: j.reason,
             submit_time: j.submit_time,
