@@ -261,7 +261,7 @@ impl ShareTree {
     /// Computes the tree from the state's usage and jobs at `now`.
     pub fn compute(state: &ClusterState, now: Time, config: &SchedConfig) -> ShareTree {
         // One pass over the jobs: the running ones, and every live association (most
-        // jobs share few associations: dedup borrowed, then owned).
+        // jobs share few associations: deduplicated borrowed, then copied once each).
         let mut running: Vec<&Job> = Vec::new();
         let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
         for job in state.pending_jobs().chain(state.running_jobs()) {
