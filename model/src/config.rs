@@ -781,6 +781,10 @@ mod sample_tests {
     use super::*;
 
     /// Every sample config in `conf/` parses and describes a usable cluster.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test code: reads the sample configs of conf/"
+    )]
     #[test]
     fn samples_parse() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf");
@@ -816,6 +820,10 @@ name = "p"
 nodes = "n1"
 "#;
 
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test code: reads the sample configs of conf/"
+    )]
     #[test]
     fn sample_accounting_parses() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf/drover.toml");
@@ -1094,6 +1102,10 @@ mod placement_sample_tests {
 
     /// The commented placement keys of `conf/drover.toml` parse and say what the
     /// defaults are.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test code: reads the sample configs of conf/"
+    )]
     #[test]
     fn commented_placement_keys_of_the_sample_parse() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf/drover.toml");
@@ -1126,6 +1138,10 @@ mod placement_sample_tests {
 
     /// The commented client bounds of `[controller]` in `conf/drover.toml` parse and
     /// are the defaults.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test code: reads the sample configs of conf/"
+    )]
     #[test]
     fn commented_controller_keys_of_the_sample_are_the_defaults() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf/drover.toml");

@@ -28,7 +28,7 @@ use model::assoc::{Associations, ROOT};
 use model::tres::{self, TresCounts};
 use model::usage::{AssocKey, AssocUsage, decayed_integral};
 use model::{ClusterState, Event, Job, JobState, Time};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use model::factors::ShareRow;
 
@@ -261,9 +261,9 @@ impl ShareTree {
     /// Computes the tree from the state's usage and jobs at `now`.
     pub fn compute(state: &ClusterState, now: Time, config: &SchedConfig) -> ShareTree {
         // One pass over the jobs: the running ones, and every live association (most
-        // jobs share few associations: dedup borrowed, hashed, then sorted).
+        // jobs share few associations: deduplicated borrowed, then copied once each).
         let mut running: Vec<&Job> = Vec::new();
-        let mut seen: HashSet<(&str, &str)> = HashSet::new();
+        let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
         for job in state.pending_jobs().chain(state.running_jobs()) {
             if job.state != JobState::Pending {
                 running.push(job);

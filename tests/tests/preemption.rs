@@ -4,9 +4,16 @@
 //! PENDING, then runs again), or suspended (SUSPENDED, then RUNNING again), and a
 //! GraceTime gives it SIGTERM before the kill. `scontrol suspend/resume` stop and
 //! continue a job by hand.
+//!
+//! Jobs that must be running at some point write `<name>.started` and wait for a
+//! `<name>.gate` the test creates (`Gate`), so that no job has to outlast a window of
+//! time on a busy machine: the preemptor of the suspend test, say, runs until the test
+//! has seen the victim stopped and suspended for a second, then is let go. The one wait
+//! on the clock is a lower bound: the grace time test watches its victim run on for
+//! two seconds, which a slower machine only makes longer.
 
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use tests::{Cluster, ClusterSpec, wait_until};
 
 const T: Duration = Duration::from_secs(30);
@@ -69,8 +76,62 @@ fn job_stopped(shell: u32) -> bool {
     states.contains(&'T') && !states.contains(&'R')
 }
 
+/// A job's gate: the job writes its shell's pid to `<name>.started` once it runs, then
+/// waits until the test creates `<name>.gate`. Waits are gated on these files, so no
+/// job has to outlast a window of time on a busy machine.
+struct Gate {
+    started: PathBuf,
+    gate: PathBuf,
+}
+
+impl Gate {
+    fn new(c: &Cluster, name: &str) -> Gate {
+        Gate {
+            started: c.work.join(format!("{name}.started")),
+            gate: c.work.join(format!("{name}.gate")),
+        }
+    }
+
+    /// The script's lines that announce the start and wait for the gate.
+    fn script(&self) -> String {
+        format!(
+            "echo $$ > {}\nwhile [ ! -e {} ]; do sleep 0.1; done",
+            self.started.display(),
+            self.gate.display()
+        )
+    }
+
+    /// Waits until the job started; returns its batch shell's pid.
+    fn wait_started(&self, c: &Cluster) -> u32 {
+        let mut pid = None;
+        let started = wait_until(T, || {
+            pid = read_pid(&self.started);
+            pid.is_some()
+        });
+        assert!(
+            started,
+            "{} is missing; logs:\n{}",
+            self.started.display(),
+            c.logs()
+        );
+        pid.unwrap()
+    }
+
+    fn open(&self) {
+        std::fs::write(&self.gate, "").unwrap();
+    }
+}
+
 fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// A duration as sacct writes it (`Elapsed`, `Suspended`: `[hh:]mm:ss`), in seconds.
+fn seconds(elapsed: &str) -> i64 {
+    elapsed
+        .split(':')
+        .map(|p| p.parse::<i64>().unwrap())
+        .fold(0, |acc, p| acc * 60 + p)
 }
 
 #[test]
@@ -97,7 +158,10 @@ fn requeue_sends_the_victim_back_to_pending_and_it_runs_again() {
         "echo run ${SLURM_RESTART_COUNT:-0}\n[ -z \"$SLURM_RESTART_COUNT\" ] && sleep 300\ntrue",
     );
     c.wait_state(low, "RUNNING", T);
-    let high = c.sbatch(&["--qos=high", "-c", "2"], "sleep 1");
+    let high_gate = Gate::new(&c, "high");
+    let high = c.sbatch(&["--qos=high", "-c", "2"], &high_gate.script());
+    // While the preemptor holds the node, the requeued victim waits.
+    high_gate.wait_started(&c);
     c.wait_state(high, "RUNNING", T);
     assert_eq!(
         squeue_state(&c, low),
@@ -106,6 +170,7 @@ fn requeue_sends_the_victim_back_to_pending_and_it_runs_again() {
         c.ok(&["scontrol", "show", "job"]),
         c.logs()
     );
+    high_gate.open();
     c.wait_state(high, "COMPLETED", T);
     c.wait_state(low, "COMPLETED", T);
     let show = c.ok(&["scontrol", "show", "job", &low.to_string()]);
@@ -117,18 +182,14 @@ fn requeue_sends_the_victim_back_to_pending_and_it_runs_again() {
 #[test]
 fn suspend_stops_the_victim_and_resumes_it_when_the_preemptor_ends() {
     let c = cluster("preempt_mode = \"suspend\"");
-    let pid_file = c.work.join("low.pid");
+    let low_gate = Gate::new(&c, "low");
     let low = c.sbatch(
         &["--qos=low", "-c", "2"],
-        &format!(
-            "echo $$ > {}\nfor i in $(seq 1 30); do sleep 0.1; done\necho low done",
-            pid_file.display()
-        ),
+        &format!("{}\necho low done", low_gate.script()),
     );
-    c.wait_state(low, "RUNNING", T);
-    assert!(wait_until(T, || read_pid(&pid_file).is_some()));
-    let shell = read_pid(&pid_file).unwrap();
-    let high = c.sbatch(&["--qos=high", "-c", "2"], "sleep 1");
+    let shell = low_gate.wait_started(&c);
+    let high_gate = Gate::new(&c, "high");
+    let high = c.sbatch(&["--qos=high", "-c", "2"], &high_gate.script());
     assert!(
         wait_until(T, || squeue_state(&c, low) == "SUSPENDED"),
         "{}",
@@ -140,19 +201,23 @@ fn suspend_stops_the_victim_and_resumes_it_when_the_preemptor_ends() {
         "states {:?}",
         group_states(shell)
     );
+    high_gate.wait_started(&c);
     c.wait_state(high, "RUNNING", T);
+    assert_eq!(squeue_state(&c, low), "SUSPENDED");
+    // sacct counts the suspension in progress: hold the preemptor until it is a second.
+    assert!(wait_until(T, || seconds(&c.field(low, "Suspended")) >= 1));
+    high_gate.open();
     c.wait_state(high, "COMPLETED", T);
     assert!(wait_until(T, || squeue_state(&c, low) == "RUNNING"));
+    low_gate.open();
     c.wait_state(low, "COMPLETED", T);
     let out = std::fs::read_to_string(c.work.join(format!("slurm-{low}.out"))).unwrap();
     assert_eq!(out, "low done\n");
-    // The time it spent stopped (at least the preemptor's second) is not run time.
-    let secs = |field: &str| {
-        let raw = c.field(low, field);
-        let parts: Vec<i64> = raw.split(':').map(|p| p.parse().unwrap()).collect();
-        parts.iter().fold(0, |acc, p| acc * 60 + p)
-    };
-    let (suspended, elapsed) = (secs("Suspended"), secs("Elapsed"));
+    // The time it spent stopped (at least a second) is not run time.
+    let (suspended, elapsed) = (
+        seconds(&c.field(low, "Suspended")),
+        seconds(&c.field(low, "Elapsed")),
+    );
     assert!(suspended >= 1, "suspended {suspended}");
     let epoch = |field: &str| -> i64 {
         let out = std::process::Command::new("date")
@@ -165,40 +230,64 @@ fn suspend_stops_the_victim_and_resumes_it_when_the_preemptor_ends() {
 }
 
 #[test]
-fn grace_time_sends_sigterm_before_the_kill() {
-    let c = cluster("grace_time = 2");
+fn grace_time_sends_sigterm_and_the_victim_runs_on_until_it_ends() {
+    // A grace time no test run reaches: the victim ends by itself, when the test lets it.
+    let c = cluster("grace_time = 300");
     let got_term = c.work.join("got-term");
+    let low_gate = Gate::new(&c, "low");
     let low = c.sbatch(
         &["--qos=low", "-c", "2"],
         &format!(
-            "trap 'echo term > {}' TERM\nwhile :; do sleep 0.1; done",
-            got_term.display()
+            "trap 'echo term >> {}' TERM\n{}\necho ended by itself",
+            got_term.display(),
+            low_gate.script()
         ),
     );
-    c.wait_state(low, "RUNNING", T);
+    low_gate.wait_started(&c);
     let high = c.sbatch(&["--qos=high", "-c", "2"], "true");
     assert!(wait_until(T, || got_term.exists()), "{}", c.logs());
-    // The script caught the notice and runs on through its grace time.
-    assert_eq!(squeue_state(&c, low), "RUNNING");
-    assert_eq!(squeue_state(&c, high), "PENDING");
+    // The script caught the notice and runs on through its grace time, while the
+    // preemptor waits. Nothing else reaches it: two seconds later (two of the
+    // controller's ticks, where a grace time over ends in a kill) it still runs and
+    // has had one SIGTERM. A slower machine only watches longer.
+    let noticed = Instant::now();
+    assert!(wait_until(T, || {
+        assert_eq!(squeue_state(&c, low), "RUNNING");
+        assert_eq!(squeue_state(&c, high), "PENDING");
+        noticed.elapsed() >= Duration::from_secs(2)
+    }));
+    assert_eq!(std::fs::read_to_string(&got_term).unwrap(), "term\n");
+    low_gate.open();
+    // Ending inside its grace time (not killed), the victim still ends preempted.
+    c.wait_state(low, "PREEMPTED", T);
+    let out = std::fs::read_to_string(c.work.join(format!("slurm-{low}.out"))).unwrap();
+    assert!(out.ends_with("ended by itself\n"), "{out}");
+    c.wait_state(high, "COMPLETED", T);
+    assert!(c.field(high, "Start") >= c.field(low, "End"));
+}
+
+#[test]
+fn a_victim_that_outlasts_its_grace_time_is_killed() {
+    let c = cluster("grace_time = 1");
+    let low_gate = Gate::new(&c, "low");
+    // The script ignores SIGTERM and waits for a gate the test never opens.
+    let low = c.sbatch(
+        &["--qos=low", "-c", "2"],
+        &format!("trap '' TERM\n{}", low_gate.script()),
+    );
+    low_gate.wait_started(&c);
+    let high = c.sbatch(&["--qos=high", "-c", "2"], "true");
     c.wait_state(low, "PREEMPTED", T);
     c.wait_state(high, "COMPLETED", T);
+    assert!(c.field(high, "Start") >= c.field(low, "End"));
 }
 
 #[test]
 fn scontrol_suspends_and_resumes_a_job() {
     let c = cluster("");
-    let pid_file = c.work.join("job.pid");
-    let job = c.sbatch(
-        &[],
-        &format!(
-            "echo $$ > {}\nfor i in $(seq 1 10); do sleep 0.1; done",
-            pid_file.display()
-        ),
-    );
-    c.wait_state(job, "RUNNING", T);
-    assert!(wait_until(T, || read_pid(&pid_file).is_some()));
-    let shell = read_pid(&pid_file).unwrap();
+    let gate = Gate::new(&c, "job");
+    let job = c.sbatch(&[], &gate.script());
+    let shell = gate.wait_started(&c);
     c.ok(&["scontrol", "suspend", &job.to_string()]);
     assert_eq!(squeue_state(&c, job), "SUSPENDED");
     assert!(wait_until(T, || job_stopped(shell)));
@@ -207,5 +296,6 @@ fn scontrol_suspends_and_resumes_a_job() {
     assert!(!again.status.success());
     c.ok(&["scontrol", "resume", &job.to_string()]);
     assert_eq!(squeue_state(&c, job), "RUNNING");
+    gate.open();
     c.wait_state(job, "COMPLETED", T);
 }
