@@ -378,21 +378,15 @@ impl Config {
         at: &KeyPath,
         qos: &BTreeSet<&str>,
     ) -> Checked {
-        one_of(
-            &at.key("oversubscribe"),
-            &p.oversubscribe.to_ascii_uppercase(),
-            &OVERSUBSCRIBE,
-            "OverSubscribe",
-        )
-        .map_err(|_| {
-            Invalid::new(
+        if !OVERSUBSCRIBE.contains(&p.oversubscribe.to_ascii_uppercase().as_str()) {
+            return Err(Invalid::new(
                 &at.key("oversubscribe"),
                 format!(
                     "unknown OverSubscribe `{}` (expected NO, YES or EXCLUSIVE)",
                     p.oversubscribe
                 ),
-            )
-        })?;
+            ));
+        }
         if !p.allow_accounts.is_empty() && !p.deny_accounts.is_empty() {
             return Err(Invalid::new(
                 &at.key("deny_accounts"),
