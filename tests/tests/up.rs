@@ -23,9 +23,30 @@ fn up(dir: &std::path::Path, port: u16) -> std::process::Child {
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("drover up")
+}
+
+/// `drover up` on ports free when it checks them: ports found free may be taken by
+/// another process before it starts, which it then refuses; it is started again on
+/// others. Returns once the cluster is starting (its bin directory is written).
+fn up_on_free_ports(dir: &std::path::Path, slot: u16) -> (std::process::Child, u16) {
+    for attempt in 0..5 {
+        let port = three_free_ports(slot + 4 * attempt);
+        let mut child = up(dir, port);
+        let starting = wait_until(T, || {
+            dir.join("bin").join("sbatch").exists() || matches!(child.try_wait(), Ok(Some(_)))
+        });
+        assert!(starting, "drover up neither started nor stopped");
+        if dir.join("bin").join("sbatch").exists() {
+            return (child, port);
+        }
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert!(err.contains("is in use"), "{err}");
+    }
+    panic!("no free ports for drover up");
 }
 
 fn cmd(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
@@ -68,8 +89,7 @@ fn three_free_ports(slot: u16) -> u16 {
 #[test]
 fn up_runs_stops_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    let port = three_free_ports(0);
-    let first = up(dir.path(), port);
+    let (first, port) = up_on_free_ports(dir.path(), 0);
     assert!(wait_until(T, || cmd(
         dir.path(),
         "sinfo",
@@ -183,14 +203,8 @@ fn up_and_bench_refuse_unknown_options_before_starting_anything() {
 #[test]
 fn ctrl_c_while_the_cluster_starts_stops_it_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let port = three_free_ports(1);
-    let child = up(dir.path(), port);
     // The bin directory is written once `drover up` is starting the cluster.
-    assert!(wait_until(T, || dir
-        .path()
-        .join("bin")
-        .join("sbatch")
-        .exists()));
+    let (child, port) = up_on_free_ports(dir.path(), 1);
     interrupt_and_wait(child);
     // Nothing is left behind: the controller's port is free again.
     assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());

@@ -11,8 +11,8 @@
 
 use super::locate::KeyPath;
 use super::{
-    Config, FAIRSHARE_ALGORITHMS, NodeConfig, OVERSUBSCRIBE, PREEMPT_MODES, PREEMPT_TYPES,
-    PRIORITY_TYPES, PartitionConfig, SCHEDULER_POLICIES, parse_gpu_indices,
+    Config, FAIRSHARE_ALGORITHMS, NodeConfig, OVERSUBSCRIBE, PARTITION_STATES, PREEMPT_MODES,
+    PREEMPT_TYPES, PRIORITY_TYPES, PartitionConfig, SCHEDULER_POLICIES, parse_gpu_indices,
 };
 use crate::constraint::Constraint;
 use crate::{assoc, hostlist, tres, units};
@@ -49,8 +49,6 @@ type Checked<T = ()> = Result<T, Invalid>;
 const SLURM_MAX: u32 = 65533;
 /// Slurm's largest MaxArraySize.
 const MAX_ARRAY_SIZE: u32 = 4_000_001;
-/// Partition states.
-const PARTITION_STATES: [&str; 4] = ["UP", "DOWN", "DRAIN", "INACTIVE"];
 
 /// `value` within `range`, else "must be from A to B UNIT, not V".
 fn within(at: &KeyPath, value: u32, range: RangeInclusive<u32>, unit: &str) -> Checked {
@@ -384,21 +382,15 @@ impl Config {
         at: &KeyPath,
         qos: &BTreeSet<&str>,
     ) -> Checked {
-        one_of(
-            &at.key("oversubscribe"),
-            &p.oversubscribe.to_ascii_uppercase(),
-            &OVERSUBSCRIBE,
-            "OverSubscribe",
-        )
-        .map_err(|_| {
-            Invalid::new(
+        if !OVERSUBSCRIBE.contains(&p.oversubscribe.to_ascii_uppercase().as_str()) {
+            return Err(Invalid::new(
                 &at.key("oversubscribe"),
                 format!(
                     "unknown OverSubscribe `{}` (expected NO, YES or EXCLUSIVE)",
                     p.oversubscribe
                 ),
-            )
-        })?;
+            ));
+        }
         if !p.allow_accounts.is_empty() && !p.deny_accounts.is_empty() {
             return Err(Invalid::new(
                 &at.key("deny_accounts"),
