@@ -132,7 +132,9 @@ pub fn parse_printing_warnings<T>(
 
 /// The version line every command prints for `-V/--version`: the Slurm release whose
 /// interface Drover follows.
-pub const VERSION_LINE: &str = "slurm 22.05.8\n";
+pub fn version_line() -> String {
+    format!("slurm {}\n", model::config::SLURM_VERSION)
+}
 
 /// What `--help`, `--usage` or `--version` asks a command to print instead of working.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,11 +158,11 @@ impl Info {
     }
 
     /// The command's text for it.
-    pub fn text<'a>(self, help: &'a str, usage: &'a str) -> &'a str {
+    pub fn text(self, help: &str, usage: &str) -> String {
         match self {
-            Info::Help => help,
-            Info::Usage => usage,
-            Info::Version => VERSION_LINE,
+            Info::Help => help.to_string(),
+            Info::Usage => usage.to_string(),
+            Info::Version => version_line(),
         }
     }
 
@@ -210,7 +212,7 @@ mod tests {
         };
         assert_eq!(parse(&["-V", "--usage"]).unwrap_err().stdout, "USAGE\n");
         assert_eq!(parse(&["-V", "--help"]).unwrap_err().stdout, "HELP\n");
-        assert_eq!(parse(&["-V"]).unwrap_err().stdout, VERSION_LINE);
+        assert_eq!(parse(&["-V"]).unwrap_err().stdout, version_line());
         let e = parse(&["--bogus"]).unwrap_err();
         assert_eq!(
             (e.code, e.stderr.as_str()),

@@ -63,7 +63,7 @@ pub fn ctld_addr(config: &Config) -> String {
 
 /// A single-threaded runtime with timers: CLI calls are short and sequential, and the
 /// connection's socket blocks (`crate::connection`), so no I/O driver is needed. With
-/// one, a call took over a millisecond longer in an A/B run (see the README).
+/// one, a call took over a millisecond longer in an A/B run (see `docs/benchmarks.md`).
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()

@@ -3,7 +3,7 @@
 //!
 //! A command is a new process that makes one or two gRPC calls, so what costs most is
 //! every turn the controller must take, and the runtime's I/O driver (over a millisecond
-//! a call in an A/B run, see the README). So the socket blocks and the command's runtime
+//! a call in an A/B run, see `docs/benchmarks.md`). So the socket blocks and the command's runtime
 //! has no I/O driver; `h2` does all of HTTP/2 and HPACK, and this module only decides
 //! when it may read. Nothing spawns a task: a call drives the connection itself while it
 //! waits, in *turns* of `h2`'s connection future:

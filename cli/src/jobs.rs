@@ -285,20 +285,30 @@ struct VersionJson {
     minor: u32,
 }
 
-/// The release `--version` names, as the JSON `meta` spells it.
-const RELEASE: &str = "22.05.8";
+/// The parts of the Slurm release `--version` names (`22.05.8`: 22, 5, 8).
+fn slurm_version() -> VersionJson {
+    let mut parts = model::config::SLURM_VERSION
+        .split('.')
+        .map(|p| p.parse().unwrap_or(0));
+    let (major, minor, micro) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    VersionJson {
+        major,
+        micro,
+        minor,
+    }
+}
 
 fn meta(plugin: JsonPlugin) -> MetaJson {
     let (kind, name) = plugin.type_and_name();
     MetaJson {
         plugin: PluginJson { kind, name },
         slurm: SlurmJson {
-            version: VersionJson {
-                major: 22,
-                micro: 8,
-                minor: 5,
-            },
-            release: RELEASE,
+            version: slurm_version(),
+            release: model::config::SLURM_VERSION,
         },
     }
 }

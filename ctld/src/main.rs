@@ -5,8 +5,8 @@ use clap::Parser;
 
 /// mimalloc, not glibc's malloc: after storms of submits glibc's heap is fragmented, and
 /// every later request (a connection's buffers, a job's records) pays for searching it.
-/// In the benchmark's sequence this makes submits and listings faster; the README has
-/// the figures.
+/// In the benchmark's sequence this makes submits and listings faster; `docs/benchmarks.md`
+/// has the figures.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

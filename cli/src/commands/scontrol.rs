@@ -783,7 +783,7 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
     } else if kw(tag, "write", 2) {
         write_batch_script(s, conn, rest).await;
     } else if kw(tag, "version", 4) {
-        s.out.push(args::VERSION_LINE.into());
+        s.out.push(args::version_line());
     } else if kw(tag, "help", 2) {
         s.out.push(HELP.into());
     } else if kw(tag, "oneliner", 1) {

@@ -182,7 +182,7 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(Some(r)) => r,
         Ok(None) => {
             if args.iter().any(|a| a == "-V" || a == "--version") {
-                print!("{}", args::VERSION_LINE);
+                print!("{}", args::version_line());
             } else {
                 print!("{HELP}{}", submit_opts::ignored_help(Command::Srun));
             }

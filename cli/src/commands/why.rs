@@ -9,8 +9,13 @@ use proto::v1;
 use std::process::ExitCode;
 
 pub fn run(args: &[String]) -> ExitCode {
+    const USAGE: &str = "usage: drover why JOBID\n\nWhy a pending job does not start: every blocker, with numbers, and\nwhen it is expected to clear.\n";
+    if matches!(args, [a] if a == "-h" || a == "--help") {
+        print!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let [id] = args else {
-        eprintln!("usage: drover why JOBID");
+        eprint!("{USAGE}");
         return ExitCode::from(2);
     };
     let Ok(job_id) = id.parse::<u32>() else {
