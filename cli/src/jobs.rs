@@ -11,23 +11,35 @@ use proto::v1::{JobInfo, JobSpec, StepInfo};
 
 static EMPTY_SPEC: std::sync::LazyLock<JobSpec> = std::sync::LazyLock::new(JobSpec::default);
 
-/// The job's spec. Replies are checked with [`check_specs`] when they arrive, so a
+/// The job's spec. Replies are checked with [`check_records`] when they arrive, so a
 /// record without one does not reach here from the controller (one built by hand reads
 /// as an empty spec).
 pub fn spec(job: &JobInfo) -> &JobSpec {
     job.spec.as_ref().unwrap_or(&EMPTY_SPEC)
 }
 
-/// Refuses a reply with a job record that lacks its spec, rather than printing its
-/// fields as defaults.
-pub fn check_specs(command: &str, jobs: &[JobInfo]) -> Result<(), Exit> {
-    match jobs.iter().find(|j| j.spec.is_none()) {
-        Some(j) => Err(Exit::error(
-            command,
-            format!("job {} came without its spec from the controller", j.job_id),
-        )),
-        None => Ok(()),
+/// Refuses a reply with a job record that lacks its spec, or whose state or a step's
+/// is a number this version does not know, rather than printing defaults.
+pub fn check_records(command: &str, jobs: &[JobInfo]) -> Result<(), Exit> {
+    let known = |n: i32| proto::v1::JobState::try_from(n).is_ok();
+    for j in jobs {
+        if j.spec.is_none() {
+            return Err(Exit::error(
+                command,
+                format!("job {} came without its spec from the controller", j.job_id),
+            ));
+        }
+        if !known(j.state) || j.steps.iter().any(|s| !known(s.state)) {
+            return Err(Exit::error(
+                command,
+                format!(
+                    "job {} came with a state this version does not know ({})",
+                    j.job_id, j.state
+                ),
+            ));
+        }
     }
+    Ok(())
 }
 
 /// The job's state in the domain model.
@@ -475,13 +487,19 @@ mod tests {
     fn a_record_without_its_spec_is_refused() {
         let mut j = job(5, 0, None, "");
         assert_eq!(
-            check_specs("squeue", std::slice::from_ref(&j))
+            check_records("squeue", std::slice::from_ref(&j))
                 .unwrap_err()
                 .stderr,
             "squeue: error: job 5 came without its spec from the controller\n"
         );
         j.spec = Some(JobSpec::default());
-        assert!(check_specs("squeue", &[j]).is_ok());
+        assert!(check_records("squeue", std::slice::from_ref(&j)).is_ok());
+        // A state from a newer controller is refused, not read as PENDING.
+        j.state = 99;
+        assert_eq!(
+            check_records("squeue", &[j]).unwrap_err().stderr,
+            "squeue: error: job 5 came with a state this version does not know (99)\n"
+        );
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub mod jobs;
 pub mod nodes;
 pub mod opts;
 pub mod signals;
+#[cfg(test)]
+pub mod testkit;
 pub mod times;
 pub mod users;
 pub mod words;

@@ -90,6 +90,17 @@ pub fn user_forms(user: &str) -> Vec<String> {
     out
 }
 
+/// A group given by name or number, as its gid; `None` when no such group exists here.
+pub fn group_id(group: &str) -> Option<u32> {
+    match group.parse::<u32>() {
+        Ok(gid) => Some(gid),
+        Err(_) => nix::unistd::Group::from_name(group)
+            .ok()
+            .flatten()
+            .map(|g| g.gid.as_raw()),
+    }
+}
+
 /// True when the job belongs to one of `users` (names or uids).
 pub fn user_matches(users: &[String], job: &JobInfo) -> bool {
     let s = jobs::spec(job);

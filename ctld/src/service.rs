@@ -157,12 +157,6 @@ impl<'s> JobWalk<'s> {
                 return false;
             }
         }
-        if req.window_start > 0 && job.end_time != 0 && job.end_time < req.window_start {
-            return false;
-        }
-        if req.window_end > 0 && job.submit_time > req.window_end {
-            return false;
-        }
         self.filter.matches(job)
     }
 
@@ -351,12 +345,7 @@ impl tonic::codegen::tokio_stream::Stream for ListingStream {
 
 /// The filter of a listing, its ids and state names checked.
 fn listing_filter(req: &v1::ListJobsRequest) -> Result<JobFilter, Status> {
-    req.filter
-        .as_ref()
-        .map(proto::convert::filter_from_wire)
-        .transpose()
-        .map(Option::unwrap_or_default)
-        .map_err(invalid)
+    proto::convert::listing_filter_from_wire(req).map_err(invalid)
 }
 
 /// Records per chunk of `ListJobSummaries`.

@@ -3,15 +3,17 @@
 //!
 //! Every part that is not empty must match (they are AND-ed); within a part, any value
 //! may match. Ids match as `JobIdSpec::matches` says (`12` names array 12's tasks too,
-//! `12_[1-3]` three of them); users by name or uid; names, partitions and
-//! reservations exactly; accounts and QOS in any case (Slurm keeps their names in lower
-//! case); states by their `JobState`; nodes by the job's allocation.
+//! `12_[1-3]` three of them); users by name or uid, groups by gid; names, partitions,
+//! reservations and WCKeys exactly; accounts and QOS in any case (Slurm keeps their
+//! names in lower case); states and reasons by their types; nodes by the job's
+//! allocation.
 //!
 //! Example: `users: ["alice", "1001"], states: [Pending]` selects the pending jobs of
 //! alice and of uid 1001.
 
 use crate::job::{Job, JobState};
 use crate::job_id::JobIdSpec;
+use crate::reason::Reason;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobFilter {
@@ -26,6 +28,13 @@ pub struct JobFilter {
     pub states: Vec<JobState>,
     /// Jobs with an allocation on any of these nodes.
     pub nodes: Vec<String>,
+    pub wckeys: Vec<String>,
+    pub reasons: Vec<Reason>,
+    pub gids: Vec<u32>,
+    /// `sacct -S`: jobs still live then (not ended before it); 0: no bound.
+    pub window_start: crate::job::Time,
+    /// `sacct -E`: jobs submitted by then; 0: no bound.
+    pub window_end: crate::job::Time,
 }
 
 impl JobFilter {
@@ -45,11 +54,26 @@ impl JobFilter {
             && any(&self.qos, &|q| q.eq_ignore_ascii_case(&spec.qos))
             && any(&self.reservations, &|r| r == spec.reservation)
             && (self.states.is_empty() || self.states.contains(&job.state))
+            && any(&self.wckeys, &|w| w == spec.wckey)
+            && (self.reasons.is_empty() || self.reasons.contains(&job.reason))
+            && (self.gids.is_empty() || self.gids.contains(&spec.gid))
+            && (self.window_start <= 0 || job.end_time == 0 || job.end_time >= self.window_start)
+            && (self.window_end <= 0 || job.submit_time <= self.window_end)
             && (self.nodes.is_empty()
                 || job
                     .alloc
                     .as_ref()
                     .is_some_and(|a| a.nodes.iter().any(|n| self.nodes.contains(&n.node))))
+    }
+
+    /// Parses reason names as users write them (any case), refusing the unknown ones.
+    pub fn parse_reasons(names: &[String]) -> Result<Vec<Reason>, String> {
+        names
+            .iter()
+            .map(|n| {
+                Reason::parse_any_case(n).ok_or_else(|| format!("Invalid reason specified: {n}"))
+            })
+            .collect()
     }
 
     /// Parses state names as users write them (`pd`, `RUNNING`, `all`), refusing the
@@ -143,6 +167,15 @@ mod tests {
             }],
         });
         assert!(on(&["n1", "n2"]).matches(&running));
+        let window = |start, end| JobFilter {
+            window_start: start,
+            window_end: end,
+            ..JobFilter::default()
+        };
+        let mut ended = alice.clone();
+        (ended.submit_time, ended.end_time) = (100, 200);
+        assert!(window(150, 0).matches(&ended) && window(0, 100).matches(&ended));
+        assert!(!window(201, 0).matches(&ended) && !window(0, 99).matches(&ended));
         assert!(!on(&["n1"]).matches(&running) && !on(&["n2"]).matches(&alice));
         let f = JobFilter {
             names: vec!["Train".into()],

@@ -238,15 +238,20 @@ impl Reason {
 
     /// Reads Slurm's spelling back (exactly as [`Reason::name`] writes it).
     pub fn parse(text: &str) -> Option<Reason> {
+        Reason::find(|name| name == text)
+    }
+
+    /// Reads a reason as users type it (`sacct --reason=resources`): in any case.
+    pub fn parse_any_case(text: &str) -> Option<Reason> {
+        Reason::find(|name| name.eq_ignore_ascii_case(text))
+    }
+
+    fn find(is: impl Fn(&str) -> bool) -> Option<Reason> {
         WORDS
             .iter()
-            .find(|(_, name)| *name == text)
+            .find(|(_, name)| is(name))
             .map(|(r, _)| *r)
-            .or_else(|| {
-                LimitReason::all()
-                    .find(|l| l.name() == text)
-                    .map(Reason::Limit)
-            })
+            .or_else(|| LimitReason::all().find(|l| is(l.name())).map(Reason::Limit))
     }
 
     /// A hold by the user or an admin.
@@ -287,6 +292,13 @@ mod tests {
         }
         assert_eq!(Reason::parse("bogus"), None);
         assert_eq!(Reason::parse("resources"), None);
+        assert_eq!(Reason::parse_any_case("resources"), Some(Reason::Resources));
+        assert_eq!(
+            Reason::parse_any_case("assocgrpgres")
+                .map(|r| r.to_string())
+                .as_deref(),
+            Some("AssocGrpGRES")
+        );
     }
 
     #[test]

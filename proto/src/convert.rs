@@ -403,6 +403,19 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>, now: Time) 
     }
 }
 
+/// The filter of a listing: its filter's parts and the `sacct -S/-E` window.
+pub fn listing_filter_from_wire(
+    req: &v1::ListJobsRequest,
+) -> Result<model::filter::JobFilter, String> {
+    let mut filter = match &req.filter {
+        Some(f) => filter_from_wire(f)?,
+        None => model::filter::JobFilter::default(),
+    };
+    filter.window_start = req.window_start;
+    filter.window_end = req.window_end;
+    Ok(filter)
+}
+
 /// A listing's or a bulk command's filter: ids that are no job id and unknown state
 /// names are refused.
 pub fn filter_from_wire(f: &v1::JobFilter) -> Result<model::filter::JobFilter, String> {
@@ -428,6 +441,10 @@ pub fn filter_from_wire(f: &v1::JobFilter) -> Result<model::filter::JobFilter, S
         } else {
             model::hostlist::expand(&f.nodes).map_err(|e| e.to_string())?
         },
+        wckeys: f.wckeys.clone(),
+        reasons: model::filter::JobFilter::parse_reasons(&f.reasons)?,
+        gids: f.gids.clone(),
+        ..Default::default()
     })
 }
 

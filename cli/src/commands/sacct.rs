@@ -174,7 +174,7 @@ pub struct Options {
     pub states: Vec<JobState>,
     pub qos: Vec<String>,
     pub wckeys: Vec<String>,
-    pub gids: Vec<String>,
+    pub gids: Vec<u32>,
     pub nodes: Vec<String>,
     /// `-R`: pending or end reasons.
     pub reasons: Vec<String>,
@@ -314,7 +314,13 @@ pub fn parse_args(
         states,
         qos: all("qos"),
         wckeys: all("wckeys"),
-        gids: all("gid"),
+        gids: all("gid")
+            .iter()
+            .map(|g| {
+                users::group_id(g)
+                    .ok_or_else(|| Exit::error("sacct", format!("Invalid group id: {g}")))
+            })
+            .collect::<Result<_, _>>()?,
         nodes,
         reasons: all("reason"),
         window_start,
@@ -336,7 +342,7 @@ fn help_fields() -> String {
     out
 }
 
-/// The request that fetches what `opts` can show.
+/// The request that fetches what `opts` can show: the controller applies every filter.
 pub fn request(opts: &Options) -> ListJobsRequest {
     ListJobsRequest {
         filter: Some(JobFilter {
@@ -344,9 +350,14 @@ pub fn request(opts: &Options) -> ListJobsRequest {
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
-            states: Vec::new(),
+            states: opts.states.iter().map(|s| s.name().to_string()).collect(),
             accounts: opts.accounts.clone(),
-            ..Default::default()
+            qos: opts.qos.clone(),
+            reservations: Vec::new(),
+            nodes: opts.nodes.join(","),
+            wckeys: opts.wckeys.clone(),
+            reasons: opts.reasons.clone(),
+            gids: opts.gids.clone(),
         }),
         include_finished: true,
         window_start: opts.window_start,
@@ -391,9 +402,6 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
                 }
             },
         };
-        if !keep(opts, &shown) {
-            continue;
-        }
         selected.push((shown, job, steps));
     }
     let key = |j: &JobInfo| {
@@ -430,38 +438,6 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
         out.extend(steps.into_iter().map(|s| Row::Step(job, s)));
     }
     out
-}
-
-/// The filters the controller may not have applied.
-fn keep(opts: &Options, job: &JobInfo) -> bool {
-    let s = jobs::spec(job);
-    let in_list = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
-    let in_window =
-        (opts.window_start <= 0 || job.end_time <= 0 || job.end_time >= opts.window_start)
-            && (opts.window_end <= 0 || job.submit_time <= opts.window_end);
-    in_window
-        && (opts.users.is_empty() || users::user_matches(&opts.users, job))
-        && in_list(&opts.names, &s.name)
-        && (opts.accounts.is_empty()
-            || opts
-                .accounts
-                .iter()
-                .any(|a| a.eq_ignore_ascii_case(&s.account)))
-        && in_list(&opts.partitions, &s.partition)
-        && (opts.states.is_empty() || opts.states.contains(&jobs::job_state(job)))
-        && (opts.qos.is_empty()
-            || opts
-                .qos
-                .iter()
-                .any(|q| q.eq_ignore_ascii_case(jobs::qos(s))))
-        && in_list(&opts.wckeys, &s.wckey)
-        && (opts.reasons.is_empty()
-            || opts
-                .reasons
-                .iter()
-                .any(|r| r.eq_ignore_ascii_case(&job.reason)))
-        && in_list(&opts.gids, &s.gid.to_string())
-        && (opts.nodes.is_empty() || jobs::on_any_node(&opts.nodes, &job.nodes))
 }
 
 /// The value of one field for one row.
@@ -782,7 +758,7 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(r) => r,
         Err(code) => return code,
     };
-    if let Err(e) = jobs::check_specs("sacct", &reply.jobs) {
+    if let Err(e) = jobs::check_records("sacct", &reply.jobs) {
         return e.finish();
     }
     let names = Names::resolve(
@@ -906,8 +882,11 @@ mod tests {
         }
     }
 
+    /// What sacct prints for `args` when the controller holds `jobs`.
     fn out(args: &[&str], jobs: &[JobInfo]) -> String {
-        render(&parse(args).unwrap(), jobs, &ctx())
+        let opts = parse(args).unwrap();
+        let served = crate::testkit::served(&request(&opts), jobs);
+        render(&opts, &served, &ctx())
     }
 
     fn step(id: &str, name: &str, state: W, nodes: &str, code: i32) -> StepInfo {
@@ -1064,7 +1043,7 @@ mod tests {
         let opts = parse(&args).unwrap();
         assert_eq!((opts.window_start, opts.window_end), (start, NOW));
         assert_eq!(
-            render(&opts, &sample(), &ctx()),
+            out(&args, &sample()),
             "13|PENDING\n14|RUNNING\n15|COMPLETED\n"
         );
         let req = request(&opts);

@@ -265,7 +265,7 @@ async fn cancel(mut r: Request) -> ExitCode {
                     .finish();
             }
         };
-        if let Err(e) = jobs::check_specs(PROG, &reply.jobs) {
+        if let Err(e) = jobs::check_records(PROG, &reply.jobs) {
             return e.finish();
         }
         let mut chosen = Vec::new();

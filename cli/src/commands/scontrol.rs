@@ -1153,7 +1153,7 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
             return;
         }
     };
-    if let Err(e) = jobs::check_specs(PROG, &reply.jobs) {
+    if let Err(e) = jobs::check_records(PROG, &reply.jobs) {
         s.fail(e.stderr.trim_end());
         return;
     }

@@ -431,7 +431,10 @@ pub fn request(opts: &Options) -> ListJobsRequest {
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
             states,
-            accounts: Vec::new(),
+            accounts: opts.accounts.clone(),
+            qos: opts.qos.clone(),
+            reservations: opts.reservation.iter().cloned().collect(),
+            nodes: opts.nodes.join(","),
             ..Default::default()
         }),
         include_finished: single || opts.states.wants_finished(),
@@ -622,29 +625,15 @@ pub fn unknown_single_job(opts: &Options, jobs: &[JobInfo]) -> bool {
     }
 }
 
-/// Applies the filters to one record; an array remainder may come back narrowed to the
-/// tasks `-j` named.
+/// Narrows one record to the tasks `-j` named (an array's pending remainder).
 fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
     let job = match &opts.jobs {
         Some(sel) => jobs::select_ref(sel, job)?,
         None => JobRef::Borrowed(job),
     };
-    let s = jobs::spec(&job);
-    let ci = |list: &[String], v: &str| {
-        list.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(v))
-    };
-    let ok = opts.states.matches(jobs::job_state(&job))
-        && (opts.users.is_empty() || users::user_matches(&opts.users, &job))
-        && ci(&opts.names, &s.name)
-        && (opts.partitions.is_empty() || opts.partitions.contains(&s.partition))
-        && ci(&opts.accounts, &s.account)
-        && ci(&opts.qos, jobs::qos(s))
-        && opts
-            .reservation
-            .as_ref()
-            .is_none_or(|r| *r == s.reservation)
-        && (opts.nodes.is_empty() || jobs::on_any_node(&opts.nodes, &job.nodes));
-    ok.then_some(job)
+    // The controller applied every filter; only a single job asked by id came in
+    // whatever state, to tell an unknown job from a filtered one.
+    (!single_job(opts) || opts.states.matches(jobs::job_state(&job))).then_some(job)
 }
 
 /// The rows to print: filtered, arrays expanded with `-r`, sorted (`-S`, then by id).
@@ -898,7 +887,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 .extend(expand_summaries(&reply.summaries, &reply.strings));
             reply.summaries.clear();
         }
-        if let Err(e) = jobs::check_specs("squeue", &reply.jobs) {
+        if let Err(e) = jobs::check_records("squeue", &reply.jobs) {
             return e.finish();
         }
         if unknown_single_job(&opts, &reply.jobs) {
@@ -1074,8 +1063,11 @@ mod tests {
         }
     }
 
+    /// What squeue prints for `args` when the controller holds `jobs`.
     fn out(args: &[&str], jobs: &[JobInfo]) -> String {
-        render(&parse(args).unwrap(), jobs, &ctx())
+        let opts = parse(args).unwrap();
+        let served = crate::testkit::served(&request(&opts), jobs);
+        render(&opts, &served, &ctx())
     }
 
     fn sample() -> Vec<JobInfo> {
@@ -1177,10 +1169,12 @@ mod tests {
             "1\n4_0\n"
         );
         assert_eq!(out(&["-h", "-o", "%i", "-p", "other"], &sample()), "");
+        // Accounts are matched in any case, job names exactly (as Slurm does).
         assert_eq!(
-            out(&["-h", "-o", "%i", "-A", "PROJ", "-n", "TRAIN"], &sample()),
+            out(&["-h", "-o", "%i", "-A", "PROJ", "-n", "train"], &sample()),
             "3\n"
         );
+        assert_eq!(out(&["-h", "-o", "%i", "-n", "TRAIN"], &sample()), "");
         let e = parse(&["-t", "bogus"]).unwrap_err();
         assert_eq!(e.code, 1);
         assert!(

@@ -512,3 +512,33 @@ fn relative_time_limits_move_the_limit_the_job_has_in_the_state_owner() {
     let d = env.turn(|t| jobs::update(t, bad));
     assert!(d.answer[0].error.is_some() && d.events.is_empty());
 }
+
+#[test]
+fn a_test_only_submit_estimates_from_a_snapshot_and_queues_nothing() {
+    let env = Env::new("");
+    let spec = JobSpec {
+        user: "alice".into(),
+        uid: ALICE,
+        work_dir: "/tmp".into(),
+        num_tasks: 1,
+        cpus_per_task: 2,
+        ..JobSpec::default()
+    };
+    let payload = JobPayload {
+        script: "#!/bin/sh\ntrue\n".into(),
+        env: vec![],
+    };
+    let snapshot = env.state.clone();
+    let submit = || Submit {
+        spec: spec.clone(),
+        payload: payload.clone(),
+    };
+    let est = jobs::estimate(&snapshot, &env.config, &env.sched, submit(), env.now).unwrap();
+    assert_eq!((est.job_id, est.estimated_start), (1, env.now));
+    assert!(est.estimated_nodes.starts_with('n'), "{est:?}");
+    assert!(snapshot.jobs.is_empty() && snapshot.next_job_id == 1);
+    // Impossible requests are refused as a submit would refuse them.
+    let mut too_big = submit();
+    too_big.spec.cpus_per_task = 99;
+    assert!(jobs::estimate(&snapshot, &env.config, &env.sched, too_big, env.now).is_err());
+}
