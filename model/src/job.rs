@@ -441,11 +441,12 @@ impl Job {
 
     /// `12`, `12_3`, or `12_[3-9%2]` for a pending array remainder.
     pub fn display_id(&self) -> String {
-        match (self.array_job_id, self.array_task_id) {
-            (0, _) => self.id.to_string(),
-            (a, Some(t)) => format!("{a}_{t}"),
-            (a, None) => format!("{a}_[{}]", self.pending_tasks_str()),
-        }
+        let pending = if self.is_array_meta() {
+            self.pending_tasks_str()
+        } else {
+            String::new()
+        };
+        crate::job_id::record_id(self.id, self.array_job_id, self.array_task_id, &pending)
     }
 
     /// The pending task ids as Slurm prints them: `3-9%2` or `1,4,7-8`.

@@ -147,7 +147,8 @@ impl Jobs {
     }
 
     /// Starts a job: writes its directory, starts its supervisor, returns. A launch of
-    /// a job already running here is acknowledged and ignored.
+    /// a run already here, or reported from here, is acknowledged and ignored; one of
+    /// another run waits a moment for that run to go.
     pub async fn launch(self: &Arc<Self>, req: LaunchJobRequest) -> Result<(), JobsError> {
         let job_id = req.job_id;
         let restart_count = req.restart_count;
@@ -178,18 +179,13 @@ impl Jobs {
                         table.insert(job_id, entry);
                         break;
                     }
-                    Some((Phase::Starting | Phase::Running, _)) => {
-                        debug!(job_id, "job already runs here; launch ignored");
+                    Some((_, run)) if run == restart_count => {
+                        debug!(job_id, restart_count, "run already here; launch ignored");
                         return Ok(());
                     }
-                    Some((Phase::Reporting, run)) if run == restart_count => {
-                        debug!(
-                            job_id,
-                            restart_count, "run already ended here; launch ignored"
-                        );
-                        return Ok(());
-                    }
-                    Some((Phase::Reporting, _)) => {}
+                    // Another run of the job is still here (being killed, or its end
+                    // being reported): wait for it to go.
+                    Some(_) => {}
                 }
             }
             if Instant::now() >= deadline {

@@ -104,6 +104,11 @@ impl<'a> Turn<'a> {
             self.emit(charge);
         }
         self.state.apply(&event);
+        // The rules' tests check every change, not only every turn.
+        #[cfg(test)]
+        if let Err(broken) = self.state.check_invariants() {
+            panic!("after {event:?}: {broken}");
+        }
         self.events.push(event);
     }
 

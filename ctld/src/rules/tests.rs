@@ -542,3 +542,92 @@ fn a_test_only_submit_estimates_from_a_snapshot_and_queues_nothing() {
     too_big.spec.cpus_per_task = 99;
     assert!(jobs::estimate(&snapshot, &env.config, &env.sched, too_big, env.now).is_err());
 }
+
+#[test]
+fn a_silent_node_goes_down_and_its_jobs_fail_or_are_requeued() {
+    let mut env = Env::new("");
+    let plain = env.submit(|s| s.cpus_per_task = 4);
+    let requeue = env.submit(|s| {
+        s.cpus_per_task = 4;
+        s.requeue = true;
+    });
+    env.turn(timer::schedule);
+    for id in [plain, requeue] {
+        let run = env.job(id).restart_count;
+        env.turn(|t| nodes::launched(t, id, run));
+    }
+    // Both nodes stop heartbeating.
+    env.now += 31;
+    let d = env.turn(timer::tick);
+    let downs = d
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::NodeDown { .. }))
+        .count();
+    assert_eq!(downs, 2);
+    assert_eq!(env.job(plain).state, JobState::NodeFail);
+    let job = env.job(requeue);
+    assert_eq!((job.state, job.restart_count), (JobState::Pending, 1));
+    // The jobs' nodes were told to kill them, should they still run there.
+    let kills = d
+        .effects
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Effect::Order {
+                    order: Order::Kill,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(kills, 2);
+}
+
+#[test]
+fn a_launch_the_node_refuses_requeues_the_job_and_downs_the_node() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    env.turn(timer::schedule);
+    let node = env.node_of(id);
+    env.turn(|t| nodes::launch_failed(t, id, &node, "connection refused"));
+    assert_eq!(env.job(id).state, JobState::Pending);
+    assert_eq!(env.state.nodes[&node].health, model::NodeHealth::Down);
+    // A report of the first run, late, says nothing about the job now.
+    let end = JobEnd {
+        node: node.clone(),
+        job_id: id,
+        restart_count: 0,
+        kind: EndKind::Exited,
+        exit_code: 0,
+        exit_signal: 0,
+        end_time: 0,
+        message: String::new(),
+    };
+    let d = env.turn(|t| nodes::job_finished(t, end));
+    assert!(d.events.is_empty());
+}
+
+#[test]
+fn holds_and_releases_set_slurms_reasons() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    env.control(id, ControlOp::Hold);
+    assert_eq!(
+        (env.job(id).held, env.job(id).reason),
+        (true, Reason::JobHeldAdmin)
+    );
+    env.control(id, ControlOp::Release);
+    assert!(!env.job(id).held);
+    let d = env.turn(timer::schedule);
+    assert!(d.effects.contains(&Effect::Launch { job_id: id }));
+    // A running job cannot be held.
+    let cmd = ControlJobs {
+        op: ControlOp::Uhold,
+        job_ids: vec![id.to_string()],
+        requester: ALICE,
+    };
+    let d = env.turn(|t| jobs::control(t, cmd));
+    assert!(d.answer[0].error.is_some());
+}
