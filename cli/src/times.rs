@@ -7,11 +7,16 @@
 use jiff::tz::TimeZone;
 use model::timespec;
 
-/// The local time zone: `TZ` if set, else the system's (UTC when neither can be read).
-/// Read once per process.
+/// The local time zone (`model::timespec::local_zone`: `TZ` if set, else
+/// `/etc/localtime`, else UTC), read once per process and only when a time is read or
+/// printed: it reads one file, never the whole time zone database.
 pub fn zone() -> &'static TimeZone {
     static ZONE: std::sync::OnceLock<TimeZone> = std::sync::OnceLock::new();
-    ZONE.get_or_init(TimeZone::system)
+    ZONE.get_or_init(|| {
+        let (tz, tzdir) = (std::env::var("TZ").ok(), std::env::var("TZDIR").ok());
+        let read = |path: &str| std::fs::read(path).ok();
+        timespec::local_zone(tz.as_deref(), tzdir.as_deref(), &read)
+    })
 }
 
 /// The current Unix time, in seconds.
@@ -72,6 +77,22 @@ pub fn elapsed_limit(min: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zone_name_is_read_from_the_system_database() {
+        let paris = timespec::local_zone(Some(":Europe/Paris"), None, &|path| {
+            std::fs::read(path).ok()
+        });
+        // 2026-01-15 12:00 UTC is 13:00 in Paris (winter), 2026-07-15 12:00 is 14:00.
+        assert_eq!(
+            timespec::timestamp(1_768_478_400, &paris),
+            "2026-01-15T13:00:00"
+        );
+        assert_eq!(
+            timespec::timestamp(1_784_116_800, &paris),
+            "2026-07-15T14:00:00"
+        );
+    }
 
     #[test]
     fn times_and_limits() {

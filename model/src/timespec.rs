@@ -43,6 +43,40 @@ pub trait LocalZone {
     fn unix(&self, local: DateTime) -> Time;
 }
 
+/// Where the time zone database lives unless `TZDIR` says otherwise.
+const TZDIR: &str = "/usr/share/zoneinfo";
+
+/// The zone a process's local time is in, as libc takes it: `TZ` when it is set (empty
+/// is UTC; `:NAME` or `NAME` a TZif file under `tzdir`, or an absolute path to one; else
+/// a POSIX TZ string such as `EST5EDT,M3.2.0,M11.1.0`), else the TZif file
+/// `/etc/localtime`, else UTC; `tzdir` is `TZDIR`, `/usr/share/zoneinfo` when unset.
+/// Pure: `read` reads a file (the caller's IO), and only the one file named is read,
+/// never the whole time zone database.
+pub fn local_zone(
+    tz: Option<&str>,
+    tzdir: Option<&str>,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> TimeZone {
+    let tzif = |path: &str| read(path).and_then(|data| TimeZone::tzif("local", &data).ok());
+    match tz {
+        None => tzif("/etc/localtime").unwrap_or(TimeZone::UTC),
+        Some("") => TimeZone::UTC,
+        Some(spec) => {
+            let name = spec.strip_prefix(':').unwrap_or(spec);
+            let path = if name.starts_with('/') {
+                name.to_string()
+            } else {
+                format!("{}/{name}", tzdir.unwrap_or(TZDIR).trim_end_matches('/'))
+            };
+            // A name must not climb out of the database.
+            let file = (!name.split('/').any(|part| part == "..")).then(|| tzif(&path));
+            file.flatten()
+                .or_else(|| TimeZone::posix(name).ok())
+                .unwrap_or(TimeZone::UTC)
+        }
+    }
+}
+
 impl LocalZone for TimeZone {
     fn civil(&self, t: Time) -> DateTime {
         let t = t.clamp(Timestamp::MIN.as_second(), Timestamp::MAX.as_second());
@@ -498,6 +532,29 @@ pub fn ctime(t: Time, zone: &dyn LocalZone) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_local_zone_follows_tz_then_etc_localtime() {
+        let none = |_: &str| None;
+        let noon = 1_800_000_000 - 1_800_000_000 % 86_400 + 12 * 3600;
+        let hour = |z: &TimeZone| z.civil(noon).hour();
+        // No TZ and no /etc/localtime, an empty TZ, a name that is no file: UTC.
+        assert_eq!(hour(&local_zone(None, Some("/z"), &none)), 12);
+        assert_eq!(hour(&local_zone(Some(""), Some("/z"), &none)), 12);
+        // A POSIX TZ string, with or without a colon.
+        assert_eq!(hour(&local_zone(Some("EST5"), Some("/z"), &none)), 7);
+        assert_eq!(hour(&local_zone(Some(":JST-9"), Some("/z"), &none)), 21);
+        // A name is looked for in the database, and never outside it.
+        let asked = std::cell::RefCell::new(Vec::new());
+        let record = |p: &str| {
+            asked.borrow_mut().push(p.to_string());
+            None
+        };
+        local_zone(Some(":Europe/Paris"), Some("/z/"), &record);
+        local_zone(Some("../../etc/shadow"), Some("/z"), &record);
+        local_zone(None, Some("/z"), &record);
+        assert_eq!(*asked.borrow(), ["/z/Europe/Paris", "/etc/localtime"]);
+    }
 
     /// Mon 2026-11-30 04:50:16 UTC.
     const NOW: Time = 1_796_014_216;

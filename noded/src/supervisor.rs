@@ -523,7 +523,11 @@ fn reason(e: &io::Error) -> String {
 static ZONE: std::sync::OnceLock<jiff::tz::TimeZone> = std::sync::OnceLock::new();
 
 fn zone() -> &'static jiff::tz::TimeZone {
-    ZONE.get_or_init(|| jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC))
+    ZONE.get_or_init(|| {
+        let (tz, tzdir) = (std::env::var("TZ").ok(), std::env::var("TZDIR").ok());
+        let read = |path: &str| std::fs::read(path).ok();
+        model::timespec::local_zone(tz.as_deref(), tzdir.as_deref(), &read)
+    })
 }
 
 /// `2024-05-01T12:00:00` in local time, as Slurm prints it.
