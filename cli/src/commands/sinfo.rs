@@ -194,7 +194,7 @@ impl NodeFieldDef {
 
 /// A value of the line's first node, `0` without one.
 fn on_node(line: &Line, f: impl Fn(&NodeInfo) -> String) -> Cell {
-    Cell::cut(line.nodes.first().map(f).unwrap_or_else(|| "0".into()))
+    node_or(line, "0", f)
 }
 
 /// A value of the line's partition, `none` without one.
@@ -228,6 +228,17 @@ fn node_counts(line: &Line) -> (usize, usize, usize) {
         }
     }
     (a, i, o)
+}
+
+/// A node's features, `(null)` when it has none.
+fn features(line: &Line) -> Cell {
+    node_or(line, "(null)", |n| {
+        if n.features.is_empty() {
+            "(null)".into()
+        } else {
+            n.features.join(",")
+        }
+    })
 }
 
 fn constant(text: &'static str) -> Cell {
@@ -343,23 +354,12 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
     }),
     node(Some('e'), &["freemem"], "FREE_MEM", |_, _| constant("N/A")),
     node(Some('O'), &["cpusload"], "CPU_LOAD", |_, _| constant("N/A")),
+    // Features are static here: the active ones are the available ones.
     node(Some('f'), &["features"], "AVAIL_FEATURES", |l, _| {
-        node_or(l, "(null)", |n| {
-            if n.features.is_empty() {
-                "(null)".into()
-            } else {
-                n.features.join(",")
-            }
-        })
+        features(l)
     }),
     node(Some('b'), &["features_act"], "ACTIVE_FEATURES", |l, _| {
-        node_or(l, "(null)", |n| {
-            if n.features.is_empty() {
-                "(null)".into()
-            } else {
-                n.features.join(",")
-            }
-        })
+        features(l)
     }),
     node(Some('z'), &["socketcorethread"], "S:C:T", |l, _| {
         on_node(l, |n| {
