@@ -49,9 +49,10 @@ pub enum Input {
         job_id: JobId,
         restart_count: u32,
     },
-    /// A node could not be told to launch a job.
+    /// A node could not be told to launch this run of a job.
     LaunchFailed {
         job_id: JobId,
+        restart_count: u32,
         node: String,
         message: String,
     },
@@ -324,6 +325,8 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
     use rules::{jobs, nodes};
     match input {
         Input::Submit(cmd, reply) => {
+            // Fault injection (inert unless `FAILPOINTS` names it): a bug in a rule.
+            fail::fail_point!("submit-panics", |_| panic!("fault point submit-panics"));
             let r = jobs::submit(turn, *cmd);
             answer(acks, reply, r);
         }
@@ -375,13 +378,14 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
         } => nodes::launched(turn, job_id, restart_count),
         Input::LaunchFailed {
             job_id,
+            restart_count,
             node,
             message,
         } => {
             if let Some(addr) = turn.state.nodes.get(&node).map(|n| n.addr.clone()) {
                 dispatcher.forget(&addr);
             }
-            nodes::launch_failed(turn, job_id, &node, &message);
+            nodes::launch_failed(turn, job_id, restart_count, &node, &message);
         }
     }
 }

@@ -226,6 +226,7 @@ impl Dispatcher {
                 },
                 Err(message) => Input::LaunchFailed {
                     job_id,
+                    restart_count: run.1,
                     node,
                     message,
                 },

@@ -74,7 +74,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.controller.kill_wait_s,
     );
     let core = core::Core::new(state, config.clone(), store.clone(), snap_tx, dispatcher);
-    let core_task = tokio::spawn(core.run(inbox_rx));
+    let mut core_task = tokio::spawn(core.run(inbox_rx));
     let services = service::Services {
         inbox: inbox_tx,
         snapshot: snap_rx,
@@ -90,7 +90,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let incoming = connections::incoming(listener, client_limits(&config));
     let c = &config.controller;
     let seconds = |s: u32| Duration::from_secs(u64::from(s));
-    tonic::transport::Server::builder()
+    let serve = tonic::transport::Server::builder()
         .max_concurrent_streams(c.max_streams_per_connection)
         .http2_keepalive_interval(Some(seconds(c.keepalive_s)))
         .http2_keepalive_timeout(Some(seconds(c.keepalive_s)))
@@ -107,10 +107,24 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             proto::v1::node_control_server::NodeControlServer::new(services)
                 .max_decoding_message_size(MAX_REQUEST_BYTES),
         )
-        .serve_with_incoming_shutdown(incoming, shutdown_signal())
-        .await?;
-    core_task.abort();
-    Ok(())
+        .serve_with_incoming_shutdown(incoming, shutdown_signal());
+    // The state owner ends only by a panic (its inbox lives as long as the server):
+    // then the controller stops instead of serving a frozen snapshot to readers and
+    // "shutting down" to every writer. What was acknowledged is in the store.
+    tokio::select! {
+        served = serve => {
+            core_task.abort();
+            Ok(served?)
+        }
+        ended = &mut core_task => {
+            let why = match ended {
+                Err(e) if e.is_panic() => "panicked",
+                _ => "stopped",
+            };
+            tracing::error!(why, "the state owner ended; the controller stops");
+            anyhow::bail!("the state owner {why}")
+        }
+    }
 }
 
 /// The bounds on client connections, with the open-file limit raised to fit

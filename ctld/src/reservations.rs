@@ -70,6 +70,9 @@ pub fn change(state: &ClusterState, req: &ChangeReservation, now: Time) -> Resul
     }
 }
 
+/// The latest time a reservation holds: 9999-12-31T23:59:59 UTC.
+const LATEST: Time = 253_402_300_799;
+
 fn edit(
     state: &ClusterState,
     mut res: Reservation,
@@ -78,10 +81,11 @@ fn edit(
     creating: bool,
 ) -> Result<Reservation, String> {
     if let Some(start) = change.start {
-        let length = res.end - res.start;
+        // Times come from clients: no sum or difference of them may overflow.
+        let length = res.end.saturating_sub(res.start);
         res.start = start;
         if !creating && change.duration.is_none() && change.end.is_none() {
-            res.end = res.start + length;
+            res.end = res.start.saturating_add(length);
         }
     }
     if let Some(end) = change.end {
@@ -89,7 +93,13 @@ fn edit(
     }
     if let Some(d) = change.duration {
         // UNLIMITED: a year, as far as scheduling is concerned.
-        res.end = res.start + d.map_or(365 * 86_400, |s| s as Time);
+        let secs = d.map_or(365 * 86_400, |s| Time::try_from(s).unwrap_or(Time::MAX));
+        res.end = res.start.saturating_add(secs);
+    }
+    // Times are kept within what Slurm's time syntax can name (9999-12-31).
+    res.end = res.end.min(LATEST);
+    if res.start < 0 || res.start > LATEST {
+        return Err("Invalid StartTime".into());
     }
     if res.end <= res.start {
         return Err(
@@ -260,6 +270,45 @@ mod tests {
         s.apply(&change(&s, &delete, 500).unwrap());
         assert!(s.reservations.is_empty());
         assert!(change(&s, &delete, 500).is_err());
+    }
+
+    #[test]
+    fn times_from_the_wire_cannot_overflow() {
+        let mut s = state();
+        let create = ChangeReservation {
+            op: ReservationOp::Create,
+            change: ReservationChange {
+                name: Some("far".into()),
+                start: Some(LATEST - 10),
+                duration: Some(Some(u64::MAX)),
+                nodes: Some(model::reservation_change::NodeChoice::Count(1)),
+                users: Some(model::reservation_change::ListEdit::Set(vec![
+                    "root".into(),
+                ])),
+                ..ReservationChange::default()
+            },
+            requester: 0,
+        };
+        s.apply(&change(&s, &create, 0).unwrap());
+        assert_eq!(s.reservations["far"].end, LATEST);
+        let moved = ChangeReservation {
+            op: ReservationOp::Update,
+            change: ReservationChange {
+                name: Some("far".into()),
+                start: Some(Time::MIN),
+                ..ReservationChange::default()
+            },
+            requester: 0,
+        };
+        assert_eq!(change(&s, &moved, 0).unwrap_err(), "Invalid StartTime");
+        let beyond = ChangeReservation {
+            change: ReservationChange {
+                start: Some(Time::MAX),
+                ..moved.change.clone()
+            },
+            ..moved
+        };
+        assert_eq!(change(&s, &beyond, 0).unwrap_err(), "Invalid StartTime");
     }
 
     #[test]

@@ -305,6 +305,33 @@ fn acknowledged_cancels_and_requeues_survive_a_controller_crash_at_any_point() {
 }
 
 #[test]
+fn a_panic_in_the_state_owner_stops_the_controller_and_loses_nothing_acknowledged() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    let kept = c.sbatch(&["--hold", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    c.kill_ctld();
+    c.start_ctld_with(&[("FAILPOINTS", "submit-panics=return")]);
+    c.wait_nodes_up();
+    let out = c.run(&["sbatch", "--hold", "--wrap", "true"]);
+    assert!(!out.status.success(), "{out:?}");
+    // Not a controller that reads on and refuses every write: it is gone.
+    assert!(
+        c.wait_ctld_exit(T),
+        "the controller still runs after its state owner panicked; logs:\n{}",
+        c.logs()
+    );
+    let log = std::fs::read_to_string(c.path().join("log/ctld.log")).unwrap();
+    assert!(log.contains("the state owner ended"), "{log}");
+    c.start_ctld();
+    c.wait_nodes_up();
+    assert_eq!(c.state(kept), "PENDING");
+    let next = c.sbatch(&["--hold", "-o", "/dev/null"], "#!/bin/sh\ntrue\n");
+    assert_eq!(next, kept + 1, "the refused submit took no id");
+}
+
+#[test]
 fn an_acknowledged_suspend_and_resume_reach_the_node_after_a_crash() {
     let c = Cluster::start(ClusterSpec {
         nodes: 1,

@@ -194,27 +194,43 @@ pub fn launched(turn: &mut Turn, job_id: JobId, restart_count: u32) {
     }
 }
 
-/// A node could not be told to launch a job: the job goes back to the queue and the
-/// node DOWN.
-pub fn launch_failed(turn: &mut Turn, job_id: JobId, node: &str, message: &str) {
+/// A node could not be told to launch this run of a job: the node goes DOWN, and the
+/// job back to the queue, unless a kill request says how it ends (a cancel ends it
+/// CANCELLED). A failure reported for a run the node has since confirmed (through a
+/// heartbeat) or for an earlier run changes nothing.
+pub fn launch_failed(
+    turn: &mut Turn,
+    job_id: JobId,
+    restart_count: u32,
+    node: &str,
+    message: &str,
+) {
     tracing::warn!(job_id, node, error = message, "launch failed");
-    let on_node = turn
-        .state
-        .job(job_id)
-        .is_some_and(|j| j.state == JobState::Running && batch_node(j) == Some(node));
-    if on_node {
+    let Some(job) = turn.state.job(job_id) else {
+        return;
+    };
+    let unconfirmed = job.state == JobState::Running
+        && !job.launched
+        && job.restart_count == restart_count
+        && batch_node(job) == Some(node);
+    if !unconfirmed {
+        return;
+    }
+    if job.kill.is_some() {
+        end_lost_job(turn, job_id);
+    } else {
         turn.emit(Event::JobRequeued {
             job_id,
             time: turn.now,
             hold: false,
         });
-        turn.emit(Event::NodeDown {
-            name: node.to_string(),
-            reason: NOT_RESPONDING.into(),
-            time: turn.now,
-        });
-        turn.reschedule = true;
     }
+    turn.emit(Event::NodeDown {
+        name: node.to_string(),
+        reason: NOT_RESPONDING.into(),
+        time: turn.now,
+    });
+    turn.reschedule = true;
 }
 
 /// A node reports the end of a job's run: the job ends as its kill request, its

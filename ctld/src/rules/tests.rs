@@ -591,7 +591,7 @@ fn a_launch_the_node_refuses_requeues_the_job_and_downs_the_node() {
     let id = env.submit(|_| {});
     env.turn(timer::schedule);
     let node = env.node_of(id);
-    env.turn(|t| nodes::launch_failed(t, id, &node, "connection refused"));
+    env.turn(|t| nodes::launch_failed(t, id, 0, &node, "connection refused"));
     assert_eq!(env.job(id).state, JobState::Pending);
     assert_eq!(env.state.nodes[&node].health, model::NodeHealth::Down);
     // A report of the first run, late, says nothing about the job now.
@@ -607,6 +607,33 @@ fn a_launch_the_node_refuses_requeues_the_job_and_downs_the_node() {
     };
     let d = env.turn(|t| nodes::job_finished(t, end));
     assert!(d.events.is_empty());
+}
+
+#[test]
+fn a_launch_failure_keeps_a_cancel_and_ignores_a_confirmed_or_earlier_run() {
+    let mut env = Env::new("");
+    // Cancelled between the start and the failure: it ends CANCELLED, never requeued.
+    let cancelled = env.submit(|_| {});
+    env.turn(timer::schedule);
+    let node = env.node_of(cancelled);
+    env.scancel(cancelled, ALICE);
+    env.turn(|t| nodes::launch_failed(t, cancelled, 0, &node, "timed out"));
+    let job = env.job(cancelled);
+    assert_eq!(
+        (job.state, job.cancelled_by, job.restart_count),
+        (JobState::Cancelled, Some(ALICE), 0)
+    );
+    // A run the node confirmed meanwhile (through a heartbeat), or an earlier run of
+    // the job: the failure is stale and changes nothing.
+    let mut env = Env::new("");
+    let confirmed = env.submit(|_| {});
+    let node = env.start(confirmed);
+    let d = env.turn(|t| nodes::launch_failed(t, confirmed, 0, &node, "timed out"));
+    assert!(d.events.is_empty(), "{:?}", d.events);
+    let d = env.turn(|t| nodes::launch_failed(t, confirmed, 7, &node, "timed out"));
+    assert!(d.events.is_empty(), "{:?}", d.events);
+    assert_eq!(env.job(confirmed).state, JobState::Running);
+    assert_eq!(env.state.nodes[&node].health, model::NodeHealth::Up);
 }
 
 #[test]
