@@ -39,7 +39,8 @@ impl Rejection {
     }
 }
 
-/// `sbatch`: a job to queue, or with `test_only` to estimate without queueing.
+/// `sbatch`: a job to queue (or, with `--test-only`, to estimate without queueing:
+/// `rules::jobs::estimate`).
 #[derive(Debug, Clone)]
 pub struct Submit {
     pub spec: JobSpec,

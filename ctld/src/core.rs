@@ -75,7 +75,7 @@ type Ack = Box<dyn FnOnce(Option<&Rejection>) + Send>;
 pub struct Core {
     state: ClusterState,
     config: Arc<Config>,
-    sched_config: sched::SchedConfig,
+    sched_config: Arc<sched::SchedConfig>,
     store: Arc<dyn Store>,
     snapshot: watch::Sender<Arc<ClusterState>>,
     dispatcher: Dispatcher,
@@ -89,13 +89,14 @@ impl Core {
     pub fn new(
         state: ClusterState,
         config: Arc<Config>,
+        sched_config: Arc<sched::SchedConfig>,
         store: Arc<dyn Store>,
         snapshot: watch::Sender<Arc<ClusterState>>,
         dispatcher: Dispatcher,
     ) -> Core {
         Core {
             state,
-            sched_config: sched::SchedConfig::from_config(&config),
+            sched_config,
             config,
             store,
             snapshot,
@@ -153,19 +154,20 @@ impl Core {
         let started = Instant::now();
         let multi_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        let mut starts = 0;
+        let (mut starts, mut cancels) = (0, 0);
         self.turn(now, |turn, _, _| {
             let plan = if multi_thread {
                 tokio::task::block_in_place(|| rules::timer::schedule(turn))
             } else {
                 rules::timer::schedule(turn)
             };
-            starts = plan.starts.len() + plan.cancels.len();
+            (starts, cancels) = (plan.starts.len(), plan.cancels.len());
         });
         self.last_pass = started.elapsed();
-        if starts > 0 {
+        if starts + cancels > 0 {
             tracing::debug!(
                 started = starts,
+                cancelled = cancels,
                 pass_us = self.last_pass.as_micros() as u64,
                 "scheduling pass"
             );
@@ -204,6 +206,14 @@ impl Core {
             Err(e) => fatal(&e),
         }
         fail::fail_point!("after-commit", orders_node, |_| std::process::abort());
+        // Readers see the turn before its callers hear of it: a caller's next read
+        // shows what it was told. Heartbeats change nothing a reader needs at once.
+        if events
+            .iter()
+            .any(|e| !matches!(e, Event::NodeHeartbeat { .. }))
+        {
+            self.snapshot.send_replace(Arc::new(self.state.clone()));
+        }
         for ack in acks {
             ack(None);
         }
@@ -220,17 +230,10 @@ impl Core {
         if reschedule {
             self.want_schedule();
         }
-        // Heartbeats change nothing a reader needs at once; everything else does.
-        if events
-            .iter()
-            .any(|e| !matches!(e, Event::NodeHeartbeat { .. }))
-        {
-            self.snapshot.send_replace(Arc::new(self.state.clone()));
-        }
     }
 
     /// Back to the state of the last published snapshot (the last turn committed),
-    /// keeping the nodes' heartbeat times, which are never stored.
+    /// keeping the nodes' heartbeat times, which heartbeats move without a commit.
     fn undo_turn(&mut self) {
         self.store_full = true;
         let mut state = self.snapshot.borrow().as_ref().clone();

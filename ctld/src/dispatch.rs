@@ -4,8 +4,10 @@
 //! node. Clients are cached per node address. A launch the node accepts comes back to
 //! the state owner as `Input::Launched` (the node confirmed it), one that cannot be
 //! delivered as `Input::LaunchFailed`. An order that cannot be delivered is tried a
-//! few times; beyond that, the node's next heartbeat or registration is answered with
-//! it again, since the rules derive every order from the durable state.
+//! few times. Beyond that, a kill, suspend or resume reaches the node in the answer to
+//! its next heartbeat or registration, since the rules derive those orders from the
+//! durable state; a signal (`scancel -s`, the SIGTERM that opens a preemption's grace
+//! time) is not sent again: the grace time still ends in a durable kill.
 
 use crate::core::Input;
 use crate::rules::{Effect, Order};
@@ -77,10 +79,18 @@ impl Dispatcher {
     }
 
     fn order(&mut self, job_id: JobId, node: &str, order: Order, state: &ClusterState) {
-        let Some(addr) = state.nodes.get(node).map(|n| n.addr.clone()) else {
-            return;
-        };
-        let Some(client) = self.client(&addr) else {
+        let client = state
+            .nodes
+            .get(node)
+            .filter(|n| !n.addr.is_empty())
+            .and_then(|n| self.client(&n.addr));
+        let Some(client) = client else {
+            tracing::debug!(
+                job_id,
+                node,
+                ?order,
+                "order not sent: the node has no address"
+            );
             return;
         };
         let kill_wait_secs = self.kill_wait_secs;
@@ -114,7 +124,13 @@ impl Dispatcher {
                 match sent {
                     Ok(()) => return,
                     Err(e) if attempt + 1 == ATTEMPTS => {
-                        tracing::warn!(job_id, node = %node, ?order, error = %e.message(), "order not delivered; the node's next heartbeat gets it");
+                        let again = matches!(order, Order::Kill | Order::Suspend | Order::Resume);
+                        let then = if again {
+                            "the node's next heartbeat gets it"
+                        } else {
+                            "it is not sent again"
+                        };
+                        tracing::warn!(job_id, node = %node, ?order, error = %e.message(), "order not delivered; {then}");
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(100 * (attempt + 1))).await,
                 }
@@ -186,7 +202,7 @@ impl Dispatcher {
             restart_count: job.restart_count,
             account: job.spec.account.clone(),
             qos: if job.spec.qos.is_empty() {
-                "normal".into()
+                model::assoc::DEFAULT_QOS.into()
             } else {
                 job.spec.qos.clone()
             },

@@ -73,14 +73,22 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.controller.addr.clone(),
         config.controller.kill_wait_s,
     );
-    let core = core::Core::new(state, config.clone(), store.clone(), snap_tx, dispatcher);
+    let sched_config = Arc::new(sched::SchedConfig::from_config(&config));
+    let core = core::Core::new(
+        state,
+        config.clone(),
+        sched_config.clone(),
+        store.clone(),
+        snap_tx,
+        dispatcher,
+    );
     let mut core_task = tokio::spawn(core.run(inbox_rx));
     let services = service::Services {
         inbox: inbox_tx,
         snapshot: snap_rx,
         store,
         config: config.clone(),
-        sched_config: Arc::new(sched::SchedConfig::from_config(&config)),
+        sched_config,
         estimates: Arc::new(tokio::sync::Semaphore::new(1)),
     };
     let listener = tokio::net::TcpListener::bind(addr)

@@ -286,9 +286,7 @@ impl Turns {
             s.waiting.insert(key, tx);
             rx
         };
-        waiting
-            .await
-            .map_err(|_| Status::unavailable("controller is shutting down"))
+        waiting.await.map_err(|_| status(Rejection::ShuttingDown))
     }
 }
 

@@ -62,11 +62,7 @@ pub fn check_submit(
     if spec.mem_per_cpu_mb > 0 && spec.mem_per_node_mb > 0 {
         return reject("--mem and --mem-per-cpu are mutually exclusive");
     }
-    if spec.num_nodes as usize > partition.nodes.len()
-        || (partition.max_nodes > 0 && spec.num_nodes > partition.max_nodes)
-    {
-        return reject("Node count specification invalid");
-    }
+    check_node_count(partition, &spec)?;
     if let Some(a) = &spec.array {
         if a.task_ids.is_empty() {
             return reject("Invalid job array specification");
@@ -147,6 +143,28 @@ fn check_constraint(state: &ClusterState, text: &str) -> Result<(), Rejected> {
         return reject(INVALID_FEATURE);
     }
     Ok(())
+}
+
+/// A job's node count against its partition's nodes and MaxNodes.
+fn check_node_count(partition: &model::Partition, spec: &JobSpec) -> Result<(), Rejected> {
+    if spec.num_nodes as usize > partition.nodes.len()
+        || (partition.max_nodes > 0 && spec.num_nodes > partition.max_nodes)
+    {
+        return reject("Node count specification invalid");
+    }
+    Ok(())
+}
+
+/// A pending job moved to another partition (`scontrol update Partition=`): the
+/// partition must take jobs and the job's node count.
+pub fn check_partition_move(state: &ClusterState, spec: &JobSpec) -> Result<(), Rejected> {
+    let Some(partition) = state.partition(&spec.partition) else {
+        return reject("Invalid partition name specified");
+    };
+    if !partition.accepts_jobs() {
+        return reject("Partition in use is not accepting jobs (state INACTIVE or DRAIN)");
+    }
+    check_node_count(partition, spec)
 }
 
 /// The partition's AllowAccounts/DenyAccounts and AllowQos against a job whose

@@ -4,7 +4,7 @@
 //! A cancel or requeue of a running job is a [`model::KillRequest`] in the job's
 //! record; the job ends as the request says when its node reports the end (`nodes`).
 //! Example: `scontrol requeue 7` of running job 7 records `JobKillRequested { 7,
-//! Requeue }` and the effect `Kill { 7 }`; the node's report then records
+//! Requeue }` and the effect `Order { 7, Kill }`; the node's report then records
 //! `JobRequeued { 7 }`, and 7 is pending again.
 
 use super::{Order, Turn};
@@ -114,8 +114,9 @@ pub fn estimate(
 }
 
 /// Resolves a job id as users write it (`12`, `12_3`, `12_[1-3]`, `12_*`) to records,
-/// splitting pending array tasks into records of their own when named alone.
-pub fn resolve_ids(turn: &mut Turn, text: &str) -> Result<Vec<JobId>, Rejection> {
+/// splitting pending array tasks into records of their own when named alone. Nothing
+/// is split unless every task named exists and `uid` may change the array.
+pub fn resolve_ids(turn: &mut Turn, text: &str, uid: Uid) -> Result<Vec<JobId>, Rejection> {
     let spec = JobIdSpec::parse(text).map_err(|_| invalid_id())?;
     if spec.step().is_some() {
         return Err(invalid_id());
@@ -143,7 +144,8 @@ pub fn resolve_ids(turn: &mut Turn, text: &str) -> Result<Vec<JobId>, Rejection>
         Tasks::Every => return Err(invalid_id()),
         Tasks::Listed { ids, .. } => ids.clone(),
     };
-    let mut out = Vec::new();
+    // Each task named: its own record, or a pending task still in the array's record.
+    let mut named = Vec::new();
     for task in tasks {
         let existing = turn
             .state
@@ -151,26 +153,40 @@ pub fn resolve_ids(turn: &mut Turn, text: &str) -> Result<Vec<JobId>, Rejection>
             .range(array_id..)
             .find(|(_, j)| j.array_job_id == array_id && j.array_task_id == Some(task))
             .map(|(id, _)| *id);
-        if let Some(id) = existing {
-            out.push(id);
-            continue;
+        let pending = || {
+            turn.state
+                .job(array_id)
+                .is_some_and(|m| m.pending_tasks.contains(&task))
+        };
+        match existing {
+            Some(id) => named.push(Ok(id)),
+            None if pending() => named.push(Err(task)),
+            None => return Err(invalid_id()),
         }
+    }
+    let splits = named.iter().filter(|n| n.is_err()).count();
+    if splits > 0 && !turn.state.job(array_id).is_some_and(|m| may_modify(m, uid)) {
+        return Err(Rejection::PermissionDenied);
+    }
+    let mut out = Vec::new();
+    for n in named {
         let pending = turn
             .state
             .job(array_id)
-            .filter(|m| m.pending_tasks.contains(&task))
-            .map(|m| m.pending_tasks.len())
-            .ok_or_else(invalid_id)?;
-        if pending == 1 {
-            out.push(array_id);
-        } else {
-            let new_id = turn.state.next_job_id;
-            turn.emit(Event::ArrayTaskSplit {
-                array_id,
-                task_id: task,
-                new_id,
-            });
-            out.push(new_id);
+            .map_or(0, |m| m.pending_tasks.len());
+        match n {
+            Ok(id) => out.push(id),
+            // The last pending task stays in the array's record.
+            Err(_) if pending == 1 => out.push(array_id),
+            Err(task) => {
+                let new_id = turn.state.next_job_id;
+                turn.emit(Event::ArrayTaskSplit {
+                    array_id,
+                    task_id: task,
+                    new_id,
+                });
+                out.push(new_id);
+            }
         }
     }
     Ok(out)
@@ -194,12 +210,22 @@ fn owned(state: &ClusterState, id: JobId, uid: Uid) -> Result<&Job, Rejection> {
 fn for_each_id(
     turn: &mut Turn,
     ids: &[String],
+    uid: Uid,
     mut each: impl FnMut(&mut Turn, JobId) -> Result<(), Rejection>,
 ) -> Vec<JobResult> {
     ids.iter()
         .map(|text| {
-            let outcome = resolve_ids(turn, text)
-                .and_then(|ids| ids.into_iter().try_for_each(|id| each(turn, id)));
+            // Every record named is tried; the first refusal is the answer.
+            let outcome = resolve_ids(turn, text, uid).and_then(|ids| {
+                let mut first = Ok(());
+                for id in ids {
+                    let result = each(turn, id);
+                    if first.is_ok() {
+                        first = result;
+                    }
+                }
+                first
+            });
             JobResult {
                 job_id: text.clone(),
                 error: outcome.err(),
@@ -234,7 +260,7 @@ pub fn signal(turn: &mut Turn, cmd: SignalJobs) -> Vec<JobResult> {
     }
     let mut results = Vec::new();
     for text in &cmd.job_ids {
-        match resolve_ids(turn, text) {
+        match resolve_ids(turn, text, cmd.requester) {
             Ok(ids) => {
                 let ids: Vec<JobId> = ids
                     .into_iter()
@@ -307,7 +333,7 @@ pub(super) fn request_kill(turn: &mut Turn, job_id: JobId, cause: KillCause) {
 
 /// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.
 pub fn control(turn: &mut Turn, cmd: ControlJobs) -> Vec<JobResult> {
-    for_each_id(turn, &cmd.job_ids, |turn, id| {
+    for_each_id(turn, &cmd.job_ids, cmd.requester, |turn, id| {
         control_one(turn, id, cmd.op, cmd.requester)
     })
 }
@@ -400,9 +426,11 @@ fn control_one(turn: &mut Turn, id: JobId, op: ControlOp, uid: Uid) -> Result<()
 }
 
 /// `scontrol update job`: the changes applied to each job as it stands now (a
-/// relative time limit moves the current one), each checked as a submit would.
+/// relative time limit moves the current one). A new partition must exist, take jobs
+/// and the job's node count, and allow its account and QOS; a new account or QOS is
+/// resolved and checked as at submit.
 pub fn update(turn: &mut Turn, cmd: UpdateJobs) -> Vec<JobResult> {
-    let results = for_each_id(turn, &cmd.job_ids, |turn, id| {
+    let results = for_each_id(turn, &cmd.job_ids, cmd.requester, |turn, id| {
         update_one(turn, id, &cmd.changes, cmd.requester)
     });
     turn.reschedule = true;
@@ -418,6 +446,7 @@ fn update_one(
     use model::job_update::UpdateError;
     let job = owned(turn.state, id, uid)?;
     let old_assoc = (job.spec.account.clone(), job.spec.qos.clone());
+    let old_partition = job.spec.partition.clone();
     let (mut spec, limit) =
         model::job_update::apply(job, changes, uid == 0).map_err(|e| match e {
             UpdateError::PermissionDenied => Rejection::PermissionDenied,
@@ -443,10 +472,16 @@ fn update_one(
             _ => {}
         }
     }
+    let invalid = |e: validate::Rejected| Rejection::Invalid(e.0);
+    let moved = spec.partition != old_partition;
+    if moved {
+        validate::check_partition_move(turn.state, &spec).map_err(invalid)?;
+    }
     if (spec.account.clone(), spec.qos.clone()) != old_assoc {
-        spec = validate::check_accounting(&turn.sched.assocs, spec)
-            .map_err(|e| Rejection::Invalid(e.0))?;
-        validate::check_partition_access(turn.state, &spec).map_err(|e| Rejection::Invalid(e.0))?;
+        spec = validate::check_accounting(&turn.sched.assocs, spec).map_err(invalid)?;
+    }
+    if moved || (spec.account.clone(), spec.qos.clone()) != old_assoc {
+        validate::check_partition_access(turn.state, &spec).map_err(invalid)?;
     }
     turn.emit(Event::JobUpdated {
         job_id: id,

@@ -1,12 +1,13 @@
 //! The controller's rules: what each command, node report and timer does to the
-//! cluster, as pure decisions over the state. No IO, no clock, no wire types: a rule
-//! takes a [`Turn`] (the state, the config, the turn's time) and a domain command, and
-//! records events (applied to the state as they are emitted, so that the next rule
-//! sees them) and effects (what nodes must be told once the events are durable). The
-//! state owner (`core`) commits the events, then answers and dispatches the effects.
+//! cluster, as pure decisions over the state. No IO (but log lines), no clock, no
+//! wire types: a rule takes a [`Turn`] (the state, the config, the turn's time) and a
+//! domain command, and records events (applied to the state as they are emitted, so
+//! that the next rule sees them) and effects (what nodes must be told once the events
+//! are durable). The state owner (`core`) commits the events, then answers and
+//! dispatches the effects.
 //!
 //! For example, `scancel 7` of a running job records `JobKillRequested { 7, Cancel by
-//! 1000 }` and the effect `Kill { 7 }`; the node's later report of the end records
+//! 1000 }` and the effect `Order { 7, Kill }`; the node's later report of the end records
 //! `UsageCharged` and `JobEnded { 7, CANCELLED by 1000 }`. Because the request is in
 //! the job's record, a controller restarted in between still kills the job (the
 //! node's registration is answered with an order to kill it) and still ends it as
@@ -58,8 +59,9 @@ pub enum Order {
     Resume,
 }
 
-/// One turn of the state owner, as the rules see it: the state they change (only
-/// through [`Turn::emit`]), the config, the turn's time, and what they decided.
+/// One turn of the state owner, as the rules see it: the state they change (through
+/// [`Turn::emit`], or `sched::Plan::apply` for a scheduling pass's plan), the config,
+/// the turn's time, and what they decided.
 pub struct Turn<'a> {
     pub state: &'a mut ClusterState,
     pub config: &'a Config,

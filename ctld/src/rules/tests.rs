@@ -514,6 +514,43 @@ fn relative_time_limits_move_the_limit_the_job_has_in_the_state_owner() {
 }
 
 #[test]
+fn a_job_moved_to_another_partition_is_checked_as_a_submit_to_it_would_be() {
+    use crate::command::UpdateJobs;
+    use model::job_update::JobChange;
+    let mut env = Env::new(
+        r#"
+[[partitions]]
+name = "physics"
+nodes = "n[1-2]"
+allow_accounts = ["physics"]
+[[partitions]]
+name = "one"
+nodes = "n1"
+"#,
+    );
+    let id = env.submit(|s| s.num_nodes = 2);
+    let mut move_to = |partition: &str| {
+        let cmd = UpdateJobs {
+            job_ids: vec![id.to_string()],
+            changes: vec![JobChange::Partition(partition.into())],
+            requester: ALICE,
+        };
+        let d = env.turn(|t| jobs::update(t, cmd));
+        assert!(d.events.is_empty(), "{:?}", d.events);
+        d.answer[0].error.clone().map(|e| e.to_string())
+    };
+    assert_eq!(
+        move_to("physics").as_deref(),
+        Some(crate::validate::INVALID_ACCOUNT)
+    );
+    assert_eq!(
+        move_to("one").as_deref(),
+        Some("Node count specification invalid")
+    );
+    assert_eq!(env.job(id).spec.partition, "p");
+}
+
+#[test]
 fn a_test_only_submit_estimates_from_a_snapshot_and_queues_nothing() {
     let env = Env::new("");
     let spec = JobSpec {
@@ -634,6 +671,58 @@ fn a_launch_failure_keeps_a_cancel_and_ignores_a_confirmed_or_earlier_run() {
     assert!(d.events.is_empty(), "{:?}", d.events);
     assert_eq!(env.job(confirmed).state, JobState::Running);
     assert_eq!(env.state.nodes[&node].health, model::NodeHealth::Up);
+}
+
+#[test]
+fn a_refused_command_splits_no_array_task_and_a_whole_array_is_tried_task_by_task() {
+    let mut env = Env::new("");
+    let array = env.submit(|s| {
+        s.array = Some(model::ArraySpec {
+            task_ids: vec![1, 2, 3, 4],
+            max_running: 1,
+        })
+    });
+    let control = |env: &mut Env, ids: &str, requester: u32| {
+        let cmd = ControlJobs {
+            op: ControlOp::Hold,
+            job_ids: vec![ids.to_string()],
+            requester,
+        };
+        env.turn(|t| jobs::control(t, cmd))
+    };
+    // Another user's hold of one task, and a list naming a task that does not exist:
+    // refused, and the array's record is as it was.
+    let d = control(&mut env, &format!("{array}_3"), ALICE + 1);
+    assert_eq!(
+        d.answer[0].error,
+        Some(crate::command::Rejection::PermissionDenied)
+    );
+    assert!(d.events.is_empty(), "{:?}", d.events);
+    let d = control(&mut env, &format!("{array}_[3,9]"), 0);
+    assert!(d.answer[0].error.is_some());
+    assert!(d.events.is_empty(), "{:?}", d.events);
+    assert_eq!(env.job(array).pending_tasks.len(), 4);
+    // One task runs; a hold of the whole array holds every pending task and says that
+    // the running one could not be held.
+    let _ = env.turn(timer::schedule);
+    let running: Vec<JobId> = env
+        .state
+        .jobs
+        .values()
+        .filter(|j| j.state == JobState::Running)
+        .map(|j| j.id)
+        .collect();
+    assert!(!running.is_empty());
+    let d = control(&mut env, &array.to_string(), 0);
+    assert!(d.answer[0].error.is_some());
+    let pending: Vec<&std::sync::Arc<model::Job>> = env
+        .state
+        .jobs
+        .values()
+        .filter(|j| j.state == JobState::Pending)
+        .collect();
+    assert!(!pending.is_empty());
+    assert!(pending.iter().all(|j| j.held), "{pending:?}");
 }
 
 #[test]

@@ -102,8 +102,7 @@ pub fn schedule(turn: &mut Turn) -> sched::Plan {
         turn.events.push(event);
     }
     for event in plan.pending_reason_events(turn.state) {
-        turn.state.apply(&event);
-        turn.events.push(event);
+        turn.emit(event);
     }
     if !plan.preempts.is_empty() || !plan.resumes.is_empty() {
         // Suspended victims lend their room at once: start their preemptors.

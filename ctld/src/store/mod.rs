@@ -33,6 +33,9 @@ pub enum StoreError {
     Encode(postcard::Error),
     #[error("state store: record {key} is corrupt or of an unknown version: {reason}")]
     Decode { key: String, reason: String },
+    /// A store written by a newer release (or not a store of ours): left untouched.
+    #[error("state store: format {found:?} is not one this release reads (format {reads})")]
+    Format { found: Vec<u8>, reads: u8 },
 }
 
 /// The records one turn changed, to be made durable together.

@@ -209,10 +209,18 @@ impl SledStore {
     }
 
     /// Rewrites a store of format 3 (the release before format 4, which kept no
-    /// `format` key) in format 4, once; a new store gets the key at once.
+    /// `format` key) in format 4, once; a new store gets the key at once. A store of
+    /// any other format is refused, untouched.
     fn migrate(&self) -> Result<(), StoreError> {
-        if self.db.get(FORMAT_KEY)?.as_deref() == Some(&[records::FORMAT][..]) {
-            return Ok(());
+        match self.db.get(FORMAT_KEY)? {
+            Some(format) if *format == [records::FORMAT] => return Ok(()),
+            Some(format) => {
+                return Err(StoreError::Format {
+                    found: format.to_vec(),
+                    reads: records::FORMAT,
+                });
+            }
+            None => {}
         }
         let mut rewritten = 0usize;
         for tree in TreeName::ALL {
@@ -292,8 +300,8 @@ impl SledStore {
         let free = free_bytes(&self.dir).map_err(|e| StoreError::Engine(e.to_string()))?;
         if free < self.min_free_bytes.saturating_add(bytes) {
             return Err(StoreError::Full(format!(
-                "{} MB free on the state disk, {} MB needed; writes are refused until \
-                 space is freed",
+                "{} MB free on the state disk, under the {} MB kept free \
+                 (state_min_free_mb); writes are refused until space is freed",
                 free >> 20,
                 self.min_free_bytes >> 20
             )));
@@ -761,5 +769,35 @@ mod tests {
         assert!(loaded.usage[0].1.at > 0);
         let script = store.payload(10).unwrap().unwrap().script;
         assert!(script.contains("sleep 1000"), "{script}");
+    }
+
+    #[tokio::test]
+    async fn a_store_of_a_newer_format_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            store.commit(updates(&[job(1, JobState::Pending)])).unwrap();
+            store.db.insert(FORMAT_KEY, &[records::FORMAT + 1]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let refused = loop {
+            match SledStore::open(dir.path(), 0) {
+                Err(StoreError::Format { found, reads }) => break (found, reads),
+                Err(e) if std::time::Instant::now() < deadline => {
+                    // sled's flusher may still hold the lock: try again.
+                    let _ = e;
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                other => panic!("{:?}", other.map(|_| ())),
+            }
+        };
+        assert_eq!(refused, (vec![records::FORMAT + 1], records::FORMAT));
+        // Still the newer release's store.
+        let db = sled::open(dir.path()).unwrap();
+        assert_eq!(
+            db.get(FORMAT_KEY).unwrap().as_deref(),
+            Some(&[records::FORMAT + 1][..])
+        );
     }
 }
