@@ -354,8 +354,8 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
             answer(acks, reply, r);
         }
         Input::CompleteStep(cmd, reply) => {
-            jobs::complete_step(turn, cmd);
-            answer(acks, reply, Ok(()));
+            let r = jobs::complete_step(turn, cmd);
+            answer(acks, reply, r);
         }
         Input::Register(reg, reply) => {
             // The daemon restarted or moved: the next call dials it afresh.

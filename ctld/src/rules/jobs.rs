@@ -518,7 +518,17 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<u32, Rejection> {
     Ok(step_id)
 }
 
-pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) {
+/// The end of a step `srun` started: a step that does not exist is refused, one that
+/// already ended stays as it ended.
+pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) -> Result<(), Rejection> {
+    let job = turn.state.job(cmd.job_id).ok_or_else(invalid_id)?;
+    let step = job.steps.iter().find(|s| s.id == Some(cmd.step_id));
+    match step {
+        None => return Err(invalid_id()),
+        // Told twice (a retried report): it ended as it was first told.
+        Some(step) if step.state.is_final() => return Ok(()),
+        Some(_) => {}
+    }
     let time = turn.now;
     turn.emit(Event::StepEnded {
         job_id: cmd.job_id,
@@ -527,6 +537,7 @@ pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) {
         exit_signal: cmd.exit_signal,
         time,
     });
+    Ok(())
 }
 
 /// `scontrol create|update|delete reservation`: the reservation's name.

@@ -726,6 +726,40 @@ fn a_refused_command_splits_no_array_task_and_a_whole_array_is_tried_task_by_tas
 }
 
 #[test]
+fn a_step_ends_once_and_only_a_step_that_exists() {
+    use crate::command::{CompleteStep, CreateStep};
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    env.start(id);
+    let create = CreateStep {
+        job_id: id,
+        name: "s".into(),
+        num_tasks: 1,
+        requester: ALICE,
+    };
+    let step = env.turn(|t| jobs::create_step(t, create)).answer.unwrap();
+    let end = |step_id, exit_code| CompleteStep {
+        job_id: id,
+        step_id,
+        exit_code,
+        exit_signal: 0,
+    };
+    let d = env.turn(|t| jobs::complete_step(t, end(step + 1, 0)));
+    assert!(d.answer.is_err() && d.events.is_empty());
+    let d = env.turn(|t| jobs::complete_step(t, end(step, 3)));
+    assert!(d.answer.is_ok() && d.events.len() == 1);
+    let d = env.turn(|t| jobs::complete_step(t, end(step, 0)));
+    assert!(d.answer.is_ok() && d.events.is_empty());
+    let ended = env
+        .job(id)
+        .steps
+        .iter()
+        .find(|s| s.id == Some(step))
+        .unwrap();
+    assert_eq!(ended.exit_code, 3);
+}
+
+#[test]
 fn holds_and_releases_set_slurms_reasons() {
     let mut env = Env::new("");
     let id = env.submit(|_| {});
