@@ -7,23 +7,30 @@
 //! hours; without IGNORE_JOBS it is refused while a running job's time limit reaches
 //! into the window ("Requested nodes are busy").
 
-use crate::command::{ChangeReservation, ReservationOp};
+use crate::command::{ChangeReservation, Rejection, ReservationOp};
 use model::reservation::{Reservation, ReservationFlag};
 use model::reservation_change::{NodeChoice, ReservationChange};
 use model::{ClusterState, Event, Time};
 
-/// The event for a change, or the error text to return.
-pub fn change(state: &ClusterState, req: &ChangeReservation, now: Time) -> Result<Event, String> {
+/// The event for a change, or Slurm's error for it: only root changes reservations,
+/// and a name that is not there is not found.
+pub fn change(
+    state: &ClusterState,
+    req: &ChangeReservation,
+    now: Time,
+) -> Result<Event, Rejection> {
     if req.requester != 0 {
-        return Err("Access/permission denied".into());
+        return Err(Rejection::PermissionDenied);
     }
+    let required = || Rejection::invalid("Reservation name required");
+    let not_found = || Rejection::NotFound("Invalid reservation name".into());
     let change = &req.change;
     let name = change.name.clone();
     match req.op {
         ReservationOp::Delete => {
-            let name = name.ok_or("Reservation name required")?;
+            let name = name.ok_or_else(required)?;
             if !state.reservations.contains_key(&name) {
-                return Err("Invalid reservation name".into());
+                return Err(not_found());
             }
             Ok(Event::ReservationDeleted { name })
         }
@@ -35,10 +42,9 @@ pub fn change(state: &ClusterState, req: &ChangeReservation, now: Time) -> Resul
                     .unwrap_or_default()
             });
             if state.reservations.contains_key(&name) {
-                return Err(
-                    "Reservation request overlaps with an existing reservation of the same name"
-                        .into(),
-                );
+                return Err(Rejection::invalid(
+                    "Reservation request overlaps with an existing reservation of the same name",
+                ));
             }
             let base = Reservation {
                 name,
@@ -50,19 +56,19 @@ pub fn change(state: &ClusterState, req: &ChangeReservation, now: Time) -> Resul
                 flags: Vec::new(),
                 partition: String::new(),
             };
-            let res = edit(state, base, change, now, true)?;
+            let res = edit(state, base, change, now, true).map_err(Rejection::Invalid)?;
             Ok(Event::ReservationSet {
                 reservation: Box::new(res),
             })
         }
         ReservationOp::Update => {
-            let name = name.ok_or("Reservation name required")?;
+            let name = name.ok_or_else(required)?;
             let current = state
                 .reservations
                 .get(&name)
                 .cloned()
-                .ok_or("Invalid reservation name")?;
-            let res = edit(state, current, change, now, false)?;
+                .ok_or_else(not_found)?;
+            let res = edit(state, current, change, now, false).map_err(Rejection::Invalid)?;
             Ok(Event::ReservationSet {
                 reservation: Box::new(res),
             })
@@ -239,7 +245,7 @@ mod tests {
             "INACTIVE"
         );
         assert_eq!(
-            change(&s, &create, 500).unwrap_err(),
+            change(&s, &create, 500).unwrap_err().to_string(),
             "Reservation request overlaps with an existing reservation of the same name"
         );
         let other = req(
@@ -252,7 +258,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            change(&s, &other, 500).unwrap_err(),
+            change(&s, &other, 500).unwrap_err().to_string(),
             "Requested nodes are busy"
         );
         let update = req(
@@ -300,7 +306,10 @@ mod tests {
             },
             requester: 0,
         };
-        assert_eq!(change(&s, &moved, 0).unwrap_err(), "Invalid StartTime");
+        assert_eq!(
+            change(&s, &moved, 0).unwrap_err().to_string(),
+            "Invalid StartTime"
+        );
         let beyond = ChangeReservation {
             change: ReservationChange {
                 start: Some(Time::MAX),
@@ -308,7 +317,10 @@ mod tests {
             },
             ..moved
         };
-        assert_eq!(change(&s, &beyond, 0).unwrap_err(), "Invalid StartTime");
+        assert_eq!(
+            change(&s, &beyond, 0).unwrap_err().to_string(),
+            "Invalid StartTime"
+        );
     }
 
     #[test]
@@ -350,7 +362,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            change(&s, &busy, 0).unwrap_err(),
+            change(&s, &busy, 0).unwrap_err().to_string(),
             "Requested nodes are busy"
         );
         let mut ignore = busy.clone();
@@ -380,13 +392,19 @@ mod tests {
         assert!(
             change(&s, &no_users, 0)
                 .unwrap_err()
+                .to_string()
                 .contains("Users or Accounts")
         );
         let mut not_root = ignore.clone();
         not_root.requester = 1000;
         assert_eq!(
             change(&s, &not_root, 0).unwrap_err(),
-            "Access/permission denied"
+            Rejection::PermissionDenied
+        );
+        let gone = req(ReservationOp::Delete, &[("ReservationName", "gone")]);
+        assert_eq!(
+            change(&s, &gone, 0).unwrap_err(),
+            Rejection::NotFound("Invalid reservation name".into())
         );
     }
 }

@@ -542,8 +542,7 @@ pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) -> Result<(), Rejection
 
 /// `scontrol create|update|delete reservation`: the reservation's name.
 pub fn change_reservation(turn: &mut Turn, cmd: ChangeReservation) -> Result<String, Rejection> {
-    let event =
-        crate::reservations::change(turn.state, &cmd, turn.now).map_err(Rejection::Invalid)?;
+    let event = crate::reservations::change(turn.state, &cmd, turn.now)?;
     let name = event.reservation_name().unwrap_or_default().to_string();
     turn.emit(event);
     turn.reschedule = true;
