@@ -29,14 +29,17 @@ pub fn check_records(command: &str, jobs: &[JobInfo]) -> Result<(), Exit> {
                 format!("job {} came without its spec from the controller", j.job_id),
             ));
         }
-        if !known(j.state) || j.steps.iter().any(|s| !known(s.state)) {
-            return Err(Exit::error(
+        let unknown = |what: String, state: i32| {
+            Exit::error(
                 command,
-                format!(
-                    "job {} came with a state this version does not know ({})",
-                    j.job_id, j.state
-                ),
-            ));
+                format!("{what} came with a state this version does not know ({state})"),
+            )
+        };
+        if !known(j.state) {
+            return Err(unknown(format!("job {}", j.job_id), j.state));
+        }
+        if let Some(s) = j.steps.iter().find(|s| !known(s.state)) {
+            return Err(unknown(format!("step {}.{}", j.job_id, s.step_id), s.state));
         }
     }
     Ok(())
@@ -495,6 +498,17 @@ mod tests {
         j.spec = Some(JobSpec::default());
         assert!(check_records("squeue", std::slice::from_ref(&j)).is_ok());
         // A state from a newer controller is refused, not read as PENDING.
+        j.steps = vec![StepInfo {
+            step_id: "batch".into(),
+            state: 42,
+            ..Default::default()
+        }];
+        assert_eq!(
+            check_records("squeue", std::slice::from_ref(&j))
+                .unwrap_err()
+                .stderr,
+            "squeue: error: step 5.batch came with a state this version does not know (42)\n"
+        );
         j.state = 99;
         assert_eq!(
             check_records("squeue", &[j]).unwrap_err().stderr,
