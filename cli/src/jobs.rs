@@ -102,14 +102,6 @@ pub fn or_null(s: &str) -> &str {
     if s.is_empty() { "(null)" } else { s }
 }
 
-/// True when the hostlist `nodes` (a job's or step's) names one of `wanted`.
-pub fn on_any_node(wanted: &[String], nodes: &str) -> bool {
-    model::hostlist::expand(nodes)
-        .unwrap_or_default()
-        .iter()
-        .any(|n| wanted.contains(n))
-}
-
 /// The pending tasks of an array remainder without brackets: `3-9%2`.
 pub fn task_str(job: &JobInfo) -> &str {
     let s = job.array_task_str.as_str();
@@ -480,10 +472,6 @@ mod tests {
         assert_eq!(names.job_user(&j), "42");
         names.users.insert(42, "ada".into());
         assert_eq!(names.job_user(&j), "ada");
-        let wanted = ["n2".to_string()];
-        assert!(on_any_node(&wanted, "n[1-3]"));
-        assert!(!on_any_node(&wanted, "n[3-4]"));
-        assert!(!on_any_node(&wanted, "n[bad"));
     }
 
     #[test]
