@@ -31,7 +31,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::future::Future;
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -48,7 +48,7 @@ pub const TIMED_OUT: &str = "Socket timed out on send/recv operation";
 /// How long a command waits for the controller.
 #[derive(Clone, Copy, Debug)]
 pub struct Deadlines {
-    /// For the TCP connection to be accepted.
+    /// For the host name's lookup, then for the TCP connection to be accepted.
     pub connect: Duration,
     /// For each read or write of the socket to make progress.
     pub read: Duration,
@@ -229,10 +229,11 @@ impl Shared {
     }
 }
 
-/// Connects to the first address of `addr` that accepts within `deadline`.
+/// Connects to the first address of `addr` that accepts within `deadline` (the name's
+/// lookup has a `deadline` of its own).
 fn connect(addr: &str, deadline: Duration) -> std::io::Result<TcpStream> {
     let mut last = None;
-    for candidate in addr.to_socket_addrs()? {
+    for candidate in resolve(addr, deadline)? {
         match TcpStream::connect_timeout(&candidate, deadline) {
             Ok(socket) => return Ok(socket),
             Err(e) => last = Some(e),
@@ -241,6 +242,27 @@ fn connect(addr: &str, deadline: Duration) -> std::io::Result<TcpStream> {
     Err(last.unwrap_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::NotFound, "no address to connect to")
     }))
+}
+
+/// The addresses of `addr` (`host:port`). A literal `ip:port` needs no lookup. A host
+/// name is looked up on a thread of its own, since std's lookup (`getaddrinfo`) has no
+/// deadline: a resolver that does not answer costs at most `deadline`, and the thread
+/// is left to end on its own (the command exits soon after).
+fn resolve(addr: &str, deadline: Duration) -> std::io::Result<Vec<SocketAddr>> {
+    if let Ok(literal) = addr.parse::<SocketAddr>() {
+        return Ok(vec![literal]);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let name = addr.to_string();
+    std::thread::spawn(move || {
+        let _ = tx.send(name.to_socket_addrs().map(Iterator::collect));
+    });
+    rx.recv_timeout(deadline).unwrap_or_else(|_| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no address for {addr} within {} s", deadline.as_secs()),
+        ))
+    })
 }
 
 /// The transport of tonic's client (`client::Ctld`).
@@ -779,6 +801,21 @@ mod tests {
         assert_eq!(status.message(), TIMED_OUT);
         assert!(waited >= QUICK.read, "{waited:?}");
         assert!(waited < Duration::from_secs(10), "{waited:?}");
+    }
+
+    #[test]
+    fn a_host_name_is_looked_up_and_a_literal_address_is_not() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let literal = format!("127.0.0.1:{port}");
+        assert_eq!(
+            resolve(&literal, QUICK.connect).unwrap(),
+            [literal.parse::<SocketAddr>().unwrap()]
+        );
+        let named = resolve(&format!("localhost:{port}"), QUICK.connect).unwrap();
+        assert!(named.iter().all(|a| a.port() == port), "{named:?}");
+        assert!(named.iter().any(|a| a.ip().is_loopback()), "{named:?}");
+        assert!(resolve("no port", QUICK.connect).is_err());
     }
 
     #[test]
