@@ -399,7 +399,8 @@ pub fn wait_status(code: i32, signal: i32) -> i32 {
 
 /// A job id argument: one or more ids separated by commas outside brackets (`12,13_[1,3]`
 /// is `12` and `13_[1,3]`), in `model::job_id`'s forms. An empty argument or item is
-/// refused like any other bad id.
+/// refused like any other bad id, as Slurm's scancel refuses `12,` (its empty item is
+/// no number); `JobIdSpec::parse_list`, squeue's and sacct's `-j`, skips empty items.
 pub fn job_ids(arg: &str) -> Result<Vec<JobIdSpec>, JobIdError> {
     job_id::split_list(arg)
         .into_iter()

@@ -396,6 +396,8 @@ mod tests {
     fn parse_errors() {
         let e = |a: &[&str]| parse(&s(a)).unwrap_err();
         assert_eq!(e(&["12x"]).lines(), ["scancel: error: Invalid job id 12x"]);
+        // As in Slurm, an empty item of a list is a bad id.
+        assert_eq!(e(&["12,"]).lines(), ["scancel: error: Invalid job id "]);
         assert_eq!(
             e(&[]).lines(),
             ["scancel: error: No job identification provided"]
