@@ -155,7 +155,7 @@ fn bench(args: &[String]) -> Result<()> {
         }
         let rate = counts.sbatch_calls as f64 / started.elapsed().as_secs_f64();
         println!(
-            "sbatch_calls_per_s sequential calls={} rate={rate:.0} (target >= 300; Slurm here 31-54)",
+            "sbatch_calls_per_s sequential calls={} rate={rate:.0} (target >= 300)",
             counts.sbatch_calls
         );
         cancel_all(&bin)?;
@@ -174,7 +174,7 @@ fn bench(args: &[String]) -> Result<()> {
         // 3. Submit-to-running latency on an idle cluster: the job itself stamps its start.
         let lat = rt.block_on(submit_to_running(&addr, &work, counts.latency_jobs))?;
         println!(
-            "submit_to_running_ms jobs={} p50={:.1} p99={:.1} (target p50 < 20; Slurm ~1000)",
+            "submit_to_running_ms jobs={} p50={:.1} p99={:.1} (target p50 < 20)",
             counts.latency_jobs,
             percentile(&lat, 0.5),
             percentile(&lat, 0.99)
@@ -183,7 +183,7 @@ fn bench(args: &[String]) -> Result<()> {
         // 4. Trivial jobs from first submit to all completed.
         let secs = rt.block_on(end_to_end(&addr, &work, counts.e2e_jobs))?;
         println!(
-            "trivial_jobs_end_to_end jobs={} seconds={secs:.2} rate={:.0}/s (Slurm here: 500 jobs in ~130 s)",
+            "trivial_jobs_end_to_end jobs={} seconds={secs:.2} rate={:.0}/s",
             counts.e2e_jobs,
             counts.e2e_jobs as f64 / secs
         );
@@ -239,7 +239,7 @@ fn bench(args: &[String]) -> Result<()> {
             times.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         println!(
-            "squeue_ms queued={size} p50={:.0} p99={:.0} (target < 300 at 100k; Slurm at 500 jobs: ~40)",
+            "squeue_ms queued={size} p50={:.0} p99={:.0} (target < 300 at 100k)",
             percentile(&times, 0.5),
             percentile(&times, 0.99)
         );

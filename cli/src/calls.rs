@@ -1,17 +1,24 @@
 //! A command's calls to the controller, with Slurm's words when one fails: connecting
-//! (`Unable to contact slurm controller (connect failure)`), a read command's one
-//! exchange, and the text of a failed call.
+//! (`Unable to contact slurm controller (connect failure)`, or the config's own error),
+//! a read command's one exchange, and the text of a failed call.
 
-use crate::client::{self, Ctld};
+use crate::client::{self, ConnectError, Ctld};
 
 /// The words of every command for a controller it cannot reach.
 pub const CONNECT_FAILURE: &str = "Unable to contact slurm controller (connect failure)";
 
-/// The controller, or Slurm's words for not reaching it.
+/// The controller, or why there is none: Slurm's words for not reaching it, or the
+/// config's error (`drover.toml:5: ...`).
 pub async fn connect() -> Result<Ctld, String> {
-    client::connect()
-        .await
-        .map_err(|_| CONNECT_FAILURE.to_string())
+    client::connect().await.map_err(|e| connect_error_text(&e))
+}
+
+/// What a command prints for a failed connect.
+fn connect_error_text(e: &ConnectError) -> String {
+    match e {
+        ConnectError::Unreachable(_) => CONNECT_FAILURE.to_string(),
+        ConnectError::Config(_) => e.to_string(),
+    }
 }
 
 /// A failed call's message, as Slurm would word it.
@@ -59,5 +66,15 @@ mod tests {
             "Invalid job id specified"
         );
         assert_eq!(status_text(&tonic::Status::internal("")), "Internal");
+    }
+
+    #[test]
+    fn a_bad_config_is_named_and_an_unreachable_controller_in_slurms_words() {
+        let bad = model::Config::parse("[controller]\naddr = 5\n", "conf/drover.toml");
+        let e = ConnectError::Config(bad.unwrap_err().into());
+        let text = connect_error_text(&e);
+        assert!(text.starts_with("conf/drover.toml:2:"), "{text}");
+        let e = ConnectError::Unreachable(anyhow::anyhow!("connection refused"));
+        assert_eq!(connect_error_text(&e), CONNECT_FAILURE);
     }
 }

@@ -85,17 +85,31 @@ pub fn runtime_with_io() -> tokio::runtime::Runtime {
 /// calls.
 pub type Ctld = CtldClient<crate::connection::Connection>;
 
+/// Why a command has no connection to the controller.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The config cannot be read or is invalid (its message names `file:line`), or the
+    /// controller's address is no address.
+    #[error("{0:#}")]
+    Config(anyhow::Error),
+    /// Nothing at the controller's address accepted the connection.
+    #[error("{0:#}")]
+    Unreachable(anyhow::Error),
+}
+
 /// Connects to the controller, waiting at most 5 s; a call then fails once the
 /// controller is silent for 60 s (`connection::Deadlines::COMMAND`).
-pub async fn connect() -> Result<Ctld> {
-    let config = load_config()?;
+pub async fn connect() -> Result<Ctld, ConnectError> {
+    let config = load_config().map_err(ConnectError::Config)?;
     let addr = ctld_addr(&config);
     let origin: http::Uri = format!("http://{addr}")
         .parse()
-        .context("bad controller address")?;
+        .with_context(|| format!("bad controller address {addr:?}"))
+        .map_err(ConnectError::Config)?;
     let conn = crate::connection::Connection::open(&addr, crate::connection::Deadlines::COMMAND)
         .await
-        .with_context(|| format!("unable to contact the controller at {addr}"))?;
+        .with_context(|| format!("unable to contact the controller at {addr}"))
+        .map_err(ConnectError::Unreachable)?;
     Ok(CtldClient::with_origin(conn, origin).max_decoding_message_size(256 << 20))
 }
 

@@ -31,7 +31,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::future::Future;
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -48,7 +48,7 @@ pub const TIMED_OUT: &str = "Socket timed out on send/recv operation";
 /// How long a command waits for the controller.
 #[derive(Clone, Copy, Debug)]
 pub struct Deadlines {
-    /// For the TCP connection to be accepted.
+    /// For the host name's lookup, then for the TCP connection to be accepted.
     pub connect: Duration,
     /// For each read or write of the socket to make progress.
     pub read: Duration,
@@ -229,10 +229,11 @@ impl Shared {
     }
 }
 
-/// Connects to the first address of `addr` that accepts within `deadline`.
+/// Connects to the first address of `addr` that accepts within `deadline` (the name's
+/// lookup has a `deadline` of its own).
 fn connect(addr: &str, deadline: Duration) -> std::io::Result<TcpStream> {
     let mut last = None;
-    for candidate in addr.to_socket_addrs()? {
+    for candidate in resolve(addr, deadline)? {
         match TcpStream::connect_timeout(&candidate, deadline) {
             Ok(socket) => return Ok(socket),
             Err(e) => last = Some(e),
@@ -241,6 +242,27 @@ fn connect(addr: &str, deadline: Duration) -> std::io::Result<TcpStream> {
     Err(last.unwrap_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::NotFound, "no address to connect to")
     }))
+}
+
+/// The addresses of `addr` (`host:port`). A literal `ip:port` needs no lookup. A host
+/// name is looked up on a thread of its own, since std's lookup (`getaddrinfo`) has no
+/// deadline: a resolver that does not answer costs at most `deadline`, and the thread
+/// is left to end on its own (the command exits soon after).
+fn resolve(addr: &str, deadline: Duration) -> std::io::Result<Vec<SocketAddr>> {
+    if let Ok(literal) = addr.parse::<SocketAddr>() {
+        return Ok(vec![literal]);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let name = addr.to_string();
+    std::thread::spawn(move || {
+        let _ = tx.send(name.to_socket_addrs().map(Iterator::collect));
+    });
+    rx.recv_timeout(deadline).unwrap_or_else(|_| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no address for {addr} within {} s", deadline.as_secs()),
+        ))
+    })
 }
 
 /// The transport of tonic's client (`client::Ctld`).
@@ -412,6 +434,7 @@ impl tokio::io::AsyncWrite for BlockingSocket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::{grpc_message, serve_h2};
     use prost::Message;
     use proto::v1::{self, ctld_client::CtldClient};
     use std::net::TcpListener;
@@ -455,13 +478,6 @@ mod tests {
             }),
             test_only: false,
         }
-    }
-
-    fn grpc_message(bytes: &[u8]) -> Vec<u8> {
-        let mut out = vec![0];
-        out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-        out.extend_from_slice(bytes);
-        out
     }
 
     fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
@@ -601,55 +617,6 @@ mod tests {
         (addr, handle)
     }
 
-    /// Serves one connection with h2's server, whose windows are HTTP/2's defaults
-    /// (64 KB): each request's path and whole body go to `answer`, which gives the reply's
-    /// messages.
-    fn serve_h2(
-        answer: impl Fn(&str, &[u8]) -> Vec<Vec<u8>> + Send + Sync + 'static,
-    ) -> (String, std::thread::JoinHandle<()>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let answer = Arc::new(answer);
-        let handle = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                listener.set_nonblocking(true).unwrap();
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                let (socket, _) = listener.accept().await.unwrap();
-                let mut connection = h2::server::handshake(socket).await.unwrap();
-                while let Some(Ok((request, mut respond))) = connection.accept().await {
-                    let answer = answer.clone();
-                    tokio::spawn(async move {
-                        let path = request.uri().path().to_string();
-                        let mut body = request.into_body();
-                        let mut bytes = Vec::new();
-                        while let Some(chunk) = body.data().await {
-                            let chunk = chunk.unwrap();
-                            body.flow_control().release_capacity(chunk.len()).unwrap();
-                            bytes.extend_from_slice(&chunk);
-                        }
-                        let head = http::Response::builder()
-                            .header("content-type", "application/grpc")
-                            .body(())
-                            .unwrap();
-                        let mut send = respond.send_response(head, false).unwrap();
-                        for message in answer(&path, &bytes) {
-                            send.send_data(grpc_message(&message).into(), false)
-                                .unwrap();
-                        }
-                        let mut trailers = http::HeaderMap::new();
-                        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
-                        send.send_trailers(trailers).unwrap();
-                    });
-                }
-            });
-        });
-        (addr, handle)
-    }
-
     #[test]
     fn a_call_is_one_write_and_a_reset_after_a_whole_reply_is_no_error() {
         let (addr, server) = serve(|peer| {
@@ -695,7 +662,7 @@ mod tests {
     #[test]
     fn a_large_script_waits_for_the_servers_window() {
         const SIZE: usize = 2 << 20;
-        let (addr, server) = serve_h2(|path, body| {
+        let (addr, server) = serve_h2(0, |path, body| {
             assert_eq!(path, "/drover.v1.Ctld/SubmitJob");
             let request = v1::SubmitJobRequest::decode(&body[5..]).unwrap();
             let script = request.spec.unwrap().script;
@@ -723,7 +690,7 @@ mod tests {
     #[test]
     fn a_streamed_listing_arrives_whole_and_in_order() {
         let sizes = [10usize, 3_000_000, 0, 20];
-        let (addr, server) = serve_h2(move |path, _| {
+        let (addr, server) = serve_h2(0, move |path, _| {
             assert_eq!(path, "/drover.v1.Ctld/ListJobSummaries");
             sizes
                 .iter()
@@ -834,6 +801,21 @@ mod tests {
         assert_eq!(status.message(), TIMED_OUT);
         assert!(waited >= QUICK.read, "{waited:?}");
         assert!(waited < Duration::from_secs(10), "{waited:?}");
+    }
+
+    #[test]
+    fn a_host_name_is_looked_up_and_a_literal_address_is_not() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let literal = format!("127.0.0.1:{port}");
+        assert_eq!(
+            resolve(&literal, QUICK.connect).unwrap(),
+            [literal.parse::<SocketAddr>().unwrap()]
+        );
+        let named = resolve(&format!("localhost:{port}"), QUICK.connect).unwrap();
+        assert!(named.iter().all(|a| a.port() == port), "{named:?}");
+        assert!(named.iter().any(|a| a.ip().is_loopback()), "{named:?}");
+        assert!(resolve("no port", QUICK.connect).is_err());
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub enum Needs {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SortKey {
     Num(i64),
+    /// The id order ([`id_order`]).
+    Id(u32, i64),
     Text(String),
 }
 
@@ -43,6 +45,8 @@ pub enum Sort {
     /// By its printed value.
     ByText,
     By(fn(&JobInfo, &Ctx) -> i64),
+    /// By [`id_order`].
+    ById,
 }
 
 /// A job field as squeue shows it.
@@ -96,6 +100,10 @@ impl Squeue {
         match self.sort {
             Sort::ByText => SortKey::Text((self.value)(j, ctx).text),
             Sort::By(key) => SortKey::Num(key(j, ctx)),
+            Sort::ById => {
+                let (base, task) = id_order(j);
+                SortKey::Id(base, task)
+            }
         }
     }
 
@@ -183,6 +191,13 @@ impl Squeue {
     const fn sorted(self, key: fn(&JobInfo, &Ctx) -> i64) -> Squeue {
         Squeue {
             sort: Sort::By(key),
+            ..self
+        }
+    }
+
+    const fn sorted_by_id(self) -> Squeue {
+        Squeue {
+            sort: Sort::ById,
             ..self
         }
     }
@@ -410,9 +425,13 @@ fn start_or_planned(j: &JobInfo) -> i64 {
     }
 }
 
-/// The id order: an array's records together, the pending remainder first.
-fn id_order(j: &JobInfo, _: &Ctx) -> i64 {
-    i64::from(jobs::base_id(j)) * 1_000_000 + j.array_task_id.map(i64::from).unwrap_or(-1)
+/// The id order: an array's records together, the pending remainder (-1) first, then
+/// the tasks by id.
+pub fn id_order(j: &JobInfo) -> (u32, i64) {
+    (
+        jobs::base_id(j),
+        j.array_task_id.map(i64::from).unwrap_or(-1),
+    )
 }
 
 /// Slurm's numeric order of job states (`-S t`).
@@ -551,7 +570,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         sq(Some('e'), &["endtime"], "END_TIME", Summary, |j, _| {
             Cell::cut(end_time(j))
         })
-        .sorted(|j, _| j.end_time),
+        .sorted(|j, _| j.expected_end),
         sa("End", 19, |j, _| times::time_or(j.end_time, "Unknown"))
             .steps(|j, st, _| times::time_or(step_end(j, st), "Unknown")),
     ),
@@ -583,7 +602,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         sq(Some('i'), &["jobarrayid"], "JOBID", Summary, |j, _| {
             Cell::cut(jobs::display_id(j))
         })
-        .sorted(id_order),
+        .sorted_by_id(),
         sa("JobID", -12, |j, _| jobs::display_id(j))
             .steps(|j, st, _| format!("{}.{}", jobs::display_id(j), st.step_id)),
     ),
@@ -591,7 +610,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         sq(Some('A'), &["jobid"], "JOBID", Summary, |j, _| {
             Cell::cut(j.job_id.to_string())
         })
-        .sorted(id_order),
+        .sorted_by_id(),
         sa("JobIDRaw", -12, |j, _| j.job_id.to_string())
             .steps(|j, st, _| format!("{}.{}", j.job_id, st.step_id)),
     ),
@@ -889,7 +908,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
             Summary,
             |j, _| Cell::cut(jobs::base_id(j).to_string()),
         )
-        .sorted(id_order),
+        .sorted_by_id(),
     ),
     squeue(sq(
         Some('h'),

@@ -29,14 +29,17 @@ pub fn check_records(command: &str, jobs: &[JobInfo]) -> Result<(), Exit> {
                 format!("job {} came without its spec from the controller", j.job_id),
             ));
         }
-        if !known(j.state) || j.steps.iter().any(|s| !known(s.state)) {
-            return Err(Exit::error(
+        let unknown = |what: String, state: i32| {
+            Exit::error(
                 command,
-                format!(
-                    "job {} came with a state this version does not know ({})",
-                    j.job_id, j.state
-                ),
-            ));
+                format!("{what} came with a state this version does not know ({state})"),
+            )
+        };
+        if !known(j.state) {
+            return Err(unknown(format!("job {}", j.job_id), j.state));
+        }
+        if let Some(s) = j.steps.iter().find(|s| !known(s.state)) {
+            return Err(unknown(format!("step {}.{}", j.job_id, s.step_id), s.state));
         }
     }
     Ok(())
@@ -97,14 +100,6 @@ pub fn req_cpus(s: &JobSpec) -> u32 {
 /// `(null)` for an empty value, as Slurm prints unset strings.
 pub fn or_null(s: &str) -> &str {
     if s.is_empty() { "(null)" } else { s }
-}
-
-/// True when the hostlist `nodes` (a job's or step's) names one of `wanted`.
-pub fn on_any_node(wanted: &[String], nodes: &str) -> bool {
-    model::hostlist::expand(nodes)
-        .unwrap_or_default()
-        .iter()
-        .any(|n| wanted.contains(n))
 }
 
 /// The pending tasks of an array remainder without brackets: `3-9%2`.
@@ -404,7 +399,8 @@ pub fn wait_status(code: i32, signal: i32) -> i32 {
 
 /// A job id argument: one or more ids separated by commas outside brackets (`12,13_[1,3]`
 /// is `12` and `13_[1,3]`), in `model::job_id`'s forms. An empty argument or item is
-/// refused like any other bad id.
+/// refused like any other bad id, as Slurm's scancel refuses `12,` (its empty item is
+/// no number); `JobIdSpec::parse_list`, squeue's and sacct's `-j`, skips empty items.
 pub fn job_ids(arg: &str) -> Result<Vec<JobIdSpec>, JobIdError> {
     job_id::split_list(arg)
         .into_iter()
@@ -477,10 +473,6 @@ mod tests {
         assert_eq!(names.job_user(&j), "42");
         names.users.insert(42, "ada".into());
         assert_eq!(names.job_user(&j), "ada");
-        let wanted = ["n2".to_string()];
-        assert!(on_any_node(&wanted, "n[1-3]"));
-        assert!(!on_any_node(&wanted, "n[3-4]"));
-        assert!(!on_any_node(&wanted, "n[bad"));
     }
 
     #[test]
@@ -495,6 +487,17 @@ mod tests {
         j.spec = Some(JobSpec::default());
         assert!(check_records("squeue", std::slice::from_ref(&j)).is_ok());
         // A state from a newer controller is refused, not read as PENDING.
+        j.steps = vec![StepInfo {
+            step_id: "batch".into(),
+            state: 42,
+            ..Default::default()
+        }];
+        assert_eq!(
+            check_records("squeue", std::slice::from_ref(&j))
+                .unwrap_err()
+                .stderr,
+            "squeue: error: step 5.batch came with a state this version does not know (42)\n"
+        );
         j.state = 99;
         assert_eq!(
             check_records("squeue", &[j]).unwrap_err().stderr,

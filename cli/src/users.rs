@@ -100,11 +100,3 @@ pub fn group_id(group: &str) -> Option<u32> {
             .map(|g| g.gid.as_raw()),
     }
 }
-
-/// True when the job belongs to one of `users` (names or uids).
-pub fn user_matches(users: &[String], job: &JobInfo) -> bool {
-    let s = jobs::spec(job);
-    users
-        .iter()
-        .any(|u| *u == s.user || *u == s.uid.to_string())
-}

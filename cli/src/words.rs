@@ -1,5 +1,19 @@
 //! A line split into words as Slurm splits `#SBATCH` directives and scontrol's
-//! interactive lines: blanks separate, quotes group.
+//! interactive lines: blanks separate, quotes group; and the prefix test of Slurm's
+//! keywords, in any case.
+
+/// `text` without `prefix` when it starts with it in any ASCII case (`JobId=12` less
+/// `jobid=` is `12`); safe for any text, whatever its characters.
+pub fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// Whether `text` starts with `prefix` in any ASCII case.
+pub fn starts_with_ci(text: &str, prefix: &str) -> bool {
+    strip_prefix_ci(text, prefix).is_some()
+}
 
 /// Splits a line into words at blanks; double or single quotes group. With `directive`
 /// (a `#SBATCH` line), a backslash also escapes the next character and an unquoted `#`
@@ -46,6 +60,18 @@ pub fn split_words(line: &str, directive: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefixes_in_any_case_and_any_text() {
+        assert_eq!(strip_prefix_ci("JobId=12", "jobid="), Some("12"));
+        assert_eq!(strip_prefix_ci("jobid=", "jobid="), Some(""));
+        assert_eq!(strip_prefix_ci("job=12", "jobid="), None);
+        // A multi-byte character across the prefix's length is no match, not a panic.
+        assert_eq!(strip_prefix_ci("aéé", "jobid="), None);
+        assert_eq!(strip_prefix_ci("jobé=1", "jobid="), None);
+        assert!(starts_with_ci("JobName", "jobn"));
+        assert!(!starts_with_ci("Job", "jobn"));
+    }
 
     #[test]
     fn words_plain_and_directive() {

@@ -23,6 +23,7 @@ use crate::jobs::{self, Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
 use crate::times;
 use crate::users::{self, Names};
+use crate::words::starts_with_ci;
 use model::JobState;
 use model::job_id::JobIdSpec;
 use model::timespec::{self, Toward};
@@ -118,20 +119,12 @@ pub fn parse_fields(list: &str) -> Result<Vec<(&'static Sacct, i32)>, String> {
             Some((n, w)) => (n, Some(atoi(w))),
             None => (item, None),
         };
-        if name.len() <= 3
-            && "ALL"
-                .get(..name.len())
-                .is_some_and(|p| p.eq_ignore_ascii_case(name))
-            && !name.is_empty()
-        {
+        if !name.is_empty() && starts_with_ci("ALL", name) {
             out.extend(fields::sacct_fields().map(|f| (f, width.unwrap_or(f.width))));
             continue;
         }
-        let found = fields::sacct_fields().find(|f| {
-            f.name.len() >= name.len()
-                && !name.is_empty()
-                && f.name[..name.len()].eq_ignore_ascii_case(name)
-        });
+        let found =
+            fields::sacct_fields().find(|f| !name.is_empty() && starts_with_ci(f.name, name));
         match found {
             Some(f) => out.push((f, width.unwrap_or(f.width))),
             None => return Err(format!("Invalid field requested: \"{name}\"")),
@@ -212,10 +205,9 @@ pub fn parse_args(
         for s in split_list(text) {
             match JobState::parse(&s) {
                 Some(st) => states.push(st),
-                None if [
-                    "R", "RUNNING", "RS", "RESIZING", "RQ", "REQUEUED", "RH", "SE",
-                ]
-                .contains(&s.to_ascii_uppercase().as_str()) => {}
+                // States Drover never enters: accepted, match nothing.
+                None if ["RS", "RESIZING", "RH", "SE"]
+                    .contains(&s.to_ascii_uppercase().as_str()) => {}
                 None => {
                     return Err(Exit {
                         code: 1,
@@ -1229,6 +1221,13 @@ mod tests {
             "sacct: unrecognized option '--bogus'\nTry \"sacct --help\" for more information\n"
         );
         assert_eq!(parse(&["-s", "sleepy"]).unwrap_err().code, 1);
+        assert_eq!(
+            parse(&["-s", "r,RQ,resizing,se"]).unwrap().states,
+            [JobState::Running, JobState::Requeued]
+        );
+        // A field name longer than ALL, or with a multi-byte character, is no panic.
+        assert!(parse(&["-o", "allx"]).is_err());
+        assert!(parse(&["-o", "jé"]).is_err());
         assert!(
             parse(&["-S", "yesterdayish"])
                 .unwrap_err()

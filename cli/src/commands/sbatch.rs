@@ -399,7 +399,7 @@ async fn submit(sub: Submission) -> ExitCode {
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    match super::wait::wait_for_job(&mut client, reply.job_id).await {
+    match super::wait::wait_for_job(PROG, &mut client, reply.job_id).await {
         Ok(jobs) if jobs.is_empty() => Exit::error(
             PROG,
             format!(
@@ -409,7 +409,7 @@ async fn submit(sub: Submission) -> ExitCode {
         )
         .finish(),
         Ok(jobs) => ExitCode::from(super::wait::wait_exit_code(&jobs).clamp(0, 255) as u8),
-        Err(e) => Exit::error(PROG, e).finish(),
+        Err(e) => e.finish(),
     }
 }
 

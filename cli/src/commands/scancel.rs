@@ -1,8 +1,8 @@
 //! `scancel`: cancels jobs, or sends them a signal (`-s`), chosen by id and/or filters.
 //!
-//! Ids are `12`, `12_3`, `12_[1-3]`, several arguments or comma-separated; filters are
-//! `-u`, `-n`, `-p`, `-t`, `-A` (sent to the controller) and `-q`, `-w`, `-R`, `--wckey`
-//! (applied here over the active jobs). Errors follow Slurm 22.05: with only ids (a
+//! Ids are `12`, `12_3`, `12_[1-3]`, several arguments or comma-separated; the filters
+//! `-u`, `-n`, `-p`, `-t`, `-A`, `-q`, `-w`, `-R` and `--wckey` are sent to the
+//! controller, which applies them (`model::filter`). Errors follow Slurm 22.05: with only ids (a
 //! plain cancel), a job that is unknown or already finished is no error (said only with
 //! `-v`); with a signal or filters, such an id is reported as an invalid job id and the
 //! exit status is 1. `-M/--clusters` is accepted and ignored (one cluster).
@@ -57,11 +57,6 @@ pub struct Request {
     pub quiet: bool,
     pub verbose: bool,
     pub interactive: bool,
-    /// Filters the controller does not know; applied to the listed active jobs.
-    pub qos: Option<String>,
-    pub nodelist: Option<String>,
-    pub reservation: Option<String>,
-    pub wckey: Option<String>,
 }
 
 impl Request {
@@ -70,23 +65,18 @@ impl Request {
         self.signal == 0 && !self.batch && !self.interactive && !self.filtered()
     }
 
-    /// Whether a filter (the controller's or a local one) narrows the jobs.
+    /// Whether a filter narrows the jobs.
     fn filtered(&self) -> bool {
         let f = &self.filter;
         !(f.users.is_empty()
             && f.names.is_empty()
             && f.partitions.is_empty()
             && f.states.is_empty()
-            && f.accounts.is_empty())
-            || self.local_filters()
-    }
-
-    /// Whether a filter the controller does not know is set.
-    fn local_filters(&self) -> bool {
-        self.qos.is_some()
-            || self.nodelist.is_some()
-            || self.reservation.is_some()
-            || self.wckey.is_some()
+            && f.accounts.is_empty()
+            && f.qos.is_empty()
+            && f.reservations.is_empty()
+            && f.nodes.is_empty()
+            && f.wckeys.is_empty())
     }
 }
 
@@ -114,11 +104,15 @@ pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
             "batch" => r.batch = true,
             "interactive" => r.interactive = true,
             "name" | "jobname" => r.filter.names.push(v.clone()),
-            "nodelist" => r.nodelist = Some(v.clone()),
+            "nodelist" => {
+                model::hostlist::expand(v)
+                    .map_err(|_| Exit::error(PROG, format!("Invalid node list: {v}")))?;
+                r.filter.nodes = v.clone();
+            }
             "partition" => r.filter.partitions.push(v.clone()),
-            "qos" => r.qos = Some(v.clone()),
+            "qos" => r.filter.qos = vec![v.clone()],
             "quiet" => r.quiet = true,
-            "reservation" => r.reservation = Some(v.clone()),
+            "reservation" => r.filter.reservations = vec![v.clone()],
             "signal" => {
                 r.signal = signals::parse_signal(v)
                     .ok_or_else(|| Exit::raw(format!("Unknown job signal: {v}")))?
@@ -144,7 +138,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
             }
             "user" => r.filter.users.push(v.clone()),
             "verbose" => r.verbose = true,
-            "wckey" => r.wckey = Some(v.clone()),
+            "wckey" => r.filter.wckeys = vec![v.clone()],
             _ => {}
         }
     }
@@ -250,8 +244,8 @@ async fn cancel(mut r: Request) -> ExitCode {
         Err(e) => return Exit::error(PROG, e).finish(),
     };
     let (_, uid, _) = client::current_user();
-    if r.interactive || r.local_filters() {
-        // Choose the jobs here, then cancel exactly those.
+    if r.interactive {
+        // Ask about each job, then cancel exactly those chosen.
         let reply = match client
             .list_jobs(v1::ListJobsRequest {
                 filter: Some(r.filter.clone()),
@@ -269,7 +263,7 @@ async fn cancel(mut r: Request) -> ExitCode {
             return e.finish();
         }
         let mut chosen = Vec::new();
-        for j in reply.jobs.iter().filter(|j| matches_local(&r, j)) {
+        for j in &reply.jobs {
             let id = cancel_id(j);
             if r.interactive && !confirm(&id, j) {
                 continue;
@@ -283,10 +277,6 @@ async fn cancel(mut r: Request) -> ExitCode {
             job_ids: chosen,
             ..Default::default()
         };
-        r.qos = None;
-        r.nodelist = None;
-        r.reservation = None;
-        r.wckey = None;
     }
     let req = v1::SignalJobsRequest {
         filter: Some(r.filter.clone()),
@@ -313,34 +303,6 @@ fn cancel_id(j: &v1::JobInfo) -> String {
     } else {
         jobs::display_id(j)
     }
-}
-
-fn matches_local(r: &Request, j: &v1::JobInfo) -> bool {
-    let spec = jobs::spec(j);
-    if jobs::job_state(j).is_final() {
-        return false;
-    }
-    if let Some(q) = &r.qos
-        && spec.qos != *q
-    {
-        return false;
-    }
-    if let Some(res) = &r.reservation
-        && spec.reservation != *res
-    {
-        return false;
-    }
-    if let Some(w) = &r.wckey
-        && spec.wckey.trim_start_matches('*') != w.trim_start_matches('*')
-    {
-        return false;
-    }
-    if let Some(nl) = &r.nodelist
-        && !jobs::on_any_node(&model::hostlist::expand(nl).unwrap_or_default(), &j.nodes)
-    {
-        return false;
-    }
-    true
 }
 
 fn confirm(id: &str, j: &v1::JobInfo) -> bool {
@@ -405,15 +367,37 @@ mod tests {
         assert!(r.batch);
         let r = req(&["--jobname=y", "-s", "9", "-q", "high"]);
         assert_eq!(
-            (r.filter.names.clone(), r.signal, r.qos.clone()),
-            (vec!["y".to_string()], 9, Some("high".into()))
+            (r.filter.names.clone(), r.signal, r.filter.qos.clone()),
+            (vec!["y".to_string()], 9, vec!["high".to_string()])
         );
+        // QOS, reservation, nodes and WCKey go to the controller's filter too.
+        let r = req(&["-q", "low", "-R", "maint", "-w", "gpu[01-02]", "--wckey=ml"]);
+        assert!(r.filtered() && !r.ids_only());
+        assert_eq!(
+            (
+                r.filter.qos.clone(),
+                r.filter.reservations.clone(),
+                r.filter.nodes.clone(),
+                r.filter.wckeys.clone()
+            ),
+            (
+                s(&["low"]),
+                s(&["maint"]),
+                "gpu[01-02]".to_string(),
+                s(&["ml"])
+            )
+        );
+        let filter = proto::convert::filter_from_wire(&r.filter).unwrap();
+        assert_eq!(filter.nodes, ["gpu01", "gpu02"]);
+        assert_eq!(filter.reservations, ["maint"]);
     }
 
     #[test]
     fn parse_errors() {
         let e = |a: &[&str]| parse(&s(a)).unwrap_err();
         assert_eq!(e(&["12x"]).lines(), ["scancel: error: Invalid job id 12x"]);
+        // As in Slurm, an empty item of a list is a bad id.
+        assert_eq!(e(&["12,"]).lines(), ["scancel: error: Invalid job id "]);
         assert_eq!(
             e(&[]).lines(),
             ["scancel: error: No job identification provided"]
@@ -423,6 +407,10 @@ mod tests {
             ["scancel: error: No job identification provided"]
         );
         assert_eq!(e(&["-s", "FOO", "1"]).lines(), ["Unknown job signal: FOO"]);
+        assert_eq!(
+            e(&["-w", "gpu[01-"]).lines(),
+            ["scancel: error: Invalid node list: gpu[01-"]
+        );
         assert_eq!(
             e(&["--bogus", "1"]).lines()[0],
             "scancel: unrecognized option '--bogus'"

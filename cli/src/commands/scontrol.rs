@@ -46,9 +46,7 @@ const SPECS: &[OptSpec] = &[
 
 /// Slurm's keyword test: `tag` is a prefix of `word` at least `min` long, any case.
 fn kw(tag: &str, word: &str, min: usize) -> bool {
-    tag.len() >= min.min(word.len())
-        && tag.len() <= word.len()
-        && word[..tag.len()].eq_ignore_ascii_case(tag)
+    tag.len() >= min.min(word.len()) && words::starts_with_ci(word, tag)
 }
 
 /// Output settings and the exit status so far.
@@ -462,13 +460,11 @@ pub fn config_text(reply: &v1::GetConfigReply, now: i64, only: Option<&str>) -> 
 /// A job id argument of hold, release, requeue, suspend and update: `12`, `12_3`,
 /// `JobId=12`, `12,13`.
 fn job_id_args(arg: &str) -> Result<Vec<String>, String> {
-    let a = if arg.len() > 6 && arg[..6].eq_ignore_ascii_case("jobid=") {
-        &arg[6..]
-    } else if arg.len() > 4 && arg[..4].eq_ignore_ascii_case("job=") {
-        &arg[4..]
-    } else {
-        arg
-    };
+    let a = ["jobid=", "job="]
+        .iter()
+        .find_map(|p| words::strip_prefix_ci(arg, p))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(arg);
     jobs::job_ids(a)
         .map(|ids| ids.iter().map(ToString::to_string).collect())
         .map_err(|_| a.to_string())
@@ -1734,5 +1730,10 @@ mod tests {
         assert_eq!(job_id_args("JobId=12").unwrap(), ["12"]);
         assert_eq!(job_id_args("12,13").unwrap(), ["12", "13"]);
         assert_eq!(job_id_args("1x").unwrap_err(), "1x");
+        assert_eq!(job_id_args("job=7_2").unwrap(), ["7_2"]);
+        // Multi-byte characters are a bad id, not a panic.
+        assert_eq!(job_id_args("aéé").unwrap_err(), "aéé");
+        assert_eq!(job_id_args("jobé=1").unwrap_err(), "jobé=1");
+        assert!(!kw("jé", "jobs", 1));
     }
 }

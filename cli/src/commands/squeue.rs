@@ -524,31 +524,20 @@ pub fn render_summaries(
     // order that breaks ties, and the index of each row's summary.
     let nkeys = opts.sort.len();
     let mut keys: Vec<SortKey> = Vec::new();
-    let mut kept: Vec<((u32, i64, u32), usize)> = Vec::new();
+    let mut kept: Vec<(Tie, usize)> = Vec::new();
     for (i, s) in summaries.iter().enumerate() {
         expand_summary(s, strings, &mut job);
         if filter(opts, &job).is_none() {
             continue;
         }
         keys.extend(opts.sort.iter().map(|(f, _)| f.sort_key(&job, ctx)));
-        let tie = (
-            jobs::base_id(&job),
-            job.array_task_id.map(i64::from).unwrap_or(-1),
-            job.job_id,
-        );
-        kept.push((tie, i));
+        kept.push((tie_order(&job), i));
     }
     let mut order: Vec<usize> = (0..kept.len()).collect();
     // Ties end in distinct ids: an unstable sort gives the one order.
     order.sort_unstable_by(|&a, &b| {
-        for (i, (_, desc)) in opts.sort.iter().enumerate() {
-            let (ka, kb) = (&keys[a * nkeys + i], &keys[b * nkeys + i]);
-            let ord = if *desc { kb.cmp(ka) } else { ka.cmp(kb) };
-            if ord != std::cmp::Ordering::Equal {
-                return ord;
-            }
-        }
-        kept[a].0.cmp(&kept[b].0)
+        let row = |r: usize| (&keys[r * nkeys..(r + 1) * nkeys], &kept[r].0);
+        compare_rows(&opts.sort, row(a), row(b))
     });
     drop(keys);
     let mut out = String::new();
@@ -637,6 +626,27 @@ fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
 }
 
 /// The rows to print: filtered, arrays expanded with `-r`, sorted (`-S`, then by id).
+/// What breaks a tie of the `-S` keys: the id order, then the raw job id.
+type Tie = ((u32, i64), u32);
+
+fn tie_order(j: &JobInfo) -> Tie {
+    (fields::id_order(j), j.job_id)
+}
+
+/// The order of two rows: their `-S` keys (each ascending or, with `-`, descending), then
+/// their ids.
+fn compare_rows(
+    sort: &[(JobField, bool)],
+    (keys_a, tie_a): (&[SortKey], &Tie),
+    (keys_b, tie_b): (&[SortKey], &Tie),
+) -> std::cmp::Ordering {
+    sort.iter()
+        .zip(keys_a.iter().zip(keys_b))
+        .map(|((_, desc), (a, b))| if *desc { b.cmp(a) } else { a.cmp(b) })
+        .find(|ord| ord.is_ne())
+        .unwrap_or_else(|| tie_a.cmp(tie_b))
+}
+
 pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a>> {
     let mut out: Vec<JobRef<'a>> = Vec::new();
     for job in jobs.iter().filter_map(|j| filter(opts, j)) {
@@ -649,34 +659,17 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a
         }
     }
     // Keys are computed once per row, and indices sorted rather than the (large) rows.
-    let keys: Vec<(Vec<SortKey>, (u32, i64, u32))> = out
+    let keys: Vec<(Vec<SortKey>, Tie)> = out
         .iter()
         .map(|j| {
             let keys = opts.sort.iter().map(|(f, _)| f.sort_key(j, ctx)).collect();
-            (
-                keys,
-                (
-                    jobs::base_id(j),
-                    j.array_task_id.map(i64::from).unwrap_or(-1),
-                    j.job_id,
-                ),
-            )
+            (keys, tie_order(j))
         })
         .collect();
     let mut order: Vec<usize> = (0..out.len()).collect();
     order.sort_by(|&a, &b| {
-        let (ka, kb) = (&keys[a], &keys[b]);
-        for (i, (_, desc)) in opts.sort.iter().enumerate() {
-            let ord = if *desc {
-                kb.0[i].cmp(&ka.0[i])
-            } else {
-                ka.0[i].cmp(&kb.0[i])
-            };
-            if ord != std::cmp::Ordering::Equal {
-                return ord;
-            }
-        }
-        ka.1.cmp(&kb.1)
+        let row = |r: usize| (keys[r].0.as_slice(), &keys[r].1);
+        compare_rows(&opts.sort, row(a), row(b))
     });
     let mut slots: Vec<Option<JobRef<'a>>> = out.into_iter().map(Some).collect();
     order.into_iter().filter_map(|i| slots[i].take()).collect()
@@ -1464,6 +1457,31 @@ mod tests {
         assert_eq!(
             out(&["-h", "-o", "%i", "-S", "M"], &sample()),
             "3\n4_[2-4%2]\n4_0\n1\n"
+        );
+        // END_TIME sorts on what it prints, the expected end of a running job.
+        assert_eq!(
+            out(&["-h", "-o", "%i %e", "-t", "R", "-S", "-e"], &sample()),
+            format!(
+                "4_0 {}\n1 {}\n",
+                times::format_time(NOW + 235),
+                times::format_time(NOW - 3425)
+            )
+        );
+        // A large task id stays with its array, before the next job.
+        let mut task = running(8, "sweep", 10, "gpu01");
+        task.array_job_id = 5;
+        task.array_task_id = Some(1_000_000);
+        let next = job(6, "next", W::Pending);
+        assert_eq!(
+            out(
+                &["-h", "-o", "%i", "-S", "i"],
+                &[next.clone(), task.clone()]
+            ),
+            "5_1000000\n6\n"
+        );
+        assert_eq!(
+            out(&["-h", "-o", "%i", "-S", "-F"], &[task, next]),
+            "6\n5_1000000\n"
         );
     }
 

@@ -503,7 +503,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
     };
     let job_id = reply.job_id;
     let outcome = tokio::select! {
-        r = super::wait::wait_for_job(&mut client, job_id) => Some(r),
+        r = super::wait::wait_for_job(PROG, &mut client, job_id) => Some(r),
         _ = tokio::signal::ctrl_c() => None,
     };
     let cleanup = || {
@@ -518,7 +518,7 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
         Some(Ok(jobs)) => jobs,
         Some(Err(e)) => {
             cleanup();
-            return Exit::error(PROG, e).finish();
+            return e.finish();
         }
         None => {
             let req = v1::SignalJobsRequest {

@@ -1,16 +1,47 @@
 //! Waiting for a job to finish (`sbatch --wait`, `srun` outside an allocation), and the
 //! exit status `sbatch --wait` gives.
+//!
+//! A controller that restarts or closes the connection (GOAWAY) leaves the command's
+//! connection failed for good (`crate::connection`), so the wait connects again, and
+//! gives up once the controller has been unreachable for [`PATIENCE`] in a row.
 
-use crate::calls::status_text;
+use crate::calls::{self, CONNECT_FAILURE, status_text};
 use crate::client::Ctld;
-use crate::jobs::job_state;
+use crate::exit::Exit;
+use crate::jobs::{check_records, job_state};
 use proto::v1;
+use std::future::Future;
+use std::time::Duration;
+
+/// How long the controller may stay unreachable, in a row, before the wait gives up.
+pub const PATIENCE: Duration = Duration::from_secs(300);
 
 /// Polls the controller until the job (every task of an array) is final; gives the final
-/// records. A job that vanished gives what was last seen.
-pub async fn wait_for_job(client: &mut Ctld, job_id: u32) -> Result<Vec<v1::JobInfo>, String> {
+/// records. A job that vanished gives what was last seen. Failures are `command`'s.
+pub async fn wait_for_job(
+    command: &str,
+    client: &mut Ctld,
+    job_id: u32,
+) -> Result<Vec<v1::JobInfo>, Exit> {
+    wait_reconnecting(command, client, job_id, PATIENCE, calls::connect).await
+}
+
+/// [`wait_for_job`], connecting again with `reconnect` after a call fails as
+/// unavailable, for at most `patience` without an answer.
+async fn wait_reconnecting<F, Fut>(
+    command: &str,
+    client: &mut Ctld,
+    job_id: u32,
+    patience: Duration,
+    mut reconnect: F,
+) -> Result<Vec<v1::JobInfo>, Exit>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Ctld, String>>,
+{
     let mut delay_ms = 20u64;
     let mut last = Vec::new();
+    let mut unreachable_since = None;
     loop {
         let req = v1::ListJobsRequest {
             filter: Some(v1::JobFilter {
@@ -22,13 +53,9 @@ pub async fn wait_for_job(client: &mut Ctld, job_id: u32) -> Result<Vec<v1::JobI
         };
         match client.list_jobs(req).await {
             Ok(reply) => {
+                unreachable_since = None;
                 let jobs = reply.into_inner().jobs;
-                if let Some(j) = jobs.iter().find(|j| j.spec.is_none()) {
-                    return Err(format!(
-                        "job {} came without its spec from the controller",
-                        j.job_id
-                    ));
-                }
+                check_records(command, &jobs)?;
                 if jobs.is_empty() {
                     return Ok(last);
                 }
@@ -37,10 +64,28 @@ pub async fn wait_for_job(client: &mut Ctld, job_id: u32) -> Result<Vec<v1::JobI
                 }
                 last = jobs;
             }
-            Err(s) if s.code() == tonic::Code::Unavailable => {}
-            Err(s) => return Err(status_text(&s)),
+            Err(s) if s.code() == tonic::Code::Unavailable => {
+                let since = *unreachable_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= patience {
+                    return Err(Exit::error(
+                        command,
+                        format!(
+                            "{CONNECT_FAILURE}: gave up waiting for job {job_id} after {} s",
+                            patience.as_secs()
+                        ),
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                delay_ms = (delay_ms * 2).min(1000);
+                // A failed connect leaves the old client, whose next call fails at once.
+                if let Ok(fresh) = reconnect().await {
+                    *client = fresh;
+                }
+                continue;
+            }
+            Err(s) => return Err(Exit::error(command, status_text(&s))),
         }
-        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
         delay_ms = (delay_ms * 2).min(1000);
     }
 }
@@ -68,6 +113,81 @@ pub fn wait_exit_code(jobs: &[v1::JobInfo]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::{Connection, Deadlines};
+    use crate::testkit::serve_h2;
+    use prost::Message;
+    use proto::v1::ctld_client::CtldClient;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    async fn open(addr: &str) -> Result<Ctld, String> {
+        let connection = Connection::open(addr, Deadlines::COMMAND)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(CtldClient::with_origin(
+            connection,
+            "http://controller".parse().unwrap(),
+        ))
+    }
+
+    #[test]
+    fn a_closed_connection_is_opened_again() {
+        // The first connection is closed at once, as by a restarting controller.
+        let (addr, server) = serve_h2(1, |path, _| {
+            assert_eq!(path, "/drover.v1.Ctld/ListJobs");
+            let done = v1::JobInfo {
+                job_id: 12,
+                spec: Some(v1::JobSpec::default()),
+                ..info(v1::JobState::Failed, 3, 0)
+            };
+            vec![
+                v1::ListJobsReply {
+                    jobs: vec![done],
+                    ..Default::default()
+                }
+                .encode_to_vec(),
+            ]
+        });
+        let connects = AtomicUsize::new(0);
+        let jobs = crate::client::runtime().block_on(async {
+            let mut client = open(&addr).await.unwrap();
+            wait_reconnecting("sbatch", &mut client, 12, PATIENCE, || {
+                connects.fetch_add(1, Ordering::Relaxed);
+                open(&addr)
+            })
+            .await
+        });
+        let jobs = jobs.unwrap();
+        assert_eq!(connects.load(Ordering::Relaxed), 1);
+        assert_eq!((jobs.len(), wait_exit_code(&jobs)), (1, 3));
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn an_unreachable_controller_is_given_up_in_one_line() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        // Accepted and closed at once; nothing listens after it.
+        let server = std::thread::spawn(move || drop(listener.accept().unwrap()));
+        let connects = AtomicUsize::new(0);
+        let patience = Duration::from_millis(100);
+        let e = crate::client::runtime().block_on(async {
+            let mut client = open(&addr).await.unwrap();
+            wait_reconnecting("sbatch", &mut client, 12, patience, || {
+                connects.fetch_add(1, Ordering::Relaxed);
+                async { Err("refused".to_string()) }
+            })
+            .await
+            .unwrap_err()
+        });
+        assert!(connects.load(Ordering::Relaxed) >= 1);
+        assert_eq!(
+            e.lines(),
+            [format!(
+                "sbatch: error: {CONNECT_FAILURE}: gave up waiting for job 12 after 0 s"
+            )]
+        );
+        server.join().unwrap();
+    }
 
     fn info(state: v1::JobState, code: i32, sig: i32) -> v1::JobInfo {
         v1::JobInfo {
