@@ -662,8 +662,6 @@ fn one_f64() -> f64 {
 pub const PRIORITY_TYPES: [&str; 2] = ["multifactor", "basic"];
 /// `[priority] fairshare` values.
 pub const FAIRSHARE_ALGORITHMS: [&str; 2] = ["fair_tree", "classic"];
-/// `[[qos]] preempt_mode` values.
-pub const PREEMPT_MODES: [&str; 5] = ["", "off", "cancel", "requeue", "suspend"];
 
 #[cfg(test)]
 mod tests {

@@ -501,26 +501,36 @@ pub enum ArrayError {
     TooLarge { index: u64, max: u32 },
 }
 
+/// Slurm's largest `MaxArraySize`: every task id is below it.
+pub const MAX_ARRAY_SIZE: u32 = 4_000_001;
+
 /// Parses `--array`: `0-99`, `1,3,5-7`, `0-15:4` (step), with an optional `%N`.
-/// Indexes must be below `max_array_size`.
+/// Indexes must be below `max_array_size`; every number is digits alone (no sign).
 pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayError> {
     let invalid = || ArrayError::Invalid(text.to_string());
+    let number = |t: &str| -> Result<u64, ArrayError> {
+        let t = t.trim();
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        t.parse().map_err(|_| invalid())
+    };
     let (list, throttle) = match text.split_once('%') {
-        Some((l, t)) => (l, t.parse::<u32>().map_err(|_| invalid())?),
+        Some((l, t)) => (l, u32::try_from(number(t)?).map_err(|_| invalid())?),
         None => (text, 0),
     };
     let mut ids = BTreeSet::new();
     for part in list.split(',') {
         let (range, step) = match part.split_once(':') {
-            Some((r, s)) => (r, s.parse::<u64>().map_err(|_| invalid())?),
+            Some((r, s)) => (r, number(s)?),
             None => (part, 1),
         };
         if step == 0 {
             return Err(invalid());
         }
         let (lo, hi) = range.split_once('-').unwrap_or((range, range));
-        let lo: u64 = lo.trim().parse().map_err(|_| invalid())?;
-        let hi: u64 = hi.trim().parse().map_err(|_| invalid())?;
+        let lo = number(lo)?;
+        let hi = number(hi)?;
         if hi < lo {
             return Err(invalid());
         }
@@ -564,6 +574,9 @@ mod tests {
         );
         assert!(parse_array("5-1", 1001).is_err());
         assert!(parse_array("x", 1001).is_err());
+        for signed in ["+3", "1-+3", "0-8:+2", "0-4%+2", "-3", " +3"] {
+            assert!(parse_array(signed, 1001).is_err(), "{signed}");
+        }
         assert!(matches!(
             parse_array("0-1001", 1001),
             Err(ArrayError::TooLarge { .. })

@@ -18,11 +18,8 @@
 //! [`crate::Job`] records; [`JobIdSpec::select`] also tells which pending tasks of an
 //! array's record were named, for a client that narrows that record.
 
-use crate::job::{Job, JobId, format_ranges, parse_array};
+use crate::job::{Job, JobId, MAX_ARRAY_SIZE, format_ranges, parse_array};
 use std::fmt;
-
-/// Task ids above this are no id (Slurm's largest `MaxArraySize` is 4000001).
-const MAX_TASK_ID: u32 = 4_000_000;
 
 /// A text that is not a job id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -115,7 +112,7 @@ pub fn parse_task_list(text: &str) -> Option<(Vec<u32>, u32)> {
     if list.is_empty() || list.contains(char::is_whitespace) {
         return None;
     }
-    let spec = parse_array(list, MAX_TASK_ID + 1).ok()?;
+    let spec = parse_array(list, MAX_ARRAY_SIZE).ok()?;
     Some((spec.task_ids, spec.max_running))
 }
 
@@ -200,26 +197,40 @@ impl JobIdSpec {
 
     /// Whether (and how) this id names a record; the step is not looked at.
     pub fn select(&self, r: RecordIds<'_>) -> Option<Selected> {
-        let in_array = r.array_job_id != 0 && r.array_job_id == self.job_id;
+        self.select_in(
+            r.id,
+            r.array_job_id,
+            r.array_task_id,
+            r.pending_tasks.iter().copied(),
+        )
+    }
+
+    /// [`JobIdSpec::select`] over a record's ids and its pending tasks (sorted).
+    fn select_in(
+        &self,
+        id: JobId,
+        array_job_id: JobId,
+        array_task_id: Option<u32>,
+        pending_tasks: impl ExactSizeIterator<Item = u32>,
+    ) -> Option<Selected> {
+        let in_array = array_job_id != 0 && array_job_id == self.job_id;
         match &self.tasks {
-            Tasks::Unnamed => (r.id == self.job_id || in_array).then_some(Selected::Whole),
+            Tasks::Unnamed => (id == self.job_id || in_array).then_some(Selected::Whole),
             Tasks::Every => in_array.then_some(Selected::Whole),
             Tasks::Listed { ids, .. } => {
                 if !in_array {
                     return None;
                 }
-                match r.array_task_id {
+                match array_task_id {
                     Some(t) => ids.binary_search(&t).is_ok().then_some(Selected::Whole),
                     None => {
-                        let hit: Vec<u32> = r
-                            .pending_tasks
-                            .iter()
-                            .copied()
+                        let pending = pending_tasks.len();
+                        let hit: Vec<u32> = pending_tasks
                             .filter(|t| ids.binary_search(t).is_ok())
                             .collect();
                         match hit.len() {
                             0 => None,
-                            n if n == r.pending_tasks.len() => Some(Selected::Whole),
+                            n if n == pending => Some(Selected::Whole),
                             _ => Some(Selected::Tasks(hit)),
                         }
                     }
@@ -230,20 +241,13 @@ impl JobIdSpec {
 
     /// Whether this id names the job (any of its pending tasks, for an array's record).
     pub fn matches(&self, job: &Job) -> bool {
-        let in_array = job.array_job_id != 0 && job.array_job_id == self.job_id;
-        match &self.tasks {
-            Tasks::Listed { ids, .. } if in_array && job.array_task_id.is_none() => {
-                ids.iter().any(|t| job.pending_tasks.contains(t))
-            }
-            _ => self
-                .select(RecordIds {
-                    id: job.id,
-                    array_job_id: job.array_job_id,
-                    array_task_id: job.array_task_id,
-                    pending_tasks: &[],
-                })
-                .is_some(),
-        }
+        self.select_in(
+            job.id,
+            job.array_job_id,
+            job.array_task_id,
+            job.pending_tasks.iter().copied(),
+        )
+        .is_some()
     }
 }
 
@@ -377,6 +381,9 @@ mod tests {
             "12_[5-1]",
             "_3",
             "12_[0-9999999]",
+            "12_[4000001]",
+            "12_[+3]",
+            "12_[1-+3]",
             "12_ 3",
             "1.2.3",
         ] {

@@ -5,7 +5,8 @@
 //! 10:20 to 10:30 (`suspended_secs` = 600) and is suspended again at 10:40. At 10:45
 //! its run time is 30 minutes (45 elapsed, 10 + 5 suspended), it has 30 minutes left,
 //! and its expected end is 11:10 (start + limit + the time suspended before the current
-//! suspension). Suspended time counts neither as run time nor against the limit, as in
+//! suspension), which is what commands show. The scheduler asks when the job would end
+//! if it resumed now ([`Job::limit_end`]): 11:15. Suspended time counts neither as run time nor against the limit, as in
 //! Slurm's squeue TIME, sacct Elapsed and scontrol RunTime.
 
 use crate::job::{Job, JobState, Time};
@@ -25,12 +26,31 @@ impl Job {
         } else {
             now
         };
-        let current_suspension = if self.state == JobState::Suspended && self.suspend_time > 0 {
-            (end - self.suspend_time).max(0)
+        (end - self.start_time - self.suspended_secs_at(end)).max(0)
+    }
+
+    /// Seconds the job has spent suspended by `now`: the earlier suspensions and the
+    /// current one so far.
+    pub fn suspended_secs_at(&self, now: Time) -> Time {
+        let current = if self.state == JobState::Suspended && self.suspend_time > 0 {
+            (now - self.suspend_time).max(0)
         } else {
             0
         };
-        (end - self.start_time - self.suspended_secs - current_suspension).max(0)
+        self.suspended_secs + current
+    }
+
+    /// When the time limit of a job that holds an allocation runs out, as seen at
+    /// `now`: the start plus the limit, moved on by all the time it spent suspended,
+    /// the current suspension counted up to `now` (as if it resumed then). This is
+    /// when the scheduler expects its resources back. `None` without a limit.
+    pub fn limit_end(&self, now: Time) -> Option<Time> {
+        let limit = self.time_limit_secs()?;
+        Some(
+            self.start_time
+                .saturating_add(limit)
+                .saturating_add(self.suspended_secs_at(now)),
+        )
     }
 
     /// Seconds left of the time limit at `now` (negative once past it); `None` for a
@@ -40,20 +60,23 @@ impl Job {
             .map(|limit| limit - self.run_secs(now))
     }
 
-    /// When the job ended, or is expected to: its end once it has one; the start plus
-    /// the time limit (moved on by the time spent suspended before now) while it runs;
-    /// the planned start plus the limit while it is pending with a planned start.
-    /// `None` when nothing says (no limit, or pending without a plan).
+    /// When the job ended, or is expected to, as commands show it (Slurm's EndTime):
+    /// its end once it has one; [`Job::limit_end`] while it holds an allocation, which
+    /// stands still during a suspension (the limit's end as the suspension began;
+    /// Slurm moves it when the job resumes); the planned start plus the limit while it
+    /// is pending with a planned start. `None` when nothing says (no limit, or pending
+    /// without a plan).
     pub fn expected_end(&self) -> Option<Time> {
         if self.end_time > 0 {
             return Some(self.end_time);
         }
-        let limit = self.time_limit_secs()?;
         match self.state {
             JobState::Running | JobState::Suspended | JobState::Completing => {
-                Some(self.start_time + self.suspended_secs + limit)
+                self.limit_end(self.suspend_time)
             }
-            JobState::Pending if self.planned_start > 0 => Some(self.planned_start + limit),
+            JobState::Pending if self.planned_start > 0 => self
+                .time_limit_secs()
+                .map(|limit| self.planned_start + limit),
             _ => None,
         }
     }
@@ -85,12 +108,17 @@ mod tests {
         assert_eq!(j.run_secs(now), 30 * MIN);
         assert_eq!(j.time_left(now), Some(30 * MIN));
         assert_eq!(j.expected_end(), Some(T10 + 70 * MIN));
+        // The scheduler counts the current suspension too: resumed now, it would end
+        // at 11:15.
+        assert_eq!(j.suspended_secs_at(now), 15 * MIN);
+        assert_eq!(j.limit_end(now), Some(T10 + 75 * MIN));
         // Resumed at 10:45: the clock runs again from there.
         j.state = JobState::Running;
         j.suspended_secs += 5 * MIN;
         j.suspend_time = now;
         assert_eq!(j.run_secs(now + 10 * MIN), 40 * MIN);
         assert_eq!(j.expected_end(), Some(T10 + 75 * MIN));
+        assert_eq!(j.limit_end(now + 10 * MIN), Some(T10 + 75 * MIN));
     }
 
     #[test]

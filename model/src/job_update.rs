@@ -12,6 +12,9 @@ use crate::job::{Job, JobSpec, JobState, Time};
 use crate::timespec::{self, LocalZone, Toward};
 use crate::units;
 
+/// The largest `Nice` either way: Slurm's `NICE_OFFSET - 3`.
+pub const MAX_NICE: u32 = 0x8000_0000 - 3;
+
 /// A new time limit (minutes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeLimitChange {
@@ -110,7 +113,13 @@ impl JobChange {
             "Nice" => JobChange::Nice(if value.is_empty() {
                 100
             } else {
-                value.trim().parse().map_err(|_| bad())?
+                let n: i64 = value.trim().parse().map_err(|_| bad())?;
+                if n.unsigned_abs() > u64::from(MAX_NICE) {
+                    return Err(invalid(format!(
+                        "Nice value out of range (+/- {MAX_NICE}). Value ignored"
+                    )));
+                }
+                i32::try_from(n).map_err(|_| bad())?
             }),
             "NumCPUs" | "MinCPUsNode" => {
                 let n = number(value.split('-').next().unwrap_or(value))?;
@@ -135,8 +144,14 @@ impl JobChange {
             "WCKey" => JobChange::WcKey(value.to_string()),
             "Account" => JobChange::Account(value.to_string()),
             "QOS" => JobChange::Qos(value.to_string()),
-            "NodeList" | "ReqNodeList" => JobChange::NodeList(value.to_string()),
-            "ExcNodeList" => JobChange::ExcNodeList(value.to_string()),
+            "NodeList" | "ReqNodeList" | "ExcNodeList" => {
+                crate::hostlist::expand(value).map_err(|e| invalid(e.to_string()))?;
+                if key == "ExcNodeList" {
+                    JobChange::ExcNodeList(value.to_string())
+                } else {
+                    JobChange::NodeList(value.to_string())
+                }
+            }
             "Features" => {
                 if !value.is_empty() {
                     crate::constraint::Constraint::parse(value)
@@ -162,7 +177,8 @@ impl JobChange {
 }
 
 /// A job's request and time limit after the changes, applied in order by `uid`'s
-/// rights (`operator`: root or an admin may raise a time limit). The caller checks
+/// rights (`operator`: root or an admin may raise a time limit and set a negative
+/// nice; anyone may set a nice of 0 or more). The caller checks
 /// what needs the cluster (the partition exists, the account and QOS are allowed).
 pub fn apply(
     job: &Job,
@@ -211,7 +227,12 @@ pub fn apply(
             JobChange::Name(v) => spec.name.clone_from(v),
             JobChange::Comment(v) => spec.comment.clone_from(v),
             JobChange::Partition(v) => spec.partition.clone_from(v),
-            JobChange::Nice(n) => spec.nice = *n,
+            JobChange::Nice(n) => {
+                if *n < 0 && !operator {
+                    return Err(UpdateError::PermissionDenied);
+                }
+                spec.nice = *n;
+            }
             JobChange::NumCpus(n) => {
                 spec.cpus_per_task = n.div_ceil(spec.num_tasks.max(1)).max(1);
             }
@@ -285,12 +306,23 @@ mod tests {
             JobChange::BeginTime(1_000_060)
         );
         assert_eq!(parse("Requeue", "0").unwrap(), JobChange::Requeue(false));
+        assert_eq!(
+            parse("ExcNodeList", "n[1-2]").unwrap(),
+            JobChange::ExcNodeList("n[1-2]".into())
+        );
+        assert_eq!(
+            parse("ReqNodeList", "").unwrap(),
+            JobChange::NodeList(String::new())
+        );
         for (key, value) in [
             ("TimeLimit", "abc"),
             ("NumCPUs", "0"),
             ("Nice", "x"),
             ("Features", "a&&"),
             ("TimeMin", "10"),
+            ("NodeList", "n[1-"),
+            ("ExcNodeList", "n[1-"),
+            ("ExcNodeList", "n[3-x]"),
         ] {
             assert!(parse(key, value).is_err(), "{key}={value}");
         }
@@ -307,6 +339,33 @@ mod tests {
         assert!(limit(Subtract(61), true).is_err());
         assert_eq!(limit(Set(None), false), Err(UpdateError::PermissionDenied));
         assert!(apply(&running(None), &[JobChange::TimeLimit(Add(1))], true).is_err());
+    }
+
+    #[test]
+    fn only_operators_lower_nice_below_zero_and_the_range_is_slurms() {
+        let job = Job::new(1, JobSpec::default(), 0, Some(60));
+        let nice = |n, op| apply(&job, &[JobChange::Nice(n)], op).map(|(s, _)| s.nice);
+        assert_eq!(nice(-5, false), Err(UpdateError::PermissionDenied));
+        assert_eq!(nice(-5, true), Ok(-5));
+        assert_eq!(nice(0, false), Ok(0));
+        assert_eq!(nice(500, false), Ok(500));
+        assert_eq!(
+            parse("Nice", "2147483645").unwrap(),
+            JobChange::Nice(2147483645)
+        );
+        assert_eq!(
+            parse("Nice", "-2147483645").unwrap(),
+            JobChange::Nice(-2147483645)
+        );
+        for v in ["2147483646", "-2147483646", "-2147483648", "9999999999"] {
+            assert_eq!(
+                parse("Nice", v),
+                Err(UpdateError::Invalid(
+                    "Nice value out of range (+/- 2147483645). Value ignored".into()
+                )),
+                "{v}"
+            );
+        }
     }
 
     #[test]

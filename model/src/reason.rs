@@ -3,8 +3,8 @@
 //!
 //! Example: a job waiting for free nodes has `Reason::Resources` (`Resources`); one held
 //! back by its account's GPU limit has
-//! `Reason::Limit(LimitReason { scope: Scope::Assoc, limit: Limit::Tres(TresLimit::Grp,
-//! TresClass::Gres) })`, which Slurm spells `AssocGrpGRES`. [`Reason::parse`] reads every
+//! `Reason::Limit(LimitReason::Assoc(Limit::Tres(TresLimit::Grp, TresClass::Gres)))`,
+//! which Slurm spells `AssocGrpGRES`. [`Reason::parse`] reads every
 //! spelling [`Reason::name`] writes, and nothing else.
 
 use serde::{Deserialize, Serialize};
@@ -68,16 +68,16 @@ pub enum Limit {
     GrpJobs,
     /// MaxJobs of each user.
     MaxJobsPerUser,
-    /// A TRES limit (GrpTRES, GrpTRESMins, MaxTRESPerUser, MaxTRESPerJob) on one TRES.
+    /// A TRES limit (GrpTRES, GrpTRESMins, MaxTRESPerJob) on one TRES.
     Tres(TresLimit, TresClass),
 }
 
-/// The kind of a TRES limit.
+/// The kind of a TRES limit that both a QOS and an association set. MaxTRESPerUser
+/// is a QOS's only: [`LimitReason::QosPerUser`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum TresLimit {
     Grp,
     GrpMins,
-    MaxPerUser,
     MaxPerJob,
 }
 
@@ -90,7 +90,7 @@ pub enum TresClass {
     Billing,
     /// Any `gres/...`.
     Gres,
-    /// A TRES without a reason name of its own.
+    /// A TRES without a reason name of its own (Slurm's `Unknown`).
     Other,
 }
 
@@ -108,70 +108,94 @@ impl TresClass {
     }
 }
 
-/// A limit and who sets it: `QOSGrpJobsLimit`, `AssocMaxCpuPerJobLimit`, ...
+/// A limit and who sets it: `QOSGrpJobsLimit`, `AssocMaxCpuPerJobLimit`, ... Only
+/// the combinations Slurm has a name for can be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct LimitReason {
-    pub scope: Scope,
-    pub limit: Limit,
+pub enum LimitReason {
+    /// A limit of the job's QOS.
+    Qos(Limit),
+    /// MaxTRESPerUser of the job's QOS on one TRES.
+    QosPerUser(TresClass),
+    /// A limit of the job's association or of one above it.
+    Assoc(Limit),
 }
 
 impl LimitReason {
     pub fn new(scope: Scope, limit: Limit) -> LimitReason {
-        LimitReason { scope, limit }
+        match scope {
+            Scope::Qos => LimitReason::Qos(limit),
+            Scope::Assoc => LimitReason::Assoc(limit),
+        }
     }
 
-    /// Slurm's spelling: the scope's prefix (`QOS`, `Assoc`) and the limit's name.
+    /// Slurm's spelling (`job_state_reason_string`).
     fn name(self) -> &'static str {
         use TresClass as C;
         use TresLimit as K;
-        /// One name under both prefixes.
-        macro_rules! both {
-            ($body:literal) => {
-                (concat!("QOS", $body), concat!("Assoc", $body))
-            };
-        }
-        let (qos, assoc) = match self.limit {
-            Limit::MaxWallDurationPerJob => both!("MaxWallDurationPerJobLimit"),
-            Limit::GrpJobs => both!("GrpJobsLimit"),
-            Limit::MaxJobsPerUser => ("QOSMaxJobsPerUserLimit", "AssocMaxJobsLimit"),
-            Limit::Tres(kind, class) => match (kind, class) {
-                (K::Grp, C::Cpu) => both!("GrpCpuLimit"),
-                (K::Grp, C::Mem) => both!("GrpMemLimit"),
-                (K::Grp, C::Node) => both!("GrpNodeLimit"),
-                (K::Grp, C::Billing) => both!("GrpBilling"),
-                (K::Grp, C::Gres) => both!("GrpGRES"),
-                (K::GrpMins, C::Cpu) => both!("GrpCPUMinutesLimit"),
-                (K::GrpMins, C::Mem) => both!("GrpMemMinutes"),
-                (K::GrpMins, C::Node) => both!("GrpNodeMinutes"),
-                (K::GrpMins, C::Billing) => both!("GrpBillingMinutes"),
-                (K::GrpMins, C::Gres) => both!("GrpGRESMinutes"),
-                (K::MaxPerUser, C::Cpu) => both!("MaxCpuPerUserLimit"),
-                (K::MaxPerUser, C::Mem) => both!("MaxMemoryPerUser"),
-                (K::MaxPerUser, C::Node) => both!("MaxNodePerUserLimit"),
-                (K::MaxPerUser, C::Billing) => both!("MaxBillingPerUser"),
-                (K::MaxPerUser, C::Gres) => both!("MaxGRESPerUser"),
-                (K::MaxPerJob, C::Cpu) => both!("MaxCpuPerJobLimit"),
-                (K::MaxPerJob, C::Mem) => ("QOSMaxMemoryPerJob", "AssocMaxMemPerJob"),
-                (K::MaxPerJob, C::Node) => both!("MaxNodePerJobLimit"),
-                (K::MaxPerJob, C::Billing) => both!("MaxBillingPerJob"),
-                (K::MaxPerJob, C::Gres) => both!("MaxGRESPerJob"),
-                (_, C::Other) => both!("GrpTRESLimit"),
+        match self {
+            LimitReason::Qos(limit) => match limit {
+                Limit::MaxWallDurationPerJob => "QOSMaxWallDurationPerJobLimit",
+                Limit::GrpJobs => "QOSGrpJobsLimit",
+                Limit::MaxJobsPerUser => "QOSMaxJobsPerUserLimit",
+                Limit::Tres(kind, class) => match (kind, class) {
+                    (K::Grp, C::Cpu) => "QOSGrpCpuLimit",
+                    (K::Grp, C::Mem) => "QOSGrpMemLimit",
+                    (K::Grp, C::Node) => "QOSGrpNodeLimit",
+                    (K::Grp, C::Billing) => "QOSGrpBilling",
+                    (K::Grp, C::Gres) => "QOSGrpGRES",
+                    (K::Grp, C::Other) => "QOSGrpUnknown",
+                    (K::GrpMins, C::Cpu) => "QOSGrpCPUMinutesLimit",
+                    (K::GrpMins, C::Mem) => "QOSGrpMemoryMinutes",
+                    (K::GrpMins, C::Node) => "QOSGrpNodeMinutes",
+                    (K::GrpMins, C::Billing) => "QOSGrpBillingMinutes",
+                    (K::GrpMins, C::Gres) => "QOSGrpGRESMinutes",
+                    (K::GrpMins, C::Other) => "QOSGrpUnknownMinutes",
+                    (K::MaxPerJob, C::Cpu) => "QOSMaxCpuPerJobLimit",
+                    (K::MaxPerJob, C::Mem) => "QOSMaxMemoryPerJob",
+                    (K::MaxPerJob, C::Node) => "QOSMaxNodePerJobLimit",
+                    (K::MaxPerJob, C::Billing) => "QOSMaxBillingPerJob",
+                    (K::MaxPerJob, C::Gres) => "QOSMaxGRESPerJob",
+                    (K::MaxPerJob, C::Other) => "QOSMaxUnknownPerJob",
+                },
             },
-        };
-        match self.scope {
-            Scope::Qos => qos,
-            Scope::Assoc => assoc,
+            LimitReason::QosPerUser(class) => match class {
+                C::Cpu => "QOSMaxCpuPerUserLimit",
+                C::Mem => "QOSMaxMemoryPerUser",
+                C::Node => "QOSMaxNodePerUserLimit",
+                C::Billing => "QOSMaxBillingPerUser",
+                C::Gres => "QOSMaxGRESPerUser",
+                C::Other => "QOSMaxUnknownPerUser",
+            },
+            LimitReason::Assoc(limit) => match limit {
+                Limit::MaxWallDurationPerJob => "AssocMaxWallDurationPerJobLimit",
+                Limit::GrpJobs => "AssocGrpJobsLimit",
+                Limit::MaxJobsPerUser => "AssocMaxJobsLimit",
+                Limit::Tres(kind, class) => match (kind, class) {
+                    (K::Grp, C::Cpu) => "AssocGrpCpuLimit",
+                    (K::Grp, C::Mem) => "AssocGrpMemLimit",
+                    (K::Grp, C::Node) => "AssocGrpNodeLimit",
+                    (K::Grp, C::Billing) => "AssocGrpBilling",
+                    (K::Grp, C::Gres) => "AssocGrpGRES",
+                    (K::Grp, C::Other) => "AssocGrpUnknown",
+                    (K::GrpMins, C::Cpu) => "AssocGrpCPUMinutesLimit",
+                    (K::GrpMins, C::Mem) => "AssocGrpMemMinutes",
+                    (K::GrpMins, C::Node) => "AssocGrpNodeMinutes",
+                    (K::GrpMins, C::Billing) => "AssocGrpBillingMinutes",
+                    (K::GrpMins, C::Gres) => "AssocGrpGRESMinutes",
+                    (K::GrpMins, C::Other) => "AssocGrpUnknownMinutes",
+                    (K::MaxPerJob, C::Cpu) => "AssocMaxCpuPerJobLimit",
+                    (K::MaxPerJob, C::Mem) => "AssocMaxMemPerJob",
+                    (K::MaxPerJob, C::Node) => "AssocMaxNodePerJobLimit",
+                    (K::MaxPerJob, C::Billing) => "AssocMaxBillingPerJob",
+                    (K::MaxPerJob, C::Gres) => "AssocMaxGRESPerJob",
+                    (K::MaxPerJob, C::Other) => "AssocMaxUnknownPerJob",
+                },
+            },
         }
     }
 
     /// Every limit reason, for parsing.
     fn all() -> impl Iterator<Item = LimitReason> {
-        let kinds = [
-            TresLimit::Grp,
-            TresLimit::GrpMins,
-            TresLimit::MaxPerUser,
-            TresLimit::MaxPerJob,
-        ];
         let classes = [
             TresClass::Cpu,
             TresClass::Mem,
@@ -180,62 +204,67 @@ impl LimitReason {
             TresClass::Gres,
             TresClass::Other,
         ];
-        let limits = [
+        let limits: Vec<Limit> = [
             Limit::MaxWallDurationPerJob,
             Limit::GrpJobs,
             Limit::MaxJobsPerUser,
         ]
         .into_iter()
         .chain(
-            kinds
+            [TresLimit::Grp, TresLimit::GrpMins, TresLimit::MaxPerJob]
                 .into_iter()
                 .flat_map(move |k| classes.into_iter().map(move |c| Limit::Tres(k, c))),
-        );
-        let limits: Vec<Limit> = limits.collect();
-        [Scope::Qos, Scope::Assoc].into_iter().flat_map(move |s| {
-            limits
-                .clone()
-                .into_iter()
-                .map(move |l| LimitReason::new(s, l))
-        })
+        )
+        .collect();
+        let qos: Vec<LimitReason> = limits.iter().map(|l| LimitReason::Qos(*l)).collect();
+        let assoc: Vec<LimitReason> = limits.iter().map(|l| LimitReason::Assoc(*l)).collect();
+        qos.into_iter()
+            .chain(classes.into_iter().map(LimitReason::QosPerUser))
+            .chain(assoc)
     }
 }
 
-/// The reasons that are one word each, with their spelling.
-const WORDS: &[(Reason, &str)] = &[
-    (Reason::None, "None"),
-    (Reason::Priority, "Priority"),
-    (Reason::Resources, "Resources"),
-    (Reason::Dependency, "Dependency"),
-    (Reason::DependencyNeverSatisfied, "DependencyNeverSatisfied"),
-    (Reason::BeginTime, "BeginTime"),
-    (Reason::JobHeldUser, "JobHeldUser"),
-    (Reason::JobHeldAdmin, "JobHeldAdmin"),
-    (Reason::Reservation, "Reservation"),
-    (Reason::ReservationDeleted, "ReservationDeleted"),
-    (Reason::PartitionDown, "PartitionDown"),
-    (Reason::PartitionInactive, "PartitionInactive"),
-    (Reason::JobArrayTaskLimit, "JobArrayTaskLimit"),
-    (Reason::NonZeroExitCode, "NonZeroExitCode"),
-    (Reason::TimeLimit, "TimeLimit"),
-    (Reason::OutOfMemory, "OutOfMemory"),
-    (Reason::JobLaunchFailure, "JobLaunchFailure"),
-    (Reason::NodeDown, "NodeDown"),
-];
+/// The reasons that are one word each, spelled as the variant is named: the match of
+/// [`Reason::name`] and the list [`Reason::parse`] reads are made from this one list,
+/// so a variant missing here does not compile.
+macro_rules! one_word_reasons {
+    ($($word:ident),* $(,)?) => {
+        const WORDS: &[Reason] = &[$(Reason::$word),*];
+
+        impl Reason {
+            /// Slurm's spelling.
+            pub fn name(self) -> &'static str {
+                match self {
+                    Reason::Limit(l) => l.name(),
+                    $(Reason::$word => stringify!($word),)*
+                }
+            }
+        }
+    };
+}
+
+one_word_reasons!(
+    None,
+    Priority,
+    Resources,
+    Dependency,
+    DependencyNeverSatisfied,
+    BeginTime,
+    JobHeldUser,
+    JobHeldAdmin,
+    Reservation,
+    ReservationDeleted,
+    PartitionDown,
+    PartitionInactive,
+    JobArrayTaskLimit,
+    NonZeroExitCode,
+    TimeLimit,
+    OutOfMemory,
+    JobLaunchFailure,
+    NodeDown,
+);
 
 impl Reason {
-    /// Slurm's spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::Limit(l) => l.name(),
-            word => WORDS
-                .iter()
-                .find(|(r, _)| *r == word)
-                .map(|(_, name)| *name)
-                .expect("every one-word reason is in WORDS"),
-        }
-    }
-
     /// Reads Slurm's spelling back (exactly as [`Reason::name`] writes it).
     pub fn parse(text: &str) -> Option<Reason> {
         Reason::find(|name| name == text)
@@ -249,8 +278,8 @@ impl Reason {
     fn find(is: impl Fn(&str) -> bool) -> Option<Reason> {
         WORDS
             .iter()
-            .find(|(_, name)| is(name))
-            .map(|(r, _)| *r)
+            .copied()
+            .find(|r| is(r.name()))
             .or_else(|| LimitReason::all().find(|l| is(l.name())).map(Reason::Limit))
     }
 
@@ -274,22 +303,16 @@ mod tests {
     fn every_reason_reads_back_from_its_name() {
         let all = WORDS
             .iter()
-            .map(|(r, _)| *r)
+            .copied()
             .chain(LimitReason::all().map(Reason::Limit));
         let mut names = std::collections::BTreeSet::new();
         for r in all {
             let name = r.name();
-            if let Reason::Limit(LimitReason {
-                limit: Limit::Tres(_, TresClass::Other),
-                ..
-            }) = r
-            {
-                // Every kind of limit on an unnamed TRES shares Slurm's generic name.
-                continue;
-            }
             assert_eq!(Reason::parse(name), Some(r), "{name}");
             assert!(names.insert(name), "{name} twice");
         }
+        // 18 words, 21 limits of each scope and 6 per-user limits of a QOS.
+        assert_eq!(names.len(), 18 + 2 * 21 + 6);
         assert_eq!(Reason::parse("bogus"), None);
         assert_eq!(Reason::parse("resources"), None);
         assert_eq!(Reason::parse_any_case("resources"), Some(Reason::Resources));
@@ -299,6 +322,20 @@ mod tests {
                 .as_deref(),
             Some("AssocGrpGRES")
         );
+    }
+
+    #[test]
+    fn names_slurm_does_not_have_are_neither_written_nor_read() {
+        for name in [
+            "QOSGrpMemMinutes",
+            "AssocGrpTRESLimit",
+            "QOSGrpTRESLimit",
+            "AssocMaxCpuPerUserLimit",
+            "AssocMaxMemoryPerUser",
+            "AssocMaxGRESPerUser",
+        ] {
+            assert_eq!(Reason::parse(name), None, "{name}");
+        }
     }
 
     #[test]
@@ -320,12 +357,32 @@ mod tests {
             "AssocGrpCPUMinutesLimit"
         );
         assert_eq!(
+            r(Scope::Qos, tres(TresLimit::GrpMins, TresClass::Mem)),
+            "QOSGrpMemoryMinutes"
+        );
+        assert_eq!(
+            r(Scope::Assoc, tres(TresLimit::GrpMins, TresClass::Mem)),
+            "AssocGrpMemMinutes"
+        );
+        assert_eq!(
             r(Scope::Assoc, tres(TresLimit::MaxPerJob, TresClass::Mem)),
             "AssocMaxMemPerJob"
         );
         assert_eq!(
             r(Scope::Qos, tres(TresLimit::MaxPerJob, TresClass::Mem)),
             "QOSMaxMemoryPerJob"
+        );
+        assert_eq!(
+            r(Scope::Qos, tres(TresLimit::Grp, TresClass::Other)),
+            "QOSGrpUnknown"
+        );
+        assert_eq!(
+            r(Scope::Assoc, tres(TresLimit::MaxPerJob, TresClass::Other)),
+            "AssocMaxUnknownPerJob"
+        );
+        assert_eq!(
+            Reason::Limit(LimitReason::QosPerUser(TresClass::Mem)).to_string(),
+            "QOSMaxMemoryPerUser"
         );
         assert_eq!(
             r(Scope::Qos, Limit::MaxWallDurationPerJob),

@@ -722,10 +722,14 @@ impl ClusterState {
     }
 
     /// Checks what every change must keep true, and says what broke: the pending and
-    /// running indexes match the jobs, ids stay below `next_job_id`, only jobs holding
-    /// an allocation have one (on known nodes) or a kill request, and no node gives
-    /// more CPUs, GPUs or memory than it has (suspended jobs lend their CPUs and GPUs,
-    /// not their memory). Tests and the simulator run it after every change.
+    /// running indexes match the jobs, ids stay below `next_job_id`, a pending job has
+    /// no allocation and a running, suspended or completing one has one (ended jobs
+    /// keep theirs, for the accounting), only those holding one have a kill request or
+    /// an unfinished launch, an array's record is pending with tasks still to start or
+    /// has ended (a cancel of the whole array ends it with its pending tasks) and every
+    /// other record has no pending tasks, and no node gives more CPUs, GPUs or memory
+    /// than it has, nor a GPU index beyond its count (suspended jobs lend their CPUs
+    /// and GPUs, not their memory). Tests and the simulator run it after every change.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut pending = imbl::OrdSet::new();
         let mut queued = imbl::OrdSet::new();
@@ -768,8 +772,17 @@ impl ClusterState {
                     job.state.name()
                 ));
             }
-            if job.is_array_meta() && job.state != JobState::Pending {
-                return Err(format!("array record {id} is {}", job.state.name()));
+            if job.is_array_meta() {
+                if job.state == JobState::Pending && job.pending_tasks.is_empty() {
+                    return Err(format!("pending array record {id} has no pending tasks"));
+                }
+                if job.state != JobState::Pending && !job.state.is_final() {
+                    return Err(format!("array record {id} is {}", job.state.name()));
+                }
+            } else if !job.pending_tasks.is_empty() {
+                return Err(format!(
+                    "job {id} is not an array's record but has pending tasks"
+                ));
             }
         }
         if pending != self.pending_ids || queued != self.queued_ids || running != self.running_ids {
@@ -782,6 +795,14 @@ impl ClusterState {
                 let Some(node) = self.nodes.get(&na.node) else {
                     return Err(format!("job {} runs on unknown node {}", job.id, na.node));
                 };
+                if let Some(gpu) = na.gpus.iter().find(|g| **g as usize >= node.gpus.len()) {
+                    return Err(format!(
+                        "job {} has GPU {gpu} of node {}, which has {}",
+                        job.id,
+                        node.name,
+                        node.gpus.len()
+                    ));
+                }
                 let u = used.entry(node.name.as_str()).or_default();
                 u.1 += na.mem_mb;
                 if !lends {
@@ -1033,5 +1054,103 @@ mod tests {
         });
         assert_eq!(s.job(5).unwrap().display_id(), "5_1");
         assert_eq!(s.next_job_id, 7);
+    }
+
+    /// `scancel 5` of a pending array ends the array's record, which still holds the
+    /// tasks that never started (`5_[1-2]` CANCELLED in the accounting).
+    #[test]
+    fn a_cancelled_pending_array_keeps_a_valid_state() {
+        let mut s = ClusterState::new(vec![Node::from_config("n1", 4, 1000, vec![])], vec![]);
+        let spec = JobSpec {
+            array: Some(crate::job::parse_array("0-2", 10).unwrap()),
+            ..JobSpec::default()
+        };
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(Job::new(5, spec, 0, None)),
+        });
+        s.apply(&Event::ArrayTaskSplit {
+            array_id: 5,
+            task_id: 0,
+            new_id: 6,
+        });
+        s.check_invariants().unwrap();
+        s.apply(&Event::JobEnded {
+            job_id: 5,
+            state: JobState::Cancelled,
+            exit_code: 0,
+            exit_signal: 0,
+            time: 3,
+            reason: Reason::None,
+            cancelled_by: Some(0),
+        });
+        assert_eq!(s.job(5).unwrap().display_id(), "5_[1-2]");
+        assert_eq!(s.check_invariants(), Ok(()));
+    }
+
+    #[test]
+    fn array_records_keep_their_pending_tasks_where_they_belong() {
+        let mut s = ClusterState::default();
+        let spec = JobSpec {
+            array: Some(crate::job::parse_array("0-1", 10).unwrap()),
+            ..JobSpec::default()
+        };
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(Job::new(5, spec, 0, None)),
+        });
+        s.check_invariants().unwrap();
+        let mut empty = s.job(5).unwrap().clone();
+        empty.pending_tasks.clear();
+        let mut broken = s.clone();
+        broken.insert_job(empty);
+        assert!(
+            broken
+                .check_invariants()
+                .unwrap_err()
+                .contains("no pending tasks")
+        );
+        let mut task = s.job(5).unwrap().clone();
+        task.array_task_id = Some(0);
+        let mut broken = s.clone();
+        broken.insert_job(task);
+        assert!(
+            broken
+                .check_invariants()
+                .unwrap_err()
+                .contains("pending tasks")
+        );
+    }
+
+    #[test]
+    fn a_gpu_index_beyond_the_node_is_refused() {
+        let gpus = (0..2)
+            .map(|i| crate::GpuDevice::with_default_topology(i, 2, "h100"))
+            .collect();
+        let mut s = ClusterState::new(vec![Node::from_config("n1", 4, 1000, gpus)], vec![]);
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(Job::new(1, JobSpec::default(), 0, None)),
+        });
+        let mut a = alloc("n1", 1);
+        a.nodes[0].gpus = vec![1];
+        let mut ok = s.clone();
+        ok.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc: a.clone(),
+            time: 1,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        assert_eq!(ok.check_invariants(), Ok(()));
+        a.nodes[0].gpus = vec![2];
+        s.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc: a,
+            time: 1,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        assert_eq!(
+            s.check_invariants(),
+            Err("job 1 has GPU 2 of node n1, which has 2".into())
+        );
     }
 }

@@ -13,7 +13,9 @@
 //! | `12/24` | 2026-12-24 | 2025-12-24 (a later month is last year) |
 //! | `2010-01-20T12:34:00` | that instant | the same |
 //!
-//! The forms, as Slurm 22.05's man pages list them (case does not matter for words):
+//! The forms, as Slurm 22.05's man pages list them (case does not matter for words,
+//! `Today` and `TOMORROW` included, which Slurm's parser refuses because it takes their
+//! `T` for the separator of an ISO date and time):
 //! `now[{+|-}count[seconds|minutes|hours|days|weeks]]` (seconds by default, units
 //! spelled out, singular or plural), `today`, `tomorrow`, `midnight`, `noon`,
 //! `elevenses` (11:00), `fika` (15:00), `teatime` (16:00), `HH:MM[:SS] [AM|PM]`,
@@ -381,10 +383,9 @@ impl TimeSpec {
         };
         'read: while !matches!(r.at(r.pos), 0 | b'\n') {
             let b = r.at(r.pos);
-            if matches!(b, b' ' | b'\t' | b'-' | b'T') {
-                r.pos += 1;
-                continue;
-            }
+            // Words first, so that the `T` of `Today` or `TOMORROW` is not taken for
+            // the separator of an ISO date and time (Slurm's parser does, and refuses
+            // them).
             for (text, word) in WORDS {
                 if r.starts_with_word(text) {
                     r.pos += text.len();
@@ -400,6 +401,10 @@ impl TimeSpec {
                 let offset = r.now_offset()?;
                 spec.day = Some(Day::FromNow(offset));
                 spec.clock = Some(Clock::FromNow(offset));
+                continue;
+            }
+            if matches!(b, b' ' | b'\t' | b'-' | b'T') {
+                r.pos += 1;
                 continue;
             }
             if !b.is_ascii_digit() {
@@ -600,6 +605,12 @@ mod tests {
             ("fika", Future, utc(2026, 11, 30, 15, 0, 0)),
             ("teatime", Future, utc(2026, 11, 30, 16, 0, 0)),
             ("tomorrow noon", Future, utc(2026, 12, 1, 12, 0, 0)),
+            // In any case, a leading `T` included.
+            ("Today", Future, utc(2026, 11, 30, 0, 0, 0)),
+            ("TOMORROW", Future, utc(2026, 12, 1, 0, 0, 0)),
+            ("Tomorrow Noon", Future, utc(2026, 12, 1, 12, 0, 0)),
+            ("TeaTime", Future, utc(2026, 11, 30, 16, 0, 0)),
+            ("MIDNIGHT", Past, utc(2026, 11, 30, 0, 0, 0)),
             ("today 01:00", Future, utc(2026, 11, 30, 1, 0, 0)),
             // A time of day: the next one, or today toward the past.
             ("04:00", Future, utc(2026, 12, 1, 4, 0, 0)),

@@ -417,28 +417,25 @@ fn allocation(profile: &Profile, chosen: &[(usize, Free)]) -> Allocation {
 
 /// `--nodelist`, `--exclude` and `--constraint` of a job.
 pub struct NodeFilter {
-    wanted: Option<BTreeSet<String>>,
-    excluded: BTreeSet<String>,
-    /// `None`: no constraint; `Some(None)`: one that does not parse, matching nothing
-    /// (submit refuses those, so only an old record could have one).
+    /// `Some(None)`: a list that does not parse, matching nothing.
+    wanted: Option<Option<BTreeSet<String>>>,
+    /// `None`: an exclude list that does not parse, so that no node is allowed
+    /// (submit and update refuse those, so only an old record could have one).
+    excluded: Option<BTreeSet<String>>,
+    /// `None`: no constraint; `Some(None)`: one that does not parse, matching nothing.
     constraint: Option<Option<model::constraint::Constraint>>,
 }
 
 impl NodeFilter {
     pub fn new(job: &Job) -> NodeFilter {
-        let expand = |text: &str| -> BTreeSet<String> {
+        let expand = |text: &str| -> Option<BTreeSet<String>> {
             model::hostlist::expand(text)
-                .unwrap_or_default()
-                .into_iter()
-                .collect()
+                .ok()
+                .map(|names| names.into_iter().collect())
         };
         NodeFilter {
             wanted: (!job.spec.nodelist.is_empty()).then(|| expand(&job.spec.nodelist)),
-            excluded: if job.spec.exclude.is_empty() {
-                BTreeSet::new()
-            } else {
-                expand(&job.spec.exclude)
-            },
+            excluded: expand(&job.spec.exclude),
             constraint: (!job.spec.constraint.is_empty())
                 .then(|| model::constraint::Constraint::parse(&job.spec.constraint).ok()),
         }
@@ -448,8 +445,11 @@ impl NodeFilter {
     /// the features its `--constraint` asks for?
     pub fn allows(&self, node: &model::Node) -> bool {
         let name = node.name.as_str();
-        !self.excluded.contains(name)
-            && self.wanted.as_ref().is_none_or(|w| w.contains(name))
+        self.excluded.as_ref().is_some_and(|e| !e.contains(name))
+            && self
+                .wanted
+                .as_ref()
+                .is_none_or(|w| w.as_ref().is_some_and(|w| w.contains(name)))
             && self
                 .constraint
                 .as_ref()

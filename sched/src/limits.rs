@@ -225,7 +225,7 @@ impl<'a> LimitTracker<'a> {
                 return Some(tres_reason(Scope::Qos, TresLimit::Grp, name));
             }
             if let Some(name) = over(&l.max_tres_per_user, self.qos_user_tres.get(&qu), &req) {
-                return Some(tres_reason(Scope::Qos, TresLimit::MaxPerUser, name));
+                return Some(Reason::Limit(LimitReason::QosPerUser(TresClass::of(name))));
             }
         }
         let ul = assocs.user_limits(&account);

@@ -435,9 +435,7 @@ impl<'s> Preemptor<'s> {
                 continue;
             }
             // PreemptExemptTime: a job that has run less than this is spared.
-            if v.state == JobState::Running
-                && now - v.start_time - v.suspended_secs < config.preempt.exempt_secs
-            {
+            if v.state == JobState::Running && v.run_secs(now) < config.preempt.exempt_secs {
                 continue;
             }
             // A suspended job still lends its CPUs to a standing preemptor: there is

@@ -433,18 +433,12 @@ pub struct Profile<'s> {
 }
 
 /// When a running job gives its resources back, as far as the scheduler knows.
+/// That is the end of its limit (`Job::limit_end`, suspended time not counted), or now
+/// for a job already completing.
 pub fn expected_end(job: &Job, now: Time) -> Time {
-    let Some(limit) = job.time_limit_secs() else {
+    let Some(mut end) = job.limit_end(now) else {
         return FOREVER;
     };
-    let mut end = job
-        .start_time
-        .saturating_add(limit)
-        .saturating_add(job.suspended_secs);
-    if job.state == JobState::Suspended && job.suspend_time > 0 {
-        // Suspended time does not count against the limit.
-        end = end.saturating_add(now - job.suspend_time);
-    }
     if job.state == JobState::Completing {
         end = now;
     }

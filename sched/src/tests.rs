@@ -253,9 +253,12 @@ fn node_lists_and_excludes_are_honoured() {
     submit(&mut s, 3, |j| {
         j.exclude = "n[1-3]".into();
     });
+    // An exclude list that does not parse (an old record) excludes every node, not
+    // none.
+    submit(&mut s, 4, |j| j.exclude = "n[1-".into());
     assert_eq!(
         render(&schedule(&s, 10, &config(Policy::Easy))),
-        "start 1 n3:c1m0g[]\nstart 2 n2:c1m0g[] n3:c1m0g[]\npend 3 Resources\n"
+        "start 1 n3:c1m0g[]\nstart 2 n2:c1m0g[] n3:c1m0g[]\npend 3 Resources\npend 4 Priority\n"
     );
 }
 

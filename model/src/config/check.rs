@@ -11,10 +11,11 @@
 
 use super::locate::KeyPath;
 use super::{
-    Config, FAIRSHARE_ALGORITHMS, NodeConfig, OVERSUBSCRIBE, PARTITION_STATES, PREEMPT_MODES,
-    PREEMPT_TYPES, PRIORITY_TYPES, PartitionConfig, SCHEDULER_POLICIES, parse_gpu_indices,
+    Config, FAIRSHARE_ALGORITHMS, NodeConfig, OVERSUBSCRIBE, PARTITION_STATES, PREEMPT_TYPES,
+    PRIORITY_TYPES, PartitionConfig, SCHEDULER_POLICIES, parse_gpu_indices,
 };
 use crate::constraint::Constraint;
+use crate::job::{MAX_ARRAY_SIZE, PreemptMode};
 use crate::{assoc, hostlist, tres, units};
 use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
@@ -47,8 +48,17 @@ type Checked<T = ()> = Result<T, Invalid>;
 /// Slurm's largest value for most timeouts and factors (SlurmdTimeout, KillWait,
 /// PriorityTier, PriorityJobFactor).
 const SLURM_MAX: u32 = 65533;
-/// Slurm's largest MaxArraySize.
-const MAX_ARRAY_SIZE: u32 = 4_000_001;
+
+/// A preempt mode `PreemptMode::parse` reads.
+fn preempt_mode(at: &KeyPath, text: &str) -> Checked {
+    match PreemptMode::parse(text) {
+        Some(_) => Ok(()),
+        None => Err(Invalid::new(
+            at,
+            format!("unknown preempt mode `{text}` (expected off, cancel, requeue or suspend)"),
+        )),
+    }
+}
 
 /// `value` within `range`, else "must be from A to B UNIT, not V".
 fn within(at: &KeyPath, value: u32, range: RangeInclusive<u32>, unit: &str) -> Checked {
@@ -442,16 +452,7 @@ impl Config {
         )?;
         units::parse_duration_secs(&s.preempt_exempt_time)
             .map_err(|e| Invalid::new(&at.key("preempt_exempt_time"), e.to_string()))?;
-        if crate::job::PreemptMode::parse(&s.preempt_mode).is_none() {
-            return Err(Invalid::new(
-                &at.key("preempt_mode"),
-                format!(
-                    "unknown preempt mode `{}` (expected off, cancel, requeue or suspend)",
-                    s.preempt_mode
-                ),
-            ));
-        }
-        Ok(())
+        preempt_mode(&at.key("preempt_mode"), &s.preempt_mode)
     }
 
     fn check_priority(&self, at: &KeyPath) -> Checked {
@@ -536,14 +537,9 @@ impl Config {
                 ],
                 &q.max_wall,
             )?;
-            if !PREEMPT_MODES.contains(&q.preempt_mode.to_ascii_lowercase().as_str()) {
-                return Err(Invalid::new(
-                    &at.key("preempt_mode"),
-                    format!(
-                        "unknown preempt mode `{}` (expected off, cancel, requeue or suspend)",
-                        q.preempt_mode
-                    ),
-                ));
+            // Empty: the cluster's mode.
+            if !q.preempt_mode.is_empty() {
+                preempt_mode(&at.key("preempt_mode"), &q.preempt_mode)?;
             }
             if !(0..=i64::from(u32::MAX)).contains(&q.grace_time) {
                 return Err(Invalid::new(
