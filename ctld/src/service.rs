@@ -993,13 +993,23 @@ mod command_tests {
         assert_eq!(bad.code(), tonic::Code::InvalidArgument);
         let states = v1::ListJobsRequest {
             filter: Some(v1::JobFilter {
-                states: vec!["BOGUS".into()],
+                states: vec![99],
                 ..Default::default()
             }),
             ..Default::default()
         };
         let bad = s.list_jobs(Request::new(states)).await.unwrap_err();
         assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        let reasons = v1::ListJobsRequest {
+            filter: Some(v1::JobFilter {
+                reasons: vec!["BOGUS".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bad = s.list_jobs(Request::new(reasons)).await.unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        assert_eq!(bad.message(), "Invalid reason specified: BOGUS");
     }
 
     #[tokio::test]

@@ -416,8 +416,8 @@ pub fn listing_filter_from_wire(
     Ok(filter)
 }
 
-/// A listing's or a bulk command's filter: ids that are no job id and unknown state
-/// names are refused.
+/// A listing's or a bulk command's filter: ids that are no job id, state numbers this
+/// side does not know and names that are no reason are refused.
 pub fn filter_from_wire(f: &v1::JobFilter) -> Result<model::filter::JobFilter, String> {
     let ids = f
         .job_ids
@@ -435,7 +435,15 @@ pub fn filter_from_wire(f: &v1::JobFilter) -> Result<model::filter::JobFilter, S
         accounts: f.accounts.clone(),
         qos: f.qos.clone(),
         reservations: f.reservations.clone(),
-        states: model::filter::JobFilter::parse_states(&f.states)?,
+        states: f
+            .states
+            .iter()
+            .map(|&n| {
+                v1::JobState::try_from(n)
+                    .map(state_from_wire)
+                    .map_err(|_| format!("Invalid job state specified: {n}"))
+            })
+            .collect::<Result<_, _>>()?,
         nodes: if f.nodes.is_empty() {
             Vec::new()
         } else {
@@ -1036,6 +1044,37 @@ mod tests {
         assert_eq!(
             node_state_from_wire(&bad).unwrap_err().to_string(),
             "node n1: unknown health 7 from the controller"
+        );
+    }
+
+    #[test]
+    fn filters_carry_typed_states_and_refuse_unknown_states_and_reasons() {
+        let wire = v1::JobFilter {
+            states: vec![v1::JobState::Pending as i32, v1::JobState::Running as i32],
+            reasons: vec!["resources".into(), "JobHeldUser".into()],
+            ..Default::default()
+        };
+        let f = filter_from_wire(&wire).unwrap();
+        assert_eq!(f.states, [JobState::Pending, JobState::Running]);
+        assert_eq!(
+            f.reasons,
+            [model::Reason::Resources, model::Reason::JobHeldUser]
+        );
+        let bad = v1::JobFilter {
+            states: vec![99],
+            ..Default::default()
+        };
+        assert_eq!(
+            filter_from_wire(&bad).unwrap_err(),
+            "Invalid job state specified: 99"
+        );
+        let bad = v1::JobFilter {
+            reasons: vec!["BOGUS".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            filter_from_wire(&bad).unwrap_err(),
+            "Invalid reason specified: BOGUS"
         );
     }
 

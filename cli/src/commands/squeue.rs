@@ -421,7 +421,10 @@ pub fn request(opts: &Options) -> ListJobsRequest {
     // One job by id: fetch it in whatever state, to tell "unknown job" from "filtered".
     let single = single_job(opts);
     let states = match &opts.states {
-        States::List(l) if !single => l.iter().map(|s| s.name().to_string()).collect(),
+        States::List(l) if !single => l
+            .iter()
+            .map(|&s| proto::convert::state_to_wire(s) as i32)
+            .collect(),
         _ => Vec::new(),
     };
     ListJobsRequest {
