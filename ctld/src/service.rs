@@ -565,11 +565,17 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::UpdateNodesRequest>,
     ) -> Result<Response<v1::UpdateNodesReply>, Status> {
         let req = req.into_inner();
-        let action = match req.state.to_ascii_uppercase().as_str() {
-            "DRAIN" => command::NodeAction::Drain,
-            "DOWN" => command::NodeAction::Down,
-            "RESUME" | "IDLE" | "UNDRAIN" => command::NodeAction::Resume,
-            other => return Err(invalid(format!("Invalid node state specified: {other}"))),
+        use v1::NodeStateChange as C;
+        let action = match C::try_from(req.state) {
+            Ok(C::Drain) => command::NodeAction::Drain,
+            Ok(C::Down) => command::NodeAction::Down,
+            Ok(C::Resume | C::Idle | C::Undrain) => command::NodeAction::Resume,
+            Ok(C::Unspecified) | Err(_) => {
+                return Err(invalid(format!(
+                    "Invalid node state specified: {}",
+                    req.state
+                )));
+            }
         };
         let cmd = command::UpdateNodes {
             nodes: req.nodes,
@@ -1039,6 +1045,16 @@ mod command_tests {
             .await
             .unwrap_err();
         assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        for state in [v1::NodeStateChange::Unspecified as i32, 99] {
+            let update = v1::UpdateNodesRequest {
+                nodes: "n1".into(),
+                state,
+                reason: "x".into(),
+                requester_uid: 0,
+            };
+            let refused = s.update_nodes(Request::new(update)).await.unwrap_err();
+            assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        }
         // None of them reached the state owner.
         assert!(rx.try_recv().is_err());
     }
