@@ -1272,6 +1272,7 @@ async fn reservation_change(
         v1::ReservationOp::Create => "creating",
         v1::ReservationOp::Update => "updating",
         v1::ReservationOp::Delete => "deleting",
+        v1::ReservationOp::Unspecified => unreachable!("the command names its operation"),
     };
     let (_, uid, _) = client::current_user();
     let req = match reservation::request(op, &words, times::now(), uid) {
@@ -1290,7 +1291,7 @@ async fn reservation_change(
                 .out
                 .push(format!("Reservation created: {}\n", r.into_inner().name)),
             v1::ReservationOp::Update => s.out.push("Reservation updated.\n".into()),
-            v1::ReservationOp::Delete => {}
+            v1::ReservationOp::Delete | v1::ReservationOp::Unspecified => {}
         },
         Err(e) => s.fail(format!(
             "Error {verb} the reservation: {}",
