@@ -431,7 +431,9 @@ impl v1::ctld_server::Ctld for Services {
             Ok(v1::ControlOp::RequeueHold) => Op::RequeueHold,
             Ok(v1::ControlOp::Suspend) => Op::Suspend,
             Ok(v1::ControlOp::Resume) => Op::Resume,
-            Err(_) => return Err(invalid(format!("unknown job operation {}", req.op))),
+            Ok(v1::ControlOp::Unspecified) | Err(_) => {
+                return Err(invalid(format!("unknown job operation {}", req.op)));
+            }
         };
         let cmd = command::ControlJobs {
             op,
@@ -563,11 +565,17 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::UpdateNodesRequest>,
     ) -> Result<Response<v1::UpdateNodesReply>, Status> {
         let req = req.into_inner();
-        let action = match req.state.to_ascii_uppercase().as_str() {
-            "DRAIN" => command::NodeAction::Drain,
-            "DOWN" => command::NodeAction::Down,
-            "RESUME" | "IDLE" | "UNDRAIN" => command::NodeAction::Resume,
-            other => return Err(invalid(format!("Invalid node state specified: {other}"))),
+        use v1::NodeStateChange as C;
+        let action = match C::try_from(req.state) {
+            Ok(C::Drain) => command::NodeAction::Drain,
+            Ok(C::Down) => command::NodeAction::Down,
+            Ok(C::Resume | C::Idle | C::Undrain) => command::NodeAction::Resume,
+            Ok(C::Unspecified) | Err(_) => {
+                return Err(invalid(format!(
+                    "Invalid node state specified: {}",
+                    req.state
+                )));
+            }
         };
         let cmd = command::UpdateNodes {
             nodes: req.nodes,
@@ -649,7 +657,9 @@ impl v1::ctld_server::Ctld for Services {
             Ok(v1::ReservationOp::Create) => command::ReservationOp::Create,
             Ok(v1::ReservationOp::Update) => command::ReservationOp::Update,
             Ok(v1::ReservationOp::Delete) => command::ReservationOp::Delete,
-            Err(_) => return Err(invalid(format!("unknown reservation operation {}", req.op))),
+            Ok(v1::ReservationOp::Unspecified) | Err(_) => {
+                return Err(invalid(format!("unknown reservation operation {}", req.op)));
+            }
         };
         let change = proto::convert::reservation_change_from_wire(req.change.unwrap_or_default())
             .map_err(invalid)?;
@@ -814,7 +824,9 @@ impl v1::node_control_server::NodeControl for Services {
             Ok(v1::FinishKind::Timeout) => EndKind::Timeout,
             Ok(v1::FinishKind::OutOfMemory) => EndKind::OutOfMemory,
             Ok(v1::FinishKind::LaunchFailed) => EndKind::LaunchFailed,
-            Err(_) => return Err(invalid(format!("unknown kind of job end {}", req.kind))),
+            Ok(v1::FinishKind::Unspecified) | Err(_) => {
+                return Err(invalid(format!("unknown kind of job end {}", req.kind)));
+            }
         };
         let end = command::JobEnd {
             node: req.node_name,
@@ -991,42 +1003,65 @@ mod command_tests {
         assert_eq!(bad.code(), tonic::Code::InvalidArgument);
         let states = v1::ListJobsRequest {
             filter: Some(v1::JobFilter {
-                states: vec!["BOGUS".into()],
+                states: vec![99],
                 ..Default::default()
             }),
             ..Default::default()
         };
         let bad = s.list_jobs(Request::new(states)).await.unwrap_err();
         assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        let reasons = v1::ListJobsRequest {
+            filter: Some(v1::JobFilter {
+                reasons: vec!["BOGUS".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bad = s.list_jobs(Request::new(reasons)).await.unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        assert_eq!(bad.message(), "Invalid reason specified: BOGUS");
     }
 
     #[tokio::test]
     async fn unknown_operations_and_kinds_of_job_end_are_refused() {
         let (s, mut rx) = services();
-        let hold = v1::ControlJobsRequest {
-            op: 99,
-            job_ids: vec!["20".into()],
-            requester_uid: 0,
-        };
-        let refused = s.control_jobs(Request::new(hold)).await.unwrap_err();
-        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
-        let end = v1::JobFinishedRequest {
-            node_name: "n1".into(),
-            job_id: 20,
-            kind: 99,
-            ..Default::default()
-        };
-        let refused = s.job_finished(Request::new(end)).await.unwrap_err();
-        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
-        let reservation = v1::ChangeReservationRequest {
-            op: 7,
-            ..Default::default()
-        };
-        let refused = s
-            .change_reservation(Request::new(reservation))
-            .await
-            .unwrap_err();
-        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        // An unset value (0) is refused as an unknown one is, never read as an operation.
+        for unknown in [0, 99] {
+            let hold = v1::ControlJobsRequest {
+                op: unknown,
+                job_ids: vec!["20".into()],
+                requester_uid: 0,
+            };
+            let refused = s.control_jobs(Request::new(hold)).await.unwrap_err();
+            assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+            let end = v1::JobFinishedRequest {
+                node_name: "n1".into(),
+                job_id: 20,
+                kind: unknown,
+                ..Default::default()
+            };
+            let refused = s.job_finished(Request::new(end)).await.unwrap_err();
+            assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+            let reservation = v1::ChangeReservationRequest {
+                op: unknown,
+                ..Default::default()
+            };
+            let refused = s
+                .change_reservation(Request::new(reservation))
+                .await
+                .unwrap_err();
+            assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        }
+        for state in [v1::NodeStateChange::Unspecified as i32, 99] {
+            let update = v1::UpdateNodesRequest {
+                nodes: "n1".into(),
+                state,
+                reason: "x".into(),
+                requester_uid: 0,
+            };
+            let refused = s.update_nodes(Request::new(update)).await.unwrap_err();
+            assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        }
         // None of them reached the state owner.
         assert!(rx.try_recv().is_err());
     }

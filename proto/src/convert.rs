@@ -416,8 +416,8 @@ pub fn listing_filter_from_wire(
     Ok(filter)
 }
 
-/// A listing's or a bulk command's filter: ids that are no job id and unknown state
-/// names are refused.
+/// A listing's or a bulk command's filter: ids that are no job id, state numbers this
+/// side does not know and names that are no reason are refused.
 pub fn filter_from_wire(f: &v1::JobFilter) -> Result<model::filter::JobFilter, String> {
     let ids = f
         .job_ids
@@ -435,7 +435,15 @@ pub fn filter_from_wire(f: &v1::JobFilter) -> Result<model::filter::JobFilter, S
         accounts: f.accounts.clone(),
         qos: f.qos.clone(),
         reservations: f.reservations.clone(),
-        states: model::filter::JobFilter::parse_states(&f.states)?,
+        states: f
+            .states
+            .iter()
+            .map(|&n| {
+                v1::JobState::try_from(n)
+                    .map(state_from_wire)
+                    .map_err(|_| format!("Invalid job state specified: {n}"))
+            })
+            .collect::<Result<_, _>>()?,
         nodes: if f.nodes.is_empty() {
             Vec::new()
         } else {
@@ -728,7 +736,8 @@ pub fn job_change_from_wire(c: v1::JobChange) -> Result<model::job_update::JobCh
     Ok(match c.change.ok_or("unknown job change")? {
         W::TimeLimit(t) => C::TimeLimit(match t.limit.ok_or("unknown time limit change")? {
             L::Minutes(m) => T::Set(Some(m)),
-            L::Unlimited(_) => T::Set(None),
+            L::Unlimited(true) => T::Set(None),
+            L::Unlimited(false) => return Err("unknown time limit change".into()),
             L::AddMinutes(m) => T::Add(m),
             L::SubtractMinutes(m) => T::Subtract(m),
         }),
@@ -827,7 +836,9 @@ pub fn reservation_change_from_wire(
             Ok(v1::EditKind::Set) => ListEdit::Set(items),
             Ok(v1::EditKind::Add) => ListEdit::Add(items),
             Ok(v1::EditKind::Remove) => ListEdit::Remove(items),
-            Err(_) => return Err(format!("unknown kind of list edit {kind}")),
+            Ok(v1::EditKind::Unspecified) | Err(_) => {
+                return Err(format!("unknown kind of list edit {kind}"));
+            }
         })
     }
     let flag = |n: i32| -> Result<F, String> {
@@ -838,22 +849,36 @@ pub fn reservation_change_from_wire(
             Ok(v1::ReservationFlag::Daily) => F::Daily,
             Ok(v1::ReservationFlag::Weekly) => F::Weekly,
             Ok(v1::ReservationFlag::Overlap) => F::Overlap,
-            Err(_) => return Err(format!("unknown reservation flag {n}")),
+            Ok(v1::ReservationFlag::Unspecified) | Err(_) => {
+                return Err(format!("unknown reservation flag {n}"));
+            }
         })
     };
     Ok(ReservationChange {
         name: c.name,
         start: c.start_time,
         end: c.end_time,
-        duration: c.duration.map(|d| match d {
-            v1::reservation_change::Duration::DurationSecs(s) => Some(s),
-            v1::reservation_change::Duration::Unlimited(_) => None,
-        }),
-        nodes: c.nodes.map(|n| match n {
-            v1::reservation_change::Nodes::AllNodes(_) => NodeChoice::All,
-            v1::reservation_change::Nodes::NodeNames(n) => NodeChoice::Names(n.names),
-            v1::reservation_change::Nodes::NodeCount(n) => NodeChoice::Count(n),
-        }),
+        duration: c
+            .duration
+            .map(|d| match d {
+                v1::reservation_change::Duration::DurationSecs(s) => Ok(Some(s)),
+                v1::reservation_change::Duration::Unlimited(true) => Ok(None),
+                v1::reservation_change::Duration::Unlimited(false) => {
+                    Err("unknown reservation duration".to_string())
+                }
+            })
+            .transpose()?,
+        nodes: c
+            .nodes
+            .map(|n| match n {
+                v1::reservation_change::Nodes::AllNodes(true) => Ok(NodeChoice::All),
+                v1::reservation_change::Nodes::AllNodes(false) => {
+                    Err("unknown reservation nodes".to_string())
+                }
+                v1::reservation_change::Nodes::NodeNames(n) => Ok(NodeChoice::Names(n.names)),
+                v1::reservation_change::Nodes::NodeCount(n) => Ok(NodeChoice::Count(n)),
+            })
+            .transpose()?,
         users: c.users.map(|e| edit(e.kind, e.items)).transpose()?,
         accounts: c.accounts.map(|e| edit(e.kind, e.items)).transpose()?,
         flags: c
@@ -932,6 +957,56 @@ mod tests {
             assert_eq!(job_change_from_wire(job_change_to_wire(&c)), Ok(c));
         }
         assert!(job_change_from_wire(v1::JobChange { change: None }).is_err());
+        // A marker set false says nothing: refused, not read as unlimited.
+        let unset = v1::JobChange {
+            change: Some(v1::job_change::Change::TimeLimit(v1::TimeLimitChange {
+                limit: Some(v1::time_limit_change::Limit::Unlimited(false)),
+            })),
+        };
+        assert!(job_change_from_wire(unset).is_err());
+    }
+
+    #[test]
+    fn reservation_changes_round_trip_and_unset_kinds_and_markers_are_refused() {
+        use model::reservation_change::{ListEdit, NodeChoice, ReservationChange};
+        use v1::reservation_change::{Duration as D, Nodes as N};
+        let change = ReservationChange {
+            name: Some("maint".into()),
+            duration: Some(None),
+            nodes: Some(NodeChoice::All),
+            users: Some(ListEdit::Set(vec!["alice".into()])),
+            accounts: Some(ListEdit::Remove(vec!["ml".into()])),
+            flags: Some(ListEdit::Add(vec![
+                model::ReservationFlag::Maint,
+                model::ReservationFlag::Overlap,
+            ])),
+            ..Default::default()
+        };
+        let wire = reservation_change_to_wire(&change);
+        assert_eq!(reservation_change_from_wire(wire.clone()), Ok(change));
+        let refused = |w: v1::ReservationChange| reservation_change_from_wire(w).is_err();
+        assert!(refused(v1::ReservationChange {
+            duration: Some(D::Unlimited(false)),
+            ..wire.clone()
+        }));
+        assert!(refused(v1::ReservationChange {
+            nodes: Some(N::AllNodes(false)),
+            ..wire.clone()
+        }));
+        assert!(refused(v1::ReservationChange {
+            users: Some(v1::StringsEdit {
+                kind: v1::EditKind::Unspecified as i32,
+                items: vec!["alice".into()],
+            }),
+            ..wire.clone()
+        }));
+        assert!(refused(v1::ReservationChange {
+            flags: Some(v1::FlagsEdit {
+                kind: v1::EditKind::Set as i32,
+                flags: vec![v1::ReservationFlag::Unspecified as i32],
+            }),
+            ..wire
+        }));
     }
 
     #[test]
@@ -1036,6 +1111,37 @@ mod tests {
         assert_eq!(
             node_state_from_wire(&bad).unwrap_err().to_string(),
             "node n1: unknown health 7 from the controller"
+        );
+    }
+
+    #[test]
+    fn filters_carry_typed_states_and_refuse_unknown_states_and_reasons() {
+        let wire = v1::JobFilter {
+            states: vec![v1::JobState::Pending as i32, v1::JobState::Running as i32],
+            reasons: vec!["resources".into(), "JobHeldUser".into()],
+            ..Default::default()
+        };
+        let f = filter_from_wire(&wire).unwrap();
+        assert_eq!(f.states, [JobState::Pending, JobState::Running]);
+        assert_eq!(
+            f.reasons,
+            [model::Reason::Resources, model::Reason::JobHeldUser]
+        );
+        let bad = v1::JobFilter {
+            states: vec![99],
+            ..Default::default()
+        };
+        assert_eq!(
+            filter_from_wire(&bad).unwrap_err(),
+            "Invalid job state specified: 99"
+        );
+        let bad = v1::JobFilter {
+            reasons: vec!["BOGUS".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            filter_from_wire(&bad).unwrap_err(),
+            "Invalid reason specified: BOGUS"
         );
     }
 

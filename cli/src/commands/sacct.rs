@@ -342,7 +342,11 @@ pub fn request(opts: &Options) -> ListJobsRequest {
             users: opts.users.clone(),
             names: opts.names.clone(),
             partitions: opts.partitions.clone(),
-            states: opts.states.iter().map(|s| s.name().to_string()).collect(),
+            states: opts
+                .states
+                .iter()
+                .map(|&s| proto::convert::state_to_wire(s) as i32)
+                .collect(),
             accounts: opts.accounts.clone(),
             qos: opts.qos.clone(),
             reservations: Vec::new(),

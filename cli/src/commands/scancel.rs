@@ -124,7 +124,10 @@ pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
                             st @ (model::JobState::Pending
                             | model::JobState::Running
                             | model::JobState::Suspended),
-                        ) => r.filter.states.push(st.name().to_string()),
+                        ) => r
+                            .filter
+                            .states
+                            .push(proto::convert::state_to_wire(st) as i32),
                         _ => {
                             return Err(Exit::raw(
 [format!("{PROG}: error: Invalid job state specified: {s}"),
@@ -362,7 +365,10 @@ mod tests {
         assert_eq!(r.filter.users, ["ada"]);
         assert_eq!(r.filter.names, ["x"]);
         assert_eq!(r.filter.partitions, ["gpu"]);
-        assert_eq!(r.filter.states, ["PENDING", "RUNNING"]);
+        assert_eq!(
+            r.filter.states,
+            [v1::JobState::Pending as i32, v1::JobState::Running as i32]
+        );
         assert_eq!(r.filter.accounts, ["acct"]);
         assert!(r.batch);
         let r = req(&["--jobname=y", "-s", "9", "-q", "high"]);

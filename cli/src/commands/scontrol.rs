@@ -597,7 +597,7 @@ pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, Exit> {
 #[derive(Debug, Default, PartialEq)]
 pub struct NodeUpdate {
     pub nodes: String,
-    pub state: String,
+    pub state: Option<v1::NodeStateChange>,
     pub reason: String,
 }
 
@@ -607,16 +607,26 @@ pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, Exit> {
         if kw(&k, "NodeName", 3) {
             u.nodes = v;
         } else if kw(&k, "State", 3) {
+            use v1::NodeStateChange as C;
             let up = v.to_ascii_uppercase();
-            let known = ["DOWN", "DRAIN", "FAIL", "RESUME", "UNDRAIN", "IDLE"];
-            match known.iter().find(|s| up.len() >= 2 && s.starts_with(&up)) {
-                Some(s) => u.state = (*s).to_string(),
+            let known = [
+                ("DOWN", C::Down),
+                ("DRAIN", C::Drain),
+                ("RESUME", C::Resume),
+                ("UNDRAIN", C::Undrain),
+                ("IDLE", C::Idle),
+            ];
+            match known
+                .iter()
+                .find(|(s, _)| up.len() >= 2 && s.starts_with(&up))
+            {
+                Some((_, change)) => u.state = Some(*change),
                 None => {
                     return Err(Exit::raw(
                         [
                             format!("Invalid input: {k}={v}"),
                             "Request aborted".into(),
-                            "Valid states are: DOWN DRAIN FAIL RESUME UNDRAIN IDLE".into(),
+                            "Valid states are: DOWN DRAIN RESUME UNDRAIN IDLE".into(),
                         ]
                         .join("\n"),
                     ));
@@ -628,12 +638,16 @@ pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, Exit> {
             return Err(unsupported(&k, &v));
         }
     }
-    if matches!(u.state.as_str(), "DOWN" | "DRAIN" | "FAIL") && u.reason.trim().is_empty() {
+    if matches!(
+        u.state,
+        Some(v1::NodeStateChange::Down | v1::NodeStateChange::Drain)
+    ) && u.reason.trim().is_empty()
+    {
         return Err(Exit::raw(
             "You must specify a reason when DOWNING or DRAINING a node. Request denied",
         ));
     }
-    if u.state.is_empty() && u.reason.is_empty() {
+    if u.state.is_none() && u.reason.is_empty() {
         return Err(Exit::raw("No changes specified"));
     }
     Ok(u)
@@ -945,7 +959,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
         };
         let req = v1::UpdateNodesRequest {
             nodes: u.nodes,
-            state: u.state,
+            state: u.state.unwrap_or_default() as i32,
             reason: u.reason,
             requester_uid: uid,
         };
@@ -1254,6 +1268,7 @@ async fn reservation_change(
         v1::ReservationOp::Create => "creating",
         v1::ReservationOp::Update => "updating",
         v1::ReservationOp::Delete => "deleting",
+        v1::ReservationOp::Unspecified => unreachable!("the command names its operation"),
     };
     let (_, uid, _) = client::current_user();
     let req = match reservation::request(op, &words, times::now(), uid) {
@@ -1272,7 +1287,7 @@ async fn reservation_change(
                 .out
                 .push(format!("Reservation created: {}\n", r.into_inner().name)),
             v1::ReservationOp::Update => s.out.push("Reservation updated.\n".into()),
-            v1::ReservationOp::Delete => {}
+            v1::ReservationOp::Delete | v1::ReservationOp::Unspecified => {}
         },
         Err(e) => s.fail(format!(
             "Error {verb} the reservation: {}",
@@ -1692,12 +1707,14 @@ mod tests {
             u,
             NodeUpdate {
                 nodes: "gpu[01-02]".into(),
-                state: "DRAIN".into(),
+                state: Some(v1::NodeStateChange::Drain),
                 reason: "disk swap".into()
             }
         );
         let u = parse_node_update(&sv(&["nodename=n1", "state=RESUME"])).unwrap();
-        assert_eq!(u.state, "RESUME");
+        assert_eq!(u.state, Some(v1::NodeStateChange::Resume));
+        let u = parse_node_update(&sv(&["nodename=n1", "state=undr"])).unwrap();
+        assert_eq!(u.state, Some(v1::NodeStateChange::Undrain));
         let e = |a: &[&str]| parse_node_update(&sv(a)).unwrap_err().lines();
         assert_eq!(
             e(&["NodeName=n1", "State=DRAIN"]),
@@ -1710,6 +1727,11 @@ mod tests {
         assert_eq!(
             e(&["NodeName=n1", "State=bogus"])[0],
             "Invalid input: State=bogus"
+        );
+        // FAIL is a state the controller does not set.
+        assert_eq!(
+            e(&["NodeName=n1", "State=FAIL", "Reason=x"])[0],
+            "Invalid input: State=FAIL"
         );
         assert_eq!(
             e(&["NodeName=n1", "Weight=3"]),

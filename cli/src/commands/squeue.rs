@@ -421,7 +421,10 @@ pub fn request(opts: &Options) -> ListJobsRequest {
     // One job by id: fetch it in whatever state, to tell "unknown job" from "filtered".
     let single = single_job(opts);
     let states = match &opts.states {
-        States::List(l) if !single => l.iter().map(|s| s.name().to_string()).collect(),
+        States::List(l) if !single => l
+            .iter()
+            .map(|&s| proto::convert::state_to_wire(s) as i32)
+            .collect(),
         _ => Vec::new(),
     };
     ListJobsRequest {
@@ -621,8 +624,10 @@ fn filter<'a>(opts: &Options, job: &'a JobInfo) -> Option<JobRef<'a>> {
         None => JobRef::Borrowed(job),
     };
     // The controller applied every filter; only a single job asked by id came in
-    // whatever state, to tell an unknown job from a filtered one.
-    (!single_job(opts) || opts.states.matches(jobs::job_state(&job))).then_some(job)
+    // whatever state, to tell an unknown job from a filtered one. States Drover never
+    // enters (`-t CF`) leave an empty list, which the controller reads as no filter.
+    let no_state = matches!(&opts.states, States::List(l) if l.is_empty());
+    (!no_state && (!single_job(opts) || opts.states.matches(jobs::job_state(&job)))).then_some(job)
 }
 
 /// The rows to print: filtered, arrays expanded with `-r`, sorted (`-S`, then by id).
@@ -1157,6 +1162,8 @@ mod tests {
             "1\n4_0\n2\n"
         );
         assert_eq!(out(&["-h", "-o", "%i", "-u", "bob"], &sample()), "");
+        // Only states no job is ever in: no job, as in Slurm.
+        assert_eq!(out(&["-h", "-o", "%i", "-t", "CF,SO"], &sample()), "");
         assert_eq!(
             out(&["-h", "-o", "%i", "--me", "-w", "gpu02"], &sample()),
             "1\n4_0\n"

@@ -46,6 +46,11 @@ pub fn update_nodes(turn: &mut Turn, cmd: UpdateNodes) -> Result<(), Rejection> 
         NodeAction::Down => (false, true),
         NodeAction::Resume => (false, false),
     };
+    if (drain || down) && cmd.reason.trim().is_empty() {
+        return Err(Rejection::invalid(
+            "You must specify a reason when DOWNING or DRAINING a node. Request denied",
+        ));
+    }
     let reason = if drain || down {
         cmd.reason
     } else {

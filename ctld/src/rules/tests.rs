@@ -781,3 +781,32 @@ fn holds_and_releases_set_slurms_reasons() {
     let d = env.turn(|t| jobs::control(t, cmd));
     assert!(d.answer[0].error.is_some());
 }
+
+#[test]
+fn a_node_is_drained_or_downed_only_with_a_reason() {
+    use crate::command::{NodeAction, Rejection, UpdateNodes};
+    let mut env = Env::new("");
+    let update = |action, reason: &str| UpdateNodes {
+        nodes: "n1".into(),
+        action,
+        reason: reason.into(),
+        requester: 0,
+    };
+    for action in [NodeAction::Drain, NodeAction::Down] {
+        for reason in ["", "  "] {
+            let d = env.turn(|t| nodes::update_nodes(t, update(action, reason)));
+            assert_eq!(
+                d.answer,
+                Err(Rejection::invalid(
+                    "You must specify a reason when DOWNING or DRAINING a node. Request denied"
+                ))
+            );
+            assert!(d.events.is_empty());
+        }
+    }
+    let d = env.turn(|t| nodes::update_nodes(t, update(NodeAction::Resume, "")));
+    assert_eq!(d.answer, Ok(()));
+    let d = env.turn(|t| nodes::update_nodes(t, update(NodeAction::Drain, "disk swap")));
+    assert_eq!(d.answer, Ok(()));
+    assert!(env.state.nodes["n1"].drain);
+}
