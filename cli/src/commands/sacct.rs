@@ -165,6 +165,8 @@ pub struct Options {
     pub accounts: Vec<String>,
     pub partitions: Vec<String>,
     pub states: Vec<JobState>,
+    /// `-s` named only states Drover never enters: no job matches.
+    pub no_state: bool,
     pub qos: Vec<String>,
     pub wckeys: Vec<String>,
     pub gids: Vec<u32>,
@@ -303,6 +305,7 @@ pub fn parse_args(
         names: all("name"),
         accounts: all("accounts"),
         partitions: all("partition"),
+        no_state: p.has("state") && states.is_empty(),
         states,
         qos: all("qos"),
         wckeys: all("wckeys"),
@@ -380,6 +383,8 @@ pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo]) -> Vec<Row<'a>> {
         .filter(|s| s.step().is_none() || opts.no_steps)
         .map(JobIdSpec::without_step)
         .collect();
+    // An empty state list would ask the controller for every state.
+    let jobs = if opts.no_state { &[][..] } else { jobs };
     for job in jobs {
         let (shown, steps) = match &opts.jobs {
             None => (JobRef::Borrowed(job), None),
@@ -1228,6 +1233,11 @@ mod tests {
         assert_eq!(
             parse(&["-s", "r,RQ,resizing,se"]).unwrap().states,
             [JobState::Running, JobState::Requeued]
+        );
+        // Only states no job is ever in: no job, not every job.
+        assert_eq!(
+            out(&["-X", "-n", "-P", "-o", "jobid", "-s", "RS,SE"], &sample()),
+            ""
         );
         // A field name longer than ALL, or with a multi-byte character, is no panic.
         assert!(parse(&["-o", "allx"]).is_err());
