@@ -124,7 +124,9 @@ impl Node {
     }
 }
 
-/// The reason a node gets when it stops answering.
+/// The reason a node gets when it stops answering. As in Slurm 22.05 with
+/// `ReturnToService=1`, a DOWN node whose reason is this text returns to service when
+/// it registers again, and any other DOWN stays (slurmctld compares the same text).
 pub const NOT_RESPONDING: &str = "Not responding";
 
 /// How much of a node running jobs hold.
