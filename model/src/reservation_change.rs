@@ -96,6 +96,16 @@ impl ReservationChange {
                 .split_once('=')
                 .ok_or_else(|| format!("Invalid input: {word}"))?;
             let value = value.trim_matches('"');
+            // `Users+=bob`, `Flags-=MAINT`: scontrol's spelling of `Users=+bob`.
+            let signed;
+            let (key, value) = match key.strip_suffix(['+', '-']) {
+                Some(list) if LISTS.contains(&list.to_ascii_lowercase().as_str()) => {
+                    signed = format!("{}{value}", &key[list.len()..]);
+                    (list, signed.as_str())
+                }
+                Some(_) => return Err(format!("Invalid input: {word}")),
+                None => (key, value),
+            };
             let time = |v: &str| {
                 timespec::parse(v, now, Toward::Future, zone)
                     .map_err(|_| format!("Invalid time specification: {v}"))
@@ -137,9 +147,24 @@ impl ReservationChange {
     }
 }
 
+/// The keys whose value is a list that `+=` adds to and `-=` removes from.
+const LISTS: &[&str] = &["users", "user", "accounts", "account", "flags"];
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plus_and_minus_before_the_equal_sign_edit_a_list() {
+        let c = parse(&["Users+=bob,al", "Accounts-=ml", "Flags+=FLEX"]).unwrap();
+        assert_eq!(
+            c.users,
+            Some(ListEdit::Add(vec!["bob".into(), "al".into()]))
+        );
+        assert_eq!(c.accounts, Some(ListEdit::Remove(vec!["ml".into()])));
+        assert_eq!(c.flags, Some(ListEdit::Add(vec![ReservationFlag::Flex])));
+        assert!(parse(&["StartTime+=now"]).is_err());
+    }
 
     fn parse(words: &[&str]) -> Result<ReservationChange, String> {
         let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
