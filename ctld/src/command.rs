@@ -31,6 +31,9 @@ pub enum Rejection {
     /// The controller is stopping.
     #[error("controller is shutting down")]
     ShuttingDown,
+    /// Not now, for want of room: `max_job_count` live jobs are held (Slurm's EAGAIN).
+    #[error("Resource temporarily unavailable")]
+    Busy,
 }
 
 impl Rejection {

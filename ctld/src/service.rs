@@ -36,7 +36,7 @@ pub fn status(r: Rejection) -> Status {
         Rejection::NotFound(_) => Status::not_found(text),
         Rejection::PermissionDenied => Status::permission_denied(text),
         Rejection::WrongState(_) => Status::failed_precondition(text),
-        Rejection::StoreFull(_) => Status::resource_exhausted(text),
+        Rejection::StoreFull(_) | Rejection::Busy => Status::resource_exhausted(text),
         Rejection::ShuttingDown => Status::unavailable(text),
     }
 }

@@ -843,6 +843,13 @@ impl ClusterState {
         usage
     }
 
+    /// Job records not yet ended (pending, running, suspended or completing), as
+    /// Slurm's MaxJobCount counts them: a pending array is one record until its tasks
+    /// are split off.
+    pub fn live_records(&self) -> usize {
+        self.pending_ids.len() + self.running_ids.len()
+    }
+
     /// Jobs holding an allocation (running, suspended or completing).
     pub fn running_jobs(&self) -> impl Iterator<Item = &Job> {
         self.running_ids

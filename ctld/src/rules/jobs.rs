@@ -55,6 +55,11 @@ fn check(
 /// `sbatch`: queues a job (or a whole array) under the next id.
 pub fn submit(turn: &mut Turn, submit: Submit) -> Result<Submitted, Rejection> {
     let (submit, time_limit) = check(turn.state, turn.config, turn.sched, submit)?;
+    let max = turn.config.controller.max_job_count;
+    if turn.state.live_records() >= max as usize {
+        tracing::warn!(max_job_count = max, "MaxJobCount reached: submit refused");
+        return Err(Rejection::Busy);
+    }
     let assocs = &turn.sched.assocs;
     if sched::limits::SubmitCounts::needed(assocs) {
         let state = &*turn.state;

@@ -760,6 +760,39 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
 }
 
 #[test]
+fn max_job_count_live_jobs_refuse_the_next_submit_until_one_ends() {
+    let mut env = Env::new("");
+    env.config.controller.max_job_count = 2;
+    let first = env.submit(|_| {});
+    env.submit(|s| {
+        s.array = Some(model::ArraySpec {
+            task_ids: vec![1, 2, 3],
+            max_running: 0,
+        })
+    });
+    let spec = JobSpec {
+        user: "alice".into(),
+        uid: ALICE,
+        work_dir: "/tmp".into(),
+        ..JobSpec::default()
+    };
+    let payload = JobPayload {
+        script: "#!/bin/sh\n".into(),
+        env: vec![],
+    };
+    let submit = |spec: &JobSpec| Submit {
+        spec: spec.clone(),
+        payload: payload.clone(),
+    };
+    let d = env.turn(|t| jobs::submit(t, submit(&spec)));
+    assert_eq!(d.answer.unwrap_err(), crate::command::Rejection::Busy);
+    assert!(d.events.is_empty());
+    env.scancel(first, ALICE);
+    let d = env.turn(|t| jobs::submit(t, submit(&spec)));
+    assert!(d.answer.is_ok(), "{:?}", d.answer);
+}
+
+#[test]
 fn holds_and_releases_set_slurms_reasons() {
     let mut env = Env::new("");
     let id = env.submit(|_| {});
