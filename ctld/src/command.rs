@@ -42,6 +42,12 @@ impl Rejection {
     }
 }
 
+impl From<crate::validate::Rejected> for Rejection {
+    fn from(e: crate::validate::Rejected) -> Rejection {
+        Rejection::Invalid(e.0)
+    }
+}
+
 /// `sbatch`: a job to queue (or, with `--test-only`, to estimate without queueing:
 /// `rules::jobs::estimate`).
 #[derive(Debug, Clone)]

@@ -124,8 +124,7 @@ impl Dispatcher {
                 match sent {
                     Ok(()) => return,
                     Err(e) if attempt + 1 == ATTEMPTS => {
-                        let again = matches!(order, Order::Kill | Order::Suspend | Order::Resume);
-                        let then = if again {
+                        let then = if order.given_again() {
                             "the node's next heartbeat gets it"
                         } else {
                             "it is not sent again"

@@ -76,9 +76,6 @@ pub fn change(
     }
 }
 
-/// The latest time a reservation holds: 9999-12-31T23:59:59 UTC.
-const LATEST: Time = 253_402_300_799;
-
 fn edit(
     state: &ClusterState,
     mut res: Reservation,
@@ -102,9 +99,10 @@ fn edit(
         let secs = d.map_or(365 * 86_400, |s| Time::try_from(s).unwrap_or(Time::MAX));
         res.end = res.start.saturating_add(secs);
     }
-    // Times are kept within what Slurm's time syntax can name (9999-12-31).
-    res.end = res.end.min(LATEST);
-    if res.start < 0 || res.start > LATEST {
+    // Times are kept within what Slurm's time syntax can name.
+    let latest = model::timespec::latest();
+    res.end = res.end.min(latest);
+    if res.start < 0 || res.start > latest {
         return Err("Invalid StartTime".into());
     }
     if res.end <= res.start {
@@ -285,7 +283,7 @@ mod tests {
             op: ReservationOp::Create,
             change: ReservationChange {
                 name: Some("far".into()),
-                start: Some(LATEST - 10),
+                start: Some(model::timespec::latest() - 10),
                 duration: Some(Some(u64::MAX)),
                 nodes: Some(model::reservation_change::NodeChoice::Count(1)),
                 users: Some(model::reservation_change::ListEdit::Set(vec![
@@ -296,7 +294,7 @@ mod tests {
             requester: 0,
         };
         s.apply(&change(&s, &create, 0).unwrap());
-        assert_eq!(s.reservations["far"].end, LATEST);
+        assert_eq!(s.reservations["far"].end, model::timespec::latest());
         let moved = ChangeReservation {
             op: ReservationOp::Update,
             change: ReservationChange {

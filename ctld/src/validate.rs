@@ -50,7 +50,7 @@ pub fn check_submit(
         }
     };
     if !partition.accepts_jobs() {
-        return reject("Partition in use is not accepting jobs (state INACTIVE or DRAIN)");
+        return reject(NOT_ACCEPTING);
     }
     spec.partition = partition.name.clone();
     spec.num_tasks = spec.num_tasks.max(1);
@@ -162,10 +162,13 @@ pub fn check_partition_move(state: &ClusterState, spec: &JobSpec) -> Result<(), 
         return reject("Invalid partition name specified");
     };
     if !partition.accepts_jobs() {
-        return reject("Partition in use is not accepting jobs (state INACTIVE or DRAIN)");
+        return reject(NOT_ACCEPTING);
     }
     check_node_count(partition, spec)
 }
+
+/// The text Slurm prints for a partition that takes no jobs.
+const NOT_ACCEPTING: &str = "Partition in use is not accepting jobs (state INACTIVE or DRAIN)";
 
 /// The partition's AllowAccounts/DenyAccounts and AllowQos against a job whose
 /// account and QOS are resolved (after `check_accounting`), with Slurm's messages.

@@ -79,9 +79,15 @@ pub fn local_zone(
     }
 }
 
+/// The latest time a time of Slurm's syntax can name (late on 9999-12-30, UTC): times
+/// beyond it are clamped to it.
+pub fn latest() -> Time {
+    Timestamp::MAX.as_second()
+}
+
 impl LocalZone for TimeZone {
     fn civil(&self, t: Time) -> DateTime {
-        let t = t.clamp(Timestamp::MIN.as_second(), Timestamp::MAX.as_second());
+        let t = t.clamp(Timestamp::MIN.as_second(), latest());
         let ts = Timestamp::from_second(t).unwrap_or(Timestamp::UNIX_EPOCH);
         self.to_datetime(ts)
     }
@@ -90,7 +96,7 @@ impl LocalZone for TimeZone {
         match self.to_ambiguous_timestamp(local).compatible() {
             Ok(ts) => ts.as_second(),
             // Beyond jiff's range (years past 9999): the nearest end.
-            Err(_) if local.year() > 0 => Timestamp::MAX.as_second(),
+            Err(_) if local.year() > 0 => latest(),
             Err(_) => Timestamp::MIN.as_second(),
         }
     }

@@ -38,11 +38,9 @@ fn check(
     sched: &SchedConfig,
     submit: Submit,
 ) -> Result<(Submit, Option<u32>), Rejection> {
-    let invalid = |e: validate::Rejected| Rejection::Invalid(e.0);
-    let (spec, time_limit) =
-        validate::check_submit(state, config, submit.spec, &submit.payload).map_err(invalid)?;
-    let spec = validate::check_accounting(&sched.assocs, spec).map_err(invalid)?;
-    validate::check_partition_access(state, &spec).map_err(invalid)?;
+    let (spec, time_limit) = validate::check_submit(state, config, submit.spec, &submit.payload)?;
+    let spec = validate::check_accounting(&sched.assocs, spec)?;
+    validate::check_partition_access(state, &spec)?;
     Ok((
         Submit {
             spec,
@@ -477,16 +475,16 @@ fn update_one(
             _ => {}
         }
     }
-    let invalid = |e: validate::Rejected| Rejection::Invalid(e.0);
     let moved = spec.partition != old_partition;
     if moved {
-        validate::check_partition_move(turn.state, &spec).map_err(invalid)?;
+        validate::check_partition_move(turn.state, &spec)?;
     }
-    if (spec.account.clone(), spec.qos.clone()) != old_assoc {
-        spec = validate::check_accounting(&turn.sched.assocs, spec).map_err(invalid)?;
+    let assoc_changed = (&spec.account, &spec.qos) != (&old_assoc.0, &old_assoc.1);
+    if assoc_changed {
+        spec = validate::check_accounting(&turn.sched.assocs, spec)?;
     }
-    if moved || (spec.account.clone(), spec.qos.clone()) != old_assoc {
-        validate::check_partition_access(turn.state, &spec).map_err(invalid)?;
+    if moved || assoc_changed {
+        validate::check_partition_access(turn.state, &spec)?;
     }
     turn.emit(Event::JobUpdated {
         job_id: id,

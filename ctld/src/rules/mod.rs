@@ -59,6 +59,15 @@ pub enum Order {
     Resume,
 }
 
+impl Order {
+    /// Is the order derived from the durable state, so that a node that missed it is
+    /// given it again at its next heartbeat or registration (`nodes::reconcile`)? A
+    /// signal is not: it is sent once.
+    pub fn given_again(self) -> bool {
+        matches!(self, Order::Kill | Order::Suspend | Order::Resume)
+    }
+}
+
 /// One turn of the state owner, as the rules see it: the state they change (through
 /// [`Turn::emit`], or `sched::Plan::apply` for a scheduling pass's plan), the config,
 /// the turn's time, and what they decided.
