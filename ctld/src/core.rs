@@ -6,9 +6,10 @@
 //! records their events touched to the store and flushes once (group commit), and
 //! only then answers the callers and tells nodes to act. Inputs that arrive during the
 //! flush form the next batch. Scheduling passes run a few milliseconds after a change
-//! (debounced) and at least every `sched_interval_ms`. After each turn an immutable
-//! snapshot is published for readers (squeue, sinfo), so polling never waits on this
-//! loop.
+//! (debounced) and at least every `sched_interval_ms`. Once a turn is durable, and
+//! before its callers are answered, an immutable snapshot is published for readers
+//! (squeue, sinfo), so polling never waits on this loop and a caller's next read shows
+//! what it was told.
 //!
 //! When the store refuses a turn because its disk is full, the turn is undone: the
 //! state goes back to the last snapshot, every caller of the turn is told "state

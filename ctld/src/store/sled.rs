@@ -784,9 +784,8 @@ mod tests {
         let refused = loop {
             match SledStore::open(dir.path(), 0) {
                 Err(StoreError::Format { found, reads }) => break (found, reads),
-                Err(e) if std::time::Instant::now() < deadline => {
-                    // sled's flusher may still hold the lock: try again.
-                    let _ = e;
+                // sled's flusher may still hold the lock: try again.
+                Err(_) if std::time::Instant::now() < deadline => {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }
                 other => panic!("{:?}", other.map(|_| ())),
