@@ -398,3 +398,55 @@ fn fatal(e: &dyn std::fmt::Display) -> ! {
     tracing::error!(error = %e, "cannot persist state, stopping");
     std::process::exit(70)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::NoStore;
+    use model::JobSpec;
+    use std::sync::Mutex;
+
+    #[test]
+    fn callers_are_answered_after_readers_can_see_the_turn() {
+        let config = Config::parse(
+            "[[nodes]]\nnames = \"n1\"\ncpus = 2\nmemory = \"1G\"\n\
+             [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\ndefault = true\n",
+            "t.toml",
+        )
+        .unwrap();
+        let state = ClusterState::new(config.node_list(), config.partition_list());
+        let (inbox, _rx) = mpsc::channel(1);
+        let (snapshot, readers) = watch::channel(Arc::new(state.clone()));
+        let dispatcher = Dispatcher::new(inbox.downgrade(), "c".into(), "a:1".into(), 1);
+        let sched = Arc::new(sched::SchedConfig::from_config(&config));
+        let mut core = Core::new(
+            state,
+            Arc::new(config),
+            sched,
+            Arc::new(NoStore),
+            snapshot,
+            dispatcher,
+        );
+        // What a reader sees at the moment the caller is answered.
+        let seen = Arc::new(Mutex::new(None));
+        let at_answer = Arc::clone(&seen);
+        core.turn(1, |turn, acks, _| {
+            let spec = JobSpec {
+                user: "alice".into(),
+                uid: 1000,
+                work_dir: "/tmp".into(),
+                ..JobSpec::default()
+            };
+            let payload = JobPayload {
+                script: "#!/bin/sh\n".into(),
+                env: vec![],
+            };
+            let submitted = rules::jobs::submit(turn, Submit { spec, payload }).unwrap();
+            acks.push(Box::new(move |_| {
+                let listed = readers.borrow().job(submitted.job_id).is_some();
+                *at_answer.lock().unwrap() = Some(listed);
+            }));
+        });
+        assert_eq!(*seen.lock().unwrap(), Some(true));
+    }
+}

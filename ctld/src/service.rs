@@ -911,24 +911,10 @@ mod command_tests {
     //! The front's conversions, in process: a snapshot to read, a store that keeps
     //! nothing, and an inbox nobody reads (a refused request never reaches it).
     use super::*;
-    use crate::store::{Batch, StoreError};
-    use model::{Job, JobPayload, JobSpec, Restored};
+    use crate::store::NoStore;
+    use model::{Job, JobSpec};
     use v1::ctld_server::Ctld;
     use v1::node_control_server::NodeControl;
-
-    struct NoStore;
-
-    impl Store for NoStore {
-        fn load(&self) -> Result<Restored, StoreError> {
-            Ok(Restored::default())
-        }
-        fn payload(&self, _: model::JobId) -> Result<Option<JobPayload>, StoreError> {
-            Ok(None)
-        }
-        fn commit(&self, _: Batch) -> Result<(), StoreError> {
-            Ok(())
-        }
-    }
 
     /// Services over a state of an array 12 (tasks 1 and 2 split off, 3-5 pending) and
     /// a job 20; the inbox's receiver, to see what reached the state owner.

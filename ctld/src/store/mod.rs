@@ -73,3 +73,21 @@ pub trait Store: Send + Sync {
     /// On an error nothing of the batch counts as written.
     fn commit(&self, batch: Batch) -> Result<(), StoreError>;
 }
+
+/// For tests of the shell and the front: a store that commits everything and keeps
+/// nothing.
+#[cfg(test)]
+pub struct NoStore;
+
+#[cfg(test)]
+impl Store for NoStore {
+    fn load(&self) -> Result<Restored, StoreError> {
+        Ok(Restored::default())
+    }
+    fn payload(&self, _: JobId) -> Result<Option<JobPayload>, StoreError> {
+        Ok(None)
+    }
+    fn commit(&self, _: Batch) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
