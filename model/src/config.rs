@@ -66,6 +66,43 @@ pub struct Config {
     /// `[[qos]]`: qualities of service with priorities and limits.
     #[serde(default)]
     pub qos: Vec<QosConfig>,
+    /// `[cgroup]`: how node daemons confine jobs.
+    #[serde(default)]
+    pub cgroup: CgroupConfig,
+}
+
+/// `[cgroup]`: how node daemons confine jobs (Slurm's cgroup.conf).
+///
+/// ```toml
+/// [cgroup]
+/// mode = "auto"      # "auto" (default): v2 where its controllers are, else v1; "off"
+/// prefix = "drover"  # jobs go in <prefix>/<node>/job_<id> of each hierarchy
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CgroupConfig {
+    pub mode: CgroupMode,
+    /// The cgroup, relative to each hierarchy's root, that holds the nodes' jobs.
+    pub prefix: String,
+}
+
+impl Default for CgroupConfig {
+    fn default() -> Self {
+        CgroupConfig {
+            mode: CgroupMode::Auto,
+            prefix: "drover".into(),
+        }
+    }
+}
+
+/// Whether node daemons confine jobs in cgroups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupMode {
+    /// Confine when the daemon runs as root and cgroups are mounted; say so otherwise.
+    Auto,
+    /// Never confine (another tool does it, or a test wants plain processes).
+    Off,
 }
 
 /// `[scheduler]`: how pending jobs are placed.
@@ -214,9 +251,22 @@ pub struct NodeConfig {
     /// domain per NUMA node.
     #[serde(default)]
     pub nvlink_domains: Vec<String>,
+    /// The device file of each GPU, in index order, as a hostlist-style expression
+    /// (Slurm's gres.conf `File=`): `/dev/nvidia[0-7]`, the default. Jobs cannot open
+    /// the files of GPUs they were not given.
+    #[serde(default)]
+    pub gpu_files: String,
 }
 
 impl NodeConfig {
+    /// The device file of each GPU of one node of this entry (assumes `check` passed).
+    pub fn gpu_file_list(&self) -> Vec<String> {
+        if self.gpu_files.is_empty() {
+            return default_gpu_files(self.gpus);
+        }
+        hostlist::expand(&self.gpu_files).unwrap_or_default()
+    }
+
     /// The GPUs of one node of this entry with their topology (assumes `check` passed).
     pub fn gpu_devices(&self) -> Vec<GpuDevice> {
         let domains: Vec<Vec<u32>> = self
@@ -239,6 +289,11 @@ impl NodeConfig {
             })
             .collect()
     }
+}
+
+/// `/dev/nvidia0` .. `/dev/nvidia<count-1>`: NVIDIA's device files.
+pub fn default_gpu_files(count: u32) -> Vec<String> {
+    (0..count).map(|i| format!("/dev/nvidia{i}")).collect()
 }
 
 /// GPU indices `0-3`, `0,2,4-5` of a node with `count` GPUs, sorted.
@@ -446,6 +501,13 @@ impl Config {
     }
 
     /// The nodes of the config, expanded, in name order of their definition.
+    /// The `[[nodes]]` entry that defines node `name`.
+    pub fn node_entry(&self, name: &str) -> Option<&NodeConfig> {
+        self.nodes
+            .iter()
+            .find(|n| hostlist::expand(&n.names).is_ok_and(|hosts| hosts.iter().any(|h| h == name)))
+    }
+
     pub fn node_list(&self) -> Vec<Node> {
         let mut out = Vec::new();
         for n in &self.nodes {

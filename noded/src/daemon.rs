@@ -4,8 +4,9 @@
 use anyhow::Context;
 use noded::agent::Agent;
 use noded::jobs::Jobs;
+use noded::launch::CgroupPlacement;
 use noded::spool::Spool;
-use noded::{control, inventory, procfs};
+use noded::{cgroup, control, inventory, procfs};
 use proto::v1::node_agent_server::NodeAgentServer;
 use proto::v1::node_control_client::NodeControlClient;
 use std::net::SocketAddr;
@@ -71,6 +72,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         info!(node = %name, cpus = resources.cpus, "node has more cpus than this host; jobs are not pinned to cpu ids");
     }
     jobs.set_cpu_pinning(pin);
+    jobs.set_confinement(noded::jobs::Confinement {
+        cgroup: cgroup_placement(&config.cgroup),
+        gpu_files: resources.gpu_files.clone(),
+    });
     let recovered = jobs.recover()?;
     let registration = control::Registration {
         node_name: name.clone(),
@@ -118,6 +123,42 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         .context("serving NodeAgent")?;
     info!("noded stopped; jobs keep running under their supervisors");
     Ok(())
+}
+
+/// Where jobs' cgroups go, found once; says in one line what is not enforced.
+fn cgroup_placement(config: &model::config::CgroupConfig) -> Option<CgroupPlacement> {
+    let found = match config.mode {
+        model::config::CgroupMode::Off => Err(cgroup::Unavailable::Off),
+        model::config::CgroupMode::Auto => cgroup::Hierarchy::detect(),
+    };
+    match found {
+        Ok(hierarchy) => {
+            let missing: Vec<&str> = hierarchy.missing().iter().map(|c| c.enforces()).collect();
+            if missing.is_empty() {
+                info!(version = hierarchy.version(), prefix = %config.prefix, "jobs confined in cgroups");
+            } else {
+                warn!(
+                    version = hierarchy.version(),
+                    prefix = %config.prefix,
+                    not_enforced = %missing.join(", "),
+                    "jobs confined in cgroups, but some controllers are missing"
+                );
+            }
+            Some(CgroupPlacement {
+                hierarchy,
+                prefix: config.prefix.clone(),
+            })
+        }
+        Err(why) => {
+            warn!(
+                reason = %why,
+                not_enforced = "CPU, memory and GPU device limits, out-of-memory detection; \
+                                processes are tracked by process group",
+                "jobs are not confined in cgroups"
+            );
+            None
+        }
+    }
 }
 
 fn short_hostname() -> anyhow::Result<String> {

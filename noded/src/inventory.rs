@@ -69,6 +69,8 @@ pub struct NodeResources {
     pub memory_mb: u64,
     pub gpus: Vec<GpuDevice>,
     pub features: Vec<String>,
+    /// The device file of each GPU, by index (`gpu_files`, else `/dev/nvidiaN`).
+    pub gpu_files: Vec<String>,
     /// False when the config does not list this node and the host was measured.
     pub from_config: bool,
 }
@@ -90,18 +92,26 @@ pub fn node_resources(
                 memory_mb: node.memory_mb,
                 gpus: gpus.discover()?,
                 features: node.features,
+                gpu_files: config
+                    .node_entry(name)
+                    .map(|entry| entry.gpu_file_list())
+                    .unwrap_or_default(),
                 from_config: true,
             })
         }
-        None => Ok(NodeResources {
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(1),
-            memory_mb: crate::procfs::memory_mb().unwrap_or(0),
-            gpus: host_gpus.discover()?,
-            features: Vec::new(),
-            from_config: false,
-        }),
+        None => {
+            let gpus = host_gpus.discover()?;
+            Ok(NodeResources {
+                cpus: std::thread::available_parallelism()
+                    .map(|n| n.get() as u32)
+                    .unwrap_or(1),
+                memory_mb: crate::procfs::memory_mb().unwrap_or(0),
+                gpu_files: model::config::default_gpu_files(gpus.len() as u32),
+                gpus,
+                features: Vec::new(),
+                from_config: false,
+            })
+        }
     }
 }
 
@@ -132,6 +142,13 @@ features = ["nvlink"]
             .map(|g| (g.index, g.gpu_type.as_str()))
             .collect();
         assert_eq!(gpus, vec![(0, "h100"), (1, "h100")]);
+        assert_eq!(r.gpu_files, vec!["/dev/nvidia0", "/dev/nvidia1"]);
+        let text = format!(
+            "{CONFIG}\n[[nodes]]\nnames = \"g9\"\ncpus = 1\nmemory = \"1G\"\ngpus = 2\ngpu_files = \"/srv/fake/gpu[3-4]\"\n"
+        );
+        let config = Config::parse(&text, "t.toml").unwrap();
+        let r = node_resources(&config, "g9", &NoGpus).unwrap();
+        assert_eq!(r.gpu_files, vec!["/srv/fake/gpu3", "/srv/fake/gpu4"]);
     }
 
     #[test]

@@ -1,18 +1,27 @@
-//! Where a job's processes are placed and how every one of them is reached: the seam for
-//! cgroups (cpuset, memory, devices, pids), dropping to the submitting user and GPU
-//! device confinement. The supervisor calls an `Isolation` at fixed points of a job's
-//! life; `NoIsolation` confines nothing and reaches the job through its process group.
+//! Where a job's processes are placed and how every one of them is reached. The
+//! supervisor calls an `Isolation` at fixed points of a job's life: `CgroupIsolation`
+//! confines the job to its CPUs, memory and GPUs in cgroups (`cgroup`) and reaches every
+//! process through them; `NoIsolation` confines nothing and reaches the job through its
+//! process group (a daemon without root or cgroups, or `[cgroup] mode = "off"`).
 
+use crate::cgroup::{self, JobCgroup, Limits, Usage};
 use crate::launch::LaunchInfo;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IsolationError {
     /// The job's container could not be built; the job cannot start here.
     #[error("cannot set up {what}: {errno}")]
     Setup { what: &'static str, errno: Errno },
+    /// The job's cgroups could not be built.
+    #[error("cannot set up the job's cgroup: {0}")]
+    Cgroup(String),
     /// Signals could not be delivered to the job's processes.
     #[error("cannot signal the job's processes: {0}")]
     Signal(Errno),
@@ -31,12 +40,142 @@ pub trait Isolation {
     fn started(&mut self, pid: Pid);
     /// Sends `signal` to every process of the job. Nothing left to signal is success.
     fn signal_all(&self, signal: Signal) -> Result<(), IsolationError>;
-    /// True when the kernel killed a process of the job for lack of memory.
-    fn out_of_memory(&self) -> bool {
-        false
+    /// How many processes of the job the kernel killed for lack of memory.
+    fn oom_kills(&self) -> u64 {
+        0
+    }
+    /// After the script ended: kills what is left of the job, waiting up to `timeout`.
+    /// False when processes of the job survive (or cannot be told apart).
+    fn kill_rest(&self, _timeout: Duration) -> bool {
+        true
+    }
+    /// What the job used, where it was counted.
+    fn usage(&self) -> Usage {
+        Usage::default()
     }
     /// After the job's last process is gone: remove the container.
     fn release(&mut self) {}
+}
+
+/// The isolation a launch record asks for.
+pub fn for_job(info: &LaunchInfo) -> Box<dyn Isolation> {
+    match &info.cgroup {
+        Some(placement) => Box::new(CgroupIsolation {
+            placement: placement.clone(),
+            cgroup: None,
+            procs: Vec::new(),
+            pgid: None,
+        }),
+        None => Box::new(NoIsolation::default()),
+    }
+}
+
+/// The job in its own cgroups: limited to its CPUs, memory and GPUs; every process of it
+/// found through them.
+#[derive(Debug)]
+pub struct CgroupIsolation {
+    placement: crate::launch::CgroupPlacement,
+    cgroup: Option<JobCgroup>,
+    /// The batch step's `cgroup.procs` files, which the child joins.
+    procs: Vec<OwnedFd>,
+    pgid: Option<Pid>,
+}
+
+/// What a job may use on this node, from its launch record: its CPU ids, its memory,
+/// and none of the node's GPUs it was not given. A GPU file that is missing, or is no
+/// character device, cannot be opened anyway and is skipped.
+pub fn job_limits(info: &LaunchInfo) -> Limits {
+    let deny_devices = info
+        .gpu_files
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !info.gpu_indices.contains(&(*i as u32)))
+        .filter_map(|(_, file)| {
+            let meta = std::fs::metadata(file).ok()?;
+            meta.file_type().is_char_device().then(|| {
+                let rdev = meta.rdev();
+                (u64::from(libc::major(rdev)), u64::from(libc::minor(rdev)))
+            })
+        })
+        .collect();
+    Limits {
+        cpus: info.cpu_ids.clone(),
+        memory: (info.mem_on_node_mb > 0).then(|| info.mem_on_node_mb * 1024 * 1024),
+        deny_devices,
+    }
+}
+
+impl Isolation for CgroupIsolation {
+    fn name(&self) -> &'static str {
+        match self.placement.hierarchy.version() {
+            1 => "cgroup v1",
+            _ => "cgroup v2",
+        }
+    }
+
+    fn prepare(&mut self, job: &LaunchInfo) -> Result<(), IsolationError> {
+        let setup = |e: cgroup::CgroupError| IsolationError::Cgroup(e.to_string());
+        let cg = JobCgroup::new(
+            &self.placement.hierarchy,
+            &self.placement.prefix,
+            &job.node_name,
+            job.job_id,
+        )
+        .map_err(setup)?;
+        // A cgroup left by an earlier run of the job (its supervisor killed) goes first.
+        if !cg.kill_and_wait(Duration::from_secs(5)) {
+            return Err(IsolationError::Cgroup(
+                "processes of an earlier run of the job survive SIGKILL".into(),
+            ));
+        }
+        let _ = cg.remove();
+        self.procs = cg
+            .create(&job_limits(job), cgroup::BATCH_STEP)
+            .map_err(setup)?;
+        self.cgroup = Some(cg);
+        Ok(())
+    }
+
+    fn enter_child(&self) -> Result<(), Errno> {
+        cgroup::join(&self.procs)
+    }
+
+    fn started(&mut self, pid: Pid) {
+        self.pgid = Some(pid);
+        self.procs.clear();
+    }
+
+    fn signal_all(&self, signal: Signal) -> Result<(), IsolationError> {
+        if let Some(cg) = &self.cgroup {
+            cg.signal_all(signal);
+        }
+        Ok(())
+    }
+
+    fn oom_kills(&self) -> u64 {
+        self.cgroup.as_ref().map_or(0, JobCgroup::oom_kills)
+    }
+
+    fn kill_rest(&self, timeout: Duration) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_none_or(|cg| cg.kill_and_wait(timeout))
+    }
+
+    fn usage(&self) -> Usage {
+        self.cgroup
+            .as_ref()
+            .map(JobCgroup::usage)
+            .unwrap_or_default()
+    }
+
+    fn release(&mut self) {
+        if let Some(cg) = self.cgroup.take()
+            && let Err(e) = cg.remove()
+        {
+            tracing::warn!(error = %e, "cannot remove the job's cgroup");
+        }
+    }
 }
 
 /// No confinement: the job is its process group (and, through the supervisor being a

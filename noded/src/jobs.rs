@@ -8,7 +8,8 @@
 //! after a restart are not, and are polled instead.
 
 use crate::backoff::Backoff;
-use crate::launch::{LaunchError, LaunchInfo};
+use crate::cgroup::JobCgroup;
+use crate::launch::{CgroupPlacement, LaunchError, LaunchInfo};
 use crate::procfs;
 use crate::spool::{
     JobDir, PGID, PID, SUPERVISOR_LOG, SUPERVISOR_PID, SUSPENDED, Spool, SpoolError,
@@ -92,6 +93,17 @@ pub struct Jobs {
     /// Pin jobs to their CPU ids (`affinity`): only when this node's CPUs are this
     /// host's, not a faked node's.
     pin_cpus: std::sync::atomic::AtomicBool,
+    /// How jobs are confined (none until `set_confinement`).
+    confinement: Mutex<Confinement>,
+}
+
+/// How this node confines its jobs.
+#[derive(Debug, Clone, Default)]
+pub struct Confinement {
+    /// Where jobs' cgroups go; `None`: jobs run unconfined.
+    pub cgroup: Option<CgroupPlacement>,
+    /// The device file of each of the node's GPUs, by index.
+    pub gpu_files: Vec<String>,
 }
 
 impl Jobs {
@@ -110,7 +122,20 @@ impl Jobs {
             table: Mutex::new(BTreeMap::new()),
             registered,
             pin_cpus: std::sync::atomic::AtomicBool::new(false),
+            confinement: Mutex::new(Confinement::default()),
         })
+    }
+
+    /// Sets how jobs launched from now on are confined.
+    pub fn set_confinement(&self, confinement: Confinement) {
+        *self.confinement.lock().unwrap_or_else(|e| e.into_inner()) = confinement;
+    }
+
+    fn confinement(&self) -> Confinement {
+        self.confinement
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Turns pinning of jobs to their CPU ids on or off (off by default).
@@ -234,6 +259,9 @@ impl Jobs {
         if !self.pin_cpus.load(std::sync::atomic::Ordering::Relaxed) {
             info.cpu_ids.clear();
         }
+        let confinement = self.confinement();
+        info.cgroup = confinement.cgroup;
+        info.gpu_files = confinement.gpu_files;
         let dir = self.spool.create_job(&info, &script)?;
         let err = |error| JobsError::Supervisor { job_id, error };
         let log = std::fs::File::create(dir.file(SUPERVISOR_LOG)).map_err(err)?;
@@ -425,17 +453,24 @@ impl Jobs {
             entry.phase = Phase::Reporting;
             (entry.dir.clone(), entry.cancel_requested)
         };
-        let status = match dir.read_status() {
-            Ok(Some(status)) => status,
-            Ok(None) => lost_status(&dir, cancelled, why),
+        let (status, lost) = match dir.read_status() {
+            Ok(Some(status)) => (status, false),
+            Ok(None) => (lost_status(&dir, cancelled, why), true),
             Err(e) => {
                 warn!(job_id, error = %e, "unreadable job status");
-                lost_status(&dir, cancelled, why)
+                (lost_status(&dir, cancelled, why), true)
             }
         };
         info!(job_id, kind = ?status.kind, exit_code = status.exit_code, exit_signal = status.exit_signal, "job ended");
         let restart_count = dir.read_launch().map(|l| l.restart_count).unwrap_or(0);
-        tokio::spawn(Arc::clone(self).report(job_id, restart_count, status));
+        let jobs = Arc::clone(self);
+        tokio::spawn(async move {
+            if lost {
+                let job_dir = dir.clone();
+                let _ = tokio::task::spawn_blocking(move || kill_lost_job(job_id, &job_dir)).await;
+            }
+            jobs.report(job_id, restart_count, status).await
+        });
     }
 
     /// Sends a job's end to the controller until it is acknowledged, then retires the
@@ -482,6 +517,48 @@ fn refused_for_good(code: Code) -> bool {
         code,
         Code::InvalidArgument | Code::NotFound | Code::FailedPrecondition | Code::PermissionDenied
     )
+}
+
+/// Kills what is left of a job whose supervisor is gone without a status (killed,
+/// crashed), through its cgroup, which reaches every process of it. Without a cgroup
+/// nothing is killed: the job's process group id may name someone else's group by now.
+fn kill_lost_job(job_id: JobId, dir: &JobDir) {
+    let launch = dir.read_launch().ok();
+    if let Some(info) = &launch
+        && let Some(placement) = &info.cgroup
+    {
+        match JobCgroup::new(
+            &placement.hierarchy,
+            &placement.prefix,
+            &info.node_name,
+            job_id,
+        ) {
+            Ok(cg) => {
+                let left = cg.processes().len();
+                if !cg.kill_and_wait(Duration::from_secs(10)) {
+                    warn!(
+                        job_id,
+                        "processes of a job without supervisor survive SIGKILL"
+                    );
+                } else if left > 0 {
+                    info!(
+                        job_id,
+                        killed = left,
+                        "killed the processes of a job without supervisor"
+                    );
+                }
+                if let Err(e) = cg.remove() {
+                    warn!(job_id, error = %e, "cannot remove the job's cgroup");
+                }
+            }
+            Err(e) => warn!(job_id, error = %e, "cannot find the job's cgroup"),
+        }
+    } else if dir.read_pid(PID).is_some() {
+        warn!(
+            job_id,
+            "job not confined in a cgroup: processes it left may still run"
+        );
+    }
 }
 
 /// A status for a job whose supervisor ended without writing one (killed, crashed, or

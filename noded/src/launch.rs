@@ -45,6 +45,19 @@ pub struct LaunchInfo {
     pub qos: String,
     /// host:port of the controller, for `srun`/`scontrol` inside the job.
     pub ctld_addr: String,
+    /// Where the job's cgroups go; `None`: the job runs unconfined.
+    #[serde(default)]
+    pub cgroup: Option<CgroupPlacement>,
+    /// The device file of each of the node's GPUs, by index.
+    #[serde(default)]
+    pub gpu_files: Vec<String>,
+}
+
+/// The node's cgroup hierarchy and the prefix its jobs go under (`[cgroup]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupPlacement {
+    pub hierarchy: crate::cgroup::Hierarchy,
+    pub prefix: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +102,8 @@ impl LaunchInfo {
             account: req.account,
             qos: req.qos,
             ctld_addr: req.ctld_addr,
+            cgroup: None,
+            gpu_files: Vec::new(),
         };
         Ok((info, payload.script))
     }
@@ -137,6 +152,8 @@ impl LaunchInfo {
             account: String::new(),
             qos: String::new(),
             ctld_addr: String::new(),
+            cgroup: None,
+            gpu_files: Vec::new(),
         }
     }
 }

@@ -12,6 +12,7 @@
 pub mod affinity;
 pub mod agent;
 pub mod backoff;
+pub mod cgroup;
 pub mod control;
 pub mod env;
 pub mod inventory;
@@ -24,6 +25,7 @@ pub mod spawn;
 pub mod spool;
 pub mod status;
 pub mod supervisor;
+pub mod user;
 
 /// Unix time in seconds, read from the system clock.
 pub fn unix_now() -> i64 {

@@ -44,6 +44,12 @@ pub fn parse_stat_ppid(stat: &str) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The state letter (`R`, `S`, `Z`, ...) from the text of `/proc/<pid>/stat`.
+pub fn parse_stat_state(stat: &str) -> Option<char> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().next()?.chars().next()
+}
+
 /// The process group from the text of `/proc/<pid>/stat`.
 pub fn parse_stat_pgrp(stat: &str) -> Option<u32> {
     let rest = &stat[stat.rfind(')')? + 1..];

@@ -8,6 +8,7 @@
 //! makes only async-signal-safe calls.
 
 use crate::isolation::Isolation;
+use crate::user::RunAs;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::wait::waitpid;
@@ -105,12 +106,13 @@ pub struct Stdio<'a> {
 }
 
 // Stages the child reports back with its errno.
-const STAGES: [&str; 5] = [
+const STAGES: [&str; 6] = [
     "create the job's process group",
     "redirect the job's standard streams",
     "reset the job's signal state",
     "place the job in its container",
     "execute the script",
+    "take the rights of the job's user",
 ];
 
 /// Starts `program` as the leader of a new process group. Returns its pid once it has
@@ -120,6 +122,7 @@ pub fn spawn(
     program: &Program,
     stdio: &Stdio,
     isolation: &dyn Isolation,
+    user: &RunAs,
 ) -> Result<Pid, SpawnError> {
     let argv: Vec<*const c_char> = program
         .argv
@@ -154,7 +157,7 @@ pub fn spawn(
                     &mut envp,
                     pid_slot,
                     stdio,
-                    isolation,
+                    Confinement { isolation, user },
                     report_wr.as_raw_fd(),
                 )
             }
@@ -188,6 +191,12 @@ pub fn spawn(
     }
 }
 
+/// What the child enters before exec: its container, then its user.
+struct Confinement<'a> {
+    isolation: &'a dyn Isolation,
+    user: &'a RunAs,
+}
+
 /// The child's side: set up and exec, or report the failed stage and exit 127.
 ///
 /// # Safety
@@ -198,9 +207,10 @@ unsafe fn exec_child(
     envp: &mut [*const c_char],
     pid_slot: usize,
     stdio: &Stdio,
-    isolation: &dyn Isolation,
+    confinement: Confinement,
     report: RawFd,
 ) -> ! {
+    let Confinement { isolation, user } = confinement;
     let fail = |stage: u8, errno: i32| -> ! {
         let e = errno.to_le_bytes();
         let msg = [stage, e[0], e[1], e[2], e[3]];
@@ -237,6 +247,9 @@ unsafe fn exec_child(
         }
         if let Err(errno) = isolation.enter_child() {
             fail(3, errno as i32);
+        }
+        if let Err(errno) = user.enter() {
+            fail(5, errno as i32);
         }
         let mut var = [0u8; 40];
         write_pid_var(&mut var, libc::getpid());

@@ -105,6 +105,11 @@ impl JobDir {
             .map_err(io_err("create", &script_path))?;
         file.write_all(script.as_bytes())
             .map_err(io_err("write", &script_path))?;
+        // The job's user runs the script; nobody else reads it.
+        if nix::unistd::geteuid().is_root() {
+            std::os::unix::fs::fchown(&file, Some(info.spec.uid), Some(info.spec.gid))
+                .map_err(io_err("hand over", &script_path))?;
+        }
         let launch = dir.file(LAUNCH);
         let json = serde_json::to_vec(info).expect("launch records serialize");
         fs::write(&launch, json).map_err(io_err("write", &launch))?;

@@ -14,7 +14,7 @@
 
 use crate::affinity::Pinning;
 use crate::env::job_env;
-use crate::isolation::{Isolation, NoIsolation};
+use crate::isolation::Isolation;
 use crate::launch::LaunchInfo;
 use crate::output::{appends, resolve_io};
 use crate::procfs;
@@ -22,6 +22,7 @@ use crate::spawn::{Program, Stdio, spawn};
 use crate::spool::{JobDir, PGID, PID, SCRIPT, SUPERVISOR_PID};
 use crate::status::{FinishKind, JobStatus};
 use crate::unix_now;
+use crate::user::RunAs;
 use model::Time;
 use nix::errno::Errno;
 use nix::sys::signal::{SigHandler, SigSet, Signal, kill, signal};
@@ -37,6 +38,10 @@ use tracing::{debug, error, info, warn};
 
 /// Where a job runs when its working directory cannot be entered.
 pub const FALLBACK_WORK_DIR: &str = "/tmp";
+
+/// The "signal" of a step the kernel's OOM killer ended, as Slurm reports it (its
+/// SIG_OOM, 253, seen through the 7 bits of a termination signal).
+pub const OOM_EXIT_SIGNAL: i32 = 125;
 
 /// How long leftovers of a job may survive SIGKILL before the supervisor gives up on them.
 const KILL_GIVE_UP: Duration = Duration::from_secs(10);
@@ -68,11 +73,11 @@ pub fn main(dir: &Path) -> i32 {
         Ok(info) => {
             let span = tracing::info_span!("step", job_id = info.job_id, step_id = "batch");
             let _enter = span.enter();
-            let mut isolation = NoIsolation::default();
+            let mut isolation = crate::isolation::for_job(&info);
             Supervisor {
                 info,
                 dir: job_dir.clone(),
-                isolation: &mut isolation,
+                isolation: &mut *isolation,
                 signals,
                 notes: None,
             }
@@ -153,39 +158,25 @@ impl Supervisor<'_> {
 
     /// Opens the job's files, enters its working directory and starts the script.
     fn start(&mut self) -> Result<Started, String> {
-        let (work_dir, chdir_error) = enter_work_dir(&self.info.spec.work_dir);
-        let io = resolve_io(&self.info, &work_dir);
-        let append = appends(&self.info);
-        let stdout = open_output(&io.stdout, append).map_err(|e| {
-            format!(
-                "cannot open output file {}: {}",
-                io.stdout.display(),
-                reason(&e)
-            )
-        })?;
-        let stderr = match &io.stderr {
-            Some(path) => Some(open_output(path, append).map_err(|e| {
-                format!("cannot open error file {}: {}", path.display(), reason(&e))
-            })?),
-            None => None,
+        let user = RunAs::for_job(self.info.spec.uid, self.info.spec.gid, &self.info.env)
+            .map_err(|e| e.to_string())?;
+        let (stdin, stdout, stderr) = {
+            // The working directory is entered and the files opened with the user's
+            // rights: `-o` cannot write where the user could not.
+            let _as_user = user.access().map_err(|e| e.to_string())?;
+            self.open_files()?
         };
         let stderr = stderr.as_ref().unwrap_or(&stdout);
         self.notes = stderr.try_clone().ok();
-        if let Some(message) = chdir_error {
-            warn!(%message, "working directory unusable");
-            self.note(&format!("error: {message}"));
-        }
-        let stdin = File::open(&io.stdin).map_err(|e| {
-            format!(
-                "cannot open input file {}: {}",
-                io.stdin.display(),
-                reason(&e)
-            )
-        })?;
         self.isolation
             .prepare(&self.info)
             .map_err(|e| self.failed(e.to_string()))?;
-        let env = job_env(&self.info, &self.info.node_name);
+        let mut env = job_env(&self.info, &self.info.node_name);
+        for (name, value) in user.login_env() {
+            if !env.iter().any(|(k, _)| k == name) {
+                env.push((name.to_string(), value));
+            }
+        }
         let program =
             Program::for_script(&self.dir.file(SCRIPT), &self.info.spec.script_args, &env)
                 .map_err(|e| self.failed(e.to_string()))?;
@@ -206,8 +197,8 @@ impl Supervisor<'_> {
         }
         let start_time = unix_now();
         let started_at = Instant::now();
-        let pid =
-            spawn(&program, &stdio, &*self.isolation).map_err(|e| self.failed(e.to_string()))?;
+        let pid = spawn(&program, &stdio, &*self.isolation, &user)
+            .map_err(|e| self.failed(e.to_string()))?;
         self.isolation.started(pid);
         let pid_u32 = pid.as_raw() as u32;
         for name in [PID, PGID] {
@@ -221,6 +212,40 @@ impl Supervisor<'_> {
             start_time,
             started_at,
         })
+    }
+
+    /// Enters the job's working directory and opens its input, output and error files
+    /// (no error file: errors go to the output file).
+    fn open_files(&mut self) -> Result<(File, File, Option<File>), String> {
+        let (work_dir, chdir_error) = enter_work_dir(&self.info.spec.work_dir);
+        let io = resolve_io(&self.info, &work_dir);
+        let append = appends(&self.info);
+        let stdout = open_output(&io.stdout, append).map_err(|e| {
+            format!(
+                "cannot open output file {}: {}",
+                io.stdout.display(),
+                reason(&e)
+            )
+        })?;
+        let stderr = match &io.stderr {
+            Some(path) => Some(open_output(path, append).map_err(|e| {
+                format!("cannot open error file {}: {}", path.display(), reason(&e))
+            })?),
+            None => None,
+        };
+        if let Some(message) = chdir_error {
+            warn!(%message, "working directory unusable");
+            let mut notes = stderr.as_ref().unwrap_or(&stdout);
+            let _ = writeln!(notes, "drover-noded: error: {message}");
+        }
+        let stdin = File::open(&io.stdin).map_err(|e| {
+            format!(
+                "cannot open input file {}: {}",
+                io.stdin.display(),
+                reason(&e)
+            )
+        })?;
+        Ok((stdin, stdout, stderr))
     }
 
     /// Notes a launch failure in the job's stderr and passes the message on.
@@ -341,12 +366,27 @@ impl Supervisor<'_> {
             now
         };
         self.clear_leftovers(kill_leftovers_at);
+        // Processes that are no children of ours (none should be) are found in the
+        // job's cgroup.
+        if !self.isolation.kill_rest(KILL_GIVE_UP) {
+            warn!("processes of the job's cgroup survive SIGKILL");
+        }
 
-        let (exit_code, exit_signal) = exit.unwrap_or_default();
-        let kind = if self.isolation.out_of_memory() {
-            FinishKind::OutOfMemory
-        } else {
-            ending.unwrap_or(FinishKind::Exited)
+        let (mut exit_code, mut exit_signal) = exit.unwrap_or_default();
+        let oom_kills = self.isolation.oom_kills();
+        let kind = match ending {
+            Some(kind) => kind,
+            None if oom_kills > 0 => {
+                self.note(&format!(
+                    "error: Detected {oom_kills} oom-kill event(s) in StepId={}.batch. Some of \
+                     your processes may have been killed by the cgroup out-of-memory handler.",
+                    self.info.job_id
+                ));
+                // As Slurm: the step ends with its OOM marker, shown as ExitCode 0:125.
+                (exit_code, exit_signal) = (0, OOM_EXIT_SIGNAL);
+                FinishKind::OutOfMemory
+            }
+            None => FinishKind::Exited,
         };
         let message = match kind {
             FinishKind::Timeout => format!("time limit of {} s reached", self.info.time_limit_secs),

@@ -136,6 +136,8 @@ kill_wait_s = {kill_wait}
 min_job_age_s = {min_age}
 {controller_extra}
 {node_entries}
+[cgroup]
+prefix = "{cgroup_prefix}"
 [[partitions]]
 name = "debug"
 nodes = "ALL"
@@ -151,6 +153,7 @@ default_time = "10:00"
             min_age = spec.min_job_age_s,
             extra = spec.extra,
             controller_extra = spec.controller_extra,
+            cgroup_prefix = cgroup_prefix(dir.path()),
         );
         std::fs::write(&conf, text).unwrap();
         let bin = dir.path().join("bin");
@@ -479,6 +482,74 @@ impl Drop for Cluster {
             self.kill_node(i);
         }
         kill_processes_under(self.dir.path());
+        remove_cgroups(&cgroup_prefix(self.dir.path()));
+    }
+}
+
+/// A Unix user for tests, created with `useradd` (with a home and a group of its own)
+/// unless it exists; returns its uid and gid.
+pub fn test_user(name: &str) -> (u32, u32) {
+    let id = |flag: &str| -> Option<u32> {
+        let out = Command::new("id").args([flag, name]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    if id("-u").is_none() {
+        let out = Command::new("useradd")
+            .args(["--create-home", "--user-group", "--shell", "/bin/sh", name])
+            .output()
+            .expect("useradd (the tests run as root)");
+        // 9: made meanwhile by a test running beside this one.
+        assert!(
+            out.status.success() || out.status.code() == Some(9),
+            "useradd {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    (id("-u").expect("uid"), id("-g").expect("gid"))
+}
+
+/// The cgroup prefix of a test cluster: its own, so that clusters of concurrent tests,
+/// which reuse node names and job ids, never share a job's cgroup.
+pub fn cgroup_prefix(dir: &Path) -> String {
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    format!("drover-test/{name}")
+}
+
+/// The directories of cgroup `rel` in every mounted hierarchy that has one.
+pub fn cgroup_dirs(rel: &str) -> Vec<PathBuf> {
+    let root = Path::new("/sys/fs/cgroup");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join(rel))
+        .collect();
+    out.push(root.join(rel));
+    out.retain(|d| d.is_dir());
+    out
+}
+
+/// Kills every process in the cgroups under `rel` and removes them, deepest first.
+pub fn remove_cgroups(rel: &str) {
+    fn remove(dir: &Path) {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    remove(&e.path());
+                }
+            }
+        }
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            // SAFETY: a plain signal send to a process of this test's cgroups.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        wait_until(Duration::from_secs(5), || {
+            std::fs::remove_dir(dir).is_ok() || !dir.exists()
+        });
+    }
+    for dir in cgroup_dirs(rel) {
+        remove(&dir);
     }
 }
 

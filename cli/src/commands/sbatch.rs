@@ -242,16 +242,24 @@ fn read_script(path: Option<&str>) -> Result<String, Exit> {
     }
 }
 
-/// The process environment as text.
+/// The process environment as text, with `SLURM_UMASK` (the umask, as Slurm's sbatch
+/// and srun add it, so that the job creates files as its submitter would).
 pub fn environment() -> Vec<(String, String)> {
-    std::env::vars_os()
+    let mut env: Vec<(String, String)> = std::env::vars_os()
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),
                 v.to_string_lossy().into_owned(),
             )
         })
-        .collect()
+        .collect();
+    if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
+        // umask(2) cannot be read without setting it: set it and put it back.
+        let mask = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+        nix::sys::stat::umask(mask);
+        env.push(("SLURM_UMASK".into(), format!("{:04o}", mask.bits())));
+    }
+    env
 }
 
 /// The current directory, as the shell names it when it can (`$PWD`), else resolved.

@@ -137,6 +137,7 @@ impl Config {
             ));
         }
         self.check_scheduler(&top.key("scheduler"))?;
+        self.check_cgroup(&top.key("cgroup"))?;
         self.check_priority(&top.key("priority"))?;
         let qos = self.check_qos(&top.key("qos"))?;
         self.check_accounts(&top.key("accounts"), &qos)?;
@@ -436,6 +437,21 @@ impl Config {
         Ok(())
     }
 
+    fn check_cgroup(&self, at: &KeyPath) -> Checked {
+        let prefix = &self.cgroup.prefix;
+        let plain = |s: &str| !s.is_empty() && s != "." && s != ".." && is_name(s);
+        if !prefix.split('/').all(plain) {
+            return Err(Invalid::new(
+                &at.key("prefix"),
+                format!(
+                    "must be a relative cgroup path of plain names (`drover`, \
+                     `site/drover`), not `{prefix}`"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn check_scheduler(&self, at: &KeyPath) -> Checked {
         let s = &self.scheduler;
         one_of(
@@ -693,9 +709,23 @@ fn check_limits(at: &KeyPath, counts: [(&'static str, &String); 3], wall: &str) 
     Ok(())
 }
 
-/// The GPU topology keys of a `[[nodes]]` entry: one NUMA node per GPU, every GPU in
-/// exactly one NVLink domain.
+/// The GPU topology keys of a `[[nodes]]` entry: one NUMA node and one device file per
+/// GPU, every GPU in exactly one NVLink domain.
 fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
+    if !n.gpu_files.is_empty() {
+        let files = hostlist::expand(&n.gpu_files)
+            .map_err(|e| Invalid::new(&at.key("gpu_files"), e.to_string()))?;
+        if files.len() != n.gpus as usize || files.iter().any(|f| !f.starts_with('/')) {
+            return Err(Invalid::new(
+                &at.key("gpu_files"),
+                format!(
+                    "names {} files for {} GPUs (one absolute path per GPU, as                      `/dev/nvidia[0-7]`)",
+                    files.len(),
+                    n.gpus
+                ),
+            ));
+        }
+    }
     if !n.gpu_numa.is_empty() && n.gpu_numa.len() != n.gpus as usize {
         return Err(Invalid::new(
             &at.key("gpu_numa"),

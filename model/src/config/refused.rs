@@ -284,6 +284,16 @@ fn rows() -> Vec<Row> {
             &["nvlink_domains: GPU 1 is in more than one NVLink domain"],
         ),
         node_row(
+            "gpu_files = \"/dev/nvidia[0-2]\"\n",
+            6,
+            &["gpu_files: names 3 files for 4 GPUs"],
+        ),
+        node_row(
+            "gpu_files = \"nvidia[0-3]\"\n",
+            6,
+            &["gpu_files", "one absolute path per GPU"],
+        ),
+        node_row(
             "nvlink_domains = [\"0-4\"]\n",
             6,
             &["nvlink_domains", "GPU index 4 out of range"],
@@ -367,6 +377,18 @@ fn rows() -> Vec<Row> {
             2,
             &["name: invalid partition name `gpu nodes`"],
         ),
+        // ------------------------------------------------ [cgroup]
+        row(
+            "[cgroup]\nmode = \"v3\"\n",
+            2,
+            &["mode", "unknown variant `v3`"],
+        ),
+        row(
+            "[cgroup]\nprefix = \"../escape\"\n",
+            2,
+            &["prefix: must be a relative cgroup path", "`../escape`"],
+        ),
+        row("[cgroup]\nprefix = \"/abs\"\n", 2, &["prefix"]),
         // ------------------------------------------------ [scheduler]
         row(
             "[scheduler]\npolicy = \"lottery\"\n",
