@@ -138,8 +138,17 @@ pub struct UpdateNodes {
 pub struct CreateStep {
     pub job_id: JobId,
     pub name: String,
-    pub num_tasks: u32,
+    /// `-n`, `-N`, `--ntasks-per-node`, `-c`.
+    pub request: model::step::StepRequest,
     pub requester: Uid,
+}
+
+/// A step that started: its id and, node after node, the job's share of each node of
+/// the step with the global ids of the tasks it runs there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartedStep {
+    pub step_id: u32,
+    pub nodes: Vec<(model::NodeAllocation, Vec<u32>)>,
 }
 
 #[derive(Debug, Clone)]

@@ -18,7 +18,8 @@
 
 use crate::command::{
     ChangeReservation, CompleteStep, ControlJobs, CreateStep, Heartbeat, JobEnd, JobResult,
-    NodeOrders, Registration, Rejection, SignalJobs, Submit, Submitted, UpdateJobs, UpdateNodes,
+    NodeOrders, Registration, Rejection, SignalJobs, StartedStep, Submit, Submitted, UpdateJobs,
+    UpdateNodes,
 };
 use crate::dispatch::Dispatcher;
 use crate::rules::{self, Turn};
@@ -39,7 +40,7 @@ pub enum Input {
     Control(ControlJobs, Reply<Vec<JobResult>>),
     Update(UpdateJobs, Reply<Vec<JobResult>>),
     UpdateNodes(UpdateNodes, Reply<()>),
-    CreateStep(CreateStep, Reply<u32>),
+    CreateStep(CreateStep, Reply<StartedStep>),
     CompleteStep(CompleteStep, Reply<()>),
     Register(Registration, Reply<NodeOrders>),
     Heartbeat(Heartbeat, Reply<NodeOrders>),

@@ -637,15 +637,41 @@ impl v1::ctld_server::Ctld for Services {
         let cmd = command::CreateStep {
             job_id,
             name: req.name,
-            num_tasks: req.num_tasks,
+            request: model::step::StepRequest {
+                num_tasks: req.num_tasks,
+                num_nodes: req.num_nodes,
+                ntasks_per_node: req.ntasks_per_node,
+                cpus_per_task: req.cpus_per_task,
+            },
             requester: req.requester_uid,
         };
-        let step_id = self.ask(|reply| Input::CreateStep(cmd, reply)).await?;
-        let job = self
-            .snapshot()
+        let started = self.ask(|reply| Input::CreateStep(cmd, reply)).await?;
+        let snapshot = self.snapshot();
+        let job = snapshot
             .job(job_id)
             .map(|j| proto::convert::job_to_wire(j, None, unix_now()));
-        Ok(Response::new(v1::CreateStepReply { step_id, job }))
+        let nodes = started
+            .nodes
+            .into_iter()
+            .map(|(share, task_ids)| v1::StepNode {
+                agent_addr: snapshot
+                    .nodes
+                    .get(&share.node)
+                    .map(|n| n.addr.clone())
+                    .unwrap_or_default(),
+                name: share.node,
+                task_ids,
+                cpus: share.cpus,
+                cpu_ids: share.cpu_ids,
+                mem_mb: share.mem_mb,
+                gpu_indices: share.gpus,
+            })
+            .collect();
+        Ok(Response::new(v1::CreateStepReply {
+            step_id: started.step_id,
+            job,
+            nodes,
+        }))
     }
 
     async fn change_reservation(

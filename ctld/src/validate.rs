@@ -55,7 +55,9 @@ pub fn check_submit(
     spec.partition = partition.name.clone();
     spec.num_tasks = spec.num_tasks.max(1);
     spec.cpus_per_task = spec.cpus_per_task.max(1);
-    spec.num_nodes = spec.num_nodes.max(1);
+    if spec.num_nodes == 0 {
+        spec.num_nodes = fewest_nodes(state, partition, &spec);
+    }
     if spec.num_nodes > spec.num_tasks && spec.ntasks_per_node == 0 {
         spec.num_tasks = spec.num_nodes;
     }
@@ -146,6 +148,36 @@ fn check_constraint(state: &ClusterState, text: &str) -> Result<(), Rejected> {
 }
 
 /// A job's node count against its partition's nodes and MaxNodes.
+/// Without `-N`, as Slurm does: the fewest of the partition's nodes that can hold the
+/// job's tasks and GPUs spread evenly over them (`-n 16` on 8-CPU nodes takes two,
+/// `--gpus=5` on 4-GPU nodes two with 3 each). One when no count fits, which the
+/// checks below then refuse.
+fn fewest_nodes(state: &ClusterState, partition: &model::Partition, spec: &JobSpec) -> u32 {
+    let mut trial = spec.clone();
+    let candidates: Vec<&model::Node> = partition
+        .nodes
+        .iter()
+        .filter_map(|n| state.nodes.get(n))
+        .collect();
+    for n in 1..=candidates.len().max(1) as u32 {
+        trial.num_nodes = n;
+        if trial.num_tasks < n && trial.gpus < n {
+            break;
+        }
+        let job = model::Job::new(0, trial.clone(), 0, None);
+        let req = sched::per_node_request(&job);
+        let filter = sched::backfill::NodeFilter::new(&job);
+        let able = candidates
+            .iter()
+            .filter(|node| sched::node_could_fit(node, &req) && filter.allows(node))
+            .count();
+        if able as u32 >= n {
+            return n;
+        }
+    }
+    1
+}
+
 fn check_node_count(partition: &model::Partition, spec: &JobSpec) -> Result<(), Rejected> {
     if spec.num_nodes as usize > partition.nodes.len()
         || (partition.max_nodes > 0 && spec.num_nodes > partition.max_nodes)
@@ -269,6 +301,37 @@ default_time = "10"
         assert_eq!(out.partition, "debug");
         assert_eq!(limit, Some(10));
         assert_eq!(out.num_tasks, 1);
+    }
+
+    #[test]
+    fn tasks_and_gpus_without_a_node_count_spread_over_the_fewest_nodes() {
+        let (s, c) = state();
+        let nodes_for = |change: &dyn Fn(&mut JobSpec)| {
+            let (mut sp, p) = spec();
+            change(&mut sp);
+            check_submit(&s, &c, sp, &p).map(|(out, _)| out.num_nodes)
+        };
+        // Two nodes of 4 CPUs and 2 GPUs.
+        assert_eq!(nodes_for(&|j| j.num_tasks = 4), Ok(1));
+        assert_eq!(nodes_for(&|j| j.num_tasks = 8), Ok(2));
+        assert_eq!(
+            nodes_for(&|j| {
+                j.num_tasks = 2;
+                j.cpus_per_task = 4;
+            }),
+            Ok(2)
+        );
+        assert_eq!(nodes_for(&|j| j.gpus = 3), Ok(2));
+        assert!(nodes_for(&|j| j.num_tasks = 9).is_err());
+        assert!(nodes_for(&|j| j.gpus = 5).is_err());
+        // A node count given stays.
+        assert_eq!(
+            nodes_for(&|j| {
+                j.num_tasks = 2;
+                j.num_nodes = 2;
+            }),
+            Ok(2)
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod reason;
 pub mod reservation;
 pub mod reservation_change;
 pub mod state;
+pub mod step;
 pub mod timespec;
 pub mod tres;
 pub mod units;

@@ -1,5 +1,5 @@
-//! The `NodeAgent` gRPC service the controller calls: `LaunchJob`, `SignalJob` and
-//! `SuspendJob`.
+//! The `NodeAgent` gRPC service: `LaunchJob`, `SignalJob` and `SuspendJob`, which the
+//! controller calls, and `RunTasks`, which `srun` calls (`tasks`).
 
 use crate::jobs::{Jobs, JobsError};
 use proto::v1::node_agent_server::NodeAgent;
@@ -7,8 +7,10 @@ use proto::v1::{
     LaunchJobReply, LaunchJobRequest, SignalJobReply, SignalJobRequest, SuspendJobReply,
     SuspendJobRequest,
 };
+use proto::v1::{TaskInput, task_input};
 use std::sync::Arc;
-use tonic::{Request, Response, Status};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
 use tracing::warn;
 
 pub struct Agent {
@@ -31,6 +33,34 @@ fn to_status(e: &JobsError) -> Status {
 
 #[tonic::async_trait]
 impl NodeAgent for Agent {
+    type RunTasksStream = ReceiverStream<crate::tasks::Answer>;
+
+    async fn run_tasks(
+        &self,
+        request: Request<Streaming<TaskInput>>,
+    ) -> Result<Response<Self::RunTasksStream>, Status> {
+        let mut input = request.into_inner();
+        let launch = match input.message().await? {
+            Some(TaskInput {
+                input: Some(task_input::Input::Launch(launch)),
+            }) => launch,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "RunTasks must start with a launch",
+                ));
+            }
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(crate::tasks::run(
+            launch,
+            input,
+            tx,
+            self.jobs.confinement(),
+            self.jobs.pins_cpus(),
+        ));
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
     async fn launch_job(
         &self,
         request: Request<LaunchJobRequest>,

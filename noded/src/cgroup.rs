@@ -576,6 +576,28 @@ impl JobCgroup {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Every process of step `step`.
+    pub fn step_processes(&self, step: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        if let Some(dir) = self.hierarchy.tracking_dir(&self.job_rel.join(step)) {
+            collect_procs(&dir, &mut out);
+        }
+        out
+    }
+
+    /// Removes the cgroup of step `step`, and the job's when no other step is left in
+    /// it (a node that runs only steps of the job, not its batch script).
+    pub fn remove_step(&self, step: &str) -> Result<(), CgroupError> {
+        let mut first_error = None;
+        for (_, dir) in self.hierarchy.dirs(&self.job_rel) {
+            if let Err(e) = remove_tree(&dir.join(step)) {
+                first_error.get_or_insert(e);
+            }
+            let _ = fs::remove_dir(&dir);
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     /// The node's cgroup (`<prefix>/<node>`), for tests and tools.
     pub fn node_dirs(&self) -> Vec<PathBuf> {
         self.hierarchy

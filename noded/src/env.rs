@@ -52,7 +52,14 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     if spec.mem_per_cpu_mb > 0 {
         set("SLURM_MEM_PER_CPU", spec.mem_per_cpu_mb.to_string());
     }
-    set("SLURM_SUBMIT_DIR", spec.work_dir.clone());
+    // Where sbatch ran (it says so in the submit environment); else the working
+    // directory, for a job submitted without it.
+    let submit_dir = req
+        .env
+        .iter()
+        .find(|(k, _)| k == "SLURM_SUBMIT_DIR")
+        .map_or(spec.work_dir.as_str(), |(_, v)| v.as_str());
+    set("SLURM_SUBMIT_DIR", submit_dir.to_string());
     if !spec.submit_host.is_empty() {
         set("SLURM_SUBMIT_HOST", spec.submit_host.clone());
     }
@@ -161,32 +168,17 @@ fn first_set(a: &str, b: &str) -> String {
 
 /// Slurm's compressed per-node list: `4(x3)` for three nodes of 4, `4` for one.
 fn repeated(value: u32, times: u32) -> String {
-    if times > 1 {
-        format!("{value}(x{times})")
-    } else {
-        value.to_string()
-    }
+    model::step::compressed_counts(&vec![value; times.max(1) as usize])
 }
 
 /// Tasks on each node, in Slurm's compressed form: 5 tasks on 2 nodes is `3,2`.
 fn tasks_per_node(num_tasks: u32, num_nodes: u32, per_node: u32) -> String {
-    if per_node > 0 {
-        return repeated(per_node, num_nodes);
+    let counts = model::step::even_counts(num_tasks, num_nodes, per_node);
+    let counts: Vec<u32> = counts.into_iter().filter(|c| *c > 0).collect();
+    if counts.is_empty() {
+        return "1".into();
     }
-    let base = num_tasks / num_nodes;
-    let extra = num_tasks % num_nodes;
-    let mut parts = Vec::new();
-    if extra > 0 {
-        parts.push(repeated(base + 1, extra));
-    }
-    if base > 0 && num_nodes > extra {
-        parts.push(repeated(base, num_nodes - extra));
-    }
-    if parts.is_empty() {
-        "1".into()
-    } else {
-        parts.join(",")
-    }
+    model::step::compressed_counts(&counts)
 }
 
 /// The step of an array's task ids when they form an arithmetic sequence, else 1.
@@ -231,6 +223,16 @@ mod tests {
         info.start_time = 1_000;
         info.ctld_addr = "10.0.0.1:6917".into();
         info
+    }
+
+    #[test]
+    fn the_submit_dir_is_where_sbatch_ran_not_the_chdir() {
+        let mut info = sample();
+        info.env
+            .push(("SLURM_SUBMIT_DIR".into(), "/home/ada/src".into()));
+        let env = slurm_env(&info, "gpu01");
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("SLURM_SUBMIT_DIR"), Some("/home/ada/src"));
     }
 
     #[test]

@@ -131,7 +131,13 @@ impl Jobs {
         *self.confinement.lock().unwrap_or_else(|e| e.into_inner()) = confinement;
     }
 
-    fn confinement(&self) -> Confinement {
+    /// True when jobs are pinned to their CPU ids (this node's CPUs are the host's).
+    pub fn pins_cpus(&self) -> bool {
+        self.pin_cpus.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How jobs are confined now.
+    pub fn confinement(&self) -> Confinement {
         self.confinement
             .lock()
             .unwrap_or_else(|e| e.into_inner())

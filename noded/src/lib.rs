@@ -25,6 +25,7 @@ pub mod spawn;
 pub mod spool;
 pub mod status;
 pub mod supervisor;
+pub mod tasks;
 pub mod user;
 
 /// Unix time in seconds, read from the system clock.

@@ -33,6 +33,9 @@ pub enum SpawnError {
     /// A step of starting the child failed; the job cannot start.
     #[error("cannot {stage}: {errno}")]
     Failed { stage: &'static str, errno: Errno },
+    /// The program itself could not be executed (missing, not executable, ...).
+    #[error("cannot execute the script: {0}")]
+    Exec(Errno),
 }
 
 /// What to exec: the path, the arguments and the environment, ready for `execve`.
@@ -41,6 +44,8 @@ pub struct Program {
     path: CString,
     argv: Vec<CString>,
     env: Vec<CString>,
+    /// Where the child goes before exec (as the job's user); `None`: stays.
+    cwd: Option<CString>,
 }
 
 impl Program {
@@ -82,11 +87,46 @@ impl Program {
                 CString::new(a.as_str()).map_err(|_| SpawnError::Nul(format!("argument {a:?}")))?,
             );
         }
-        let env = env
+        Ok(Program {
+            path,
+            argv,
+            env: env_strings(env),
+            cwd: None,
+        })
+    }
+
+    /// Runs `argv` (its first word found in the `PATH` of `env` unless it holds a
+    /// slash, as execvp does) in `cwd`.
+    pub fn for_command(
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: &str,
+    ) -> Result<Program, SpawnError> {
+        let first = argv
+            .first()
+            .ok_or_else(|| SpawnError::Nul("an empty command".into()))?;
+        let path_var = env
             .iter()
-            .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
-            .collect();
-        Ok(Program { path, argv, env })
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("/usr/local/bin:/usr/bin:/bin");
+        let path = if first.contains('/') {
+            first.clone()
+        } else {
+            path_var
+                .split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| format!("{d}/{first}"))
+                .find(|p| is_executable(Path::new(p)))
+                .unwrap_or_else(|| first.clone())
+        };
+        let c = |s: &str| CString::new(s).map_err(|_| SpawnError::Nul(format!("{s:?}")));
+        Ok(Program {
+            path: c(&path)?,
+            argv: argv.iter().map(|a| c(a)).collect::<Result<_, _>>()?,
+            env: env_strings(env),
+            cwd: (!cwd.is_empty()).then(|| c(cwd)).transpose()?,
+        })
     }
 
     /// The argument vector, for logs.
@@ -98,6 +138,18 @@ impl Program {
     }
 }
 
+/// `NAME=value` strings; variables whose name or value holds a NUL byte are left out.
+fn env_strings(env: &[(String, String)]) -> Vec<CString> {
+    env.iter()
+        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .collect()
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// Where the child's standard streams go. The descriptors must not be 0, 1 or 2.
 pub struct Stdio<'a> {
     pub stdin: BorrowedFd<'a>,
@@ -105,14 +157,18 @@ pub struct Stdio<'a> {
     pub stderr: BorrowedFd<'a>,
 }
 
+/// The stage of `STAGES` that is the exec itself.
+const EXEC_STAGE: u8 = 4;
+
 // Stages the child reports back with its errno.
-const STAGES: [&str; 6] = [
+const STAGES: [&str; 7] = [
     "create the job's process group",
     "redirect the job's standard streams",
     "reset the job's signal state",
     "place the job in its container",
     "execute the script",
     "take the rights of the job's user",
+    "enter the working directory",
 ];
 
 /// Starts `program` as the leader of a new process group. Returns its pid once it has
@@ -152,8 +208,11 @@ pub fn spawn(
             // copied from the parent and stay valid until exec.
             unsafe {
                 exec_child(
-                    program.path.as_ptr(),
-                    &argv,
+                    Target {
+                        path: program.path.as_ptr(),
+                        cwd: program.cwd.as_ref().map(|c| c.as_ptr()),
+                        argv: &argv,
+                    },
                     &mut envp,
                     pid_slot,
                     stdio,
@@ -186,9 +245,19 @@ pub fn spawn(
                 .copied()
                 .unwrap_or("start the job");
             let errno = Errno::from_raw(i32::from_le_bytes([buf[1], buf[2], buf[3], buf[4]]));
+            if buf[0] == EXEC_STAGE {
+                return Err(SpawnError::Exec(errno));
+            }
             Err(SpawnError::Failed { stage, errno })
         }
     }
+}
+
+/// What the child execs, and where.
+struct Target<'a> {
+    path: *const c_char,
+    cwd: Option<*const c_char>,
+    argv: &'a [*const c_char],
 }
 
 /// What the child enters before exec: its container, then its user.
@@ -202,8 +271,7 @@ struct Confinement<'a> {
 /// # Safety
 /// Must run in a forked child. Only async-signal-safe functions are called.
 unsafe fn exec_child(
-    path: *const c_char,
-    argv: &[*const c_char],
+    target: Target,
     envp: &mut [*const c_char],
     pid_slot: usize,
     stdio: &Stdio,
@@ -211,6 +279,7 @@ unsafe fn exec_child(
     report: RawFd,
 ) -> ! {
     let Confinement { isolation, user } = confinement;
+    let Target { path, cwd, argv } = target;
     let fail = |stage: u8, errno: i32| -> ! {
         let e = errno.to_le_bytes();
         let msg = [stage, e[0], e[1], e[2], e[3]];
@@ -251,6 +320,11 @@ unsafe fn exec_child(
         if let Err(errno) = user.enter() {
             fail(5, errno as i32);
         }
+        if let Some(dir) = cwd
+            && libc::chdir(dir) != 0
+        {
+            fail(6, Errno::last_raw());
+        }
         let mut var = [0u8; 40];
         write_pid_var(&mut var, libc::getpid());
         envp[pid_slot] = var.as_ptr().cast();
@@ -268,7 +342,7 @@ unsafe fn exec_child(
             };
             libc::nanosleep(&pause, std::ptr::null_mut());
         }
-        fail(4, Errno::last_raw())
+        fail(EXEC_STAGE, Errno::last_raw())
     }
 }
 

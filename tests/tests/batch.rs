@@ -352,8 +352,9 @@ fn bad_input_is_refused_and_changes_nothing() {
             vec!["sbatch", "-N", "9", s],
             "Node count specification invalid",
         ),
+        // Three nodes of two GPUs: five spread over three nodes, seven fit nowhere.
         (
-            vec!["sbatch", "--gpus=5", s],
+            vec!["sbatch", "--gpus=7", s],
             "Requested node configuration is not available",
         ),
         (

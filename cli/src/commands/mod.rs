@@ -10,6 +10,7 @@ pub mod sprio;
 pub mod squeue;
 pub mod srun;
 pub mod sshare;
+pub mod step;
 pub mod submit_opts;
 pub mod up;
 pub mod wait;

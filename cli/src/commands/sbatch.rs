@@ -554,7 +554,14 @@ mod tests {
         assert_eq!((sp.time_limit_min, sp.mem_per_node_mb), (5, 200));
         assert_eq!(sp.work_dir, "/w");
         assert_eq!(sp.comment, "rule_make");
-        assert_eq!(sp.env.len(), 2);
+        // The environment, and where sbatch ran.
+        assert_eq!(sp.env.len(), 3);
+        // sbatch ran in /home/ada/proj; -D /w is where the job runs.
+        assert!(
+            sp.env
+                .iter()
+                .any(|e| e.name == "SLURM_SUBMIT_DIR" && e.value == "/home/ada/proj")
+        );
         // --wrap has no script file: no Command.
         assert_eq!(sp.command, "");
         // stdin variant
@@ -596,7 +603,7 @@ mod tests {
         .spec;
         assert_eq!(
             sp.env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
-            ["SLURM_A"]
+            ["SLURM_A", "SLURM_SUBMIT_DIR"]
         );
     }
 

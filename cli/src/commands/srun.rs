@@ -2,17 +2,15 @@
 //!
 //! Inside an allocation (`SLURM_JOB_ID` or `SLURM_JOBID` set, or `--jobid`; nothing else
 //! of the job's environment is needed, as Snakemake strips it) it asks the controller for
-//! a step (`CreateStep`), runs the command here as the step's one task (srun runs on the
-//! job's batch node) with the Slurm task environment, writes `--output/--error/--input`
-//! with their filename patterns (`%j %J %t %N %A %a %s %u %x`), forwards SIGINT, SIGTERM,
-//! SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the task, reports the exit status
-//! (`CompleteStep`) and exits with the task's code (128+signal when killed).
+//! a step and runs its tasks on the job's nodes through their node daemons (`step`),
+//! with the step's environment (`task_env`) and `--output/--error/--input` filename
+//! patterns (`%j %J %t %n %N %A %a %s %u %x`, `step_path`).
 //!
 //! Outside an allocation it submits the command as a batch job (like `sbatch --wrap`),
 //! waits for it, copies its output (kept meanwhile in hidden files in the current
 //! directory, which must be shared with the node) to stdout and stderr, and exits with
-//! its code; Ctrl-C cancels the job. Interactive streaming of output and stdin, and steps
-//! with several tasks or nodes, come in a later version.
+//! its code; Ctrl-C cancels the job. Live output and `--pty` outside an allocation come
+//! in a later version.
 
 use super::sbatch::Submitter;
 use super::submit_opts::{self, Command, Source, SubmitOpts, build_spec};
@@ -24,7 +22,6 @@ use crate::times;
 use crate::{client, opts};
 use model::pattern::{PatternValues, expand_pattern};
 use proto::v1;
-use std::fs::File;
 use std::process::ExitCode;
 
 const PROG: &str = "srun";
@@ -49,12 +46,6 @@ pub fn parse(args: &[String]) -> Result<Option<Request>, Exit> {
             "{PROG}: fatal: No command given to execute."
         )));
     }
-    if o.ntasks.is_some_and(|n| n > 1) || o.nodes.is_some_and(|n| n > 1) {
-        return Err(Exit::error(
-            PROG,
-            "steps with more than one task or node are not supported yet",
-        ));
-    }
     Ok(Some(Request {
         opts: o,
         command: p.positional,
@@ -71,22 +62,29 @@ pub fn allocation(o: &SubmitOpts, env: &[(String, String)]) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The task's environment: the exported environment plus the step's variables.
+/// The environment of the step's tasks: the exported environment plus the job's and
+/// the step's variables. Each node daemon adds each task's own (`SLURM_PROCID`,
+/// `SLURM_LOCALID`, `SLURM_NODEID`, `SLURMD_NODENAME`, `SLURM_TASK_PID`).
 pub fn task_env(
     o: &SubmitOpts,
     env: &[(String, String)],
     job: &v1::JobInfo,
     step_id: u32,
-    node: &str,
+    step_nodes: &[v1::StepNode],
 ) -> Vec<(String, String)> {
     let mut out = submit_opts::export_env(o.export.as_deref(), env);
+    let names: Vec<&str> = step_nodes.iter().map(|n| n.name.as_str()).collect();
+    let step_nodelist = model::hostlist::fold(&names);
     let nodes = if job.nodes.is_empty() {
-        node.to_string()
+        step_nodelist.clone()
     } else {
         job.nodes.clone()
     };
     let num_nodes = job.num_nodes.max(1);
     let cpus_on_node = (job.num_cpus / num_nodes).max(1);
+    let counts: Vec<u32> = step_nodes.iter().map(|n| n.task_ids.len() as u32).collect();
+    let num_tasks: u32 = counts.iter().sum::<u32>().max(1);
+    let per_node = model::step::compressed_counts(&counts);
     let spec = job.spec.clone().unwrap_or_default();
     let mut set = |k: &str, v: String| match out.iter_mut().find(|(n, _)| n == k) {
         Some(slot) => slot.1 = v,
@@ -108,23 +106,19 @@ pub fn task_env(
     }
     set("SLURM_STEP_ID", step_id.to_string());
     set("SLURM_STEPID", step_id.to_string());
-    set("SLURM_PROCID", "0".into());
-    set("SLURM_LOCALID", "0".into());
-    set("SLURM_NODEID", "0".into());
-    set("SLURM_GTIDS", "0".into());
-    set("SLURM_NTASKS", "1".into());
-    set("SLURM_NPROCS", "1".into());
-    set("SLURM_STEP_NUM_TASKS", "1".into());
-    set("SLURM_STEP_NUM_NODES", "1".into());
-    set("SLURM_STEP_TASKS_PER_NODE", "1".into());
-    set("SLURM_TASKS_PER_NODE", "1".into());
-    set("SLURM_STEP_NODELIST", node.to_string());
-    set("SLURMD_NODENAME", node.to_string());
+    set("SLURM_NTASKS", num_tasks.to_string());
+    set("SLURM_NPROCS", num_tasks.to_string());
+    set("SLURM_STEP_NUM_TASKS", num_tasks.to_string());
+    set("SLURM_STEP_NUM_NODES", step_nodes.len().max(1).to_string());
+    set("SLURM_STEP_TASKS_PER_NODE", per_node.clone());
+    set("SLURM_TASKS_PER_NODE", per_node);
+    set("SLURM_STEP_NODELIST", step_nodelist);
     set("SLURM_JOB_NODELIST", nodes.clone());
     set("SLURM_NODELIST", nodes);
     set("SLURM_JOB_NUM_NODES", num_nodes.to_string());
     set("SLURM_NNODES", num_nodes.to_string());
     set("SLURM_CPUS_ON_NODE", cpus_on_node.to_string());
+    set("SLURM_SRUN_COMM_HOST", submit_opts::hostname());
     if let Some(c) = o.cpus_per_task {
         set("SLURM_CPUS_PER_TASK", c.to_string());
     }
@@ -134,8 +128,16 @@ pub fn task_env(
     out
 }
 
-/// An output/input file name with the step's values put in.
-pub fn step_path(pattern: &str, job: &v1::JobInfo, step_id: u32, host: &str) -> String {
+/// An output/input file name with the step's values put in: `%N` is the task's node,
+/// `%n` its index in the step, `%t` the task.
+pub fn step_path(
+    pattern: &str,
+    job: &v1::JobInfo,
+    step_id: u32,
+    host: &str,
+    node_index: u32,
+    task_id: u32,
+) -> String {
     let spec = job.spec.clone().unwrap_or_default();
     let v = PatternValues {
         job_id: job.job_id,
@@ -144,8 +146,8 @@ pub fn step_path(pattern: &str, job: &v1::JobInfo, step_id: u32, host: &str) -> 
         job_name: &spec.name,
         user: &spec.user,
         node: host,
-        node_index: 0,
-        task_id: Some(0),
+        node_index,
+        task_id: Some(task_id),
         step_id: Some(step_id.to_string()),
     };
     let p = expand_pattern(pattern, &v);
@@ -166,8 +168,12 @@ const HELP: &str = "Usage: srun [OPTIONS(0)...] executable(0) [args(0)...]
   -i, --input=in              location of stdin redirection
   -J, --job-name=jobname      name of job
       --jobid=id              run under already allocated job
-  -n, --ntasks=ntasks         number of tasks to run (1 in this version)
-  -N, --nodes=N               number of nodes on which to run (1 in this version)
+  -n, --ntasks=ntasks         number of tasks to run
+  -N, --nodes=N               number of nodes on which to run
+      --ntasks-per-node=n     number of tasks to invoke on each node
+  -K, --kill-on-bad-exit      kill the job if any task terminates with a
+                              non-zero exit code
+  -l, --label                 prepend task number to lines of stdout/err
   -o, --output=out            location of stdout redirection
   -p, --partition=partition   partition requested (outside an allocation)
   -t, --time=minutes          time limit (outside an allocation)
@@ -193,20 +199,13 @@ pub fn run(args: &[String]) -> ExitCode {
     let env = super::sbatch::environment();
     match allocation(&req.opts, &env) {
         Some(job) => match job.split('.').next().unwrap_or("").parse::<u32>() {
-            Ok(id) if id > 0 => client::runtime_with_io().block_on(in_allocation(req, env, id)),
+            Ok(id) if id > 0 => {
+                client::runtime_with_io().block_on(super::step::in_allocation(req, env, id))
+            }
             _ => Exit::error(PROG, format!("Invalid job id specified: {job}")).finish(),
         },
         None => client::runtime_with_io().block_on(as_job(req, env)),
     }
-}
-
-fn open_out(path: &str, append: bool) -> std::io::Result<File> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(append)
-        .truncate(!append)
-        .open(path)
 }
 
 fn signal_text(sig: i32) -> String {
@@ -221,223 +220,21 @@ fn signal_text(sig: i32) -> String {
         .into_owned()
 }
 
-async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) -> ExitCode {
-    let o = &req.opts;
-    let host = submit_opts::hostname();
-    let fail = |e: String| {
-        Exit::error(PROG, format!("Unable to create step for job {job_id}: {e}")).finish()
-    };
-    let mut client = match calls::connect().await {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
-    let (_, uid, _) = client::current_user();
-    let name = o
-        .job_name
-        .clone()
-        .unwrap_or_else(|| submit_opts::basename(&req.command[0]).to_string());
-    let reply = match client
-        .create_step(v1::CreateStepRequest {
-            job_id,
-            name,
-            num_tasks: 1,
-            requester_uid: uid,
-        })
-        .await
-    {
-        Ok(r) => r.into_inner(),
-        Err(s) => return fail(calls::status_text(&s)),
-    };
-    let step_id = reply.step_id;
-    let job = reply.job.unwrap_or(v1::JobInfo {
-        job_id,
-        ..Default::default()
-    });
-    // The task runs here, on the job's batch node: name it as the cluster does.
-    let host = if job.batch_host.is_empty() {
-        env.iter()
-            .find(|(k, _)| k == "SLURMD_NODENAME")
-            .map(|(_, v)| v.clone())
-            .unwrap_or(host)
-    } else {
-        job.batch_host.clone()
-    };
-    let spec = job.spec.clone().unwrap_or_default();
-    let append = o.open_mode_append.unwrap_or_else(|| {
-        match env
-            .iter()
-            .find(|(k, _)| k == "SLURM_OPEN_MODE")
-            .map(|(_, v)| v.as_str())
-        {
-            Some(v) => v.starts_with(['a', 'A']),
-            None => spec.open_mode_append,
-        }
-    });
-
-    let mut cmd = tokio::process::Command::new(&req.command[0]);
-    cmd.args(&req.command[1..])
-        .env_clear()
-        .envs(task_env(o, &env, &job, step_id, &host));
-    if let Some(dir) = &o.chdir {
-        cmd.current_dir(dir);
-    }
-    let fail_io = |what: &str, path: &str, e: std::io::Error| {
-        Exit::error(PROG, format!("Could not open {what} file {path}: {e}")).finish()
-    };
-    let out_path = o
-        .output
-        .as_deref()
-        .map(|p| step_path(p, &job, step_id, &host));
-    let err_path = o
-        .error
-        .as_deref()
-        .map(|p| step_path(p, &job, step_id, &host));
-    let mut out_file = None;
-    if let Some(p) = &out_path {
-        match open_out(p, append) {
-            Ok(f) => out_file = Some(f),
-            Err(e) => return fail_io("output", p, e),
-        }
-    }
-    match (&err_path, &out_file) {
-        (Some(p), _) if Some(p) != out_path.as_ref() => match open_out(p, append) {
-            Ok(f) => {
-                cmd.stderr(f);
-            }
-            Err(e) => return fail_io("error", p, e),
-        },
-        (_, Some(f)) => {
-            if let Ok(f2) = f.try_clone() {
-                cmd.stderr(f2);
-            }
-        }
-        _ => {}
-    }
-    if let Some(f) = out_file {
-        cmd.stdout(f);
-    }
-    if let Some(p) = o
-        .input
-        .as_deref()
-        .map(|p| step_path(p, &job, step_id, &host))
-    {
-        match File::open(&p) {
-            Ok(f) => {
-                cmd.stdin(f);
-            }
-            Err(e) => return fail_io("input", &p, e),
-        }
-    }
-    // Without a terminal the task gets its own process group, so that a signal srun
-    // receives reaches it once, through srun; at a terminal it stays in the foreground
-    // group, which the terminal signals directly.
-    // The task dies with srun, so that killing srun (the node daemon kills the batch
-    // script's process group) cannot leave it running outside that group.
-    let tty = nix::unistd::isatty(std::io::stdin()).unwrap_or(false);
-    if !tty {
-        cmd.process_group(0);
-    }
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let status = match cmd.spawn() {
-        Ok(child) => wait_forwarding(child, tty).await,
-        Err(e) => {
-            let code = e.raw_os_error().unwrap_or(1);
-            eprintln!(
-                "slurmstepd-{host}: error: execve(): {}: {}",
-                req.command[0],
-                io_error_text(&e)
-            );
-            Err(code)
-        }
-    };
-    let (exit_code, exit_signal) = match status {
-        Ok((code, sig)) => (code, sig),
-        Err(code) => (code, 0),
-    };
-    let _ = client
-        .complete_step(v1::CompleteStepRequest {
-            job_id,
-            step_id,
-            exit_code,
-            exit_signal,
-        })
-        .await;
-    task_failure(&host, exit_code, exit_signal).unwrap_or(ExitCode::SUCCESS)
-}
-
-/// Reports a task that failed (`srun: error: HOST: task 0: ...`) and gives srun's exit
+/// Reports a task that failed (`srun: error: HOST: task N: ...`) and gives srun's exit
 /// status for it: 128+signal when killed, else its exit code. `None`: it exited with 0.
-fn task_failure(host: &str, code: i32, signal: i32) -> Option<ExitCode> {
+pub fn task_failure(host: &str, task: u32, code: i32, signal: i32) -> Option<u8> {
     if signal != 0 {
-        eprintln!("{PROG}: error: {host}: task 0: {}", signal_text(signal));
-        return Some(ExitCode::from((128 + signal).clamp(0, 255) as u8));
+        eprintln!(
+            "{PROG}: error: {host}: task {task}: {}",
+            signal_text(signal)
+        );
+        return Some((128 + signal).clamp(0, 255) as u8);
     }
     if code != 0 {
-        eprintln!("{PROG}: error: {host}: task 0: Exited with exit code {code}");
-        return Some(ExitCode::from(code.clamp(0, 255) as u8));
+        eprintln!("{PROG}: error: {host}: task {task}: Exited with exit code {code}");
+        return Some(code.clamp(0, 255) as u8);
     }
     None
-}
-
-fn io_error_text(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    s.split(" (os error").next().unwrap_or(&s).to_string()
-}
-
-/// Waits for the task, passing on the signals srun gets. Gives (exit code, signal).
-async fn wait_forwarding(mut child: tokio::process::Child, tty: bool) -> Result<(i32, i32), i32> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let pid = child.id().map(|p| p as i32);
-    let kinds = [
-        (SignalKind::interrupt(), libc::SIGINT),
-        (SignalKind::terminate(), libc::SIGTERM),
-        (SignalKind::hangup(), libc::SIGHUP),
-        (SignalKind::quit(), libc::SIGQUIT),
-        (SignalKind::user_defined1(), libc::SIGUSR1),
-        (SignalKind::user_defined2(), libc::SIGUSR2),
-    ];
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<i32>();
-    for (kind, num) in kinds {
-        if let Ok(mut s) = signal(kind) {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                while s.recv().await.is_some() {
-                    if tx.send(num).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    }
-    drop(tx);
-    loop {
-        tokio::select! {
-            st = child.wait() => {
-                use std::os::unix::process::ExitStatusExt;
-                return match st {
-                    Ok(st) => Ok((st.code().unwrap_or(0), st.signal().unwrap_or(0))),
-                    Err(_) => Err(1),
-                };
-            }
-            Some(sig) = rx.recv() => {
-                // At a terminal, the terminal already sent INT and QUIT to the task.
-                if tty && (sig == libc::SIGINT || sig == libc::SIGQUIT) {
-                    continue;
-                }
-                if let Some(pid) = pid {
-                    let target = if tty { pid } else { -pid };
-                    // SAFETY: plain kill(2) on our child (or its process group).
-                    unsafe { libc::kill(target, sig) };
-                }
-            }
-        }
-    }
 }
 
 /// The batch script that runs the command: each word single-quoted.
@@ -548,8 +345,8 @@ async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
     let Some(j) = jobs.first() else {
         return Exit::error(PROG, format!("Job {job_id} no longer found")).finish();
     };
-    if let Some(code) = task_failure(&j.batch_host, j.exit_code, j.exit_signal) {
-        return code;
+    if let Some(code) = task_failure(&j.batch_host, 0, j.exit_code, j.exit_signal) {
+        return ExitCode::from(code);
     }
     let state = jobs::job_state(j);
     if state != model::JobState::Completed {
@@ -637,7 +434,11 @@ mod tests {
             parse(&s(&["-n", "1"])).unwrap_err().lines(),
             ["srun: fatal: No command given to execute."]
         );
-        assert!(parse(&s(&["-n", "4", "hostname"])).is_err());
+        let r = parse(&s(&["-n", "4", "-l", "-K", "hostname"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.opts.ntasks, Some(4));
+        assert!(r.opts.label && r.opts.kill_on_bad_exit);
         assert!(parse(&s(&["--help"])).unwrap().is_none());
     }
 
@@ -660,17 +461,30 @@ mod tests {
             ("PATH".to_string(), "/bin".to_string()),
         ];
         let o = opts_with(&[("cpus-per-task", "2")]);
-        let got = task_env(&o, &env, &job(), 3, "gpu01");
+        let nodes = [
+            v1::StepNode {
+                name: "gpu01".into(),
+                task_ids: vec![0, 1],
+                ..Default::default()
+            },
+            v1::StepNode {
+                name: "gpu02".into(),
+                task_ids: vec![2],
+                ..Default::default()
+            },
+        ];
+        let got = task_env(&o, &env, &job(), 3, &nodes);
         let get = |k: &str| got.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("PATH"), Some("/bin"));
         assert_eq!(get("SLURM_STEP_ID"), Some("3"));
         assert_eq!(get("SLURM_STEPID"), Some("3"));
-        assert_eq!(get("SLURM_PROCID"), Some("0"));
-        assert_eq!(get("SLURM_LOCALID"), Some("0"));
-        assert_eq!(get("SLURM_NODEID"), Some("0"));
-        assert_eq!(get("SLURM_NTASKS"), Some("1"));
-        assert_eq!(get("SLURM_NPROCS"), Some("1"));
-        assert_eq!(get("SLURM_STEP_NUM_TASKS"), Some("1"));
+        // Each task's own variables are the node daemon's to set.
+        assert_eq!(get("SLURM_PROCID"), None);
+        assert_eq!(get("SLURM_NTASKS"), Some("3"));
+        assert_eq!(get("SLURM_NPROCS"), Some("3"));
+        assert_eq!(get("SLURM_STEP_NUM_TASKS"), Some("3"));
+        assert_eq!(get("SLURM_STEP_NUM_NODES"), Some("2"));
+        assert_eq!(get("SLURM_STEP_TASKS_PER_NODE"), Some("2,1"));
         assert_eq!(get("SLURM_JOB_NODELIST"), Some("gpu[01-02]"));
         assert_eq!(get("SLURM_NODELIST"), Some("gpu[01-02]"));
         assert_eq!(get("SLURM_JOB_NUM_NODES"), Some("2"));
@@ -679,13 +493,12 @@ mod tests {
         assert_eq!(get("SLURM_CPUS_PER_TASK"), Some("2"));
         assert_eq!(get("SLURM_ARRAY_JOB_ID"), Some("40"));
         assert_eq!(get("SLURM_ARRAY_TASK_ID"), Some("1"));
-        assert_eq!(get("SLURM_STEP_NODELIST"), Some("gpu01"));
-        assert_eq!(get("SLURMD_NODENAME"), Some("gpu01"));
+        assert_eq!(get("SLURM_STEP_NODELIST"), Some("gpu[01-02]"));
         assert_eq!(got.iter().filter(|(k, _)| k == "SLURM_JOB_ID").count(), 1);
         // --export=NONE keeps only SLURM_* variables.
         let o = opts_with(&[("export", "NONE")]);
         assert!(
-            task_env(&o, &env, &job(), 0, "gpu01")
+            task_env(&o, &env, &job(), 0, &nodes)
                 .iter()
                 .all(|(k, _)| k.starts_with("SLURM"))
         );
@@ -694,14 +507,18 @@ mod tests {
     #[test]
     fn output_patterns() {
         assert_eq!(
-            step_path("/d/%j/%j_%t_log.out", &job(), 0, "gpu01"),
+            step_path("/d/%j/%j_%t_log.out", &job(), 0, "gpu01", 0, 0),
             "/d/41/41_0_log.out"
         );
         assert_eq!(
-            step_path("%A_%a-%N-%s-%J-%x-%u", &job(), 2, "gpu01"),
+            step_path("%A_%a-%N-%s-%J-%x-%u", &job(), 2, "gpu01", 0, 0),
             "40_1-gpu01-2-41.2-train-ada"
         );
-        assert_eq!(step_path("none", &job(), 0, "h"), "/dev/null");
+        assert_eq!(
+            step_path("out-%t-%n-%N", &job(), 0, "gpu02", 1, 5),
+            "out-5-1-gpu02"
+        );
+        assert_eq!(step_path("none", &job(), 0, "h", 0, 0), "/dev/null");
     }
 
     #[test]

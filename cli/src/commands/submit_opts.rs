@@ -113,6 +113,8 @@ pub enum Set {
     /// Accepted and ignored, as a cluster without the feature would (`--help` lists
     /// these).
     Ignored,
+    /// Checked as Slurm checks it (a bad value is refused), then ignored.
+    Checked(Setter),
 }
 
 /// One option of `sbatch` or `srun`: its getopt spelling, the `SBATCH_*` input
@@ -155,6 +157,15 @@ impl OptDef {
         }
     }
 
+    const fn checked(takers: Takers, spec: OptSpec, check: Setter) -> OptDef {
+        OptDef {
+            spec,
+            env: None,
+            takers,
+            set: Set::Checked(check),
+        }
+    }
+
     const fn env(self, var: &'static str) -> OptDef {
         OptDef {
             env: Some(var),
@@ -164,11 +175,28 @@ impl OptDef {
 
     /// True for an option accepted without effect.
     pub fn ignored_here(&self) -> bool {
-        matches!(self.set, Set::Ignored)
+        matches!(self.set, Set::Ignored | Set::Checked(_))
     }
 }
 
 use Takers::{Both, Sbatch as SbatchOnly, Srun as SrunOnly};
+
+/// The `--mail-type` words Slurm 22.05 knows.
+const MAIL_TYPES: [&str; 13] = [
+    "NONE",
+    "BEGIN",
+    "END",
+    "FAIL",
+    "REQUEUE",
+    "ALL",
+    "INVALID_DEPEND",
+    "STAGE_OUT",
+    "TIME_LIMIT",
+    "TIME_LIMIT_90",
+    "TIME_LIMIT_80",
+    "TIME_LIMIT_50",
+    "ARRAY_TASKS",
+];
 
 /// Every option of `sbatch` and `srun`, by name.
 pub const OPTIONS: &[OptDef] = &[
@@ -275,7 +303,10 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::both(value("job-name", Some('J')), |o, a| a.text(&mut o.job_name))
         .env("SBATCH_JOB_NAME"),
     OptDef::only(SrunOnly, value("jobid", None), |o, a| a.text(&mut o.jobid)),
-    OptDef::ignored(SrunOnly, optional("kill-on-bad-exit", Some('K'))),
+    OptDef::only(SrunOnly, optional("kill-on-bad-exit", Some('K')), |o, a| {
+        o.kill_on_bad_exit = a.value != "0";
+        Ok(())
+    }),
     OptDef::both(value("kill-on-invalid-dep", None), |o, a| {
         o.kill_on_invalid_dep = Some(match a.value.to_ascii_lowercase().as_str() {
             "yes" | "y" | "1" => true,
@@ -289,7 +320,14 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(Both, value("licenses", Some('L'))),
-    OptDef::ignored(Both, value("mail-type", None)),
+    OptDef::checked(Both, value("mail-type", None), |_, a| {
+        let known = |t: &str| MAIL_TYPES.iter().any(|m| m.eq_ignore_ascii_case(t.trim()));
+        if a.value.split(',').all(known) {
+            Ok(())
+        } else {
+            Err(Exit::error(a.prog, "Invalid --mail-type specification"))
+        }
+    }),
     OptDef::ignored(Both, value("mail-user", None)),
     OptDef::ignored(Both, value("mcs-label", None)),
     OptDef::both(value("mem", None), |o, a| a.memory(o, MemKind::Node)).env("SBATCH_MEM_PER_NODE"),
@@ -560,6 +598,8 @@ pub struct SubmitOpts {
     // srun
     pub unbuffered: bool,
     pub label: bool,
+    /// `-K`: kill the step when one of its tasks fails.
+    pub kill_on_bad_exit: bool,
     pub jobid: Option<String>,
     pub cpu_bind: Option<String>,
 }
@@ -607,7 +647,7 @@ impl SubmitOpts {
             .find(|d| d.spec.long == name)
             .ok_or_else(|| Exit::error(prog, format!("unrecognized option '--{name}'")))?;
         match def.set {
-            Set::To(set) => set(
+            Set::To(set) | Set::Checked(set) => set(
                 self,
                 &Arg {
                     prog,
@@ -921,7 +961,11 @@ pub fn build_spec(
         Some((MemKind::Gpu, mb)) => (mb * u64::from(gpus_each_node.max(1)), 0),
         None => (0, 0),
     };
-    let env = export_env(o.export.as_deref(), ctx.env)
+    let mut env = export_env(o.export.as_deref(), ctx.env);
+    // Where sbatch ran, whatever `--chdir` says (sbatch(1): SLURM_SUBMIT_DIR).
+    env.retain(|(name, _)| name != "SLURM_SUBMIT_DIR");
+    env.push(("SLURM_SUBMIT_DIR".into(), ctx.cwd.to_string()));
+    let env = env
         .into_iter()
         .map(|(name, value)| v1::EnvVar { name, value })
         .collect();
@@ -1023,6 +1067,21 @@ pub(crate) mod tests {
         let mut o = SubmitOpts::default();
         o.apply(Command::Sbatch, "mail-type", "END", Source::Cli)
             .unwrap();
+        o.apply(
+            Command::Sbatch,
+            "mail-type",
+            "begin,TIME_LIMIT_90",
+            Source::Cli,
+        )
+        .unwrap();
+        // Checked as Slurm checks it, though no mail is sent.
+        let bad = o
+            .apply(Command::Sbatch, "mail-type", "BOGUS", Source::Cli)
+            .unwrap_err();
+        assert_eq!(
+            bad.lines(),
+            ["sbatch: error: Invalid --mail-type specification"]
+        );
         o.apply(Command::Srun, "wait", "30", Source::Cli).unwrap();
         assert!(!o.wait);
         let help = ignored_help(Command::Sbatch);

@@ -10,7 +10,7 @@
 use super::{Order, Turn};
 use crate::command::{
     ChangeReservation, CompleteStep, ControlJobs, ControlOp, CreateStep, JobResult, Rejection,
-    SignalJobs, Submit, Submitted, Uid, UpdateJobs,
+    SignalJobs, StartedStep, Submit, Submitted, Uid, UpdateJobs,
 };
 use crate::validate;
 use model::job_id::{JobIdSpec, Tasks};
@@ -495,7 +495,7 @@ fn update_one(
 }
 
 /// `srun` inside an allocation: a new step of the running job; its id.
-pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<u32, Rejection> {
+pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Rejection> {
     let job = turn.state.job(cmd.job_id).ok_or_else(invalid_id)?;
     if job.state != JobState::Running {
         return Err(wrong_state("Job is not running"));
@@ -503,6 +503,15 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<u32, Rejection> {
     if !may_modify(job, cmd.requester) {
         return Err(Rejection::PermissionDenied);
     }
+    let alloc = job.alloc.clone().unwrap_or_default().nodes;
+    let cpus: Vec<u32> = alloc.iter().map(|n| n.cpus).collect();
+    let layout =
+        model::step::layout(cmd.request, &cpus).map_err(|e| Rejection::invalid(e.to_string()))?;
+    let num_tasks = layout.iter().map(|(_, t)| t.len() as u32).sum::<u32>();
+    let nodes = layout
+        .into_iter()
+        .map(|(i, tasks)| (alloc[i].clone(), tasks))
+        .collect();
     let step_id = job.next_step_id;
     let step = model::Step {
         id: Some(step_id),
@@ -512,13 +521,13 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<u32, Rejection> {
         end_time: 0,
         exit_code: 0,
         exit_signal: 0,
-        num_tasks: cmd.num_tasks.max(1),
+        num_tasks,
     };
     turn.emit(Event::StepStarted {
         job_id: cmd.job_id,
         step,
     });
-    Ok(step_id)
+    Ok(StartedStep { step_id, nodes })
 }
 
 /// The end of a step `srun` started: a step that does not exist is refused, one that

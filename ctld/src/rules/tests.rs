@@ -731,13 +731,29 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
     let mut env = Env::new("");
     let id = env.submit(|_| {});
     env.start(id);
-    let create = CreateStep {
+    let create = |num_tasks| CreateStep {
         job_id: id,
         name: "s".into(),
-        num_tasks: 1,
+        request: model::step::StepRequest {
+            num_tasks,
+            ..Default::default()
+        },
         requester: ALICE,
     };
-    let step = env.turn(|t| jobs::create_step(t, create)).answer.unwrap();
+    // More tasks than the job's CPUs: refused, nothing recorded.
+    let d = env.turn(|t| jobs::create_step(t, create(1000)));
+    assert!(d.events.is_empty());
+    assert_eq!(
+        d.answer.unwrap_err().to_string(),
+        "More processors requested than permitted"
+    );
+    let started = env
+        .turn(|t| jobs::create_step(t, create(1)))
+        .answer
+        .unwrap();
+    assert_eq!(started.nodes.len(), 1);
+    assert_eq!(started.nodes[0].1, vec![0]);
+    let step = started.step_id;
     let end = |step_id, exit_code| CompleteStep {
         job_id: id,
         step_id,

@@ -1,0 +1,498 @@
+//! `srun` inside an allocation: a step's tasks, run on the job's nodes through their node
+//! daemons (`NodeAgent.RunTasks`), as Slurm's srun runs them through slurmstepd.
+//!
+//! The controller lays the tasks out (`CreateStep`, `model::step`); srun opens one stream
+//! to each node of the step, sends the command, the environment and the node's tasks,
+//! then passes its stdin (to every task) and the signals it gets (to every task), and
+//! writes what comes back: each task's output, to srun's own stdout and stderr or to the
+//! `-o`/`-e` files (`%t`, `%n`, `%N` name a task's and node's files), with `--label`
+//! prefixing each line with the task id. When every task has ended it reports the step's
+//! end (`CompleteStep`) and exits with the worst exit code; `--kill-on-bad-exit` kills
+//! the step when a task fails.
+//!
+//! For example, `srun -n 3 -l hostname` in a job on `n[1-2]` prints `0: n1`, `1: n1` and
+//! `2: n2` (in the order they come) and exits 0.
+
+use super::srun::{Request, step_path, task_env};
+use crate::calls;
+use crate::client;
+use crate::exit::Exit;
+use proto::v1::node_agent_client::NodeAgentClient;
+use proto::v1::{self, TaskInput, task_input, task_output};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::process::ExitCode;
+use tokio::sync::mpsc;
+
+const PROG: &str = "srun";
+
+/// What srun writes where: its own streams, or files by path.
+struct Sinks {
+    label: bool,
+    /// Per task and stream: the file it goes to (`None`: srun's own stream).
+    dest: BTreeMap<(u32, bool), Option<String>>,
+    files: BTreeMap<String, File>,
+    /// Partial lines per task and stream, with `--label`.
+    partial: BTreeMap<(u32, bool), Vec<u8>>,
+}
+
+impl Sinks {
+    fn write(&mut self, task: u32, stderr: bool, data: &[u8]) {
+        let mut bytes = data.to_vec();
+        if self.label {
+            let buf = self.partial.entry((task, stderr)).or_default();
+            buf.extend_from_slice(data);
+            let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
+                return;
+            };
+            let lines: Vec<u8> = buf.drain(..=end).collect();
+            bytes = labelled(task, &lines);
+        }
+        self.emit(task, stderr, &bytes);
+    }
+
+    /// Writes out what is left of a task's last lines.
+    fn flush(&mut self, task: u32) {
+        for stderr in [false, true] {
+            if let Some(rest) = self.partial.remove(&(task, stderr))
+                && !rest.is_empty()
+            {
+                let bytes = labelled(task, &rest);
+                self.emit(task, stderr, &bytes);
+            }
+        }
+    }
+
+    fn emit(&mut self, task: u32, stderr: bool, bytes: &[u8]) {
+        let dest = self.dest.get(&(task, stderr)).cloned().flatten();
+        match dest.and_then(|p| self.files.get_mut(&p)) {
+            Some(f) => {
+                let _ = f.write_all(bytes);
+            }
+            None if stderr => {
+                let _ = std::io::stderr().write_all(bytes);
+            }
+            None => {
+                let mut out = std::io::stdout();
+                let _ = out.write_all(bytes);
+                let _ = out.flush();
+            }
+        }
+    }
+}
+
+/// `task: ` before every line of `lines`.
+fn labelled(task: u32, lines: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.len() + 8);
+    for line in lines.split_inclusive(|b| *b == b'\n') {
+        out.extend_from_slice(format!("{task}: ").as_bytes());
+        out.extend_from_slice(line);
+    }
+    out
+}
+
+/// What srun sends to one node's stream.
+type NodeLink = mpsc::Sender<TaskInput>;
+
+/// What comes back from the nodes, merged.
+enum Event {
+    Data(v1::TaskData),
+    Exit(String, v1::TaskExit),
+    Failed(String, Vec<u32>, String),
+}
+
+pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) -> ExitCode {
+    let o = &req.opts;
+    let fail = |e: String| {
+        Exit::error(PROG, format!("Unable to create step for job {job_id}: {e}")).finish()
+    };
+    let mut ctld = match calls::connect().await {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let (_, uid, gid) = client::current_user();
+    let name = o
+        .job_name
+        .clone()
+        .unwrap_or_else(|| super::submit_opts::basename(&req.command[0]).to_string());
+    let (num_tasks, num_nodes, ntasks_per_node, cpus_per_task) = step_shape(o, &env);
+    let reply = match ctld
+        .create_step(v1::CreateStepRequest {
+            job_id,
+            name,
+            num_tasks,
+            requester_uid: uid,
+            num_nodes,
+            ntasks_per_node,
+            cpus_per_task,
+        })
+        .await
+    {
+        Ok(r) => r.into_inner(),
+        Err(s) => return fail(calls::status_text(&s)),
+    };
+    let step_id = reply.step_id;
+    let job = reply.job.unwrap_or(v1::JobInfo {
+        job_id,
+        ..Default::default()
+    });
+    let nodes = reply.nodes;
+    let base_env = task_env(o, &env, &job, step_id, &nodes);
+    let work_dir = o.chdir.clone().unwrap_or_else(super::sbatch::current_dir);
+    let mut sinks = match sinks(&req, &job, step_id, &nodes, &env) {
+        Ok(s) => s,
+        Err(e) => return e.finish(),
+    };
+
+    let (events_tx, mut events) = mpsc::channel::<Event>(256);
+    let mut links = Vec::new();
+    for (index, node) in nodes.iter().enumerate() {
+        let (input_tx, input_rx) = mpsc::channel::<TaskInput>(64);
+        let launch = v1::TaskLaunch {
+            job_id,
+            step_id,
+            node_index: index as u32,
+            task_ids: node.task_ids.clone(),
+            argv: req.command.clone(),
+            env: base_env
+                .iter()
+                .map(|(name, value)| v1::EnvVar {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
+            work_dir: work_dir.clone(),
+            uid,
+            gid,
+            cpu_ids: node.cpu_ids.clone(),
+            mem_mb: node.mem_mb,
+            gpu_indices: node.gpu_indices.clone(),
+            node_name: node.name.clone(),
+        };
+        let _ = input_tx
+            .send(TaskInput {
+                input: Some(task_input::Input::Launch(launch)),
+            })
+            .await;
+        tokio::spawn(drive_node(node.clone(), input_rx, events_tx.clone()));
+        links.push(input_tx);
+    }
+    drop(events_tx);
+    forward_stdin(&links, &req, &job, step_id, &nodes);
+    let mut signals = signal_stream();
+
+    let total: usize = nodes.iter().map(|n| n.task_ids.len()).sum();
+    let mut exits: Vec<(String, v1::TaskExit)> = Vec::new();
+    let kill_on_bad_exit = o.kill_on_bad_exit;
+    let mut killed = false;
+    // With -K, the task whose failure ended the step gives srun's exit status.
+    let mut first_bad: Option<(i32, i32)> = None;
+    while exits.len() < total {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Some(Event::Data(d)) => sinks.write(d.task_id, d.stderr, &d.data),
+                Some(Event::Exit(node, exit)) => {
+                    sinks.flush(exit.task_id);
+                    let bad = exit.exit_code != 0 || exit.exit_signal != 0;
+                    if bad && kill_on_bad_exit && !killed {
+                        killed = true;
+                        first_bad = Some((exit.exit_code, exit.exit_signal));
+                        eprintln!("{PROG}: Terminating StepId={job_id}.{step_id}");
+                        broadcast(&links, task_input::Input::Signal(libc::SIGKILL)).await;
+                    }
+                    exits.push((node, exit));
+                }
+                Some(Event::Failed(node, tasks, message)) => {
+                    eprintln!("{PROG}: error: Task launch for StepId={job_id}.{step_id} failed on node {node}: {message}");
+                    for task_id in tasks {
+                        exits.push((node.clone(), v1::TaskExit { task_id, exit_code: 2, exit_signal: 0 }));
+                    }
+                    if !killed {
+                        killed = true;
+                        broadcast(&links, task_input::Input::Signal(libc::SIGKILL)).await;
+                    }
+                }
+                None => break,
+            },
+            Some(sig) = signals.recv() => {
+                broadcast(&links, task_input::Input::Signal(sig)).await;
+            }
+        }
+    }
+    exits.sort_by_key(|(_, e)| e.task_id);
+    let mut worst: Option<(i32, i32, u8)> = None;
+    for (node, e) in &exits {
+        if let Some(rank) = super::srun::task_failure(node, e.task_id, e.exit_code, e.exit_signal)
+            && worst.is_none_or(|(_, _, r)| rank > r)
+        {
+            worst = Some((e.exit_code, e.exit_signal, rank));
+        }
+    }
+    let (exit_code, exit_signal, rank) = match first_bad {
+        Some((code, signal)) => (code, signal, exit_rank(code, signal)),
+        None => worst.unwrap_or((0, 0, 0)),
+    };
+    let _ = ctld
+        .complete_step(v1::CompleteStepRequest {
+            job_id,
+            step_id,
+            exit_code,
+            exit_signal,
+        })
+        .await;
+    ExitCode::from(rank)
+}
+
+/// srun's exit status for a task's end: 128+signal when killed, else its exit code.
+fn exit_rank(code: i32, signal: i32) -> u8 {
+    if signal != 0 {
+        (128 + signal).clamp(0, 255) as u8
+    } else {
+        code.clamp(0, 255) as u8
+    }
+}
+
+/// The step's `-n`, `-N`, `--ntasks-per-node` and `-c`: from the command line, else from
+/// the job's environment (`SLURM_NTASKS`, `SLURM_NNODES`, `SLURM_NTASKS_PER_NODE`,
+/// `SLURM_CPUS_PER_TASK`), as srun reads them, so that a plain `srun cmd` in a job of
+/// `-n 4` runs four tasks. A node count from the environment shrinks to the task count
+/// given on the command line (`srun -n 1` in a three-node job runs on one node).
+fn step_shape(
+    o: &super::submit_opts::SubmitOpts,
+    env: &[(String, String)],
+) -> (u32, u32, u32, u32) {
+    let var = |k: &str| {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.parse::<u32>().ok())
+    };
+    let tasks = o.ntasks.or_else(|| var("SLURM_NTASKS")).unwrap_or(0);
+    let nodes = match o.nodes {
+        Some(n) => n,
+        None => {
+            let n = var("SLURM_NNODES").unwrap_or(0);
+            if o.ntasks.is_some() && tasks > 0 {
+                n.min(tasks)
+            } else {
+                n
+            }
+        }
+    };
+    let per_node = match o.ntasks_per_node {
+        Some(n) => n,
+        None if o.ntasks.is_none() && o.nodes.is_none() => {
+            var("SLURM_NTASKS_PER_NODE").unwrap_or(0)
+        }
+        None => 0,
+    };
+    let cpus = o
+        .cpus_per_task
+        .or_else(|| var("SLURM_CPUS_PER_TASK"))
+        .unwrap_or(0);
+    (tasks, nodes, per_node, cpus)
+}
+
+/// Sends `input` to every node of the step.
+async fn broadcast(links: &[NodeLink], input: task_input::Input) {
+    for link in links {
+        let _ = link
+            .send(TaskInput {
+                input: Some(input.clone()),
+            })
+            .await;
+    }
+}
+
+/// Runs one node's stream: its output and exits become events.
+async fn drive_node(
+    node: v1::StepNode,
+    input: mpsc::Receiver<TaskInput>,
+    events: mpsc::Sender<Event>,
+) {
+    let fail = |message: String| Event::Failed(node.name.clone(), node.task_ids.clone(), message);
+    let endpoint =
+        match tonic::transport::Endpoint::from_shared(format!("http://{}", node.agent_addr)) {
+            Ok(e) => e.connect_timeout(std::time::Duration::from_secs(5)),
+            Err(_) => {
+                let _ = events
+                    .send(fail(format!("bad node address {:?}", node.agent_addr)))
+                    .await;
+                return;
+            }
+        };
+    let channel = match endpoint.connect().await {
+        Ok(c) => c,
+        Err(_) => {
+            let _ = events
+                .send(fail("Communication connection failure".into()))
+                .await;
+            return;
+        }
+    };
+    let mut client = NodeAgentClient::new(channel);
+    let stream = tokio_stream::wrappers::ReceiverStream::new(input);
+    let mut answers = match client.run_tasks(stream).await {
+        Ok(r) => r.into_inner(),
+        Err(s) => {
+            let _ = events.send(fail(calls::status_text(&s))).await;
+            return;
+        }
+    };
+    let mut ended = 0;
+    loop {
+        match answers.message().await {
+            Ok(Some(v1::TaskOutput { output: Some(out) })) => {
+                let ev = match out {
+                    task_output::Output::Data(d) => Event::Data(d),
+                    task_output::Output::Exit(e) => {
+                        ended += 1;
+                        Event::Exit(node.name.clone(), e)
+                    }
+                    task_output::Output::LaunchError(message) => fail(message),
+                };
+                if events.send(ev).await.is_err() {
+                    return;
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => {
+                if ended < node.task_ids.len() {
+                    let left: Vec<u32> = node.task_ids[ended..].to_vec();
+                    let _ = events
+                        .send(Event::Failed(
+                            node.name.clone(),
+                            left,
+                            "Lost connection to the node".into(),
+                        ))
+                        .await;
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Where each task's output goes: `-o`/`-e` files (opened here, once per distinct
+/// path) or srun's own streams.
+fn sinks(
+    req: &Request,
+    job: &v1::JobInfo,
+    step_id: u32,
+    nodes: &[v1::StepNode],
+    env: &[(String, String)],
+) -> Result<Sinks, Exit> {
+    let o = &req.opts;
+    let spec = job.spec.clone().unwrap_or_default();
+    let append = o.open_mode_append.unwrap_or_else(|| {
+        match env
+            .iter()
+            .find(|(k, _)| k == "SLURM_OPEN_MODE")
+            .map(|(_, v)| v.as_str())
+        {
+            Some(v) => v.starts_with(['a', 'A']),
+            None => spec.open_mode_append,
+        }
+    });
+    let mut s = Sinks {
+        label: o.label,
+        dest: BTreeMap::new(),
+        files: BTreeMap::new(),
+        partial: BTreeMap::new(),
+    };
+    for (index, node) in nodes.iter().enumerate() {
+        for &task in &node.task_ids {
+            let path = |p: &Option<String>| {
+                p.as_deref()
+                    .map(|p| step_path(p, job, step_id, &node.name, index as u32, task))
+            };
+            let out = path(&o.output);
+            let err = path(&o.error).or_else(|| out.clone());
+            for (stderr, p) in [(false, out), (true, err)] {
+                if let Some(p) = &p
+                    && !s.files.contains_key(p)
+                {
+                    let f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .write(true)
+                        .append(append)
+                        .truncate(!append)
+                        .open(p)
+                        .map_err(|e| {
+                            Exit::error(PROG, format!("Could not open output file {p}: {e}"))
+                        })?;
+                    s.files.insert(p.clone(), f);
+                }
+                s.dest.insert((task, stderr), p);
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Reads srun's stdin (or `-i FILE`) on a thread of its own and sends it to every task;
+/// an empty chunk says it ended.
+fn forward_stdin(
+    links: &[NodeLink],
+    req: &Request,
+    job: &v1::JobInfo,
+    step_id: u32,
+    nodes: &[v1::StepNode],
+) {
+    let senders: Vec<NodeLink> = links.to_vec();
+    let input = req.opts.input.as_deref().map(|p| {
+        let node = nodes.first().map(|n| n.name.as_str()).unwrap_or("");
+        step_path(p, job, step_id, node, 0, 0)
+    });
+    std::thread::spawn(move || {
+        let mut source: Box<dyn std::io::Read> = match input {
+            Some(p) => match File::open(&p) {
+                Ok(f) => Box::new(f),
+                Err(_) => Box::new(std::io::empty()),
+            },
+            None => Box::new(std::io::stdin()),
+        };
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match source.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => 0,
+            };
+            for s in &senders {
+                let _ = s.blocking_send(TaskInput {
+                    input: Some(task_input::Input::Stdin(buf[..n].to_vec())),
+                });
+            }
+            if n == 0 {
+                return;
+            }
+        }
+    });
+}
+
+/// The signals srun passes on to its tasks.
+fn signal_stream() -> mpsc::UnboundedReceiver<i32> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (tx, rx) = mpsc::unbounded_channel();
+    for (kind, num) in [
+        (SignalKind::interrupt(), libc::SIGINT),
+        (SignalKind::terminate(), libc::SIGTERM),
+        (SignalKind::hangup(), libc::SIGHUP),
+        (SignalKind::quit(), libc::SIGQUIT),
+        (SignalKind::user_defined1(), libc::SIGUSR1),
+        (SignalKind::user_defined2(), libc::SIGUSR2),
+    ] {
+        if let Ok(mut s) = signal(kind) {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while s.recv().await.is_some() {
+                    if tx.send(num).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
+    rx
+}

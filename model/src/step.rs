@@ -1,0 +1,198 @@
+//! How a step's tasks are laid out over its job's nodes, as Slurm's block distribution
+//! does for `srun` inside an allocation: the step takes the first `-N` nodes of the job
+//! (without `-N`, as many as it has tasks, up to all of them), gives each node
+//! `--ntasks-per-node` tasks or an even share with the remainder on the first nodes, and
+//! numbers the tasks node after node.
+//!
+//! Worked example: a job on `n1,n2,n3` with 4 CPUs each. `srun -n 5` takes all three
+//! nodes: n1 runs tasks 0-1, n2 tasks 2-3, n3 task 4. `srun -n 5 -N 2` runs 0-2 on n1
+//! and 3-4 on n2. `srun -n 2 -c 4` runs one task on each of n1 and n2. `srun -n 9`
+//! needs 9 CPUs of 12 and is laid out 3,3,3; `srun -n 13` is refused: more processors
+//! than the job has.
+
+/// What `srun` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StepRequest {
+    /// `-n`; 0: one task per node of the step.
+    pub num_tasks: u32,
+    /// `-N`; 0: as many nodes as tasks, up to the job's.
+    pub num_nodes: u32,
+    /// `--ntasks-per-node`; 0: an even share.
+    pub ntasks_per_node: u32,
+    /// `-c`; 0: one.
+    pub cpus_per_task: u32,
+}
+
+/// Why a step cannot run in its job, in Slurm's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepLayoutError {
+    #[error("Only allocated {allocated} nodes asked for {asked}")]
+    TooManyNodes { asked: u32, allocated: u32 },
+    #[error("More processors requested than permitted")]
+    TooManyCpus,
+    #[error("Requested node configuration is not available")]
+    Impossible,
+}
+
+/// The tasks of each node of the step: (index of the node in the job's allocation,
+/// global task ids), in node order. `cpus` are the job's CPUs on each of its nodes.
+pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Vec<(usize, Vec<u32>)>, StepLayoutError> {
+    let allocated = cpus.len() as u32;
+    if allocated == 0 {
+        return Err(StepLayoutError::Impossible);
+    }
+    if req.num_nodes > allocated {
+        return Err(StepLayoutError::TooManyNodes {
+            asked: req.num_nodes,
+            allocated,
+        });
+    }
+    let per_task = req.cpus_per_task.max(1);
+    let num_nodes = match (req.num_nodes, req.num_tasks, req.ntasks_per_node) {
+        (0, 0, _) => 1,
+        (0, tasks, 0) => tasks.min(allocated),
+        (0, tasks, per) => tasks.div_ceil(per).min(allocated),
+        (n, _, _) => n,
+    };
+    let num_tasks = match (req.num_tasks, req.ntasks_per_node) {
+        (0, 0) => num_nodes,
+        (0, per) => per * num_nodes,
+        (n, _) => n,
+    };
+    if num_tasks < num_nodes {
+        return Err(StepLayoutError::Impossible);
+    }
+    let mut counts = even_counts(num_tasks, num_nodes, req.ntasks_per_node);
+    // With --ntasks-per-node, the last nodes get what is left.
+    let mut left = num_tasks;
+    for c in &mut counts {
+        *c = (*c).min(left);
+        left -= *c;
+    }
+    if counts.iter().sum::<u32>() != num_tasks || counts.contains(&0) {
+        return Err(StepLayoutError::Impossible);
+    }
+    let mut next = 0;
+    let mut out = Vec::with_capacity(counts.len());
+    for (i, count) in counts.into_iter().enumerate() {
+        if u64::from(count) * u64::from(per_task) > u64::from(cpus[i]) {
+            return Err(StepLayoutError::TooManyCpus);
+        }
+        out.push((i, (next..next + count).collect()));
+        next += count;
+    }
+    Ok(out)
+}
+
+/// Counts per node in Slurm's compressed form (`SLURM_TASKS_PER_NODE`,
+/// `SLURM_JOB_CPUS_PER_NODE`): `[3, 2]` is `3,2`, `[2, 2, 2, 1]` is `2(x3),1`.
+pub fn compressed_counts(counts: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < counts.len() {
+        let run = counts[i..].iter().take_while(|c| **c == counts[i]).count();
+        parts.push(if run > 1 {
+            format!("{}(x{run})", counts[i])
+        } else {
+            counts[i].to_string()
+        });
+        i += run;
+    }
+    parts.join(",")
+}
+
+/// How many of `num_tasks` tasks each of `num_nodes` nodes runs: `per_node` each, or an
+/// even share with the remainder on the first nodes.
+pub fn even_counts(num_tasks: u32, num_nodes: u32, per_node: u32) -> Vec<u32> {
+    (0..num_nodes)
+        .map(|i| match per_node {
+            0 => num_tasks / num_nodes + u32::from(i < num_tasks % num_nodes),
+            per => per,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(
+        num_tasks: u32,
+        num_nodes: u32,
+        ntasks_per_node: u32,
+        cpus_per_task: u32,
+    ) -> StepRequest {
+        StepRequest {
+            num_tasks,
+            num_nodes,
+            ntasks_per_node,
+            cpus_per_task,
+        }
+    }
+
+    fn counts(r: StepRequest, cpus: &[u32]) -> Result<Vec<usize>, StepLayoutError> {
+        layout(r, cpus).map(|l| l.iter().map(|(_, t)| t.len()).collect())
+    }
+
+    #[test]
+    fn the_worked_example() {
+        let job = [4, 4, 4];
+        assert_eq!(
+            layout(req(5, 0, 0, 0), &job).unwrap(),
+            vec![(0, vec![0, 1]), (1, vec![2, 3]), (2, vec![4])]
+        );
+        assert_eq!(
+            layout(req(5, 2, 0, 0), &job).unwrap(),
+            vec![(0, vec![0, 1, 2]), (1, vec![3, 4])]
+        );
+        assert_eq!(counts(req(2, 0, 0, 4), &job), Ok(vec![1, 1]));
+        assert_eq!(counts(req(9, 0, 0, 0), &job), Ok(vec![3, 3, 3]));
+        assert_eq!(
+            counts(req(13, 0, 0, 0), &job),
+            Err(StepLayoutError::TooManyCpus)
+        );
+    }
+
+    #[test]
+    fn counts_compress_as_slurm_writes_them() {
+        assert_eq!(compressed_counts(&[3, 2]), "3,2");
+        assert_eq!(compressed_counts(&[2, 2, 2, 1]), "2(x3),1");
+        assert_eq!(compressed_counts(&[4]), "4");
+        assert_eq!(even_counts(5, 2, 0), vec![3, 2]);
+        assert_eq!(even_counts(5, 2, 4), vec![4, 4]);
+    }
+
+    #[test]
+    fn defaults_and_tasks_per_node() {
+        let job = [8, 8];
+        // A plain srun: one task on the first node.
+        assert_eq!(layout(req(0, 0, 0, 0), &job).unwrap(), vec![(0, vec![0])]);
+        // -N 2 alone: one task per node.
+        assert_eq!(counts(req(0, 2, 0, 0), &job), Ok(vec![1, 1]));
+        assert_eq!(counts(req(0, 2, 3, 0), &job), Ok(vec![3, 3]));
+        assert_eq!(counts(req(5, 0, 4, 0), &job), Ok(vec![4, 1]));
+        assert_eq!(
+            counts(req(1, 3, 0, 0), &job),
+            Err(StepLayoutError::TooManyNodes {
+                asked: 3,
+                allocated: 2
+            })
+        );
+        assert_eq!(
+            counts(req(1, 2, 0, 0), &job),
+            Err(StepLayoutError::Impossible)
+        );
+        assert_eq!(
+            counts(req(2, 0, 0, 9), &job),
+            Err(StepLayoutError::TooManyCpus)
+        );
+        assert_eq!(
+            StepLayoutError::TooManyNodes {
+                asked: 3,
+                allocated: 2
+            }
+            .to_string(),
+            "Only allocated 2 nodes asked for 3"
+        );
+    }
+}

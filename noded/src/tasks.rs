@@ -1,0 +1,401 @@
+//! The tasks of a job step on this node, as `srun` asks for them through `RunTasks`:
+//! started as the job's user, in the step's cgroup (`<job>/step_<id>`, under the job's
+//! limits on this node), each with its task variables; their output streamed back as
+//! it comes, stdin and signals passed in, their exits reported last. When `srun` goes
+//! away the tasks are killed, and when they are done whatever they left in the step's
+//! cgroup is.
+//!
+//! Worked example: `srun -n 3 -N 2 hostname` in job 7 on `n1,n2`. srun gets the layout
+//! from the controller (`model::step`): n1 runs tasks 0 and 1, n2 task 2. It opens one
+//! `RunTasks` stream to each node; n1's daemon starts two `hostname` processes with
+//! `SLURM_PROCID` 0 and 1, `SLURM_LOCALID` 0 and 1 and `SLURM_NODEID` 0, sends back
+//! `TaskData{task 0, "n1\n"}`, ..., then `TaskExit{task 0, 0}` and `TaskExit{task 1, 0}`
+//! and ends the stream.
+
+use crate::cgroup::{self, JobCgroup};
+use crate::isolation::{Isolation, IsolationError, NoIsolation};
+use crate::jobs::Confinement;
+use crate::launch::LaunchInfo;
+use crate::spawn::{Program, Stdio, spawn};
+use crate::user::RunAs;
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{Pid, pipe2};
+use proto::v1::{self, TaskInput, TaskOutput, task_input, task_output};
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tonic::Status;
+use tracing::{info, warn};
+
+/// What the answer stream carries.
+pub type Answer = Result<TaskOutput, Status>;
+
+/// Runs the tasks of `launch` until they are done, taking stdin and signals from
+/// `input` and sending their output and exits to `out`.
+pub async fn run(
+    launch: v1::TaskLaunch,
+    mut input: tonic::Streaming<TaskInput>,
+    out: mpsc::Sender<Answer>,
+    confinement: Confinement,
+    pin_cpus: bool,
+) {
+    let job_id = launch.job_id;
+    let step = format!("step_{}", launch.step_id);
+    let prepared = {
+        let launch = launch.clone();
+        let confinement = confinement.clone();
+        let step = step.clone();
+        tokio::task::spawn_blocking(move || start(&launch, &confinement, &step, pin_cpus)).await
+    };
+    let started = match prepared {
+        Ok(Ok(started)) => started,
+        Ok(Err(message)) => {
+            warn!(job_id, step = %step, %message, "step launch failed");
+            let _ = out
+                .send(Ok(TaskOutput {
+                    output: Some(task_output::Output::LaunchError(message)),
+                }))
+                .await;
+            return;
+        }
+        Err(e) => {
+            let _ = out
+                .send(Ok(TaskOutput {
+                    output: Some(task_output::Output::LaunchError(e.to_string())),
+                }))
+                .await;
+            return;
+        }
+    };
+    info!(job_id, step = %step, tasks = ?launch.task_ids, "step tasks started");
+    let pgids: Vec<Pid> = started.tasks.iter().map(|t| t.pid).collect();
+    let mut stdins = Vec::new();
+    let mut finished = Vec::new();
+    for task in started.tasks {
+        if let Some(fd) = task.stdin {
+            match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
+                Ok(s) => stdins.push(s),
+                Err(e) => warn!(error = %e, "cannot write a task's stdin"),
+            }
+        }
+        let out = out.clone();
+        finished.push(tokio::spawn(watch_task(
+            task.task_id,
+            task.pid,
+            task.stdout,
+            task.stderr,
+            out,
+        )));
+    }
+    let all_done = futures_join(finished);
+    tokio::pin!(all_done);
+    let mut srun_gone = false;
+    loop {
+        tokio::select! {
+            exits = &mut all_done => {
+                for exit in exits.into_iter().flatten() {
+                    let _ = out.send(Ok(TaskOutput { output: Some(task_output::Output::Exit(exit)) })).await;
+                }
+                break;
+            }
+            msg = input.message(), if !srun_gone => match msg {
+                Ok(Some(TaskInput { input: Some(task_input::Input::Stdin(data)) })) => {
+                    if data.is_empty() {
+                        stdins.clear();
+                    } else {
+                        for s in &mut stdins {
+                            let _ = s.write_all(&data).await;
+                        }
+                    }
+                }
+                Ok(Some(TaskInput { input: Some(task_input::Input::Signal(sig)) })) => {
+                    if let Ok(sig) = Signal::try_from(sig) {
+                        info!(job_id, step = %step, signal = sig.as_str(), "signalling step tasks");
+                        for pgid in &pgids {
+                            let _ = killpg(*pgid, sig);
+                        }
+                    }
+                }
+                Ok(Some(_)) => {}
+                // srun is gone: nobody waits for these tasks any more.
+                Ok(None) | Err(_) => {
+                    srun_gone = true;
+                    stdins.clear();
+                    info!(job_id, step = %step, "srun went away; killing the step's tasks");
+                    for pgid in &pgids {
+                        let _ = killpg(*pgid, Signal::SIGKILL);
+                    }
+                    if let Some(cg) = &started.cgroup {
+                        let cg = cg.clone();
+                        let step = step.clone();
+                        let _ = tokio::task::spawn_blocking(move || kill_step(&cg, &step)).await;
+                    }
+                }
+            },
+        }
+    }
+    if let Some(cg) = started.cgroup {
+        let _ = tokio::task::spawn_blocking(move || {
+            kill_step(&cg, &step);
+            if let Err(e) = cg.remove_step(&step) {
+                warn!(job_id, error = %e, "cannot remove the step's cgroup");
+            }
+        })
+        .await;
+    }
+}
+
+/// Waits for all of `handles`, in order.
+async fn futures_join(
+    handles: Vec<tokio::task::JoinHandle<v1::TaskExit>>,
+) -> Vec<Option<v1::TaskExit>> {
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await.ok());
+    }
+    out
+}
+
+/// Kills what is left in a step's cgroup.
+fn kill_step(cg: &JobCgroup, step: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let procs = cg.step_processes(step);
+        if procs.is_empty() || std::time::Instant::now() >= deadline {
+            return;
+        }
+        for pid in procs {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Streams a task's output and waits for it; gives its exit.
+async fn watch_task(
+    task_id: u32,
+    pid: Pid,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    out: mpsc::Sender<Answer>,
+) -> v1::TaskExit {
+    let readers = [(stdout, false), (stderr, true)].map(|(fd, is_err)| {
+        let out = out.clone();
+        tokio::spawn(async move {
+            let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
+                return;
+            };
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match rx.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        let data = v1::TaskData {
+                            task_id,
+                            stderr: is_err,
+                            data: buf[..n].to_vec(),
+                        };
+                        let msg = TaskOutput {
+                            output: Some(task_output::Output::Data(data)),
+                        };
+                        if out.send(Ok(msg)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        })
+    });
+    let status = tokio::task::spawn_blocking(move || {
+        loop {
+            match waitpid(pid, None) {
+                Ok(WaitStatus::Exited(_, code)) => return (code, 0),
+                Ok(WaitStatus::Signaled(_, sig, _)) => return (0, sig as i32),
+                Err(Errno::EINTR) | Ok(_) => {}
+                Err(_) => return (0, Signal::SIGKILL as i32),
+            }
+        }
+    })
+    .await
+    .unwrap_or((0, Signal::SIGKILL as i32));
+    // The output of a task that left children holding its pipes ends when they do, or
+    // when the step is cleared.
+    for r in readers {
+        let _ = r.await;
+    }
+    v1::TaskExit {
+        task_id,
+        exit_code: status.0,
+        exit_signal: status.1,
+    }
+}
+
+struct StartedTask {
+    task_id: u32,
+    pid: Pid,
+    stdin: Option<OwnedFd>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+struct Started {
+    tasks: Vec<StartedTask>,
+    cgroup: Option<JobCgroup>,
+}
+
+/// The step's processes join its cgroup before exec.
+struct StepPlacement {
+    procs: Vec<OwnedFd>,
+}
+
+impl Isolation for StepPlacement {
+    fn name(&self) -> &'static str {
+        "cgroup step"
+    }
+    fn prepare(&mut self, _job: &LaunchInfo) -> Result<(), IsolationError> {
+        Ok(())
+    }
+    fn enter_child(&self) -> Result<(), Errno> {
+        cgroup::join(&self.procs)
+    }
+    fn started(&mut self, _pid: Pid) {}
+    fn signal_all(&self, _signal: Signal) -> Result<(), IsolationError> {
+        Ok(())
+    }
+}
+
+/// Builds the step's cgroup and starts every task (blocking: it forks).
+fn start(
+    launch: &v1::TaskLaunch,
+    confinement: &Confinement,
+    step: &str,
+    pin_cpus: bool,
+) -> Result<Started, String> {
+    if launch.argv.is_empty() {
+        return Err("no command to run".into());
+    }
+    let env: Vec<(String, String)> = launch
+        .env
+        .iter()
+        .map(|v| (v.name.clone(), v.value.clone()))
+        .collect();
+    let user = RunAs::for_job(launch.uid, launch.gid, &env).map_err(|e| e.to_string())?;
+    let mut info = LaunchInfo::minimal(launch.job_id, &launch.node_name, &launch.work_dir);
+    info.cpu_ids = if pin_cpus {
+        launch.cpu_ids.clone()
+    } else {
+        Vec::new()
+    };
+    info.mem_on_node_mb = launch.mem_mb;
+    info.gpu_indices = launch.gpu_indices.clone();
+    info.gpu_files = confinement.gpu_files.clone();
+    let (cgroup, isolation): (Option<JobCgroup>, Box<dyn Isolation>) = match &confinement.cgroup {
+        Some(placement) => {
+            let cg = JobCgroup::new(
+                &placement.hierarchy,
+                &placement.prefix,
+                &launch.node_name,
+                launch.job_id,
+            )
+            .map_err(|e| e.to_string())?;
+            let procs = cg
+                .create(&crate::isolation::job_limits(&info), step)
+                .map_err(|e| format!("cannot set up the step's cgroup: {e}"))?;
+            (Some(cg), Box::new(StepPlacement { procs }))
+        }
+        None => (None, Box::new(NoIsolation::default())),
+    };
+    let local_ids = launch.task_ids.iter().enumerate();
+    let gtids = launch
+        .task_ids
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut tasks = Vec::new();
+    let mut failure = None;
+    for (local, &task_id) in local_ids {
+        let mut task_env = env.clone();
+        let mut set = |k: &str, v: String| match task_env.iter_mut().find(|(n, _)| n == k) {
+            Some(slot) => slot.1 = v,
+            None => task_env.push((k.to_string(), v)),
+        };
+        set("SLURM_PROCID", task_id.to_string());
+        set("SLURM_LOCALID", local.to_string());
+        set("SLURM_NODEID", launch.node_index.to_string());
+        set("SLURMD_NODENAME", launch.node_name.clone());
+        set("SLURM_GTIDS", gtids.clone());
+        if !launch.gpu_indices.is_empty() {
+            let list = launch
+                .gpu_indices
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",");
+            set("SLURM_STEP_GPUS", list.clone());
+            set("CUDA_VISIBLE_DEVICES", list.clone());
+            set("GPU_DEVICE_ORDINAL", list);
+        }
+        for (name, value) in user.login_env() {
+            if !task_env.iter().any(|(k, _)| k == name) {
+                task_env.push((name.to_string(), value));
+            }
+        }
+        match start_task(launch, &task_env, &*isolation, &user, task_id) {
+            Ok(t) => tasks.push(t),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    if let Some(message) = failure {
+        for t in &tasks {
+            let _ = killpg(t.pid, Signal::SIGKILL);
+            let _ = waitpid(t.pid, None);
+        }
+        if let Some(cg) = &cgroup {
+            kill_step(cg, step);
+            let _ = cg.remove_step(step);
+        }
+        return Err(message);
+    }
+    Ok(Started { tasks, cgroup })
+}
+
+fn start_task(
+    launch: &v1::TaskLaunch,
+    env: &[(String, String)],
+    isolation: &dyn Isolation,
+    user: &RunAs,
+    task_id: u32,
+) -> Result<StartedTask, String> {
+    let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"));
+    let (in_rd, in_wr) = pipe()?;
+    let (out_rd, out_wr) = pipe()?;
+    let (err_rd, err_wr) = pipe()?;
+    let program =
+        Program::for_command(&launch.argv, env, &launch.work_dir).map_err(|e| e.to_string())?;
+    let stdio = Stdio {
+        stdin: in_rd.as_fd(),
+        stdout: out_wr.as_fd(),
+        stderr: err_wr.as_fd(),
+    };
+    let pid = spawn(&program, &stdio, isolation, user).map_err(|e| match e {
+        crate::spawn::SpawnError::Exec(errno) => {
+            format!("execve(): {}: {}", launch.argv[0], errno.desc())
+        }
+        e => e.to_string(),
+    })?;
+    Ok(StartedTask {
+        task_id,
+        pid,
+        stdin: Some(in_wr),
+        stdout: out_rd,
+        stderr: err_rd,
+    })
+}

@@ -1,0 +1,143 @@
+//! `srun` inside an allocation: steps whose tasks run on several node daemons on
+//! loopback, with their output, stdin, exit codes and task environment.
+
+use std::time::Duration;
+use tests::{Cluster, ClusterSpec, wait_until};
+
+const T: Duration = Duration::from_secs(30);
+
+fn read(c: &Cluster, name: &str) -> String {
+    std::fs::read_to_string(c.work.join(name)).unwrap_or_default()
+}
+
+fn sorted_lines(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn a_step_spreads_its_tasks_over_the_job_nodes_with_their_environment() {
+    let c = Cluster::start(ClusterSpec::default());
+    let id = c.sbatch(
+        &["-N", "3", "-n", "6", "-o", "job.out"],
+        "srun -l sh -c 'echo $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME \
+         $SLURM_STEP_NUM_TASKS $SLURM_STEP_NUM_NODES $SLURM_STEP_NODELIST $SLURM_STEP_ID'\n\
+         echo step0=$?\n\
+         srun -n 2 -N 2 -o task-%t-%N.out sh -c 'echo I am $SLURM_PROCID'\n\
+         echo hello | srun -n 2 cat\n\
+         srun -n 3 sh -c 'exit $SLURM_PROCID'\n\
+         echo step3=$?",
+    );
+    c.wait_state(id, "COMPLETED", T);
+    let out = read(&c, "job.out");
+    let step0: Vec<String> = sorted_lines(&out)
+        .into_iter()
+        .filter(|l| l.contains(" tn[1-3] 0"))
+        .collect();
+    assert_eq!(
+        step0,
+        vec![
+            "0: 0 0 0 tn1 6 3 tn[1-3] 0",
+            "1: 1 1 0 tn1 6 3 tn[1-3] 0",
+            "2: 2 0 1 tn2 6 3 tn[1-3] 0",
+            "3: 3 1 1 tn2 6 3 tn[1-3] 0",
+            "4: 4 0 2 tn3 6 3 tn[1-3] 0",
+            "5: 5 1 2 tn3 6 3 tn[1-3] 0",
+        ],
+        "{out}"
+    );
+    assert!(out.contains("step0=0"), "{out}");
+    assert_eq!(read(&c, "task-0-tn1.out"), "I am 0\n");
+    assert_eq!(read(&c, "task-1-tn2.out"), "I am 1\n");
+    assert_eq!(out.matches("hello\n").count(), 2, "{out}");
+    assert!(
+        out.contains("srun: error: tn2: task 1: Exited with exit code 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("srun: error: tn3: task 2: Exited with exit code 2"),
+        "{out}"
+    );
+    assert!(out.contains("step3=2"), "{out}");
+    let acct = c.ok(&[
+        "sacct",
+        "-n",
+        "-P",
+        "-j",
+        &id.to_string(),
+        "-o",
+        "JobID,State,ExitCode",
+    ]);
+    assert!(
+        acct.lines().any(|l| l == format!("{id}.0|COMPLETED|0:0")),
+        "{acct}"
+    );
+    assert!(
+        acct.lines().any(|l| l == format!("{id}.3|FAILED|2:0")),
+        "{acct}"
+    );
+}
+
+#[test]
+fn a_bad_exit_kills_the_step_and_a_cancel_reaches_every_node() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        ..ClusterSpec::default()
+    });
+    let id = c.sbatch(
+        &["-N", "2", "-n", "2", "-o", "job.out"],
+        "srun -K -n 2 sh -c 'if [ $SLURM_PROCID = 1 ]; then exit 3; fi; exec sleep 300'\n\
+         echo killed=$?\n\
+         srun -n 2 sh -c 'echo $$ > pid-$SLURM_PROCID; exec sleep 300'",
+    );
+    let pid = |task: u32| -> i32 {
+        let mut pid = 0;
+        assert!(
+            wait_until(T, || {
+                pid = read(&c, &format!("pid-{task}")).trim().parse().unwrap_or(0);
+                pid > 0
+            }),
+            "task {task} never started; logs:\n{}",
+            c.logs()
+        );
+        pid
+    };
+    let (p0, p1) = (pid(0), pid(1));
+    let out = read(&c, "job.out");
+    assert!(out.contains("killed=3"), "{out}");
+    c.ok(&["scancel", &id.to_string()]);
+    c.wait_state(id, "CANCELLED", T);
+    let gone = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(
+        wait_until(T, || gone(p0) && gone(p1)),
+        "tasks survived the cancel"
+    );
+}
+
+#[test]
+fn a_task_count_beyond_one_node_spreads_over_several() {
+    // Three nodes of 4 CPUs and 2 GPUs.
+    let c = Cluster::start(ClusterSpec::default());
+    let id = c.sbatch(
+        &["-n", "6", "-o", "spread.out"],
+        "echo nodes=$SLURM_NNODES tasks=$SLURM_TASKS_PER_NODE\nsrun sh -c 'echo $SLURMD_NODENAME' | sort | uniq -c",
+    );
+    c.wait_state(id, "COMPLETED", T);
+    let out = read(&c, "spread.out");
+    assert!(out.contains("nodes=2 tasks=3(x2)"), "{out}");
+    let counts: Vec<String> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(counts, vec!["3 tn1", "3 tn2"], "{out}");
+    let gpus = c.sbatch(&["--gpus=5"], "true");
+    c.wait_state(gpus, "COMPLETED", T);
+    assert_eq!(c.field(gpus, "NNodes"), "3");
+}
