@@ -16,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build "$@" --workspace --bins --exclude cli
+# The fake NVML library the tests load instead of the NVIDIA driver's.
+cargo build "$@" -p fake-nvml
 
 static=()
 # The host is read whole first: `rustc -vV | grep -q` under pipefail fails whenever grep

@@ -256,6 +256,13 @@ pub struct NodeConfig {
     /// the files of GPUs they were not given.
     #[serde(default)]
     pub gpu_files: String,
+    /// The node daemons of this entry report what it declares instead of what they
+    /// find on their host (Slurm's `SlurmdParameters=config_overrides`): for emulated
+    /// and test clusters, whose nodes are more than their host. Their GPUs are then the
+    /// declared ones, not probed. Otherwise a node that finds less than declared is
+    /// drained, with what it lacks as the reason.
+    #[serde(default)]
+    pub config_overrides: bool,
 }
 
 impl NodeConfig {

@@ -22,6 +22,13 @@ pub struct GpuDevice {
 }
 
 impl GpuDevice {
+    /// True when this GPU, as a node found it, stands for a GPU declared of type
+    /// `declared`: its type starts with it (`h100_80gb_hbm3`, NVML's model name, for
+    /// `h100`; any type for an untyped declaration).
+    pub fn stands_for(&self, declared: &str) -> bool {
+        self.gpu_type.starts_with(declared)
+    }
+
     /// GPU `index` of `count` on a node, with the default topology: the GPUs split
     /// evenly over two NUMA nodes (the first half on NUMA 0), one NVLink domain per
     /// NUMA node. 8 GPUs: 0-3 on NUMA 0 / domain 0, 4-7 on NUMA 1 / domain 1.
@@ -90,6 +97,41 @@ impl Node {
             boot_time: 0,
             last_heartbeat: 0,
         }
+    }
+
+    /// What a node daemon found that is less than this node is configured with, in
+    /// Slurm's words (slurmctld's reasons for draining a node at registration): an
+    /// empty list when it has at least what is declared (a found GPU counts for the
+    /// declared types it `stands_for`).
+    pub fn shortfall(&self, cpus: u32, memory_mb: u64, gpus: &[GpuDevice]) -> Vec<String> {
+        let mut out = Vec::new();
+        if cpus < self.cpus {
+            out.push("Low CPUs".to_string());
+        }
+        if memory_mb < self.memory_mb {
+            out.push(format!(
+                "Low RealMemory (reported:{memory_mb} < 100.00% of configured:{})",
+                self.memory_mb
+            ));
+        }
+        let mut types: Vec<&str> = self.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        types.sort_unstable();
+        types.dedup();
+        for t in types {
+            let want = self.gpus.iter().filter(|g| g.gpu_type == t).count();
+            let found = gpus.iter().filter(|g| g.stands_for(t)).count();
+            if found < want {
+                let name = if t.is_empty() {
+                    "gres/gpu".to_string()
+                } else {
+                    format!("gres/gpu:{t}")
+                };
+                out.push(format!(
+                    "{name} count reported lower than configured ({found} < {want})"
+                ));
+            }
+        }
+        out
     }
 
     /// May the scheduler start new work here?
@@ -280,6 +322,38 @@ impl NodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_that_finds_less_than_declared_says_what_it_lacks() {
+        let gpus = |n: u32, t: &str| -> Vec<GpuDevice> {
+            (0..n)
+                .map(|i| GpuDevice::with_default_topology(i, n, t))
+                .collect()
+        };
+        let node = Node::from_config("g1", 8, 64_000, gpus(8, "h100"));
+        assert!(
+            node.shortfall(8, 64_000, &gpus(8, "h100_80gb_hbm3"))
+                .is_empty()
+        );
+        assert!(node.shortfall(16, 128_000, &gpus(9, "h100")).is_empty());
+        assert_eq!(
+            node.shortfall(4, 32_000, &gpus(6, "h100_80gb_hbm3")),
+            vec![
+                "Low CPUs".to_string(),
+                "Low RealMemory (reported:32000 < 100.00% of configured:64000)".to_string(),
+                "gres/gpu:h100 count reported lower than configured (6 < 8)".to_string(),
+            ]
+        );
+        assert_eq!(
+            node.shortfall(8, 64_000, &gpus(8, "a100")),
+            vec!["gres/gpu:h100 count reported lower than configured (0 < 8)".to_string()]
+        );
+        let plain = Node::from_config("c1", 4, 1000, gpus(2, ""));
+        assert_eq!(
+            plain.shortfall(4, 1000, &[]),
+            vec!["gres/gpu count reported lower than configured (0 < 2)".to_string()]
+        );
+    }
 
     fn state(health: NodeHealth, drain: bool, responding: bool, alloc: NodeAlloc) -> NodeState {
         NodeState {

@@ -36,9 +36,29 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         Some(name) => name,
         None => short_hostname().context("finding the host name (pass --name)")?,
     };
-    let resources = inventory::node_resources(&config, &name, &inventory::NoGpus)?;
-    if !resources.from_config {
+    let declared = config.node_entry(&name).is_some_and(|e| e.config_overrides);
+    let nvml = if declared {
+        None
+    } else {
+        match noded::nvml::NvmlGpus::load() {
+            Ok(gpus) => Some(gpus),
+            Err(why) => {
+                info!(reason = %why, "no NVIDIA driver: this node has no GPUs to offer");
+                None
+            }
+        }
+    };
+    let host_gpus: &dyn inventory::GpuInventory = match &nvml {
+        Some(gpus) => gpus,
+        None => &inventory::NoGpus,
+    };
+    let resources = inventory::node_resources(&config, &name, host_gpus)?;
+    if resources.from_config {
+        info!(node = %name, gpus = resources.gpus.len(), "config_overrides: offering what the config declares; GPUs not probed (fake)");
+    } else if config.node_entry(&name).is_none() {
         warn!(node = %name, "node not in the config; offering the host's cpus and memory");
+    } else {
+        info!(node = %name, cpus = resources.cpus, memory_mb = resources.memory_mb, gpus = resources.gpus.len(), gpu_backend = host_gpus.backend(), "found on this host");
     }
     let spool_dir = opts
         .spool

@@ -1,16 +1,14 @@
-//! What this node offers: CPUs, memory, GPUs and features, from the config's `[[nodes]]`
-//! entry that names it, or from the host when the config does not know it.
+//! What this node offers: CPUs, memory, GPUs and features. A node finds them on its
+//! host (CPUs, memory from `/proc/meminfo`, GPUs from the host's `GpuInventory`: NVML,
+//! `nvml`, or `NoGpus` without the driver) and registers what it found; the controller
+//! compares that with the config and drains a node that lacks something. A node whose
+//! `[[nodes]]` entry says `config_overrides` registers what the entry declares instead.
 //!
-//! GPUs come through a `GpuInventory`: `ConfiguredGpus`, the devices the config declares
-//! (indices `0..n` of its `gpu_type`, with the NUMA node and NVLink domain of each from
-//! `gpu_numa`/`nvlink_domains` or the default split), for nodes the config lists; for
-//! other nodes the host's inventory the daemon passes in: `NoGpus` today, NVML
-//! discovery later.
-//!
-//! `ConfiguredGpus` is a fake inventory: nothing is probed. The machines Drover is
-//! built and tested on have no GPUs, so the devices, their NUMA nodes and NVLink
-//! domains are what the config says, and the node daemon registers them as such;
-//! jobs see the indices in `CUDA_VISIBLE_DEVICES`.
+//! Its GPUs then come from `ConfiguredGpus`, a fake inventory: nothing is probed. The
+//! machines Drover is tested on have no GPUs, so the devices, their NUMA nodes and
+//! NVLink domains are what the config says (indices `0..n` of its `gpu_type`, the
+//! topology from `gpu_numa`/`nvlink_domains` or the default split), and jobs see those
+//! indices in `CUDA_VISIBLE_DEVICES`.
 
 use model::{Config, GpuDevice};
 
@@ -24,12 +22,19 @@ pub enum InventoryError {
     },
 }
 
+/// GPUs found: the devices by index, and the device file of each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Discovered {
+    pub gpus: Vec<GpuDevice>,
+    pub files: Vec<String>,
+}
+
 /// A source of the node's GPU devices.
 pub trait GpuInventory {
     /// For logs: where the devices come from.
     fn backend(&self) -> &'static str;
     /// The devices, by index.
-    fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError>;
+    fn discover(&self) -> Result<Discovered, InventoryError>;
 }
 
 /// The GPUs the config declares, with the topology it declares (fake devices: no
@@ -44,8 +49,11 @@ impl GpuInventory for ConfiguredGpus {
         "config"
     }
 
-    fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError> {
-        Ok(self.devices.clone())
+    fn discover(&self) -> Result<Discovered, InventoryError> {
+        Ok(Discovered {
+            files: model::config::default_gpu_files(self.devices.len() as u32),
+            gpus: self.devices.clone(),
+        })
     }
 }
 
@@ -58,8 +66,8 @@ impl GpuInventory for NoGpus {
         "none"
     }
 
-    fn discover(&self) -> Result<Vec<GpuDevice>, InventoryError> {
-        Ok(Vec::new())
+    fn discover(&self) -> Result<Discovered, InventoryError> {
+        Ok(Discovered::default())
     }
 }
 
@@ -75,44 +83,49 @@ pub struct NodeResources {
     pub from_config: bool,
 }
 
-/// The resources of node `name`: from the config when it lists the node, else measured
-/// on the host, with GPUs from `host_gpus`.
+/// The resources of node `name`: what its config entry declares when the entry says
+/// `config_overrides`, else what the host has (CPUs, memory, GPUs from `host_gpus`),
+/// with the entry's features and `gpu_files`.
 pub fn node_resources(
     config: &Config,
     name: &str,
     host_gpus: &dyn GpuInventory,
 ) -> Result<NodeResources, InventoryError> {
-    match config.node_list().into_iter().find(|n| n.name == name) {
-        Some(node) => {
-            let gpus = ConfiguredGpus {
-                devices: node.gpus.clone(),
-            };
-            Ok(NodeResources {
-                cpus: node.cpus,
-                memory_mb: node.memory_mb,
-                gpus: gpus.discover()?,
-                features: node.features,
-                gpu_files: config
-                    .node_entry(name)
-                    .map(|entry| entry.gpu_file_list())
-                    .unwrap_or_default(),
-                from_config: true,
-            })
+    let entry = config.node_entry(name);
+    if let Some(entry) = entry.filter(|e| e.config_overrides) {
+        let node = config
+            .node_list()
+            .into_iter()
+            .find(|n| n.name == name)
+            .expect("an entry that names a node lists it");
+        let found = ConfiguredGpus {
+            devices: node.gpus.clone(),
         }
-        None => {
-            let gpus = host_gpus.discover()?;
-            Ok(NodeResources {
-                cpus: std::thread::available_parallelism()
-                    .map(|n| n.get() as u32)
-                    .unwrap_or(1),
-                memory_mb: crate::procfs::memory_mb().unwrap_or(0),
-                gpu_files: model::config::default_gpu_files(gpus.len() as u32),
-                gpus,
-                features: Vec::new(),
-                from_config: false,
-            })
-        }
+        .discover()?;
+        return Ok(NodeResources {
+            cpus: node.cpus,
+            memory_mb: node.memory_mb,
+            gpus: found.gpus,
+            features: node.features,
+            gpu_files: entry.gpu_file_list(),
+            from_config: true,
+        });
     }
+    let found = host_gpus.discover()?;
+    let gpu_files = match entry {
+        Some(e) if !e.gpu_files.is_empty() => e.gpu_file_list(),
+        _ => found.files,
+    };
+    Ok(NodeResources {
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        memory_mb: crate::procfs::memory_mb().unwrap_or(0),
+        gpus: found.gpus,
+        features: entry.map(|e| e.features.clone()).unwrap_or_default(),
+        gpu_files,
+        from_config: false,
+    })
 }
 
 #[cfg(test)]
@@ -127,6 +140,7 @@ memory = "32G"
 gpus = 2
 gpu_type = "h100"
 features = ["nvlink"]
+config_overrides = true
 "#;
 
     #[test]
@@ -144,7 +158,7 @@ features = ["nvlink"]
         assert_eq!(gpus, vec![(0, "h100"), (1, "h100")]);
         assert_eq!(r.gpu_files, vec!["/dev/nvidia0", "/dev/nvidia1"]);
         let text = format!(
-            "{CONFIG}\n[[nodes]]\nnames = \"g9\"\ncpus = 1\nmemory = \"1G\"\ngpus = 2\ngpu_files = \"/srv/fake/gpu[3-4]\"\n"
+            "{CONFIG}\n[[nodes]]\nnames = \"g9\"\ncpus = 1\nmemory = \"1G\"\ngpus = 2\ngpu_files = \"/srv/fake/gpu[3-4]\"\nconfig_overrides = true\n"
         );
         let config = Config::parse(&text, "t.toml").unwrap();
         let r = node_resources(&config, "g9", &NoGpus).unwrap();
@@ -156,7 +170,7 @@ features = ["nvlink"]
         let text = format!(
             "{CONFIG}\n[[nodes]]\nnames = \"big\"\ncpus = 64\nmemory = \"512G\"\ngpus = 8\n\
              gpu_type = \"a100\"\ngpu_numa = [0, 0, 1, 1, 0, 0, 1, 1]\n\
-             nvlink_domains = [\"0-1\", \"2-3\", \"4-7\"]\n"
+             nvlink_domains = [\"0-1\", \"2-3\", \"4-7\"]\nconfig_overrides = true\n"
         );
         let config = Config::parse(&text, "t.toml").unwrap();
         let topo = |name: &str| -> Vec<(u32, u32, u32)> {
@@ -182,6 +196,37 @@ features = ["nvlink"]
                 (7, 1, 2)
             ]
         );
+    }
+
+    /// Two GPUs "found" on the host.
+    struct TwoFound;
+
+    impl GpuInventory for TwoFound {
+        fn backend(&self) -> &'static str {
+            "test"
+        }
+        fn discover(&self) -> Result<Discovered, InventoryError> {
+            Ok(Discovered {
+                gpus: (0..2)
+                    .map(|i| GpuDevice::with_default_topology(i, 2, "h100_80gb_hbm3"))
+                    .collect(),
+                files: vec!["/dev/nvidia4".into(), "/dev/nvidia5".into()],
+            })
+        }
+    }
+
+    #[test]
+    fn a_node_without_config_overrides_reports_what_its_host_has() {
+        let text = "[[nodes]]\nnames = \"real1\"\ncpus = 4096\nmemory = \"512T\"\ngpus = 8\n\
+                    gpu_type = \"h100\"\nfeatures = [\"ib\"]\n";
+        let config = Config::parse(text, "t.toml").unwrap();
+        let r = node_resources(&config, "real1", &TwoFound).unwrap();
+        assert!(!r.from_config);
+        // The host's CPUs and memory, not the 4096 and 512T declared.
+        assert!(r.cpus < 4096 && r.memory_mb > 0 && r.memory_mb < 512 << 20);
+        assert_eq!(r.features, vec!["ib".to_string()]);
+        assert_eq!(r.gpus.len(), 2);
+        assert_eq!(r.gpu_files, vec!["/dev/nvidia4", "/dev/nvidia5"]);
     }
 
     #[test]

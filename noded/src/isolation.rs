@@ -83,14 +83,20 @@ pub struct CgroupIsolation {
 
 /// What a job may use on this node, from its launch record: its CPU ids, its memory,
 /// and none of the node's GPUs it was not given. A GPU file that is missing, or is no
-/// character device, cannot be opened anyway and is skipped.
+/// character device, cannot be opened anyway and is skipped; the file of a GPU in MIG
+/// mode stays open to a job given one of its instances.
 pub fn job_limits(info: &LaunchInfo) -> Limits {
-    let deny_devices = info
+    // MIG instances of one GPU share its file: a file any given GPU needs stays open.
+    let given: Vec<&String> = info
+        .gpu_indices
+        .iter()
+        .filter_map(|i| info.gpu_files.get(*i as usize))
+        .collect();
+    let mut deny_devices: Vec<(u64, u64)> = info
         .gpu_files
         .iter()
-        .enumerate()
-        .filter(|(i, _)| !info.gpu_indices.contains(&(*i as u32)))
-        .filter_map(|(_, file)| {
+        .filter(|file| !given.contains(file))
+        .filter_map(|file| {
             let meta = std::fs::metadata(file).ok()?;
             meta.file_type().is_char_device().then(|| {
                 let rdev = meta.rdev();
@@ -98,6 +104,8 @@ pub fn job_limits(info: &LaunchInfo) -> Limits {
             })
         })
         .collect();
+    deny_devices.sort_unstable();
+    deny_devices.dedup();
     Limits {
         cpus: info.cpu_ids.clone(),
         memory: (info.mem_on_node_mb > 0).then(|| info.mem_on_node_mb * 1024 * 1024),
@@ -208,5 +216,28 @@ impl Isolation for NoIsolation {
             Ok(()) | Err(Errno::ESRCH) => Ok(()),
             Err(e) => Err(IsolationError::Signal(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_is_denied_the_files_of_gpus_it_was_not_given_but_not_its_mig_parent() {
+        // Stand-ins that exist everywhere: /dev/null is 1:3, /dev/zero 1:5. GPUs 1 and 2
+        // are MIG instances of one GPU, behind one file.
+        let mut info = LaunchInfo::minimal(1, "n1", "/tmp");
+        info.gpu_files = vec!["/dev/null".into(), "/dev/zero".into(), "/dev/zero".into()];
+        info.gpu_files.push("/nonexistent/gpu3".into());
+        info.gpu_indices = vec![2];
+        info.mem_on_node_mb = 2;
+        info.cpu_ids = vec![0];
+        let limits = job_limits(&info);
+        assert_eq!(limits.deny_devices, vec![(1, 3)]);
+        assert_eq!(limits.memory, Some(2 << 20));
+        assert_eq!(limits.cpus, vec![0]);
+        info.gpu_indices = vec![];
+        assert_eq!(job_limits(&info).deny_devices, vec![(1, 3), (1, 5)]);
     }
 }

@@ -19,6 +19,7 @@ pub mod inventory;
 pub mod isolation;
 pub mod jobs;
 pub mod launch;
+pub mod nvml;
 pub mod output;
 pub mod procfs;
 pub mod spawn;

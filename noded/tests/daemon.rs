@@ -114,7 +114,7 @@ impl Harness {
                 .serve_with_incoming(TcpIncoming::from(listener)),
         );
         let config = format!(
-            "cluster_name = \"t\"\nstate_dir = \"{}\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 1\nmemory = \"1G\"\ngpus = 2\ngpu_type = \"fake\"\nfeatures = [\"f1\"]\n",
+            "cluster_name = \"t\"\nstate_dir = \"{}\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 1\nmemory = \"1G\"\ngpus = 2\ngpu_type = \"fake\"\nfeatures = [\"f1\"]\nconfig_overrides = true\n",
             root.display()
         );
         std::fs::write(root.join("drover.toml"), config).unwrap();

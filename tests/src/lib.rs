@@ -67,8 +67,11 @@ pub struct ClusterSpec {
     /// More keys of its `[controller]` table.
     pub controller_extra: String,
     /// `[[nodes]]` entries replacing the generated one (which gives every node
-    /// `cpus`, `memory` and `gpus`): they must define exactly `tn1`..`tn{nodes}`.
+    /// `cpus`, `memory` and `gpus`, declared with `config_overrides`: the test nodes
+    /// are more than their host): they must define exactly `tn1`..`tn{nodes}`.
     pub node_entries: String,
+    /// More environment variables of each node daemon, by node index.
+    pub node_env: Vec<Vec<(String, String)>>,
 }
 
 impl Default for ClusterSpec {
@@ -84,6 +87,7 @@ impl Default for ClusterSpec {
             extra: String::new(),
             controller_extra: String::new(),
             node_entries: String::new(),
+            node_env: Vec::new(),
         }
     }
 }
@@ -100,6 +104,7 @@ pub struct Cluster {
     node_ports: Vec<u16>,
     ctld: Mutex<Option<Child>>,
     nodes: Mutex<Vec<Option<Child>>>,
+    node_env: Vec<Vec<(String, String)>>,
     binaries: PathBuf,
 }
 
@@ -116,7 +121,7 @@ impl Cluster {
         let node_entries = if spec.node_entries.is_empty() {
             format!(
                 "[[nodes]]\nnames = \"tn[1-{n}]\"\ncpus = {cpus}\nmemory = \"{memory}\"\n\
-                 gpus = {gpus}\ngpu_type = \"h100\"\n",
+                 gpus = {gpus}\ngpu_type = \"h100\"\nconfig_overrides = true\n",
                 n = spec.nodes,
                 cpus = spec.cpus,
                 memory = spec.memory,
@@ -170,6 +175,7 @@ default_time = "10:00"
             ctld_addr: format!("127.0.0.1:{}", ports[0]),
             node_ports: ports[1..].to_vec(),
             nodes: Mutex::new((0..spec.nodes).map(|_| None).collect()),
+            node_env: spec.node_env.clone(),
             node_names,
             conf,
             bin,
@@ -182,19 +188,7 @@ default_time = "10:00"
         for i in 0..spec.nodes {
             cluster.start_node(i);
         }
-        let n = spec.nodes;
-        let up = wait_until(Duration::from_secs(30), || {
-            let out = cluster.run(&["sinfo", "-h", "-N", "-o", "%N %T"]);
-            // A node in several partitions is listed once per partition.
-            out.status.success()
-                && String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .filter(|l| l.ends_with("idle"))
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .len()
-                    == n
-        });
-        assert!(up, "cluster did not come up; logs:\n{}", cluster.logs());
+        cluster.wait_nodes_up();
         cluster
     }
 
@@ -251,7 +245,12 @@ default_time = "10:00"
             format!("127.0.0.1:{}", self.node_ports[i]),
         ];
         let name = self.node_names[i].clone();
-        let child = self.spawn_daemon("drover-noded", &args, &name, &[]);
+        let env: Vec<(&str, &str)> = self
+            .node_env
+            .get(i)
+            .map(|vars| vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect())
+            .unwrap_or_default();
+        let child = self.spawn_daemon("drover-noded", &args, &name, &env);
         self.nodes.lock().unwrap()[i] = Some(child);
     }
 

@@ -17,6 +17,7 @@ memory = "8G"
 gpus = 8
 gpu_type = "h100"
 features = ["h100", "ib"]
+config_overrides = true
 [[nodes]]
 names = "tn2"
 cpus = 8
@@ -24,6 +25,7 @@ memory = "8G"
 gpus = 8
 gpu_type = "h100"
 features = ["h100", "nvswitch"]
+config_overrides = true
 gpu_numa = [0, 1, 0, 1, 0, 1, 0, 1]
 nvlink_domains = ["0,2,4,6", "1,3,5,7"]
 [[nodes]]
@@ -31,6 +33,7 @@ names = "tn3"
 cpus = 8
 memory = "8G"
 features = ["cpu"]
+config_overrides = true
 "#;
 
 const PARTITIONS: &str = r#"

@@ -216,7 +216,7 @@ fn existing_config(dir: &std::path::Path, port: u16) -> String {
     format!(
         "cluster_name = \"drover\"\nstate_dir = \"{}\"\n[controller]\naddr = \"127.0.0.1:{port}\"\n\
          heartbeat_interval_ms = 1000\nnode_timeout_s = 10\n[[nodes]]\nnames = \"node[1-2]\"\n\
-         cpus = 8\nmemory = \"16G\"\ngpus = 4\n[[partitions]]\nname = \"debug\"\nnodes = \"ALL\"\n",
+         cpus = 8\nmemory = \"16G\"\ngpus = 4\nconfig_overrides = true\n[[partitions]]\nname = \"debug\"\nnodes = \"ALL\"\n",
         dir.join("state").display()
     )
 }

@@ -50,6 +50,9 @@ cpus = {cpus}
 memory = "{memory}"
 gpus = {gpus}
 gpu_type = "h100"
+# The nodes are more than this host: they offer what is declared here, and their GPUs
+# are not probed (fake).
+config_overrides = true
 
 [[partitions]]
 name = "debug"

@@ -26,7 +26,7 @@ use crate::command::{
     UpdateNodes,
 };
 use model::node::NOT_RESPONDING;
-use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Reason, Time};
+use model::{Event, GpuDevice, JobId, JobState, KillCause, NodeHealth, PreemptMode, Reason, Time};
 use std::collections::BTreeMap;
 
 /// `scontrol update node=... state=drain|down|resume`.
@@ -78,18 +78,65 @@ pub fn update_nodes(turn: &mut Turn, cmd: UpdateNodes) -> Result<(), Rejection> 
 /// confirmed, but that the node no longer has, was lost with the node's state.
 pub fn register(turn: &mut Turn, reg: Registration) -> NodeOrders {
     tracing::info!(node = %reg.node, addr = %reg.addr, jobs = reg.jobs.len(), "node registered");
+    // A node the config declares is scheduled as declared, and drained when it found
+    // less (Slurm's validate_node_specs); its GPUs are the ones it found (their real
+    // ids and topology) when they are what is declared.
+    let declared = turn
+        .config
+        .node_list()
+        .into_iter()
+        .find(|n| n.name == reg.node);
+    let (cpus, memory_mb, gpus, lacking) = match declared {
+        Some(d) => {
+            let lacking = d.shortfall(reg.cpus, reg.memory_mb, &reg.gpus);
+            let gpus = found_as_declared(&d.gpus, &reg.gpus).unwrap_or(d.gpus);
+            (d.cpus, d.memory_mb, gpus, lacking)
+        }
+        None => (reg.cpus, reg.memory_mb, reg.gpus, Vec::new()),
+    };
     turn.emit(Event::NodeRegistered {
         name: reg.node.clone(),
         addr: reg.addr,
-        cpus: reg.cpus,
-        memory_mb: reg.memory_mb,
-        gpus: reg.gpus,
+        cpus,
+        memory_mb,
+        gpus,
         features: reg.features,
         boot_time: reg.boot_time,
         time: turn.now,
     });
+    let drained = turn.state.nodes.get(&reg.node).is_some_and(|n| n.drain);
+    if !lacking.is_empty() && !drained {
+        let reason = lacking.join(", ");
+        tracing::warn!(node = %reg.node, %reason, "node has less than configured; draining it");
+        turn.emit(Event::NodeAdmin {
+            name: reg.node.clone(),
+            drain: true,
+            down: false,
+            reason,
+            uid: 0,
+            time: turn.now,
+        });
+    }
     turn.reschedule = true;
     reconcile(turn, &reg.node, &reg.jobs, true)
+}
+
+/// The GPUs a node found, one for each declared GPU (in order, of its type), under the
+/// declared type names, with the ids and topology found: `None` when it found fewer
+/// (`GpuDevice::stands_for`).
+fn found_as_declared(declared: &[GpuDevice], found: &[GpuDevice]) -> Option<Vec<GpuDevice>> {
+    let mut taken = vec![false; found.len()];
+    declared
+        .iter()
+        .map(|d| {
+            let k = (0..found.len()).find(|&k| !taken[k] && found[k].stands_for(&d.gpu_type))?;
+            taken[k] = true;
+            Some(GpuDevice {
+                gpu_type: d.gpu_type.clone(),
+                ..found[k].clone()
+            })
+        })
+        .collect()
 }
 
 /// A heartbeat: the node's time is noted (not stored) and what it runs corrected.

@@ -859,3 +859,29 @@ fn a_node_is_drained_or_downed_only_with_a_reason() {
     assert_eq!(d.answer, Ok(()));
     assert!(env.state.nodes["n1"].drain);
 }
+
+#[test]
+fn a_node_that_registers_less_than_configured_is_drained_with_what_it_lacks() {
+    let mut env = Env::new("");
+    let short = Registration {
+        node: "n1".into(),
+        addr: "n1:1".into(),
+        cpus: 2,
+        memory_mb: 4096,
+        gpus: vec![],
+        features: vec![],
+        boot_time: 2,
+        jobs: vec![],
+    };
+    let d = env.turn(|t| nodes::register(t, short.clone()));
+    assert_eq!(d.events.len(), 2, "{:?}", d.events);
+    let n1 = &env.state.nodes["n1"];
+    assert!(n1.drain);
+    assert_eq!(n1.reason, "Low CPUs");
+    // Scheduled as declared, not as found.
+    assert_eq!(n1.cpus, 4);
+    // Registering again leaves the drain (and the admin's resume) alone.
+    let d = env.turn(|t| nodes::register(t, short));
+    assert_eq!(d.events.len(), 1);
+    assert!(!env.state.nodes["n2"].drain);
+}
