@@ -26,7 +26,8 @@ use std::process::ExitCode;
 
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "sprio", "sshare",
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sprio",
+    "sshare",
 ];
 
 /// Dispatches on the program name (argv[0]) or the first argument.
@@ -78,6 +79,7 @@ const SUMMARIES: &[(&str, &str)] = &[
     ),
     ("sacct", "list jobs, finished ones too"),
     ("srun", "run a command as a job step"),
+    ("salloc", "take an allocation and run a command in it"),
     ("sprio", "show the priority factors of pending jobs"),
     ("sshare", "show fair-share shares and usage"),
 ];

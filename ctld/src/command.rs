@@ -183,10 +183,12 @@ pub struct Registration {
     pub jobs: Vec<JobOnNode>,
 }
 
-/// A node daemon's heartbeat: the jobs it has.
+/// A node daemon's heartbeat: the jobs it has, and what its health check said.
 #[derive(Debug, Clone)]
 pub struct Heartbeat {
     pub node: String,
+    /// The health check failed: its output. Empty: healthy.
+    pub unhealthy: String,
     pub jobs: Vec<JobOnNode>,
 }
 
@@ -211,6 +213,8 @@ pub enum EndKind {
     OutOfMemory,
     /// The node could not start it.
     LaunchFailed,
+    /// The site's prolog failed there: the job did not start, and is requeued.
+    PrologFailed,
 }
 
 /// A node reports the end of a job's run.
@@ -225,6 +229,9 @@ pub struct JobEnd {
     /// 0: the report's arrival.
     pub end_time: Time,
     pub message: String,
+    /// The node asks to be drained for this reason (`Prolog error`, `Epilog error`,
+    /// `Kill task failed`); empty: it does not.
+    pub drain_reason: String,
 }
 
 /// `scontrol create|update|delete reservation`.

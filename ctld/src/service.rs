@@ -829,6 +829,7 @@ impl v1::node_control_server::NodeControl for Services {
         let req = req.into_inner();
         let hb = command::Heartbeat {
             node: req.node_name,
+            unhealthy: req.unhealthy,
             jobs: jobs_from_wire(req.jobs),
         };
         let orders = self.ask(|reply| Input::Heartbeat(hb, reply)).await?;
@@ -850,6 +851,7 @@ impl v1::node_control_server::NodeControl for Services {
             Ok(v1::FinishKind::Timeout) => EndKind::Timeout,
             Ok(v1::FinishKind::OutOfMemory) => EndKind::OutOfMemory,
             Ok(v1::FinishKind::LaunchFailed) => EndKind::LaunchFailed,
+            Ok(v1::FinishKind::PrologFailed) => EndKind::PrologFailed,
             Ok(v1::FinishKind::Unspecified) | Err(_) => {
                 return Err(invalid(format!("unknown kind of job end {}", req.kind)));
             }
@@ -863,6 +865,7 @@ impl v1::node_control_server::NodeControl for Services {
             exit_signal: req.exit_signal,
             end_time: req.end_time,
             message: req.message,
+            drain_reason: req.drain_reason,
         };
         self.ask(|reply| Input::JobFinished(end, reply)).await?;
         Ok(Response::new(v1::JobFinishedReply {}))

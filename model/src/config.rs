@@ -69,6 +69,28 @@ pub struct Config {
     /// `[cgroup]`: how node daemons confine jobs.
     #[serde(default)]
     pub cgroup: CgroupConfig,
+    /// `[node_daemon]`: the site's scripts node daemons run.
+    #[serde(default)]
+    pub node_daemon: NodeDaemonConfig,
+}
+
+/// `[node_daemon]`: the site's scripts, run as root by every node daemon (Slurm's
+/// Prolog, Epilog, HealthCheckProgram and HealthCheckInterval).
+///
+/// ```toml
+/// [node_daemon]
+/// prolog = "/etc/drover/prolog"    # before each job on its node; failing: requeue, drain
+/// epilog = "/etc/drover/epilog"    # after each job; failing: drain
+/// health_check_program = "/usr/sbin/nhc"
+/// health_check_interval_s = 300    # 0: never
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeDaemonConfig {
+    pub prolog: String,
+    pub epilog: String,
+    pub health_check_program: String,
+    pub health_check_interval_s: u32,
 }
 
 /// `[cgroup]`: how node daemons confine jobs (Slurm's cgroup.conf).
@@ -202,6 +224,10 @@ pub struct ControllerConfig {
     /// With less free space than this on the state disk (MB), the controller refuses
     /// writes ("state store full") and keeps serving reads until space is freed.
     pub state_min_free_mb: u32,
+    /// Slurm's ReturnToService: whether a DOWN node is back in service when its daemon
+    /// registers again. 0 (the default, as Slurm's): only when an admin resumes it; 1:
+    /// when it was DOWN for not responding; 2: whatever made it DOWN.
+    pub return_to_service: u8,
 }
 
 impl Default for ControllerConfig {
@@ -223,6 +249,7 @@ impl Default for ControllerConfig {
             client_read_timeout_s: 30,
             keepalive_s: 30,
             state_min_free_mb: 64,
+            return_to_service: 0,
         }
     }
 }

@@ -134,6 +134,9 @@ pub enum Event {
         features: Vec<String>,
         boot_time: Time,
         time: Time,
+        /// A DOWN node is back in service (ReturnToService allows it); otherwise it
+        /// stays DOWN, with its reason.
+        returns_to_service: bool,
     },
     NodeHeartbeat {
         name: String,
@@ -621,6 +624,7 @@ impl ClusterState {
                 features,
                 boot_time,
                 time,
+                returns_to_service,
             } => {
                 let node = self
                     .nodes
@@ -635,11 +639,11 @@ impl ClusterState {
                 }
                 node.boot_time = *boot_time;
                 node.last_heartbeat = *time;
-                if node.health == NodeHealth::Down && node.reason == NOT_RESPONDING {
-                    node.reason.clear();
-                }
-                if node.health != NodeHealth::Down || node.reason.is_empty() {
+                if node.health != NodeHealth::Down {
                     node.health = NodeHealth::Up;
+                } else if *returns_to_service {
+                    node.health = NodeHealth::Up;
+                    node.reason.clear();
                 }
             }
             Event::NodeHeartbeat { name, time } => {

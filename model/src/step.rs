@@ -84,6 +84,65 @@ pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Vec<(usize, Vec<u32>)>, 
     Ok(out)
 }
 
+/// `--gpu-bind`: which of its node's step GPUs each task sees.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum GpuBind {
+    /// Every task sees all of them (the default without `--gpus-per-task`).
+    #[default]
+    None,
+    /// Each task the GPUs next to it: without a task's CPUs to go by, one each, in
+    /// turn (as `single:1`).
+    Closest,
+    /// Each task one GPU, `n` tasks to a GPU.
+    Single(u32),
+    /// Task `i` (on its node) the GPU at position `list[i % len]` of the step's GPUs.
+    Map(Vec<u32>),
+}
+
+impl GpuBind {
+    /// Slurm's syntax: `none`, `closest`, `single:N`, `map_gpu:0,1`, with an optional
+    /// `verbose,` in front.
+    pub fn parse(text: &str) -> Result<GpuBind, String> {
+        let bad = || format!("Invalid --gpu-bind argument: {text}");
+        let t = text.strip_prefix("verbose,").unwrap_or(text);
+        match t.split_once(':') {
+            None if t == "none" => Ok(GpuBind::None),
+            None if t == "closest" => Ok(GpuBind::Closest),
+            Some(("single", n)) => n
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(GpuBind::Single)
+                .ok_or_else(bad),
+            Some(("map_gpu", list)) => list
+                .split(',')
+                .map(|i| i.trim().parse::<u32>().map_err(|_| bad()))
+                .collect::<Result<Vec<_>, _>>()
+                .map(GpuBind::Map),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// The GPUs (node indices) task `local` (its rank on the node) sees, of the step's GPUs
+/// on the node `gpus` (in order): `gpus_per_task` of its own, in task order, or as
+/// `bind` says.
+pub fn task_gpus(gpus: &[u32], local: u32, gpus_per_task: u32, bind: &GpuBind) -> Vec<u32> {
+    if gpus.is_empty() {
+        return Vec::new();
+    }
+    let at = |k: u32| gpus[k as usize % gpus.len()];
+    match bind {
+        GpuBind::Map(list) if !list.is_empty() => vec![at(list[local as usize % list.len()])],
+        GpuBind::Single(n) => vec![at(local / n)],
+        GpuBind::Closest => vec![at(local)],
+        _ if gpus_per_task > 0 => (0..gpus_per_task)
+            .map(|k| at(local * gpus_per_task + k))
+            .collect(),
+        _ => gpus.to_vec(),
+    }
+}
+
 /// Counts per node in Slurm's compressed form (`SLURM_TASKS_PER_NODE`,
 /// `SLURM_JOB_CPUS_PER_NODE`): `[3, 2]` is `3,2`, `[2, 2, 2, 1]` is `2(x3),1`.
 pub fn compressed_counts(counts: &[u32]) -> String {
@@ -151,6 +210,26 @@ mod tests {
             counts(req(13, 0, 0, 0), &job),
             Err(StepLayoutError::TooManyCpus)
         );
+    }
+
+    #[test]
+    fn each_task_sees_the_gpus_its_binding_gives_it() {
+        let gpus = [2, 3, 6, 7];
+        assert_eq!(task_gpus(&gpus, 1, 0, &GpuBind::None), vec![2, 3, 6, 7]);
+        assert_eq!(task_gpus(&gpus, 1, 2, &GpuBind::None), vec![6, 7]);
+        assert_eq!(task_gpus(&gpus, 3, 1, &GpuBind::None), vec![7]);
+        assert_eq!(task_gpus(&gpus, 3, 0, &GpuBind::Single(2)), vec![3]);
+        assert_eq!(task_gpus(&gpus, 2, 0, &GpuBind::Map(vec![3, 0])), vec![7]);
+        assert_eq!(task_gpus(&gpus, 5, 0, &GpuBind::Closest), vec![3]);
+        assert_eq!(task_gpus(&[], 0, 1, &GpuBind::None), Vec::<u32>::new());
+        assert_eq!(GpuBind::parse("verbose,single:2"), Ok(GpuBind::Single(2)));
+        assert_eq!(GpuBind::parse("map_gpu:0,1"), Ok(GpuBind::Map(vec![0, 1])));
+        assert_eq!(GpuBind::parse("closest"), Ok(GpuBind::Closest));
+        assert_eq!(
+            GpuBind::parse("mask_gpu:0x1"),
+            Err("Invalid --gpu-bind argument: mask_gpu:0x1".into())
+        );
+        assert!(GpuBind::parse("single:0").is_err());
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub async fn run(
     mut ctld: NodeControlClient<Channel>,
     reg: Registration,
     default_interval: Duration,
+    health: Arc<crate::health::Health>,
 ) {
     loop {
         let reply = register(&jobs, &mut ctld, &reg).await;
@@ -44,6 +45,7 @@ pub async fn run(
             let req = HeartbeatRequest {
                 node_name: reg.node_name.clone(),
                 jobs: jobs.on_node(),
+                unhealthy: health.unhealthy(),
             };
             match ctld.heartbeat(req).await {
                 Ok(reply) => {

@@ -11,6 +11,7 @@ use proto::v1::node_agent_server::NodeAgentServer;
 use proto::v1::node_control_client::NodeControlClient;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
@@ -95,6 +96,9 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     jobs.set_confinement(noded::jobs::Confinement {
         cgroup: cgroup_placement(&config.cgroup),
         gpu_files: resources.gpu_files.clone(),
+        gpu_uuids: resources.gpus.iter().map(|g| g.uuid.clone()).collect(),
+        prolog: config.node_daemon.prolog.clone(),
+        epilog: config.node_daemon.epilog.clone(),
     });
     let recovered = jobs.recover()?;
     let registration = control::Registration {
@@ -105,11 +109,27 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     };
     let default_interval =
         Duration::from_millis(u64::from(config.controller.heartbeat_interval_ms.max(1)));
+    let health = Arc::new(noded::health::Health::default());
+    let site = &config.node_daemon;
+    if !site.health_check_program.is_empty() {
+        // With no interval, only at start (as slurmd runs it before it registers).
+        let every = match site.health_check_interval_s {
+            0 => Duration::from_secs(100 * 365 * 24 * 3600),
+            s => Duration::from_secs(u64::from(s)),
+        };
+        tokio::spawn(noded::health::run(
+            site.health_check_program.clone(),
+            name.clone(),
+            every,
+            health.clone(),
+        ));
+    }
     tokio::spawn(control::run(
         jobs.clone(),
         ctld,
         registration,
         default_interval,
+        health,
     ));
     let sweeper_jobs = jobs.clone();
     tokio::spawn(async move {
@@ -179,6 +199,50 @@ fn cgroup_placement(config: &model::config::CgroupConfig) -> Option<CgroupPlacem
             None
         }
     }
+}
+
+/// `drover-noded inventory`: what this host offers, as found, in Slurm's words
+/// (`slurmd -C`), then one line per GPU.
+pub fn inventory_text(name: Option<String>) -> anyhow::Result<String> {
+    let name = match name {
+        Some(n) => n,
+        None => short_hostname()?,
+    };
+    let nvml = noded::nvml::NvmlGpus::load();
+    let host_gpus: &dyn inventory::GpuInventory = match &nvml {
+        Ok(gpus) => gpus,
+        Err(_) => &inventory::NoGpus,
+    };
+    let empty = model::Config::parse("", "(none)")?;
+    let r = inventory::node_resources(&empty, &name, host_gpus)?;
+    let mut types: Vec<(String, usize)> = Vec::new();
+    for g in &r.gpus {
+        match types.iter_mut().find(|(t, _)| *t == g.gpu_type) {
+            Some((_, n)) => *n += 1,
+            None => types.push((g.gpu_type.clone(), 1)),
+        }
+    }
+    let gres: Vec<String> = types.iter().map(|(t, n)| format!("gpu:{t}:{n}")).collect();
+    let mut out = format!(
+        "NodeName={name} CPUs={} RealMemory={}{}\n",
+        r.cpus,
+        r.memory_mb,
+        if gres.is_empty() {
+            String::new()
+        } else {
+            format!(" Gres={}", gres.join(","))
+        }
+    );
+    if let Err(why) = &nvml {
+        out.push_str(&format!("# no GPUs: {why}\n"));
+    }
+    for (g, file) in r.gpus.iter().zip(&r.gpu_files) {
+        out.push_str(&format!(
+            "GPU {} type={} uuid={} numa={} nvlink_domain={} file={file}\n",
+            g.index, g.gpu_type, g.uuid, g.numa, g.nvlink
+        ));
+    }
+    Ok(out)
 }
 
 fn short_hostname() -> anyhow::Result<String> {

@@ -128,9 +128,10 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
             set("SLURM_GPUS_PER_NODE", spec.gpus_per_node.to_string());
         }
         set("SLURM_GPUS_ON_NODE", req.gpu_indices.len().to_string());
-        set("SLURM_JOB_GPUS", list.clone());
-        set("CUDA_VISIBLE_DEVICES", list.clone());
-        set("GPU_DEVICE_ORDINAL", list);
+        set("SLURM_JOB_GPUS", list);
+        let visible = cuda_visible_devices(req, &req.gpu_indices);
+        set("CUDA_VISIBLE_DEVICES", visible.clone());
+        set("GPU_DEVICE_ORDINAL", visible);
     }
     set("SLURM_JOB_START_TIME", req.start_time.to_string());
     if let Some(end) = req.end_time() {
@@ -141,6 +142,39 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         set("DROVER_CTLD_ADDR", req.ctld_addr.clone());
     }
     env
+}
+
+/// `CUDA_VISIBLE_DEVICES` for `gpus` (node indices) of the job on this node, as Slurm
+/// sets it: a MIG instance by its UUID; a whole GPU by its index among the job's own
+/// GPUs when the job's cgroup hides the node's others (CUDA then numbers the devices
+/// it can open from 0: the job's GPUs 2 and 3 are `0,1`), else by the node's index.
+/// `SLURM_JOB_GPUS` keeps the node's indices.
+pub fn cuda_visible_devices(req: &LaunchInfo, gpus: &[u32]) -> String {
+    let uuid = |g: u32| {
+        req.gpu_uuids
+            .get(g as usize)
+            .filter(|u| u.starts_with("MIG-"))
+    };
+    let hidden = req
+        .cgroup
+        .as_ref()
+        .is_some_and(|c| c.hierarchy.has(crate::cgroup::Controller::Devices))
+        && !crate::isolation::job_limits(req).deny_devices.is_empty();
+    let mut own: Vec<u32> = req
+        .gpu_indices
+        .iter()
+        .copied()
+        .filter(|g| uuid(*g).is_none())
+        .collect();
+    own.sort_unstable();
+    gpus.iter()
+        .map(|&g| match uuid(g) {
+            Some(u) => u.clone(),
+            None if hidden => own.iter().position(|o| *o == g).unwrap_or(0).to_string(),
+            None => g.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The whole environment of the batch script: the submit-time environment, where every
@@ -223,6 +257,36 @@ mod tests {
         info.start_time = 1_000;
         info.ctld_addr = "10.0.0.1:6917".into();
         info
+    }
+
+    #[test]
+    fn cuda_sees_mig_instances_by_uuid_and_whole_gpus_as_the_cgroup_numbers_them() {
+        let mut info = sample();
+        info.gpu_indices = vec![1, 3];
+        info.gpu_uuids = vec![
+            String::new(),
+            String::new(),
+            String::new(),
+            "MIG-abc".into(),
+        ];
+        assert_eq!(cuda_visible_devices(&info, &[1, 3]), "1,MIG-abc");
+        // The node's other GPUs hidden by the devices controller: counted from 0.
+        info.gpu_indices = vec![1, 2];
+        info.gpu_files = vec!["/dev/null".into(), "/dev/zero".into(), "/dev/full".into()];
+        let mut mounts = std::collections::BTreeMap::new();
+        mounts.insert(
+            crate::cgroup::Controller::Devices,
+            "/sys/fs/cgroup/devices".into(),
+        );
+        info.cgroup = Some(crate::launch::CgroupPlacement {
+            hierarchy: crate::cgroup::Hierarchy::V1 { mounts },
+            prefix: "drover".into(),
+        });
+        assert_eq!(cuda_visible_devices(&info, &[1, 2]), "0,1");
+        assert_eq!(cuda_visible_devices(&info, &[2]), "1");
+        // Nothing hidden (no devices controller): the node's indices.
+        info.cgroup = None;
+        assert_eq!(cuda_visible_devices(&info, &[2]), "2");
     }
 
     #[test]

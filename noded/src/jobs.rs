@@ -104,6 +104,11 @@ pub struct Confinement {
     pub cgroup: Option<CgroupPlacement>,
     /// The device file of each of the node's GPUs, by index.
     pub gpu_files: Vec<String>,
+    /// The UUID of each of the node's GPUs, by index.
+    pub gpu_uuids: Vec<String>,
+    /// The site's prolog and epilog; empty: none.
+    pub prolog: String,
+    pub epilog: String,
 }
 
 impl Jobs {
@@ -268,6 +273,9 @@ impl Jobs {
         let confinement = self.confinement();
         info.cgroup = confinement.cgroup;
         info.gpu_files = confinement.gpu_files;
+        info.gpu_uuids = confinement.gpu_uuids;
+        info.prolog = confinement.prolog;
+        info.epilog = confinement.epilog;
         let dir = self.spool.create_job(&info, &script)?;
         let err = |error| JobsError::Supervisor { job_id, error };
         let log = std::fs::File::create(dir.file(SUPERVISOR_LOG)).map_err(err)?;
@@ -599,5 +607,6 @@ fn lost_status(dir: &JobDir, cancelled: bool, why: &str) -> JobStatus {
         start_time,
         end_time: now,
         message,
+        drain_reason: String::new(),
     }
 }

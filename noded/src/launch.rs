@@ -51,6 +51,14 @@ pub struct LaunchInfo {
     /// The device file of each of the node's GPUs, by index.
     #[serde(default)]
     pub gpu_files: Vec<String>,
+    /// The UUID of each of the node's GPUs, by index (empty when not probed).
+    #[serde(default)]
+    pub gpu_uuids: Vec<String>,
+    /// The site's prolog and epilog (`[node_daemon]`); empty: none.
+    #[serde(default)]
+    pub prolog: String,
+    #[serde(default)]
+    pub epilog: String,
 }
 
 /// The node's cgroup hierarchy and the prefix its jobs go under (`[cgroup]`).
@@ -104,6 +112,9 @@ impl LaunchInfo {
             ctld_addr: req.ctld_addr,
             cgroup: None,
             gpu_files: Vec::new(),
+            gpu_uuids: Vec::new(),
+            prolog: String::new(),
+            epilog: String::new(),
         };
         Ok((info, payload.script))
     }
@@ -154,6 +165,9 @@ impl LaunchInfo {
             ctld_addr: String::new(),
             cgroup: None,
             gpu_files: Vec::new(),
+            gpu_uuids: Vec::new(),
+            prolog: String::new(),
+            epilog: String::new(),
         }
     }
 }

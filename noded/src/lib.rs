@@ -15,6 +15,7 @@ pub mod backoff;
 pub mod cgroup;
 pub mod control;
 pub mod env;
+pub mod health;
 pub mod inventory;
 pub mod isolation;
 pub mod jobs;

@@ -41,6 +41,9 @@ enum Command {
     /// Supervise one batch job (started by the daemon).
     #[command(hide = true)]
     Supervise { dir: PathBuf },
+    /// Print what this host offers, as found (like `slurmd -C`): CPUs, memory, and the
+    /// GPUs NVML lists, one line each.
+    Inventory,
 }
 
 fn init_logging(ansi: bool) {
@@ -55,6 +58,11 @@ fn init_logging(ansi: bool) {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Some(Command::Inventory) => {
+            init_logging(false);
+            print!("{}", daemon::inventory_text(cli.name)?);
+            Ok(())
+        }
         Some(Command::Supervise { dir }) => {
             // Single-threaded on purpose: no runtime, no threads (see `supervisor`).
             init_logging(false);

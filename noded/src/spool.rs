@@ -286,6 +286,7 @@ mod tests {
             start_time: 1,
             end_time: 2,
             message: String::new(),
+            drain_reason: String::new(),
         };
         dir.write_status(&status).unwrap();
         assert_eq!(dir.read_status().unwrap(), Some(status));

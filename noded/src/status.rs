@@ -16,6 +16,8 @@ pub enum FinishKind {
     OutOfMemory,
     /// The node could not start the script (bad output path, exec failure, ...).
     LaunchFailed,
+    /// The site's prolog failed: the script was not started.
+    PrologFailed,
 }
 
 impl FinishKind {
@@ -26,6 +28,7 @@ impl FinishKind {
             FinishKind::Timeout => v1::FinishKind::Timeout,
             FinishKind::OutOfMemory => v1::FinishKind::OutOfMemory,
             FinishKind::LaunchFailed => v1::FinishKind::LaunchFailed,
+            FinishKind::PrologFailed => v1::FinishKind::PrologFailed,
         }
     }
 }
@@ -40,6 +43,10 @@ pub struct JobStatus {
     pub start_time: Time,
     pub end_time: Time,
     pub message: String,
+    /// The node should be drained for this reason (`Prolog error`, `Epilog error`,
+    /// `Kill task failed`); empty: it should not.
+    #[serde(default)]
+    pub drain_reason: String,
 }
 
 impl JobStatus {
@@ -52,6 +59,7 @@ impl JobStatus {
             start_time: at,
             end_time: at,
             message: message.into(),
+            drain_reason: String::new(),
         }
     }
 
@@ -66,6 +74,7 @@ impl JobStatus {
             end_time: self.end_time,
             message: self.message.clone(),
             restart_count: 0,
+            drain_reason: self.drain_reason.clone(),
         }
     }
 }

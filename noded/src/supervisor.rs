@@ -144,7 +144,15 @@ struct Supervisor<'a> {
 
 impl Supervisor<'_> {
     fn run(&mut self) -> JobStatus {
-        let status = match self.start() {
+        if let Err(message) = self.site_script(&self.info.prolog, "prolog") {
+            warn!(%message, "prolog failed; the job is requeued and the node drained");
+            return JobStatus {
+                kind: FinishKind::PrologFailed,
+                drain_reason: "Prolog error".into(),
+                ..JobStatus::launch_failed(unix_now(), message)
+            };
+        }
+        let mut status = match self.start() {
             Ok(started) => self.watch(started),
             Err(message) => {
                 warn!(%message, "job launch failed");
@@ -152,6 +160,12 @@ impl Supervisor<'_> {
             }
         };
         self.isolation.release();
+        if let Err(message) = self.site_script(&self.info.epilog, "epilog") {
+            warn!(%message, "epilog failed; the node is drained");
+            if status.drain_reason.is_empty() {
+                status.drain_reason = "Epilog error".into();
+            }
+        }
         info!(kind = ?status.kind, exit_code = status.exit_code, exit_signal = status.exit_signal, "job ended");
         status
     }
@@ -246,6 +260,35 @@ impl Supervisor<'_> {
             )
         })?;
         Ok((stdin, stdout, stderr))
+    }
+
+    /// Runs the site's prolog or epilog (`[node_daemon]`), as root, with the job's
+    /// Slurm variables and `SLURM_SCRIPT_CONTEXT` (`prolog_slurmd`, `epilog_slurmd`).
+    /// Its output goes to the supervisor's log. No script is success.
+    fn site_script(&self, path: &str, what: &str) -> Result<(), String> {
+        if path.is_empty() {
+            return Ok(());
+        }
+        let mut env = crate::env::slurm_env(&self.info, &self.info.node_name);
+        env.push(("SLURM_SCRIPT_CONTEXT".into(), format!("{what}_slurmd")));
+        env.push(("PATH".into(), "/usr/sbin:/usr/bin:/sbin:/bin".into()));
+        let out = std::process::Command::new(path)
+            .env_clear()
+            .envs(env)
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {what} {path}: {}", reason(&e)))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        if !text.trim().is_empty() {
+            info!(script = path, output = %text.trim(), "{what} said");
+        }
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{what} {path} failed: {}", out.status))
+        }
     }
 
     /// Notes a launch failure in the job's stderr and passes the message on.
@@ -365,11 +408,12 @@ impl Supervisor<'_> {
         } else {
             now
         };
-        self.clear_leftovers(kill_leftovers_at);
+        let mut killed = self.clear_leftovers(kill_leftovers_at);
         // Processes that are no children of ours (none should be) are found in the
         // job's cgroup.
         if !self.isolation.kill_rest(KILL_GIVE_UP) {
             warn!("processes of the job's cgroup survive SIGKILL");
+            killed = false;
         }
 
         let (mut exit_code, mut exit_signal) = exit.unwrap_or_default();
@@ -392,7 +436,9 @@ impl Supervisor<'_> {
             FinishKind::Timeout => format!("time limit of {} s reached", self.info.time_limit_secs),
             FinishKind::Cancelled => "cancelled".to_string(),
             FinishKind::OutOfMemory => "out of memory".to_string(),
-            FinishKind::Exited | FinishKind::LaunchFailed => String::new(),
+            FinishKind::Exited | FinishKind::LaunchFailed | FinishKind::PrologFailed => {
+                String::new()
+            }
         };
         JobStatus {
             kind,
@@ -401,6 +447,12 @@ impl Supervisor<'_> {
             start_time: s.start_time,
             end_time: unix_now(),
             message,
+            // As slurmd: a job that cannot be killed takes its node out of service.
+            drain_reason: if killed {
+                String::new()
+            } else {
+                "Kill task failed".into()
+            },
         }
     }
 
@@ -424,8 +476,9 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Kills what the job left behind and reaps it, from `kill_at` on.
-    fn clear_leftovers(&mut self, kill_at: Instant) {
+    /// Kills what the job left behind and reaps it, from `kill_at` on. False when some
+    /// of it survives SIGKILL.
+    fn clear_leftovers(&mut self, kill_at: Instant) -> bool {
         let give_up = kill_at + KILL_GIVE_UP;
         let mut next_kill = kill_at;
         let mut ignored = None;
@@ -433,7 +486,7 @@ impl Supervisor<'_> {
             let now = Instant::now();
             if now >= give_up {
                 warn!("processes of the job survive SIGKILL; leaving them");
-                return;
+                return false;
             }
             if now >= next_kill {
                 self.signal_job(Signal::SIGKILL);
@@ -445,6 +498,7 @@ impl Supervisor<'_> {
             }
             let _ = self.wait_signal(Some(next_kill.min(give_up).saturating_duration_since(now)));
         }
+        true
     }
 
     /// Says in the job's directory whether the job is held stopped.

@@ -293,6 +293,13 @@ fn start(
     info.mem_on_node_mb = launch.mem_mb;
     info.gpu_indices = launch.gpu_indices.clone();
     info.gpu_files = confinement.gpu_files.clone();
+    info.gpu_uuids = confinement.gpu_uuids.clone();
+    info.cgroup = confinement.cgroup.clone();
+    let bind = if launch.gpu_bind.is_empty() {
+        model::step::GpuBind::None
+    } else {
+        model::step::GpuBind::parse(&launch.gpu_bind)?
+    };
     let (cgroup, isolation): (Option<JobCgroup>, Box<dyn Isolation>) = match &confinement.cgroup {
         Some(placement) => {
             let cg = JobCgroup::new(
@@ -336,9 +343,17 @@ fn start(
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
                 .join(",");
-            set("SLURM_STEP_GPUS", list.clone());
-            set("CUDA_VISIBLE_DEVICES", list.clone());
-            set("GPU_DEVICE_ORDINAL", list);
+            set("SLURM_STEP_GPUS", list);
+            set("SLURM_GPUS_ON_NODE", launch.gpu_indices.len().to_string());
+            let mine = model::step::task_gpus(
+                &launch.gpu_indices,
+                local as u32,
+                launch.gpus_per_task,
+                &bind,
+            );
+            let visible = crate::env::cuda_visible_devices(&info, &mine);
+            set("CUDA_VISIBLE_DEVICES", visible.clone());
+            set("GPU_DEVICE_ORDINAL", visible);
         }
         for (name, value) in user.login_env() {
             if !task_env.iter().any(|(k, _)| k == name) {

@@ -75,3 +75,26 @@ fn a_host_without_the_driver_says_why() {
     let err = NvmlGpus::load_from(missing).err().unwrap();
     assert!(!err.is_empty());
 }
+
+#[test]
+fn the_inventory_command_prints_what_the_host_offers_as_slurmd_c_does() {
+    let (dir, _lib) = fake_nvml();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_drover-noded"))
+        .args(["--name", "g1", "inventory"])
+        .env("LD_LIBRARY_PATH", dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let first = text.lines().next().unwrap_or("");
+    assert!(first.starts_with("NodeName=g1 CPUs="), "{text}");
+    assert!(
+        first.ends_with(" Gres=gpu:h100_80gb_hbm3:7,gpu:1g.10gb:7"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("GPU ")).count(),
+        14,
+        "{text}"
+    );
+}

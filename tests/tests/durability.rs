@@ -175,12 +175,23 @@ fn a_vanished_node_fails_or_requeues_its_jobs() {
     assert!(wait_until(T, || std::fs::read_to_string(&out)
         .unwrap_or_default()
         .contains("on-tn1")));
-    // A job that did not ask for requeue ends NODE_FAIL when its node vanishes.
+    // Back, tn2 stays DOWN until an admin resumes it (ReturnToService=0, Slurm's
+    // default): its daemon registers, but no job is placed there.
     c.start_node(1);
+    let registered = c.path().join("log").join("tn2.log");
+    assert!(wait_until(T, || std::fs::read_to_string(&registered)
+        .unwrap_or_default()
+        .matches("registered with the controller")
+        .count()
+        >= 2));
+    let state = c.ok(&["sinfo", "-h", "-N", "-n", "tn2", "-o", "%T"]);
+    assert!(state.trim().starts_with("down"), "{state}");
+    c.ok(&["scontrol", "update", "nodename=tn2", "state=resume"]);
     assert!(wait_until(T, || c
         .ok(&["sinfo", "-h", "-N", "-n", "tn2", "-o", "%T"])
         .trim()
         == "idle"));
+    // A job that did not ask for requeue ends NODE_FAIL when its node vanishes.
     // Wait for the script itself to run: a node lost while the launch is still in
     // flight is a launch failure (requeued), not a node failure.
     let started = c.work.join("doomed.started");

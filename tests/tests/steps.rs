@@ -141,3 +141,91 @@ fn a_task_count_beyond_one_node_spreads_over_several() {
     c.wait_state(gpus, "COMPLETED", T);
     assert_eq!(c.field(gpus, "NNodes"), "3");
 }
+
+#[test]
+fn salloc_and_srun_outside_an_allocation_take_one_and_give_it_back() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        ..ClusterSpec::default()
+    });
+    let out = c.run(&[
+        "salloc",
+        "-N",
+        "2",
+        "sh",
+        "-c",
+        "echo job=$SLURM_JOB_ID nodes=$SLURM_NNODES; srun -l sh -c 'echo $SLURMD_NODENAME'",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let id: u32 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(stdout.contains(&format!("job={id} nodes=2")), "{stdout}");
+    assert_eq!(
+        sorted_lines(&stdout)[..2],
+        ["0: tn1".to_string(), "1: tn2".to_string()],
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("salloc: Relinquishing job allocation {id}")),
+        "{stderr}"
+    );
+    c.wait_state(id, "COMPLETED", T);
+
+    // The command's exit code is salloc's, and a failure fails the job.
+    let out = c.run(&["salloc", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3));
+
+    // srun outside an allocation: the step's output as it comes, its exit code.
+    let out = c.run(&["srun", "-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(sorted_lines(&stdout), ["0: tn1", "1: tn2"]);
+    let out = c.run(&["srun", "sh", "-c", "exit 4"]);
+    assert_eq!(out.status.code(), Some(4));
+    // (sacct -s without -S looks at this very second, as Slurm's: not used here.)
+    let mut jobs = String::new();
+    assert!(
+        wait_until(T, || {
+            jobs = c.ok(&["sacct", "-n", "-X", "-P", "-o", "JobName,State"]);
+            jobs.lines().filter(|l| *l == "sh|FAILED").count() == 2
+        }),
+        "{jobs}"
+    );
+}
+
+#[test]
+fn each_task_sees_its_own_gpus_with_gpus_per_task() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    let id = c.sbatch(
+        &["-n", "2", "--gpus=2", "-o", "gpus.out"],
+        "echo job=$SLURM_JOB_GPUS\n\
+         srun -l --gpus-per-task=1 sh -c 'echo $CUDA_VISIBLE_DEVICES'\n\
+         srun -l --gpu-bind=map_gpu:1 sh -c 'echo map=$CUDA_VISIBLE_DEVICES'\n\
+         srun --gpu-bind=bogus true; echo bad=$?",
+    );
+    c.wait_state(id, "COMPLETED", T);
+    let out = read(&c, "gpus.out");
+    let job: Vec<String> = out
+        .lines()
+        .find_map(|l| l.strip_prefix("job="))
+        .unwrap_or_else(|| panic!("{out}"))
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    assert_eq!(job.len(), 2, "{out}");
+    let lines = sorted_lines(&out);
+    assert!(lines.contains(&format!("0: {}", job[0])), "{out}");
+    assert!(lines.contains(&format!("1: {}", job[1])), "{out}");
+    assert!(lines.contains(&format!("0: map={}", job[1])), "{out}");
+    assert!(lines.contains(&format!("1: map={}", job[1])), "{out}");
+    assert!(out.contains("Invalid --gpu-bind argument: bogus"), "{out}");
+    assert!(out.contains("bad=1"), "{out}");
+}

@@ -2,6 +2,7 @@
 
 pub mod reservation;
 pub mod sacct;
+pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
@@ -32,6 +33,7 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "scontrol" => scontrol::run(args),
         "sacct" => sacct::run(args),
         "srun" => srun::run(args),
+        "salloc" => salloc::run(args),
         "up" => up::run(args),
         "why" => why::run(args),
         _ => {

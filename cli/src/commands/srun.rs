@@ -6,19 +6,13 @@
 //! with the step's environment (`task_env`) and `--output/--error/--input` filename
 //! patterns (`%j %J %t %n %N %A %a %s %u %x`, `step_path`).
 //!
-//! Outside an allocation it submits the command as a batch job (like `sbatch --wrap`),
-//! waits for it, copies its output (kept meanwhile in hidden files in the current
-//! directory, which must be shared with the node) to stdout and stderr, and exits with
-//! its code; Ctrl-C cancels the job. Live output and `--pty` outside an allocation come
-//! in a later version.
+//! Outside an allocation it takes one for the step (`salloc::allocate`), runs the step
+//! in it as above, with its output live, and gives it back (`outside_allocation`).
+//! `--pty` is accepted and ignored: tasks get no terminal.
 
-use super::sbatch::Submitter;
-use super::submit_opts::{self, Command, Source, SubmitOpts, build_spec};
+use super::submit_opts::{self, Command, Source, SubmitOpts};
 use crate::args;
-use crate::calls;
 use crate::exit::Exit;
-use crate::jobs;
-use crate::times;
 use crate::{client, opts};
 use model::pattern::{PatternValues, expand_pattern};
 use proto::v1;
@@ -204,7 +198,7 @@ pub fn run(args: &[String]) -> ExitCode {
             }
             _ => Exit::error(PROG, format!("Invalid job id specified: {job}")).finish(),
         },
-        None => client::runtime_with_io().block_on(as_job(req, env)),
+        None => client::runtime_with_io().block_on(outside_allocation(req, env)),
     }
 }
 
@@ -237,123 +231,24 @@ pub fn task_failure(host: &str, task: u32, code: i32, signal: i32) -> Option<u8>
     None
 }
 
-/// The batch script that runs the command: each word single-quoted.
-pub fn command_script(command: &[String]) -> String {
-    let quoted: Vec<String> = command
-        .iter()
-        .map(|w| format!("'{}'", w.replace('\'', r"'\''")))
-        .collect();
-    format!(
-        "#!/bin/sh\n# This script was created by srun.\n\n{}\n",
-        quoted.join(" ")
-    )
-}
-
-async fn as_job(req: Request, env: Vec<(String, String)>) -> ExitCode {
-    let mut o = req.opts.clone();
-    let submitter = Submitter::here(env);
-    let uid = submitter.uid;
-    let tag = format!(
-        "{}/.drover-srun-{}-{}",
-        submitter.cwd.trim_end_matches('/'),
-        std::process::id(),
-        times::now()
-    );
-    let own_out = o.output.is_none();
-    let own_err = o.error.is_none() && own_out;
-    if own_out {
-        o.output = Some(format!("{tag}.out"));
-    }
-    if own_err {
-        o.error = Some(format!("{tag}.err"));
-    }
-    if o.input.is_none() {
-        o.input = Some("/dev/null".into());
-    }
-    let ctx = submitter.ctx();
-    let name = submit_opts::basename(&req.command[0]).to_string();
-    let spec = match build_spec(
-        &o,
-        PROG,
-        &ctx,
-        command_script(&req.command),
-        Vec::new(),
-        &name,
-    ) {
-        Ok(s) => s,
+/// Outside an allocation, as Slurm's srun: takes one for the step (with srun's options:
+/// `-N`, `-n`, `-c`, `--mem`, `-t`, `-p`, ...), runs the step in it, with its output live,
+/// and gives it back: the job ends COMPLETED, or FAILED with a failed step.
+async fn outside_allocation(req: Request, env: Vec<(String, String)>) -> ExitCode {
+    let name = req
+        .opts
+        .job_name
+        .clone()
+        .unwrap_or_else(|| submit_opts::basename(&req.command[0]).to_string());
+    let alloc = match super::salloc::allocate(PROG, &req.opts, env.clone(), &name, false).await {
+        Ok(a) => a,
         Err(e) => return e.finish(),
     };
-    let fail = |e: String| Exit::error(PROG, format!("Unable to allocate resources: {e}")).finish();
-    let mut client = match calls::connect().await {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
-    let reply = match client
-        .submit_job(v1::SubmitJobRequest {
-            spec: Some(spec),
-            test_only: false,
-        })
-        .await
-    {
-        Ok(r) => r.into_inner(),
-        Err(s) => return fail(calls::status_text(&s)),
-    };
-    let job_id = reply.job_id;
-    let outcome = tokio::select! {
-        r = super::wait::wait_for_job(PROG, &mut client, job_id) => Some(r),
-        _ = tokio::signal::ctrl_c() => None,
-    };
-    let cleanup = || {
-        if own_out {
-            let _ = std::fs::remove_file(format!("{tag}.out"));
-        }
-        if own_err {
-            let _ = std::fs::remove_file(format!("{tag}.err"));
-        }
-    };
-    let jobs = match outcome {
-        Some(Ok(jobs)) => jobs,
-        Some(Err(e)) => {
-            cleanup();
-            return e.finish();
-        }
-        None => {
-            let req = v1::SignalJobsRequest {
-                filter: Some(v1::JobFilter {
-                    job_ids: vec![job_id.to_string()],
-                    ..Default::default()
-                }),
-                signal: 0,
-                requester_uid: uid,
-                batch_only: false,
-            };
-            let _ = client.signal_jobs(req).await;
-            eprintln!("{PROG}: Force Terminated JobId={job_id}");
-            cleanup();
-            return ExitCode::from(130);
-        }
-    };
-    use std::io::Write;
-    if own_out && let Ok(bytes) = std::fs::read(format!("{tag}.out")) {
-        let _ = std::io::stdout().write_all(&bytes);
-        let _ = std::io::stdout().flush();
-    }
-    if own_err && let Ok(bytes) = std::fs::read(format!("{tag}.err")) {
-        let _ = std::io::stderr().write_all(&bytes);
-    }
-    cleanup();
-    let Some(j) = jobs.first() else {
-        return Exit::error(PROG, format!("Job {job_id} no longer found")).finish();
-    };
-    if let Some(code) = task_failure(&j.batch_host, 0, j.exit_code, j.exit_signal) {
-        return ExitCode::from(code);
-    }
-    let state = jobs::job_state(j);
-    if state != model::JobState::Completed {
-        eprintln!("{PROG}: error: job {job_id} ended {}", state.name());
-        return ExitCode::from(1);
-    }
-    ExitCode::SUCCESS
+    let job_id = alloc.job.job_id;
+    let env = alloc.env(env);
+    let code = super::step::in_allocation(req, env, job_id).await;
+    alloc.relinquish(code == ExitCode::SUCCESS).await;
+    code
 }
 
 #[cfg(test)]
@@ -519,13 +414,5 @@ mod tests {
             "out-5-1-gpu02"
         );
         assert_eq!(step_path("none", &job(), 0, "h", 0, 0), "/dev/null");
-    }
-
-    #[test]
-    fn wrapped_command_is_quoted() {
-        assert_eq!(
-            command_script(&s(&["echo", "a b", "it's"])),
-            "#!/bin/sh\n# This script was created by srun.\n\n'echo' 'a b' 'it'\\''s'\n"
-        );
     }
 }

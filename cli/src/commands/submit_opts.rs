@@ -263,7 +263,11 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::ignored(SbatchOnly, value("export-file", None)),
     OptDef::ignored(Both, value("extra-node-info", Some('B'))),
     OptDef::ignored(Both, optional("get-user-env", None)),
-    OptDef::ignored(Both, value("gpu-bind", None)),
+    OptDef::only(SrunOnly, value("gpu-bind", None), |o, a| {
+        model::step::GpuBind::parse(a.value).map_err(|e| Exit::error(a.prog, e))?;
+        o.gpu_bind = Some(a.value.to_string());
+        Ok(())
+    }),
     OptDef::ignored(Both, value("gpu-freq", None)),
     OptDef::both(value("gpus", Some('G')), |o, a| {
         o.gpus = Some(a.gpus()?);
@@ -600,6 +604,8 @@ pub struct SubmitOpts {
     pub label: bool,
     /// `-K`: kill the step when one of its tasks fails.
     pub kill_on_bad_exit: bool,
+    /// `--gpu-bind`, checked (`model::step::GpuBind`).
+    pub gpu_bind: Option<String>,
     pub jobid: Option<String>,
     pub cpu_bind: Option<String>,
 }

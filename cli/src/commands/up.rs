@@ -43,6 +43,8 @@ heartbeat_interval_ms = 1000
 node_timeout_s = 10
 kill_wait_s = 5
 min_job_age_s = 300
+# A node daemon restarted after it was set DOWN for silence is back in service.
+return_to_service = 1
 
 [[nodes]]
 names = "{nodes}"

@@ -94,6 +94,14 @@ pub fn register(turn: &mut Turn, reg: Registration) -> NodeOrders {
         }
         None => (reg.cpus, reg.memory_mb, reg.gpus, Vec::new()),
     };
+    let returns_to_service = turn
+        .state
+        .nodes
+        .get(&reg.node)
+        .is_none_or(|n| returns_to_service(turn.config, n));
+    if !returns_to_service {
+        tracing::info!(node = %reg.node, "node stays DOWN until resumed (ReturnToService)");
+    }
     turn.emit(Event::NodeRegistered {
         name: reg.node.clone(),
         addr: reg.addr,
@@ -103,19 +111,11 @@ pub fn register(turn: &mut Turn, reg: Registration) -> NodeOrders {
         features: reg.features,
         boot_time: reg.boot_time,
         time: turn.now,
+        returns_to_service,
     });
-    let drained = turn.state.nodes.get(&reg.node).is_some_and(|n| n.drain);
-    if !lacking.is_empty() && !drained {
-        let reason = lacking.join(", ");
-        tracing::warn!(node = %reg.node, %reason, "node has less than configured; draining it");
-        turn.emit(Event::NodeAdmin {
-            name: reg.node.clone(),
-            drain: true,
-            down: false,
-            reason,
-            uid: 0,
-            time: turn.now,
-        });
+    if !lacking.is_empty() {
+        tracing::warn!(node = %reg.node, "node has less than configured");
+        drain_for(turn, &reg.node, &lacking.join(", "));
     }
     turn.reschedule = true;
     reconcile(turn, &reg.node, &reg.jobs, true)
@@ -139,13 +139,47 @@ fn found_as_declared(declared: &[GpuDevice], found: &[GpuDevice]) -> Option<Vec<
         .collect()
 }
 
+/// Slurm's ReturnToService: would a registration of `node` bring it back from DOWN?
+/// A node that is not DOWN is in service anyway.
+fn returns_to_service(config: &model::Config, node: &model::Node) -> bool {
+    node.health != NodeHealth::Down
+        || match config.controller.return_to_service {
+            0 => false,
+            1 => node.reason == NOT_RESPONDING,
+            _ => true,
+        }
+}
+
+/// Drains `node` for `reason`, as the node asked, unless it is drained or DOWN already
+/// (an admin's drain and its reason stay).
+fn drain_for(turn: &mut Turn, node: &str, reason: &str) {
+    let Some(n) = turn.state.nodes.get(node) else {
+        return;
+    };
+    // A DOWN node takes no work anyway, and a drain would count as its resume.
+    if n.drain || n.health == NodeHealth::Down {
+        return;
+    }
+    tracing::warn!(node, reason, "draining node at its request");
+    turn.emit(Event::NodeAdmin {
+        name: node.to_string(),
+        drain: true,
+        down: false,
+        reason: reason.to_string(),
+        uid: 0,
+        time: turn.now,
+    });
+}
+
 /// A heartbeat: the node's time is noted (not stored) and what it runs corrected.
 pub fn heartbeat(turn: &mut Turn, hb: Heartbeat) -> NodeOrders {
-    let known = turn
-        .state
-        .nodes
-        .get(&hb.node)
-        .is_some_and(|n| n.health == NodeHealth::Up && !n.addr.is_empty());
+    // A node DOWN that registering would not bring back is heard as it is: what it
+    // runs is still corrected. One registering would bring back is asked to.
+    let known = turn.state.nodes.get(&hb.node).is_some_and(|n| {
+        !n.addr.is_empty()
+            && (n.health == NodeHealth::Up
+                || (n.health == NodeHealth::Down && !returns_to_service(turn.config, n)))
+    });
     if !known {
         return NodeOrders {
             register_again: true,
@@ -156,6 +190,9 @@ pub fn heartbeat(turn: &mut Turn, hb: Heartbeat) -> NodeOrders {
         name: hb.node.clone(),
         time: turn.now,
     });
+    if !hb.unhealthy.is_empty() {
+        drain_for(turn, &hb.node, &hb.unhealthy);
+    }
     reconcile(turn, &hb.node, &hb.jobs, false)
 }
 
@@ -289,6 +326,10 @@ pub fn launch_failed(
 /// preemption or the node's report says.
 pub fn job_finished(turn: &mut Turn, end: JobEnd) {
     let id = end.job_id;
+    // What the node says of itself holds whichever run it reports.
+    if !end.drain_reason.is_empty() {
+        drain_for(turn, &end.node, &end.drain_reason);
+    }
     let Some(job) = turn.state.job(id) else {
         return;
     };
@@ -335,7 +376,17 @@ pub fn job_finished(turn: &mut Turn, end: JobEnd) {
             }
         }
     }
+    if end.kind == EndKind::PrologFailed {
+        tracing::warn!(job_id = id, node = %end.node, error = %end.message, "prolog failed; requeueing the job");
+        turn.emit(Event::JobRequeued {
+            job_id: id,
+            time,
+            hold: false,
+        });
+        return;
+    }
     let (state, reason) = match end.kind {
+        EndKind::PrologFailed => unreachable!("requeued above"),
         EndKind::Cancelled => (JobState::Cancelled, Reason::None),
         EndKind::Timeout => (JobState::Timeout, Reason::TimeLimit),
         EndKind::OutOfMemory => (JobState::OutOfMemory, Reason::OutOfMemory),

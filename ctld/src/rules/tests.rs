@@ -94,6 +94,7 @@ impl Env {
     fn heartbeat(&mut self, node: &str, jobs: &[JobOnNode]) -> NodeOrders {
         let hb = Heartbeat {
             node: node.into(),
+            unhealthy: String::new(),
             jobs: jobs.to_vec(),
         };
         self.turn(|t| nodes::heartbeat(t, hb)).answer
@@ -194,6 +195,7 @@ impl Env {
             exit_signal: if kind == EndKind::Cancelled { 15 } else { 0 },
             end_time: 0,
             message: String::new(),
+            drain_reason: String::new(),
         };
         self.turn(|t| nodes::job_finished(t, end));
     }
@@ -641,6 +643,7 @@ fn a_launch_the_node_refuses_requeues_the_job_and_downs_the_node() {
         exit_signal: 0,
         end_time: 0,
         message: String::new(),
+        drain_reason: String::new(),
     };
     let d = env.turn(|t| nodes::job_finished(t, end));
     assert!(d.events.is_empty());
@@ -884,4 +887,73 @@ fn a_node_that_registers_less_than_configured_is_drained_with_what_it_lacks() {
     let d = env.turn(|t| nodes::register(t, short));
     assert_eq!(d.events.len(), 1);
     assert!(!env.state.nodes["n2"].drain);
+}
+
+#[test]
+fn a_failed_prolog_requeues_the_job_and_drains_its_node() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let node = env.start(id);
+    let end = JobEnd {
+        node: node.clone(),
+        job_id: id,
+        restart_count: 0,
+        kind: EndKind::PrologFailed,
+        exit_code: 1,
+        exit_signal: 0,
+        end_time: 0,
+        message: "prolog exited with 1".into(),
+        drain_reason: "Prolog error".into(),
+    };
+    env.turn(|t| nodes::job_finished(t, end));
+    let job = env.job(id);
+    assert_eq!((job.state, job.restart_count), (JobState::Pending, 1));
+    let n = &env.state.nodes[&node];
+    assert!(n.drain && n.reason == "Prolog error", "{n:?}");
+}
+
+#[test]
+fn a_failed_health_check_drains_the_node_with_its_output() {
+    let mut env = Env::new("");
+    let hb = Heartbeat {
+        node: "n2".into(),
+        unhealthy: "ERROR: /scratch is not mounted".into(),
+        jobs: vec![],
+    };
+    env.turn(|t| nodes::heartbeat(t, hb));
+    let n = &env.state.nodes["n2"];
+    assert!(
+        n.drain && n.reason == "ERROR: /scratch is not mounted",
+        "{n:?}"
+    );
+    assert!(!env.state.nodes["n1"].drain);
+}
+
+#[test]
+fn a_node_down_for_silence_stays_down_when_it_answers_unless_return_to_service_says() {
+    for (rts, back) in [(0, false), (1, true)] {
+        let mut env = Env::new("");
+        env.config.controller.return_to_service = rts;
+        let id = env.submit(|s| s.requeue = true);
+        let node = env.start(id);
+        // The node stalls past the timeout: DOWN, its job requeued.
+        env.now += 31;
+        env.heartbeat(if node == "n1" { "n2" } else { "n1" }, &[]);
+        env.turn(timer::tick);
+        assert_eq!(env.state.nodes[&node].health, model::NodeHealth::Down);
+        assert_eq!(env.job(id).state, JobState::Pending);
+        // It answers again, still running the old run.
+        let stale = [JobOnNode {
+            job_id: id,
+            restart_count: 0,
+            suspended: false,
+            ending: false,
+        }];
+        let orders = env.heartbeat(&node, &stale);
+        assert_eq!(orders.register_again, back, "rts {rts}");
+        let orders = env.register(&node, &stale);
+        assert!(orders.kill.contains(&id), "rts {rts}: {orders:?}");
+        let health = env.state.nodes[&node].health;
+        assert_eq!(health == model::NodeHealth::Up, back, "rts {rts}");
+    }
 }

@@ -138,6 +138,7 @@ impl Config {
         }
         self.check_scheduler(&top.key("scheduler"))?;
         self.check_cgroup(&top.key("cgroup"))?;
+        self.check_node_daemon(&top.key("node_daemon"))?;
         self.check_priority(&top.key("priority"))?;
         let qos = self.check_qos(&top.key("qos"))?;
         self.check_accounts(&top.key("accounts"), &qos)?;
@@ -166,6 +167,12 @@ impl Config {
 
     fn check_controller(&self, at: &KeyPath) -> Checked {
         let c = &self.controller;
+        if c.return_to_service > 2 {
+            return Err(Invalid::new(
+                &at.key("return_to_service"),
+                format!("must be 0, 1 or 2, not {}", c.return_to_service),
+            ));
+        }
         let port_ok = c.addr.rsplit_once(':').is_some_and(|(host, port)| {
             !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
         });
@@ -432,6 +439,29 @@ impl Config {
             return Err(Invalid::new(
                 &at.key("allow_qos").index(i),
                 format!("unknown QOS `{}`", p.allow_qos[i]),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_node_daemon(&self, at: &KeyPath) -> Checked {
+        let d = &self.node_daemon;
+        for (key, path) in [
+            ("prolog", &d.prolog),
+            ("epilog", &d.epilog),
+            ("health_check_program", &d.health_check_program),
+        ] {
+            if !path.is_empty() && !path.starts_with('/') {
+                return Err(Invalid::new(
+                    &at.key(key),
+                    format!("must be an absolute path, not `{path}`"),
+                ));
+            }
+        }
+        if d.health_check_interval_s > 0 && d.health_check_program.is_empty() {
+            return Err(Invalid::new(
+                &at.key("health_check_interval_s"),
+                "is set, but no health_check_program is",
             ));
         }
         Ok(())

@@ -377,6 +377,22 @@ fn rows() -> Vec<Row> {
             2,
             &["name: invalid partition name `gpu nodes`"],
         ),
+        row(
+            "[controller]\naddr = \"h:1\"\nreturn_to_service = 3\n",
+            3,
+            &["return_to_service: must be 0, 1 or 2, not 3"],
+        ),
+        // ------------------------------------------------ [node_daemon]
+        row(
+            "[node_daemon]\nprolog = \"prolog.sh\"\n",
+            2,
+            &["prolog: must be an absolute path, not `prolog.sh`"],
+        ),
+        row(
+            "[node_daemon]\nhealth_check_interval_s = 60\n",
+            2,
+            &["health_check_interval_s: is set, but no health_check_program is"],
+        ),
         // ------------------------------------------------ [cgroup]
         row(
             "[cgroup]\nmode = \"v3\"\n",
