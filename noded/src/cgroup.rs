@@ -347,7 +347,7 @@ impl JobCgroup {
                     let cpuset = *c == Controller::Cpuset;
                     make_levels(root, &self.job_rel, cpuset)?;
                 }
-                self.write_v1_limits(limits)?;
+                self.write_limits(limits)?;
                 for (c, root) in mounts {
                     make_levels(
                         &root.join(&self.job_rel),
@@ -373,7 +373,7 @@ impl JobCgroup {
                     dir.push(part);
                     write_file(&dir.join("cgroup.subtree_control"), &enable)?;
                 }
-                self.write_v2_limits(limits)?;
+                self.write_limits(limits)?;
                 make_levels(&mount.join(&self.job_rel), Path::new(step), false)?;
             }
         }
@@ -391,8 +391,11 @@ impl JobCgroup {
             .collect()
     }
 
-    fn write_v1_limits(&self, limits: &Limits) -> Result<(), CgroupError> {
+    /// Writes the job's limits into its cgroup: the CPU ids, the memory limit (and no
+    /// swap beyond it), and, on v1, the device denials.
+    fn write_limits(&self, limits: &Limits) -> Result<(), CgroupError> {
         let h = &self.hierarchy;
+        let v1 = matches!(h, Hierarchy::V1 { .. });
         if let (Some(dir), false) = (
             h.dir_for(Controller::Cpuset, &self.job_rel),
             limits.cpus.is_empty(),
@@ -405,39 +408,25 @@ impl JobCgroup {
         if let (Some(dir), Some(bytes)) =
             (h.dir_for(Controller::Memory, &self.job_rel), limits.memory)
         {
-            write_file(&dir.join("memory.limit_in_bytes"), &bytes.to_string())?;
-            // With swap accounting, swap is no way around the limit.
-            let memsw = dir.join("memory.memsw.limit_in_bytes");
-            if memsw.exists() {
-                write_file(&memsw, &bytes.to_string())?;
+            // v1 limits memory and swap together (memsw, with swap accounting); v2
+            // limits swap apart, to none.
+            let (limit, swap, swap_value) = if v1 {
+                (
+                    "memory.limit_in_bytes",
+                    "memory.memsw.limit_in_bytes",
+                    bytes.to_string(),
+                )
+            } else {
+                ("memory.max", "memory.swap.max", "0".to_string())
+            };
+            write_file(&dir.join(limit), &bytes.to_string())?;
+            if dir.join(swap).exists() {
+                write_file(&dir.join(swap), &swap_value)?;
             }
         }
-        if let Some(dir) = h.dir_for(Controller::Devices, &self.job_rel) {
+        if let (true, Some(dir)) = (v1, h.dir_for(Controller::Devices, &self.job_rel)) {
             for (major, minor) in &limits.deny_devices {
                 write_file(&dir.join("devices.deny"), &format!("c {major}:{minor} rwm"))?;
-            }
-        }
-        Ok(())
-    }
-
-    fn write_v2_limits(&self, limits: &Limits) -> Result<(), CgroupError> {
-        let h = &self.hierarchy;
-        if let (Some(dir), false) = (
-            h.dir_for(Controller::Cpuset, &self.job_rel),
-            limits.cpus.is_empty(),
-        ) {
-            write_file(
-                &dir.join("cpuset.cpus"),
-                &model::job::format_ranges(&limits.cpus),
-            )?;
-        }
-        if let (Some(dir), Some(bytes)) =
-            (h.dir_for(Controller::Memory, &self.job_rel), limits.memory)
-        {
-            write_file(&dir.join("memory.max"), &bytes.to_string())?;
-            let swap = dir.join("memory.swap.max");
-            if swap.exists() {
-                write_file(&swap, "0")?;
             }
         }
         Ok(())

@@ -113,10 +113,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let site = &config.node_daemon;
     if !site.health_check_program.is_empty() {
         // With no interval, only at start (as slurmd runs it before it registers).
-        let every = match site.health_check_interval_s {
-            0 => Duration::from_secs(100 * 365 * 24 * 3600),
-            s => Duration::from_secs(u64::from(s)),
-        };
+        let every = (site.health_check_interval_s > 0)
+            .then(|| Duration::from_secs(u64::from(site.health_check_interval_s)));
         tokio::spawn(noded::health::run(
             site.health_check_program.clone(),
             name.clone(),

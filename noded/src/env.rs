@@ -37,8 +37,10 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     if spec.ntasks_per_node > 0 {
         set("SLURM_NTASKS_PER_NODE", spec.ntasks_per_node.to_string());
     }
-    if spec.cpus_per_task > 0 {
-        set("SLURM_CPUS_PER_TASK", spec.cpus_per_task.to_string());
+    // Only with -c, which sbatch says in the submit environment: the controller gives
+    // every job at least one CPU per task, asked for or not.
+    if let Some((_, cpt)) = req.env.iter().find(|(k, _)| k == "SLURM_CPUS_PER_TASK") {
+        set("SLURM_CPUS_PER_TASK", cpt.clone());
     }
     set("SLURM_CPUS_ON_NODE", req.cpus_on_node.to_string());
     // Only this node's share is known here; allocations are uniform across nodes.
@@ -114,12 +116,7 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         set("SLURM_ARRAY_TASK_STEP", array_step(ids).to_string());
     }
     if !req.gpu_indices.is_empty() {
-        let list = req
-            .gpu_indices
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let list = id_list(&req.gpu_indices);
         // As Slurm: SLURM_GPUS is the `--gpus` count, set only when it was asked for.
         if spec.gpus > 0 {
             set("SLURM_GPUS", spec.gpus.to_string());
@@ -142,6 +139,19 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         set("DROVER_CTLD_ADDR", req.ctld_addr.clone());
     }
     env
+}
+
+/// Ids as Slurm's variables list them: `0,2,3`.
+pub fn id_list(ids: &[u32]) -> String {
+    ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// Sets `name` to `value` in `env`, in place when it is there, else at the end.
+pub fn set_var(env: &mut Vec<(String, String)>, name: &str, value: String) {
+    match env.iter_mut().find(|(n, _)| n == name) {
+        Some(slot) => slot.1 = value,
+        None => env.push((name.to_string(), value)),
+    }
 }
 
 /// `CUDA_VISIBLE_DEVICES` for `gpus` (node indices) of the job on this node, as Slurm
@@ -357,6 +367,7 @@ mod tests {
     fn optional_variables_appear_when_asked_for() {
         let mut info = sample();
         info.spec.cpus_per_task = 4;
+        info.env.push(("SLURM_CPUS_PER_TASK".into(), "4".into()));
         info.spec.num_tasks = 5;
         info.spec.mem_per_node_mb = 16_000;
         info.restart_count = 2;

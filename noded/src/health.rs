@@ -35,12 +35,12 @@ impl Health {
     }
 }
 
-/// Runs the check now and then every `interval`, forever, with `SLURMD_NODENAME` set to
-/// this node's name.
+/// Runs the check now and then every `interval` (`None`: only now), with
+/// `SLURMD_NODENAME` set to this node's name.
 pub async fn run(
     program: String,
     node: String,
-    interval: Duration,
+    interval: Option<Duration>,
     health: std::sync::Arc<Health>,
 ) {
     loop {
@@ -53,7 +53,10 @@ pub async fn run(
             warn!(program, %verdict, "health check failed");
         }
         health.set(verdict);
-        tokio::time::sleep(interval).await;
+        match interval {
+            Some(every) => tokio::time::sleep(every).await,
+            None => return,
+        }
     }
 }
 

@@ -317,33 +317,19 @@ fn start(
         None => (None, Box::new(NoIsolation::default())),
     };
     let local_ids = launch.task_ids.iter().enumerate();
-    let gtids = launch
-        .task_ids
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
+    let gtids = crate::env::id_list(&launch.task_ids);
     let mut tasks = Vec::new();
     let mut failure = None;
     for (local, &task_id) in local_ids {
         let mut task_env = env.clone();
-        let mut set = |k: &str, v: String| match task_env.iter_mut().find(|(n, _)| n == k) {
-            Some(slot) => slot.1 = v,
-            None => task_env.push((k.to_string(), v)),
-        };
+        let mut set = |k: &str, v: String| crate::env::set_var(&mut task_env, k, v);
         set("SLURM_PROCID", task_id.to_string());
         set("SLURM_LOCALID", local.to_string());
         set("SLURM_NODEID", launch.node_index.to_string());
         set("SLURMD_NODENAME", launch.node_name.clone());
         set("SLURM_GTIDS", gtids.clone());
         if !launch.gpu_indices.is_empty() {
-            let list = launch
-                .gpu_indices
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(",");
-            set("SLURM_STEP_GPUS", list);
+            set("SLURM_STEP_GPUS", crate::env::id_list(&launch.gpu_indices));
             set("SLURM_GPUS_ON_NODE", launch.gpu_indices.len().to_string());
             let mine = model::step::task_gpus(
                 &launch.gpu_indices,

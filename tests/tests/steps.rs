@@ -126,11 +126,12 @@ fn a_task_count_beyond_one_node_spreads_over_several() {
     let c = Cluster::start(ClusterSpec::default());
     let id = c.sbatch(
         &["-n", "6", "-o", "spread.out"],
-        "echo nodes=$SLURM_NNODES tasks=$SLURM_TASKS_PER_NODE\nsrun sh -c 'echo $SLURMD_NODENAME' | sort | uniq -c",
+        "echo nodes=$SLURM_NNODES tasks=$SLURM_TASKS_PER_NODE cpt=${SLURM_CPUS_PER_TASK:-unset}\nsrun sh -c 'echo $SLURMD_NODENAME' | sort | uniq -c",
     );
     c.wait_state(id, "COMPLETED", T);
     let out = read(&c, "spread.out");
-    assert!(out.contains("nodes=2 tasks=3(x2)"), "{out}");
+    // Without -c, no SLURM_CPUS_PER_TASK, as Slurm's.
+    assert!(out.contains("nodes=2 tasks=3(x2) cpt=unset"), "{out}");
     let counts: Vec<String> = out
         .lines()
         .skip(1)

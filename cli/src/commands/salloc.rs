@@ -120,10 +120,7 @@ impl Allocation {
     pub fn env(&self, mut env: Vec<(String, String)>) -> Vec<(String, String)> {
         let job = &self.job;
         let spec = job.spec.clone().unwrap_or_default();
-        let mut set = |k: &str, v: String| match env.iter_mut().find(|(n, _)| n == k) {
-            Some(slot) => slot.1 = v,
-            None => env.push((k.to_string(), v)),
-        };
+        let mut set = |k: &str, v: String| submit_opts::set_env(&mut env, k, v);
         set("SLURM_JOB_ID", job.job_id.to_string());
         set("SLURM_JOBID", job.job_id.to_string());
         set("SLURM_JOB_NODELIST", job.nodes.clone());

@@ -554,8 +554,13 @@ mod tests {
         assert_eq!((sp.time_limit_min, sp.mem_per_node_mb), (5, 200));
         assert_eq!(sp.work_dir, "/w");
         assert_eq!(sp.comment, "rule_make");
-        // The environment, and where sbatch ran.
-        assert_eq!(sp.env.len(), 3);
+        // The environment, where sbatch ran, and --cpus-per-task=1.
+        assert_eq!(sp.env.len(), 4);
+        assert!(
+            sp.env
+                .iter()
+                .any(|e| e.name == "SLURM_CPUS_PER_TASK" && e.value == "1")
+        );
         // sbatch ran in /home/ada/proj; -D /w is where the job runs.
         assert!(
             sp.env

@@ -80,10 +80,7 @@ pub fn task_env(
     let num_tasks: u32 = counts.iter().sum::<u32>().max(1);
     let per_node = model::step::compressed_counts(&counts);
     let spec = job.spec.clone().unwrap_or_default();
-    let mut set = |k: &str, v: String| match out.iter_mut().find(|(n, _)| n == k) {
-        Some(slot) => slot.1 = v,
-        None => out.push((k.to_string(), v)),
-    };
+    let mut set = |k: &str, v: String| submit_opts::set_env(&mut out, k, v);
     set("SLURM_JOB_ID", job.job_id.to_string());
     set("SLURM_JOBID", job.job_id.to_string());
     if !spec.name.is_empty() {

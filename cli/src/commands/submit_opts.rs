@@ -786,6 +786,14 @@ pub fn parse_signal_spec(text: &str) -> Option<v1::SignalSpec> {
     })
 }
 
+/// Sets `name` to `value` in `env`, in place when it is there, else at the end.
+pub fn set_env(env: &mut Vec<(String, String)>, name: &str, value: String) {
+    match env.iter_mut().find(|(n, _)| n == name) {
+        Some(slot) => slot.1 = value,
+        None => env.push((name.to_string(), value)),
+    }
+}
+
 /// The environment a job gets under `--export`: `ALL` (the default) is everything;
 /// `NONE` only `SLURM_*` variables; `ALL,A=1,B` everything plus the listed settings;
 /// `A,B=x` only `SLURM_*` plus the listed names (taken from here) and settings.
@@ -969,8 +977,12 @@ pub fn build_spec(
     };
     let mut env = export_env(o.export.as_deref(), ctx.env);
     // Where sbatch ran, whatever `--chdir` says (sbatch(1): SLURM_SUBMIT_DIR).
-    env.retain(|(name, _)| name != "SLURM_SUBMIT_DIR");
+    env.retain(|(name, _)| name != "SLURM_SUBMIT_DIR" && name != "SLURM_CPUS_PER_TASK");
     env.push(("SLURM_SUBMIT_DIR".into(), ctx.cwd.to_string()));
+    // Set in the job only when -c is given, as sbatch's; not a parent job's.
+    if let Some(c) = o.cpus_per_task {
+        env.push(("SLURM_CPUS_PER_TASK".into(), c.to_string()));
+    }
     let env = env
         .into_iter()
         .map(|(name, value)| v1::EnvVar { name, value })
