@@ -479,13 +479,26 @@ fn catch_stop_signals() {
     }
 }
 
-/// Blocks until SIGINT/SIGTERM, or until a daemon dies.
+/// Blocks until SIGINT/SIGTERM, or until the controller (the first child) dies. A node
+/// daemon that dies is said once; its node goes DOWN when the controller stops hearing
+/// from it, and the rest of the cluster goes on, as on a real one.
 fn wait_for_stop(children: &mut [(String, Child)]) {
+    let mut gone = vec![false; children.len()];
     while !STOP_ASKED.load(std::sync::atomic::Ordering::SeqCst) {
-        for (name, child) in children.iter_mut() {
+        for (i, (name, child)) in children.iter_mut().enumerate() {
+            if gone[i] {
+                continue;
+            }
             if let Ok(Some(status)) = child.try_wait() {
-                eprintln!("drover: {name} exited ({status}); stopping the cluster");
-                return;
+                if i == 0 {
+                    eprintln!("drover: {name} exited ({status}); stopping the cluster");
+                    return;
+                }
+                gone[i] = true;
+                eprintln!(
+                    "drover: the node daemon of {name} exited ({status}); the node goes DOWN, \
+                     the rest of the cluster goes on"
+                );
             }
         }
         std::thread::sleep(Duration::from_millis(50));
