@@ -8,6 +8,10 @@
 //! restart of the daemon. They talk through files in the job directory (`spool`):
 //! `launch.json` in, `pid`/`pgid` and `status.json` out; and through signals: SIGTERM to
 //! the supervisor cancels the job.
+//!
+//! The supervisor confines the job (`isolation`, `cgroup`) and runs it as its user
+//! (`user`); the daemon finds what the host offers (`inventory`, `nvml`), runs the
+//! site's health check (`health`) and the tasks of steps `srun` starts (`tasks`).
 
 pub mod affinity;
 pub mod agent;
