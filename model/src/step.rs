@@ -84,6 +84,79 @@ pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Vec<(usize, Vec<u32>)>, 
     Ok(out)
 }
 
+/// `--cpu-bind`: which of its node's step CPUs each task runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CpuBind {
+    /// Each task its own CPUs: its `-c` of them, in task order (what Slurm's
+    /// task/affinity does by default, and for `cores`, `threads`, `sockets`, `rank`,
+    /// `ldoms`, here without the node's topology to go by).
+    #[default]
+    Own,
+    /// No binding of tasks: each may run on all of the step's CPUs.
+    None,
+    /// Task `i` (on its node) on CPU id `list[i % len]`.
+    Map(Vec<u32>),
+}
+
+impl CpuBind {
+    /// Slurm's syntax: `none`, `cores`, `threads`, `sockets`, `rank`, `ldoms`,
+    /// `map_cpu:0,2`, each with `quiet,`/`verbose,` (or `q`, `v`) allowed in front, or
+    /// alone.
+    pub fn parse(text: &str) -> Result<CpuBind, String> {
+        let bad = || format!("Invalid --cpu-bind argument: {text}");
+        let mut bind = CpuBind::Own;
+        for part in split_outside_lists(text) {
+            match part.split_once(':') {
+                None if matches!(part, "q" | "quiet" | "v" | "verbose") => {}
+                None if matches!(part, "none" | "no") => bind = CpuBind::None,
+                None if matches!(part, "cores" | "threads" | "sockets" | "rank" | "ldoms") => {
+                    bind = CpuBind::Own
+                }
+                Some(("map_cpu", list)) => {
+                    bind = CpuBind::Map(
+                        list.split(',')
+                            .map(|i| i.trim().parse::<u32>().map_err(|_| bad()))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    )
+                }
+                _ => return Err(bad()),
+            }
+        }
+        Ok(bind)
+    }
+}
+
+/// The words of a `--cpu-bind` value: split at commas, but a `map_cpu:` list keeps its
+/// own (it comes last).
+fn split_outside_lists(text: &str) -> Vec<&str> {
+    match text.find("map_cpu:") {
+        Some(at) => {
+            let mut words: Vec<&str> = text[..at].split(',').filter(|w| !w.is_empty()).collect();
+            words.push(&text[at..]);
+            words
+        }
+        None => text.split(',').filter(|w| !w.is_empty()).collect(),
+    }
+}
+
+/// The CPU ids task `local` runs on, of the step's CPUs on its node `cpus` (in order),
+/// each task taking `per_task` of them: empty when it is not bound.
+pub fn task_cpus(cpus: &[u32], local: u32, per_task: u32, bind: &CpuBind) -> Vec<u32> {
+    if cpus.is_empty() {
+        return Vec::new();
+    }
+    match bind {
+        CpuBind::None => Vec::new(),
+        CpuBind::Map(list) if !list.is_empty() => vec![list[local as usize % list.len()]],
+        _ => {
+            let per = per_task.max(1) as usize;
+            (0..per)
+                .map(|k| cpus[(local as usize * per + k) % cpus.len()])
+                .collect()
+        }
+    }
+}
+
 /// `--gpu-bind`: which of its node's step GPUs each task sees.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum GpuBind {
@@ -209,6 +282,26 @@ mod tests {
         assert_eq!(
             counts(req(13, 0, 0, 0), &job),
             Err(StepLayoutError::TooManyCpus)
+        );
+    }
+
+    #[test]
+    fn each_task_runs_on_the_cpus_its_binding_gives_it() {
+        let cpus = [4, 5, 6, 7];
+        assert_eq!(task_cpus(&cpus, 1, 2, &CpuBind::Own), vec![6, 7]);
+        assert_eq!(task_cpus(&cpus, 3, 1, &CpuBind::Own), vec![7]);
+        assert_eq!(task_cpus(&cpus, 1, 1, &CpuBind::None), Vec::<u32>::new());
+        assert_eq!(task_cpus(&cpus, 3, 1, &CpuBind::Map(vec![5, 4])), vec![4]);
+        assert_eq!(CpuBind::parse("q"), Ok(CpuBind::Own));
+        assert_eq!(CpuBind::parse("verbose,none"), Ok(CpuBind::None));
+        assert_eq!(CpuBind::parse("cores"), Ok(CpuBind::Own));
+        assert_eq!(
+            CpuBind::parse("quiet,map_cpu:1,3"),
+            Ok(CpuBind::Map(vec![1, 3]))
+        );
+        assert_eq!(
+            CpuBind::parse("mask_cpu:0x3"),
+            Err("Invalid --cpu-bind argument: mask_cpu:0x3".into())
         );
     }
 

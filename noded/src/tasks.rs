@@ -268,6 +268,54 @@ impl Isolation for StepPlacement {
     }
 }
 
+/// One task's placement: the step's, and the task's own CPUs (`--cpu-bind`).
+struct TaskPlacement<'a> {
+    step: &'a dyn Isolation,
+    cpus: Option<nix::sched::CpuSet>,
+}
+
+impl Isolation for TaskPlacement<'_> {
+    fn name(&self) -> &'static str {
+        self.step.name()
+    }
+    fn prepare(&mut self, _job: &LaunchInfo) -> Result<(), IsolationError> {
+        Ok(())
+    }
+    fn enter_child(&self) -> Result<(), Errno> {
+        self.step.enter_child()?;
+        match &self.cpus {
+            Some(set) => nix::sched::sched_setaffinity(Pid::from_raw(0), set),
+            None => Ok(()),
+        }
+    }
+    fn started(&mut self, _pid: Pid) {}
+    fn signal_all(&self, _signal: Signal) -> Result<(), IsolationError> {
+        Ok(())
+    }
+}
+
+/// The CPU set of task `local`, as `--cpu-bind` says; `None`: not bound (or the node's
+/// CPU ids are not this host's).
+fn task_cpu_set(
+    launch: &v1::TaskLaunch,
+    local: u32,
+    pin: bool,
+    bind: &model::step::CpuBind,
+) -> Option<nix::sched::CpuSet> {
+    if !pin {
+        return None;
+    }
+    let ids = model::step::task_cpus(&launch.cpu_ids, local, launch.cpus_per_task, bind);
+    if ids.is_empty() {
+        return None;
+    }
+    let mut set = nix::sched::CpuSet::new();
+    for id in ids {
+        set.set(id as usize).ok()?;
+    }
+    Some(set)
+}
+
 /// Builds the step's cgroup and starts every task (blocking: it forks).
 fn start(
     launch: &v1::TaskLaunch,
@@ -299,6 +347,11 @@ fn start(
         model::step::GpuBind::None
     } else {
         model::step::GpuBind::parse(&launch.gpu_bind)?
+    };
+    let cpu_bind = if launch.cpu_bind.is_empty() {
+        model::step::CpuBind::Own
+    } else {
+        model::step::CpuBind::parse(&launch.cpu_bind)?
     };
     let (cgroup, isolation): (Option<JobCgroup>, Box<dyn Isolation>) = match &confinement.cgroup {
         Some(placement) => {
@@ -346,7 +399,11 @@ fn start(
                 task_env.push((name.to_string(), value));
             }
         }
-        match start_task(launch, &task_env, &*isolation, &user, task_id) {
+        let placement = TaskPlacement {
+            step: &*isolation,
+            cpus: task_cpu_set(launch, local as u32, pin_cpus, &cpu_bind),
+        };
+        match start_task(launch, &task_env, &placement, &user, task_id) {
             Ok(t) => tasks.push(t),
             Err(e) => {
                 failure = Some(e);

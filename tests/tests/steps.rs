@@ -230,3 +230,32 @@ fn each_task_sees_its_own_gpus_with_gpus_per_task() {
     assert!(out.contains("Invalid --gpu-bind argument: bogus"), "{out}");
     assert!(out.contains("bad=1"), "{out}");
 }
+
+#[test]
+fn each_task_runs_on_its_own_cpus_unless_cpu_bind_says_none() {
+    // One node of this host's two CPUs, so that jobs are pinned to their CPU ids.
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        cpus: 2,
+        ..ClusterSpec::default()
+    });
+    let id = c.sbatch(
+        &["-n", "2", "-o", "cpus.out"],
+        "srun -l sh -c 'grep Cpus_allowed_list /proc/self/status'\n\
+         srun -l --cpu-bind=none sh -c 'echo none $(grep Cpus_allowed_list /proc/self/status)'\n\
+         srun --cpu-bind=mask_cpu:0x3 true; echo bad=$?",
+    );
+    c.wait_state(id, "COMPLETED", T);
+    let out = read(&c, "cpus.out");
+    let lines = sorted_lines(&out);
+    let own: Vec<&String> = lines.iter().filter(|l| l.contains(": Cpus_allowed_list")).collect();
+    assert_eq!(own.len(), 2, "{out}");
+    assert_ne!(
+        own[0].rsplit('\t').next(),
+        own[1].rsplit('\t').next(),
+        "tasks share a CPU: {out}"
+    );
+    assert_eq!(lines.iter().filter(|l| l.ends_with("none Cpus_allowed_list: 0-1")).count(), 2, "{out}");
+    assert!(out.contains("Invalid --cpu-bind argument: mask_cpu:0x3"), "{out}");
+    assert!(out.contains("bad=1"), "{out}");
+}

@@ -171,6 +171,8 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             node_name: node.name.clone(),
             gpus_per_task: o.gpus_per_task.as_ref().map_or(0, |g| g.count),
             gpu_bind: o.gpu_bind.clone().unwrap_or_default(),
+            cpu_bind: o.cpu_bind.clone().unwrap_or_default(),
+            cpus_per_task,
         };
         let _ = input_tx
             .send(TaskInput {

@@ -231,6 +231,7 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::ignored(Both, value("core-spec", Some('S'))),
     OptDef::ignored(Both, value("cores-per-socket", None)),
     OptDef::only(SrunOnly, value("cpu-bind", None), |o, a| {
+        model::step::CpuBind::parse(a.value).map_err(|e| Exit::error(a.prog, e))?;
         a.text(&mut o.cpu_bind)
     }),
     OptDef::ignored(Both, value("cpu-freq", None)),
