@@ -99,6 +99,7 @@ pub struct NodeDaemonConfig {
 /// [cgroup]
 /// mode = "auto"      # "auto" (default): v2 where its controllers are, else v1; "off"
 /// prefix = "drover"  # jobs go in <prefix>/<node>/job_<id> of each hierarchy
+/// max_tasks_per_job = 0  # pids.max of a job's cgroup; 0: no limit
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -106,6 +107,9 @@ pub struct CgroupConfig {
     pub mode: CgroupMode,
     /// The cgroup, relative to each hierarchy's root, that holds the nodes' jobs.
     pub prefix: String,
+    /// The most processes and threads one job may have on a node at once (the pids
+    /// controller's `pids.max`); 0: no limit. A fork beyond fails with EAGAIN.
+    pub max_tasks_per_job: u32,
 }
 
 impl Default for CgroupConfig {
@@ -113,6 +117,7 @@ impl Default for CgroupConfig {
         CgroupConfig {
             mode: CgroupMode::Auto,
             prefix: "drover".into(),
+            max_tasks_per_job: 0,
         }
     }
 }

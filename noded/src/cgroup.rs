@@ -298,6 +298,8 @@ pub struct Limits {
     /// Device numbers (major, minor) of character devices the job must not open: the
     /// node's GPUs it was not given.
     pub deny_devices: Vec<(u64, u64)>,
+    /// The most processes and threads at once; `None`: no limit.
+    pub max_tasks: Option<u32>,
 }
 
 /// The cgroup of one job on one node.
@@ -392,7 +394,7 @@ impl JobCgroup {
     }
 
     /// Writes the job's limits into its cgroup: the CPU ids, the memory limit (and no
-    /// swap beyond it), and, on v1, the device denials.
+    /// swap beyond it), the task limit, and, on v1, the device denials.
     fn write_limits(&self, limits: &Limits) -> Result<(), CgroupError> {
         let h = &self.hierarchy;
         let v1 = matches!(h, Hierarchy::V1 { .. });
@@ -423,6 +425,11 @@ impl JobCgroup {
             if dir.join(swap).exists() {
                 write_file(&dir.join(swap), &swap_value)?;
             }
+        }
+        if let (Some(dir), Some(max)) =
+            (h.dir_for(Controller::Pids, &self.job_rel), limits.max_tasks)
+        {
+            write_file(&dir.join("pids.max"), &max.to_string())?;
         }
         if let (true, Some(dir)) = (v1, h.dir_for(Controller::Devices, &self.job_rel)) {
             for (major, minor) in &limits.deny_devices {

@@ -185,6 +185,7 @@ fn cgroup_placement(config: &model::config::CgroupConfig) -> Option<CgroupPlacem
             Some(CgroupPlacement {
                 hierarchy,
                 prefix: config.prefix.clone(),
+                max_tasks: config.max_tasks_per_job,
             })
         }
         Err(why) => {

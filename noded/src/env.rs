@@ -291,6 +291,7 @@ mod tests {
         info.cgroup = Some(crate::launch::CgroupPlacement {
             hierarchy: crate::cgroup::Hierarchy::V1 { mounts },
             prefix: "drover".into(),
+            max_tasks: 0,
         });
         assert_eq!(cuda_visible_devices(&info, &[1, 2]), "0,1");
         assert_eq!(cuda_visible_devices(&info, &[2]), "1");

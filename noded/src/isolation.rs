@@ -110,6 +110,7 @@ pub fn job_limits(info: &LaunchInfo) -> Limits {
         cpus: info.cpu_ids.clone(),
         memory: (info.mem_on_node_mb > 0).then(|| info.mem_on_node_mb * 1024 * 1024),
         deny_devices,
+        max_tasks: info.cgroup.as_ref().map(|c| c.max_tasks).filter(|m| *m > 0),
     }
 }
 

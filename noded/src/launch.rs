@@ -61,11 +61,15 @@ pub struct LaunchInfo {
     pub epilog: String,
 }
 
-/// The node's cgroup hierarchy and the prefix its jobs go under (`[cgroup]`).
+/// The node's cgroup hierarchy, the prefix its jobs go under and the limits every job
+/// gets (`[cgroup]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CgroupPlacement {
     pub hierarchy: crate::cgroup::Hierarchy,
     pub prefix: String,
+    /// `pids.max` of each job; 0: no limit.
+    #[serde(default)]
+    pub max_tasks: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

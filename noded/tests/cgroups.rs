@@ -49,6 +49,7 @@ impl ConfinedJob {
         info.cgroup = Some(CgroupPlacement {
             hierarchy: hierarchy.clone(),
             prefix: prefix.clone(),
+            max_tasks: 0,
         });
         edit(&mut info, &root);
         std::fs::create_dir(root.join("spool")).unwrap();
@@ -256,4 +257,41 @@ fn gone(pid: i32) -> bool {
         Err(_) => true,
         Ok(stat) => noded::procfs::parse_stat_state(&stat) == Some('Z'),
     }
+}
+
+#[test]
+fn a_job_can_have_at_most_its_task_limit_of_processes() {
+    let job = ConfinedJob::new(
+        "#!/bin/sh\ntouch started\nwhile [ ! -e go ]; do sleep 0.05; done\n",
+        |info, _| {
+            if let Some(c) = info.cgroup.as_mut() {
+                c.max_tasks = 20;
+            }
+        },
+    );
+    if !job.cgroup.hierarchy().has(noded::cgroup::Controller::Pids) {
+        return;
+    }
+    let mut child = Command::new(NODED)
+        .arg("supervise")
+        .arg(job.dir.path())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !job.work.join("started").exists() {
+        assert!(Instant::now() < deadline, "the job never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let limits: Vec<String> = job
+        .cgroup
+        .node_dirs()
+        .iter()
+        .filter_map(|d| std::fs::read_to_string(d.join("job_42/pids.max")).ok())
+        .map(|s| s.trim().to_string())
+        .collect();
+    std::fs::write(job.work.join("go"), "").unwrap();
+    child.wait().unwrap();
+    assert_eq!(limits, vec!["20".to_string()]);
 }

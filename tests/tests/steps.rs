@@ -248,14 +248,27 @@ fn each_task_runs_on_its_own_cpus_unless_cpu_bind_says_none() {
     c.wait_state(id, "COMPLETED", T);
     let out = read(&c, "cpus.out");
     let lines = sorted_lines(&out);
-    let own: Vec<&String> = lines.iter().filter(|l| l.contains(": Cpus_allowed_list")).collect();
+    let own: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains(": Cpus_allowed_list"))
+        .collect();
     assert_eq!(own.len(), 2, "{out}");
     assert_ne!(
         own[0].rsplit('\t').next(),
         own[1].rsplit('\t').next(),
         "tasks share a CPU: {out}"
     );
-    assert_eq!(lines.iter().filter(|l| l.ends_with("none Cpus_allowed_list: 0-1")).count(), 2, "{out}");
-    assert!(out.contains("Invalid --cpu-bind argument: mask_cpu:0x3"), "{out}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.ends_with("none Cpus_allowed_list: 0-1"))
+            .count(),
+        2,
+        "{out}"
+    );
+    assert!(
+        out.contains("Invalid --cpu-bind argument: mask_cpu:0x3"),
+        "{out}"
+    );
     assert!(out.contains("bad=1"), "{out}");
 }
