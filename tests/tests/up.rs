@@ -125,15 +125,26 @@ fn a_node_daemon_that_dies_takes_only_its_node_down() {
     )
     .unwrap();
     // Its node goes DOWN (the template's node timeout is 10 s); the rest goes on.
-    assert!(
-        wait_until(Duration::from_secs(40), || cmd(
-            dir.path(),
-            "sinfo",
-            &["-h", "-N", "-o", "%T"]
-        )
-        .contains("down")),
-        "node not DOWN"
-    );
+    let mut states = String::new();
+    let down = wait_until(Duration::from_secs(60), || {
+        states = cmd(dir.path(), "sinfo", &["-h", "-N", "-o", "%N %T"]);
+        states.contains("down")
+    });
+    if !down {
+        let log = |name: &str| {
+            let text =
+                std::fs::read_to_string(dir.path().join("log").join(name)).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        };
+        let alive = std::path::Path::new(&format!("/proc/{noded}")).exists();
+        panic!(
+            "node not DOWN: sinfo `{states}`, killed pid {noded} alive={alive}\n\
+             --- ctld\n{}\n--- node2\n{}",
+            log("ctld.log"),
+            log("node2.log")
+        );
+    }
     assert!(
         matches!(up_process.try_wait(), Ok(None)),
         "drover up stopped"
