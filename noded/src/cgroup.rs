@@ -521,30 +521,6 @@ impl JobCgroup {
         }
     }
 
-    /// The job's memory high-water mark and CPU time, from the cgroup's counters.
-    pub fn usage(&self) -> Usage {
-        let h = &self.hierarchy;
-        let read = |c: Controller, file: &str| {
-            h.dir_for(c, &self.job_rel)
-                .and_then(|d| fs::read_to_string(d.join(file)).ok())
-        };
-        match h {
-            Hierarchy::V1 { .. } => Usage {
-                max_rss_bytes: read(Controller::Memory, "memory.max_usage_in_bytes")
-                    .and_then(|s| s.trim().parse().ok()),
-                cpu_time_us: read(Controller::Cpuacct, "cpuacct.usage")
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .map(|ns| ns / 1000),
-            },
-            Hierarchy::V2 { .. } => Usage {
-                max_rss_bytes: read(Controller::Memory, "memory.peak")
-                    .and_then(|s| s.trim().parse().ok()),
-                cpu_time_us: read(Controller::Cpuacct, "cpu.stat")
-                    .and_then(|s| keyed_value(&s, "usage_usec")),
-            },
-        }
-    }
-
     /// Kills what is left of the job and waits, up to `timeout`, for it to be gone.
     /// True when no process of the job remains.
     pub fn kill_and_wait(&self, timeout: Duration) -> bool {
@@ -602,13 +578,6 @@ impl JobCgroup {
             .map(|(_, d)| d)
             .collect()
     }
-}
-
-/// What a job used, as its cgroup counted it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub max_rss_bytes: Option<u64>,
-    pub cpu_time_us: Option<u64>,
 }
 
 /// Writes "0" (this process) into each `cgroup.procs` file: the calling process joins

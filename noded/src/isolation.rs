@@ -4,7 +4,7 @@
 //! process through them; `NoIsolation` confines nothing and reaches the job through its
 //! process group (a daemon without root or cgroups, or `[cgroup] mode = "off"`).
 
-use crate::cgroup::{self, JobCgroup, Limits, Usage};
+use crate::cgroup::{self, JobCgroup, Limits};
 use crate::launch::LaunchInfo;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
@@ -48,10 +48,6 @@ pub trait Isolation {
     /// False when processes of the job survive (or cannot be told apart).
     fn kill_rest(&self, _timeout: Duration) -> bool {
         true
-    }
-    /// What the job used, where it was counted.
-    fn usage(&self) -> Usage {
-        Usage::default()
     }
     /// After the job's last process is gone: remove the container.
     fn release(&mut self) {}
@@ -169,13 +165,6 @@ impl Isolation for CgroupIsolation {
         self.cgroup
             .as_ref()
             .is_none_or(|cg| cg.kill_and_wait(timeout))
-    }
-
-    fn usage(&self) -> Usage {
-        self.cgroup
-            .as_ref()
-            .map(JobCgroup::usage)
-            .unwrap_or_default()
     }
 
     fn release(&mut self) {

@@ -65,15 +65,28 @@ impl ConfinedJob {
         }
     }
 
-    fn run(&self) -> JobStatus {
-        let mut child = Command::new(NODED)
+    /// Starts the job's supervisor, its log in `supervisor.log`.
+    fn start(&self) -> std::process::Child {
+        Command::new(NODED)
             .arg("supervise")
             .arg(self.dir.path())
             .stdin(Stdio::null())
             .stderr(std::fs::File::create(self.root.join("supervisor.log")).unwrap())
             .spawn()
-            .unwrap();
-        let code = child.wait().unwrap();
+            .unwrap()
+    }
+
+    /// Waits until the job has written something into `name` in its work directory.
+    fn wait_for(&self, name: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::read_to_string(self.work.join(name)).map_or(true, |s| s.trim().is_empty()) {
+            assert!(Instant::now() < deadline, "the job never wrote {name}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn run(&self) -> JobStatus {
+        let code = self.start().wait().unwrap();
         let log = std::fs::read_to_string(self.root.join("supervisor.log")).unwrap_or_default();
         assert!(code.success(), "supervisor failed: {code}\n{log}");
         self.dir
@@ -95,7 +108,6 @@ impl Drop for ConfinedJob {
             let _ = std::fs::remove_dir(&dir);
             let _ = std::fs::remove_dir(dir.parent().unwrap());
         }
-        let _ = &self.prefix;
     }
 }
 
@@ -230,18 +242,8 @@ fn a_daemonized_process_dies_with_the_job_and_the_cgroup_goes() {
 fn a_killed_supervisor_leaves_nothing_the_cgroup_cannot_reach() {
     let script = "#!/bin/sh\n(setsid sh -c 'sleep 300 & echo $! > bg.pid' &)\nsleep 300\n";
     let job = ConfinedJob::new(script, |_, _| {});
-    let mut child = Command::new(NODED)
-        .arg("supervise")
-        .arg(job.dir.path())
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::fs::read_to_string(job.work.join("bg.pid")).map_or(true, |s| s.trim().is_empty()) {
-        assert!(Instant::now() < deadline, "job never started its daemon");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut child = job.start();
+    job.wait_for("bg.pid");
     child.kill().unwrap();
     child.wait().unwrap();
     let pid: i32 = job.read("bg.pid").trim().parse().unwrap();
@@ -262,7 +264,7 @@ fn gone(pid: i32) -> bool {
 #[test]
 fn a_job_can_have_at_most_its_task_limit_of_processes() {
     let job = ConfinedJob::new(
-        "#!/bin/sh\ntouch started\nwhile [ ! -e go ]; do sleep 0.05; done\n",
+        "#!/bin/sh\necho up > started\nwhile [ ! -e go ]; do sleep 0.05; done\n",
         |info, _| {
             if let Some(c) = info.cgroup.as_mut() {
                 c.max_tasks = 20;
@@ -272,18 +274,8 @@ fn a_job_can_have_at_most_its_task_limit_of_processes() {
     if !job.cgroup.hierarchy().has(noded::cgroup::Controller::Pids) {
         return;
     }
-    let mut child = Command::new(NODED)
-        .arg("supervise")
-        .arg(job.dir.path())
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !job.work.join("started").exists() {
-        assert!(Instant::now() < deadline, "the job never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut child = job.start();
+    job.wait_for("started");
     let limits: Vec<String> = job
         .cgroup
         .node_dirs()
