@@ -19,8 +19,8 @@ use crate::format::Cell;
 use crate::jobs::{self, Ctx};
 use crate::times;
 use model::JobState;
-use model::units::{format_elapsed, format_memory_mb};
-use proto::v1::{JobInfo, JobSpec, StepInfo};
+use model::units::{format_bytes_exact, format_cpu_time, format_elapsed, format_memory_mb};
+use proto::v1::{self as v1, JobInfo, JobSpec, StepInfo};
 
 /// What a squeue field reads: the light view of a job (`JobSummary`, expanded into a
 /// `JobInfo` by `squeue::expand_summary`) or only the full record.
@@ -286,8 +286,27 @@ fn step_unknown(_: &JobInfo, _: &StepInfo, _: &Ctx) -> String {
     "Unknown".into()
 }
 
-fn no_cpu_time(_: &JobInfo, _: &Ctx) -> String {
-    "00:00:00".into()
+/// A CPU time of a job: the sum of what its steps' cgroups counted (`pick` chooses
+/// all, user or system time), as sacct adds up its steps' (`00:00:00` for none).
+fn job_cpu_time(j: &JobInfo, pick: fn(&v1::StepUsage) -> u64) -> String {
+    let us = j
+        .steps
+        .iter()
+        .filter_map(|st| st.usage.as_ref())
+        .map(pick)
+        .sum();
+    format_cpu_time(us)
+}
+
+/// A CPU time of a step, as its cgroups counted it on all its nodes.
+fn step_cpu_time(st: &StepInfo, pick: fn(&v1::StepUsage) -> u64) -> String {
+    format_cpu_time(st.usage.as_ref().map_or(0, pick))
+}
+
+/// A step's memory high-water mark (`pick` chooses the figure or the node); blank
+/// where nothing counted it, and on the job's own line, as sacct prints them.
+fn step_rss(st: &StepInfo, pick: fn(&v1::StepUsage) -> String) -> String {
+    st.usage.as_ref().map(pick).unwrap_or_default()
 }
 
 fn step_no_cpu_time(_: &JobInfo, _: &StepInfo, _: &Ctx) -> String {
@@ -493,7 +512,13 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         .steps(|_, st, _| jobs::tres_string(st.num_cpus, 0, step_node_count(st) as u32, 0)),
     ),
     sacct(sa("AssocID", 7, zero)),
-    sacct(sa("AveCPU", 10, not_recorded)),
+    // The step's CPU time per task, in whole seconds.
+    sacct(sa("AveCPU", 10, not_recorded).steps(|_, st, _| {
+        st.usage.as_ref().map_or_else(String::new, |u| {
+            let per_task_s = u.total_cpu_us / u64::from(st.num_tasks.max(1)) / 1_000_000;
+            format_cpu_time(per_task_s * 1_000_000)
+        })
+    })),
     sacct(sa("AveCPUFreq", 10, not_recorded)),
     sacct(sa("AveDiskRead", 14, not_recorded)),
     sacct(sa("AveDiskWrite", 14, not_recorded)),
@@ -636,9 +661,23 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     sacct(sa("MaxPages", 8, not_recorded)),
     sacct(sa("MaxPagesNode", 12, not_recorded)),
     sacct(sa("MaxPagesTask", 14, not_recorded)),
-    sacct(sa("MaxRSS", 10, not_recorded)),
-    sacct(sa("MaxRSSNode", 10, not_recorded)),
-    sacct(sa("MaxRSSTask", 10, not_recorded)),
+    sacct(
+        sa("MaxRSS", 10, not_recorded)
+            .steps(|_, st, _| step_rss(st, |u| format_bytes_exact(u.max_rss_bytes))),
+    ),
+    sacct(
+        sa("MaxRSSNode", 10, not_recorded)
+            .steps(|_, st, _| step_rss(st, |u| u.max_rss_node.clone())),
+    ),
+    // The step's cgroup counts its tasks on a node together: the task is known only
+    // for a step of one task.
+    sacct(sa("MaxRSSTask", 10, not_recorded).steps(|_, st, _| {
+        if st.num_tasks == 1 {
+            step_rss(st, |_| "0".into())
+        } else {
+            String::new()
+        }
+    })),
     sacct(sa("MaxVMSize", 10, not_recorded)),
     sacct(sa("MaxVMSizeNode", 14, not_recorded)),
     sacct(sa("MaxVMSizeTask", 14, not_recorded)),
@@ -807,7 +846,10 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         .steps(step_no_cpu_time),
     ),
     sacct(sa("SystemComment", 15, not_recorded)),
-    sacct(sa("SystemCPU", 10, no_cpu_time).steps(step_no_cpu_time)),
+    sacct(
+        sa("SystemCPU", 10, |j, _| job_cpu_time(j, |u| u.system_cpu_us))
+            .steps(|_, st, _| step_cpu_time(st, |u| u.system_cpu_us)),
+    ),
     both(
         sq(Some('l'), &["timelimit"], "TIME_LIMIT", Summary, |j, _| {
             Cell::whole(limit_text(spec(j).time_limit_min))
@@ -823,7 +865,10 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
             limit => limit.to_string(),
         }
     })),
-    sacct(sa("TotalCPU", 10, no_cpu_time).steps(step_no_cpu_time)),
+    sacct(
+        sa("TotalCPU", 10, |j, _| job_cpu_time(j, |u| u.total_cpu_us))
+            .steps(|_, st, _| step_cpu_time(st, |u| u.total_cpu_us)),
+    ),
     sacct(sa("TRESUsageInAve", 14, not_recorded)),
     sacct(sa("TRESUsageInMax", 14, not_recorded)),
     sacct(sa("TRESUsageInMaxNode", 18, not_recorded)),
@@ -853,7 +898,10 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         }),
         sa("User", 9, |j, ctx| ctx.names.job_user(j)),
     ),
-    sacct(sa("UserCPU", 10, no_cpu_time).steps(step_no_cpu_time)),
+    sacct(
+        sa("UserCPU", 10, |j, _| job_cpu_time(j, |u| u.user_cpu_us))
+            .steps(|_, st, _| step_cpu_time(st, |u| u.user_cpu_us)),
+    ),
     both(
         sq(Some('w'), &["wckey"], "WCKEY", Full, |j, _| {
             null_cell(&spec(j).wckey)

@@ -27,7 +27,7 @@ use std::process::ExitCode;
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sprio",
-    "sshare",
+    "sshare", "sstat",
 ];
 
 /// Dispatches on the program name (argv[0]) or the first argument.
@@ -82,6 +82,7 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("salloc", "take an allocation and run a command in it"),
     ("sprio", "show the priority factors of pending jobs"),
     ("sshare", "show fair-share shares and usage"),
+    ("sstat", "show what running job steps have used so far"),
 ];
 
 /// `drover --help`.

@@ -157,6 +157,8 @@ pub struct CompleteStep {
     pub step_id: u32,
     pub exit_code: i32,
     pub exit_signal: i32,
+    /// What the step used on all its nodes; `None`: nothing counted it.
+    pub usage: Option<model::StepUsage>,
 }
 
 /// A job as a node daemon has it: the run it started (`restart_count`), whether the
@@ -232,6 +234,8 @@ pub struct JobEnd {
     /// The node asks to be drained for this reason (`Prolog error`, `Epilog error`,
     /// `Kill task failed`); empty: it does not.
     pub drain_reason: String,
+    /// What the batch step used; `None`: nothing counted it.
+    pub batch_usage: Option<model::StepUsage>,
 }
 
 /// `scontrol create|update|delete reservation`.

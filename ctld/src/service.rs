@@ -788,6 +788,7 @@ impl v1::ctld_server::Ctld for Services {
             step_id: req.step_id,
             exit_code: req.exit_code,
             exit_signal: req.exit_signal,
+            usage: req.usage.map(proto::convert::usage_from_wire),
         };
         self.ask(|reply| Input::CompleteStep(cmd, reply)).await?;
         Ok(Response::new(v1::CompleteStepReply {}))
@@ -866,6 +867,7 @@ impl v1::node_control_server::NodeControl for Services {
             end_time: req.end_time,
             message: req.message,
             drain_reason: req.drain_reason,
+            batch_usage: req.batch_usage.map(proto::convert::usage_from_wire),
         };
         self.ask(|reply| Input::JobFinished(end, reply)).await?;
         Ok(Response::new(v1::JobFinishedReply {}))

@@ -217,6 +217,8 @@ pub struct JobSpec {
     pub ntasks_per_node: u32,
     pub mem_per_node_mb: u64,
     pub mem_per_cpu_mb: u64,
+    /// `--mem=0`: all the memory of each node the job gets (`mem_per_node_mb` is 0).
+    pub mem_whole_node: bool,
     pub gpus: u32,
     pub gpus_per_node: u32,
     pub gpu_type: String,
@@ -328,6 +330,53 @@ pub struct Step {
     pub exit_code: i32,
     pub exit_signal: i32,
     pub num_tasks: u32,
+    /// The nodes it ran on, in order (the batch step: the job's first node).
+    pub nodes: Vec<String>,
+    /// The CPUs it was given on those nodes together.
+    pub cpus: u32,
+    /// What it used, as the nodes' cgroups counted it; `None` until it ended on
+    /// nodes that count (cgroups off: never).
+    pub usage: Option<StepUsage>,
+}
+
+/// What a step used (sacct's MaxRSS, MaxRSSNode, TotalCPU, UserCPU, SystemCPU; sstat's
+/// live figures): on each node the step's cgroup counts its tasks together, so the
+/// high-water mark is that of the step's busiest node, and CPU time is summed.
+///
+/// ```
+/// # use model::StepUsage;
+/// let a = StepUsage { max_rss_bytes: 4096, max_rss_node: "n1".into(), total_cpu_us: 10, user_cpu_us: 6, system_cpu_us: 4 };
+/// let b = StepUsage { max_rss_bytes: 8192, max_rss_node: "n2".into(), total_cpu_us: 5, user_cpu_us: 5, system_cpu_us: 0 };
+/// let both = a.combine(&b);
+/// assert_eq!((both.max_rss_bytes, both.max_rss_node.as_str(), both.total_cpu_us), (8192, "n2", 15));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct StepUsage {
+    /// The highest memory use of the step on one node, in bytes, and that node.
+    pub max_rss_bytes: u64,
+    pub max_rss_node: String,
+    /// CPU time of all its processes, in microseconds: all, in user mode, in the kernel.
+    pub total_cpu_us: u64,
+    pub user_cpu_us: u64,
+    pub system_cpu_us: u64,
+}
+
+impl StepUsage {
+    /// The usage of a step that ran on the nodes of `self` and of `other`.
+    pub fn combine(&self, other: &StepUsage) -> StepUsage {
+        let (max_rss_bytes, max_rss_node) = if other.max_rss_bytes > self.max_rss_bytes {
+            (other.max_rss_bytes, other.max_rss_node.clone())
+        } else {
+            (self.max_rss_bytes, self.max_rss_node.clone())
+        };
+        StepUsage {
+            max_rss_bytes,
+            max_rss_node,
+            total_cpu_us: self.total_cpu_us + other.total_cpu_us,
+            user_cpu_us: self.user_cpu_us + other.user_cpu_us,
+            system_cpu_us: self.system_cpu_us + other.system_cpu_us,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

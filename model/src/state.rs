@@ -10,7 +10,8 @@
 
 use crate::config::Partition;
 use crate::job::{
-    Allocation, Job, JobId, JobSpec, JobState, KillRequest, PreemptMode, Preemption, Step, Time,
+    Allocation, Job, JobId, JobSpec, JobState, KillRequest, PreemptMode, Preemption, Step,
+    StepUsage, Time,
 };
 use crate::node::{GpuDevice, NOT_RESPONDING, Node, NodeHealth};
 use crate::reason::Reason;
@@ -117,6 +118,12 @@ pub enum Event {
         exit_signal: i32,
         time: Time,
     },
+    /// What a step used, as its nodes counted it (`step_id` `None`: the batch step).
+    StepUsageMeasured {
+        job_id: JobId,
+        step_id: Option<u32>,
+        usage: StepUsage,
+    },
     /// A job's run was charged to its association: `usage` is the association's new
     /// record (the old one decayed to the job's end, plus the job's usage).
     UsageCharged {
@@ -183,7 +190,8 @@ impl Event {
             | Event::JobUpdated { job_id, .. }
             | Event::JobPendingReason { job_id, .. }
             | Event::StepStarted { job_id, .. }
-            | Event::StepEnded { job_id, .. } => Some(*job_id),
+            | Event::StepEnded { job_id, .. }
+            | Event::StepUsageMeasured { job_id, .. } => Some(*job_id),
             _ => None,
         }
     }
@@ -392,6 +400,14 @@ impl ClusterState {
                     exit_code: 0,
                     exit_signal: 0,
                     num_tasks: 1,
+                    nodes: alloc
+                        .nodes
+                        .first()
+                        .map(|n| n.node.clone())
+                        .into_iter()
+                        .collect(),
+                    cpus: alloc.nodes.first().map_or(0, |n| n.cpus),
+                    usage: None,
                 });
             }
             Event::JobEnded {
@@ -582,6 +598,18 @@ impl ClusterState {
                     job.next_step_id = job.next_step_id.max(id + 1);
                 }
                 job.steps.push(step.clone());
+            }
+            Event::StepUsageMeasured {
+                job_id,
+                step_id,
+                usage,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                if let Some(step) = job.steps.iter_mut().find(|s| s.id == *step_id) {
+                    step.usage = Some(usage.clone());
+                }
             }
             Event::StepEnded {
                 job_id,

@@ -84,6 +84,41 @@ pub fn format_elapsed(secs: u64) -> String {
     }
 }
 
+/// Formats a CPU time in microseconds as sacct's TotalCPU, UserCPU and SystemCPU
+/// (Slurm 22.05's `_elapsed_time`): `MM:SS.mmm` under an hour when there are
+/// milliseconds, else `00:MM:SS`, `HH:MM:SS` or `D-HH:MM:SS`.
+pub fn format_cpu_time(us: u64) -> String {
+    let (secs, ms) = (us / 1_000_000, us % 1_000_000 / 1000);
+    let (d, h, m, s) = (
+        secs / 86400,
+        secs % 86400 / 3600,
+        secs % 3600 / 60,
+        secs % 60,
+    );
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h:02}:{m:02}:{s:02}")
+    } else if ms > 0 {
+        format!("{m:02}:{s:02}.{ms:03}")
+    } else {
+        format!("00:{m:02}:{s:02}")
+    }
+}
+
+/// Formats bytes as sacct and sstat print memory figures (MaxRSS, AveRSS): in the
+/// largest unit that divides them exactly (Slurm's `convert_num_unit` with
+/// `CONVERT_NUM_UNIT_EXACT`): `1523412K`, `2G`, `0`.
+pub fn format_bytes_exact(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["", "K", "M", "G", "T", "P"];
+    let (mut n, mut unit) = (bytes, 0);
+    while n > 0 && n.is_multiple_of(1024) && unit + 1 < UNITS.len() {
+        n /= 1024;
+        unit += 1;
+    }
+    format!("{n}{}", UNITS[unit])
+}
+
 /// Memory in megabytes (MiB, as Slurm counts). A bare number is MB.
 pub fn parse_memory_mb(text: &str) -> Result<u64, UnitError> {
     let t = text.trim();
@@ -120,6 +155,21 @@ pub fn format_memory_mb(mb: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_times_and_memory_figures_print_as_sacct_prints_them() {
+        assert_eq!(format_cpu_time(0), "00:00:00");
+        assert_eq!(format_cpu_time(4_000), "00:00.004");
+        assert_eq!(format_cpu_time(75_250_000), "01:15.250");
+        assert_eq!(format_cpu_time(75_000_000), "00:01:15");
+        assert_eq!(format_cpu_time(3_723_500_000), "01:02:03");
+        assert_eq!(format_cpu_time(90_061_000_000), "1-01:01:01");
+        assert_eq!(format_bytes_exact(0), "0");
+        assert_eq!(format_bytes_exact(1000), "1000");
+        assert_eq!(format_bytes_exact(1_559_973_888), "1523412K");
+        assert_eq!(format_bytes_exact(2 << 30), "2G");
+        assert_eq!(format_bytes_exact(3 << 20), "3M");
+    }
 
     #[test]
     fn time_forms() {

@@ -1,11 +1,12 @@
 //! The `NodeAgent` gRPC service: `LaunchJob`, `SignalJob` and `SuspendJob`, which the
-//! controller calls, and `RunTasks`, which `srun` calls (`tasks`).
+//! controller calls, `RunTasks`, which `srun` calls (`tasks`), and `StepStats`, which
+//! `sstat` calls.
 
 use crate::jobs::{Jobs, JobsError};
 use proto::v1::node_agent_server::NodeAgent;
 use proto::v1::{
-    LaunchJobReply, LaunchJobRequest, SignalJobReply, SignalJobRequest, SuspendJobReply,
-    SuspendJobRequest,
+    LaunchJobReply, LaunchJobRequest, SignalJobReply, SignalJobRequest, StepStat, StepStatsReply,
+    StepStatsRequest, SuspendJobReply, SuspendJobRequest,
 };
 use proto::v1::{TaskInput, task_input};
 use std::sync::Arc;
@@ -85,6 +86,47 @@ impl NodeAgent for Agent {
             .await
             .map_err(|e| to_status(&e))?;
         Ok(Response::new(SignalJobReply { found }))
+    }
+
+    async fn step_stats(
+        &self,
+        request: Request<StepStatsRequest>,
+    ) -> Result<Response<StepStatsReply>, Status> {
+        let job_id = request.into_inner().job_id;
+        let confinement = self.jobs.confinement();
+        let node = self.jobs.node_name().to_string();
+        let Some(placement) = confinement.cgroup else {
+            return Err(Status::failed_precondition(
+                "this node runs jobs without cgroups: it counts no usage",
+            ));
+        };
+        let steps = tokio::task::spawn_blocking(move || {
+            let cg = crate::cgroup::JobCgroup::new(
+                &placement.hierarchy,
+                &placement.prefix,
+                &node,
+                job_id,
+            )
+            .ok()?;
+            Some(
+                cg.steps()
+                    .into_iter()
+                    .filter_map(|dir| {
+                        let usage = cg.step_usage(&dir, &node)?;
+                        let step_id = dir.strip_prefix("step_").unwrap_or(&dir).to_string();
+                        Some(StepStat {
+                            step_id,
+                            usage: Some(proto::convert::usage_to_wire(&usage)),
+                            num_processes: cg.step_processes(&dir).len() as u32,
+                        })
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .unwrap_or_default();
+        Ok(Response::new(StepStatsReply { steps }))
     }
 
     async fn suspend_job(

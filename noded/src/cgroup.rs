@@ -521,6 +521,71 @@ impl JobCgroup {
         }
     }
 
+    /// What step `step` has used so far, from its cgroup's counters, its memory
+    /// high-water mark named after `node`: v1's `memory.max_usage_in_bytes` (page
+    /// cache included) and `cpuacct.usage`/`cpuacct.stat`, v2's `memory.peak` and
+    /// `cpu.stat`. `None` when neither memory nor CPU time is counted (the
+    /// controllers are missing, or the cgroup is gone).
+    pub fn step_usage(&self, step: &str, node: &str) -> Option<model::StepUsage> {
+        let rel = self.job_rel.join(step);
+        let h = &self.hierarchy;
+        let read = |c: Controller, file: &str| {
+            h.dir_for(c, &rel)
+                .and_then(|d| fs::read_to_string(d.join(file)).ok())
+        };
+        let number = |text: String| text.trim().parse::<u64>().ok();
+        let (rss, total_us, user_us, system_us) = match h {
+            Hierarchy::V1 { .. } => {
+                let stat = read(Controller::Cpuacct, "cpuacct.stat").unwrap_or_default();
+                let tick_us = 1_000_000 / clock_ticks_per_second();
+                (
+                    read(Controller::Memory, "memory.max_usage_in_bytes").and_then(number),
+                    read(Controller::Cpuacct, "cpuacct.usage")
+                        .and_then(number)
+                        .map(|ns| ns / 1000),
+                    keyed_value(&stat, "user").map(|t| t * tick_us),
+                    keyed_value(&stat, "system").map(|t| t * tick_us),
+                )
+            }
+            Hierarchy::V2 { .. } => {
+                let stat = read(Controller::Cpuacct, "cpu.stat").unwrap_or_default();
+                (
+                    read(Controller::Memory, "memory.peak").and_then(number),
+                    keyed_value(&stat, "usage_usec"),
+                    keyed_value(&stat, "user_usec"),
+                    keyed_value(&stat, "system_usec"),
+                )
+            }
+        };
+        if rss.is_none() && total_us.is_none() {
+            return None;
+        }
+        Some(model::StepUsage {
+            max_rss_bytes: rss.unwrap_or(0),
+            max_rss_node: node.to_string(),
+            total_cpu_us: total_us.unwrap_or(0),
+            user_cpu_us: user_us.unwrap_or(0),
+            system_cpu_us: system_us.unwrap_or(0),
+        })
+    }
+
+    /// The steps with a cgroup of this job here (`step_batch`, `step_0`, ...).
+    pub fn steps(&self) -> Vec<String> {
+        let Some(dir) = self.hierarchy.tracking_dir(&self.job_rel) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.starts_with("step_"))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Kills what is left of the job and waits, up to `timeout`, for it to be gone.
     /// True when no process of the job remains.
     pub fn kill_and_wait(&self, timeout: Duration) -> bool {
@@ -594,6 +659,16 @@ pub fn join(procs: &[OwnedFd]) -> Result<(), nix::errno::Errno> {
 }
 
 /// `oom_kill 3` in a `key value` file.
+/// The kernel's clock ticks per second (`USER_HZ`), the unit of `cpuacct.stat`.
+fn clock_ticks_per_second() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .and_then(|t| u64::try_from(t).ok())
+        .filter(|t| *t > 0)
+        .unwrap_or(100)
+}
+
 fn keyed_value(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(' ')?;

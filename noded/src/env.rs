@@ -50,6 +50,9 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     );
     if spec.mem_per_node_mb > 0 {
         set("SLURM_MEM_PER_NODE", spec.mem_per_node_mb.to_string());
+    } else if spec.mem_whole_node {
+        // --mem=0: what the job got, all of the node's memory.
+        set("SLURM_MEM_PER_NODE", req.mem_on_node_mb.to_string());
     }
     if spec.mem_per_cpu_mb > 0 {
         set("SLURM_MEM_PER_CPU", spec.mem_per_cpu_mb.to_string());

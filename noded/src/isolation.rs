@@ -49,6 +49,11 @@ pub trait Isolation {
     fn kill_rest(&self, _timeout: Duration) -> bool {
         true
     }
+    /// What the batch step used, as the container counted it (`node`: this node's
+    /// name); `None`: nothing counts.
+    fn batch_usage(&self, _node: &str) -> Option<model::StepUsage> {
+        None
+    }
     /// After the job's last process is gone: remove the container.
     fn release(&mut self) {}
 }
@@ -165,6 +170,10 @@ impl Isolation for CgroupIsolation {
         self.cgroup
             .as_ref()
             .is_none_or(|cg| cg.kill_and_wait(timeout))
+    }
+
+    fn batch_usage(&self, node: &str) -> Option<model::StepUsage> {
+        self.cgroup.as_ref()?.step_usage(cgroup::BATCH_STEP, node)
     }
 
     fn release(&mut self) {

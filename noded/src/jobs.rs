@@ -141,6 +141,11 @@ impl Jobs {
         self.pin_cpus.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// This node's name in the cluster.
+    pub fn node_name(&self) -> &str {
+        &self.node_name
+    }
+
     /// How jobs are confined now.
     pub fn confinement(&self) -> Confinement {
         self.confinement
@@ -608,5 +613,6 @@ fn lost_status(dir: &JobDir, cancelled: bool, why: &str) -> JobStatus {
         end_time: now,
         message,
         drain_reason: String::new(),
+        batch_usage: None,
     }
 }

@@ -287,6 +287,13 @@ mod tests {
             end_time: 2,
             message: String::new(),
             drain_reason: String::new(),
+            batch_usage: Some(model::StepUsage {
+                max_rss_bytes: 4096,
+                max_rss_node: "n1".into(),
+                total_cpu_us: 9,
+                user_cpu_us: 5,
+                system_cpu_us: 4,
+            }),
         };
         dir.write_status(&status).unwrap();
         assert_eq!(dir.read_status().unwrap(), Some(status));

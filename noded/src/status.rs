@@ -47,6 +47,9 @@ pub struct JobStatus {
     /// `Kill task failed`); empty: it should not.
     #[serde(default)]
     pub drain_reason: String,
+    /// What the batch step used, as its cgroup counted it; `None` without cgroups.
+    #[serde(default)]
+    pub batch_usage: Option<model::StepUsage>,
 }
 
 impl JobStatus {
@@ -60,6 +63,7 @@ impl JobStatus {
             end_time: at,
             message: message.into(),
             drain_reason: String::new(),
+            batch_usage: None,
         }
     }
 
@@ -75,6 +79,7 @@ impl JobStatus {
             message: self.message.clone(),
             restart_count: 0,
             drain_reason: self.drain_reason.clone(),
+            batch_usage: self.batch_usage.as_ref().map(proto::convert::usage_to_wire),
         }
     }
 }

@@ -447,6 +447,7 @@ impl Supervisor<'_> {
             start_time: s.start_time,
             end_time: unix_now(),
             message,
+            batch_usage: self.isolation.batch_usage(&self.info.node_name),
             // As slurmd: a job that cannot be killed takes its node out of service.
             drain_reason: if killed {
                 String::new()

@@ -97,6 +97,13 @@ pub async fn run(
     loop {
         tokio::select! {
             exits = &mut all_done => {
+                // What the step used here, before the exits that end srun's wait.
+                if let Some(cg) = &started.cgroup
+                    && let Some(usage) = cg.step_usage(&step, &launch.node_name)
+                {
+                    let usage = proto::convert::usage_to_wire(&usage);
+                    let _ = out.send(Ok(TaskOutput { output: Some(task_output::Output::Usage(usage)) })).await;
+                }
                 for exit in exits.into_iter().flatten() {
                     let _ = out.send(Ok(TaskOutput { output: Some(task_output::Output::Exit(exit)) })).await;
                 }

@@ -70,6 +70,7 @@ pub fn spec_from_wire(w: v1::JobSpec) -> (JobSpec, JobPayload) {
         ntasks_per_node: w.ntasks_per_node,
         mem_per_node_mb: w.mem_per_node_mb,
         mem_per_cpu_mb: w.mem_per_cpu_mb,
+        mem_whole_node: w.mem_whole_node,
         gpus: w.gpus,
         gpus_per_node: w.gpus_per_node,
         gpu_type: w.gpu_type,
@@ -136,6 +137,7 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
         ntasks_per_node: s.ntasks_per_node,
         mem_per_node_mb: s.mem_per_node_mb,
         mem_per_cpu_mb: s.mem_per_cpu_mb,
+        mem_whole_node: s.mem_whole_node,
         gpus: s.gpus,
         gpus_per_node: s.gpus_per_node,
         gpu_type: s.gpu_type.clone(),
@@ -245,7 +247,11 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
                 end_time: s.end_time,
                 exit_code: s.exit_code,
                 exit_signal: s.exit_signal,
-                nodes: if s.id.is_none() {
+                // Steps recorded before they kept their own nodes and CPUs: the
+                // batch step's node, or the allocation.
+                nodes: if !s.nodes.is_empty() {
+                    model::hostlist::fold(&s.nodes)
+                } else if s.id.is_none() {
                     alloc
                         .and_then(|a| a.nodes.first())
                         .map(|n| n.node.clone())
@@ -254,7 +260,9 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
                     alloc.map(Allocation::hostlist).unwrap_or_default()
                 },
                 num_tasks: s.num_tasks,
-                num_cpus: if s.id.is_none() {
+                num_cpus: if s.cpus > 0 {
+                    s.cpus
+                } else if s.id.is_none() {
                     alloc
                         .and_then(|a| a.nodes.first())
                         .map(|n| n.cpus)
@@ -262,6 +270,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
                 } else {
                     cpus
                 },
+                usage: s.usage.as_ref().map(usage_to_wire),
             })
             .collect(),
         suspend_time: j.suspend_time,
@@ -916,6 +925,26 @@ pub fn reservation_to_wire(
         flags: r.flags_text(),
         state: r.state_at(now).to_string(),
         partition: r.partition.clone(),
+    }
+}
+
+pub fn usage_to_wire(u: &model::StepUsage) -> v1::StepUsage {
+    v1::StepUsage {
+        max_rss_bytes: u.max_rss_bytes,
+        max_rss_node: u.max_rss_node.clone(),
+        total_cpu_us: u.total_cpu_us,
+        user_cpu_us: u.user_cpu_us,
+        system_cpu_us: u.system_cpu_us,
+    }
+}
+
+pub fn usage_from_wire(u: v1::StepUsage) -> model::StepUsage {
+    model::StepUsage {
+        max_rss_bytes: u.max_rss_bytes,
+        max_rss_node: u.max_rss_node,
+        total_cpu_us: u.total_cpu_us,
+        user_cpu_us: u.user_cpu_us,
+        system_cpu_us: u.system_cpu_us,
     }
 }
 

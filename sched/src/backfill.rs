@@ -372,15 +372,16 @@ fn request_key(p: usize, job: &Job, req: &PerNode) -> Option<RequestKey> {
         && spec.exclude.is_empty()
         && spec.constraint.is_empty()
         && spec.reservation.is_empty()
-        && req.gpu_type.is_empty())
-    .then_some(RequestKey {
-        partition: p,
-        nodes: req.nodes,
-        cpus: req.cpus,
-        mem_mb: req.mem_mb,
-        gpus: req.gpus,
-        exclusive: req.exclusive,
-    })
+        && req.gpu_type.is_empty()
+        && !req.whole_memory)
+        .then_some(RequestKey {
+            partition: p,
+            nodes: req.nodes,
+            cpus: req.cpus,
+            mem_mb: req.mem_mb,
+            gpus: req.gpus,
+            exclusive: req.exclusive,
+        })
 }
 
 fn wait(reason: Reason) -> Decision {

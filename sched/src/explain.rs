@@ -188,10 +188,14 @@ fn resource_lines(
     let up = able.iter().filter(|n| n.schedulable()).count();
     push(
         format!(
-            "needs {} node(s) with {} CPUs, {} MB{gpu_text} each: {} of {} nodes in partition {} could ever run it, {up} of them up",
+            "needs {} node(s) with {} CPUs, {}{gpu_text} each: {} of {} nodes in partition {} could ever run it, {up} of them up",
             req.nodes,
             req.cpus,
-            req.mem_mb,
+            if req.whole_memory {
+                "all their memory".to_string()
+            } else {
+                format!("{} MB", req.mem_mb)
+            },
             able.len(),
             partition.nodes.len(),
             partition.name

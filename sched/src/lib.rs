@@ -84,9 +84,22 @@ pub struct PerNode {
     pub nodes: u32,
     pub cpus: u32,
     pub mem_mb: u64,
+    /// `--mem=0`: all of each node's memory (`mem_mb` is then 0).
+    pub whole_memory: bool,
     pub gpus: u32,
     pub gpu_type: String,
     pub exclusive: bool,
+}
+
+impl PerNode {
+    /// The memory (MB) the request takes on `node`.
+    pub fn mem_on(&self, node: &model::Node) -> u64 {
+        if self.whole_memory {
+            node.memory_mb
+        } else {
+            self.mem_mb
+        }
+    }
 }
 
 /// The per-node request of a job: CPUs spread evenly over its nodes.
@@ -98,6 +111,7 @@ pub fn per_node_request(job: &Job) -> PerNode {
         nodes,
         cpus,
         mem_mb,
+        whole_memory: spec.mem_whole_node,
         gpus: spec.gpus_on_each_node(),
         gpu_type: spec.gpu_type.clone(),
         exclusive: spec.exclusive,
@@ -111,7 +125,7 @@ pub fn node_could_fit(node: &model::Node, req: &PerNode) -> bool {
         .iter()
         .filter(|g| req.gpu_type.is_empty() || g.gpu_type == req.gpu_type)
         .count() as u32;
-    node.cpus >= req.cpus && node.memory_mb >= req.mem_mb && gpus >= req.gpus
+    node.cpus >= req.cpus && node.memory_mb >= req.mem_on(node) && gpus >= req.gpus
 }
 
 /// Plans one scheduling pass.

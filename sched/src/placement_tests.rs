@@ -342,6 +342,7 @@ fn free_now_and_pick_gpus_agree_with_brute_force() {
                 nodes: 1,
                 cpus,
                 mem_mb: 0,
+                whole_memory: false,
                 gpus,
                 gpu_type: String::new(),
                 exclusive: false,

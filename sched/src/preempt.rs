@@ -392,6 +392,7 @@ impl<'s> Preemptor<'s> {
         let key = (job.spec.nodelist.is_empty()
             && job.spec.exclude.is_empty()
             && job.spec.reservation.is_empty()
+            && !job.spec.mem_whole_node
             && state.reservations.is_empty())
         .then(|| RequestKey {
             qos: my_qos.to_string(),

@@ -390,7 +390,8 @@ impl Slot<'_> {
         } else if free.cpus < i64::from(req.cpus) {
             return None;
         }
-        if free.mem_mb < req.mem_mb as i64 {
+        let mem_need = req.mem_on(node) as i64;
+        if free.mem_mb < mem_need {
             return None;
         }
         let mut gpus = 0u64;
@@ -404,14 +405,14 @@ impl Slot<'_> {
         let (cpus, mem_mb) = if req.exclusive {
             (
                 i64::from(node.cpus),
-                if req.mem_mb > 0 {
+                if mem_need > 0 {
                     node.memory_mb as i64
                 } else {
                     0
                 },
             )
         } else {
-            (i64::from(req.cpus), req.mem_mb as i64)
+            (i64::from(req.cpus), mem_need)
         };
         Some(Free { cpus, mem_mb, gpus })
     }
@@ -670,10 +671,9 @@ impl<'s> Profile<'s> {
             } else {
                 i64::from(req.cpus)
             };
+            let mem = req.mem_on(slot.node) as i64;
             let fits = |f: &Free| {
-                f.cpus >= cpus
-                    && f.mem_mb >= req.mem_mb as i64
-                    && (f.gpus & mask).count_ones() >= req.gpus
+                f.cpus >= cpus && f.mem_mb >= mem && (f.gpus & mask).count_ones() >= req.gpus
             };
             buf.clear();
             slot.line.feasible_starts(self.now, dur, fits, &mut buf);

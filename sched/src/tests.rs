@@ -281,6 +281,40 @@ fn memory_gpus_and_multi_node() {
 }
 
 #[test]
+fn mem_zero_takes_all_of_each_nodes_memory() {
+    // --mem=0: job 2 needs n1's 1000 MB or n2's 2000 MB whole; job 1 holds 100 MB of
+    // n1, so job 2 goes to n2, and job 3 (any memory) still fits beside job 1 only.
+    let mut s = cluster(&[("n1", 8, 1000, 0), ("n2", 8, 2000, 0)]);
+    submit(&mut s, 1, |j| j.mem_per_node_mb = 100);
+    submit(&mut s, 2, |j| j.mem_whole_node = true);
+    submit(&mut s, 3, |j| j.mem_per_node_mb = 10);
+    assert_eq!(
+        render(&schedule(&s, 100, &SchedConfig::default())),
+        "start 1 n1:c1m100g[]
+start 2 n2:c1m2000g[]
+start 3 n1:c1m10g[]
+"
+    );
+    // With both nodes partly used it waits, and could run on either once free.
+    let mut s = cluster(&[("n1", 8, 1000, 0), ("n2", 8, 2000, 0)]);
+    submit(&mut s, 1, |j| j.mem_per_node_mb = 100);
+    submit(&mut s, 2, |j| {
+        j.mem_per_node_mb = 100;
+        j.nodelist = "n2".into();
+    });
+    submit(&mut s, 3, |j| j.mem_whole_node = true);
+    assert_eq!(
+        render(&schedule(&s, 100, &SchedConfig::default())),
+        "start 1 n1:c1m100g[]
+start 2 n2:c1m100g[]
+pend 3 Resources
+"
+    );
+    let req = per_node_request(s.job(3).unwrap());
+    assert!(s.nodes.values().all(|n| node_could_fit(n, &req)));
+}
+
+#[test]
 fn holds_begin_times_dependencies_and_down_nodes() {
     let mut s = cluster(&[("n1", 2, 1000, 0), ("n2", 2, 1000, 0)]);
     s.nodes.get_mut("n2").unwrap().drain = true;

@@ -167,7 +167,8 @@ default_time = "10:00"
         std::fs::create_dir_all(&work).unwrap();
         std::fs::create_dir_all(dir.path().join("log")).unwrap();
         for name in [
-            "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "drover",
+            "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sprio",
+            "sshare", "sstat", "drover",
         ] {
             std::os::unix::fs::symlink(binaries.join("drover"), bin.join(name)).unwrap();
         }

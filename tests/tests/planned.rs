@@ -61,3 +61,33 @@ fn a_waiting_job_shows_its_planned_nodes() {
     let show = c.ok(&["scontrol", "show", "job", &wide_id]);
     assert!(!show.contains("SchedNodeList"), "{show}");
 }
+
+#[test]
+fn sbatch_test_only_on_a_busy_cluster_names_the_planned_start_and_nodes() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        cpus: 1,
+        gpus: 0,
+        ..ClusterSpec::default()
+    });
+    let busy = c.sbatch(&["-t", "5"], "sleep 60");
+    c.wait_state(busy, "RUNNING", T);
+    let out = c.run(&["sbatch", "--test-only", "-t", "1", "--wrap", "true"]);
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    // "sbatch: Job 2 to start at 2026-12-02T10:40:00 using 1 processors on nodes tn1
+    // in partition debug": five minutes after the busy job started, not "Unknown".
+    assert!(said.starts_with("sbatch: Job "), "{said}");
+    assert!(!said.contains("Unknown"), "{said}");
+    assert!(said.contains(" on nodes tn1 in partition "), "{said}");
+    let start = c.ok(&["squeue", "-h", "-j", &busy.to_string(), "-o", "%S"]);
+    let limit_end = c.ok(&["squeue", "-h", "-j", &busy.to_string(), "-o", "%e"]);
+    assert!(
+        said.contains(&format!("to start at {} ", limit_end.trim())),
+        "{said} (busy job started {}, ends {})",
+        start.trim(),
+        limit_end.trim()
+    );
+    // Nothing was queued.
+    assert_eq!(c.ok(&["squeue", "-h", "-o", "%i"]).trim(), busy.to_string());
+}

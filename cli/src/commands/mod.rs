@@ -11,6 +11,7 @@ pub mod sprio;
 pub mod squeue;
 pub mod srun;
 pub mod sshare;
+pub mod sstat;
 pub mod step;
 pub mod submit_opts;
 pub mod up;
@@ -29,6 +30,7 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "sinfo" => sinfo::run(args),
         "sprio" => sprio::run(args),
         "sshare" => sshare::run(args),
+        "sstat" => sstat::run(args),
         "scancel" => scancel::run(args),
         "scontrol" => scontrol::run(args),
         "sacct" => sacct::run(args),

@@ -1235,6 +1235,9 @@ mod tests {
             exit_code: 3,
             exit_signal: 0,
             num_tasks: 4,
+            nodes: Vec::new(),
+            cpus: 0,
+            usage: None,
         };
         let mut running = model::Job::new(21, spec.clone(), NOW - 500, Some(60));
         running.state = JobState::Running;

@@ -100,6 +100,8 @@ enum Event {
     Data(v1::TaskData),
     Exit(String, v1::TaskExit),
     Failed(String, Vec<u32>, String),
+    /// What the step used on one node.
+    Usage(v1::StepUsage),
 }
 
 pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) -> ExitCode {
@@ -192,10 +194,18 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
     let mut killed = false;
     // With -K, the task whose failure ended the step gives srun's exit status.
     let mut first_bad: Option<(i32, i32)> = None;
+    let mut usage: Option<model::StepUsage> = None;
     while exits.len() < total {
         tokio::select! {
             ev = events.recv() => match ev {
                 Some(Event::Data(d)) => sinks.write(d.task_id, d.stderr, &d.data),
+                Some(Event::Usage(u)) => {
+                    let u = proto::convert::usage_from_wire(u);
+                    usage = Some(match usage {
+                        Some(all) => all.combine(&u),
+                        None => u,
+                    });
+                }
                 Some(Event::Exit(node, exit)) => {
                     sinks.flush(exit.task_id);
                     let bad = exit.exit_code != 0 || exit.exit_signal != 0;
@@ -243,6 +253,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             step_id,
             exit_code,
             exit_signal,
+            usage: usage.as_ref().map(proto::convert::usage_to_wire),
         })
         .await;
     ExitCode::from(rank)
@@ -354,6 +365,7 @@ async fn drive_node(
                         Event::Exit(node.name.clone(), e)
                     }
                     task_output::Output::LaunchError(message) => fail(message),
+                    task_output::Output::Usage(u) => Event::Usage(u),
                 };
                 if events.send(ev).await.is_err() {
                     return;

@@ -970,7 +970,11 @@ pub fn build_spec(
         }
         _ => 0,
     };
-    let (mem_per_node_mb, mem_per_cpu_mb) = match o.memory(prog)? {
+    let memory = o.memory(prog)?;
+    // sbatch(1): "A memory size specification of zero ... grants the job access to
+    // all of the memory on each node."
+    let mem_whole_node = matches!(memory, Some((MemKind::Node, 0)));
+    let (mem_per_node_mb, mem_per_cpu_mb) = match memory {
         Some((MemKind::Node, mb)) => (mb, 0),
         Some((MemKind::Cpu, mb)) => (0, mb),
         Some((MemKind::Gpu, mb)) => (mb * u64::from(gpus_each_node.max(1)), 0),
@@ -1013,6 +1017,7 @@ pub fn build_spec(
         ntasks_per_node: o.ntasks_per_node.unwrap_or(0),
         mem_per_node_mb,
         mem_per_cpu_mb,
+        mem_whole_node,
         gpus,
         gpus_per_node,
         gpu_type,

@@ -88,7 +88,10 @@ pub fn submit(turn: &mut Turn, submit: Submit) -> Result<Submitted, Rejection> {
 }
 
 /// `sbatch --test-only`: checks the job as a submit would and says when and where it
-/// would start, from a snapshot of the state; nothing is queued or stored.
+/// would start, from a snapshot of the state; nothing is queued or stored. As Slurm's
+/// will-run test, a job that cannot start now gets its earliest start behind every
+/// pending job ahead of it, each planned at its own earliest start (a conservative
+/// pass over the trial state, whatever the configured policy).
 pub fn estimate(
     state: &ClusterState,
     config: &Config,
@@ -107,12 +110,22 @@ pub fn estimate(
     trial.apply(&Event::JobSubmitted {
         job: Box::new(Job::new(id, submit.spec, now, time_limit)),
     });
-    let plan = sched::schedule(&trial, now, sched);
-    let start = plan.starts.iter().find(|s| s.job_id == id);
+    let mut will_run = sched.clone();
+    will_run.backfill.policy = sched::Policy::Conservative;
+    will_run.backfill.max_reservations = 0;
+    let plan = sched::schedule(&trial, now, &will_run);
+    let (estimated_start, estimated_nodes) = match plan.starts.iter().find(|s| s.job_id == id) {
+        Some(start) => (now, start.alloc.hostlist()),
+        None => plan
+            .pending
+            .get(&id)
+            .map(|p| (p.planned_start, p.planned_nodes.clone()))
+            .unwrap_or_default(),
+    };
     Ok(Submitted {
         job_id: id,
-        estimated_start: if start.is_some() { now } else { 0 },
-        estimated_nodes: start.map(|s| s.alloc.hostlist()).unwrap_or_default(),
+        estimated_start,
+        estimated_nodes,
     })
 }
 
@@ -508,7 +521,7 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
     let layout =
         model::step::layout(cmd.request, &cpus).map_err(|e| Rejection::invalid(e.to_string()))?;
     let num_tasks = layout.iter().map(|(_, t)| t.len() as u32).sum::<u32>();
-    let nodes = layout
+    let nodes: Vec<(model::NodeAllocation, Vec<u32>)> = layout
         .into_iter()
         .map(|(i, tasks)| (alloc[i].clone(), tasks))
         .collect();
@@ -522,6 +535,9 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
         exit_code: 0,
         exit_signal: 0,
         num_tasks,
+        nodes: nodes.iter().map(|(n, _)| n.node.clone()).collect(),
+        cpus: nodes.iter().map(|(n, _)| n.cpus).sum(),
+        usage: None,
     };
     turn.emit(Event::StepStarted {
         job_id: cmd.job_id,
@@ -542,6 +558,13 @@ pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) -> Result<(), Rejection
         Some(_) => {}
     }
     let time = turn.now;
+    if let Some(usage) = cmd.usage {
+        turn.emit(Event::StepUsageMeasured {
+            job_id: cmd.job_id,
+            step_id: Some(cmd.step_id),
+            usage,
+        });
+    }
     turn.emit(Event::StepEnded {
         job_id: cmd.job_id,
         step_id: cmd.step_id,

@@ -350,7 +350,15 @@ pub fn job_finished(turn: &mut Turn, end: JobEnd) {
         turn.now
     };
     turn.reschedule = true;
-    match job.kill.map(|k| k.cause) {
+    let kill = job.kill.map(|k| k.cause);
+    if let Some(usage) = end.batch_usage.clone() {
+        turn.emit(Event::StepUsageMeasured {
+            job_id: id,
+            step_id: None,
+            usage,
+        });
+    }
+    match kill {
         Some(KillCause::Requeue { hold }) => {
             turn.emit(Event::JobRequeued {
                 job_id: id,

@@ -196,6 +196,7 @@ impl Env {
             end_time: 0,
             message: String::new(),
             drain_reason: String::new(),
+            batch_usage: None,
         };
         self.turn(|t| nodes::job_finished(t, end));
     }
@@ -583,6 +584,47 @@ fn a_test_only_submit_estimates_from_a_snapshot_and_queues_nothing() {
 }
 
 #[test]
+fn a_test_only_submit_on_a_busy_cluster_says_when_and_where_it_would_start() {
+    let mut env = Env::new("");
+    // Every CPU of both nodes is busy for 10 and 20 minutes.
+    let short = env.submit(|s| {
+        s.cpus_per_task = 4;
+        s.time_limit_min = Some(10);
+    });
+    let long = env.submit(|s| {
+        s.cpus_per_task = 4;
+        s.time_limit_min = Some(20);
+    });
+    env.turn(timer::schedule);
+    for id in [short, long] {
+        env.turn(|t| nodes::launched(t, id, 0));
+    }
+    let short_node = env.node_of(short);
+    let spec = JobSpec {
+        user: "alice".into(),
+        uid: ALICE,
+        work_dir: "/tmp".into(),
+        num_tasks: 1,
+        cpus_per_task: 2,
+        time_limit_min: Some(5),
+        ..JobSpec::default()
+    };
+    let submit = Submit {
+        spec,
+        payload: JobPayload {
+            script: "#!/bin/sh\ntrue\n".into(),
+            env: vec![],
+        },
+    };
+    let est = jobs::estimate(&env.state, &env.config, &env.sched, submit, env.now).unwrap();
+    let ends = env.job(short).start_time + 600;
+    assert_eq!(
+        (est.estimated_start, est.estimated_nodes.as_str()),
+        (ends, short_node.as_str())
+    );
+}
+
+#[test]
 fn a_silent_node_goes_down_and_its_jobs_fail_or_are_requeued() {
     let mut env = Env::new("");
     let plain = env.submit(|s| s.cpus_per_task = 4);
@@ -644,6 +686,7 @@ fn a_launch_the_node_refuses_requeues_the_job_and_downs_the_node() {
         end_time: 0,
         message: String::new(),
         drain_reason: String::new(),
+        batch_usage: None,
     };
     let d = env.turn(|t| nodes::job_finished(t, end));
     assert!(d.events.is_empty());
@@ -757,16 +800,25 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
     assert_eq!(started.nodes.len(), 1);
     assert_eq!(started.nodes[0].1, vec![0]);
     let step = started.step_id;
+    let usage = model::StepUsage {
+        max_rss_bytes: 1 << 20,
+        max_rss_node: started.nodes[0].0.node.clone(),
+        total_cpu_us: 2500,
+        user_cpu_us: 2000,
+        system_cpu_us: 500,
+    };
     let end = |step_id, exit_code| CompleteStep {
         job_id: id,
         step_id,
         exit_code,
         exit_signal: 0,
+        usage: Some(usage.clone()),
     };
     let d = env.turn(|t| jobs::complete_step(t, end(step + 1, 0)));
     assert!(d.answer.is_err() && d.events.is_empty());
+    // Its usage, then its end.
     let d = env.turn(|t| jobs::complete_step(t, end(step, 3)));
-    assert!(d.answer.is_ok() && d.events.len() == 1);
+    assert!(d.answer.is_ok() && d.events.len() == 2);
     let d = env.turn(|t| jobs::complete_step(t, end(step, 0)));
     assert!(d.answer.is_ok() && d.events.is_empty());
     let ended = env
@@ -776,6 +828,42 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
         .find(|s| s.id == Some(step))
         .unwrap();
     assert_eq!(ended.exit_code, 3);
+    assert_eq!(ended.usage.as_ref(), Some(&usage));
+    // The step keeps its own nodes and CPUs.
+    assert_eq!(ended.nodes, vec![started.nodes[0].0.node.clone()]);
+    assert_eq!(ended.cpus, started.nodes[0].0.cpus);
+}
+
+#[test]
+fn the_batch_step_keeps_what_its_node_measured() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let node = env.start(id);
+    let usage = model::StepUsage {
+        max_rss_bytes: 4096,
+        max_rss_node: node.clone(),
+        total_cpu_us: 10,
+        user_cpu_us: 7,
+        system_cpu_us: 3,
+    };
+    let end = JobEnd {
+        node: node.clone(),
+        job_id: id,
+        restart_count: 0,
+        kind: EndKind::Exited,
+        exit_code: 0,
+        exit_signal: 0,
+        end_time: 0,
+        message: String::new(),
+        drain_reason: String::new(),
+        batch_usage: Some(usage.clone()),
+    };
+    env.turn(|t| nodes::job_finished(t, end));
+    let job = env.job(id);
+    assert_eq!(job.state, JobState::Completed);
+    let batch = job.steps.iter().find(|s| s.id.is_none()).unwrap();
+    assert_eq!(batch.usage.as_ref(), Some(&usage));
+    assert_eq!(batch.nodes, vec![node]);
 }
 
 #[test]
@@ -904,6 +992,7 @@ fn a_failed_prolog_requeues_the_job_and_drains_its_node() {
         end_time: 0,
         message: "prolog exited with 1".into(),
         drain_reason: "Prolog error".into(),
+        batch_usage: None,
     };
     env.turn(|t| nodes::job_finished(t, end));
     let job = env.job(id);

@@ -5,8 +5,8 @@
 //!
 //! What is kept: job records, their payloads (script and environment, written once at
 //! submit), node records, reservations, and the decayed usage of each association, as
-//! the record types of `records` (format 4; stores of format 3 are migrated when
-//! opened, see `v3`). A commit takes the records one turn of the state owner changed
+//! the record types of `records` (format 5; stores of formats 3 and 4 are migrated
+//! when opened, see `v3` and `sled`). A commit takes the records one turn of the state owner changed
 //! and returns once they survive a crash of the controller; the caller acknowledges
 //! nothing before that. A commit is atomic: after a crash a turn is there whole or not
 //! at all.

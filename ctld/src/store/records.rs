@@ -1,11 +1,14 @@
-//! The records the store keeps, format 4: types of their own, converted from and to
+//! The records the store keeps, format 5: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
 //!
 //! To change a record: copy the types of the current format into a module of their
-//! own (as `v3` keeps format 3), bump [`FORMAT`], change the types here, convert the
-//! old records in `migrate`, and pin the new bytes.
+//! own (as `v3` keeps format 3), or, to add fields to a record, append a struct of
+//! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`]: postcard
+//! writes a struct as its fields one after another, so an old record is a prefix of
+//! the new one); bump [`FORMAT`], convert the old records in `migrate`, and pin the
+//! new bytes.
 //!
 //! Reasons are kept as Slurm's spelling and read back with `Reason::parse`, which
 //! refuses any word it does not know; every other enum is a record enum.
@@ -19,7 +22,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 4;
+pub const FORMAT: u8 = 5;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -299,6 +302,8 @@ impl From<JobSpecRecord> for JobSpec {
             nice: s.nice,
             kill_on_invalid_dep: s.kill_on_invalid_dep,
             command: s.command,
+            // Format 5 keeps it beside these fields (`JobFields5`).
+            mem_whole_node: false,
         }
     }
 }
@@ -350,6 +355,9 @@ impl From<StepRecord> for Step {
             exit_code: s.exit_code,
             exit_signal: s.exit_signal,
             num_tasks: s.num_tasks,
+            nodes: Vec::new(),
+            cpus: 0,
+            usage: None,
         }
     }
 }
@@ -375,8 +383,94 @@ pub struct KillRecord {
     pub time: i64,
 }
 
+/// A job: every field of format 4, then those format 5 added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
+    pub fields: JobFields4,
+    pub added: JobFields5,
+}
+
+/// What format 5 added to a job: `--mem=0`, and each step's nodes, CPUs and usage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields5 {
+    pub mem_whole_node: bool,
+    /// One per step of `JobFields4::steps`, in their order.
+    pub steps: Vec<StepFields5>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct StepFields5 {
+    pub nodes: Vec<String>,
+    pub cpus: u32,
+    pub usage: Option<StepUsageRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepUsageRecord {
+    pub max_rss_bytes: u64,
+    pub max_rss_node: String,
+    pub total_cpu_us: u64,
+    pub user_cpu_us: u64,
+    pub system_cpu_us: u64,
+}
+
+impl From<&Job> for JobRecord {
+    fn from(j: &Job) -> Self {
+        JobRecord {
+            fields: j.into(),
+            added: JobFields5 {
+                mem_whole_node: j.spec.mem_whole_node,
+                steps: j
+                    .steps
+                    .iter()
+                    .map(|s| StepFields5 {
+                        nodes: s.nodes.clone(),
+                        cpus: s.cpus,
+                        usage: s.usage.as_ref().map(|u| StepUsageRecord {
+                            max_rss_bytes: u.max_rss_bytes,
+                            max_rss_node: u.max_rss_node.clone(),
+                            total_cpu_us: u.total_cpu_us,
+                            user_cpu_us: u.user_cpu_us,
+                            system_cpu_us: u.system_cpu_us,
+                        }),
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+impl JobRecord {
+    /// A job record of format 4: nothing of what format 5 added was known then.
+    pub fn from_format_4(fields: JobFields4) -> JobRecord {
+        JobRecord {
+            fields,
+            added: JobFields5::default(),
+        }
+    }
+
+    /// The job this record keeps; `what` names the record in an error.
+    pub fn into_job(self, what: &dyn Fn() -> String) -> Result<Job, StoreError> {
+        let mut job = self.fields.into_job(what)?;
+        job.spec.mem_whole_node = self.added.mem_whole_node;
+        for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
+            step.nodes = added.nodes;
+            step.cpus = added.cpus;
+            step.usage = added.usage.map(|u| model::StepUsage {
+                max_rss_bytes: u.max_rss_bytes,
+                max_rss_node: u.max_rss_node,
+                total_cpu_us: u.total_cpu_us,
+                user_cpu_us: u.user_cpu_us,
+                system_cpu_us: u.system_cpu_us,
+            });
+        }
+        Ok(job)
+    }
+}
+
+/// A job's fields as format 4 wrote them (in format 5, the first part of a job).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobFields4 {
     pub id: u32,
     pub array_job_id: u32,
     pub array_task_id: Option<u32>,
@@ -407,9 +501,9 @@ pub struct JobRecord {
     pub launched: bool,
 }
 
-impl From<&Job> for JobRecord {
+impl From<&Job> for JobFields4 {
     fn from(j: &Job) -> Self {
-        JobRecord {
+        JobFields4 {
             id: j.id,
             array_job_id: j.array_job_id,
             array_task_id: j.array_task_id,
@@ -464,9 +558,10 @@ impl From<&Job> for JobRecord {
     }
 }
 
-impl JobRecord {
-    /// The job this record keeps; `what` names the record in an error.
-    pub fn into_job(self, what: &dyn Fn() -> String) -> Result<Job, StoreError> {
+impl JobFields4 {
+    /// The job these fields keep, with nothing format 5 added; `what` names the
+    /// record in an error.
+    fn into_job(self, what: &dyn Fn() -> String) -> Result<Job, StoreError> {
         let reason = Reason::parse(&self.reason)
             .ok_or_else(|| bad(what, format!("unknown reason `{}`", self.reason)))?;
         Ok(Job {
@@ -786,6 +881,7 @@ mod tests {
                 task_ids: vec![0, 1],
                 max_running: 1,
             }),
+            mem_whole_node: true,
             ..JobSpec::default()
         };
         let mut job = Job::new(7, spec, 100, Some(60));
@@ -806,6 +902,25 @@ mod tests {
             time: 120,
         });
         job.launched = true;
+        job.steps.push(Step {
+            id: Some(0),
+            name: "s".into(),
+            state: JobState::Running,
+            start_time: 110,
+            end_time: 0,
+            exit_code: 0,
+            exit_signal: 0,
+            num_tasks: 2,
+            nodes: vec!["n1".into()],
+            cpus: 8,
+            usage: Some(model::StepUsage {
+                max_rss_bytes: 4096,
+                max_rss_node: "n1".into(),
+                total_cpu_us: 1000,
+                user_cpu_us: 600,
+                system_cpu_us: 400,
+            }),
+        });
         job
     }
 
@@ -813,14 +928,17 @@ mod tests {
     fn a_job_record_keeps_its_bytes() {
         // Format, id 7, array 7, no task, tasks [0, 1], the spec ("train", uid 1000,
         // "alice", "ml", "gpu", ...), RUNNING, "Resources", times, the allocation on
-        // n1, ..., the kill (requeue, held, at 120) and the launch.
+        // n1, step 0 ("s", RUNNING, ...), ..., the kill (requeue, held, at 120) and the
+        // launch; then what format 5 added: --mem=0, and step 0's node n1, 8 CPUs and
+        // usage (4096 bytes on n1, 1000/600/400 us).
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0407070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0507070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
-                "013c00000000000000010101f00101"
+                "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
+                "8020026e31e807d8049003"
             )
         );
     }
@@ -839,9 +957,22 @@ mod tests {
     }
 
     #[test]
+    fn a_job_of_format_4_is_the_first_part_of_one_of_format_5() {
+        let record = JobRecord::from(&sample_job());
+        let old = postcard::to_stdvec(&record.fields).unwrap();
+        let new = postcard::to_stdvec(&record).unwrap();
+        assert!(new.len() > old.len() && new.starts_with(&old));
+        let back = JobRecord::from_format_4(decode_body(&|| "job 7".into(), &old).unwrap())
+            .into_job(&|| "job 7".into())
+            .unwrap();
+        assert!(!back.spec.mem_whole_node && back.steps[0].usage.is_none());
+        assert_eq!(back.steps[0].num_tasks, 2);
+    }
+
+    #[test]
     fn an_unknown_reason_is_refused() {
         let mut record = JobRecord::from(&sample_job());
-        record.reason = "Bogus".into();
+        record.fields.reason = "Bogus".into();
         let err = record.into_job(&|| "job 7".into()).unwrap_err().to_string();
         assert!(err.contains("job 7") && err.contains("Bogus"), "{err}");
     }
@@ -858,7 +989,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "04026e31000480080100046831303000000001046661737401000000000000"
+            "05026e31000480080100046831303000000001046661737401000000000000"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -872,7 +1003,7 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "04056d61696e74142801026e310104726f6f740002000300"
+            "05056d61696e74142801026e310104726f6f740002000300"
         );
         let usage = AssocUsage {
             billing: 1.5,
@@ -881,7 +1012,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "04000000000000f83f0103637075000000000000004006"
+            "05000000000000f83f0103637075000000000000004006"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -889,7 +1020,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "040a23212f62696e2f73680a0101410131"
+            "050a23212f62696e2f73680a0101410131"
         );
     }
 }

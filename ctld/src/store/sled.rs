@@ -34,7 +34,9 @@
 //! Writes succeed again once space is freed. Any other error of a commit leaves the
 //! engine in doubt; the caller stops, and a restart recovers what was flushed.
 
-use super::records::{self, JobRecord, NodeRecord, PayloadRecord, ReservationRecord, UsageRecord};
+use super::records::{
+    self, JobFields4, JobRecord, NodeRecord, PayloadRecord, ReservationRecord, UsageRecord,
+};
 use super::{Batch, Store, StoreError, v3};
 use model::usage::AssocKey;
 use model::{Job, JobId, JobPayload, Restored};
@@ -103,18 +105,21 @@ fn usage_key(key: &AssocKey) -> Vec<u8> {
     out
 }
 
-/// The body of a record of the current format, or of format 3 (which the store
-/// migrates when it opens, but a journal may still carry).
+/// Format 4: the release before format 5, whose job records lack `JobFields5`.
+const FORMAT_4: u8 = 4;
+
+/// The body of a record of the current format, or of formats 3 and 4 (which the
+/// store migrates when it opens, but a journal may still carry).
 fn split_version<'b>(
     what: &dyn Fn() -> String,
     bytes: &'b [u8],
 ) -> Result<(u8, &'b [u8]), StoreError> {
     match bytes.split_first() {
-        Some((&v, body)) if v == records::FORMAT || v == v3::FORMAT => Ok((v, body)),
+        Some((&v, body)) if [v3::FORMAT, FORMAT_4, records::FORMAT].contains(&v) => Ok((v, body)),
         Some((v, _)) => Err(StoreError::Decode {
             key: what(),
             reason: format!(
-                "record format {v}, this controller reads formats {} and {}; \
+                "record format {v}, this controller reads formats {} to {}; \
                  start it on a new state directory",
                 v3::FORMAT,
                 records::FORMAT
@@ -127,7 +132,7 @@ fn split_version<'b>(
     }
 }
 
-/// Decodes a record whose layout is the same in formats 3 and 4.
+/// Decodes a record whose layout is the same in formats 3 to 5.
 fn decode<T: DeserializeOwned>(what: &dyn Fn() -> String, bytes: &[u8]) -> Result<T, StoreError> {
     let (_, body) = split_version(what, bytes)?;
     records::decode_body(what, body)
@@ -136,7 +141,26 @@ fn decode<T: DeserializeOwned>(what: &dyn Fn() -> String, bytes: &[u8]) -> Resul
 fn decode_job(what: &dyn Fn() -> String, bytes: &[u8]) -> Result<Job, StoreError> {
     match split_version(what, bytes)? {
         (records::FORMAT, body) => records::decode_body::<JobRecord>(what, body)?.into_job(what),
+        (FORMAT_4, body) => {
+            JobRecord::from_format_4(records::decode_body::<JobFields4>(what, body)?).into_job(what)
+        }
         (_, body) => v3::decode_job(what, body)?.into_job(what),
+    }
+}
+
+/// A record of format 4, in the current format: a job gets what format 5 added,
+/// empty; the other records are the same bytes behind the new version.
+fn migrate_format_4(
+    tree: TreeName,
+    what: &dyn Fn() -> String,
+    bytes: &[u8],
+) -> Result<Vec<u8>, StoreError> {
+    let body = &bytes[1..];
+    match tree {
+        TreeName::Jobs => records::encode(&JobRecord::from_format_4(records::decode_body::<
+            JobFields4,
+        >(what, body)?)),
+        _ => Ok([&[records::FORMAT][..], body].concat()),
     }
 }
 
@@ -148,7 +172,7 @@ fn free_bytes(dir: &Path) -> nix::Result<u64> {
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`, finishes a turn a crash cut short, and
-    /// migrates a store of format 3. Commits are refused while fewer than
+    /// migrates a store of format 3 or 4. Commits are refused while fewer than
     /// `min_free_bytes` are free on the file system.
     pub fn open(dir: &Path, min_free_bytes: u64) -> Result<SledStore, StoreError> {
         let db = sled::Config::new()
@@ -208,29 +232,31 @@ impl SledStore {
         Ok(())
     }
 
-    /// Rewrites a store of format 3 (the release before format 4, which kept no
-    /// `format` key) in format 4, once; a new store gets the key at once. A store of
-    /// any other format is refused, untouched.
+    /// Rewrites a store of format 4, or of format 3 (which kept no `format` key), in
+    /// the current format, once; a new store gets the key at once. A store of any
+    /// other format is refused, untouched.
     fn migrate(&self) -> Result<(), StoreError> {
-        match self.db.get(FORMAT_KEY)? {
+        let from = match self.db.get(FORMAT_KEY)? {
             Some(format) if *format == [records::FORMAT] => return Ok(()),
+            Some(format) if *format == [FORMAT_4] => FORMAT_4,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
                     reads: records::FORMAT,
                 });
             }
-            None => {}
-        }
+            None => v3::FORMAT,
+        };
         let mut rewritten = 0usize;
         for tree in TreeName::ALL {
             for item in self.tree(tree).iter() {
                 let (key, value) = item?;
-                if value.first() != Some(&v3::FORMAT) {
-                    continue;
-                }
                 let what = || format!("{tree:?} {}", String::from_utf8_lossy(&key));
-                let new = v3::migrate_record(tree as u8, &what, &value)?;
+                let new = match value.first() {
+                    Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
+                    Some(&FORMAT_4) => migrate_format_4(tree, &what, &value)?,
+                    _ => continue,
+                };
                 self.tree(tree).insert(key, new)?;
                 rewritten += 1;
             }
@@ -246,7 +272,7 @@ impl SledStore {
         if rewritten > 0 {
             tracing::info!(
                 records = rewritten,
-                from = v3::FORMAT,
+                from,
                 to = records::FORMAT,
                 "state store migrated"
             );
@@ -691,9 +717,13 @@ mod tests {
         store.commit(Batch::default()).unwrap();
     }
 
-    /// A copy of the fixture: a store written by the release of format 3.
-    fn v3_fixture() -> tempfile::TempDir {
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v3");
+    /// A copy of a fixture: a store written by the release of format 3
+    /// (`store-v3`), and that store as the release of format 4 migrated it
+    /// (`store-v4`).
+    fn fixture(name: &str) -> tempfile::TempDir {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
         let dir = tempfile::tempdir().unwrap();
         for entry in std::fs::read_dir(&fixture).unwrap() {
             let entry = entry.unwrap();
@@ -704,7 +734,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_store_of_format_3_is_migrated_and_loses_nothing() {
-        let dir = v3_fixture();
+        migrated_fixture_loses_nothing("store-v3").await;
+    }
+
+    #[tokio::test]
+    async fn a_store_of_format_4_is_migrated_and_loses_nothing() {
+        migrated_fixture_loses_nothing("store-v4").await;
+    }
+
+    async fn migrated_fixture_loses_nothing(name: &str) {
+        let dir = fixture(name);
         let loaded = {
             let store = open(dir.path());
             store.load().unwrap()
@@ -769,6 +808,11 @@ mod tests {
         assert!(loaded.usage[0].1.at > 0);
         let script = store.payload(10).unwrap().unwrap().script;
         assert!(script.contains("sleep 1000"), "{script}");
+        // What format 5 added is empty, and the steps read as they were.
+        assert!(loaded.jobs.iter().all(|j| !j.spec.mem_whole_node));
+        let batch = &long.steps[0];
+        assert_eq!((batch.id, batch.name.as_str()), (None, "batch"));
+        assert!(batch.nodes.is_empty() && batch.usage.is_none());
     }
 
     #[tokio::test]

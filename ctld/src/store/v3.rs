@@ -2,6 +2,8 @@
 //! record was postcard of the domain type itself. It is read here only to migrate a
 //! store to the current format (`SledStore::open` rewrites every record once).
 //!
+//! A format-3 job becomes a format-4 one (`JobFields4`), then a current record.
+//!
 //! Format 3 differs from format 4 only in the job record: it kept the planned start,
 //! and had neither the kill request nor the launch confirmation, nor the script's
 //! path in the job's request. Every other record of format 3 has exactly the bytes of
@@ -10,9 +12,9 @@
 
 use super::StoreError;
 use super::records::{
-    self, ArraySpecRecord, JobRecord, JobSpecRecord, JobStateRecord, NodeAllocationRecord,
-    NodeRecord, PayloadRecord, PreemptionRecord, ReservationRecord, SignalSpecRecord, StepRecord,
-    UsageRecord,
+    self, ArraySpecRecord, JobFields4, JobRecord, JobSpecRecord, JobStateRecord,
+    NodeAllocationRecord, NodeRecord, PayloadRecord, PreemptionRecord, ReservationRecord,
+    SignalSpecRecord, StepRecord, UsageRecord,
 };
 use serde::Deserialize;
 
@@ -141,17 +143,17 @@ pub struct JobRecordV3 {
     suspended_secs: i64,
 }
 
-impl From<JobRecordV3> for JobRecord {
+impl From<JobRecordV3> for JobFields4 {
     /// A job of format 3 had no kill request. A running one is taken as launched, as
     /// the release that wrote it took every started job: if its node no longer has
     /// it, it was lost.
-    fn from(j: JobRecordV3) -> JobRecord {
+    fn from(j: JobRecordV3) -> JobFields4 {
         let launched = j.alloc.is_some()
             && matches!(
                 j.state,
                 JobStateRecord::Running | JobStateRecord::Suspended | JobStateRecord::Completing
             );
-        JobRecord {
+        JobFields4 {
             id: j.id,
             array_job_id: j.array_job_id,
             array_task_id: j.array_task_id,
@@ -185,7 +187,9 @@ impl From<JobRecordV3> for JobRecord {
 
 /// A job record of format 3 (the bytes after its version), as a current record.
 pub fn decode_job(what: &dyn Fn() -> String, body: &[u8]) -> Result<JobRecord, StoreError> {
-    Ok(records::decode_body::<JobRecordV3>(what, body)?.into())
+    Ok(JobRecord::from_format_4(
+        records::decode_body::<JobRecordV3>(what, body)?.into(),
+    ))
 }
 
 /// A record of format 3 of the tree numbered `tree` (the store's `TreeName`), encoded

@@ -1,0 +1,182 @@
+//! What jobs use, measured by their cgroups on a real cluster (the tests run as root on
+//! hosts with cgroups mounted): `sstat` of a running batch step, `sacct` MaxRSS and
+//! TotalCPU of finished batch and `srun` steps; and `--mem=0`, which takes all of a
+//! node's memory.
+
+use std::path::Path;
+use std::time::Duration;
+use tests::{Cluster, ClusterSpec, wait_until};
+
+const T: Duration = Duration::from_secs(60);
+
+fn one_node() -> Cluster {
+    Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    })
+}
+
+fn wait_file(path: &Path) {
+    assert!(
+        wait_until(T, || path.exists()),
+        "{} never written",
+        path.display()
+    );
+}
+
+/// A Python program that holds `mb` MB (every page touched), burns a little CPU,
+/// writes `ready`, and returns once `go` exists.
+fn hold_memory(mb: u32, ready: &str, go: &str) -> String {
+    format!(
+        "python3 -c \"\nimport os, time\nx = bytearray({mb} << 20)\nfor i in range(0, len(x), 4096): x[i] = 1\n\
+         n = 0\nfor i in range(300000): n += i\nopen('{ready}', 'w').close()\n\
+         while not os.path.exists('{go}'): time.sleep(0.05)\n\""
+    )
+}
+
+/// Bytes of a sacct/sstat memory figure (`52348K`, `2G`, `1000`).
+fn bytes(text: &str) -> u64 {
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let n: u64 = digits
+        .parse()
+        .unwrap_or_else(|_| panic!("not a figure: `{text}`"));
+    n << match unit {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        other => panic!("unit {other} in `{text}`"),
+    }
+}
+
+/// Microseconds of a TotalCPU figure (`00:01.250`, `00:00:03`, `01:02:03`).
+fn cpu_us(text: &str) -> u64 {
+    let (main, ms) = match text.split_once('.') {
+        Some((m, f)) => (m, f.parse::<u64>().unwrap()),
+        None => (text, 0),
+    };
+    let secs = main
+        .split(':')
+        .fold(0u64, |acc, part| acc * 60 + part.parse::<u64>().unwrap());
+    secs * 1_000_000 + ms * 1000
+}
+
+fn sacct_step(c: &Cluster, step: &str, fields: &str) -> Vec<String> {
+    let out = c.ok(&["sacct", "-n", "-P", "-o", fields, "-j", step]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("{step}|")))
+        .unwrap_or_else(|| panic!("no row for {step} in:\n{out}"));
+    line.split('|').map(String::from).collect()
+}
+
+#[test]
+fn sstat_shows_a_running_batch_step_and_sacct_keeps_what_it_used() {
+    let c = one_node();
+    let ready = c.work.join("ready");
+    let id = c.sbatch(&[], &hold_memory(80, "ready", "go"));
+    wait_file(&ready);
+    let step = format!("{id}.batch");
+    let out = c.ok(&[
+        "sstat",
+        "-n",
+        "-P",
+        "-o",
+        "JobID,MaxRSS,MaxRSSNode,NTasks",
+        "-j",
+        &step,
+    ]);
+    let row: Vec<&str> = out.trim().split('|').collect();
+    assert_eq!(
+        (row[0], row[2], row[3]),
+        (step.as_str(), "tn1", "1"),
+        "{out}"
+    );
+    assert!(bytes(row[1]) >= 80 << 20, "sstat MaxRSS {}", row[1]);
+    // Without a step: the lowest running one, here the batch step.
+    let out = c.ok(&["sstat", "-n", "-P", "-o", "JobID", "-j", &id.to_string()]);
+    assert_eq!(out.trim(), step);
+
+    std::fs::write(c.work.join("go"), "").unwrap();
+    c.wait_state(id, "COMPLETED", T);
+    let row = sacct_step(&c, &step, "JobID,MaxRSS,MaxRSSNode,TotalCPU,UserCPU");
+    assert!(bytes(&row[1]) >= 80 << 20, "sacct MaxRSS {}", row[1]);
+    assert_eq!(row[2], "tn1");
+    assert!(cpu_us(&row[3]) > 0, "TotalCPU {}", row[3]);
+    assert!(cpu_us(&row[4]) <= cpu_us(&row[3]) + 20_000, "{row:?}");
+    // The job's own line adds up its steps' CPU time; it has no MaxRSS of its own.
+    let job = c.ok(&[
+        "sacct",
+        "-n",
+        "-X",
+        "-P",
+        "-o",
+        "MaxRSS,TotalCPU",
+        "-j",
+        &id.to_string(),
+    ]);
+    let job: Vec<&str> = job.trim().split('|').collect();
+    assert_eq!(job[0], "");
+    assert_eq!(job[1], row[3]);
+    // A finished job has nothing running.
+    let out = c.run(&["sstat", "-j", &id.to_string()]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("No steps running for job {id}")),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn an_srun_steps_usage_is_its_tasks_together() {
+    let c = one_node();
+    let script = c.work.join("task.py");
+    std::fs::write(
+        &script,
+        "x = bytearray(60 << 20)\nfor i in range(0, len(x), 4096): x[i] = 1\n",
+    )
+    .unwrap();
+    let id = c.sbatch(
+        &["-n", "2"],
+        &format!("srun -n 2 python3 {}", script.display()),
+    );
+    c.wait_state(id, "COMPLETED", T);
+    let row = sacct_step(
+        &c,
+        &format!("{id}.0"),
+        "JobID,MaxRSS,MaxRSSNode,NTasks,TotalCPU",
+    );
+    // The high-water mark of the step's cgroup: at least the larger task's.
+    assert!(bytes(&row[1]) >= 60 << 20, "MaxRSS {}", row[1]);
+    assert_eq!((row[2].as_str(), row[3].as_str()), ("tn1", "2"));
+    assert!(cpu_us(&row[4]) > 0, "TotalCPU {}", row[4]);
+}
+
+#[test]
+fn mem_zero_takes_all_of_the_nodes_memory() {
+    let c = one_node();
+    let first = c.sbatch(
+        &["--mem=0"],
+        "echo $SLURM_MEM_PER_NODE > mem.txt\nwhile [ ! -e go ]; do sleep 0.05; done",
+    );
+    wait_file(&c.work.join("mem.txt"));
+    let mem = std::fs::read_to_string(c.work.join("mem.txt")).unwrap();
+    assert_eq!(mem.trim(), "8192");
+    assert!(
+        c.field(first, "AllocTRES").contains("mem=8G"),
+        "{}",
+        c.field(first, "AllocTRES")
+    );
+    // Any memory more on the node waits for it.
+    let second = c.sbatch(&["--mem=1M"], "true");
+    assert!(
+        wait_until(T, || c.squeue_field(second, "%r") == "Resources"),
+        "second job: {}",
+        c.squeue_field(second, "%T %r")
+    );
+    std::fs::write(c.work.join("go"), "").unwrap();
+    c.wait_state(first, "COMPLETED", T);
+    c.wait_state(second, "COMPLETED", T);
+}
