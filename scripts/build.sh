@@ -15,7 +15,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build "$@" --workspace --bins --exclude cli
+# shellcheck disable=SC2207
+features=($(scripts/cargo-features.sh))
+cargo build "$@" "${features[@]}" --workspace --bins --exclude cli
 # The fake NVML library the tests load instead of the NVIDIA driver's.
 cargo build "$@" -p fake-nvml
 

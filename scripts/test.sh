@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: the Rust workspace (unit, property, multi-process) and the real
 # Slurm clients (submitit, dask-jobqueue, Snakemake) against a local Drover cluster.
-# Installs what it needs first: Python packages into .venv.
+# Installs what it needs first: Python packages into .venv, and, as root on Debian,
+# hwloc's development files (libhwloc-dev, libudev-dev) for the node daemon's topology;
+# without them the daemon is built without hwloc and its topology tests do not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +13,15 @@ if [ ! -x .venv/bin/pytest ] || ! cmp -s tests/python/requirements.txt .venv/req
   cp tests/python/requirements.txt .venv/requirements.txt
 fi
 
+if [ -z "$(scripts/cargo-features.sh)" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -q pkg-config libhwloc-dev libudev-dev >/dev/null 2>&1; }
+  install || { apt-get update -q >/dev/null 2>&1 && install; } ||
+    echo "test.sh: cannot install libhwloc-dev; building without hwloc" >&2
+fi
+
 scripts/build.sh
+# shellcheck disable=SC2207
+features=($(scripts/cargo-features.sh))
 # Multi-process tests start several daemons each: two at a time on a small machine.
-cargo test --workspace -- --test-threads=2
+cargo test "${features[@]}" --workspace -- --test-threads=2
 PATH="$PWD/.venv/bin:$PATH" .venv/bin/pytest -q -p no:cacheprovider tests/python

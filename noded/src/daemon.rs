@@ -222,8 +222,13 @@ pub fn inventory_text(name: Option<String>) -> anyhow::Result<String> {
         }
     }
     let gres: Vec<String> = types.iter().map(|(t, n)| format!("gpu:{t}:{n}")).collect();
+    let topology = noded::topology::discover();
+    let layout = match &topology {
+        Ok(t) => format!(" {}", t.slurmd_layout()),
+        Err(_) => String::new(),
+    };
     let mut out = format!(
-        "NodeName={name} CPUs={} RealMemory={}{}\n",
+        "NodeName={name} CPUs={}{layout} RealMemory={}{}\n",
         r.cpus,
         r.memory_mb,
         if gres.is_empty() {
@@ -232,6 +237,17 @@ pub fn inventory_text(name: Option<String>) -> anyhow::Result<String> {
             format!(" Gres={}", gres.join(","))
         }
     );
+    match &topology {
+        Ok(t) => {
+            for (node, cpus) in &t.numa_nodes {
+                out.push_str(&format!(
+                    "NUMA {node} cpus={}\n",
+                    model::job::format_ranges(cpus)
+                ));
+            }
+        }
+        Err(why) => out.push_str(&format!("# no topology: {why}\n")),
+    }
     if let Err(why) = &nvml {
         out.push_str(&format!("# no GPUs: {why}\n"));
     }

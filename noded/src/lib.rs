@@ -32,6 +32,7 @@ pub mod spool;
 pub mod status;
 pub mod supervisor;
 pub mod tasks;
+pub mod topology;
 pub mod user;
 
 /// Unix time in seconds, read from the system clock.

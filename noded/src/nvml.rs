@@ -109,6 +109,11 @@ impl GpuInventory for NvmlGpus {
             let numa = dev
                 .numa_node_id()
                 .ok()
+                .or_else(|| {
+                    crate::topology::host()
+                        .and_then(|t| t.locality_of(&bus_id))
+                        .and_then(|l| l.numa)
+                })
                 .or_else(|| numa_from_sysfs(&bus_id))
                 .unwrap_or(0);
             let minor = dev.minor_number().unwrap_or(i);

@@ -97,4 +97,16 @@ fn the_inventory_command_prints_what_the_host_offers_as_slurmd_c_does() {
         14,
         "{text}"
     );
+    // The processor layout from hwloc, as slurmd -C words it, and each NUMA node's
+    // CPUs; a daemon built without hwloc says it has none.
+    if cfg!(feature = "hwloc") {
+        assert!(first.contains(" Boards=1 SocketsPerBoard="), "{text}");
+        assert!(first.contains(" ThreadsPerCore="), "{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with("NUMA 0 cpus=")),
+            "{text}"
+        );
+    } else {
+        assert!(text.contains("# no topology: "), "{text}");
+    }
 }
