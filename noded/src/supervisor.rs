@@ -45,6 +45,12 @@ pub const OOM_EXIT_SIGNAL: i32 = 125;
 
 /// How long leftovers of a job may survive SIGKILL before the supervisor gives up on them.
 const KILL_GIVE_UP: Duration = Duration::from_secs(10);
+/// Set by sbatch for `--export=NONE` and `--get-user-env`: load the user's login
+/// environment on the node (Slurm's variable of the same name).
+const GET_USER_ENV: &str = "SLURM_GET_USER_ENV";
+/// How long the user's login shell may take to say its environment (Slurm's default
+/// `--get-user-env` timeout).
+const LOGIN_ENV_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// Runs the supervisor of the job in `dir`; returns the process exit code.
 pub fn main(dir: &Path) -> i32 {
@@ -186,6 +192,27 @@ impl Supervisor<'_> {
             .prepare(&self.info)
             .map_err(|e| self.failed(e.to_string()))?;
         let mut env = job_env(&self.info, &self.info.node_name);
+        // `--export=NONE` (or `--get-user-env`): the user's login environment under
+        // the job's own variables, as slurmd loads it.
+        let get_user_env = env.iter().any(|(k, v)| k == GET_USER_ENV && v == "1");
+        env.retain(|(k, _)| k != GET_USER_ENV);
+        if get_user_env {
+            match user.login_environment(LOGIN_ENV_TIMEOUT) {
+                Ok(login) => {
+                    for (name, value) in login {
+                        if !env.iter().any(|(k, _)| *k == name) {
+                            env.push((name, value));
+                        }
+                    }
+                }
+                Err(why) => {
+                    warn!(%why, "cannot load the user's login environment");
+                    self.note(&format!(
+                        "error: Unable to get user's local environment: {why}"
+                    ));
+                }
+            }
+        }
         for (name, value) in user.login_env() {
             if !env.iter().any(|(k, _)| k == name) {
                 env.push((name.to_string(), value));

@@ -137,6 +137,56 @@ impl RunAs {
         Ok(())
     }
 
+    /// The user's login environment, as Slurm's `--get-user-env` loads it
+    /// (`env_array_user_default`): what a login shell of the user sets, read from
+    /// `su - USER -c 'env -0'` as root (the user's own login shell, `SHELL -l`, when the
+    /// daemon runs as the user), given up after `timeout`.
+    pub fn login_environment(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<(String, String)>, String> {
+        use std::process::{Command, Stdio};
+        let mut command = if self.switch {
+            let mut c = Command::new("su");
+            c.args(["-", &self.name, "-c", "env -0"]);
+            c
+        } else {
+            let mut c = Command::new(&self.shell);
+            c.args(["-l", "-c", "env -0"]);
+            c
+        };
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start a login shell: {e}"))?;
+        let mut stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let read = std::io::Read::read_to_end(&mut stdout, &mut out);
+            let _ = tx.send(read.map(|_| out));
+        });
+        let out = match rx.recv_timeout(timeout) {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => return Err(format!("cannot read the login shell's output: {e}")),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the login shell gave no environment within {} s",
+                    timeout.as_secs()
+                ));
+            }
+        };
+        let status = child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("the login shell failed ({status})"));
+        }
+        Ok(parse_env0(&out))
+    }
+
     /// The login variables a job of this user has when the submit environment lacks
     /// them (`--export=NONE`): HOME, USER, LOGNAME, SHELL.
     pub fn login_env(&self) -> [(&'static str, String); 4] {
@@ -147,6 +197,19 @@ impl RunAs {
             ("SHELL", self.shell.clone()),
         ]
     }
+}
+
+/// `NAME=VALUE` entries separated by NUL bytes (`env -0`); entries without `=` or with
+/// an empty name are skipped.
+fn parse_env0(bytes: &[u8]) -> Vec<(String, String)> {
+    bytes
+        .split(|b| *b == 0)
+        .filter_map(|entry| {
+            let text = String::from_utf8_lossy(entry);
+            let (name, value) = text.split_once('=')?;
+            (!name.is_empty()).then(|| (name.to_string(), value.to_string()))
+        })
+        .collect()
 }
 
 /// While alive, file access is checked as the job's user (see `RunAs::access`).
@@ -177,6 +240,19 @@ fn restore_root(groups: &[libc::gid_t]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_login_environment_is_read_from_env_0() {
+        let out = b"HOME=/home/a\0PATH=/usr/bin:/bin\0MULTI=line one\nline two\0=x\0junk\0";
+        assert_eq!(
+            parse_env0(out),
+            [
+                ("HOME".to_string(), "/home/a".to_string()),
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                ("MULTI".into(), "line one\nline two".into()),
+            ]
+        );
+    }
 
     #[test]
     fn the_daemons_own_user_resolves_with_its_umask() {

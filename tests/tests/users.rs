@@ -153,3 +153,29 @@ fn a_user_cannot_write_through_output_paths_or_into_others_files() {
     c.wait_state(job, "FAILED", T);
     assert_eq!(std::fs::read_to_string(&bobs_file).unwrap(), "bob's\n");
 }
+
+#[test]
+fn export_none_gives_the_job_the_users_login_environment() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    let carol = user(&c, "drover-carol");
+    // What the user's login shell sets: the job gets it under --export=NONE only.
+    let profile = Path::new("/home/drover-carol/.profile");
+    std::fs::write(profile, "export DROVER_LOGIN_MARK=from-profile\n").unwrap();
+    std::os::unix::fs::chown(profile, Some(carol.uid), Some(carol.gid)).unwrap();
+    let show = "echo \"mark=$DROVER_LOGIN_MARK home=$HOME get=$SLURM_GET_USER_ENV\"";
+    let none = sbatch_as(&c, &carol, &["--export=NONE"], show);
+    let all = sbatch_as(&c, &carol, &[], show);
+    for id in [none, all] {
+        c.wait_state(id, "COMPLETED", T);
+    }
+    let out = |id: u32| std::fs::read_to_string(carol.dir.join(format!("slurm-{id}.out"))).unwrap();
+    assert_eq!(
+        out(none).trim(),
+        "mark=from-profile home=/home/drover-carol get="
+    );
+    // --export=ALL (the default) carries the submit environment, not the login one.
+    assert!(out(all).starts_with("mark= "), "{}", out(all));
+}

@@ -569,6 +569,14 @@ mod tests {
         );
         // --wrap has no script file: no Command.
         assert_eq!(sp.command, "");
+        // --export=NONE asks the node for the user's login environment, as Slurm's.
+        let none = prep(&["--export=NONE", "--wrap=true"], "").unwrap().spec;
+        assert!(
+            none.env
+                .iter()
+                .any(|e| e.name == "SLURM_GET_USER_ENV" && e.value == "1")
+        );
+        assert!(!sp.env.iter().any(|e| e.name == "SLURM_GET_USER_ENV"));
         // stdin variant
         let sub = prep(&["--parsable", "/dev/stdin"], "#!/bin/sh\ntrue\n").unwrap();
         assert_eq!(sub.spec.name, "stdin");
@@ -608,7 +616,7 @@ mod tests {
         .spec;
         assert_eq!(
             sp.env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
-            ["SLURM_A", "SLURM_SUBMIT_DIR"]
+            ["SLURM_A", "SLURM_SUBMIT_DIR", "SLURM_GET_USER_ENV"]
         );
     }
 

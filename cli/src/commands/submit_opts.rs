@@ -984,6 +984,21 @@ pub fn build_spec(
     // Where sbatch ran, whatever `--chdir` says (sbatch(1): SLURM_SUBMIT_DIR).
     env.retain(|(name, _)| name != "SLURM_SUBMIT_DIR" && name != "SLURM_CPUS_PER_TASK");
     env.push(("SLURM_SUBMIT_DIR".into(), ctx.cwd.to_string()));
+    // sbatch(1): with --export=NONE "Slurm will then implicitly attempt to load the
+    // user's environment on the node", as with --get-user-env: the node does it.
+    let export_none = o.export.as_deref().is_some_and(|e| {
+        let first = e
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_uppercase();
+        first == "NONE" || first == "NIL"
+    });
+    env.retain(|(name, _)| name != "SLURM_GET_USER_ENV");
+    if export_none && prog == "sbatch" {
+        env.push(("SLURM_GET_USER_ENV".into(), "1".into()));
+    }
     // Set in the job only when -c is given, as sbatch's; not a parent job's.
     if let Some(c) = o.cpus_per_task {
         env.push(("SLURM_CPUS_PER_TASK".into(), c.to_string()));
