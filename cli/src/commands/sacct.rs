@@ -324,8 +324,13 @@ pub fn parse_args(
 }
 
 fn help_fields() -> String {
+    field_list(fields::sacct_fields().map(|f| f.name))
+}
+
+/// Field names four to a line, as `--helpformat` lists them.
+pub fn field_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let mut out = String::new();
-    for (i, name) in fields::sacct_fields().map(|f| f.name).enumerate() {
+    for (i, name) in names.enumerate() {
         if i % 4 != 0 {
             out.push(' ');
         } else if i > 0 {
@@ -463,24 +468,44 @@ pub fn render(opts: &Options, jobs: &[JobInfo], ctx: &Ctx) -> String {
     if opts.json {
         return json_doc(&rows, ctx);
     }
-    let fields: Vec<TableField> = opts
-        .fields
-        .iter()
-        .map(|(f, l)| TableField {
-            name: f.name.to_string(),
-            len: *l,
-        })
-        .collect();
-    let values: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            opts.fields
-                .iter()
-                .map(|(f, _)| field_value(f, r, ctx))
-                .collect()
-        })
-        .collect();
-    format::print_fields(&fields, &values, !opts.noheader, opts.mode, &opts.delimiter)
+    let table = Table {
+        fields: &opts.fields,
+        header: !opts.noheader,
+        mode: opts.mode,
+        delimiter: &opts.delimiter,
+    };
+    table.render(&rows, ctx)
+}
+
+/// How rows are printed: the fields with their widths, and the table's form.
+pub struct Table<'a> {
+    pub fields: &'a [(&'static Sacct, i32)],
+    pub header: bool,
+    pub mode: Parsable,
+    pub delimiter: &'a str,
+}
+
+impl Table<'_> {
+    pub fn render(&self, rows: &[Row], ctx: &Ctx) -> String {
+        let fields: Vec<TableField> = self
+            .fields
+            .iter()
+            .map(|(f, l)| TableField {
+                name: f.name.to_string(),
+                len: *l,
+            })
+            .collect();
+        let values: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                self.fields
+                    .iter()
+                    .map(|(f, _)| field_value(f, r, ctx))
+                    .collect()
+            })
+            .collect();
+        format::print_fields(&fields, &values, self.header, self.mode, self.delimiter)
+    }
 }
 
 /// One job in Slurm 22.05's `sacct --json` shape (the `openapi/dbv0.0.38` plugin's).

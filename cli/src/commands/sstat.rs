@@ -17,7 +17,7 @@ use crate::args;
 use crate::client;
 use crate::exit::Exit;
 use crate::fields::Sacct;
-use crate::format::{self, Parsable, TableField};
+use crate::format::Parsable;
 use crate::jobs::{self, Ctx};
 use crate::opts::{OptSpec, flag, value};
 use crate::times;
@@ -170,17 +170,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
 }
 
 fn help_fields() -> String {
-    let mut out = String::new();
-    for (i, name) in SSTAT_FIELDS.iter().enumerate() {
-        if i % 4 != 0 {
-            out.push(' ');
-        } else if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(&format!("{name:<19}"));
-    }
-    out.push('\n');
-    out
+    sacct::field_list(SSTAT_FIELDS.iter().copied())
 }
 
 /// The order sstat picks "the lowest step running" in: numbered steps, then the batch
@@ -271,24 +261,13 @@ pub fn render(
         .iter()
         .flat_map(|j| j.steps.iter().map(move |s| Row::Step(j, s)))
         .collect();
-    let table: Vec<TableField> = opts
-        .fields
-        .iter()
-        .map(|(f, l)| TableField {
-            name: f.name.to_string(),
-            len: *l,
-        })
-        .collect();
-    let values: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            opts.fields
-                .iter()
-                .map(|(f, _)| sacct::field_value(f, r, ctx))
-                .collect()
-        })
-        .collect();
-    format::print_fields(&table, &values, !opts.noheader, opts.mode, "|")
+    sacct::Table {
+        fields: &opts.fields,
+        header: !opts.noheader,
+        mode: opts.mode,
+        delimiter: "|",
+    }
+    .render(&rows, ctx)
 }
 
 /// What every node of `job` reports of its steps, combined per step.

@@ -186,7 +186,13 @@ impl Env {
     }
 
     fn finished(&mut self, id: JobId, kind: EndKind, exit_code: i32) {
-        let end = JobEnd {
+        let end = self.job_end(id, kind, exit_code);
+        self.turn(|t| nodes::job_finished(t, end));
+    }
+
+    /// The report of the end of job `id`'s current run on its node.
+    fn job_end(&self, id: JobId, kind: EndKind, exit_code: i32) -> JobEnd {
+        JobEnd {
             node: self.node_of(id),
             job_id: id,
             restart_count: self.job(id).restart_count,
@@ -197,8 +203,7 @@ impl Env {
             message: String::new(),
             drain_reason: String::new(),
             batch_usage: None,
-        };
-        self.turn(|t| nodes::job_finished(t, end));
+        }
     }
 
     /// A controller restart: only what the store keeps survives; nodes are UNKNOWN
@@ -847,16 +852,8 @@ fn the_batch_step_keeps_what_its_node_measured() {
         system_cpu_us: 3,
     };
     let end = JobEnd {
-        node: node.clone(),
-        job_id: id,
-        restart_count: 0,
-        kind: EndKind::Exited,
-        exit_code: 0,
-        exit_signal: 0,
-        end_time: 0,
-        message: String::new(),
-        drain_reason: String::new(),
         batch_usage: Some(usage.clone()),
+        ..env.job_end(id, EndKind::Exited, 0)
     };
     env.turn(|t| nodes::job_finished(t, end));
     let job = env.job(id);
