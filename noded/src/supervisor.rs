@@ -45,8 +45,8 @@ pub const OOM_EXIT_SIGNAL: i32 = 125;
 
 /// How long leftovers of a job may survive SIGKILL before the supervisor gives up on them.
 const KILL_GIVE_UP: Duration = Duration::from_secs(10);
-/// Set by sbatch for `--export=NONE` and `--get-user-env`: load the user's login
-/// environment on the node (Slurm's variable of the same name).
+/// Set by sbatch for `--export=NONE`: load the user's login environment on the node
+/// (Slurm's variable of the same name, which its `--get-user-env` sets too).
 const GET_USER_ENV: &str = "SLURM_GET_USER_ENV";
 /// How long the user's login shell may take to say its environment (Slurm's default
 /// `--get-user-env` timeout).
@@ -192,8 +192,8 @@ impl Supervisor<'_> {
             .prepare(&self.info)
             .map_err(|e| self.failed(e.to_string()))?;
         let mut env = job_env(&self.info, &self.info.node_name);
-        // `--export=NONE` (or `--get-user-env`): the user's login environment under
-        // the job's own variables, as slurmd loads it.
+        // `--export=NONE`: the user's login environment under the job's own
+        // variables, as slurmd loads it.
         let get_user_env = env.iter().any(|(k, v)| k == GET_USER_ENV && v == "1");
         env.retain(|(k, _)| k != GET_USER_ENV);
         if get_user_env {
