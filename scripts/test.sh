@@ -14,8 +14,8 @@ if [ ! -x .venv/bin/pytest ] || ! cmp -s tests/python/requirements.txt .venv/req
 fi
 
 if [ -z "$(scripts/cargo-features.sh)" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -q pkg-config libhwloc-dev libudev-dev >/dev/null 2>&1; }
-  install || { apt-get update -q >/dev/null 2>&1 && install; } ||
+  install_hwloc() { DEBIAN_FRONTEND=noninteractive apt-get install -y -q pkg-config libhwloc-dev libudev-dev >/dev/null 2>&1; }
+  install_hwloc || { apt-get update -q >/dev/null 2>&1 && install_hwloc; } ||
     echo "test.sh: cannot install libhwloc-dev; building without hwloc" >&2
 fi
 
