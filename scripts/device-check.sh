@@ -32,7 +32,7 @@ cargo test -q -p noded --test cgroups >/tmp/device-cgroups.log 2>&1 &&
   pass "cgroup confinement tests" || { bad "cgroup confinement tests"; tail -30 /tmp/device-cgroups.log; }
 
 # 3. A job given one GPU: CUDA_VISIBLE_DEVICES names it, and the other GPUs' device
-#    files cannot be opened (v1: devices controller; v2: not enforced yet, noted).
+#    files cannot be opened (v1: the devices controller; v2: a BPF device program).
 dir=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 gpus=$((whole > 0 ? whole : 0))
@@ -69,11 +69,7 @@ cat "$dir/job.out"
 grep -q '^visible=0$' "$dir/job.out" && pass "binding: CUDA_VISIBLE_DEVICES=0" || bad "binding"
 grep -q '^sees=1$' "$dir/job.out" && pass "the job sees one GPU" || note "the job sees more than its GPU (see above)"
 opened=$(grep -c '^open ' "$dir/job.out")
-if grep -q 'cgroup2 /sys/fs/cgroup ' /proc/mounts; then
-  note "device confinement on cgroup v2 is not enforced yet ($opened device files open)"
-else
-  [ "$opened" -eq 1 ] && pass "device confinement: only the job's GPU opens" || bad "device confinement: $opened open"
-fi
+[ "$opened" -eq 1 ] && pass "device confinement: only the job's GPU opens" || bad "device confinement: $opened open"
 kill "$noded" "$ctld" 2>/dev/null
 wait 2>/dev/null
 rm -rf "$dir"

@@ -18,9 +18,9 @@
 //! ```
 //!
 //! Under v2 the same limits are `cpuset.cpus`, `memory.max` (and `memory.swap.max` 0) of
-//! `drover/n1/job_42`, with `+cpuset +memory +pids` enabled down the tree. v2 has no
-//! device files: device confinement there needs a BPF device program, which Drover does
-//! not load yet, so the daemon says at start that devices are not confined.
+//! `drover/n1/job_42`, with `+cpuset +memory +pids` enabled down the tree, and a BPF
+//! device program attached to it that refuses 195:0 (`device_filter`): v2 has no device
+//! files.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -91,8 +91,9 @@ pub enum Hierarchy {
     V1 {
         mounts: BTreeMap<Controller, PathBuf>,
     },
-    /// One unified mount, with the controllers it offers (`freezer` and `cpuacct` stand
-    /// for v2's built-in `cgroup.freeze` and `cpu.stat`).
+    /// One unified mount, with the controllers it offers (`freezer`, `cpuacct` and
+    /// `devices` stand for v2's built-in `cgroup.freeze`, `cpu.stat` and BPF device
+    /// programs).
     V2 {
         mount: PathBuf,
         controllers: BTreeSet<Controller>,
@@ -196,17 +197,7 @@ impl Hierarchy {
             let offered = controllers_of(&m.point).unwrap_or_default();
             let offered: BTreeSet<&str> = offered.split_whitespace().collect();
             if offered.contains("memory") {
-                let mut controllers: BTreeSet<Controller> =
-                    [Controller::Freezer, Controller::Cpuacct].into();
-                for c in [Controller::Cpuset, Controller::Memory, Controller::Pids] {
-                    if offered.contains(c.name()) {
-                        controllers.insert(c);
-                    }
-                }
-                return Ok(Hierarchy::V2 {
-                    mount: m.point.clone(),
-                    controllers,
-                });
+                return Ok(Hierarchy::unified(m.point.clone(), &offered));
             }
         }
         let mut found = BTreeMap::new();
@@ -225,6 +216,23 @@ impl Hierarchy {
         Ok(Hierarchy::V1 { mounts: found })
     }
 
+    /// The v2 hierarchy at `mount`, with the controllers of its `cgroup.controllers`
+    /// (`offered`) that Drover uses and v2's built-in ones.
+    pub fn unified(mount: PathBuf, offered: &BTreeSet<&str>) -> Hierarchy {
+        let mut controllers: BTreeSet<Controller> = [
+            Controller::Freezer,
+            Controller::Cpuacct,
+            Controller::Devices,
+        ]
+        .into();
+        for c in [Controller::Cpuset, Controller::Memory, Controller::Pids] {
+            if offered.contains(c.name()) {
+                controllers.insert(c);
+            }
+        }
+        Hierarchy::V2 { mount, controllers }
+    }
+
     pub fn version(&self) -> u8 {
         match self {
             Hierarchy::V1 { .. } => 1,
@@ -239,7 +247,7 @@ impl Hierarchy {
         }
     }
 
-    /// What this hierarchy cannot enforce: the controllers it lacks (v2: devices too).
+    /// What this hierarchy cannot enforce: the controllers it lacks.
     pub fn missing(&self) -> Vec<Controller> {
         Controller::ALL
             .into_iter()
@@ -370,10 +378,12 @@ impl JobCgroup {
                 let enable = enable.join(" ");
                 make_levels(mount, &self.job_rel, false)?;
                 let mut dir = mount.clone();
-                write_file(&dir.join("cgroup.subtree_control"), &enable)?;
-                for part in self.job_rel.components() {
-                    dir.push(part);
+                if !enable.is_empty() {
                     write_file(&dir.join("cgroup.subtree_control"), &enable)?;
+                    for part in self.job_rel.components() {
+                        dir.push(part);
+                        write_file(&dir.join("cgroup.subtree_control"), &enable)?;
+                    }
                 }
                 self.write_limits(limits)?;
                 make_levels(&mount.join(&self.job_rel), Path::new(step), false)?;
@@ -394,7 +404,8 @@ impl JobCgroup {
     }
 
     /// Writes the job's limits into its cgroup: the CPU ids, the memory limit (and no
-    /// swap beyond it), the task limit, and, on v1, the device denials.
+    /// swap beyond it), the task limit, and the device denials (v1's `devices.deny`, or
+    /// v2's device program).
     fn write_limits(&self, limits: &Limits) -> Result<(), CgroupError> {
         let h = &self.hierarchy;
         let v1 = matches!(h, Hierarchy::V1 { .. });
@@ -431,10 +442,17 @@ impl JobCgroup {
         {
             write_file(&dir.join("pids.max"), &max.to_string())?;
         }
-        if let (true, Some(dir)) = (v1, h.dir_for(Controller::Devices, &self.job_rel)) {
-            for (major, minor) in &limits.deny_devices {
-                write_file(&dir.join("devices.deny"), &format!("c {major}:{minor} rwm"))?;
+        match h.dir_for(Controller::Devices, &self.job_rel) {
+            Some(dir) if v1 => {
+                for (major, minor) in &limits.deny_devices {
+                    write_file(&dir.join("devices.deny"), &format!("c {major}:{minor} rwm"))?;
+                }
             }
+            Some(dir) if !limits.deny_devices.is_empty() => {
+                crate::device_filter::attach(&dir, &limits.deny_devices)
+                    .map_err(io_err("attach a device program to", &dir))?;
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -783,14 +801,14 @@ mod tests {
     }
 
     #[test]
-    fn a_pure_v2_host_uses_the_unified_mount_and_lacks_device_files() {
+    fn a_pure_v2_host_uses_the_unified_mount_with_device_programs() {
         let h = Hierarchy::from_mounts(PURE_V2, |p| {
             assert_eq!(p, Path::new("/sys/fs/cgroup"));
             Some("cpuset cpu io memory hugetlb pids rdma misc\n".into())
         })
         .unwrap();
         assert_eq!(h.version(), 2);
-        assert_eq!(h.missing(), vec![Controller::Devices]);
+        assert_eq!(h.missing(), vec![]);
         let rel = Path::new("drover/n1/job_4");
         assert_eq!(
             h.dir_for(Controller::Memory, rel),

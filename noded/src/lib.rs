@@ -9,15 +9,17 @@
 //! `launch.json` in, `pid`/`pgid` and `status.json` out; and through signals: SIGTERM to
 //! the supervisor cancels the job.
 //!
-//! The supervisor confines the job (`isolation`, `cgroup`) and runs it as its user
-//! (`user`); the daemon finds what the host offers (`inventory`, `nvml`), runs the
-//! site's health check (`health`) and the tasks of steps `srun` starts (`tasks`).
+//! The supervisor confines the job (`isolation`, `cgroup`, `device_filter`) and runs it
+//! as its user (`user`); the daemon finds what the host offers (`inventory`, `nvml`),
+//! runs the site's health check (`health`) and the tasks of steps `srun` starts
+//! (`tasks`).
 
 pub mod affinity;
 pub mod agent;
 pub mod backoff;
 pub mod cgroup;
 pub mod control;
+pub mod device_filter;
 pub mod env;
 pub mod health;
 pub mod inventory;

@@ -4,6 +4,11 @@
 //! nothing it started outlives it. GPU device files are stand-ins made with `mknod`
 //! (character devices 195:N, NVIDIA's numbers, that no driver serves here: opening one
 //! the job may use fails with ENXIO, one it may not with EPERM).
+//!
+//! The device and kill tests run twice: under the host's hierarchy, and under cgroup v2
+//! at the host's unified mount (mounted by the test where the host has none). A hybrid
+//! host's unified mount offers no controllers, but v2's own parts work there: device
+//! programs, `cgroup.kill`, `cgroup.procs`.
 
 use noded::cgroup::{Hierarchy, JobCgroup};
 use noded::launch::{CgroupPlacement, LaunchInfo};
@@ -22,6 +27,30 @@ fn hierarchy() -> Hierarchy {
     })
 }
 
+/// cgroup v2 at the host's unified mount, with the controllers it offers; where the host
+/// mounts none, at a cgroup2 mount made here (it stays, as the host's would).
+fn unified_hierarchy() -> Hierarchy {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let found = mountinfo.lines().find_map(|l| {
+        let (head, tail) = l.split_once(" - ")?;
+        let point = head.split_whitespace().nth(4)?;
+        (tail.split_whitespace().next() == Some("cgroup2")).then(|| PathBuf::from(point))
+    });
+    let mount = found.unwrap_or_else(|| {
+        let point = PathBuf::from("/run/drover-test-cgroup2");
+        std::fs::create_dir_all(&point).unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "cgroup2", "none"])
+            .arg(&point)
+            .status()
+            .unwrap();
+        assert!(status.success(), "this kernel cannot mount cgroup2");
+        point
+    });
+    let offered = std::fs::read_to_string(mount.join("cgroup.controllers")).unwrap();
+    Hierarchy::unified(mount, &offered.split_whitespace().collect())
+}
+
 struct ConfinedJob {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -33,6 +62,14 @@ struct ConfinedJob {
 
 impl ConfinedJob {
     fn new(script: &str, edit: impl FnOnce(&mut LaunchInfo, &Path)) -> ConfinedJob {
+        ConfinedJob::new_in(hierarchy(), script, edit)
+    }
+
+    fn new_in(
+        hierarchy: Hierarchy,
+        script: &str,
+        edit: impl FnOnce(&mut LaunchInfo, &Path),
+    ) -> ConfinedJob {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
         let work = root.join("work");
@@ -45,7 +82,6 @@ impl ConfinedJob {
         info.start_time = noded::unix_now();
         info.kill_wait_secs = 2;
         info.env = vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())];
-        let hierarchy = hierarchy();
         info.cgroup = Some(CgroupPlacement {
             hierarchy: hierarchy.clone(),
             prefix: prefix.clone(),
@@ -161,7 +197,17 @@ fn a_job_runs_on_exactly_its_cpus_and_cannot_widen_them() {
 
 #[test]
 fn gpus_not_given_to_the_job_cannot_be_opened() {
-    let job = ConfinedJob::new(
+    gpus_not_given_cannot_be_opened_under(hierarchy());
+}
+
+#[test]
+fn gpus_not_given_to_the_job_cannot_be_opened_under_cgroup_v2() {
+    gpus_not_given_cannot_be_opened_under(unified_hierarchy());
+}
+
+fn gpus_not_given_cannot_be_opened_under(hierarchy: Hierarchy) {
+    let job = ConfinedJob::new_in(
+        hierarchy,
         "#!/bin/sh\nfor g in 0 1 2; do echo x > ../gpu$g; done\n",
         |info, root| {
             let files: Vec<String> = (0..3)
@@ -181,16 +227,6 @@ fn gpus_not_given_to_the_job_cannot_be_opened() {
             info.gpu_indices = vec![1];
         },
     );
-    if !job
-        .cgroup
-        .hierarchy()
-        .has(noded::cgroup::Controller::Devices)
-    {
-        // cgroup v2: device confinement needs a BPF program Drover does not load yet.
-        let s = job.run();
-        assert_eq!(s.kind, FinishKind::Exited);
-        return;
-    }
     let s = job.run();
     assert_eq!(s.kind, FinishKind::Exited, "{s:?}");
     let out = job.read("slurm-42.out");
@@ -213,10 +249,19 @@ fn gpus_not_given_to_the_job_cannot_be_opened() {
 
 #[test]
 fn a_daemonized_process_dies_with_the_job_and_the_cgroup_goes() {
+    a_daemonized_process_dies_with_the_job_under(hierarchy());
+}
+
+#[test]
+fn a_daemonized_process_dies_with_the_job_under_cgroup_v2() {
+    a_daemonized_process_dies_with_the_job_under(unified_hierarchy());
+}
+
+fn a_daemonized_process_dies_with_the_job_under(hierarchy: Hierarchy) {
     // Double fork and a new session: out of the job's process group and session.
     let script = "#!/bin/sh\n(setsid sh -c 'sleep 300 & echo $! > bg.pid' &)\n\
                   while [ ! -s bg.pid ]; do sleep 0.05; done\necho started\n";
-    let job = ConfinedJob::new(script, |_, _| {});
+    let job = ConfinedJob::new_in(hierarchy, script, |_, _| {});
     let s = job.run();
     assert_eq!((s.kind, s.exit_code), (FinishKind::Exited, 0), "{s:?}");
     let pid: i32 = job.read("bg.pid").trim().parse().unwrap();
