@@ -31,16 +31,31 @@ pub fn socket_core_thread(n: &NodeInfo) -> (u32, u32, u32) {
     (n.cpus.max(1), 1, 1)
 }
 
-/// A node's GPUs as Slurm's GRES: `gpu:h100:4`, `gpu:4`, `(null)` for a node without
-/// any; `count` is how many to show (all of them, or those in use).
-pub fn gres(n: &NodeInfo, count: u32) -> String {
-    if n.gpus == 0 {
+/// A node's GPUs as Slurm's GRES, one term per type: `gpu:h100:4`, `gpu:4`,
+/// `gpu:h100:7,gpu:1g.10gb:7` (whole GPUs and MIG instances), `(null)` for a node
+/// without any.
+pub fn gres(n: &NodeInfo) -> String {
+    gres_terms(n, |g| g.count)
+}
+
+/// The GPUs of a node in use, as `gres` writes them: `gpu:h100:2,gpu:1g.10gb:0`.
+pub fn gres_used(n: &NodeInfo) -> String {
+    gres_terms(n, |g| g.alloc)
+}
+
+fn gres_terms(n: &NodeInfo, count: impl Fn(&proto::v1::GpuGres) -> u32) -> String {
+    if n.gres.is_empty() {
         return "(null)".into();
     }
-    match n.gpu_type.as_str() {
-        "" => format!("gpu:{count}"),
-        t => format!("gpu:{t}:{count}"),
-    }
+    let terms: Vec<String> = n
+        .gres
+        .iter()
+        .map(|g| match g.gpu_type.as_str() {
+            "" => format!("gpu:{}", count(g)),
+            t => format!("gpu:{t}:{}", count(g)),
+        })
+        .collect();
+    terms.join(",")
 }
 
 #[cfg(test)]
@@ -49,14 +64,24 @@ mod tests {
 
     #[test]
     fn node_gres() {
-        let n = |gpus, ty: &str| NodeInfo {
-            gpus,
-            gpu_type: ty.into(),
+        let n = |types: &[(&str, u32, u32)]| NodeInfo {
+            gres: types
+                .iter()
+                .map(|&(t, count, alloc)| proto::v1::GpuGres {
+                    gpu_type: t.into(),
+                    count,
+                    alloc,
+                })
+                .collect(),
             ..Default::default()
         };
-        assert_eq!(gres(&n(0, "h100"), 0), "(null)");
-        assert_eq!(gres(&n(4, ""), 2), "gpu:2");
-        assert_eq!(gres(&n(4, "h100"), 4), "gpu:h100:4");
+        assert_eq!(gres(&n(&[])), "(null)");
+        assert_eq!(gres_used(&n(&[])), "(null)");
+        assert_eq!(gres_used(&n(&[("", 4, 2)])), "gpu:2");
+        assert_eq!(gres(&n(&[("h100", 4, 0)])), "gpu:h100:4");
+        let mixed = n(&[("h100", 7, 2), ("1g.10gb", 7, 0)]);
+        assert_eq!(gres(&mixed), "gpu:h100:7,gpu:1g.10gb:7");
+        assert_eq!(gres_used(&mixed), "gpu:h100:2,gpu:1g.10gb:0");
         let newer = NodeInfo {
             name: "n1".into(),
             allocation: 9,

@@ -24,7 +24,7 @@ mod locate;
 mod refused;
 
 use crate::hostlist;
-use crate::node::{GpuDevice, Node};
+use crate::node::{self, GpuDevice, Node};
 use crate::units;
 use locate::Located;
 use serde::{Deserialize, Serialize};
@@ -295,34 +295,79 @@ pub struct NodeConfig {
     /// drained, with what it lacks as the reason.
     #[serde(default)]
     pub config_overrides: bool,
+    /// The MIG instances each of this entry's GPUs in MIG mode is split into, as the
+    /// admin created them (`nvidia-smi mig`): `7x1g.10gb`, `1x3g.40gb,2x2g.20gb`. Each
+    /// instance is a GPU of its own to the scheduler, typed by its profile
+    /// (`--gpus=1g.10gb:1`); discovery checks the node has them.
+    #[serde(default)]
+    pub mig_layout: String,
+    /// How many of the `gpus` are in MIG mode, the last ones by index: 1 by default
+    /// with a `mig_layout`.
+    #[serde(default)]
+    pub mig_gpus: Option<u32>,
 }
 
 impl NodeConfig {
-    /// The device file of each GPU of one node of this entry (assumes `check` passed).
-    pub fn gpu_file_list(&self) -> Vec<String> {
-        if self.gpu_files.is_empty() {
-            return default_gpu_files(self.gpus);
+    /// How many of the entry's GPUs are in MIG mode.
+    pub fn mig_gpu_count(&self) -> u32 {
+        match (self.mig_layout.is_empty(), self.mig_gpus) {
+            (true, _) => 0,
+            (false, n) => n.unwrap_or(1),
         }
-        hostlist::expand(&self.gpu_files).unwrap_or_default()
     }
 
-    /// The GPUs of one node of this entry with their topology (assumes `check` passed).
+    /// The devices of one node of this entry, by index, each with the physical GPU it
+    /// is on: the whole GPUs, then the MIG instances of each GPU in MIG mode.
+    fn devices_on_gpus(&self) -> Vec<(u32, String)> {
+        let whole = self.gpus - self.mig_gpu_count();
+        let layout = node::parse_mig_layout(&self.mig_layout).unwrap_or_default();
+        let mut out: Vec<(u32, String)> = (0..whole).map(|g| (g, self.gpu_type.clone())).collect();
+        for g in whole..self.gpus {
+            out.extend(layout.iter().map(|profile| (g, profile.clone())));
+        }
+        out
+    }
+
+    /// The device file of each GPU of one node of this entry, by device index: a MIG
+    /// instance has its GPU's (assumes `check` passed).
+    pub fn gpu_file_list(&self) -> Vec<String> {
+        let files = if self.gpu_files.is_empty() {
+            default_gpu_files(self.gpus)
+        } else {
+            hostlist::expand(&self.gpu_files).unwrap_or_default()
+        };
+        self.devices_on_gpus()
+            .into_iter()
+            .filter_map(|(g, _)| files.get(g as usize).cloned())
+            .collect()
+    }
+
+    /// The GPUs of one node of this entry with their topology (assumes `check` passed):
+    /// a MIG instance is on its GPU's NUMA node, in an NVLink domain of its own (as
+    /// discovery finds them).
     pub fn gpu_devices(&self) -> Vec<GpuDevice> {
         let domains: Vec<Vec<u32>> = self
             .nvlink_domains
             .iter()
             .map(|d| parse_gpu_indices(d, self.gpus).unwrap_or_default())
             .collect();
-        (0..self.gpus)
-            .map(|i| {
-                let mut gpu = GpuDevice::with_default_topology(i, self.gpus, &self.gpu_type);
-                if let Some(&numa) = self.gpu_numa.get(i as usize) {
+        let mut next_domain = self.gpus.max(domains.len() as u32);
+        self.devices_on_gpus()
+            .into_iter()
+            .enumerate()
+            .map(|(index, (g, gpu_type))| {
+                let mut gpu = GpuDevice::with_default_topology(g, self.gpus, &gpu_type);
+                gpu.index = index as u32;
+                if let Some(&numa) = self.gpu_numa.get(g as usize) {
                     gpu.numa = numa;
                 }
-                gpu.nvlink = if domains.is_empty() {
+                gpu.nvlink = if node::is_mig_profile(&gpu_type) {
+                    next_domain += 1;
+                    next_domain - 1
+                } else if domains.is_empty() {
                     gpu.numa
                 } else {
-                    domains.iter().position(|d| d.contains(&i)).unwrap_or(0) as u32
+                    domains.iter().position(|d| d.contains(&g)).unwrap_or(0) as u32
                 };
                 gpu
             })
@@ -1087,6 +1132,72 @@ gpu_type = "h100"
         assert_eq!(crate::node::default_gpu_numa(1, 3), 0);
         assert_eq!(crate::node::default_gpu_numa(2, 3), 1);
         assert_eq!(crate::node::default_gpu_numa(0, 1), 0);
+    }
+
+    #[test]
+    fn a_mig_layout_makes_each_instance_a_gpu_of_its_own() {
+        let text = format!(
+            "{BASE}gpu_files = \"/dev/nvidia[10-17]\"\nmig_layout = \"1x3g.40gb,2x2g.20gb\"\n\
+             mig_gpus = 2\n"
+        );
+        let c = Config::parse(&text, "t.toml").unwrap();
+        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
+        let types: Vec<&str> = node.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let mut want = vec!["h100"; 6];
+        want.extend(["3g.40gb", "2g.20gb", "2g.20gb"].repeat(2));
+        assert_eq!(types, want);
+        let indices: Vec<u32> = node.gpus.iter().map(|g| g.index).collect();
+        assert_eq!(indices, (0..12).collect::<Vec<u32>>());
+        // The instances are on their GPUs' NUMA node, each in an NVLink domain apart.
+        let topology: Vec<(u32, u32)> = node.gpus[5..].iter().map(|g| (g.numa, g.nvlink)).collect();
+        assert_eq!(
+            topology,
+            vec![(1, 1), (1, 8), (1, 9), (1, 10), (1, 11), (1, 12), (1, 13)]
+        );
+        let files = c.node_entry("g1").unwrap().gpu_file_list();
+        assert_eq!(files.len(), 12);
+        assert_eq!(files[5], "/dev/nvidia15");
+        assert_eq!(&files[6..9], ["/dev/nvidia16"; 3]);
+        assert_eq!(&files[9..], ["/dev/nvidia17"; 3]);
+        // One GPU in MIG mode by default.
+        let c = Config::parse(&format!("{BASE}mig_layout = \"7x1g.10gb\"\n"), "t.toml").unwrap();
+        let node = c.node_list().into_iter().find(|n| n.name == "g2").unwrap();
+        assert_eq!(node.gpus.len(), 14);
+        assert_eq!(node.gpus[7].gpu_type, "1g.10gb");
+        assert_eq!(node.gpus[6].gpu_type, "h100");
+    }
+
+    #[test]
+    fn mig_errors_name_the_key() {
+        let cases = [
+            (
+                "mig_layout = \"8x1g.10gb\"\n",
+                "mig_layout: MIG layout `8x1g.10gb` takes 8 slices",
+            ),
+            (
+                "mig_layout = \"7xh100\"\n",
+                "mig_layout: invalid MIG layout term `7xh100`",
+            ),
+            ("mig_gpus = 1\n", "mig_gpus: needs a `mig_layout`"),
+            (
+                "mig_layout = \"7x1g.10gb\"\nmig_gpus = 9\n",
+                "mig_gpus: must be 1 to 8",
+            ),
+            (
+                "mig_layout = \"7x1g.10gb\"\nmig_gpus = 0\n",
+                "mig_gpus: must be 1 to 8",
+            ),
+        ];
+        for (extra, want) in cases {
+            let e = Config::parse(&format!("{BASE}{extra}"), "t.toml").unwrap_err();
+            assert!(e.message.contains(want), "{extra}: {e}");
+        }
+        let text = BASE.replace("gpus = 8", "gpus = 65");
+        let e = Config::parse(&text, "t.toml").unwrap_err();
+        assert!(
+            e.message.contains("gpus: 65 GPUs on one node (at most 64)"),
+            "{e}"
+        );
     }
 
     #[test]

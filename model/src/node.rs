@@ -25,7 +25,11 @@ impl GpuDevice {
     /// True when this GPU, as a node found it, stands for a GPU declared of type
     /// `declared`: its type starts with it (`h100_80gb_hbm3`, NVML's model name, for
     /// `h100`; any type for an untyped declaration).
+    /// A MIG instance stands only for its own profile, and a whole GPU never for one.
     pub fn stands_for(&self, declared: &str) -> bool {
+        if is_mig_profile(&self.gpu_type) || is_mig_profile(declared) {
+            return self.gpu_type == declared;
+        }
         self.gpu_type.starts_with(declared)
     }
 
@@ -42,6 +46,55 @@ impl GpuDevice {
             nvlink: numa,
         }
     }
+}
+
+/// Whether `gpu_type` is a MIG profile, the type of a MIG instance: `1g.10gb`,
+/// `3g.40gb`, `1c.3g.40gb` (a compute instance), as NVIDIA names them.
+pub fn is_mig_profile(gpu_type: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = match gpu_type.split_once("c.") {
+        Some((c, rest)) if digits(c) => rest,
+        _ => gpu_type,
+    };
+    match rest.split_once("g.") {
+        Some((g, mem)) => digits(g) && mem.strip_suffix("gb").is_some_and(digits),
+        None => false,
+    }
+}
+
+/// The GPU slices a MIG profile takes (its `Ng`): 3 for `3g.40gb` and `1c.3g.40gb`.
+fn mig_slices(profile: &str) -> u32 {
+    let rest = profile.split_once("c.").map_or(profile, |(_, r)| r);
+    rest.split_once('g')
+        .and_then(|(g, _)| g.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The most GPU slices of one GPU in MIG mode (A100, H100, H200: 7).
+pub const MIG_SLICES_PER_GPU: u32 = 7;
+
+/// A MIG layout, the instances one GPU in MIG mode is split into: `COUNTxPROFILE`
+/// terms joined by `,`, one profile per instance in order. `7x1g.10gb` is seven
+/// `1g.10gb`; `1x3g.40gb,2x2g.20gb` three instances. At most 7 slices in all.
+pub fn parse_mig_layout(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for term in text.split(',') {
+        let term = term.trim();
+        let bad = || format!("invalid MIG layout term `{term}` (COUNTxPROFILE, as `7x1g.10gb`)");
+        let (count, profile) = term.split_once('x').ok_or_else(bad)?;
+        let count: u32 = count.parse().map_err(|_| bad())?;
+        if count == 0 || !is_mig_profile(profile) {
+            return Err(bad());
+        }
+        out.extend(std::iter::repeat_n(profile.to_string(), count as usize));
+    }
+    let slices: u32 = out.iter().map(|p| mig_slices(p)).sum();
+    if slices > MIG_SLICES_PER_GPU {
+        return Err(format!(
+            "MIG layout `{text}` takes {slices} slices of one GPU (at most {MIG_SLICES_PER_GPU})"
+        ));
+    }
+    Ok(out)
 }
 
 /// The default NUMA node of GPU `index` of `count`: the first half on 0, the rest on 1.
@@ -141,6 +194,24 @@ impl Node {
 
     pub fn gpu_type(&self) -> &str {
         self.gpus.first().map(|g| g.gpu_type.as_str()).unwrap_or("")
+    }
+
+    /// The node's GPUs by type, in the order the types first appear by index: each
+    /// type, how many GPUs of it, and how many of those are in `used` (indices).
+    pub fn gpus_by_type(&self, used: &[u32]) -> Vec<(&str, u32, u32)> {
+        let mut out: Vec<(&str, u32, u32)> = Vec::new();
+        for g in &self.gpus {
+            let k = match out.iter().position(|(t, ..)| *t == g.gpu_type) {
+                Some(k) => k,
+                None => {
+                    out.push((&g.gpu_type, 0, 0));
+                    out.len() - 1
+                }
+            };
+            out[k].1 += 1;
+            out[k].2 += u32::from(used.contains(&g.index));
+        }
+        out
     }
 
     /// Whether the node answers: not when the controller marked it DOWN for silence
@@ -322,6 +393,63 @@ impl NodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mig_profiles_and_layouts() {
+        for p in ["1g.10gb", "3g.40gb", "7g.141gb", "1c.3g.40gb"] {
+            assert!(is_mig_profile(p), "{p}");
+        }
+        for p in ["h100", "", "1g", "g.10gb", "1g.10", "1g.10gb+me", "xg.10gb"] {
+            assert!(!is_mig_profile(p), "{p}");
+        }
+        assert_eq!(parse_mig_layout("7x1g.18gb").unwrap(), vec!["1g.18gb"; 7]);
+        assert_eq!(
+            parse_mig_layout("1x3g.40gb, 2x2g.20gb").unwrap(),
+            vec!["3g.40gb", "2g.20gb", "2g.20gb"]
+        );
+        assert_eq!(
+            parse_mig_layout("8x1g.10gb").unwrap_err(),
+            "MIG layout `8x1g.10gb` takes 8 slices of one GPU (at most 7)"
+        );
+        for bad in ["", "7", "0x1g.10gb", "7xh100", "x1g.10gb", "7x1g.10gb,"] {
+            assert!(parse_mig_layout(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn gpus_are_counted_by_type_in_index_order() {
+        let mut gpus: Vec<GpuDevice> = (0..3)
+            .map(|i| GpuDevice::with_default_topology(i, 3, "h100"))
+            .collect();
+        for i in 3..5 {
+            gpus.push(GpuDevice::with_default_topology(i, 5, "1g.10gb"));
+        }
+        let node = Node::from_config("n1", 8, 1024, gpus);
+        assert_eq!(
+            node.gpus_by_type(&[1, 4]),
+            vec![("h100", 3, 1), ("1g.10gb", 2, 1)]
+        );
+        assert!(
+            Node::from_config("c1", 1, 1, vec![])
+                .gpus_by_type(&[])
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_mig_instance_stands_only_for_its_profile() {
+        let dev = |t: &str| GpuDevice::with_default_topology(0, 1, t);
+        assert!(dev("1g.10gb").stands_for("1g.10gb"));
+        assert!(
+            !dev("1g.10gb").stands_for(""),
+            "an untyped GPU is a whole one"
+        );
+        assert!(!dev("1g.10gb").stands_for("1g"));
+        assert!(!dev("2g.20gb").stands_for("1g.10gb"));
+        assert!(!dev("h100_80gb_hbm3").stands_for("1g.10gb"));
+        assert!(dev("h100_80gb_hbm3").stands_for("h100"));
+        assert!(dev("h100_80gb_hbm3").stands_for(""));
+    }
 
     #[test]
     fn a_node_that_finds_less_than_declared_says_what_it_lacks() {

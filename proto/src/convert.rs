@@ -555,6 +555,15 @@ pub fn node_to_wire(n: &Node, usage: &model::NodeUsage, partitions: Vec<String>)
         gpus: n.gpus.len() as u32,
         gpus_alloc: usage.gpus.len() as u32,
         gpu_type: n.gpu_type().to_string(),
+        gres: n
+            .gpus_by_type(&usage.gpus)
+            .into_iter()
+            .map(|(gpu_type, count, alloc)| v1::GpuGres {
+                gpu_type: gpu_type.to_string(),
+                count,
+                alloc,
+            })
+            .collect(),
         partitions,
         boot_time: n.boot_time,
         last_heartbeat: n.last_heartbeat,

@@ -1,7 +1,8 @@
 //! Node daemons that find their resources instead of taking them from the config: their
 //! GPUs through NVML, here the fake `libnvidia-ml.so.1` of `fakes/nvml` (8 H100s, one
 //! in MIG mode) put on the loader's path; the controller drains a node that finds less
-//! than it is configured with, the difference as the reason.
+//! than it is configured with, the difference as the reason, and schedules the MIG
+//! instances of a declared `mig_layout` as GPUs typed by their profile.
 
 use std::time::Duration;
 use tests::{Cluster, ClusterSpec, wait_until};
@@ -10,14 +11,7 @@ const T: Duration = Duration::from_secs(30);
 
 #[test]
 fn a_node_that_finds_fewer_gpus_than_configured_is_drained_with_the_difference() {
-    let lib = tempfile::tempdir().unwrap();
-    let built = tests::bin_dir().join("libnvidia_ml.so");
-    assert!(
-        built.exists(),
-        "{} is missing: run scripts/build.sh",
-        built.display()
-    );
-    std::fs::copy(&built, lib.path().join("libnvidia-ml.so.1")).unwrap();
+    let lib = fake_nvml();
     let path = (
         "LD_LIBRARY_PATH".to_string(),
         lib.path().display().to_string(),
@@ -63,4 +57,85 @@ fn a_node_that_finds_fewer_gpus_than_configured_is_drained_with_the_difference()
     assert!(out.starts_with("gpus="), "{out}");
     let detail = c.ok(&["scontrol", "show", "node", "tn1"]);
     assert!(detail.contains("gpu:h100:7"), "{detail}");
+}
+
+#[test]
+fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
+    let lib = fake_nvml();
+    let path = (
+        "LD_LIBRARY_PATH".to_string(),
+        lib.path().display().to_string(),
+    );
+    // The fake node's GPU 7 is split into seven 1g.10gb: tn1 declares that layout,
+    // tn2 one the admin did not apply.
+    let entry = |name: &str, layout: &str| {
+        format!(
+            "[[nodes]]\nnames = \"{name}\"\ncpus = 2\nmemory = \"64M\"\ngpus = 8\n\
+             gpu_type = \"h100\"\nmig_layout = \"{layout}\"\n"
+        )
+    };
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        node_entries: format!("{}{}", entry("tn1", "7x1g.10gb"), entry("tn2", "3x2g.20gb")),
+        node_env: vec![vec![path.clone()], vec![path]],
+        ..ClusterSpec::default()
+    });
+    let mut reasons = String::new();
+    assert!(
+        wait_until(T, || {
+            reasons = c.ok(&["sinfo", "-R", "-h", "-o", "%n|%E"]);
+            !reasons.trim().is_empty()
+        }),
+        "no node drained; logs:\n{}",
+        c.logs()
+    );
+    assert_eq!(
+        reasons.trim(),
+        "tn2|gres/gpu:2g.20gb count reported lower than configured (0 < 3)"
+    );
+    let gres = c.ok(&["sinfo", "-h", "-N", "-n", "tn1", "-o", "%N %T %G"]);
+    assert_eq!(gres.trim(), "tn1 idle gpu:h100:7,gpu:1g.10gb:7");
+    // Two instances for one job, a whole GPU for another, side by side.
+    let slices = c.sbatch(
+        &["--gpus=1g.10gb:2", "-w", "tn1", "-c", "1"],
+        "echo gpus=$CUDA_VISIBLE_DEVICES jobgpus=$SLURM_JOB_GPUS",
+    );
+    let whole = c.sbatch(
+        &["--gpus=h100:1", "-w", "tn1", "-c", "1"],
+        "echo gpus=$CUDA_VISIBLE_DEVICES",
+    );
+    c.wait_state(slices, "COMPLETED", T);
+    c.wait_state(whole, "COMPLETED", T);
+    let out = std::fs::read_to_string(c.work.join(format!("slurm-{slices}.out"))).unwrap();
+    let line = out.trim();
+    let (gpus, job_gpus) = line
+        .strip_prefix("gpus=")
+        .and_then(|l| l.split_once(" jobgpus="))
+        .unwrap_or_else(|| panic!("{out}"));
+    let uuids: Vec<&str> = gpus.split(',').collect();
+    assert_eq!(uuids.len(), 2, "{out}");
+    assert!(uuids.iter().all(|u| u.starts_with("MIG-")), "{out}");
+    // Node indices 7.. are the instances (0-6 the whole GPUs).
+    assert!(
+        job_gpus
+            .split(',')
+            .all(|i| i.parse::<u32>().is_ok_and(|i| (7..14).contains(&i))),
+        "{out}"
+    );
+    let out = std::fs::read_to_string(c.work.join(format!("slurm-{whole}.out"))).unwrap();
+    assert!(!out.contains("MIG-"), "{out}");
+}
+
+/// A directory holding the fake NVML library as `libnvidia-ml.so.1`, for
+/// `LD_LIBRARY_PATH`.
+fn fake_nvml() -> tempfile::TempDir {
+    let lib = tempfile::tempdir().unwrap();
+    let built = tests::bin_dir().join("libnvidia_ml.so");
+    assert!(
+        built.exists(),
+        "{} is missing: run scripts/build.sh",
+        built.display()
+    );
+    std::fs::copy(&built, lib.path().join("libnvidia-ml.so.1")).unwrap();
+    lib
 }

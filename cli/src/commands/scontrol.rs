@@ -301,7 +301,7 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
     } else {
         n.features.join(",")
     };
-    let gres = nodes::gres(n, n.gpus);
+    let gres = nodes::gres(n);
     let mut cfg = format!("cpu={},mem={}M,billing={}", n.cpus, n.memory_mb, n.cpus);
     let mut alloc = String::new();
     if n.cpus_alloc > 0 || n.memory_alloc_mb > 0 {
@@ -1559,6 +1559,11 @@ mod tests {
             memory_mb: 16000,
             gpus: 4,
             gpu_type: "h100".into(),
+            gres: vec![v1::GpuGres {
+                gpu_type: "h100".into(),
+                count: 4,
+                alloc: 0,
+            }],
             partitions: vec!["debug".into(), "gpu".into()],
             ..Default::default()
         };

@@ -18,7 +18,7 @@ use crate::client;
 use crate::exit::Exit;
 use crate::format::{self, Cell, Format, Width};
 use crate::jobs::Ctx;
-use crate::nodes::{self, gres};
+use crate::nodes::{self, gres, gres_used};
 use crate::opts::{OptSpec, flag, value};
 use crate::times;
 use crate::users::Names;
@@ -321,10 +321,10 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
         on_node(l, |n| n.memory_alloc_mb.to_string())
     }),
     node(Some('G'), &["gres"], "GRES", |l, _| {
-        node_or(l, "(null)", |n| gres(n, n.gpus))
+        node_or(l, "(null)", gres)
     }),
     node(None, &["gresused"], "GRES_USED", |l, _| {
-        node_or(l, "(null)", |n| gres(n, n.gpus_alloc))
+        node_or(l, "(null)", gres_used)
     }),
     node(Some('E'), &["reason"], "REASON", |l, _| {
         Cell::cut(
@@ -871,8 +871,8 @@ fn json_doc(opts: &Options, parts: &[PartitionInfo], nodes: &[NodeInfo]) -> serd
                 "alloc_idle_cpus": n.cpus.saturating_sub(n.cpus_alloc),
                 "real_memory": n.memory_mb,
                 "alloc_memory": n.memory_alloc_mb,
-                "gres": gres(n, n.gpus).replace("(null)", ""),
-                "gres_used": gres(n, n.gpus_alloc).replace("(null)", ""),
+                "gres": gres(n).replace("(null)", ""),
+                "gres_used": gres_used(n).replace("(null)", ""),
                 "partitions": n.partitions,
                 "reason": n.reason,
                 "reason_changed_at": n.reason_time,
@@ -1023,6 +1023,11 @@ mod tests {
             gpus: 4,
             gpus_alloc: alloc / 2,
             gpu_type: "h100".into(),
+            gres: vec![proto::v1::GpuGres {
+                gpu_type: "h100".into(),
+                count: 4,
+                alloc: alloc / 2,
+            }],
             partitions: parts.iter().map(|p| p.to_string()).collect(),
             ..Default::default()
         }

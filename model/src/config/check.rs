@@ -739,6 +739,43 @@ fn check_limits(at: &KeyPath, counts: [(&'static str, &String); 3], wall: &str) 
     Ok(())
 }
 
+/// The MIG keys of a `[[nodes]]` entry: a layout that fits one GPU, on some of the
+/// entry's GPUs, and no more devices on a node than the scheduler counts.
+fn check_mig(n: &NodeConfig, at: &KeyPath) -> Checked {
+    if n.mig_layout.is_empty() {
+        return match n.mig_gpus {
+            Some(_) => Err(Invalid::new(
+                &at.key("mig_gpus"),
+                "needs a `mig_layout` (the instances each of those GPUs is split into)",
+            )),
+            None => Ok(()),
+        };
+    }
+    let layout = crate::node::parse_mig_layout(&n.mig_layout)
+        .map_err(|m| Invalid::new(&at.key("mig_layout"), m))?;
+    let mig = n.mig_gpu_count();
+    if mig == 0 || mig > n.gpus {
+        return Err(Invalid::new(
+            &at.key("mig_gpus"),
+            format!("must be 1 to {} (the entry's `gpus`)", n.gpus),
+        ));
+    }
+    let devices = (n.gpus - mig) as usize + mig as usize * layout.len();
+    if devices > MAX_GPU_DEVICES {
+        return Err(Invalid::new(
+            &at.key("mig_layout"),
+            format!(
+                "gives each node {devices} GPU devices (at most {MAX_GPU_DEVICES}, whole \
+                 GPUs and MIG instances together)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The most GPU devices (whole GPUs and MIG instances) of one node the scheduler counts.
+const MAX_GPU_DEVICES: usize = 64;
+
 /// The GPU topology keys of a `[[nodes]]` entry: one NUMA node and one device file per
 /// GPU, every GPU in exactly one NVLink domain.
 fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
@@ -766,6 +803,13 @@ fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
             ),
         ));
     }
+    if n.gpus as usize > MAX_GPU_DEVICES {
+        return Err(Invalid::new(
+            &at.key("gpus"),
+            format!("{} GPUs on one node (at most {MAX_GPU_DEVICES})", n.gpus),
+        ));
+    }
+    check_mig(n, at)?;
     if n.nvlink_domains.is_empty() {
         return Ok(());
     }
