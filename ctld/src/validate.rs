@@ -65,6 +65,7 @@ pub fn check_submit(
         return reject("--mem and --mem-per-cpu are mutually exclusive");
     }
     check_node_count(partition, &spec)?;
+    spec.max_nodes = most_nodes(partition, &spec);
     if let Some(a) = &spec.array {
         if a.task_ids.is_empty() {
             return reject("Invalid job array specification");
@@ -185,6 +186,16 @@ fn check_node_count(partition: &model::Partition, spec: &JobSpec) -> Result<(), 
         return reject("Node count specification invalid");
     }
     Ok(())
+}
+
+/// The most nodes of `-N min-max` the partition can give (its nodes, its MaxNodes); 0
+/// when that is no more than the least.
+fn most_nodes(partition: &model::Partition, spec: &JobSpec) -> u32 {
+    let mut most = spec.max_nodes.min(partition.nodes.len() as u32);
+    if partition.max_nodes > 0 {
+        most = most.min(partition.max_nodes);
+    }
+    if most > spec.num_nodes { most } else { 0 }
 }
 
 /// A pending job moved to another partition (`scontrol update Partition=`): the
@@ -332,6 +343,22 @@ default_time = "10"
             }),
             Ok(2)
         );
+    }
+
+    #[test]
+    fn a_node_range_is_kept_within_the_partition() {
+        let (s, c) = state();
+        let range_for = |least: u32, most: u32| {
+            let (mut sp, p) = spec();
+            sp.num_nodes = least;
+            sp.max_nodes = most;
+            check_submit(&s, &c, sp, &p).map(|(out, _)| (out.num_nodes, out.max_nodes))
+        };
+        // The partition has two nodes.
+        assert_eq!(range_for(1, 2), Ok((1, 2)));
+        assert_eq!(range_for(1, 8), Ok((1, 2)));
+        assert_eq!(range_for(2, 8), Ok((2, 0)));
+        assert!(range_for(3, 8).is_err());
     }
 
     #[test]

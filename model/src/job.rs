@@ -212,6 +212,9 @@ pub struct JobSpec {
     pub stdin_path: String,
     pub open_mode_append: bool,
     pub num_nodes: u32,
+    /// `-N min-max`: the most nodes the job takes when they are free at its start
+    /// (`num_nodes` is the least); 0 without a range.
+    pub max_nodes: u32,
     pub num_tasks: u32,
     pub cpus_per_task: u32,
     pub ntasks_per_node: u32,
@@ -254,10 +257,15 @@ impl JobSpec {
     /// CPUs and memory (MB) needed on each node: tasks per node (or all tasks spread
     /// evenly) times CPUs per task, and `--mem`, or `--mem-per-cpu` times those CPUs.
     pub fn per_node_cpus_mem(&self) -> (u32, u64) {
+        self.per_node_cpus_mem_on(self.num_nodes)
+    }
+
+    /// `per_node_cpus_mem` on `nodes` nodes (a count in the `-N min-max` range).
+    pub fn per_node_cpus_mem_on(&self, nodes: u32) -> (u32, u64) {
         let cpus = if self.ntasks_per_node > 0 {
             self.ntasks_per_node * self.cpus_per_task.max(1)
         } else {
-            self.total_cpus().div_ceil(self.num_nodes.max(1))
+            self.total_cpus().div_ceil(nodes.max(1))
         };
         let mem = if self.mem_per_cpu_mb > 0 {
             self.mem_per_cpu_mb * u64::from(cpus)
@@ -269,11 +277,23 @@ impl JobSpec {
 
     /// GPUs needed on each node of the allocation.
     pub fn gpus_on_each_node(&self) -> u32 {
+        self.gpus_on_each_of(self.num_nodes)
+    }
+
+    /// `gpus_on_each_node` on `nodes` nodes.
+    pub fn gpus_on_each_of(&self, nodes: u32) -> u32 {
         if self.gpus_per_node > 0 {
             self.gpus_per_node
         } else {
-            self.gpus.div_ceil(self.num_nodes.max(1))
+            self.gpus.div_ceil(nodes.max(1))
         }
+    }
+
+    /// The node counts the job may start on, most first: `max_nodes` down to
+    /// `num_nodes` with `-N min-max`, else `num_nodes` alone.
+    pub fn node_counts(&self) -> impl Iterator<Item = u32> {
+        let least = self.num_nodes.max(1);
+        (least..=self.max_nodes.max(least)).rev()
     }
 }
 

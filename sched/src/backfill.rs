@@ -94,7 +94,12 @@ impl<'a, 's> Planner<'a, 's> {
         if self.config.policy == Policy::Fcfs && self.blocked[p] {
             return wait(Reason::Priority);
         }
-        if let Some(chosen) = self.fits_now(profile, p, job, req, dur) {
+        // `-N min-max`: as many nodes as are free now, else the least, as Slurm.
+        let now_fit = job.spec.node_counts().find_map(|n| {
+            let wider = (n != req.nodes).then(|| req.on_nodes(&job.spec, n));
+            self.fits_now(profile, p, job, wider.as_ref().unwrap_or(req), dur)
+        });
+        if let Some(chosen) = now_fit {
             let end = now.saturating_add(dur).min(FOREVER);
             let alloc = allocation(profile, &chosen);
             for (slot, used) in &chosen {

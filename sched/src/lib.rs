@@ -92,6 +92,18 @@ pub struct PerNode {
 }
 
 impl PerNode {
+    /// The request spread over `nodes` nodes instead: a count of `-N min-max`.
+    pub fn on_nodes(&self, spec: &model::JobSpec, nodes: u32) -> PerNode {
+        let (cpus, mem_mb) = spec.per_node_cpus_mem_on(nodes);
+        PerNode {
+            nodes,
+            cpus,
+            mem_mb,
+            gpus: spec.gpus_on_each_of(nodes),
+            ..self.clone()
+        }
+    }
+
     /// The memory (MB) the request takes on `node`.
     pub fn mem_on(&self, node: &model::Node) -> u64 {
         if self.whole_memory {

@@ -1,7 +1,7 @@
 //! Data-driven tests of where jobs land: a small cluster and queue in, the rendered
 //! starts out (`start JOB NODE[GPUS]`). Best fit by free GPUs across nodes, NVLink and
 //! NUMA locality on a node, CPU-only jobs kept off free GPUs, `--constraint`,
-//! exclusive partitions, and the fragmentation index.
+//! exclusive partitions, `-N min-max`, and the fragmentation index.
 
 use super::*;
 use crate::tests::submit;
@@ -398,4 +398,63 @@ fn free_now_and_pick_gpus_agree_with_brute_force() {
             }
         }
     });
+}
+
+#[test]
+fn a_node_range_takes_as_many_nodes_as_are_free() {
+    let mut s = cluster(&[
+        N("c1", 4, vec![], &[]),
+        N("c2", 4, vec![], &[]),
+        N("c3", 4, vec![], &[]),
+        N("c4", 4, vec![], &[]),
+    ]);
+    // c4 is full; `-N 2-8 -n 8`: the three free nodes, the tasks spread over them.
+    submit(&mut s, 1, |j| j.num_tasks = 4);
+    s.apply(&Event::JobStarted {
+        job_id: 1,
+        alloc: Allocation {
+            nodes: vec![model::NodeAllocation {
+                node: "c4".into(),
+                cpus: 4,
+                mem_mb: 0,
+                gpus: vec![],
+                cpu_ids: Vec::new(),
+            }],
+        },
+        time: 0,
+        stdout_path: String::new(),
+        stderr_path: String::new(),
+    });
+    submit(&mut s, 2, |j| {
+        j.num_nodes = 2;
+        j.max_nodes = 8;
+        j.num_tasks = 8;
+    });
+    let plan = schedule(&s, 100, &SchedConfig::default());
+    let alloc = &plan.starts[0].alloc;
+    assert_eq!(alloc.hostlist(), "c[1-3]");
+    assert_eq!(
+        alloc.nodes.iter().map(|n| n.cpus).collect::<Vec<_>>(),
+        [3, 3, 3]
+    );
+    // With c4 full and one CPU free on each of c1-c3: `-N 1-4 -n 3` takes those
+    // three (one task each); `-N 2-4 -n 8` fits on no count and waits.
+    s.apply(&Event::JobStarted {
+        job_id: 2,
+        alloc: alloc.clone(),
+        time: 100,
+        stdout_path: String::new(),
+        stderr_path: String::new(),
+    });
+    submit(&mut s, 3, |j| {
+        j.num_nodes = 2;
+        j.max_nodes = 4;
+        j.num_tasks = 8;
+    });
+    submit(&mut s, 4, |j| {
+        j.num_nodes = 1;
+        j.max_nodes = 4;
+        j.num_tasks = 3;
+    });
+    assert_eq!(pass(&s), "start 4 c1[] c2[] c3[]\npend 3 Resources\n");
 }

@@ -177,3 +177,32 @@ fn gpu_jobs_pack_nvlink_local_and_constraints_pick_nodes() {
         c.ok(&["scancel", &id.to_string()]);
     }
 }
+
+#[test]
+fn a_node_range_takes_as_many_nodes_as_are_free_at_its_start() {
+    let c = Cluster::start(ClusterSpec::default());
+    let script = "echo $SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST\nsleep 60";
+    // An idle cluster of three: `-N 2-3` takes all three.
+    let wide = c.sbatch(&["-N", "2-3"], script);
+    c.wait_state(wide, "RUNNING", T);
+    assert_eq!(output(&c, wide), "3 tn[1-3]");
+    c.ok(&["scancel", &wide.to_string()]);
+    c.wait_state(wide, "CANCELLED", T);
+    // With tn1 taken whole, two.
+    let whole = c.sbatch(&["-w", "tn1", "--exclusive"], "sleep 60");
+    c.wait_state(whole, "RUNNING", T);
+    let two = c.sbatch(&["-N", "2-3"], script);
+    c.wait_state(two, "RUNNING", T);
+    assert_eq!(output(&c, two), "2 tn[2-3]");
+    // With every node taken, a ranged job waits and shows its range.
+    let waits = c.sbatch(&["-N", "2-3", "--exclusive"], script);
+    let mut detail = String::new();
+    assert!(
+        wait_until(T, || {
+            detail = c.ok(&["scontrol", "show", "job", &waits.to_string()]);
+            detail.contains("JobState=PENDING")
+        }),
+        "{detail}"
+    );
+    assert!(detail.contains("NumNodes=2-3 "), "{detail}");
+}

@@ -243,10 +243,15 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
     if !j.batch_host.is_empty() {
         lines.push(format!("BatchHost={}", j.batch_host));
     }
+    // A pending `-N min-max` job shows its range, as Slurm's.
+    let num_nodes = if spec.max_nodes > 0 && j.nodes.is_empty() {
+        format!("{}-{}", spec.num_nodes, spec.max_nodes)
+    } else {
+        j.num_nodes.max(1).to_string()
+    };
     lines.extend([
         format!(
-            "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
-            j.num_nodes.max(1),
+            "NumNodes={num_nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
             j.num_cpus,
             spec.num_tasks.max(1),
             spec.cpus_per_task.max(1)

@@ -364,7 +364,9 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::ignored(Both, value("nodefile", Some('F'))),
     OptDef::both(value("nodelist", Some('w')), |o, a| a.text(&mut o.nodelist)),
     OptDef::both(value("nodes", Some('N')), |o, a| {
-        o.nodes = Some(parse_node_count(a.prog, a.value)?);
+        let (least, most) = parse_node_count(a.prog, a.value)?;
+        o.nodes = Some(least);
+        o.max_nodes = most;
         Ok(())
     }),
     OptDef::both(value("ntasks", Some('n')), |o, a| {
@@ -564,6 +566,8 @@ pub struct SubmitOpts {
     pub cpus_per_task: Option<u32>,
     pub ntasks: Option<u32>,
     pub nodes: Option<u32>,
+    /// The most nodes of `-N min-max`, when above the least.
+    pub max_nodes: Option<u32>,
     pub ntasks_per_node: Option<u32>,
     mem: Vec<(MemKind, u64, Source)>,
     pub gpus: Option<Gpu>,
@@ -692,16 +696,19 @@ impl SubmitOpts {
 }
 
 /// `N` or `min-max` (the minimum is used).
-fn parse_node_count(prog: &str, val: &str) -> Result<u32, Exit> {
+/// `-N`: a count, or `min-max`; the least, and the most when above it.
+fn parse_node_count(prog: &str, val: &str) -> Result<(u32, Option<u32>), Exit> {
     let min = val.split_once('-').map_or(val, |(lo, _)| lo).trim();
     let invalid =
         || Exit::error(prog, format!("\"{val}\" is not a valid node count")).with_code(255);
     let n: u32 = min.parse().map_err(|_| invalid())?;
+    let mut most = None;
     if let Some((_, hi)) = val.split_once('-') {
         let hi: u32 = hi.trim().parse().map_err(|_| invalid())?;
         if hi < n {
             return Err(invalid());
         }
+        most = (hi > n).then_some(hi);
     }
     if n == 0 {
         return Err(Exit::error(
@@ -709,7 +716,7 @@ fn parse_node_count(prog: &str, val: &str) -> Result<u32, Exit> {
             "Batch job submission failed: Node count specification invalid",
         ));
     }
-    Ok(n)
+    Ok((n, most))
 }
 
 /// `--gpus`-style counts: `2`, `a100:2`.
@@ -1027,6 +1034,7 @@ pub fn build_spec(
         stdin_path: io_path(&o.input),
         open_mode_append: o.open_mode_append.unwrap_or(false),
         num_nodes,
+        max_nodes: o.max_nodes.unwrap_or(0),
         num_tasks,
         cpus_per_task,
         ntasks_per_node: o.ntasks_per_node.unwrap_or(0),
@@ -1419,7 +1427,14 @@ pub(crate) mod tests {
         assert_eq!(o.time_limit, Some(None));
         o.apply(Command::Sbatch, "nodes", "2-4", Source::Cli)
             .unwrap();
-        assert_eq!(o.nodes, Some(2));
+        assert_eq!((o.nodes, o.max_nodes), (Some(2), Some(4)));
+        o.apply(Command::Sbatch, "nodes", "3-3", Source::Cli)
+            .unwrap();
+        assert_eq!((o.nodes, o.max_nodes), (Some(3), None));
+        assert!(
+            o.apply(Command::Sbatch, "nodes", "4-2", Source::Cli)
+                .is_err()
+        );
         o.apply(Command::Sbatch, "nice", "", Source::Cli).unwrap();
         assert_eq!(o.nice, Some(100));
     }

@@ -1,14 +1,14 @@
-//! The records the store keeps, format 5: types of their own, converted from and to
+//! The records the store keeps, format 6: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
 //!
 //! To change a record: copy the types of the current format into a module of their
 //! own (as `v3` keeps format 3), or, to add fields to a record, append a struct of
-//! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`]: postcard
-//! writes a struct as its fields one after another, so an old record is a prefix of
-//! the new one); bump [`FORMAT`], convert the old records in `migrate`, and pin the
-//! new bytes.
+//! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`], and format
+//! 6 [`JobFields6`]: postcard writes a struct as its fields one after another, so an
+//! old record is a prefix of the new one); bump [`FORMAT`], convert the old records in
+//! `migrate`, and pin the new bytes.
 //!
 //! Reasons are kept as Slurm's spelling and read back with `Reason::parse`, which
 //! refuses any word it does not know; every other enum is a record enum.
@@ -22,7 +22,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 5;
+pub const FORMAT: u8 = 6;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -302,8 +302,9 @@ impl From<JobSpecRecord> for JobSpec {
             nice: s.nice,
             kill_on_invalid_dep: s.kill_on_invalid_dep,
             command: s.command,
-            // Format 5 keeps it beside these fields (`JobFields5`).
+            // Formats 5 and 6 keep them beside these fields (`JobFields5`, `JobFields6`).
             mem_whole_node: false,
+            max_nodes: 0,
         }
     }
 }
@@ -383,11 +384,25 @@ pub struct KillRecord {
     pub time: i64,
 }
 
-/// A job: every field of format 4, then those format 5 added.
+/// A job: every field of format 4, then those formats 5 and 6 added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub fields: JobFields4,
     pub added: JobFields5,
+    pub added6: JobFields6,
+}
+
+/// A job as format 5 wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord5 {
+    pub fields: JobFields4,
+    pub added: JobFields5,
+}
+
+/// What format 6 added to a job: the most nodes of `-N min-max`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields6 {
+    pub max_nodes: u32,
 }
 
 /// What format 5 added to a job: `--mem=0`, and each step's nodes, CPUs and usage.
@@ -436,16 +451,28 @@ impl From<&Job> for JobRecord {
                     })
                     .collect(),
             },
+            added6: JobFields6 {
+                max_nodes: j.spec.max_nodes,
+            },
         }
     }
 }
 
 impl JobRecord {
-    /// A job record of format 4: nothing of what format 5 added was known then.
+    /// A job record of format 4: nothing of what formats 5 and 6 added was known then.
     pub fn from_format_4(fields: JobFields4) -> JobRecord {
-        JobRecord {
+        JobRecord::from_format_5(JobRecord5 {
             fields,
             added: JobFields5::default(),
+        })
+    }
+
+    /// A job record of format 5: nothing of what format 6 added was known then.
+    pub fn from_format_5(old: JobRecord5) -> JobRecord {
+        JobRecord {
+            fields: old.fields,
+            added: old.added,
+            added6: JobFields6::default(),
         }
     }
 
@@ -453,6 +480,7 @@ impl JobRecord {
     pub fn into_job(self, what: &dyn Fn() -> String) -> Result<Job, StoreError> {
         let mut job = self.fields.into_job(what)?;
         job.spec.mem_whole_node = self.added.mem_whole_node;
+        job.spec.max_nodes = self.added6.max_nodes;
         for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
             step.nodes = added.nodes;
             step.cpus = added.cpus;
@@ -875,6 +903,7 @@ mod tests {
             account: "ml".into(),
             partition: "gpu".into(),
             num_tasks: 2,
+            max_nodes: 3,
             cpus_per_task: 4,
             gpus: 1,
             array: Some(ArraySpec {
@@ -930,15 +959,16 @@ mod tests {
         // "alice", "ml", "gpu", ...), RUNNING, "Resources", times, the allocation on
         // n1, step 0 ("s", RUNNING, ...), ..., the kill (requeue, held, at 120) and the
         // launch; then what format 5 added: --mem=0, and step 0's node n1, 8 CPUs and
-        // usage (4096 bytes on n1, 1000/600/400 us).
+        // usage (4096 bytes on n1, 1000/600/400 us); then what format 6 added: at most
+        // 3 nodes.
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0507070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0607070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
-                "8020026e31e807d8049003"
+                "8020026e31e807d804900303"
             )
         );
     }
@@ -970,6 +1000,23 @@ mod tests {
     }
 
     #[test]
+    fn a_job_of_format_5_is_the_first_part_of_one_of_format_6() {
+        let record = JobRecord::from(&sample_job());
+        let old = postcard::to_stdvec(&JobRecord5 {
+            fields: record.fields.clone(),
+            added: record.added.clone(),
+        })
+        .unwrap();
+        let new = postcard::to_stdvec(&record).unwrap();
+        assert!(new.len() > old.len() && new.starts_with(&old));
+        let back = JobRecord::from_format_5(decode_body(&|| "job 7".into(), &old).unwrap())
+            .into_job(&|| "job 7".into())
+            .unwrap();
+        assert_eq!(back.spec.max_nodes, 0);
+        assert!(back.spec.mem_whole_node && back.steps[0].usage.is_some());
+    }
+
+    #[test]
     fn an_unknown_reason_is_refused() {
         let mut record = JobRecord::from(&sample_job());
         record.fields.reason = "Bogus".into();
@@ -989,7 +1036,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "05026e31000480080100046831303000000001046661737401000000000000"
+            "06026e31000480080100046831303000000001046661737401000000000000"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -1003,7 +1050,7 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "05056d61696e74142801026e310104726f6f740002000300"
+            "06056d61696e74142801026e310104726f6f740002000300"
         );
         let usage = AssocUsage {
             billing: 1.5,
@@ -1012,7 +1059,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "05000000000000f83f0103637075000000000000004006"
+            "06000000000000f83f0103637075000000000000004006"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -1020,7 +1067,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "050a23212f62696e2f73680a0101410131"
+            "060a23212f62696e2f73680a0101410131"
         );
     }
 }

@@ -35,7 +35,8 @@
 //! engine in doubt; the caller stops, and a restart recovers what was flushed.
 
 use super::records::{
-    self, JobFields4, JobRecord, NodeRecord, PayloadRecord, ReservationRecord, UsageRecord,
+    self, JobFields4, JobRecord, JobRecord5, NodeRecord, PayloadRecord, ReservationRecord,
+    UsageRecord,
 };
 use super::{Batch, Store, StoreError, v3};
 use model::usage::AssocKey;
@@ -107,15 +108,19 @@ fn usage_key(key: &AssocKey) -> Vec<u8> {
 
 /// Format 4: the release before format 5, whose job records lack `JobFields5`.
 const FORMAT_4: u8 = 4;
+/// Format 5: the release before format 6, whose job records lack `JobFields6`.
+const FORMAT_5: u8 = 5;
 
-/// The body of a record of the current format, or of formats 3 and 4 (which the
-/// store migrates when it opens, but a journal may still carry).
+/// The body of a record of the current format, or of formats 3 to 5 (which the store
+/// migrates when it opens, but a journal may still carry).
 fn split_version<'b>(
     what: &dyn Fn() -> String,
     bytes: &'b [u8],
 ) -> Result<(u8, &'b [u8]), StoreError> {
     match bytes.split_first() {
-        Some((&v, body)) if [v3::FORMAT, FORMAT_4, records::FORMAT].contains(&v) => Ok((v, body)),
+        Some((&v, body)) if [v3::FORMAT, FORMAT_4, FORMAT_5, records::FORMAT].contains(&v) => {
+            Ok((v, body))
+        }
         Some((v, _)) => Err(StoreError::Decode {
             key: what(),
             reason: format!(
@@ -132,7 +137,7 @@ fn split_version<'b>(
     }
 }
 
-/// Decodes a record whose layout is the same in formats 3 to 5.
+/// Decodes a record whose layout is the same in formats 3 to 6.
 fn decode<T: DeserializeOwned>(what: &dyn Fn() -> String, bytes: &[u8]) -> Result<T, StoreError> {
     let (_, body) = split_version(what, bytes)?;
     records::decode_body(what, body)
@@ -140,26 +145,39 @@ fn decode<T: DeserializeOwned>(what: &dyn Fn() -> String, bytes: &[u8]) -> Resul
 
 fn decode_job(what: &dyn Fn() -> String, bytes: &[u8]) -> Result<Job, StoreError> {
     match split_version(what, bytes)? {
-        (records::FORMAT, body) => records::decode_body::<JobRecord>(what, body)?.into_job(what),
-        (FORMAT_4, body) => {
-            JobRecord::from_format_4(records::decode_body::<JobFields4>(what, body)?).into_job(what)
-        }
-        (_, body) => v3::decode_job(what, body)?.into_job(what),
+        (v3::FORMAT, body) => v3::decode_job(what, body)?.into_job(what),
+        (version, body) => job_record(what, version, body)?.into_job(what),
     }
 }
 
-/// A record of format 4, in the current format: a job gets what format 5 added,
-/// empty; the other records are the same bytes behind the new version.
-fn migrate_format_4(
+/// A job record of format 4 to 6 in the current layout: what later formats added is
+/// empty.
+fn job_record(
+    what: &dyn Fn() -> String,
+    version: u8,
+    body: &[u8],
+) -> Result<JobRecord, StoreError> {
+    match version {
+        FORMAT_4 => Ok(JobRecord::from_format_4(
+            records::decode_body::<JobFields4>(what, body)?,
+        )),
+        FORMAT_5 => Ok(JobRecord::from_format_5(
+            records::decode_body::<JobRecord5>(what, body)?,
+        )),
+        _ => records::decode_body(what, body),
+    }
+}
+
+/// A record of format 4 or 5, in the current format: a job gets what later formats
+/// added, empty; the other records are the same bytes behind the new version.
+fn migrate_format_4_or_5(
     tree: TreeName,
     what: &dyn Fn() -> String,
     bytes: &[u8],
 ) -> Result<Vec<u8>, StoreError> {
     let body = &bytes[1..];
     match tree {
-        TreeName::Jobs => records::encode(&JobRecord::from_format_4(records::decode_body::<
-            JobFields4,
-        >(what, body)?)),
+        TreeName::Jobs => records::encode(&job_record(what, bytes[0], body)?),
         _ => Ok([&[records::FORMAT][..], body].concat()),
     }
 }
@@ -172,7 +190,7 @@ fn free_bytes(dir: &Path) -> nix::Result<u64> {
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`, finishes a turn a crash cut short, and
-    /// migrates a store of format 3 or 4. Commits are refused while fewer than
+    /// migrates a store of format 3, 4 or 5. Commits are refused while fewer than
     /// `min_free_bytes` are free on the file system.
     pub fn open(dir: &Path, min_free_bytes: u64) -> Result<SledStore, StoreError> {
         let db = sled::Config::new()
@@ -232,13 +250,14 @@ impl SledStore {
         Ok(())
     }
 
-    /// Rewrites a store of format 4, or of format 3 (which kept no `format` key), in
-    /// the current format, once; a new store gets the key at once. A store of any
+    /// Rewrites a store of format 4 or 5, or of format 3 (which kept no `format` key),
+    /// in the current format, once; a new store gets the key at once. A store of any
     /// other format is refused, untouched.
     fn migrate(&self) -> Result<(), StoreError> {
         let from = match self.db.get(FORMAT_KEY)? {
             Some(format) if *format == [records::FORMAT] => return Ok(()),
             Some(format) if *format == [FORMAT_4] => FORMAT_4,
+            Some(format) if *format == [FORMAT_5] => FORMAT_5,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -254,7 +273,7 @@ impl SledStore {
                 let what = || format!("{tree:?} {}", String::from_utf8_lossy(&key));
                 let new = match value.first() {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
-                    Some(&FORMAT_4) => migrate_format_4(tree, &what, &value)?,
+                    Some(&(FORMAT_4 | FORMAT_5)) => migrate_format_4_or_5(tree, &what, &value)?,
                     _ => continue,
                 };
                 self.tree(tree).insert(key, new)?;
@@ -718,8 +737,8 @@ mod tests {
     }
 
     /// A copy of a fixture: a store written by the release of format 3
-    /// (`store-v3`), and that store as the release of format 4 migrated it
-    /// (`store-v4`).
+    /// (`store-v3`), that store as the release of format 4 migrated it (`store-v4`),
+    /// and that as the release of format 5 migrated it, with a job more (`store-v5`).
     fn fixture(name: &str) -> tempfile::TempDir {
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures")
@@ -734,15 +753,55 @@ mod tests {
 
     #[tokio::test]
     async fn a_store_of_format_3_is_migrated_and_loses_nothing() {
-        migrated_fixture_loses_nothing("store-v3").await;
+        let loaded = migrated_fixture_loses_nothing("store-v3").await;
+        assert_eq!(loaded.jobs.len(), 12);
+        what_format_5_added_is_empty(&loaded);
     }
 
     #[tokio::test]
     async fn a_store_of_format_4_is_migrated_and_loses_nothing() {
-        migrated_fixture_loses_nothing("store-v4").await;
+        let loaded = migrated_fixture_loses_nothing("store-v4").await;
+        assert_eq!(loaded.jobs.len(), 12);
+        what_format_5_added_is_empty(&loaded);
     }
 
-    async fn migrated_fixture_loses_nothing(name: &str) {
+    /// `store-v5`: `store-v4` as the release of format 5 migrated it, and a job with
+    /// what format 5 added (`--mem=0`, a step's nodes, CPUs and usage).
+    #[tokio::test]
+    async fn a_store_of_format_5_is_migrated_and_loses_nothing() {
+        let loaded = migrated_fixture_loses_nothing("store-v5").await;
+        let whole = loaded.jobs.iter().find(|j| j.id == 13).unwrap();
+        assert_eq!(
+            (whole.spec.name.as_str(), whole.state, whole.spec.num_nodes),
+            ("whole", JobState::Completed, 2)
+        );
+        assert!(whole.spec.mem_whole_node);
+        let step = &whole.steps[0];
+        assert_eq!((step.id, step.cpus, step.num_tasks), (Some(0), 2, 2));
+        assert_eq!(step.nodes, ["fn1", "fn2"]);
+        let usage = step.usage.as_ref().unwrap();
+        assert_eq!(
+            (usage.max_rss_bytes, usage.max_rss_node.as_str()),
+            (4096, "fn2")
+        );
+        assert_eq!(
+            (usage.total_cpu_us, usage.user_cpu_us, usage.system_cpu_us),
+            (1500, 1000, 500)
+        );
+        // What format 6 added is empty.
+        assert!(loaded.jobs.iter().all(|j| j.spec.max_nodes == 0));
+    }
+
+    fn what_format_5_added_is_empty(loaded: &Restored) {
+        assert!(loaded.jobs.iter().all(|j| !j.spec.mem_whole_node));
+        let long = loaded.jobs.iter().find(|j| j.id == 10).unwrap();
+        let batch = &long.steps[0];
+        assert_eq!((batch.id, batch.name.as_str()), (None, "batch"));
+        assert!(batch.nodes.is_empty() && batch.usage.is_none());
+    }
+
+    /// Loads the fixture `name`, migrating it, and checks what every fixture holds.
+    async fn migrated_fixture_loses_nothing(name: &str) -> Restored {
         let dir = fixture(name);
         let loaded = {
             let store = open(dir.path());
@@ -772,7 +831,7 @@ mod tests {
                 j.spec.account
             )
         };
-        let jobs: Vec<String> = loaded.jobs.iter().map(line).collect();
+        let jobs: Vec<String> = loaded.jobs.iter().take(12).map(line).collect();
         assert_eq!(
             jobs,
             [
@@ -808,11 +867,7 @@ mod tests {
         assert!(loaded.usage[0].1.at > 0);
         let script = store.payload(10).unwrap().unwrap().script;
         assert!(script.contains("sleep 1000"), "{script}");
-        // What format 5 added is empty, and the steps read as they were.
-        assert!(loaded.jobs.iter().all(|j| !j.spec.mem_whole_node));
-        let batch = &long.steps[0];
-        assert_eq!((batch.id, batch.name.as_str()), (None, "batch"));
-        assert!(batch.nodes.is_empty() && batch.usage.is_none());
+        loaded
     }
 
     #[tokio::test]
