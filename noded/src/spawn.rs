@@ -155,13 +155,16 @@ pub struct Stdio<'a> {
     pub stdin: BorrowedFd<'a>,
     pub stdout: BorrowedFd<'a>,
     pub stderr: BorrowedFd<'a>,
+    /// The streams are a pseudo-terminal's slave (`srun --pty`): the child leads a new
+    /// session whose controlling terminal it is, instead of only a process group.
+    pub terminal: bool,
 }
 
 /// The stage of `STAGES` that is the exec itself.
 const EXEC_STAGE: u8 = 4;
 
 // Stages the child reports back with its errno.
-const STAGES: [&str; 7] = [
+const STAGES: [&str; 8] = [
     "create the job's process group",
     "redirect the job's standard streams",
     "reset the job's signal state",
@@ -169,6 +172,7 @@ const STAGES: [&str; 7] = [
     "execute the script",
     "take the rights of the job's user",
     "enter the working directory",
+    "take the terminal as the controlling one",
 ];
 
 /// Starts `program` as the leader of a new process group. Returns its pid once it has
@@ -223,8 +227,11 @@ pub fn spawn(
         }
         Ok(ForkResult::Parent { child }) => {
             drop(report_wr);
-            // Also set here, so that the group exists whichever of the two runs first.
-            let _ = setpgid(child, child);
+            // Also set here, so that the group exists whichever of the two runs first
+            // (not for a session leader-to-be: a group leader cannot start a session).
+            if !stdio.terminal {
+                let _ = setpgid(child, child);
+            }
             let mut report = std::fs::File::from(report_rd);
             let mut buf = [0u8; 5];
             let mut n = 0;
@@ -291,13 +298,21 @@ unsafe fn exec_child(
     };
     // SAFETY (whole block): plain libc calls on valid descriptors and local buffers.
     unsafe {
-        if libc::setpgid(0, 0) != 0 {
+        let grouped = if stdio.terminal {
+            libc::setsid() >= 0
+        } else {
+            libc::setpgid(0, 0) == 0
+        };
+        if !grouped {
             fail(0, Errno::last_raw());
         }
         for (from, to) in [(&stdio.stdin, 0), (&stdio.stdout, 1), (&stdio.stderr, 2)] {
             if libc::dup2(from.as_raw_fd(), to) < 0 {
                 fail(1, Errno::last_raw());
             }
+        }
+        if stdio.terminal && libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+            fail(7, Errno::last_raw());
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);

@@ -225,6 +225,7 @@ impl Supervisor<'_> {
             stdin: stdin.as_fd(),
             stdout: stdout.as_fd(),
             stderr: stderr.as_fd(),
+            terminal: false,
         };
         match crate::affinity::pin(&self.info.cpu_ids) {
             Pinning::Pinned(ids) => {

@@ -11,6 +11,11 @@
 //! `SLURM_PROCID` 0 and 1, `SLURM_LOCALID` 0 and 1 and `SLURM_NODEID` 0, sends back
 //! `TaskData{task 0, "n1\n"}`, ..., then `TaskExit{task 0, 0}` and `TaskExit{task 1, 0}`
 //! and ends the stream.
+//!
+//! With `srun --pty`, task 0 runs in a pseudo-terminal (`open_terminal`): it leads a
+//! session whose controlling terminal is the slave side, its output comes from the
+//! master as stdout, srun's input goes into the master, and srun's window size changes
+//! reach it (`TIOCSWINSZ`, which sends the task SIGWINCH).
 
 use crate::cgroup::{self, JobCgroup};
 use crate::isolation::{Isolation, IsolationError, NoIsolation};
@@ -74,20 +79,40 @@ pub async fn run(
     info!(job_id, step = %step, tasks = ?launch.task_ids, "step tasks started");
     let pgids: Vec<Pid> = started.tasks.iter().map(|t| t.pid).collect();
     let mut stdins = Vec::new();
+    let mut terminal: Option<std::fs::File> = None;
     let mut finished = Vec::new();
     for task in started.tasks {
-        if let Some(fd) = task.stdin {
-            match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
-                Ok(s) => stdins.push(s),
-                Err(e) => warn!(error = %e, "cannot write a task's stdin"),
+        let output = match task.streams {
+            TaskStreams::Pipes {
+                stdin,
+                stdout,
+                stderr,
+            } => {
+                match tokio::net::unix::pipe::Sender::from_owned_fd(stdin) {
+                    Ok(s) => stdins.push(Stdin::Pipe(s)),
+                    Err(e) => warn!(error = %e, "cannot write a task's stdin"),
+                }
+                Output::Pipes(stdout, stderr)
             }
-        }
+            TaskStreams::Terminal(master) => {
+                let master = std::fs::File::from(master);
+                match (master.try_clone(), master.try_clone()) {
+                    (Ok(writer), Ok(sizer)) => {
+                        stdins.push(Stdin::terminal(writer));
+                        terminal = Some(sizer);
+                    }
+                    (Err(e), _) | (_, Err(e)) => {
+                        warn!(error = %e, "cannot write a task's terminal")
+                    }
+                }
+                Output::Terminal(master)
+            }
+        };
         let out = out.clone();
         finished.push(tokio::spawn(watch_task(
             task.task_id,
             task.pid,
-            task.stdout,
-            task.stderr,
+            output,
             out,
         )));
     }
@@ -112,11 +137,18 @@ pub async fn run(
             msg = input.message(), if !srun_gone => match msg {
                 Ok(Some(TaskInput { input: Some(task_input::Input::Stdin(data)) })) => {
                     if data.is_empty() {
-                        stdins.clear();
+                        for s in stdins.drain(..) {
+                            s.close();
+                        }
                     } else {
                         for s in &mut stdins {
-                            let _ = s.write_all(&data).await;
+                            s.write(&data).await;
                         }
+                    }
+                }
+                Ok(Some(TaskInput { input: Some(task_input::Input::Window(size)) })) => {
+                    if let Some(t) = &terminal {
+                        let _ = set_window_size(t, &size);
                     }
                 }
                 Ok(Some(TaskInput { input: Some(task_input::Input::Signal(sig)) })) => {
@@ -182,41 +214,124 @@ fn kill_step(cg: &JobCgroup, step: &str) {
     }
 }
 
+/// Where a task's input goes.
+enum Stdin {
+    Pipe(tokio::net::unix::pipe::Sender),
+    /// A terminal's master, written by a thread of its own (a terminal whose task does
+    /// not read fills up and blocks).
+    Terminal(std::sync::mpsc::Sender<Vec<u8>>),
+}
+
+impl Stdin {
+    fn terminal(mut master: std::fs::File) -> Stdin {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            while let Ok(data) = rx.recv() {
+                if master.write_all(&data).is_err() {
+                    return;
+                }
+            }
+        });
+        Stdin::Terminal(tx)
+    }
+
+    async fn write(&mut self, data: &[u8]) {
+        match self {
+            Stdin::Pipe(p) => {
+                let _ = p.write_all(data).await;
+            }
+            Stdin::Terminal(t) => {
+                let _ = t.send(data.to_vec());
+            }
+        }
+    }
+
+    /// srun's input ended: a pipe closes; a terminal reads end-of-file (^D), as a
+    /// terminal's user would type it.
+    fn close(self) {
+        if let Stdin::Terminal(t) = self {
+            let _ = t.send(vec![END_OF_FILE]);
+        }
+    }
+}
+
+/// The terminal's end-of-file character in its default settings (^D, VEOF).
+const END_OF_FILE: u8 = 4;
+
+/// What a task's output comes through.
+enum Output {
+    Pipes(OwnedFd, OwnedFd),
+    Terminal(std::fs::File),
+}
+
+/// One chunk of a task's output, as the answer stream carries it.
+fn data_answer(task_id: u32, stderr: bool, data: &[u8]) -> Answer {
+    let data = v1::TaskData {
+        task_id,
+        stderr,
+        data: data.to_vec(),
+    };
+    Ok(TaskOutput {
+        output: Some(task_output::Output::Data(data)),
+    })
+}
+
 /// Streams a task's output and waits for it; gives its exit.
 async fn watch_task(
     task_id: u32,
     pid: Pid,
-    stdout: OwnedFd,
-    stderr: OwnedFd,
+    output: Output,
     out: mpsc::Sender<Answer>,
 ) -> v1::TaskExit {
-    let readers = [(stdout, false), (stderr, true)].map(|(fd, is_err)| {
-        let out = out.clone();
-        tokio::spawn(async move {
-            let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
-                return;
-            };
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                match rx.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        let data = v1::TaskData {
-                            task_id,
-                            stderr: is_err,
-                            data: buf[..n].to_vec(),
-                        };
-                        let msg = TaskOutput {
-                            output: Some(task_output::Output::Data(data)),
-                        };
-                        if out.send(Ok(msg)).await.is_err() {
-                            return;
+    let readers: Vec<tokio::task::JoinHandle<()>> = match output {
+        Output::Pipes(stdout, stderr) => [(stdout, false), (stderr, true)]
+            .map(|(fd, is_err)| {
+                let out = out.clone();
+                tokio::spawn(async move {
+                    let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
+                        return;
+                    };
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        match rx.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => {
+                                if out
+                                    .send(data_answer(task_id, is_err, &buf[..n]))
+                                    .await
+                                    .is_err()
+                                {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                })
+            })
+            .into(),
+        // The master reads EIO once no process holds the slave side any more.
+        Output::Terminal(mut master) => {
+            let out = out.clone();
+            vec![tokio::task::spawn_blocking(move || {
+                use std::io::Read;
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    match master.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if out
+                                .blocking_send(data_answer(task_id, false, &buf[..n]))
+                                .is_err()
+                            {
+                                return;
+                            }
                         }
                     }
                 }
-            }
-        })
-    });
+            })]
+        }
+    };
     let status = tokio::task::spawn_blocking(move || {
         loop {
             match waitpid(pid, None) {
@@ -244,9 +359,59 @@ async fn watch_task(
 struct StartedTask {
     task_id: u32,
     pid: Pid,
-    stdin: Option<OwnedFd>,
-    stdout: OwnedFd,
-    stderr: OwnedFd,
+    streams: TaskStreams,
+}
+
+/// A started task's standard streams, as the daemon holds them.
+enum TaskStreams {
+    /// Pipes: its stdin to write, its stdout and stderr to read.
+    Pipes {
+        stdin: OwnedFd,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+    },
+    /// A pseudo-terminal's master: its input and all its output.
+    Terminal(OwnedFd),
+}
+
+/// A pseudo-terminal of `size` (24x80 when none is given): its master and slave, both
+/// closed on exec (the task gets the slave as its standard streams).
+fn open_terminal(size: Option<&v1::WindowSize>) -> Result<(OwnedFd, OwnedFd), String> {
+    use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |e: nix::Error| format!("cannot open a pseudo-terminal: {e}");
+    let master =
+        posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).map_err(failed)?;
+    grantpt(&master).map_err(failed)?;
+    unlockpt(&master).map_err(failed)?;
+    let name = ptsname_r(&master).map_err(failed)?;
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&name)
+        .map_err(|e| format!("cannot open {name}: {e}"))?;
+    let default = v1::WindowSize { rows: 24, cols: 80 };
+    let size = size
+        .filter(|s| s.rows > 0 && s.cols > 0)
+        .unwrap_or(&default);
+    let master = OwnedFd::from(master);
+    set_window_size(&master, size).map_err(|e| format!("cannot size {name}: {e}"))?;
+    Ok((master, slave.into()))
+}
+
+/// Gives the terminal whose master is `master` the size `size`.
+fn set_window_size(master: &impl AsFd, size: &v1::WindowSize) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let ws = libc::winsize {
+        ws_row: size.rows.min(u32::from(u16::MAX)) as u16,
+        ws_col: size.cols.min(u32::from(u16::MAX)) as u16,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one winsize, which `ws` is, from a live descriptor.
+    let r = unsafe { libc::ioctl(master.as_fd().as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+    Errno::result(r).map(|_| ())
 }
 
 struct Started {
@@ -439,28 +604,47 @@ fn start_task(
     user: &RunAs,
     task_id: u32,
 ) -> Result<StartedTask, String> {
+    let program =
+        Program::for_command(&launch.argv, env, &launch.work_dir).map_err(|e| e.to_string())?;
+    let spawned = |stdio: &Stdio| {
+        spawn(&program, stdio, isolation, user).map_err(|e| match e {
+            crate::spawn::SpawnError::Exec(errno) => {
+                format!("execve(): {}: {}", launch.argv[0], errno.desc())
+            }
+            e => e.to_string(),
+        })
+    };
+    if launch.pty.is_some() && task_id == 0 {
+        let (master, slave) = open_terminal(launch.pty.as_ref())?;
+        let pid = spawned(&Stdio {
+            stdin: slave.as_fd(),
+            stdout: slave.as_fd(),
+            stderr: slave.as_fd(),
+            terminal: true,
+        })?;
+        return Ok(StartedTask {
+            task_id,
+            pid,
+            streams: TaskStreams::Terminal(master),
+        });
+    }
     let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"));
     let (in_rd, in_wr) = pipe()?;
     let (out_rd, out_wr) = pipe()?;
     let (err_rd, err_wr) = pipe()?;
-    let program =
-        Program::for_command(&launch.argv, env, &launch.work_dir).map_err(|e| e.to_string())?;
-    let stdio = Stdio {
+    let pid = spawned(&Stdio {
         stdin: in_rd.as_fd(),
         stdout: out_wr.as_fd(),
         stderr: err_wr.as_fd(),
-    };
-    let pid = spawn(&program, &stdio, isolation, user).map_err(|e| match e {
-        crate::spawn::SpawnError::Exec(errno) => {
-            format!("execve(): {}: {}", launch.argv[0], errno.desc())
-        }
-        e => e.to_string(),
+        terminal: false,
     })?;
     Ok(StartedTask {
         task_id,
         pid,
-        stdin: Some(in_wr),
-        stdout: out_rd,
-        stderr: err_rd,
+        streams: TaskStreams::Pipes {
+            stdin: in_wr,
+            stdout: out_rd,
+            stderr: err_rd,
+        },
     })
 }

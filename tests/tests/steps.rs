@@ -272,3 +272,83 @@ fn each_task_runs_on_its_own_cpus_unless_cpu_bind_says_none() {
     );
     assert!(out.contains("bad=1"), "{out}");
 }
+
+#[test]
+fn srun_pty_runs_task_zero_in_a_terminal_of_sruns_size() {
+    use nix::pty::{Winsize, openpty};
+    use nix::sys::termios::{LocalFlags, tcgetattr};
+    use std::io::{Read, Write};
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        ..ClusterSpec::default()
+    });
+    // Without a terminal of srun's own: task 0 still gets one, 24x80; task 1's output
+    // goes to /dev/null.
+    let out = c.run(&[
+        "srun",
+        "--pty",
+        "-n",
+        "2",
+        "-N",
+        "2",
+        "sh",
+        "-c",
+        "tty; stty size; true",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}");
+    let lines: Vec<&str> = stdout.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 2, "{stdout:?}");
+    assert!(lines[0].starts_with("/dev/pts/"), "{stdout:?}");
+    assert_eq!(lines[1], "24 80");
+
+    // An interactive shell from a terminal of 30x100: srun puts it in raw mode, the
+    // shell reads the typed lines through its own terminal, and srun leaves it as it was.
+    let size = Winsize {
+        ws_row: 30,
+        ws_col: 100,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = openpty(Some(&size), None).unwrap();
+    let slave = std::fs::File::from(pty.slave);
+    let mut child = c
+        .command("srun")
+        .args(["--pty", "bash", "--norc", "-i"])
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    master
+        .write_all(b"stty size; echo marker-$((6*7)); tty; exit 5\n")
+        .unwrap();
+    let mut reading = master.try_clone().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // EIO once nothing holds the slave side: srun has exited and the test let go.
+        while let Ok(n) = reading.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let status = child.wait().unwrap();
+    assert!(
+        tcgetattr(&slave)
+            .unwrap()
+            .local_flags
+            .contains(LocalFlags::ICANON),
+        "srun left its terminal in raw mode"
+    );
+    drop(slave);
+    let seen = reader.join().unwrap();
+    assert_eq!(status.code(), Some(5), "{seen}");
+    assert!(seen.contains("30 100\r\n"), "{seen:?}");
+    assert!(seen.contains("\r\nmarker-42\r\n"), "{seen:?}");
+    assert!(seen.contains("\r\n/dev/pts/"), "{seen:?}");
+}

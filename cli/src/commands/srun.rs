@@ -8,7 +8,8 @@
 //!
 //! Outside an allocation it takes one for the step (`salloc::allocate`), runs the step
 //! in it as above, with its output live, and gives it back (`outside_allocation`).
-//! `--pty` is accepted and ignored: tasks get no terminal.
+//! `--pty` runs task 0 in a pseudo-terminal on its node, srun's own terminal in raw
+//! mode meanwhile (`step`).
 
 use super::submit_opts::{self, Command, Source, SubmitOpts};
 use crate::args;
@@ -165,6 +166,7 @@ const HELP: &str = "Usage: srun [OPTIONS(0)...] executable(0) [args(0)...]
   -K, --kill-on-bad-exit      kill the job if any task terminates with a
                               non-zero exit code
   -l, --label                 prepend task number to lines of stdout/err
+      --pty                   run task zero in pseudo terminal mode
   -o, --output=out            location of stdout redirection
   -p, --partition=partition   partition requested (outside an allocation)
   -t, --time=minutes          time limit (outside an allocation)

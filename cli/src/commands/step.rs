@@ -12,6 +12,11 @@
 //!
 //! For example, `srun -n 3 -l hostname` in a job on `n[1-2]` prints `0: n1`, `1: n1` and
 //! `2: n2` (in the order they come) and exits 0.
+//!
+//! `--pty` (`srun --pty bash`): task 0 runs in a pseudo-terminal of the size of srun's
+//! own terminal, which srun puts in raw mode while the step runs, so that every key,
+//! ^C included, reaches the task's terminal; size changes follow (SIGWINCH). The other
+//! tasks' output goes to /dev/null, as Slurm's.
 
 use super::srun::{Request, step_path, task_env};
 use crate::calls;
@@ -146,6 +151,9 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         Ok(s) => s,
         Err(e) => return e.finish(),
     };
+    let window = o.pty.then(|| terminal_size().unwrap_or_default());
+    // Watched before the tasks start, so that no change after they do is missed.
+    let mut resized = window_changes(o.pty);
 
     let (events_tx, mut events) = mpsc::channel::<Event>(256);
     let mut links = Vec::new();
@@ -175,6 +183,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             gpu_bind: o.gpu_bind.clone().unwrap_or_default(),
             cpu_bind: o.cpu_bind.clone().unwrap_or_default(),
             cpus_per_task,
+            pty: window.filter(|_| node.task_ids.contains(&0)),
         };
         let _ = input_tx
             .send(TaskInput {
@@ -185,6 +194,13 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         links.push(input_tx);
     }
     drop(events_tx);
+    // Task 0's node, whose terminal follows srun's size.
+    let terminal_link = nodes
+        .iter()
+        .position(|n| n.task_ids.contains(&0))
+        .filter(|_| o.pty)
+        .map(|i| links[i].clone());
+    let raw = terminal_link.as_ref().and_then(|_| RawTerminal::enter());
     forward_stdin(&links, &req, &job, step_id, &nodes);
     let mut signals = signal_stream();
 
@@ -232,8 +248,14 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             Some(sig) = signals.recv() => {
                 broadcast(&links, task_input::Input::Signal(sig)).await;
             }
+            Some(()) = resized.recv() => {
+                if let (Some(link), Some(size)) = (&terminal_link, terminal_size()) {
+                    let _ = link.send(TaskInput { input: Some(task_input::Input::Window(size)) }).await;
+                }
+            }
         }
     }
+    drop(raw);
     exits.sort_by_key(|(_, e)| e.task_id);
     let mut worst: Option<(i32, i32, u8)> = None;
     for (node, e) in &exits {
@@ -422,8 +444,10 @@ fn sinks(
                 p.as_deref()
                     .map(|p| step_path(p, job, step_id, &node.name, index as u32, task))
             };
-            let out = path(&o.output);
-            let err = path(&o.error).or_else(|| out.clone());
+            // With --pty only task 0's output is shown, as Slurm's.
+            let quiet = (o.pty && task != 0).then(|| "/dev/null".to_string());
+            let out = quiet.clone().or_else(|| path(&o.output));
+            let err = quiet.or_else(|| path(&o.error)).or_else(|| out.clone());
             for (stderr, p) in [(false, out), (true, err)] {
                 if let Some(p) = &p
                     && !s.files.contains_key(p)
@@ -485,6 +509,61 @@ fn forward_stdin(
             }
         }
     });
+}
+
+/// srun's terminal (its stdin), put in raw mode for `--pty`; back as it was on drop.
+struct RawTerminal(nix::sys::termios::Termios);
+
+impl RawTerminal {
+    /// Raw mode on srun's stdin, when that is a terminal.
+    fn enter() -> Option<RawTerminal> {
+        use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
+        let stdin = std::io::stdin();
+        let saved = tcgetattr(&stdin).ok()?;
+        let mut raw = saved.clone();
+        cfmakeraw(&mut raw);
+        tcsetattr(&stdin, SetArg::TCSANOW, &raw).ok()?;
+        Some(RawTerminal(saved))
+    }
+}
+
+impl Drop for RawTerminal {
+    fn drop(&mut self) {
+        use nix::sys::termios::{SetArg, tcsetattr};
+        let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, &self.0);
+    }
+}
+
+/// The size of srun's terminal (its stdin), when it has one.
+fn terminal_size() -> Option<v1::WindowSize> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize, which `ws` is.
+    let r = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_row > 0).then(|| v1::WindowSize {
+        rows: u32::from(ws.ws_row),
+        cols: u32::from(ws.ws_col),
+    })
+}
+
+/// srun's terminal size changes (SIGWINCH), when `wanted`.
+fn window_changes(wanted: bool) -> mpsc::UnboundedReceiver<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (tx, rx) = mpsc::unbounded_channel();
+    if wanted && let Ok(mut s) = signal(SignalKind::window_change()) {
+        tokio::spawn(async move {
+            while s.recv().await.is_some() {
+                if tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    rx
 }
 
 /// The signals srun passes on to its tasks.

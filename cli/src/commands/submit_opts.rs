@@ -408,7 +408,10 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::ignored(Both, value("profile", None)),
     OptDef::ignored(SrunOnly, value("prolog", None)),
     OptDef::ignored(Both, optional("propagate", None)),
-    OptDef::ignored(SrunOnly, flag("pty", None)),
+    OptDef::only(SrunOnly, flag("pty", None), |o, _| {
+        o.pty = true;
+        Ok(())
+    }),
     OptDef::both(value("qos", Some('q')), |o, a| a.text(&mut o.qos)).env("SBATCH_QOS"),
     OptDef::both(flag("quiet", Some('Q')), |o, _| {
         o.quiet = true;
@@ -607,6 +610,8 @@ pub struct SubmitOpts {
     // srun
     pub unbuffered: bool,
     pub label: bool,
+    /// `--pty`: task 0 runs in a pseudo-terminal.
+    pub pty: bool,
     /// `-K`: kill the step when one of its tasks fails.
     pub kill_on_bad_exit: bool,
     /// `--gpu-bind`, checked (`model::step::GpuBind`).
