@@ -1,6 +1,6 @@
 //! A command's calls to the controller, with Slurm's words when one fails: connecting
 //! (`Unable to contact slurm controller (connect failure)`, or the config's own error),
-//! a read command's one exchange, and the text of a failed call.
+//! a read command's one exchange, the text of a failed call, and a node daemon's agent.
 
 use crate::client::{self, ConnectError, Ctld};
 
@@ -19,6 +19,20 @@ fn connect_error_text(e: &ConnectError) -> String {
         ConnectError::Unreachable(_) => CONNECT_FAILURE.to_string(),
         ConnectError::Config(_) => e.to_string(),
     }
+}
+
+/// The agent service of node `node`'s daemon at `addr`, or why it cannot be reached.
+pub async fn node_agent(
+    node: &str,
+    addr: &str,
+) -> Result<proto::v1::node_agent_client::NodeAgentClient<tonic::transport::Channel>, String> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|_| format!("bad address of node {node}: {addr}"))?
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .connect()
+        .await
+        .map_err(|_| format!("Communication connection failure with node {node}"))?;
+    Ok(proto::v1::node_agent_client::NodeAgentClient::new(channel))
 }
 
 /// A failed call's message, as Slurm would word it.

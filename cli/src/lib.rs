@@ -27,7 +27,7 @@ use std::process::ExitCode;
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sprio",
-    "sshare", "sstat",
+    "sshare", "sstat", "sbcast",
 ];
 
 /// Dispatches on the program name (argv[0]) or the first argument.
@@ -83,6 +83,7 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("sprio", "show the priority factors of pending jobs"),
     ("sshare", "show fair-share shares and usage"),
     ("sstat", "show what running job steps have used so far"),
+    ("sbcast", "copy a file to the nodes of a running job"),
 ];
 
 /// `drover --help`.

@@ -1,12 +1,13 @@
 //! The `NodeAgent` gRPC service: `LaunchJob`, `SignalJob` and `SuspendJob`, which the
-//! controller calls, `RunTasks`, which `srun` calls (`tasks`), and `StepStats`, which
-//! `sstat` calls.
+//! controller calls, `RunTasks`, which `srun` calls (`tasks`), `StepStats`, which
+//! `sstat` calls, and `BroadcastFile`, which `sbcast` calls (`bcast`).
 
 use crate::jobs::{Jobs, JobsError};
 use proto::v1::node_agent_server::NodeAgent;
 use proto::v1::{
-    LaunchJobReply, LaunchJobRequest, SignalJobReply, SignalJobRequest, StepStat, StepStatsReply,
-    StepStatsRequest, SuspendJobReply, SuspendJobRequest,
+    BroadcastFileReply, FileChunk, LaunchJobReply, LaunchJobRequest, SignalJobReply,
+    SignalJobRequest, StepStat, StepStatsReply, StepStatsRequest, SuspendJobReply,
+    SuspendJobRequest,
 };
 use proto::v1::{TaskInput, task_input};
 use std::sync::Arc;
@@ -127,6 +128,48 @@ impl NodeAgent for Agent {
         .map_err(|e| Status::internal(e.to_string()))?
         .unwrap_or_default();
         Ok(Response::new(StepStatsReply { steps }))
+    }
+
+    async fn broadcast_file(
+        &self,
+        request: Request<Streaming<FileChunk>>,
+    ) -> Result<Response<BroadcastFileReply>, Status> {
+        let mut input = request.into_inner();
+        let Some(FileChunk {
+            header: Some(header),
+            data: first,
+        }) = input.message().await?
+        else {
+            return Err(Status::invalid_argument(
+                "BroadcastFile must start with a header",
+            ));
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+        let (job_id, path) = (header.job_id, header.path.clone());
+        let writer = std::thread::spawn(move || crate::bcast::write(&header, rx));
+        let mut chunk = first;
+        loop {
+            // A writer that stopped (an error) drops its end: its answer says why.
+            if !chunk.is_empty() && tx.send(chunk).await.is_err() {
+                break;
+            }
+            match input.message().await? {
+                Some(next) => chunk = next.data,
+                None => break,
+            }
+        }
+        drop(tx);
+        let written = tokio::task::spawn_blocking(move || writer.join())
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|_| Status::internal("the file writer panicked"))?;
+        match written {
+            Ok(bytes) => {
+                tracing::info!(job_id, path = %path, bytes, "sbcast file written");
+                Ok(Response::new(BroadcastFileReply { bytes }))
+            }
+            Err(message) => Err(Status::failed_precondition(message)),
+        }
     }
 
     async fn suspend_job(

@@ -11,12 +11,13 @@
 //!
 //! The supervisor confines the job (`isolation`, `cgroup`, `device_filter`) and runs it
 //! as its user (`user`); the daemon finds what the host offers (`inventory`, `nvml`),
-//! runs the site's health check (`health`) and the tasks of steps `srun` starts
-//! (`tasks`).
+//! runs the site's health check (`health`), the tasks of steps `srun` starts
+//! (`tasks`), and writes the files `sbcast` sends (`bcast`).
 
 pub mod affinity;
 pub mod agent;
 pub mod backoff;
+pub mod bcast;
 pub mod cgroup;
 pub mod control;
 pub mod device_filter;

@@ -116,6 +116,37 @@ impl RunAs {
         })
     }
 
+    /// Takes the user's rights for file access on the calling thread only, until the
+    /// guard drops: Linux's per-thread filesystem ids and supplementary groups, set
+    /// with raw system calls (glibc's wrappers would switch every thread of the daemon
+    /// alike). For a thread the caller started for this work alone.
+    pub fn thread_access(&self) -> Result<ThreadAccess, UserError> {
+        if !self.switch {
+            return Ok(ThreadAccess { saved: None });
+        }
+        let saved: Vec<libc::gid_t> = nix::unistd::getgroups()
+            .map(|g| g.into_iter().map(Gid::as_raw).collect())
+            .unwrap_or_default();
+        // SAFETY: raw id system calls of this thread, with a valid group array.
+        let switched = unsafe {
+            libc::syscall(libc::SYS_setgroups, self.groups.len(), self.groups.as_ptr()) == 0 && {
+                libc::syscall(libc::SYS_setfsgid, self.gid);
+                libc::syscall(libc::SYS_setfsuid, self.uid);
+                // Each returns the id before the call: asking to keep it reads it.
+                libc::syscall(libc::SYS_setfsuid, u32::MAX) == i64::from(self.uid)
+                    && libc::syscall(libc::SYS_setfsgid, u32::MAX) == i64::from(self.gid)
+            }
+        };
+        let guard = ThreadAccess { saved: Some(saved) };
+        if !switched {
+            return Err(UserError::Switch {
+                uid: self.uid,
+                errno: Errno::EPERM,
+            });
+        }
+        Ok(guard)
+    }
+
     /// In the forked child, before exec: become the user for good. Only
     /// async-signal-safe calls.
     pub fn enter(&self) -> Result<(), Errno> {
@@ -223,6 +254,26 @@ impl Drop for AccessGuard<'_> {
     fn drop(&mut self) {
         if let Some(groups) = &self.saved {
             restore_root(groups);
+        }
+    }
+}
+
+/// While alive, this thread's file access is checked as the job's user (see
+/// `RunAs::thread_access`).
+pub struct ThreadAccess {
+    /// The thread's own groups, when the rights were switched.
+    saved: Option<Vec<libc::gid_t>>,
+}
+
+impl Drop for ThreadAccess {
+    fn drop(&mut self) {
+        if let Some(groups) = &self.saved {
+            // SAFETY: raw id system calls of this thread, with a valid group array.
+            unsafe {
+                libc::syscall(libc::SYS_setfsuid, 0);
+                libc::syscall(libc::SYS_setfsgid, 0);
+                libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr());
+            }
         }
     }
 }

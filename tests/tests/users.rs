@@ -179,3 +179,38 @@ fn export_none_gives_the_job_the_users_login_environment() {
     // --export=ALL (the default) carries the submit environment, not the login one.
     assert!(out(all).starts_with("mark= "), "{}", out(all));
 }
+
+#[test]
+fn sbcast_copies_a_file_to_every_node_of_the_job_as_its_user() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        ..ClusterSpec::default()
+    });
+    let alice = user(&c, "drover-alice");
+    // Both nodes of this cluster share the host's disk: the first copy needs -f on
+    // the second node, and without -f a copy that exists is refused.
+    let body = "printf 'payload\\n' > src.bin\nchmod 750 src.bin\ntouch -d 2020-01-02 src.bin\n\
+                sbcast -f -p src.bin copy.bin && echo copied\n\
+                sbcast src.bin copy.bin 2> again.err; echo again=$?\n\
+                sbcast -f src.bin /etc/drover-sbcast-test 2> etc.err; echo etc=$?\n\
+                echo done";
+    let id = sbatch_as(&c, &alice, &["-N", "2", "-o", "out.txt"], body);
+    c.wait_state(id, "COMPLETED", T);
+    let read = |name: &str| std::fs::read_to_string(alice.dir.join(name)).unwrap();
+    assert_eq!(read("out.txt"), "copied\nagain=1\netc=1\ndone\n");
+    let copy = alice.dir.join("copy.bin");
+    assert_eq!(read("copy.bin"), "payload\n");
+    let meta = std::fs::metadata(&copy).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (alice.uid, 0o750));
+    let source = std::fs::metadata(alice.dir.join("src.bin")).unwrap();
+    assert_eq!(meta.mtime(), source.mtime());
+    assert_eq!(
+        read("again.err"),
+        "sbcast: error: REQUEST_FILE_BCAST(tn1): File exists\n"
+    );
+    assert_eq!(
+        read("etc.err"),
+        "sbcast: error: REQUEST_FILE_BCAST(tn1): Permission denied\n"
+    );
+    assert!(!Path::new("/etc/drover-sbcast-test").exists());
+}

@@ -4,6 +4,7 @@ pub mod reservation;
 pub mod sacct;
 pub mod salloc;
 pub mod sbatch;
+pub mod sbcast;
 pub mod scancel;
 pub mod scontrol;
 pub mod sinfo;
@@ -36,6 +37,7 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "sacct" => sacct::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
+        "sbcast" => sbcast::run(args),
         "up" => up::run(args),
         "why" => why::run(args),
         _ => {

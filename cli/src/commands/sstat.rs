@@ -23,7 +23,6 @@ use crate::opts::{OptSpec, flag, value};
 use crate::times;
 use crate::users::Names;
 use model::job_id::{JobIdSpec, StepId};
-use proto::v1::node_agent_client::NodeAgentClient;
 use proto::v1::{self, JobInfo, StepInfo};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -281,13 +280,8 @@ async fn gather(
         let addr = agents
             .get(&node)
             .ok_or_else(|| format!("node {node} is not known"))?;
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|_| format!("bad address of node {node}: {addr}"))?
-            .connect_timeout(std::time::Duration::from_secs(5))
-            .connect()
-            .await
-            .map_err(|_| format!("Communication connection failure with node {node}"))?;
-        let reply = NodeAgentClient::new(channel)
+        let reply = crate::calls::node_agent(&node, addr)
+            .await?
             .step_stats(v1::StepStatsRequest { job_id: job.job_id })
             .await
             .map_err(|s| format!("{node}: {}", crate::calls::status_text(&s)))?
