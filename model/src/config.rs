@@ -233,6 +233,10 @@ pub struct ControllerConfig {
     /// registers again. 0 (the default, as Slurm's): only when an admin resumes it; 1:
     /// when it was DOWN for not responding; 2: whatever made it DOWN.
     pub return_to_service: u8,
+    /// Slurm's JobRequeue: whether a batch job that says neither `--requeue` nor
+    /// `--no-requeue` is requeued when its node fails. True by default, as Slurm's
+    /// (JobRequeue=1).
+    pub job_requeue: bool,
 }
 
 impl Default for ControllerConfig {
@@ -255,6 +259,7 @@ impl Default for ControllerConfig {
             keepalive_s: 30,
             state_min_free_mb: 64,
             return_to_service: 0,
+            job_requeue: true,
         }
     }
 }

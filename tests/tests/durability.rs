@@ -147,7 +147,8 @@ fn a_vanished_node_fails_or_requeues_its_jobs() {
     });
     let plain = c.sbatch(&["-w", "tn1"], "sleep 300");
     let requeue = c.sbatch(
-        &["--requeue", "-o", "rq-%j.out", "--open-mode=append"],
+        // No --requeue: JobRequeue=1 (Slurm's default) requeues it.
+        &["-o", "rq-%j.out", "--open-mode=append"],
         "echo on-$SLURMD_NODENAME; sleep 300",
     );
     c.wait_state(plain, "RUNNING", T);
@@ -191,12 +192,12 @@ fn a_vanished_node_fails_or_requeues_its_jobs() {
         .ok(&["sinfo", "-h", "-N", "-n", "tn2", "-o", "%T"])
         .trim()
         == "idle"));
-    // A job that did not ask for requeue ends NODE_FAIL when its node vanishes.
+    // A job that said --no-requeue ends NODE_FAIL when its node vanishes.
     // Wait for the script itself to run: a node lost while the launch is still in
     // flight is a launch failure (requeued), not a node failure.
     let started = c.work.join("doomed.started");
     let doomed = c.sbatch(
-        &["-w", "tn2"],
+        &["-w", "tn2", "--no-requeue"],
         &format!("touch {}; sleep 300", started.display()),
     );
     c.wait_state(doomed, "RUNNING", T);

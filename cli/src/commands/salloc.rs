@@ -55,7 +55,9 @@ pub async fn allocate(
     let submitter = Submitter::here(env);
     let uid = submitter.uid;
     let ctx = submitter.ctx();
-    let spec = build_spec(&o, prog, &ctx, HOLD_SCRIPT.to_string(), Vec::new(), name)?;
+    let mut spec = build_spec(&o, prog, &ctx, HOLD_SCRIPT.to_string(), Vec::new(), name)?;
+    // An interactive allocation is not requeued (JobRequeue is for batch jobs).
+    spec.requeue = false;
     let fail = |e: String| Exit::error(prog, format!("Job submit/allocate failed: {e}"));
     let mut ctld = calls::connect().await.map_err(fail)?;
     let reply = ctld

@@ -284,10 +284,11 @@ pub fn current_dir() -> String {
 }
 
 /// The largest array index + 1 the cluster takes, from the client's config.
-fn max_array_size() -> u32 {
+/// The controller settings a submit reads (its defaults without a config).
+fn controller_config() -> model::config::ControllerConfig {
     client::load_config()
-        .map(|c| c.controller.max_array_size)
-        .unwrap_or(1001)
+        .map(|c| c.controller)
+        .unwrap_or_default()
 }
 
 /// Who submits, and from where: what a `SubmitCtx` borrows, taken from this process
@@ -317,6 +318,7 @@ impl Submitter {
 
     /// The context to build a job from, with the clock read now.
     pub fn ctx(&self) -> SubmitCtx<'_> {
+        let controller = controller_config();
         SubmitCtx {
             env: &self.env,
             cwd: &self.cwd,
@@ -325,7 +327,8 @@ impl Submitter {
             gid: self.gid,
             host: &self.host,
             now: times::now(),
-            max_array_size: max_array_size(),
+            max_array_size: controller.max_array_size,
+            job_requeue: controller.job_requeue,
             zone: times::zone(),
         }
     }
@@ -447,6 +450,7 @@ mod tests {
             host: "login1",
             now: NOW,
             max_array_size: 1001,
+            job_requeue: true,
             zone: &jiff::tz::TimeZone::UTC,
         };
         let script = script.to_string();
@@ -495,7 +499,10 @@ mod tests {
         assert_eq!((sp.uid, sp.gid, sp.user.as_str()), (1000, 100, "ada"));
         assert_eq!(sp.submit_host, "login1");
         assert_eq!(sp.work_dir, "/home/ada/proj");
-        assert!(!sp.requeue, "requeue after a node failure is opt-in");
+        assert!(
+            sp.requeue,
+            "JobRequeue=1, Slurm's default, requeues a lost job"
+        );
         assert!(!sub.parsable && !sub.wait);
     }
 

@@ -896,6 +896,9 @@ pub struct SubmitCtx<'a> {
     pub host: &'a str,
     pub now: i64,
     pub max_array_size: u32,
+    /// `[controller] job_requeue`: whether a job that says nothing of requeueing is
+    /// requeued when its node fails.
+    pub job_requeue: bool,
     /// The local calendar `--begin` is read in.
     pub zone: &'a dyn LocalZone,
 }
@@ -1051,7 +1054,7 @@ pub fn build_spec(
         gpu_type,
         time_limit_min: o.time_limit.flatten().unwrap_or(0),
         signal: o.signal,
-        requeue: o.requeue.unwrap_or(false),
+        requeue: o.requeue.unwrap_or(ctx.job_requeue),
         comment: o.comment.clone().unwrap_or_default(),
         wckey: o.wckey.clone().unwrap_or_default(),
         begin_time,
