@@ -85,7 +85,7 @@ pub fn served(req: &ListJobsRequest, jobs: &[JobInfo]) -> Vec<JobInfo> {
 /// What the filter reads of a job, back from its wire record.
 fn as_model(j: &JobInfo) -> model::Job {
     let spec = j.spec.clone().unwrap_or_default();
-    let (spec, _) = proto::convert::spec_from_wire(spec);
+    let (spec, _) = proto::convert::spec_from_wire(spec).expect("a fixture's spec");
     let mut job = model::Job::new(j.job_id, spec, j.submit_time, None);
     job.array_job_id = j.array_job_id;
     job.array_task_id = j.array_task_id;

@@ -7,7 +7,8 @@
 //! few times. Beyond that, a kill, suspend or resume reaches the node in the answer to
 //! its next heartbeat or registration, since the rules derive those orders from the
 //! durable state; a signal (`scancel -s`, the SIGTERM that opens a preemption's grace
-//! time) is not sent again: the grace time still ends in a durable kill.
+//! time) is not sent again: the grace time still ends in a durable kill. Mail is handed
+//! to a node daemon once.
 
 use crate::core::Input;
 use crate::rules::{Effect, Order};
@@ -75,7 +76,35 @@ impl Dispatcher {
                 node,
                 order,
             } => self.order(job_id, &node, order, state),
+            Effect::Mail {
+                node,
+                user,
+                subject,
+            } => self.mail(&node, user, subject, state),
         }
+    }
+
+    /// Hands a mail to a node daemon, once: mail is not part of the durable state.
+    fn mail(&mut self, node: &str, user: String, subject: String, state: &ClusterState) {
+        let client = state
+            .nodes
+            .get(node)
+            .filter(|n| !n.addr.is_empty())
+            .and_then(|n| self.client(&n.addr));
+        let Some(mut client) = client else {
+            tracing::warn!(node, %subject, "mail not sent: the node has no address");
+            return;
+        };
+        let node = node.to_string();
+        tokio::spawn(async move {
+            let req = v1::SendMailRequest {
+                user,
+                subject: subject.clone(),
+            };
+            if let Err(e) = client.send_mail(req).await {
+                tracing::warn!(node = %node, %subject, error = %e.message(), "mail not sent");
+            }
+        });
     }
 
     fn order(&mut self, job_id: JobId, node: &str, order: Order, state: &ClusterState) {

@@ -359,7 +359,8 @@ impl v1::ctld_server::Ctld for Services {
         let spec = req
             .spec
             .ok_or_else(|| Status::invalid_argument("missing job spec"))?;
-        let (spec, payload) = proto::convert::spec_from_wire(spec);
+        let (spec, payload) = proto::convert::spec_from_wire(spec)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let submit = command::Submit { spec, payload };
         let submitted = if req.test_only {
             // Off the state owner's turn: a pass over a copy of the snapshot, one

@@ -83,6 +83,7 @@ pub struct Config {
 /// epilog = "/etc/drover/epilog"    # after each job; failing: drain
 /// health_check_program = "/usr/sbin/nhc"
 /// health_check_interval_s = 300    # 0: never
+/// mail_prog = "/usr/bin/mail"      # run as `mail_prog -s SUBJECT USER` (--mail-type)
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -91,6 +92,19 @@ pub struct NodeDaemonConfig {
     pub epilog: String,
     pub health_check_program: String,
     pub health_check_interval_s: u32,
+    /// Slurm's MailProg; empty: `/bin/mail`, Slurm's default.
+    pub mail_prog: String,
+}
+
+impl NodeDaemonConfig {
+    /// The program that mails users about their jobs.
+    pub fn mail_program(&self) -> &str {
+        if self.mail_prog.is_empty() {
+            "/bin/mail"
+        } else {
+            &self.mail_prog
+        }
+    }
 }
 
 /// `[cgroup]`: how node daemons confine jobs (Slurm's cgroup.conf).

@@ -246,6 +246,10 @@ pub struct JobSpec {
     /// The batch script's path as submitted, made absolute (Slurm's `Command`); empty
     /// for a script from stdin or `--wrap`.
     pub command: String,
+    /// `--mail-type`: what the user is mailed about, sorted.
+    pub mail_types: Vec<crate::mail::MailType>,
+    /// `--mail-user`; empty: the job's user.
+    pub mail_user: String,
 }
 
 impl JobSpec {

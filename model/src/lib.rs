@@ -12,6 +12,7 @@ pub mod job;
 pub mod job_id;
 pub mod job_time;
 pub mod job_update;
+pub mod mail;
 pub mod node;
 pub mod pattern;
 pub mod reason;

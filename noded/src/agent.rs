@@ -1,13 +1,14 @@
 //! The `NodeAgent` gRPC service: `LaunchJob`, `SignalJob` and `SuspendJob`, which the
 //! controller calls, `RunTasks`, which `srun` calls (`tasks`), `StepStats`, which
-//! `sstat` calls, and `BroadcastFile`, which `sbcast` calls (`bcast`).
+//! `sstat` calls, `BroadcastFile`, which `sbcast` calls (`bcast`), and `SendMail`, the
+//! controller's mail about jobs (`mail`).
 
 use crate::jobs::{Jobs, JobsError};
 use proto::v1::node_agent_server::NodeAgent;
 use proto::v1::{
-    BroadcastFileReply, FileChunk, LaunchJobReply, LaunchJobRequest, SignalJobReply,
-    SignalJobRequest, StepStat, StepStatsReply, StepStatsRequest, SuspendJobReply,
-    SuspendJobRequest,
+    BroadcastFileReply, FileChunk, LaunchJobReply, LaunchJobRequest, SendMailReply,
+    SendMailRequest, SignalJobReply, SignalJobRequest, StepStat, StepStatsReply, StepStatsRequest,
+    SuspendJobReply, SuspendJobRequest,
 };
 use proto::v1::{TaskInput, task_input};
 use std::sync::Arc;
@@ -17,11 +18,13 @@ use tracing::warn;
 
 pub struct Agent {
     jobs: Arc<Jobs>,
+    /// The site's MailProg.
+    mail_prog: String,
 }
 
 impl Agent {
-    pub fn new(jobs: Arc<Jobs>) -> Agent {
-        Agent { jobs }
+    pub fn new(jobs: Arc<Jobs>, mail_prog: String) -> Agent {
+        Agent { jobs, mail_prog }
     }
 }
 
@@ -169,6 +172,23 @@ impl NodeAgent for Agent {
                 Ok(Response::new(BroadcastFileReply { bytes }))
             }
             Err(message) => Err(Status::failed_precondition(message)),
+        }
+    }
+
+    async fn send_mail(
+        &self,
+        request: Request<SendMailRequest>,
+    ) -> Result<Response<SendMailReply>, Status> {
+        let req = request.into_inner();
+        match crate::mail::send(&self.mail_prog, &req.user, &req.subject).await {
+            Ok(()) => {
+                tracing::info!(user = %req.user, subject = %req.subject, "mail sent");
+                Ok(Response::new(SendMailReply {}))
+            }
+            Err(e) => {
+                warn!(user = %req.user, subject = %req.subject, error = %e, "mail not sent");
+                Err(Status::unavailable(e))
+            }
         }
     }
 

@@ -152,7 +152,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         "noded ready"
     );
     Server::builder()
-        .add_service(NodeAgentServer::new(Agent::new(jobs)))
+        .add_service(NodeAgentServer::new(Agent::new(
+            jobs,
+            config.node_daemon.mail_program().to_string(),
+        )))
         .serve_with_incoming_shutdown(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown(),

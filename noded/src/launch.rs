@@ -77,6 +77,9 @@ pub enum LaunchError {
     /// The controller sent a launch without a job spec; retrying will not help.
     #[error("launch of job {0} carries no job spec")]
     MissingSpec(JobId),
+    /// The spec holds a value this daemon does not know.
+    #[error("launch of job {0}: {1}")]
+    BadSpec(JobId, proto::convert::UnknownMailType),
 }
 
 impl LaunchInfo {
@@ -87,7 +90,8 @@ impl LaunchInfo {
         start_time: Time,
     ) -> Result<(LaunchInfo, String), LaunchError> {
         let wire_spec = req.spec.ok_or(LaunchError::MissingSpec(req.job_id))?;
-        let (spec, payload) = proto::convert::spec_from_wire(wire_spec);
+        let (spec, payload) = proto::convert::spec_from_wire(wire_spec)
+            .map_err(|e| LaunchError::BadSpec(req.job_id, e))?;
         let info = LaunchInfo {
             version: LAUNCH_VERSION,
             job_id: req.job_id,

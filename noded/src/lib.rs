@@ -12,7 +12,8 @@
 //! The supervisor confines the job (`isolation`, `cgroup`, `device_filter`) and runs it
 //! as its user (`user`); the daemon finds what the host offers (`inventory`, `nvml`),
 //! runs the site's health check (`health`), the tasks of steps `srun` starts
-//! (`tasks`), and writes the files `sbcast` sends (`bcast`).
+//! (`tasks`) and the site's MailProg (`mail`), and writes the files `sbcast` sends
+//! (`bcast`).
 
 pub mod affinity;
 pub mod agent;
@@ -27,6 +28,7 @@ pub mod inventory;
 pub mod isolation;
 pub mod jobs;
 pub mod launch;
+pub mod mail;
 pub mod nvml;
 pub mod output;
 pub mod procfs;

@@ -1,6 +1,7 @@
 //! The one mapping between wire messages and domain types.
 
 use crate::v1;
+use model::mail::MailType;
 use model::{
     Allocation, ArraySpec, GpuDevice, Job, JobPayload, JobSpec, JobState, Node, NodeAlloc,
     NodeHealth, NodeState, SignalSpec, Time,
@@ -44,8 +45,56 @@ pub fn state_from_wire(s: v1::JobState) -> JobState {
     }
 }
 
-/// Wire spec → domain spec and payload (script and environment).
-pub fn spec_from_wire(w: v1::JobSpec) -> (JobSpec, JobPayload) {
+/// A mail type number this side does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mail type {0}")]
+pub struct UnknownMailType(pub i32);
+
+fn mail_type_from_wire(n: i32) -> Result<MailType, UnknownMailType> {
+    use v1::MailType as W;
+    Ok(match W::try_from(n).map_err(|_| UnknownMailType(n))? {
+        W::Begin => MailType::Begin,
+        W::End => MailType::End,
+        W::Fail => MailType::Fail,
+        W::Requeue => MailType::Requeue,
+        W::InvalidDepend => MailType::InvalidDepend,
+        W::StageOut => MailType::StageOut,
+        W::TimeLimit => MailType::TimeLimit,
+        W::TimeLimit90 => MailType::TimeLimit90,
+        W::TimeLimit80 => MailType::TimeLimit80,
+        W::TimeLimit50 => MailType::TimeLimit50,
+        W::ArrayTasks => MailType::ArrayTasks,
+    })
+}
+
+/// A mail type on the wire.
+pub fn mail_type_to_wire(t: MailType) -> v1::MailType {
+    use v1::MailType as W;
+    match t {
+        MailType::Begin => W::Begin,
+        MailType::End => W::End,
+        MailType::Fail => W::Fail,
+        MailType::Requeue => W::Requeue,
+        MailType::InvalidDepend => W::InvalidDepend,
+        MailType::StageOut => W::StageOut,
+        MailType::TimeLimit => W::TimeLimit,
+        MailType::TimeLimit90 => W::TimeLimit90,
+        MailType::TimeLimit80 => W::TimeLimit80,
+        MailType::TimeLimit50 => W::TimeLimit50,
+        MailType::ArrayTasks => W::ArrayTasks,
+    }
+}
+
+/// Wire spec → domain spec and payload (script and environment); a mail type this
+/// side does not know is refused.
+pub fn spec_from_wire(w: v1::JobSpec) -> Result<(JobSpec, JobPayload), UnknownMailType> {
+    let mut mail_types = w
+        .mail_types
+        .iter()
+        .map(|&n| mail_type_from_wire(n))
+        .collect::<Result<Vec<MailType>, _>>()?;
+    mail_types.sort_unstable();
+    mail_types.dedup();
     let payload = JobPayload {
         script: w.script,
         env: w.env.into_iter().map(|e| (e.name, e.value)).collect(),
@@ -100,8 +149,10 @@ pub fn spec_from_wire(w: v1::JobSpec) -> (JobSpec, JobPayload) {
         nice: w.nice,
         kill_on_invalid_dep: w.kill_on_invalid_dep,
         command: w.command,
+        mail_types,
+        mail_user: w.mail_user,
     };
-    (spec, payload)
+    Ok((spec, payload))
 }
 
 /// Domain spec (+ payload when known) → wire spec.
@@ -168,6 +219,12 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
         nice: s.nice,
         kill_on_invalid_dep: s.kill_on_invalid_dep,
         command: s.command.clone(),
+        mail_types: s
+            .mail_types
+            .iter()
+            .map(|&t| mail_type_to_wire(t) as i32)
+            .collect(),
+        mail_user: s.mail_user.clone(),
     }
 }
 
@@ -1125,7 +1182,7 @@ mod tests {
             script: "#!/bin/sh\n".into(),
             env: vec![("A".into(), "1".into())],
         };
-        let (back, back_payload) = spec_from_wire(spec_to_wire(&spec, Some(&payload)));
+        let (back, back_payload) = spec_from_wire(spec_to_wire(&spec, Some(&payload))).unwrap();
         assert_eq!(back, spec);
         assert_eq!(back_payload, payload);
         for s in JobState::ALL {

@@ -113,8 +113,6 @@ pub enum Set {
     /// Accepted and ignored, as a cluster without the feature would (`--help` lists
     /// these).
     Ignored,
-    /// Checked as Slurm checks it (a bad value is refused), then ignored.
-    Checked(Setter),
 }
 
 /// One option of `sbatch` or `srun`: its getopt spelling, the `SBATCH_*` input
@@ -157,15 +155,6 @@ impl OptDef {
         }
     }
 
-    const fn checked(takers: Takers, spec: OptSpec, check: Setter) -> OptDef {
-        OptDef {
-            spec,
-            env: None,
-            takers,
-            set: Set::Checked(check),
-        }
-    }
-
     const fn env(self, var: &'static str) -> OptDef {
         OptDef {
             env: Some(var),
@@ -175,28 +164,11 @@ impl OptDef {
 
     /// True for an option accepted without effect.
     pub fn ignored_here(&self) -> bool {
-        matches!(self.set, Set::Ignored | Set::Checked(_))
+        matches!(self.set, Set::Ignored)
     }
 }
 
 use Takers::{Both, Sbatch as SbatchOnly, Srun as SrunOnly};
-
-/// The `--mail-type` words Slurm 22.05 knows.
-const MAIL_TYPES: [&str; 13] = [
-    "NONE",
-    "BEGIN",
-    "END",
-    "FAIL",
-    "REQUEUE",
-    "ALL",
-    "INVALID_DEPEND",
-    "STAGE_OUT",
-    "TIME_LIMIT",
-    "TIME_LIMIT_90",
-    "TIME_LIMIT_80",
-    "TIME_LIMIT_50",
-    "ARRAY_TASKS",
-];
 
 /// Every option of `sbatch` and `srun`, by name.
 pub const OPTIONS: &[OptDef] = &[
@@ -325,15 +297,12 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(Both, value("licenses", Some('L'))),
-    OptDef::checked(Both, value("mail-type", None), |_, a| {
-        let known = |t: &str| MAIL_TYPES.iter().any(|m| m.eq_ignore_ascii_case(t.trim()));
-        if a.value.split(',').all(known) {
-            Ok(())
-        } else {
-            Err(Exit::error(a.prog, "Invalid --mail-type specification"))
-        }
+    OptDef::both(value("mail-type", None), |o, a| {
+        let types = model::mail::parse_mail_types(a.value).map_err(|m| Exit::error(a.prog, m))?;
+        o.mail_types = Some(types);
+        Ok(())
     }),
-    OptDef::ignored(Both, value("mail-user", None)),
+    OptDef::both(value("mail-user", None), |o, a| a.text(&mut o.mail_user)),
     OptDef::ignored(Both, value("mcs-label", None)),
     OptDef::both(value("mem", None), |o, a| a.memory(o, MemKind::Node)).env("SBATCH_MEM_PER_NODE"),
     OptDef::ignored(Both, value("mem-bind", None)),
@@ -571,6 +540,8 @@ pub struct SubmitOpts {
     pub nodes: Option<u32>,
     /// The most nodes of `-N min-max`, when above the least.
     pub max_nodes: Option<u32>,
+    pub mail_types: Option<Vec<model::mail::MailType>>,
+    pub mail_user: Option<String>,
     pub ntasks_per_node: Option<u32>,
     mem: Vec<(MemKind, u64, Source)>,
     pub gpus: Option<Gpu>,
@@ -663,7 +634,7 @@ impl SubmitOpts {
             .find(|d| d.spec.long == name)
             .ok_or_else(|| Exit::error(prog, format!("unrecognized option '--{name}'")))?;
         match def.set {
-            Set::To(set) | Set::Checked(set) => set(
+            Set::To(set) => set(
                 self,
                 &Arg {
                     prog,
@@ -1073,6 +1044,13 @@ pub fn build_spec(
         nice: o.nice.unwrap_or(0),
         kill_on_invalid_dep: o.kill_on_invalid_dep.unwrap_or(false),
         command: String::new(),
+        mail_types: o
+            .mail_types
+            .iter()
+            .flatten()
+            .map(|&t| proto::convert::mail_type_to_wire(t) as i32)
+            .collect(),
+        mail_user: o.mail_user.clone().unwrap_or_default(),
     })
 }
 
@@ -1129,7 +1107,13 @@ pub(crate) mod tests {
             Source::Cli,
         )
         .unwrap();
-        // Checked as Slurm checks it, though no mail is sent.
+        assert_eq!(
+            o.mail_types,
+            Some(vec![
+                model::mail::MailType::Begin,
+                model::mail::MailType::TimeLimit90
+            ])
+        );
         let bad = o
             .apply(Command::Sbatch, "mail-type", "BOGUS", Source::Cli)
             .unwrap_err();
@@ -1141,7 +1125,7 @@ pub(crate) mod tests {
         assert!(!o.wait);
         let help = ignored_help(Command::Sbatch);
         assert!(
-            help.contains(" --mail-type") && help.contains(" --ignore-pbs"),
+            help.contains(" --mcs-label") && help.contains(" --ignore-pbs"),
             "{help}"
         );
         assert!(

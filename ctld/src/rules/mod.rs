@@ -17,9 +17,11 @@
 //! - `nodes`: node admin, registration and heartbeats (what a node runs is compared
 //!   with the durable state and corrected), launch confirmations, job ends, lost jobs;
 //! - `timer`: the periodic tick (grace times, reservations, silent nodes) and the
-//!   scheduling pass.
+//!   scheduling pass;
+//! - `mail`: the mail a turn's events send (`--mail-type`).
 
 pub mod jobs;
+pub mod mail;
 pub mod nodes;
 pub mod timer;
 
@@ -40,6 +42,12 @@ pub enum Effect {
         job_id: JobId,
         node: String,
         order: Order,
+    },
+    /// Mail `user` about a job with `subject`, through `node`'s MailProg.
+    Mail {
+        node: String,
+        user: String,
+        subject: String,
     },
 }
 
@@ -113,6 +121,9 @@ impl<'a> Turn<'a> {
     pub fn emit(&mut self, event: Event) {
         if let Some(charge) = self.usage_charge(&event) {
             self.emit(charge);
+        }
+        if let Some(mail) = mail::for_event(self.state, &event) {
+            self.effects.push(mail);
         }
         self.state.apply(&event);
         // The rules' tests check every change, not only every turn.

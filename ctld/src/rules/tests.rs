@@ -1043,3 +1043,71 @@ fn a_node_down_for_silence_stays_down_when_it_answers_unless_return_to_service_s
         assert_eq!(health == model::NodeHealth::Up, back, "rts {rts}");
     }
 }
+
+/// The mail effects of a turn.
+fn mails(effects: &[Effect]) -> Vec<(String, String, String)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Mail {
+                node,
+                user,
+                subject,
+            } => Some((node.clone(), user.clone(), subject.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn mail_types_mail_the_user_through_the_jobs_node_when_it_begins_and_ends() {
+    use model::mail::MailType;
+    let mut env = Env::new("");
+    let id = env.submit(|s| {
+        s.name = "train".into();
+        s.mail_types = vec![MailType::Begin, MailType::End];
+    });
+    env.now += 65;
+    let d = env.turn(timer::schedule);
+    let node = env.node_of(id);
+    assert_eq!(
+        mails(&d.effects),
+        [(
+            node.clone(),
+            "alice".to_string(),
+            format!("Slurm Job_id={id} Name=train Began, Queued time 00:01:05")
+        )]
+    );
+    env.now += 3;
+    let end = env.job_end(id, EndKind::Exited, 0);
+    let d = env.turn(|t| nodes::job_finished(t, end));
+    assert_eq!(
+        mails(&d.effects),
+        [(
+            node.clone(),
+            "alice".to_string(),
+            format!("Slurm Job_id={id} Name=train Ended, Run time 00:00:03, COMPLETED, ExitCode 0")
+        )]
+    );
+    // FAIL only: a failure mails (to --mail-user), a success does not.
+    let failing = env.submit(|s| {
+        s.name = "bad".into();
+        s.mail_types = vec![MailType::Fail];
+        s.mail_user = "ops@example.org".into();
+    });
+    let quiet = env.submit(|s| s.mail_types = vec![MailType::Fail]);
+    let d = env.turn(timer::schedule);
+    assert!(mails(&d.effects).is_empty(), "{:?}", d.effects);
+    let end = env.job_end(failing, EndKind::Exited, 2);
+    let d = env.turn(|t| nodes::job_finished(t, end));
+    let sent = mails(&d.effects);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].1, "ops@example.org");
+    assert_eq!(
+        sent[0].2,
+        format!("Slurm Job_id={failing} Name=bad Failed, Run time 00:00:00, FAILED, ExitCode 2")
+    );
+    let end = env.job_end(quiet, EndKind::Exited, 0);
+    let d = env.turn(|t| nodes::job_finished(t, end));
+    assert!(mails(&d.effects).is_empty(), "{:?}", d.effects);
+}

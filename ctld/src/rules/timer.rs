@@ -99,6 +99,10 @@ pub fn schedule(turn: &mut Turn) -> sched::Plan {
             }
             _ => {}
         }
+        // (After the event applied, which a start or an end does not mind.)
+        if let Some(mail) = super::mail::for_event(turn.state, &event) {
+            turn.effects.push(mail);
+        }
         turn.events.push(event);
     }
     for event in plan.pending_reason_events(turn.state) {

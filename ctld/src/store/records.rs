@@ -14,6 +14,7 @@
 //! refuses any word it does not know; every other enum is a record enum.
 
 use super::StoreError;
+use model::mail::MailType;
 use model::usage::AssocUsage;
 use model::{
     Allocation, ArraySpec, Job, JobPayload, JobSpec, JobState, KillCause, KillRequest, Node,
@@ -305,6 +306,8 @@ impl From<JobSpecRecord> for JobSpec {
             // Formats 5 and 6 keep them beside these fields (`JobFields5`, `JobFields6`).
             mem_whole_node: false,
             max_nodes: 0,
+            mail_types: Vec::new(),
+            mail_user: String::new(),
         }
     }
 }
@@ -399,10 +402,64 @@ pub struct JobRecord5 {
     pub added: JobFields5,
 }
 
-/// What format 6 added to a job: the most nodes of `-N min-max`.
+/// What format 6 added to a job: the most nodes of `-N min-max`, `--mail-type` and
+/// `--mail-user`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct JobFields6 {
     pub max_nodes: u32,
+    pub mail_types: Vec<MailTypeRecord>,
+    pub mail_user: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MailTypeRecord {
+    Begin,
+    End,
+    Fail,
+    Requeue,
+    InvalidDepend,
+    StageOut,
+    TimeLimit,
+    TimeLimit90,
+    TimeLimit80,
+    TimeLimit50,
+    ArrayTasks,
+}
+
+impl From<MailType> for MailTypeRecord {
+    fn from(t: MailType) -> Self {
+        match t {
+            MailType::Begin => MailTypeRecord::Begin,
+            MailType::End => MailTypeRecord::End,
+            MailType::Fail => MailTypeRecord::Fail,
+            MailType::Requeue => MailTypeRecord::Requeue,
+            MailType::InvalidDepend => MailTypeRecord::InvalidDepend,
+            MailType::StageOut => MailTypeRecord::StageOut,
+            MailType::TimeLimit => MailTypeRecord::TimeLimit,
+            MailType::TimeLimit90 => MailTypeRecord::TimeLimit90,
+            MailType::TimeLimit80 => MailTypeRecord::TimeLimit80,
+            MailType::TimeLimit50 => MailTypeRecord::TimeLimit50,
+            MailType::ArrayTasks => MailTypeRecord::ArrayTasks,
+        }
+    }
+}
+
+impl From<MailTypeRecord> for MailType {
+    fn from(t: MailTypeRecord) -> Self {
+        match t {
+            MailTypeRecord::Begin => MailType::Begin,
+            MailTypeRecord::End => MailType::End,
+            MailTypeRecord::Fail => MailType::Fail,
+            MailTypeRecord::Requeue => MailType::Requeue,
+            MailTypeRecord::InvalidDepend => MailType::InvalidDepend,
+            MailTypeRecord::StageOut => MailType::StageOut,
+            MailTypeRecord::TimeLimit => MailType::TimeLimit,
+            MailTypeRecord::TimeLimit90 => MailType::TimeLimit90,
+            MailTypeRecord::TimeLimit80 => MailType::TimeLimit80,
+            MailTypeRecord::TimeLimit50 => MailType::TimeLimit50,
+            MailTypeRecord::ArrayTasks => MailType::ArrayTasks,
+        }
+    }
 }
 
 /// What format 5 added to a job: `--mem=0`, and each step's nodes, CPUs and usage.
@@ -453,6 +510,8 @@ impl From<&Job> for JobRecord {
             },
             added6: JobFields6 {
                 max_nodes: j.spec.max_nodes,
+                mail_types: j.spec.mail_types.iter().map(|&t| t.into()).collect(),
+                mail_user: j.spec.mail_user.clone(),
             },
         }
     }
@@ -481,6 +540,8 @@ impl JobRecord {
         let mut job = self.fields.into_job(what)?;
         job.spec.mem_whole_node = self.added.mem_whole_node;
         job.spec.max_nodes = self.added6.max_nodes;
+        job.spec.mail_types = self.added6.mail_types.into_iter().map(Into::into).collect();
+        job.spec.mail_user = self.added6.mail_user;
         for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
             step.nodes = added.nodes;
             step.cpus = added.cpus;
@@ -904,6 +965,8 @@ mod tests {
             partition: "gpu".into(),
             num_tasks: 2,
             max_nodes: 3,
+            mail_types: vec![MailType::Begin, MailType::Fail],
+            mail_user: "al".into(),
             cpus_per_task: 4,
             gpus: 1,
             array: Some(ArraySpec {
@@ -960,7 +1023,7 @@ mod tests {
         // n1, step 0 ("s", RUNNING, ...), ..., the kill (requeue, held, at 120) and the
         // launch; then what format 5 added: --mem=0, and step 0's node n1, 8 CPUs and
         // usage (4096 bytes on n1, 1000/600/400 us); then what format 6 added: at most
-        // 3 nodes.
+        // 3 nodes, mail on BEGIN and FAIL, to "al".
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
@@ -968,7 +1031,7 @@ mod tests {
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
-                "8020026e31e807d804900303"
+                "8020026e31e807d80490030302000202616c"
             )
         );
     }
