@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the Rust workspace (unit, property, multi-process) and the real
-# Slurm clients (submitit, dask-jobqueue, Snakemake) against a local Drover cluster.
+# Slurm clients (submitit, dask-jobqueue, Snakemake, torchrun) against a local Drover
+# cluster.
 # Installs what it needs first: Python packages into .venv, and, as root on Debian,
 # hwloc's development files (libhwloc-dev, libudev-dev) for the node daemon's topology;
 # without them the daemon is built without hwloc and its topology tests do not run.
