@@ -27,7 +27,7 @@ use std::process::ExitCode;
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sprio",
-    "sshare", "sstat", "sbcast",
+    "sshare", "sstat", "sbcast", "sattach",
 ];
 
 /// Dispatches on the program name (argv[0]) or the first argument.
@@ -84,6 +84,7 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("sshare", "show fair-share shares and usage"),
     ("sstat", "show what running job steps have used so far"),
     ("sbcast", "copy a file to the nodes of a running job"),
+    ("sattach", "join a running job step's input and output"),
 ];
 
 /// `drover --help`.

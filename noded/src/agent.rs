@@ -1,16 +1,16 @@
 //! The `NodeAgent` gRPC service: `LaunchJob`, `SignalJob` and `SuspendJob`, which the
 //! controller calls, `RunTasks`, which `srun` calls (`tasks`), `StepStats`, which
-//! `sstat` calls, `BroadcastFile`, which `sbcast` calls (`bcast`), and `SendMail`, the
-//! controller's mail about jobs (`mail`).
+//! `sstat` calls, `BroadcastFile`, which `sbcast` calls (`bcast`), `AttachStep`, which
+//! `sattach` calls (`tasks`), and `SendMail`, the controller's mail about jobs (`mail`).
 
 use crate::jobs::{Jobs, JobsError};
 use proto::v1::node_agent_server::NodeAgent;
+use proto::v1::{AttachInput, TaskInput, attach_input, task_input};
 use proto::v1::{
     BroadcastFileReply, FileChunk, LaunchJobReply, LaunchJobRequest, SendMailReply,
     SendMailRequest, SignalJobReply, SignalJobRequest, StepStat, StepStatsReply, StepStatsRequest,
     SuspendJobReply, SuspendJobRequest,
 };
-use proto::v1::{TaskInput, task_input};
 use std::sync::Arc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -20,11 +20,17 @@ pub struct Agent {
     jobs: Arc<Jobs>,
     /// The site's MailProg.
     mail_prog: String,
+    /// The steps running here, for sattach.
+    attachable: crate::tasks::Attachable,
 }
 
 impl Agent {
     pub fn new(jobs: Arc<Jobs>, mail_prog: String) -> Agent {
-        Agent { jobs, mail_prog }
+        Agent {
+            jobs,
+            mail_prog,
+            attachable: crate::tasks::Attachable::default(),
+        }
     }
 }
 
@@ -39,6 +45,64 @@ fn to_status(e: &JobsError) -> Status {
 #[tonic::async_trait]
 impl NodeAgent for Agent {
     type RunTasksStream = ReceiverStream<crate::tasks::Answer>;
+    type AttachStepStream = ReceiverStream<crate::tasks::Answer>;
+
+    async fn attach_step(
+        &self,
+        request: Request<Streaming<AttachInput>>,
+    ) -> Result<Response<Self::AttachStepStream>, Status> {
+        let mut input = request.into_inner();
+        let target = match input.message().await? {
+            Some(AttachInput {
+                input: Some(attach_input::Input::Target(t)),
+            }) => t,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "AttachStep must start with its step",
+                ));
+            }
+        };
+        let Some(attached) = self.attachable.get(target.job_id, target.step_id) else {
+            return Err(Status::not_found(format!(
+                "StepId={}.{} is not running on this node",
+                target.job_id, target.step_id
+            )));
+        };
+        // Only the step holds its outlet: the stream ends with the step.
+        let mut output = attached.output.subscribe();
+        drop(attached.output);
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match output.recv().await {
+                    Ok(msg) => {
+                        if tx.send(Ok(msg)).await.is_err() {
+                            return;
+                        }
+                    }
+                    // Output this attachment was too slow for is lost to it alone.
+                    Err(RecvError::Lagged(missed)) => {
+                        warn!(missed, "sattach too slow: output dropped");
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+        // Its input joins srun's; its end does not close the tasks' stdin (srun's does).
+        let stdin = attached.stdin;
+        tokio::spawn(async move {
+            while let Ok(Some(AttachInput {
+                input: Some(attach_input::Input::Stdin(data)),
+            })) = input.message().await
+            {
+                if !data.is_empty() && stdin.send(data).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
 
     async fn run_tasks(
         &self,
@@ -62,6 +126,7 @@ impl NodeAgent for Agent {
             tx,
             self.jobs.confinement(),
             self.jobs.pins_cpus(),
+            self.attachable.clone(),
         ));
         Ok(Response::new(ReceiverStream::new(rx)))
     }

@@ -16,6 +16,9 @@
 //! session whose controlling terminal is the slave side, its output comes from the
 //! master as stdout, srun's input goes into the master, and srun's window size changes
 //! reach it (`TIOCSWINSZ`, which sends the task SIGWINCH).
+//!
+//! While a step runs, `sattach` may join it (`Attachable`): it gets the tasks' output
+//! from then on and their exits, as srun does, and its input goes to their stdin.
 
 use crate::cgroup::{self, JobCgroup};
 use crate::isolation::{Isolation, IsolationError, NoIsolation};
@@ -29,27 +32,103 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{Pid, pipe2};
 use proto::v1::{self, TaskInput, TaskOutput, task_input, task_output};
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tonic::Status;
 use tracing::{info, warn};
 
 /// What the answer stream carries.
 pub type Answer = Result<TaskOutput, Status>;
 
+/// The steps running on this node that `sattach` can join, by (job, step).
+#[derive(Clone, Default)]
+pub struct Attachable(Arc<Mutex<BTreeMap<(u32, u32), Attached>>>);
+
+/// A running step as `sattach` joins it.
+#[derive(Clone)]
+pub struct Attached {
+    /// The tasks' output and, last, their exits.
+    pub output: broadcast::Sender<TaskOutput>,
+    /// Input for the tasks' stdin.
+    pub stdin: mpsc::Sender<Vec<u8>>,
+}
+
+impl Attachable {
+    /// The running step `step` of job `job`, if it runs here.
+    pub fn get(&self, job: u32, step: u32) -> Option<Attached> {
+        self.table().get(&(job, step)).cloned()
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, BTreeMap<(u32, u32), Attached>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A step's place in `Attachable`, for as long as it runs.
+struct Joinable<'a> {
+    attachable: &'a Attachable,
+    key: (u32, u32),
+}
+
+impl Drop for Joinable<'_> {
+    fn drop(&mut self) {
+        self.attachable.table().remove(&self.key);
+    }
+}
+
+/// Where the tasks' output goes: srun's stream, and every attached sattach.
+#[derive(Clone)]
+struct Outlet {
+    srun: mpsc::Sender<Answer>,
+    attached: broadcast::Sender<TaskOutput>,
+}
+
+impl Outlet {
+    /// Sends `msg` to srun and to the attached; false once srun is gone.
+    async fn send(&self, msg: TaskOutput) -> bool {
+        let _ = self.attached.send(msg.clone());
+        self.srun.send(Ok(msg)).await.is_ok()
+    }
+
+    /// `send`, from a thread outside the runtime.
+    fn blocking_send(&self, msg: TaskOutput) -> bool {
+        let _ = self.attached.send(msg.clone());
+        self.srun.blocking_send(Ok(msg)).is_ok()
+    }
+}
+
 /// Runs the tasks of `launch` until they are done, taking stdin and signals from
-/// `input` and sending their output and exits to `out`.
+/// `input` (and stdin from whoever attaches, through `attachable`) and sending their
+/// output and exits to `out`.
 pub async fn run(
     launch: v1::TaskLaunch,
     mut input: tonic::Streaming<TaskInput>,
     out: mpsc::Sender<Answer>,
     confinement: Confinement,
     pin_cpus: bool,
+    attachable: Attachable,
 ) {
     let job_id = launch.job_id;
     let step = format!("step_{}", launch.step_id);
+    // Joinable before any task runs: what a task does shows the step can be joined.
+    let (attached, _) = broadcast::channel(1024);
+    let (attach_stdin, mut attached_input) = mpsc::channel::<Vec<u8>>(64);
+    let key = (job_id, launch.step_id);
+    attachable.table().insert(
+        key,
+        Attached {
+            output: attached.clone(),
+            stdin: attach_stdin,
+        },
+    );
+    let joinable = Joinable {
+        attachable: &attachable,
+        key,
+    };
     let prepared = {
         let launch = launch.clone();
         let confinement = confinement.clone();
@@ -77,6 +156,10 @@ pub async fn run(
         }
     };
     info!(job_id, step = %step, tasks = ?launch.task_ids, "step tasks started");
+    let outlet = Outlet {
+        srun: out,
+        attached,
+    };
     let pgids: Vec<Pid> = started.tasks.iter().map(|t| t.pid).collect();
     let mut stdins = Vec::new();
     let mut terminal: Option<std::fs::File> = None;
@@ -108,12 +191,11 @@ pub async fn run(
                 Output::Terminal(master)
             }
         };
-        let out = out.clone();
         finished.push(tokio::spawn(watch_task(
             task.task_id,
             task.pid,
             output,
-            out,
+            outlet.clone(),
         )));
     }
     let all_done = futures_join(finished);
@@ -127,12 +209,17 @@ pub async fn run(
                     && let Some(usage) = cg.step_usage(&step, &launch.node_name)
                 {
                     let usage = proto::convert::usage_to_wire(&usage);
-                    let _ = out.send(Ok(TaskOutput { output: Some(task_output::Output::Usage(usage)) })).await;
+                    let _ = outlet.srun.send(Ok(TaskOutput { output: Some(task_output::Output::Usage(usage)) })).await;
                 }
                 for exit in exits.into_iter().flatten() {
-                    let _ = out.send(Ok(TaskOutput { output: Some(task_output::Output::Exit(exit)) })).await;
+                    outlet.send(TaskOutput { output: Some(task_output::Output::Exit(exit)) }).await;
                 }
                 break;
+            }
+            Some(data) = attached_input.recv() => {
+                for s in &mut stdins {
+                    s.write(&data).await;
+                }
             }
             msg = input.message(), if !srun_gone => match msg {
                 Ok(Some(TaskInput { input: Some(task_input::Input::Stdin(data)) })) => {
@@ -177,6 +264,9 @@ pub async fn run(
             },
         }
     }
+    // Gone from the table, the step's outlet closes: attached sattachs see the end.
+    drop(joinable);
+    drop(outlet);
     if let Some(cg) = started.cgroup {
         let _ = tokio::task::spawn_blocking(move || {
             kill_step(&cg, &step);
@@ -266,24 +356,19 @@ enum Output {
 }
 
 /// One chunk of a task's output, as the answer stream carries it.
-fn data_answer(task_id: u32, stderr: bool, data: &[u8]) -> Answer {
+fn data_message(task_id: u32, stderr: bool, data: &[u8]) -> TaskOutput {
     let data = v1::TaskData {
         task_id,
         stderr,
         data: data.to_vec(),
     };
-    Ok(TaskOutput {
+    TaskOutput {
         output: Some(task_output::Output::Data(data)),
-    })
+    }
 }
 
 /// Streams a task's output and waits for it; gives its exit.
-async fn watch_task(
-    task_id: u32,
-    pid: Pid,
-    output: Output,
-    out: mpsc::Sender<Answer>,
-) -> v1::TaskExit {
+async fn watch_task(task_id: u32, pid: Pid, output: Output, out: Outlet) -> v1::TaskExit {
     let readers: Vec<tokio::task::JoinHandle<()>> = match output {
         Output::Pipes(stdout, stderr) => [(stdout, false), (stderr, true)]
             .map(|(fd, is_err)| {
@@ -297,11 +382,7 @@ async fn watch_task(
                         match rx.read(&mut buf).await {
                             Ok(0) | Err(_) => return,
                             Ok(n) => {
-                                if out
-                                    .send(data_answer(task_id, is_err, &buf[..n]))
-                                    .await
-                                    .is_err()
-                                {
+                                if !out.send(data_message(task_id, is_err, &buf[..n])).await {
                                     return;
                                 }
                             }
@@ -320,10 +401,7 @@ async fn watch_task(
                     match master.read(&mut buf) {
                         Ok(0) | Err(_) => return,
                         Ok(n) => {
-                            if out
-                                .blocking_send(data_answer(task_id, false, &buf[..n]))
-                                .is_err()
-                            {
+                            if !out.blocking_send(data_message(task_id, false, &buf[..n])) {
                                 return;
                             }
                         }

@@ -168,7 +168,7 @@ default_time = "10:00"
         std::fs::create_dir_all(dir.path().join("log")).unwrap();
         for name in [
             "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sprio",
-            "sshare", "sstat", "sbcast", "drover",
+            "sshare", "sstat", "sbcast", "sattach", "drover",
         ] {
             std::os::unix::fs::symlink(binaries.join("drover"), bin.join(name)).unwrap();
         }

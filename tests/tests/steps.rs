@@ -352,3 +352,86 @@ fn srun_pty_runs_task_zero_in_a_terminal_of_sruns_size() {
     assert!(seen.contains("\r\nmarker-42\r\n"), "{seen:?}");
     assert!(seen.contains("\r\n/dev/pts/"), "{seen:?}");
 }
+
+#[test]
+fn sattach_joins_a_running_steps_output_and_input() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        ..ClusterSpec::default()
+    });
+    let work = c.work.display().to_string();
+    // Each task says it runs, waits for `go`, then echoes a line of its stdin.
+    let task = format!(
+        "touch {work}/started.$SLURM_PROCID; while [ ! -e {work}/go ]; do sleep 0.05; done; \
+         echo after-$SLURM_PROCID; read line; echo got-$SLURM_PROCID-$line"
+    );
+    // srun's stdin stays open (and silent): the tasks' stdin is sattach's to feed.
+    let mut srun = c
+        .command("srun")
+        .args(["-N", "2", "-n", "2", "sh", "-c", &task])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for rank in 0..2 {
+        let started = c.work.join(format!("started.{rank}"));
+        assert!(wait_until(T, || started.exists()), "logs:\n{}", c.logs());
+    }
+    let id = c.ok(&["squeue", "-h", "-o", "%i"]).trim().to_string();
+    let mut sattach = c
+        .command("sattach")
+        .args(["-v", "-l", &format!("{id}.0")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(sattach.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(
+        said,
+        format!("sattach: attached to StepId={id}.0 on 2 node(s)\n")
+    );
+    std::fs::write(c.work.join("go"), "").unwrap();
+    sattach
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"hello\n")
+        .unwrap();
+    let mut seen = String::new();
+    sattach
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut seen)
+        .unwrap();
+    assert!(sattach.wait().unwrap().success());
+    assert_eq!(
+        sorted_lines(&seen),
+        [
+            "0: after-0",
+            "0: got-0-hello",
+            "1: after-1",
+            "1: got-1-hello"
+        ]
+    );
+    drop(srun.stdin.take());
+    let out = srun.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        sorted_lines(&String::from_utf8_lossy(&out.stdout)),
+        ["after-0", "after-1", "got-0-hello", "got-1-hello"]
+    );
+    // A step that does not run cannot be joined.
+    let out = c.run(&["sattach", &format!("{id}.7")]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("sattach: error: Job step {id}.7 is not running\n")
+    );
+}

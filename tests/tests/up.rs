@@ -325,7 +325,7 @@ fn drover_help_lists_every_command_and_version_names_slurms() {
     let help = String::from_utf8_lossy(&out.stdout);
     for name in [
         "up", "why", "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "sprio",
-        "sshare", "sstat", "sbcast",
+        "sshare", "sstat", "sbcast", "sattach",
     ] {
         let lines = help
             .lines()

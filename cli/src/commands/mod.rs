@@ -3,6 +3,7 @@
 pub mod reservation;
 pub mod sacct;
 pub mod salloc;
+pub mod sattach;
 pub mod sbatch;
 pub mod sbcast;
 pub mod scancel;
@@ -38,6 +39,7 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sbcast" => sbcast::run(args),
+        "sattach" => sattach::run(args),
         "up" => up::run(args),
         "why" => why::run(args),
         _ => {

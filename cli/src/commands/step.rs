@@ -32,8 +32,8 @@ use tokio::sync::mpsc;
 
 const PROG: &str = "srun";
 
-/// What srun writes where: its own streams, or files by path.
-struct Sinks {
+/// What srun (or sattach) writes where: its own streams, or files by path.
+pub(crate) struct Sinks {
     label: bool,
     /// Per task and stream: the file it goes to (`None`: srun's own stream).
     dest: BTreeMap<(u32, bool), Option<String>>,
@@ -43,7 +43,17 @@ struct Sinks {
 }
 
 impl Sinks {
-    fn write(&mut self, task: u32, stderr: bool, data: &[u8]) {
+    /// Everything to this process's own streams, each line after `task: ` with `label`.
+    pub(crate) fn own_streams(label: bool) -> Sinks {
+        Sinks {
+            label,
+            dest: BTreeMap::new(),
+            files: BTreeMap::new(),
+            partial: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn write(&mut self, task: u32, stderr: bool, data: &[u8]) {
         let mut bytes = data.to_vec();
         if self.label {
             let buf = self.partial.entry((task, stderr)).or_default();
@@ -58,7 +68,7 @@ impl Sinks {
     }
 
     /// Writes out what is left of a task's last lines.
-    fn flush(&mut self, task: u32) {
+    pub(crate) fn flush(&mut self, task: u32) {
         for stderr in [false, true] {
             if let Some(rest) = self.partial.remove(&(task, stderr))
                 && !rest.is_empty()
@@ -432,12 +442,7 @@ fn sinks(
             None => spec.open_mode_append,
         }
     });
-    let mut s = Sinks {
-        label: o.label,
-        dest: BTreeMap::new(),
-        files: BTreeMap::new(),
-        partial: BTreeMap::new(),
-    };
+    let mut s = Sinks::own_streams(o.label);
     for (index, node) in nodes.iter().enumerate() {
         for &task in &node.task_ids {
             let path = |p: &Option<String>| {
