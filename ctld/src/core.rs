@@ -114,6 +114,9 @@ impl Core {
         let tick =
             Duration::from_millis(u64::from(self.config.controller.sched_interval_ms.max(100)));
         let mut next_tick = Instant::now() + tick;
+        // The time of the tick before, for what passed between two ticks (none before
+        // the first: a restart does not mail what it missed).
+        let mut last_tick: Option<Time> = None;
         loop {
             let wake = self.sched_at.map_or(next_tick, |s| s.min(next_tick));
             tokio::select! {
@@ -136,7 +139,8 @@ impl Core {
                     let now = unix_now();
                     if Instant::now() >= next_tick {
                         self.store_full = false;
-                        self.turn(now, |turn, _, _| rules::timer::tick(turn));
+                        let since = last_tick.replace(now).unwrap_or(now);
+                        self.turn(now, |turn, _, _| rules::timer::tick(turn, since));
                         next_tick = Instant::now() + tick;
                         self.sched_at.get_or_insert_with(Instant::now);
                     }

@@ -12,7 +12,7 @@
 //!
 //! `ALL` is BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND and STAGE_OUT; `NONE` is none.
 
-use crate::job::JobState;
+use crate::job::{Job, JobState};
 use crate::units::format_elapsed;
 use serde::{Deserialize, Serialize};
 
@@ -97,15 +97,17 @@ pub fn parse_mail_types(text: &str) -> Result<Vec<MailType>, String> {
 pub enum JobMail {
     /// It started after waiting `queued` seconds.
     Began { queued: u64 },
-    /// It ended after running `run` seconds, in `state`; `exit_code` when its batch
-    /// script exited (not killed by a signal).
+    /// It ended in `state`, after running `run` seconds (`None`: it never ran);
+    /// `exit_code` when its batch script exited (not killed by a signal).
     Ended {
-        run: u64,
+        run: Option<u64>,
         state: JobState,
         exit_code: Option<i32>,
     },
-    /// It went back to the queue after running `run` seconds.
-    Requeued { run: u64 },
+    /// It went back to the queue, after running `run` seconds.
+    Requeued { run: Option<u64> },
+    /// It has run `percent` (50, 80, 90 or 100) of its time limit: `run` seconds.
+    ReachedTimeLimit { percent: u8, run: u64 },
 }
 
 impl JobMail {
@@ -120,12 +122,28 @@ impl JobMail {
             } => MailType::End,
             JobMail::Ended { .. } => MailType::Fail,
             JobMail::Requeued { .. } => MailType::Requeue,
+            JobMail::ReachedTimeLimit { percent: 50, .. } => MailType::TimeLimit50,
+            JobMail::ReachedTimeLimit { percent: 80, .. } => MailType::TimeLimit80,
+            JobMail::ReachedTimeLimit { percent: 90, .. } => MailType::TimeLimit90,
+            JobMail::ReachedTimeLimit { .. } => MailType::TimeLimit,
         }
     }
 
-    /// The subject line, as Slurm 22.05 writes it.
-    pub fn subject(self, job: &str, name: &str) -> String {
-        let head = format!("Slurm Job_id={job} Name={name}");
+    /// The subject line for `job`, as Slurm 22.05 writes it: `Slurm Job_id=12
+    /// Name=train` (an array task: `Slurm Array Task Job_id=7_1 (8) Name=train`), what
+    /// happened, then its times and, at the end, its state and exit code.
+    pub fn subject(self, job: &Job) -> String {
+        let head = match job.array_task_id {
+            Some(task) if job.array_job_id != 0 => format!(
+                "Slurm Array Task Job_id={}_{task} ({}) Name={}",
+                job.array_job_id, job.id, job.spec.name
+            ),
+            _ => format!("Slurm Job_id={} Name={}", job.id, job.spec.name),
+        };
+        let run_time = |run: Option<u64>| {
+            run.map(|r| format!(", Run time {}", format_elapsed(r)))
+                .unwrap_or_default()
+        };
         match self {
             JobMail::Began { queued } => {
                 format!("{head} Began, Queued time {}", format_elapsed(queued))
@@ -139,22 +157,30 @@ impl JobMail {
                     MailType::End => "Ended",
                     _ => "Failed",
                 };
-                let mut out = format!(
-                    "{head} {word}, Run time {}, {}",
-                    format_elapsed(run),
-                    state.name()
-                );
-                if let Some(code) = exit_code {
-                    out.push_str(&format!(", ExitCode {code}"));
-                }
-                out
+                let code = exit_code
+                    .map(|c| format!(", ExitCode {c}"))
+                    .unwrap_or_default();
+                format!("{head} {word}{}, {}{code}", run_time(run), state.name())
             }
-            JobMail::Requeued { run } => {
-                format!("{head} Requeued, Run time {}", format_elapsed(run))
+            JobMail::Requeued { run } => format!("{head} Requeued{}", run_time(run)),
+            JobMail::ReachedTimeLimit { percent, run } => {
+                let what = match percent {
+                    100 => "Reached time limit".to_string(),
+                    p => format!("Reached {p}% of time limit"),
+                };
+                format!("{head} {what}{}", run_time(Some(run)))
             }
         }
     }
 }
+
+/// The time-limit mails of `--mail-type`, with the share of the limit each is sent at.
+pub const TIME_LIMIT_MAILS: [(MailType, u8); 4] = [
+    (MailType::TimeLimit50, 50),
+    (MailType::TimeLimit80, 80),
+    (MailType::TimeLimit90, 90),
+    (MailType::TimeLimit, 100),
+];
 
 #[cfg(test)]
 mod tests {
@@ -183,27 +209,45 @@ mod tests {
 
     #[test]
     fn subjects_are_slurms() {
+        let mut job = Job::new(
+            12,
+            crate::job::JobSpec {
+                name: "train".into(),
+                ..Default::default()
+            },
+            0,
+            None,
+        );
         let began = JobMail::Began { queued: 65 };
         assert_eq!(
-            began.subject("12", "train"),
+            began.subject(&job),
             "Slurm Job_id=12 Name=train Began, Queued time 00:01:05"
         );
         let ended = |state, exit_code| JobMail::Ended {
-            run: 3,
+            run: Some(3),
             state,
             exit_code,
         };
         assert_eq!(
-            ended(JobState::Completed, Some(0)).subject("12", "train"),
+            ended(JobState::Completed, Some(0)).subject(&job),
             "Slurm Job_id=12 Name=train Ended, Run time 00:00:03, COMPLETED, ExitCode 0"
         );
         assert_eq!(
-            ended(JobState::Failed, Some(2)).subject("12", "train"),
+            ended(JobState::Failed, Some(2)).subject(&job),
             "Slurm Job_id=12 Name=train Failed, Run time 00:00:03, FAILED, ExitCode 2"
         );
         assert_eq!(
-            ended(JobState::NodeFail, None).subject("7_1", "a"),
-            "Slurm Job_id=7_1 Name=a Failed, Run time 00:00:03, NODE_FAIL"
+            ended(JobState::NodeFail, None).subject(&job),
+            "Slurm Job_id=12 Name=train Failed, Run time 00:00:03, NODE_FAIL"
+        );
+        let never = JobMail::Ended {
+            run: None,
+            state: JobState::Cancelled,
+            exit_code: Some(0),
+        };
+        assert_eq!(
+            never.subject(&job),
+            "Slurm Job_id=12 Name=train Ended, CANCELLED, ExitCode 0"
         );
         assert_eq!(
             ended(JobState::Cancelled, Some(0)).wanted_by(),
@@ -211,8 +255,32 @@ mod tests {
         );
         assert_eq!(ended(JobState::Timeout, None).wanted_by(), MailType::Fail);
         assert_eq!(
-            JobMail::Requeued { run: 12 }.subject("4", "x"),
-            "Slurm Job_id=4 Name=x Requeued, Run time 00:00:12"
+            JobMail::Requeued { run: Some(12) }.subject(&job),
+            "Slurm Job_id=12 Name=train Requeued, Run time 00:00:12"
+        );
+        let half = JobMail::ReachedTimeLimit {
+            percent: 50,
+            run: 30,
+        };
+        assert_eq!(
+            half.subject(&job),
+            "Slurm Job_id=12 Name=train Reached 50% of time limit, Run time 00:00:30"
+        );
+        assert_eq!(half.wanted_by(), MailType::TimeLimit50);
+        let all = JobMail::ReachedTimeLimit {
+            percent: 100,
+            run: 60,
+        };
+        assert_eq!(all.wanted_by(), MailType::TimeLimit);
+        assert!(
+            all.subject(&job)
+                .ends_with("Name=train Reached time limit, Run time 00:01:00")
+        );
+        job.array_job_id = 7;
+        job.array_task_id = Some(1);
+        assert_eq!(
+            began.subject(&job),
+            "Slurm Array Task Job_id=7_1 (12) Name=train Began, Queued time 00:01:05"
         );
     }
 }

@@ -1,7 +1,9 @@
-//! Mail about jobs (`--mail-type`): the events of a turn that mail a job's user, each
-//! an effect for a node daemon, which runs the site's MailProg (`noded`'s `mail_prog`:
-//! only node daemons start processes). A job's mail goes through its batch node while
-//! that node answers, else through the first node that does.
+//! Mail about jobs (`--mail-type`): the events of a turn that mail a job's user, and
+//! the time-limit shares a tick passes, each an effect for a node daemon, which runs
+//! the site's MailProg (`noded`'s `mail_prog`: only node daemons start processes). A
+//! job's mail goes through its batch node while that node answers, else through the
+//! first node that does. An array's tasks mail only with ARRAY_TASKS (Slurm's summary
+//! of a whole array is not sent).
 //!
 //! Worked example: job 12 (`--mail-type=BEGIN,END`, user ada) submitted at 100 starts
 //! on n1 at 165: `JobStarted` gives `Mail { n1, ada, "Slurm Job_id=12 Name=train Began,
@@ -9,8 +11,8 @@
 //! "Slurm Job_id=12 Name=train Ended, Run time 00:00:03, COMPLETED, ExitCode 0" }`.
 
 use super::{Effect, batch_node};
-use model::mail::JobMail;
-use model::{ClusterState, Event, NodeHealth};
+use model::mail::{JobMail, MailType, TIME_LIMIT_MAILS};
+use model::{ClusterState, Event, Job, JobState, NodeHealth, Time};
 
 /// The mail `event` sends, read from the job as it stands before the event applies
 /// (a requeue clears the start time) or, for a start and an end, after it.
@@ -50,8 +52,37 @@ pub fn for_event(state: &ClusterState, event: &Event) -> Option<Effect> {
         }
         _ => return None,
     };
-    let job = state.job(job_id)?;
-    if !job.spec.mail_types.contains(&mail.wanted_by()) {
+    mail_for(state, state.job(job_id)?, mail)
+}
+
+/// The time-limit mails of the running jobs that reached 50, 80, 90 or 100% of their
+/// limit after `since` and by `now`.
+pub fn time_limits(state: &ClusterState, since: Time, now: Time) -> Vec<Effect> {
+    let mut out = Vec::new();
+    for job in state.running_jobs() {
+        let (Some(limit), JobState::Running) = (job.time_limit_min, job.state) else {
+            continue;
+        };
+        for (_, percent) in TIME_LIMIT_MAILS {
+            let run = Time::from(limit) * 60 * Time::from(percent) / 100;
+            let at = job.start_time + run;
+            if since < at && at <= now {
+                let mail = JobMail::ReachedTimeLimit {
+                    percent,
+                    run: run as u64,
+                };
+                out.extend(mail_for(state, job, mail));
+            }
+        }
+    }
+    out
+}
+
+/// `mail` about `job`, when the job asked for it.
+fn mail_for(state: &ClusterState, job: &Job, mail: JobMail) -> Option<Effect> {
+    let types = &job.spec.mail_types;
+    let task_mail_unwanted = job.array_task_id.is_some() && !types.contains(&MailType::ArrayTasks);
+    if !types.contains(&mail.wanted_by()) || task_mail_unwanted {
         return None;
     }
     let answers = |name: &str| {
@@ -78,15 +109,11 @@ pub fn for_event(state: &ClusterState, event: &Event) -> Option<Effect> {
     Some(Effect::Mail {
         node,
         user,
-        subject: mail.subject(&job.display_id(), &job.spec.name),
+        subject: mail.subject(job),
     })
 }
 
-/// Seconds from a start (0: it never started) to `end`.
-fn run_time(start: model::Time, end: model::Time) -> u64 {
-    if start == 0 {
-        0
-    } else {
-        end.saturating_sub(start).max(0) as u64
-    }
+/// Seconds from a start to `end`; `None` for a job that never started.
+fn run_time(start: Time, end: Time) -> Option<u64> {
+    (start != 0).then(|| end.saturating_sub(start).max(0) as u64)
 }

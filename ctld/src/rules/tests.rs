@@ -465,7 +465,7 @@ preempt = ["low"]
     assert!(env.job(victim).kill.is_none());
     env.now += 31;
     env.restart();
-    let d = env.turn(timer::tick);
+    let d = env.turn(|t| timer::tick(t, t.now));
     assert!(matches!(
         env.job(victim).kill.map(|k| k.cause),
         Some(KillCause::Preempt)
@@ -644,7 +644,7 @@ fn a_silent_node_goes_down_and_its_jobs_fail_or_are_requeued() {
     }
     // Both nodes stop heartbeating.
     env.now += 31;
-    let d = env.turn(timer::tick);
+    let d = env.turn(|t| timer::tick(t, t.now));
     let downs = d
         .events
         .iter()
@@ -1025,7 +1025,7 @@ fn a_node_down_for_silence_stays_down_when_it_answers_unless_return_to_service_s
         // The node stalls past the timeout: DOWN, its job requeued.
         env.now += 31;
         env.heartbeat(if node == "n1" { "n2" } else { "n1" }, &[]);
-        env.turn(timer::tick);
+        env.turn(|t| timer::tick(t, t.now));
         assert_eq!(env.state.nodes[&node].health, model::NodeHealth::Down);
         assert_eq!(env.job(id).state, JobState::Pending);
         // It answers again, still running the old run.
@@ -1110,4 +1110,67 @@ fn mail_types_mail_the_user_through_the_jobs_node_when_it_begins_and_ends() {
     let end = env.job_end(quiet, EndKind::Exited, 0);
     let d = env.turn(|t| nodes::job_finished(t, end));
     assert!(mails(&d.effects).is_empty(), "{:?}", d.effects);
+}
+
+#[test]
+fn time_limit_mails_go_once_as_a_job_passes_each_share_of_its_limit() {
+    use model::mail::MailType;
+    let mut env = Env::new("");
+    let id = env.submit(|s| {
+        s.name = "long".into();
+        s.time_limit_min = Some(10);
+        s.mail_types = vec![MailType::TimeLimit50, MailType::TimeLimit90];
+    });
+    env.start(id);
+    let start = env.job(id).start_time;
+    let subjects = |since: Time, now: Time| -> Vec<String> {
+        mails(&super::mail::time_limits(&env.state, since, now))
+            .into_iter()
+            .map(|(_, _, subject)| subject)
+            .collect()
+    };
+    assert!(subjects(start, start + 299).is_empty());
+    assert_eq!(
+        subjects(start + 299, start + 300),
+        [format!(
+            "Slurm Job_id={id} Name=long Reached 50% of time limit, Run time 00:05:00"
+        )]
+    );
+    // Each share once: not in the ticks after, and 80% was not asked for.
+    assert!(subjects(start + 300, start + 500).is_empty());
+    assert_eq!(
+        subjects(start + 500, start + 600),
+        [format!(
+            "Slurm Job_id={id} Name=long Reached 90% of time limit, Run time 00:09:00"
+        )]
+    );
+}
+
+#[test]
+fn array_tasks_mail_only_with_array_tasks() {
+    use model::mail::MailType;
+    let mut env = Env::new("");
+    let array = |types: Vec<MailType>| {
+        move |s: &mut JobSpec| {
+            s.name = "arr".into();
+            s.mail_types = types;
+            s.array = Some(model::ArraySpec {
+                task_ids: vec![0],
+                max_running: 0,
+            });
+        }
+    };
+    env.submit(array(vec![MailType::Begin]));
+    let d = env.turn(timer::schedule);
+    assert!(mails(&d.effects).is_empty(), "{:?}", d.effects);
+    let id = env.submit(array(vec![MailType::Begin, MailType::ArrayTasks]));
+    let d = env.turn(timer::schedule);
+    let sent = mails(&d.effects);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(
+        sent[0]
+            .2
+            .starts_with(&format!("Slurm Array Task Job_id={id}_0 (")),
+        "{sent:?}"
+    );
 }

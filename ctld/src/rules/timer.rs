@@ -1,8 +1,9 @@
 //! The rules of time: the periodic tick and the scheduling pass.
 //!
 //! The tick kills preempted jobs whose grace time is over (a kill request in their
-//! record, so that a restart does not forget it), drops reservations that ended, and
-//! sets DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs. The
+//! record, so that a restart does not forget it), drops reservations that ended, sets
+//! DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs, and mails
+//! the jobs that passed a share of their time limit since the tick before. The
 //! pass runs `sched::schedule` and carries the plan out with `Plan::apply`, the code
 //! the simulator uses too; the effects follow from its events.
 //!
@@ -15,9 +16,11 @@ use super::{Order, Turn};
 use model::node::NOT_RESPONDING;
 use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Time};
 
-/// Periodic work.
-pub fn tick(turn: &mut Turn) {
+/// Periodic work; `since` is the time of the tick before (this one's at the first).
+pub fn tick(turn: &mut Turn, since: Time) {
     let now = turn.now;
+    let reached = super::mail::time_limits(turn.state, since, now);
+    turn.effects.extend(reached);
     let graced: Vec<JobId> = turn
         .state
         .running_jobs()
