@@ -21,18 +21,62 @@ fn connect_error_text(e: &ConnectError) -> String {
     }
 }
 
-/// The agent service of node `node`'s daemon at `addr`, or why it cannot be reached.
-pub async fn node_agent(
+/// A node daemon's agent service.
+pub type NodeAgent = proto::v1::node_agent_client::NodeAgentClient<tonic::transport::Channel>;
+
+/// The jobs `ids` name, as the controller lists them, and the agent address of every
+/// node by name: what a command that talks to a job's node daemons starts from.
+pub async fn jobs_and_agents(
+    ids: &[model::job_id::JobIdSpec],
+) -> Result<
+    (
+        proto::v1::ListJobsReply,
+        std::collections::BTreeMap<String, String>,
+    ),
+    String,
+> {
+    let mut c = connect().await?;
+    let req = proto::v1::ListJobsRequest {
+        filter: Some(proto::v1::JobFilter {
+            job_ids: crate::jobs::selector_ids(ids.iter()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let jobs = c
+        .list_jobs(req)
+        .await
+        .map_err(|s| status_text(&s))?
+        .into_inner();
+    let nodes = c
+        .list_nodes(proto::v1::ListNodesRequest::default())
+        .await
+        .map_err(|s| status_text(&s))?
+        .into_inner();
+    let agents = nodes.nodes.into_iter().map(|n| (n.name, n.addr)).collect();
+    Ok((jobs, agents))
+}
+
+/// The agent of node `node`, found in `agents` (from `jobs_and_agents`).
+pub async fn agent_of(
+    agents: &std::collections::BTreeMap<String, String>,
     node: &str,
-    addr: &str,
-) -> Result<proto::v1::node_agent_client::NodeAgentClient<tonic::transport::Channel>, String> {
+) -> Result<NodeAgent, String> {
+    let addr = agents
+        .get(node)
+        .ok_or_else(|| format!("node {node} is not known"))?;
+    node_agent(node, addr).await
+}
+
+/// The agent service of node `node`'s daemon at `addr`, or why it cannot be reached.
+pub async fn node_agent(node: &str, addr: &str) -> Result<NodeAgent, String> {
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|_| format!("bad address of node {node}: {addr}"))?
         .connect_timeout(std::time::Duration::from_secs(5))
         .connect()
         .await
         .map_err(|_| format!("Communication connection failure with node {node}"))?;
-    Ok(proto::v1::node_agent_client::NodeAgentClient::new(channel))
+    Ok(NodeAgent::new(channel))
 }
 
 /// A failed call's message, as Slurm would word it.

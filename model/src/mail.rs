@@ -47,6 +47,9 @@ impl MailType {
         MailType::ArrayTasks,
     ];
 
+    /// What `ALL` stands for: the types before the time-limit ones.
+    pub const ALL_WORD: &[MailType] = MailType::ALL.split_at(6).0;
+
     /// Slurm's word.
     pub fn name(self) -> &'static str {
         match self {
@@ -75,14 +78,7 @@ pub fn parse_mail_types(text: &str) -> Result<Vec<MailType>, String> {
             .find(|t| t.name().eq_ignore_ascii_case(word));
         match found {
             Some(t) => out.push(t),
-            None if word.eq_ignore_ascii_case("ALL") => out.extend([
-                MailType::Begin,
-                MailType::End,
-                MailType::Fail,
-                MailType::Requeue,
-                MailType::InvalidDepend,
-                MailType::StageOut,
-            ]),
+            None if word.eq_ignore_ascii_case("ALL") => out.extend(MailType::ALL_WORD),
             None if word.eq_ignore_ascii_case("NONE") => {}
             None => return Err("Invalid --mail-type specification".to_string()),
         }

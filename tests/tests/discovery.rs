@@ -11,11 +11,7 @@ const T: Duration = Duration::from_secs(30);
 
 #[test]
 fn a_node_that_finds_fewer_gpus_than_configured_is_drained_with_the_difference() {
-    let lib = fake_nvml();
-    let path = (
-        "LD_LIBRARY_PATH".to_string(),
-        lib.path().display().to_string(),
-    );
+    let (_lib, path) = fake_nvml();
     // Both nodes declare the 7 whole GPUs of the fake node; tn2's NVML shows only 4.
     let entry = |name: &str| {
         format!(
@@ -32,15 +28,7 @@ fn a_node_that_finds_fewer_gpus_than_configured_is_drained_with_the_difference()
         ],
         ..ClusterSpec::default()
     });
-    let mut reasons = String::new();
-    assert!(
-        wait_until(T, || {
-            reasons = c.ok(&["sinfo", "-R", "-h", "-o", "%n|%E"]);
-            !reasons.trim().is_empty()
-        }),
-        "no node drained; logs:\n{}",
-        c.logs()
-    );
+    let reasons = drain_reasons(&c);
     assert_eq!(
         reasons.trim(),
         "tn2|gres/gpu:h100 count reported lower than configured (4 < 7)"
@@ -61,11 +49,7 @@ fn a_node_that_finds_fewer_gpus_than_configured_is_drained_with_the_difference()
 
 #[test]
 fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
-    let lib = fake_nvml();
-    let path = (
-        "LD_LIBRARY_PATH".to_string(),
-        lib.path().display().to_string(),
-    );
+    let (_lib, path) = fake_nvml();
     // The fake node's GPU 7 is split into seven 1g.10gb: tn1 declares that layout,
     // tn2 one the admin did not apply.
     let entry = |name: &str, layout: &str| {
@@ -80,15 +64,7 @@ fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
         node_env: vec![vec![path.clone()], vec![path]],
         ..ClusterSpec::default()
     });
-    let mut reasons = String::new();
-    assert!(
-        wait_until(T, || {
-            reasons = c.ok(&["sinfo", "-R", "-h", "-o", "%n|%E"]);
-            !reasons.trim().is_empty()
-        }),
-        "no node drained; logs:\n{}",
-        c.logs()
-    );
+    let reasons = drain_reasons(&c);
     assert_eq!(
         reasons.trim(),
         "tn2|gres/gpu:2g.20gb count reported lower than configured (0 < 3)"
@@ -126,9 +102,9 @@ fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
     assert!(!out.contains("MIG-"), "{out}");
 }
 
-/// A directory holding the fake NVML library as `libnvidia-ml.so.1`, for
-/// `LD_LIBRARY_PATH`.
-fn fake_nvml() -> tempfile::TempDir {
+/// A directory holding the fake NVML library as `libnvidia-ml.so.1`, and the
+/// `LD_LIBRARY_PATH` setting that makes a node daemon load it.
+fn fake_nvml() -> (tempfile::TempDir, (String, String)) {
     let lib = tempfile::tempdir().unwrap();
     let built = tests::bin_dir().join("libnvidia_ml.so");
     assert!(
@@ -137,5 +113,20 @@ fn fake_nvml() -> tempfile::TempDir {
         built.display()
     );
     std::fs::copy(&built, lib.path().join("libnvidia-ml.so.1")).unwrap();
-    lib
+    let path = lib.path().display().to_string();
+    (lib, ("LD_LIBRARY_PATH".to_string(), path))
+}
+
+/// `sinfo -R` once some node is drained: `node|reason` lines.
+fn drain_reasons(c: &Cluster) -> String {
+    let mut reasons = String::new();
+    assert!(
+        wait_until(T, || {
+            reasons = c.ok(&["sinfo", "-R", "-h", "-o", "%n|%E"]);
+            !reasons.trim().is_empty()
+        }),
+        "no node drained; logs:\n{}",
+        c.logs()
+    );
+    reasons
 }

@@ -106,20 +106,8 @@ pub fn run(args: &[String]) -> ExitCode {
 
 /// Joins the step on each of its nodes and writes what they send until it ends.
 async fn attach(opts: &Options) -> Result<(), String> {
-    let mut c = crate::calls::connect().await?;
     let job = JobIdSpec::parse(&opts.job_id.to_string()).map_err(|e| e.to_string())?;
-    let req = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter {
-            job_ids: jobs::selector_ids(std::iter::once(&job)),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let listing = c
-        .list_jobs(req)
-        .await
-        .map_err(|s| crate::calls::status_text(&s))?
-        .into_inner();
+    let (listing, agents) = crate::calls::jobs_and_agents(&[job]).await?;
     let not_running = || format!("Job step {}.{} is not running", opts.job_id, opts.step_id);
     let step = listing
         .jobs
@@ -132,21 +120,10 @@ async fn attach(opts: &Options) -> Result<(), String> {
         })
         .filter(|s| jobs::step_state(s) == model::JobState::Running)
         .ok_or_else(not_running)?;
-    let nodes = c
-        .list_nodes(v1::ListNodesRequest::default())
-        .await
-        .map_err(|s| crate::calls::status_text(&s))?
-        .into_inner()
-        .nodes;
     let (events_tx, mut events) = mpsc::channel::<Result<v1::TaskOutput, String>>(256);
     let mut inputs = Vec::new();
     for node in model::hostlist::expand(&step.nodes).map_err(|e| e.to_string())? {
-        let addr = nodes
-            .iter()
-            .find(|n| n.name == node)
-            .map(|n| n.addr.clone())
-            .ok_or_else(|| format!("node {node} is not known"))?;
-        let mut agent = crate::calls::node_agent(&node, &addr).await?;
+        let mut agent = crate::calls::agent_of(&agents, &node).await?;
         let (input_tx, input_rx) = mpsc::channel::<AttachInput>(64);
         let target = AttachTarget {
             job_id: opts.job_id,

@@ -20,7 +20,7 @@ use crate::exit::Exit;
 use crate::jobs;
 use crate::opts::{OptSpec, flag, optional, value};
 use model::job_id::JobIdSpec;
-use proto::v1::{self, FileChunk, FileHeader};
+use proto::v1::{FileChunk, FileHeader};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -138,19 +138,7 @@ pub fn run(args: &[String]) -> ExitCode {
 
 /// Sends the file to every node of the running job, one node after another.
 async fn broadcast(opts: &Options, meta: &std::fs::Metadata) -> Result<(), String> {
-    let mut c = crate::calls::connect().await?;
-    let req = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter {
-            job_ids: jobs::selector_ids(std::iter::once(&opts.job.without_step())),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let listing = c
-        .list_jobs(req)
-        .await
-        .map_err(|s| crate::calls::status_text(&s))?
-        .into_inner();
+    let (listing, agents) = crate::calls::jobs_and_agents(&[opts.job.without_step()]).await?;
     let job = listing
         .jobs
         .iter()
@@ -159,12 +147,6 @@ async fn broadcast(opts: &Options, meta: &std::fs::Metadata) -> Result<(), Strin
     if jobs::job_state(job) != model::JobState::Running {
         return Err(format!("Job {} is not running", opts.job.job_id()));
     }
-    let nodes = c
-        .list_nodes(v1::ListNodesRequest::default())
-        .await
-        .map_err(|s| crate::calls::status_text(&s))?
-        .into_inner()
-        .nodes;
     let spec = job.spec.clone().unwrap_or_default();
     let header = FileHeader {
         job_id: job.job_id,
@@ -180,12 +162,7 @@ async fn broadcast(opts: &Options, meta: &std::fs::Metadata) -> Result<(), Strin
         mtime_nsec: meta.mtime_nsec() as u32,
     };
     for node in model::hostlist::expand(&job.nodes).map_err(|e| e.to_string())? {
-        let addr = nodes
-            .iter()
-            .find(|n| n.name == node)
-            .map(|n| n.addr.clone())
-            .ok_or_else(|| format!("node {node} is not known"))?;
-        let mut agent = crate::calls::node_agent(&node, &addr).await?;
+        let mut agent = crate::calls::agent_of(&agents, &node).await?;
         let chunks = file_chunks(&opts.source, header.clone())?;
         agent
             .broadcast_file(tokio_stream::iter(chunks))

@@ -277,10 +277,7 @@ async fn gather(
     let nodes = model::hostlist::expand(&job.nodes).map_err(|e| e.to_string())?;
     let mut out: BTreeMap<String, model::StepUsage> = BTreeMap::new();
     for node in nodes {
-        let addr = agents
-            .get(&node)
-            .ok_or_else(|| format!("node {node} is not known"))?;
-        let reply = crate::calls::node_agent(&node, addr)
+        let reply = crate::calls::agent_of(agents, &node)
             .await?
             .step_stats(v1::StepStatsRequest { job_id: job.job_id })
             .await
@@ -312,33 +309,10 @@ pub fn run(args: &[String]) -> ExitCode {
     };
     let rt = client::runtime_with_io();
     let ids: Vec<JobIdSpec> = opts.jobs.iter().map(JobIdSpec::without_step).collect();
-    let req = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter {
-            job_ids: jobs::selector_ids(ids.iter()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let fetched = rt.block_on(async {
-        let mut c = crate::calls::connect().await?;
-        let jobs = c
-            .list_jobs(req)
-            .await
-            .map_err(|s| crate::calls::status_text(&s))?
-            .into_inner();
-        let nodes = c
-            .list_nodes(v1::ListNodesRequest::default())
-            .await
-            .map_err(|s| crate::calls::status_text(&s))?
-            .into_inner();
-        Ok::<_, String>((jobs, nodes))
-    });
-    let (reply, nodes) = match fetched {
+    let (reply, agents) = match rt.block_on(crate::calls::jobs_and_agents(&ids)) {
         Ok(r) => r,
         Err(e) => return Exit::error(PROG, &e).finish(),
     };
-    let agents: BTreeMap<String, String> =
-        nodes.nodes.into_iter().map(|n| (n.name, n.addr)).collect();
     let mut picked = Vec::new();
     let mut live = Vec::new();
     for selected in select(&opts, &reply.jobs) {
