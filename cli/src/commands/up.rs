@@ -506,8 +506,12 @@ fn wait_for_stop(children: &mut [(String, Child)]) {
 }
 
 fn stop(children: &mut [(String, Child)]) {
-    // Node daemons first, then the controller.
+    // Node daemons first, then the controller. A child that exited and was reaped is
+    // left alone: its pid may belong to another process by now.
     for (_, child) in children.iter_mut().rev() {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            continue;
+        }
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(child.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
