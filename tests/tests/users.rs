@@ -193,11 +193,14 @@ fn sbcast_copies_a_file_to_every_node_of_the_job_as_its_user() {
                 sbcast -f -p src.bin copy.bin && echo copied\n\
                 sbcast src.bin copy.bin 2> again.err; echo again=$?\n\
                 sbcast -f src.bin /etc/drover-sbcast-test 2> etc.err; echo etc=$?\n\
+                head -c 3500000 /dev/urandom > big.bin\n\
+                sbcast -f big.bin big.copy && cmp big.bin big.copy && echo same\n\
                 echo done";
     let id = sbatch_as(&c, &alice, &["-N", "2", "-o", "out.txt"], body);
     c.wait_state(id, "COMPLETED", T);
     let read = |name: &str| std::fs::read_to_string(alice.dir.join(name)).unwrap();
-    assert_eq!(read("out.txt"), "copied\nagain=1\netc=1\ndone\n");
+    // (The big file travels in several chunks.)
+    assert_eq!(read("out.txt"), "copied\nagain=1\netc=1\nsame\ndone\n");
     let copy = alice.dir.join("copy.bin");
     assert_eq!(read("copy.bin"), "payload\n");
     let meta = std::fs::metadata(&copy).unwrap();
