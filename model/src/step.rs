@@ -163,8 +163,8 @@ pub enum GpuBind {
     /// Every task sees all of them (the default without `--gpus-per-task`).
     #[default]
     None,
-    /// Each task the GPUs next to it: without a task's CPUs to go by, one each, in
-    /// turn (as `single:1`).
+    /// Each task the GPUs on the NUMA nodes of its CPUs (`closest_gpus`); where those
+    /// are not known, one each, in turn (as `single:1`).
     Closest,
     /// Each task one GPU, `n` tasks to a GPU.
     Single(u32),
@@ -216,6 +216,29 @@ pub fn task_gpus(gpus: &[u32], local: u32, gpus_per_task: u32, bind: &GpuBind) -
     }
 }
 
+/// `--gpu-bind=closest` for task `local`: of the step's GPUs on the node `gpus`, those
+/// on the NUMA nodes of the task's CPUs (`task_numa`; `gpu_numa` gives a GPU's NUMA
+/// node); when none is, or the task's NUMA nodes are not known, one GPU in turn.
+///
+/// Example: GPUs 0-3 on NUMA 0 and 4-7 on NUMA 1; a task on CPUs of NUMA 1 gets 4-7.
+pub fn closest_gpus(
+    gpus: &[u32],
+    local: u32,
+    task_numa: &[u32],
+    gpu_numa: impl Fn(u32) -> Option<u32>,
+) -> Vec<u32> {
+    let near: Vec<u32> = gpus
+        .iter()
+        .copied()
+        .filter(|g| gpu_numa(*g).is_some_and(|n| task_numa.contains(&n)))
+        .collect();
+    if near.is_empty() {
+        task_gpus(gpus, local, 0, &GpuBind::Closest)
+    } else {
+        near
+    }
+}
+
 /// Counts per node in Slurm's compressed form (`SLURM_TASKS_PER_NODE`,
 /// `SLURM_JOB_CPUS_PER_NODE`): `[3, 2]` is `3,2`, `[2, 2, 2, 1]` is `2(x3),1`.
 pub fn compressed_counts(counts: &[u32]) -> String {
@@ -247,6 +270,18 @@ pub fn even_counts(num_tasks: u32, num_nodes: u32, per_node: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn closest_gpus_are_those_on_the_tasks_numa_nodes() {
+        let numa = |g: u32| Some(g / 4);
+        let gpus: Vec<u32> = (0..8).collect();
+        assert_eq!(closest_gpus(&gpus, 0, &[1], numa), [4, 5, 6, 7]);
+        assert_eq!(closest_gpus(&gpus, 1, &[0, 1], numa), gpus);
+        // The step's GPUs only, and one in turn where none is near or NUMA is unknown.
+        assert_eq!(closest_gpus(&[2, 3], 1, &[1], numa), [3]);
+        assert_eq!(closest_gpus(&gpus, 2, &[], numa), [2]);
+        assert_eq!(closest_gpus(&gpus, 2, &[0], |_| None), [2]);
+    }
 
     fn req(
         num_tasks: u32,

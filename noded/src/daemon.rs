@@ -97,6 +97,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         cgroup: cgroup_placement(&config.cgroup),
         gpu_files: resources.gpu_files.clone(),
         gpu_uuids: resources.gpus.iter().map(|g| g.uuid.clone()).collect(),
+        gpu_numa: resources.gpus.iter().map(|g| g.numa).collect(),
         prolog: config.node_daemon.prolog.clone(),
         epilog: config.node_daemon.epilog.clone(),
     });

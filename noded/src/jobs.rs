@@ -106,6 +106,8 @@ pub struct Confinement {
     pub gpu_files: Vec<String>,
     /// The UUID of each of the node's GPUs, by index.
     pub gpu_uuids: Vec<String>,
+    /// The NUMA node of each of the node's GPUs, by index.
+    pub gpu_numa: Vec<u32>,
     /// The site's prolog and epilog; empty: none.
     pub prolog: String,
     pub epilog: String,

@@ -566,6 +566,26 @@ fn task_cpu_set(
     Some(set)
 }
 
+/// The NUMA nodes of task `local`'s CPUs, as the host's topology (hwloc) places them;
+/// empty when the CPUs are not the host's or the topology is not known.
+fn task_numa_nodes(
+    launch: &v1::TaskLaunch,
+    local: u32,
+    pin: bool,
+    bind: &model::step::CpuBind,
+) -> Vec<u32> {
+    let (true, Some(topology)) = (pin, crate::topology::host()) else {
+        return Vec::new();
+    };
+    let cpus = model::step::task_cpus(&launch.cpu_ids, local, launch.cpus_per_task, bind);
+    topology
+        .numa_nodes
+        .iter()
+        .filter(|(_, numa_cpus)| cpus.iter().any(|c| numa_cpus.contains(c)))
+        .map(|(numa, _)| *numa)
+        .collect()
+}
+
 /// Builds the step's cgroup and starts every task (blocking: it forks).
 fn start(
     launch: &v1::TaskLaunch,
@@ -634,12 +654,20 @@ fn start(
         if !launch.gpu_indices.is_empty() {
             set("SLURM_STEP_GPUS", crate::env::id_list(&launch.gpu_indices));
             set("SLURM_GPUS_ON_NODE", launch.gpu_indices.len().to_string());
-            let mine = model::step::task_gpus(
-                &launch.gpu_indices,
-                local as u32,
-                launch.gpus_per_task,
-                &bind,
-            );
+            let mine = match bind {
+                model::step::GpuBind::Closest => model::step::closest_gpus(
+                    &launch.gpu_indices,
+                    local as u32,
+                    &task_numa_nodes(launch, local as u32, pin_cpus, &cpu_bind),
+                    |g| confinement.gpu_numa.get(g as usize).copied(),
+                ),
+                _ => model::step::task_gpus(
+                    &launch.gpu_indices,
+                    local as u32,
+                    launch.gpus_per_task,
+                    &bind,
+                ),
+            };
             let visible = crate::env::cuda_visible_devices(&info, &mine);
             set("CUDA_VISIBLE_DEVICES", visible.clone());
             set("GPU_DEVICE_ORDINAL", visible);
