@@ -184,7 +184,12 @@ fn salloc_and_srun_outside_an_allocation_take_one_and_give_it_back() {
     // srun outside an allocation: the step's output as it comes, its exit code.
     let out = c.run(&["srun", "-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME"]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}\nlogs:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        c.logs()
+    );
     assert_eq!(sorted_lines(&stdout), ["0: tn1", "1: tn2"]);
     let out = c.run(&["srun", "sh", "-c", "exit 4"]);
     assert_eq!(out.status.code(), Some(4));
