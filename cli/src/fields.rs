@@ -309,6 +309,28 @@ fn step_rss(st: &StepInfo, pick: fn(&v1::StepUsage) -> String) -> String {
     st.usage.as_ref().map(pick).unwrap_or_default()
 }
 
+/// A figure of a step's usage task by task (its tasks' own cgroups); for a step of one
+/// task without them (the batch step), `whole` of the step's usage.
+fn step_task_figure(
+    st: &StepInfo,
+    per_task: fn(&v1::TaskUsage) -> String,
+    whole: fn(&v1::StepUsage) -> String,
+) -> String {
+    match st.usage.as_ref() {
+        Some(u) => match &u.tasks {
+            Some(t) => per_task(t),
+            None if st.num_tasks <= 1 => whole(u),
+            None => String::new(),
+        },
+        None => String::new(),
+    }
+}
+
+/// CPU time in whole seconds, as AveCPU and MinCPU print it.
+fn whole_seconds_cpu(us: u64) -> String {
+    format_cpu_time(us / 1_000_000 * 1_000_000)
+}
+
 fn step_no_cpu_time(_: &JobInfo, _: &StepInfo, _: &Ctx) -> String {
     "00:00:00".into()
 }
@@ -515,15 +537,21 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     // The step's CPU time per task, in whole seconds.
     sacct(sa("AveCPU", 10, not_recorded).steps(|_, st, _| {
         st.usage.as_ref().map_or_else(String::new, |u| {
-            let per_task_s = u.total_cpu_us / u64::from(st.num_tasks.max(1)) / 1_000_000;
-            format_cpu_time(per_task_s * 1_000_000)
+            whole_seconds_cpu(u.total_cpu_us / u64::from(st.num_tasks.max(1)))
         })
     })),
     sacct(sa("AveCPUFreq", 10, not_recorded)),
     sacct(sa("AveDiskRead", 14, not_recorded)),
     sacct(sa("AveDiskWrite", 14, not_recorded)),
     sacct(sa("AvePages", 10, not_recorded)),
-    sacct(sa("AveRSS", 10, not_recorded)),
+    // The tasks' memory high-water marks, on average.
+    sacct(sa("AveRSS", 10, not_recorded).steps(|_, st, _| {
+        step_task_figure(
+            st,
+            |t| format_bytes_exact(t.rss_sum_bytes / u64::from(t.count.max(1))),
+            |u| format_bytes_exact(u.max_rss_bytes),
+        )
+    })),
     sacct(sa("AveVMSize", 10, not_recorded)),
     sacct(sa("BlockID", 16, not_recorded)),
     both(
@@ -661,30 +689,46 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     sacct(sa("MaxPages", 8, not_recorded)),
     sacct(sa("MaxPagesNode", 12, not_recorded)),
     sacct(sa("MaxPagesTask", 14, not_recorded)),
-    sacct(
-        sa("MaxRSS", 10, not_recorded)
-            .steps(|_, st, _| step_rss(st, |u| format_bytes_exact(u.max_rss_bytes))),
-    ),
-    sacct(
-        sa("MaxRSSNode", 10, not_recorded)
-            .steps(|_, st, _| step_rss(st, |u| u.max_rss_node.clone())),
-    ),
-    // The step's cgroup counts its tasks on a node together: the task is known only
-    // for a step of one task.
-    sacct(sa("MaxRSSTask", 10, not_recorded).steps(|_, st, _| {
-        if st.num_tasks == 1 {
-            step_rss(st, |_| "0".into())
-        } else {
-            String::new()
-        }
+    // The highest of one task, where the tasks have cgroups of their own; else the
+    // step's cgroup on its busiest node.
+    sacct(sa("MaxRSS", 10, not_recorded).steps(|_, st, _| {
+        step_rss(st, |u| {
+            format_bytes_exact(
+                u.tasks
+                    .as_ref()
+                    .map_or(u.max_rss_bytes, |t| t.max_rss_bytes),
+            )
+        })
     })),
+    sacct(sa("MaxRSSNode", 10, not_recorded).steps(|_, st, _| {
+        step_rss(st, |u| {
+            u.tasks
+                .as_ref()
+                .map_or_else(|| u.max_rss_node.clone(), |t| t.max_rss_node.clone())
+        })
+    })),
+    sacct(
+        sa("MaxRSSTask", 10, not_recorded)
+            .steps(|_, st, _| step_task_figure(st, |t| t.max_rss_task.to_string(), |_| "0".into())),
+    ),
     sacct(sa("MaxVMSize", 10, not_recorded)),
     sacct(sa("MaxVMSizeNode", 14, not_recorded)),
     sacct(sa("MaxVMSizeTask", 14, not_recorded)),
     sacct(sa("McsLabel", 12, not_recorded)),
-    sacct(sa("MinCPU", 10, not_recorded)),
-    sacct(sa("MinCPUNode", 10, not_recorded)),
-    sacct(sa("MinCPUTask", 10, not_recorded)),
+    sacct(sa("MinCPU", 10, not_recorded).steps(|_, st, _| {
+        step_task_figure(
+            st,
+            |t| whole_seconds_cpu(t.min_cpu_us),
+            |u| whole_seconds_cpu(u.total_cpu_us),
+        )
+    })),
+    sacct(sa("MinCPUNode", 10, not_recorded).steps(|_, st, _| {
+        step_task_figure(st, |t| t.min_cpu_node.clone(), |u| u.max_rss_node.clone())
+    })),
+    sacct(
+        sa("MinCPUTask", 10, not_recorded)
+            .steps(|_, st, _| step_task_figure(st, |t| t.min_cpu_task.to_string(), |_| "0".into())),
+    ),
     sacct(sa("NCPUS", 10, |j, _| j.num_cpus.to_string()).steps(step_cpus)),
     both(
         sq(Some('D'), &["numnodes"], "NODES", Summary, |j, _| {

@@ -365,12 +365,13 @@ pub struct Step {
 
 /// What a step used (sacct's MaxRSS, MaxRSSNode, TotalCPU, UserCPU, SystemCPU; sstat's
 /// live figures): on each node the step's cgroup counts its tasks together, so the
-/// high-water mark is that of the step's busiest node, and CPU time is summed.
+/// high-water mark is that of the step's busiest node, and CPU time is summed. Where
+/// each task has a cgroup of its own, `tasks` holds the figures task by task.
 ///
 /// ```
 /// # use model::StepUsage;
-/// let a = StepUsage { max_rss_bytes: 4096, max_rss_node: "n1".into(), total_cpu_us: 10, user_cpu_us: 6, system_cpu_us: 4 };
-/// let b = StepUsage { max_rss_bytes: 8192, max_rss_node: "n2".into(), total_cpu_us: 5, user_cpu_us: 5, system_cpu_us: 0 };
+/// let a = StepUsage { max_rss_bytes: 4096, max_rss_node: "n1".into(), total_cpu_us: 10, user_cpu_us: 6, system_cpu_us: 4, tasks: None };
+/// let b = StepUsage { max_rss_bytes: 8192, max_rss_node: "n2".into(), total_cpu_us: 5, user_cpu_us: 5, system_cpu_us: 0, tasks: None };
 /// let both = a.combine(&b);
 /// assert_eq!((both.max_rss_bytes, both.max_rss_node.as_str(), both.total_cpu_us), (8192, "n2", 15));
 /// ```
@@ -383,6 +384,73 @@ pub struct StepUsage {
     pub total_cpu_us: u64,
     pub user_cpu_us: u64,
     pub system_cpu_us: u64,
+    /// Task by task, from the tasks' own cgroups; `None` where they have none.
+    #[serde(default)]
+    pub tasks: Option<TaskUsage>,
+}
+
+/// What the tasks of a step used one by one (sacct's AveRSS, MaxRSSTask, MinCPU,
+/// MinCPUNode, MinCPUTask): the highest memory use of one task, the sum of all of
+/// theirs (AveRSS is that over `count`), and the least CPU time of one task.
+///
+/// Example: tasks 0 and 1 on n1 peak at 10 and 30 MB, task 2 on n2 at 20 MB; their CPU
+/// times are 4, 6 and 2 s: max 30 MB (task 1 on n1), AveRSS 20 MB, MinCPU 2 s (task 2
+/// on n2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TaskUsage {
+    pub count: u32,
+    pub max_rss_bytes: u64,
+    pub max_rss_task: u32,
+    pub max_rss_node: String,
+    pub rss_sum_bytes: u64,
+    pub min_cpu_us: u64,
+    pub min_cpu_task: u32,
+    pub min_cpu_node: String,
+}
+
+impl TaskUsage {
+    /// One task's figures.
+    pub fn of_task(task: u32, node: &str, max_rss_bytes: u64, cpu_us: u64) -> TaskUsage {
+        TaskUsage {
+            count: 1,
+            max_rss_bytes,
+            max_rss_task: task,
+            max_rss_node: node.to_string(),
+            rss_sum_bytes: max_rss_bytes,
+            min_cpu_us: cpu_us,
+            min_cpu_task: task,
+            min_cpu_node: node.to_string(),
+        }
+    }
+
+    /// The figures of the tasks of `self` and of `other` together.
+    pub fn combine(&self, other: &TaskUsage) -> TaskUsage {
+        let max = if other.max_rss_bytes > self.max_rss_bytes {
+            other
+        } else {
+            self
+        };
+        let min = if other.min_cpu_us < self.min_cpu_us {
+            other
+        } else {
+            self
+        };
+        TaskUsage {
+            count: self.count + other.count,
+            max_rss_bytes: max.max_rss_bytes,
+            max_rss_task: max.max_rss_task,
+            max_rss_node: max.max_rss_node.clone(),
+            rss_sum_bytes: self.rss_sum_bytes + other.rss_sum_bytes,
+            min_cpu_us: min.min_cpu_us,
+            min_cpu_task: min.min_cpu_task,
+            min_cpu_node: min.min_cpu_node.clone(),
+        }
+    }
+
+    /// AveRSS: the tasks' highest memory uses, on average.
+    pub fn ave_rss_bytes(&self) -> u64 {
+        self.rss_sum_bytes / u64::from(self.count.max(1))
+    }
 }
 
 impl StepUsage {
@@ -399,6 +467,10 @@ impl StepUsage {
             total_cpu_us: self.total_cpu_us + other.total_cpu_us,
             user_cpu_us: self.user_cpu_us + other.user_cpu_us,
             system_cpu_us: self.system_cpu_us + other.system_cpu_us,
+            tasks: match (&self.tasks, &other.tasks) {
+                (Some(a), Some(b)) => Some(a.combine(b)),
+                (a, b) => a.clone().or_else(|| b.clone()),
+            },
         }
     }
 }
@@ -631,6 +703,35 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_usage_combines_as_its_example_says() {
+        let mb = |n: u64| n << 20;
+        let t0 = TaskUsage::of_task(0, "n1", mb(10), 4_000_000);
+        let t1 = TaskUsage::of_task(1, "n1", mb(30), 6_000_000);
+        let t2 = TaskUsage::of_task(2, "n2", mb(20), 2_000_000);
+        let all = t0.combine(&t1).combine(&t2);
+        assert_eq!(all.count, 3);
+        assert_eq!(
+            (
+                all.max_rss_bytes,
+                all.max_rss_task,
+                all.max_rss_node.as_str()
+            ),
+            (mb(30), 1, "n1")
+        );
+        assert_eq!(all.ave_rss_bytes(), mb(20));
+        assert_eq!(
+            (all.min_cpu_us, all.min_cpu_task, all.min_cpu_node.as_str()),
+            (2_000_000, 2, "n2")
+        );
+        // A step's usage keeps the task figures of whichever side has them.
+        let step = |tasks| StepUsage {
+            tasks,
+            ..StepUsage::default()
+        };
+        assert_eq!(step(Some(t0.clone())).combine(&step(None)).tasks, Some(t0));
+    }
 
     #[test]
     fn array_specs() {

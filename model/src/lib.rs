@@ -28,7 +28,7 @@ pub mod usage;
 pub use config::{Config, ConfigError, Partition};
 pub use job::{
     Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, KillCause, KillRequest,
-    NodeAllocation, PreemptMode, Preemption, SignalSpec, Step, StepUsage, Time,
+    NodeAllocation, PreemptMode, Preemption, SignalSpec, Step, StepUsage, TaskUsage, Time,
 };
 pub use node::{GpuDevice, Node, NodeAlloc, NodeHealth, NodeState, NodeWord};
 pub use reason::Reason;

@@ -366,16 +366,8 @@ impl JobCgroup {
                     )?;
                 }
             }
-            Hierarchy::V2 {
-                mount, controllers, ..
-            } => {
-                let enable: Vec<String> =
-                    [Controller::Cpuset, Controller::Memory, Controller::Pids]
-                        .into_iter()
-                        .filter(|c| controllers.contains(c))
-                        .map(|c| format!("+{}", c.name()))
-                        .collect();
-                let enable = enable.join(" ");
+            Hierarchy::V2 { mount, .. } => {
+                let enable = v2_enable(&self.hierarchy);
                 make_levels(mount, &self.job_rel, false)?;
                 let mut dir = mount.clone();
                 if !enable.is_empty() {
@@ -389,18 +381,7 @@ impl JobCgroup {
                 make_levels(&mount.join(&self.job_rel), Path::new(step), false)?;
             }
         }
-        self.hierarchy
-            .dirs(&step_rel)
-            .into_iter()
-            .map(|(_, dir)| {
-                let path = dir.join("cgroup.procs");
-                fs::OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .map(OwnedFd::from)
-                    .map_err(io_err("open", &path))
-            })
-            .collect()
+        self.procs_files(&step_rel)
     }
 
     /// Writes the job's limits into its cgroup: the CPU ids, the memory limit (and no
@@ -546,9 +527,53 @@ impl JobCgroup {
     /// controllers are missing, or the cgroup is gone).
     pub fn step_usage(&self, step: &str, node: &str) -> Option<model::StepUsage> {
         let rel = self.job_rel.join(step);
+        let (rss, total_us, user_us, system_us) = self.counters(&rel)?;
+        // Task by task, from the tasks' own cgroups (`task_<id>`), where they have them.
+        let tasks = self
+            .task_cgroups(step)
+            .into_iter()
+            .filter_map(|(task, dir)| {
+                let (rss, cpu, ..) = self.counters(&rel.join(dir))?;
+                Some(model::TaskUsage::of_task(task, node, rss, cpu))
+            })
+            .reduce(|a, b| a.combine(&b));
+        Some(model::StepUsage {
+            max_rss_bytes: rss,
+            max_rss_node: node.to_string(),
+            total_cpu_us: total_us,
+            user_cpu_us: user_us,
+            system_cpu_us: system_us,
+            tasks,
+        })
+    }
+
+    /// The tasks with a cgroup of their own in step `step` (`task_<id>`): id and name.
+    fn task_cgroups(&self, step: &str) -> Vec<(u32, String)> {
+        let Some(dir) = self.hierarchy.tracking_dir(&self.job_rel.join(step)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(u32, String)> = fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        let id = name.strip_prefix("task_")?.parse().ok()?;
+                        Some((id, name))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_unstable();
+        out
+    }
+
+    /// The memory high-water mark (bytes) and CPU time (all, user, system, in
+    /// microseconds) the cgroup at `rel` counted; `None` when it counts neither.
+    fn counters(&self, rel: &Path) -> Option<(u64, u64, u64, u64)> {
         let h = &self.hierarchy;
         let read = |c: Controller, file: &str| {
-            h.dir_for(c, &rel)
+            h.dir_for(c, rel)
                 .and_then(|d| fs::read_to_string(d.join(file)).ok())
         };
         let number = |text: String| text.trim().parse::<u64>().ok();
@@ -578,13 +603,58 @@ impl JobCgroup {
         if rss.is_none() && total_us.is_none() {
             return None;
         }
-        Some(model::StepUsage {
-            max_rss_bytes: rss.unwrap_or(0),
-            max_rss_node: node.to_string(),
-            total_cpu_us: total_us.unwrap_or(0),
-            user_cpu_us: user_us.unwrap_or(0),
-            system_cpu_us: system_us.unwrap_or(0),
-        })
+        Some((
+            rss.unwrap_or(0),
+            total_us.unwrap_or(0),
+            user_us.unwrap_or(0),
+            system_us.unwrap_or(0),
+        ))
+    }
+
+    /// Builds the cgroup of task `task` (its id in the step) inside step `step`'s, which
+    /// `create` built. Returns its `cgroup.procs` files, for the task to join.
+    pub fn create_task(&self, step: &str, task: u32) -> Result<Vec<OwnedFd>, CgroupError> {
+        let step_rel = self.job_rel.join(step);
+        let name = format!("task_{task}");
+        match &self.hierarchy {
+            Hierarchy::V1 { mounts } => {
+                for (c, root) in mounts {
+                    make_levels(
+                        &root.join(&step_rel),
+                        Path::new(&name),
+                        *c == Controller::Cpuset,
+                    )?;
+                }
+            }
+            Hierarchy::V2 { mount, .. } => {
+                // The step holds no process of its own: its controllers reach its tasks.
+                let enable = v2_enable(&self.hierarchy);
+                if !enable.is_empty() {
+                    write_file(
+                        &mount.join(&step_rel).join("cgroup.subtree_control"),
+                        &enable,
+                    )?;
+                }
+                make_levels(&mount.join(&step_rel), Path::new(&name), false)?;
+            }
+        }
+        self.procs_files(&step_rel.join(&name))
+    }
+
+    /// The `cgroup.procs` files of the cgroup at `rel`, opened for a child to write "0".
+    fn procs_files(&self, rel: &Path) -> Result<Vec<OwnedFd>, CgroupError> {
+        self.hierarchy
+            .dirs(rel)
+            .into_iter()
+            .map(|(_, dir)| {
+                let path = dir.join("cgroup.procs");
+                fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map(OwnedFd::from)
+                    .map_err(io_err("open", &path))
+            })
+            .collect()
     }
 
     /// The steps with a cgroup of this job here (`step_batch`, `step_0`, ...).
@@ -692,6 +762,20 @@ fn keyed_value(text: &str, key: &str) -> Option<u64> {
         let (k, v) = l.split_once(' ')?;
         (k == key).then(|| v.trim().parse().ok())?
     })
+}
+
+/// What a v2 cgroup's `cgroup.subtree_control` gets so that its children have the
+/// controllers Drover uses: `+cpuset +memory +pids`, those the hierarchy offers.
+fn v2_enable(h: &Hierarchy) -> String {
+    let Hierarchy::V2 { controllers, .. } = h else {
+        return String::new();
+    };
+    let enable: Vec<String> = [Controller::Cpuset, Controller::Memory, Controller::Pids]
+        .into_iter()
+        .filter(|c| controllers.contains(c))
+        .map(|c| format!("+{}", c.name()))
+        .collect();
+    enable.join(" ")
 }
 
 /// Creates `rel` under `root` level by level; a new v1 cpuset level gets its parent's

@@ -293,6 +293,7 @@ mod tests {
                 total_cpu_us: 9,
                 user_cpu_us: 5,
                 system_cpu_us: 4,
+                tasks: None,
             }),
         };
         dir.write_status(&status).unwrap();

@@ -518,9 +518,12 @@ impl Isolation for StepPlacement {
     }
 }
 
-/// One task's placement: the step's, and the task's own CPUs (`--cpu-bind`).
+/// One task's placement: its own cgroup inside the step's (else the step's), and its
+/// own CPUs (`--cpu-bind`).
 struct TaskPlacement<'a> {
     step: &'a dyn Isolation,
+    /// The `cgroup.procs` files of the task's cgroup.
+    own: Option<Vec<OwnedFd>>,
     cpus: Option<nix::sched::CpuSet>,
 }
 
@@ -532,7 +535,10 @@ impl Isolation for TaskPlacement<'_> {
         Ok(())
     }
     fn enter_child(&self) -> Result<(), Errno> {
-        self.step.enter_child()?;
+        match &self.own {
+            Some(procs) => cgroup::join(procs)?,
+            None => self.step.enter_child()?,
+        }
         match &self.cpus {
             Some(set) => nix::sched::sched_setaffinity(Pid::from_raw(0), set),
             None => Ok(()),
@@ -677,8 +683,18 @@ fn start(
                 task_env.push((name.to_string(), value));
             }
         }
+        // Each task counts in a cgroup of its own (`task_<id>`), for per-task usage.
+        let own = match cgroup.as_ref().map(|cg| cg.create_task(step, task_id)) {
+            Some(Err(e)) => {
+                failure = Some(format!("cannot set up the task's cgroup: {e}"));
+                break;
+            }
+            Some(Ok(procs)) => Some(procs),
+            None => None,
+        };
         let placement = TaskPlacement {
             step: &*isolation,
+            own,
             cpus: task_cpu_set(launch, local as u32, pin_cpus, &cpu_bind),
         };
         match start_task(launch, &task_env, &placement, &user, task_id) {

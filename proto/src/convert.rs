@@ -1003,6 +1003,16 @@ pub fn usage_to_wire(u: &model::StepUsage) -> v1::StepUsage {
         total_cpu_us: u.total_cpu_us,
         user_cpu_us: u.user_cpu_us,
         system_cpu_us: u.system_cpu_us,
+        tasks: u.tasks.as_ref().map(|t| v1::TaskUsage {
+            count: t.count,
+            max_rss_bytes: t.max_rss_bytes,
+            max_rss_task: t.max_rss_task,
+            max_rss_node: t.max_rss_node.clone(),
+            rss_sum_bytes: t.rss_sum_bytes,
+            min_cpu_us: t.min_cpu_us,
+            min_cpu_task: t.min_cpu_task,
+            min_cpu_node: t.min_cpu_node.clone(),
+        }),
     }
 }
 
@@ -1013,6 +1023,16 @@ pub fn usage_from_wire(u: v1::StepUsage) -> model::StepUsage {
         total_cpu_us: u.total_cpu_us,
         user_cpu_us: u.user_cpu_us,
         system_cpu_us: u.system_cpu_us,
+        tasks: u.tasks.map(|t| model::TaskUsage {
+            count: t.count,
+            max_rss_bytes: t.max_rss_bytes,
+            max_rss_task: t.max_rss_task,
+            max_rss_node: t.max_rss_node,
+            rss_sum_bytes: t.rss_sum_bytes,
+            min_cpu_us: t.min_cpu_us,
+            min_cpu_task: t.min_cpu_task,
+            min_cpu_node: t.min_cpu_node,
+        }),
     }
 }
 

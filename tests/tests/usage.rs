@@ -130,12 +130,16 @@ fn sstat_shows_a_running_batch_step_and_sacct_keeps_what_it_used() {
 }
 
 #[test]
-fn an_srun_steps_usage_is_its_tasks_together() {
+fn an_srun_steps_usage_is_counted_task_by_task() {
     let c = one_node();
+    // Task 1 touches 90 MB, task 0 30 MB; task 0 also spins a little on the CPU.
     let script = c.work.join("task.py");
     std::fs::write(
         &script,
-        "x = bytearray(60 << 20)\nfor i in range(0, len(x), 4096): x[i] = 1\n",
+        "import os\nrank = int(os.environ['SLURM_PROCID'])\n\
+         x = bytearray((30 if rank == 0 else 90) << 20)\n\
+         for i in range(0, len(x), 4096): x[i] = 1\n\
+         n = sum(range(15_000_000)) if rank == 0 else 0\n",
     )
     .unwrap();
     let id = c.sbatch(
@@ -146,12 +150,22 @@ fn an_srun_steps_usage_is_its_tasks_together() {
     let row = sacct_step(
         &c,
         &format!("{id}.0"),
-        "JobID,MaxRSS,MaxRSSNode,NTasks,TotalCPU",
+        "JobID,MaxRSS,MaxRSSNode,MaxRSSTask,AveRSS,NTasks,TotalCPU,MinCPUNode,MinCPUTask",
     );
-    // The high-water mark of the step's cgroup: at least the larger task's.
-    assert!(bytes(&row[1]) >= 60 << 20, "MaxRSS {}", row[1]);
-    assert_eq!((row[2].as_str(), row[3].as_str()), ("tn1", "2"));
-    assert!(cpu_us(&row[4]) > 0, "TotalCPU {}", row[4]);
+    // MaxRSS is the larger task's, as Slurm's; AveRSS lies between the two tasks.
+    let (max, ave) = (bytes(&row[1]), bytes(&row[4]));
+    assert!(max >= 90 << 20, "MaxRSS {}", row[1]);
+    assert_eq!((row[2].as_str(), row[3].as_str()), ("tn1", "1"), "{row:?}");
+    assert!(
+        ave >= 30 << 20 && ave < max,
+        "AveRSS {} of MaxRSS {}",
+        row[4],
+        row[1]
+    );
+    assert_eq!(row[5], "2");
+    assert!(cpu_us(&row[6]) > 0, "TotalCPU {}", row[6]);
+    // The task that spun used more CPU: the least is task 1's.
+    assert_eq!((row[7].as_str(), row[8].as_str()), ("tn1", "1"), "{row:?}");
 }
 
 #[test]

@@ -501,6 +501,7 @@ mod tests {
                 total_cpu_us: 4_000_000,
                 user_cpu_us: 3_000_000,
                 system_cpu_us: 1_000_000,
+                tasks: None,
             },
         )])];
         assert_eq!(

@@ -811,6 +811,7 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
         total_cpu_us: 2500,
         user_cpu_us: 2000,
         system_cpu_us: 500,
+        tasks: None,
     };
     let end = |step_id, exit_code| CompleteStep {
         job_id: id,
@@ -850,6 +851,7 @@ fn the_batch_step_keeps_what_its_node_measured() {
         total_cpu_us: 10,
         user_cpu_us: 7,
         system_cpu_us: 3,
+        tasks: None,
     };
     let end = JobEnd {
         batch_usage: Some(usage.clone()),

@@ -403,12 +403,25 @@ pub struct JobRecord5 {
 }
 
 /// What format 6 added to a job: the most nodes of `-N min-max`, `--mail-type` and
-/// `--mail-user`.
+/// `--mail-user`, and its steps' usage task by task (one per step, in their order).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct JobFields6 {
     pub max_nodes: u32,
     pub mail_types: Vec<MailTypeRecord>,
     pub mail_user: String,
+    pub step_tasks: Vec<Option<TaskUsageRecord>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskUsageRecord {
+    pub count: u32,
+    pub max_rss_bytes: u64,
+    pub max_rss_task: u32,
+    pub max_rss_node: String,
+    pub rss_sum_bytes: u64,
+    pub min_cpu_us: u64,
+    pub min_cpu_task: u32,
+    pub min_cpu_node: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -512,6 +525,23 @@ impl From<&Job> for JobRecord {
                 max_nodes: j.spec.max_nodes,
                 mail_types: j.spec.mail_types.iter().map(|&t| t.into()).collect(),
                 mail_user: j.spec.mail_user.clone(),
+                step_tasks: j
+                    .steps
+                    .iter()
+                    .map(|s| {
+                        let t = s.usage.as_ref()?.tasks.as_ref()?;
+                        Some(TaskUsageRecord {
+                            count: t.count,
+                            max_rss_bytes: t.max_rss_bytes,
+                            max_rss_task: t.max_rss_task,
+                            max_rss_node: t.max_rss_node.clone(),
+                            rss_sum_bytes: t.rss_sum_bytes,
+                            min_cpu_us: t.min_cpu_us,
+                            min_cpu_task: t.min_cpu_task,
+                            min_cpu_node: t.min_cpu_node.clone(),
+                        })
+                    })
+                    .collect(),
             },
         }
     }
@@ -542,15 +572,27 @@ impl JobRecord {
         job.spec.max_nodes = self.added6.max_nodes;
         job.spec.mail_types = self.added6.mail_types.into_iter().map(Into::into).collect();
         job.spec.mail_user = self.added6.mail_user;
+        let mut step_tasks = self.added6.step_tasks.into_iter();
         for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
             step.nodes = added.nodes;
             step.cpus = added.cpus;
+            let tasks = step_tasks.next().flatten().map(|t| model::TaskUsage {
+                count: t.count,
+                max_rss_bytes: t.max_rss_bytes,
+                max_rss_task: t.max_rss_task,
+                max_rss_node: t.max_rss_node,
+                rss_sum_bytes: t.rss_sum_bytes,
+                min_cpu_us: t.min_cpu_us,
+                min_cpu_task: t.min_cpu_task,
+                min_cpu_node: t.min_cpu_node,
+            });
             step.usage = added.usage.map(|u| model::StepUsage {
                 max_rss_bytes: u.max_rss_bytes,
                 max_rss_node: u.max_rss_node,
                 total_cpu_us: u.total_cpu_us,
                 user_cpu_us: u.user_cpu_us,
                 system_cpu_us: u.system_cpu_us,
+                tasks,
             });
         }
         Ok(job)
@@ -1011,6 +1053,7 @@ mod tests {
                 total_cpu_us: 1000,
                 user_cpu_us: 600,
                 system_cpu_us: 400,
+                tasks: Some(model::TaskUsage::of_task(0, "n1", 4096, 1000)),
             }),
         });
         job
@@ -1023,7 +1066,8 @@ mod tests {
         // n1, step 0 ("s", RUNNING, ...), ..., the kill (requeue, held, at 120) and the
         // launch; then what format 5 added: --mem=0, and step 0's node n1, 8 CPUs and
         // usage (4096 bytes on n1, 1000/600/400 us); then what format 6 added: at most
-        // 3 nodes, mail on BEGIN and FAIL, to "al".
+        // 3 nodes, mail on BEGIN and FAIL, to "al", and step 0's usage task by task
+        // (one task, 0 on n1: 4096 bytes, 1000 us).
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
@@ -1031,7 +1075,7 @@ mod tests {
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
-                "8020026e31e807d80490030302000202616c"
+                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31"
             )
         );
     }
