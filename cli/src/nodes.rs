@@ -52,6 +52,7 @@ fn gres_terms(n: &NodeInfo, count: impl Fn(&proto::v1::GpuGres) -> u32) -> Strin
         .iter()
         .map(|g| match g.gpu_type.as_str() {
             "" => format!("gpu:{}", count(g)),
+            model::node::SHARD => format!("shard:{}", count(g)),
             t => format!("gpu:{t}:{}", count(g)),
         })
         .collect();
@@ -82,6 +83,9 @@ mod tests {
         let mixed = n(&[("h100", 7, 2), ("1g.10gb", 7, 0)]);
         assert_eq!(gres(&mixed), "gpu:h100:7,gpu:1g.10gb:7");
         assert_eq!(gres_used(&mixed), "gpu:h100:2,gpu:1g.10gb:0");
+        let shared = n(&[("h100", 1, 0), ("shard", 8, 3)]);
+        assert_eq!(gres(&shared), "gpu:h100:1,shard:8");
+        assert_eq!(gres_used(&shared), "gpu:h100:0,shard:3");
         let newer = NodeInfo {
             name: "n1".into(),
             allocation: 9,

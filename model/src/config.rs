@@ -324,9 +324,25 @@ pub struct NodeConfig {
     /// with a `mig_layout`.
     #[serde(default)]
     pub mig_gpus: Option<u32>,
+    /// `gres/shard`: each of the entry's GPUs in shared use is `shards_per_gpu` shards
+    /// (`--gres=shard:N`), which jobs share; such a GPU is not given whole.
+    #[serde(default)]
+    pub shards_per_gpu: u32,
+    /// How many of the `gpus` are in shared use, the last ones by index (after those in
+    /// MIG mode): 1 by default with `shards_per_gpu`.
+    #[serde(default)]
+    pub shard_gpus: Option<u32>,
 }
 
 impl NodeConfig {
+    /// How many of the entry's GPUs are shared as shards.
+    pub fn shard_gpu_count(&self) -> u32 {
+        match (self.shards_per_gpu, self.shard_gpus) {
+            (0, _) => 0,
+            (_, n) => n.unwrap_or(1),
+        }
+    }
+
     /// How many of the entry's GPUs are in MIG mode.
     pub fn mig_gpu_count(&self) -> u32 {
         match (self.mig_layout.is_empty(), self.mig_gpus) {
@@ -336,13 +352,19 @@ impl NodeConfig {
     }
 
     /// The devices of one node of this entry, by index, each with the physical GPU it
-    /// is on: the whole GPUs, then the MIG instances of each GPU in MIG mode.
+    /// is on: the whole GPUs, the MIG instances of each GPU in MIG mode, then the shards
+    /// of each GPU in shared use.
     fn devices_on_gpus(&self) -> Vec<(u32, String)> {
-        let whole = self.gpus - self.mig_gpu_count();
+        let shared = self.shard_gpu_count().min(self.gpus);
+        let mig = self.mig_gpu_count().min(self.gpus - shared);
+        let whole = self.gpus - mig - shared;
         let layout = node::parse_mig_layout(&self.mig_layout).unwrap_or_default();
         let mut out: Vec<(u32, String)> = (0..whole).map(|g| (g, self.gpu_type.clone())).collect();
-        for g in whole..self.gpus {
+        for g in whole..whole + mig {
             out.extend(layout.iter().map(|profile| (g, profile.clone())));
+        }
+        for g in whole + mig..self.gpus {
+            out.extend((0..self.shards_per_gpu).map(|_| (g, node::SHARD.to_string())));
         }
         out
     }
@@ -363,7 +385,8 @@ impl NodeConfig {
 
     /// The GPUs of one node of this entry with their topology (assumes `check` passed):
     /// a MIG instance is on its GPU's NUMA node, in an NVLink domain of its own (as
-    /// discovery finds them).
+    /// discovery finds them); the shards of a GPU share a domain of their own, so that a
+    /// job's shards come from one GPU where one has enough.
     pub fn gpu_devices(&self) -> Vec<GpuDevice> {
         let domains: Vec<Vec<u32>> = self
             .nvlink_domains
@@ -371,6 +394,7 @@ impl NodeConfig {
             .map(|d| parse_gpu_indices(d, self.gpus).unwrap_or_default())
             .collect();
         let mut next_domain = self.gpus.max(domains.len() as u32);
+        let mut shard_domains: std::collections::BTreeMap<u32, u32> = Default::default();
         self.devices_on_gpus()
             .into_iter()
             .enumerate()
@@ -380,7 +404,12 @@ impl NodeConfig {
                 if let Some(&numa) = self.gpu_numa.get(g as usize) {
                     gpu.numa = numa;
                 }
-                gpu.nvlink = if node::is_mig_profile(&gpu_type) {
+                gpu.nvlink = if gpu.is_shard() {
+                    *shard_domains.entry(g).or_insert_with(|| {
+                        next_domain += 1;
+                        next_domain - 1
+                    })
+                } else if node::is_mig_profile(&gpu_type) {
                     next_domain += 1;
                     next_domain - 1
                 } else if domains.is_empty() {
@@ -1184,6 +1213,50 @@ gpu_type = "h100"
         assert_eq!(node.gpus.len(), 14);
         assert_eq!(node.gpus[7].gpu_type, "1g.10gb");
         assert_eq!(node.gpus[6].gpu_type, "h100");
+    }
+
+    #[test]
+    fn shared_gpus_are_shards_of_their_own_kind() {
+        let text = format!("{BASE}shards_per_gpu = 4\nshard_gpus = 2\n");
+        let c = Config::parse(&text, "t.toml").unwrap();
+        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
+        let types: Vec<&str> = node.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let mut want = vec!["h100"; 6];
+        want.extend(["shard"; 8]);
+        assert_eq!(types, want);
+        // One NVLink domain per shared GPU, apart from the whole GPUs' ones.
+        let domains: Vec<u32> = node.gpus[6..].iter().map(|g| g.nvlink).collect();
+        assert_eq!(domains, [8, 8, 8, 8, 9, 9, 9, 9]);
+        let files = c.node_entry("g1").unwrap().gpu_file_list();
+        assert_eq!(&files[6..10], ["/dev/nvidia6"; 4]);
+        assert_eq!(&files[10..], ["/dev/nvidia7"; 4]);
+        // With MIG: whole GPUs, then MIG instances, then shards.
+        let text = format!("{BASE}mig_layout = \"7x1g.10gb\"\nshards_per_gpu = 2\n");
+        let c = Config::parse(&text, "t.toml").unwrap();
+        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
+        let types: Vec<&str> = node.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let mut want = vec!["h100"; 6];
+        want.extend(["1g.10gb"; 7]);
+        want.extend(["shard"; 2]);
+        assert_eq!(types, want);
+        for (extra, message) in [
+            ("shard_gpus = 1\n", "shard_gpus: needs `shards_per_gpu`"),
+            (
+                "shards_per_gpu = 4\nshard_gpus = 9\n",
+                "shard_gpus: must be 1 to 8",
+            ),
+            (
+                "mig_layout = \"7x1g.10gb\"\nshards_per_gpu = 4\nshard_gpus = 8\n",
+                "shard_gpus: must be 1 to 7",
+            ),
+            (
+                "shards_per_gpu = 64\nshard_gpus = 2\n",
+                "gpus: gives each node 134 GPU devices",
+            ),
+        ] {
+            let e = Config::parse(&format!("{BASE}{extra}"), "t.toml").unwrap_err();
+            assert!(e.message.contains(message), "{extra}: {e}");
+        }
     }
 
     #[test]

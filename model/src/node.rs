@@ -25,12 +25,28 @@ impl GpuDevice {
     /// True when this GPU, as a node found it, stands for a GPU declared of type
     /// `declared`: its type starts with it (`h100_80gb_hbm3`, NVML's model name, for
     /// `h100`; any type for an untyped declaration).
-    /// A MIG instance stands only for its own profile, and a whole GPU never for one.
+    /// A MIG instance or a shard stands only for its own kind, and a whole GPU never
+    /// for one.
     pub fn stands_for(&self, declared: &str) -> bool {
-        if is_mig_profile(&self.gpu_type) || is_mig_profile(declared) {
+        let special = |t: &str| is_mig_profile(t) || t == SHARD;
+        if special(&self.gpu_type) || special(declared) {
             return self.gpu_type == declared;
         }
         self.gpu_type.starts_with(declared)
+    }
+
+    /// One shard of a GPU in shared use (`gres/shard`).
+    pub fn is_shard(&self) -> bool {
+        self.gpu_type == SHARD
+    }
+
+    /// Whether this device serves a request for GPUs of type `wanted` (empty: any GPU):
+    /// shards serve only requests for shards (`--gres=shard:N`), and those only them.
+    pub fn serves(&self, wanted: &str) -> bool {
+        if self.is_shard() || wanted == SHARD {
+            return self.gpu_type == wanted;
+        }
+        wanted.is_empty() || self.gpu_type == wanted
     }
 
     /// GPU `index` of `count` on a node, with the default topology: the GPUs split
@@ -47,6 +63,9 @@ impl GpuDevice {
         }
     }
 }
+
+/// The type of the devices that stand for shards of a GPU in shared use (`gres/shard`).
+pub const SHARD: &str = "shard";
 
 /// Whether `gpu_type` is a MIG profile, the type of a MIG instance: `1g.10gb`,
 /// `3g.40gb`, `1c.3g.40gb` (a compute instance), as NVIDIA names them.
@@ -434,6 +453,20 @@ mod tests {
                 .gpus_by_type(&[])
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn shards_serve_only_shard_requests() {
+        let dev = |t: &str| GpuDevice::with_default_topology(0, 1, t);
+        assert!(dev(SHARD).serves(SHARD));
+        assert!(
+            !dev(SHARD).serves(""),
+            "an untyped GPU request takes no shard"
+        );
+        assert!(!dev("h100").serves(SHARD));
+        assert!(dev("h100").serves("") && dev("h100").serves("h100"));
+        assert!(dev(SHARD).stands_for(SHARD) && !dev(SHARD).stands_for(""));
+        assert!(!dev("h100").stands_for(SHARD));
     }
 
     #[test]

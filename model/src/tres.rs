@@ -202,12 +202,21 @@ pub fn job_request(spec: &JobSpec) -> TresCounts {
     }
     let gpus = u64::from(spec.gpus_on_each_node()) * u64::from(nodes);
     if gpus > 0 {
-        out.insert("gres/gpu".into(), gpus);
-        if !spec.gpu_type.is_empty() {
-            out.insert(format!("gres/gpu:{}", spec.gpu_type), gpus);
+        for name in device_tres(&spec.gpu_type) {
+            out.insert(name, gpus);
         }
     }
     out
+}
+
+/// The TRES one GPU device of type `gpu_type` counts in: `gres/gpu` and
+/// `gres/gpu:TYPE`, or `gres/shard` for a shard.
+pub fn device_tres(gpu_type: &str) -> Vec<String> {
+    match gpu_type {
+        crate::node::SHARD => vec!["gres/shard".to_string()],
+        "" => vec!["gres/gpu".to_string()],
+        t => vec!["gres/gpu".to_string(), format!("gres/gpu:{t}")],
+    }
 }
 
 /// What an allocation holds; GPU types come from the nodes' devices.
@@ -220,14 +229,13 @@ pub fn alloc_tres(alloc: &Allocation, nodes: &BTreeMap<String, Node>) -> TresCou
     }
     for na in &alloc.nodes {
         for index in &na.gpus {
-            *out.entry("gres/gpu".into()).or_default() += 1;
             let ty = nodes
                 .get(&na.node)
                 .and_then(|n| n.gpus.iter().find(|g| g.index == *index))
                 .map(|g| g.gpu_type.as_str())
                 .unwrap_or("");
-            if !ty.is_empty() {
-                *out.entry(format!("gres/gpu:{ty}")).or_default() += 1;
+            for name in device_tres(ty) {
+                *out.entry(name).or_default() += 1;
             }
         }
     }

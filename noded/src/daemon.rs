@@ -98,6 +98,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         gpu_files: resources.gpu_files.clone(),
         gpu_uuids: resources.gpus.iter().map(|g| g.uuid.clone()).collect(),
         gpu_numa: resources.gpus.iter().map(|g| g.numa).collect(),
+        gpu_types: resources.gpus.iter().map(|g| g.gpu_type.clone()).collect(),
         prolog: config.node_daemon.prolog.clone(),
         epilog: config.node_daemon.epilog.clone(),
     });

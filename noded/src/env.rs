@@ -118,7 +118,13 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         set("SLURM_ARRAY_TASK_MAX", req.array_task_max.to_string());
         set("SLURM_ARRAY_TASK_STEP", array_step(ids).to_string());
     }
-    if !req.gpu_indices.is_empty() {
+    if !req.gpu_indices.is_empty() && spec.gpu_type == model::node::SHARD {
+        // Shards of shared GPUs (`--gres=shard:N`): their count; CUDA sees their GPUs.
+        set("SLURM_SHARDS_ON_NODE", req.gpu_indices.len().to_string());
+        let visible = cuda_visible_devices(req, &req.gpu_indices);
+        set("CUDA_VISIBLE_DEVICES", visible.clone());
+        set("GPU_DEVICE_ORDINAL", visible);
+    } else if !req.gpu_indices.is_empty() {
         let list = id_list(&req.gpu_indices);
         // As Slurm: SLURM_GPUS is the `--gpus` count, set only when it was asked for.
         if spec.gpus > 0 {
@@ -160,7 +166,8 @@ pub fn set_var(env: &mut Vec<(String, String)>, name: &str, value: String) {
 /// `CUDA_VISIBLE_DEVICES` for `gpus` (node indices) of the job on this node, as Slurm
 /// sets it: a MIG instance by its UUID; a whole GPU by its index among the job's own
 /// GPUs when the job's cgroup hides the node's others (CUDA then numbers the devices
-/// it can open from 0: the job's GPUs 2 and 3 are `0,1`), else by the node's index.
+/// it can open from 0: the job's GPUs 2 and 3 are `0,1`), else by the node's index. A
+/// shard stands for the GPU it is on (the one of its device file), named once.
 /// `SLURM_JOB_GPUS` keeps the node's indices.
 pub fn cuda_visible_devices(req: &LaunchInfo, gpus: &[u32]) -> String {
     let uuid = |g: u32| {
@@ -180,14 +187,37 @@ pub fn cuda_visible_devices(req: &LaunchInfo, gpus: &[u32]) -> String {
         .filter(|g| uuid(*g).is_none())
         .collect();
     own.sort_unstable();
-    gpus.iter()
-        .map(|&g| match uuid(g) {
+    // A physical GPU by its device file: the shards of one GPU share its file.
+    let file = |g: u32| req.gpu_files.get(g as usize);
+    let physical = |within: &[u32], g: u32| -> usize {
+        let mut files: Vec<Option<&String>> = Vec::new();
+        for &d in within {
+            if !files.contains(&file(d)) {
+                files.push(file(d));
+            }
+        }
+        files.iter().position(|f| *f == file(g)).unwrap_or(0)
+    };
+    let node_devices: Vec<u32> = (0..req.gpu_files.len() as u32).collect();
+    let shard = |g: u32| {
+        req.gpu_types
+            .get(g as usize)
+            .is_some_and(|t| t == model::node::SHARD)
+    };
+    let mut out: Vec<String> = Vec::new();
+    for &g in gpus {
+        let name = match uuid(g) {
             Some(u) => u.clone(),
+            None if hidden && shard(g) => physical(&own, g).to_string(),
             None if hidden => own.iter().position(|o| *o == g).unwrap_or(0).to_string(),
+            None if shard(g) => physical(&node_devices, g).to_string(),
             None => g.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+        };
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out.join(",")
 }
 
 /// The whole environment of the batch script: the submit-time environment, where every
@@ -301,6 +331,35 @@ mod tests {
         // Nothing hidden (no devices controller): the node's indices.
         info.cgroup = None;
         assert_eq!(cuda_visible_devices(&info, &[2]), "2");
+    }
+
+    #[test]
+    fn shards_stand_for_their_gpu_in_cuda_and_count_in_slurm_shards_on_node() {
+        let mut info = sample();
+        // Device 0 a whole GPU; 1-3 shards of one GPU (one file), 4-5 of another.
+        info.gpu_files = [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/zero",
+            "/dev/zero",
+            "/dev/full",
+            "/dev/full",
+        ]
+        .map(String::from)
+        .to_vec();
+        info.gpu_types = ["h100", "shard", "shard", "shard", "shard", "shard"]
+            .map(String::from)
+            .to_vec();
+        info.spec.gpu_type = "shard".into();
+        info.gpu_indices = vec![2, 3];
+        // Nothing hidden: the GPU's place among the node's GPUs, once.
+        assert_eq!(cuda_visible_devices(&info, &[2, 3]), "1");
+        assert_eq!(cuda_visible_devices(&info, &[4]), "2");
+        let env = slurm_env(&info, "gpu01");
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("SLURM_SHARDS_ON_NODE"), Some("2"));
+        assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("1"));
+        assert_eq!(get("SLURM_JOB_GPUS"), None);
     }
 
     #[test]

@@ -111,7 +111,10 @@ pub fn node_resources(
             from_config: true,
         });
     }
-    let found = host_gpus.discover()?;
+    let mut found = host_gpus.discover()?;
+    if let Some(e) = entry.filter(|e| e.shard_gpu_count() > 0) {
+        found = share_gpus(found, e.shard_gpu_count(), e.shards_per_gpu);
+    }
     let gpu_files = match entry {
         Some(e) if !e.gpu_files.is_empty() => e.gpu_file_list(),
         _ => found.files,
@@ -128,9 +131,105 @@ pub fn node_resources(
     })
 }
 
+/// The last `shared` of the whole GPUs found, in shared use: each becomes `per_gpu`
+/// devices of type `shard` on its device file and NUMA node, the shards of one GPU in
+/// an NVLink domain of their own, after every other device (as the config lists a
+/// node's devices). The devices are numbered again in order.
+fn share_gpus(found: Discovered, shared: u32, per_gpu: u32) -> Discovered {
+    let whole: Vec<usize> = (0..found.gpus.len())
+        .filter(|&k| {
+            let t = &found.gpus[k].gpu_type;
+            !model::node::is_mig_profile(t) && t != model::node::SHARD
+        })
+        .collect();
+    let shared_gpus: Vec<usize> = whole
+        .iter()
+        .rev()
+        .take(shared as usize)
+        .rev()
+        .copied()
+        .collect();
+    let mut out = Discovered::default();
+    let mut push = |gpu: GpuDevice, file: Option<&String>| {
+        out.gpus.push(GpuDevice {
+            index: out.gpus.len() as u32,
+            ..gpu
+        });
+        out.files.extend(file.cloned());
+    };
+    for (k, gpu) in found.gpus.iter().enumerate() {
+        if !shared_gpus.contains(&k) {
+            push(gpu.clone(), found.files.get(k));
+        }
+    }
+    let first_domain = found
+        .gpus
+        .iter()
+        .map(|g| g.nvlink)
+        .max()
+        .map_or(0, |d| d + 1);
+    for (domain, k) in (first_domain..).zip(shared_gpus) {
+        for _ in 0..per_gpu {
+            let shard = GpuDevice {
+                gpu_type: model::node::SHARD.to_string(),
+                nvlink: domain,
+                ..found.gpus[k].clone()
+            };
+            push(shard, found.files.get(k));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_gpus_become_shards_after_the_other_devices() {
+        let gpu = |index: u32, gpu_type: &str, nvlink: u32| GpuDevice {
+            index,
+            gpu_type: gpu_type.into(),
+            uuid: format!("GPU-{index}"),
+            numa: index / 2,
+            nvlink,
+        };
+        let found = Discovered {
+            gpus: vec![
+                gpu(0, "h100", 0),
+                gpu(1, "h100", 0),
+                gpu(2, "h100", 1),
+                gpu(3, "1g.10gb", 2),
+            ],
+            files: (0..3)
+                .map(|i| format!("/dev/nvidia{i}"))
+                .chain(["/dev/nvidia3".into()])
+                .collect(),
+        };
+        let shared = share_gpus(found, 1, 3);
+        let kinds: Vec<(u32, &str, u32, &str)> = shared
+            .gpus
+            .iter()
+            .zip(&shared.files)
+            .map(|(g, f)| (g.index, g.gpu_type.as_str(), g.nvlink, f.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (0, "h100", 0, "/dev/nvidia0"),
+                (1, "h100", 0, "/dev/nvidia1"),
+                (2, "1g.10gb", 2, "/dev/nvidia3"),
+                (3, "shard", 3, "/dev/nvidia2"),
+                (4, "shard", 3, "/dev/nvidia2"),
+                (5, "shard", 3, "/dev/nvidia2"),
+            ]
+        );
+        assert!(
+            shared.gpus[3..]
+                .iter()
+                .all(|g| g.uuid == "GPU-2" && g.numa == 1)
+        );
+    }
 
     const CONFIG: &str = r#"
 [[nodes]]

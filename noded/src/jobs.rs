@@ -108,6 +108,8 @@ pub struct Confinement {
     pub gpu_uuids: Vec<String>,
     /// The NUMA node of each of the node's GPUs, by index.
     pub gpu_numa: Vec<u32>,
+    /// The type of each of the node's GPU devices, by index.
+    pub gpu_types: Vec<String>,
     /// The site's prolog and epilog; empty: none.
     pub prolog: String,
     pub epilog: String,
@@ -281,6 +283,7 @@ impl Jobs {
         info.cgroup = confinement.cgroup;
         info.gpu_files = confinement.gpu_files;
         info.gpu_uuids = confinement.gpu_uuids;
+        info.gpu_types = confinement.gpu_types;
         info.prolog = confinement.prolog;
         info.epilog = confinement.epilog;
         let dir = self.spool.create_job(&info, &script)?;

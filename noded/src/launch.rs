@@ -54,6 +54,9 @@ pub struct LaunchInfo {
     /// The UUID of each of the node's GPUs, by index (empty when not probed).
     #[serde(default)]
     pub gpu_uuids: Vec<String>,
+    /// The type of each of the node's GPU devices, by index (a shard's is `shard`).
+    #[serde(default)]
+    pub gpu_types: Vec<String>,
     /// The site's prolog and epilog (`[node_daemon]`); empty: none.
     #[serde(default)]
     pub prolog: String,
@@ -121,6 +124,7 @@ impl LaunchInfo {
             cgroup: None,
             gpu_files: Vec::new(),
             gpu_uuids: Vec::new(),
+            gpu_types: Vec::new(),
             prolog: String::new(),
             epilog: String::new(),
         };
@@ -174,6 +178,7 @@ impl LaunchInfo {
             cgroup: None,
             gpu_files: Vec::new(),
             gpu_uuids: Vec::new(),
+            gpu_types: Vec::new(),
             prolog: String::new(),
             epilog: String::new(),
         }

@@ -66,7 +66,7 @@ pub fn largest_free_block(state: &ClusterState, gpu_type: &str) -> Option<(u32, 
     let typed = |n: &Node| {
         n.gpus
             .iter()
-            .filter(|g| gpu_type.is_empty() || g.gpu_type == gpu_type)
+            .filter(|g| g.serves(gpu_type))
             .map(|g| g.index)
             .collect::<Vec<u32>>()
     };

@@ -132,11 +132,7 @@ pub fn per_node_request(job: &Job) -> PerNode {
 
 /// Could a node of this size ever run the per-node request?
 pub fn node_could_fit(node: &model::Node, req: &PerNode) -> bool {
-    let gpus = node
-        .gpus
-        .iter()
-        .filter(|g| req.gpu_type.is_empty() || g.gpu_type == req.gpu_type)
-        .count() as u32;
+    let gpus = node.gpus.iter().filter(|g| g.serves(&req.gpu_type)).count() as u32;
     node.cpus >= req.cpus && node.memory_mb >= req.mem_on(node) && gpus >= req.gpus
 }
 

@@ -458,3 +458,39 @@ fn a_node_range_takes_as_many_nodes_as_are_free() {
     });
     assert_eq!(pass(&s), "start 4 c1[] c2[] c3[]\npend 3 Resources\n");
 }
+
+#[test]
+fn shards_pack_on_one_shared_gpu_and_gpu_requests_never_take_them() {
+    let config = Config::parse(
+        "[[nodes]]\nnames = \"g1\"\ncpus = 16\nmemory = \"64G\"\ngpus = 3\n\
+         gpu_type = \"h100\"\nshards_per_gpu = 4\nshard_gpus = 2\n\
+         [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n",
+        "t",
+    )
+    .unwrap();
+    let mut nodes = config.node_list();
+    for n in &mut nodes {
+        n.health = model::NodeHealth::Up;
+    }
+    let mut s = ClusterState::new(nodes, config.partition_list());
+    // Devices: 0 the whole GPU; 1-4 the shards of GPU 1, 5-8 those of GPU 2.
+    let shards = |n: u32| {
+        move |j: &mut model::JobSpec| {
+            j.gpus_per_node = n;
+            j.gpu_type = model::node::SHARD.into();
+        }
+    };
+    submit(&mut s, 1, shards(3));
+    submit(&mut s, 2, shards(1));
+    submit(&mut s, 3, |j| j.gpus_per_node = 1);
+    submit(&mut s, 4, |j| j.gpus_per_node = 1);
+    submit(&mut s, 5, shards(4));
+    submit(&mut s, 6, shards(1));
+    // 1 and 2 share GPU 1; an untyped GPU request gets the whole GPU, and the next
+    // waits for it though shards are free; 5 takes GPU 2's four; 6 waits for a shard.
+    assert_eq!(
+        pass(&s),
+        "start 1 g1[1, 2, 3]\nstart 2 g1[4]\nstart 3 g1[0]\nstart 5 g1[5, 6, 7, 8]\n\
+         pend 4 Resources\npend 6 Priority\n"
+    );
+}

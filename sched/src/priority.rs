@@ -145,9 +145,8 @@ impl<'a> Context<'a> {
                         *t.entry("mem".into()).or_default() += node.memory_mb;
                         *t.entry("node".into()).or_default() += 1;
                         for g in &node.gpus {
-                            *t.entry("gres/gpu".into()).or_default() += 1;
-                            if !g.gpu_type.is_empty() {
-                                *t.entry(format!("gres/gpu:{}", g.gpu_type)).or_default() += 1;
+                            for name in model::tres::device_tres(&g.gpu_type) {
+                                *t.entry(name).or_default() += 1;
                             }
                         }
                     }

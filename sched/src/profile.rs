@@ -323,7 +323,7 @@ impl Slot<'_> {
     pub fn gpu_mask(&self, gpu_type: &str) -> u64 {
         let mut mask = 0;
         for (bit, g) in self.node.gpus.iter().take(64).enumerate() {
-            if gpu_type.is_empty() || g.gpu_type == gpu_type {
+            if g.serves(gpu_type) {
                 mask |= 1 << bit;
             }
         }

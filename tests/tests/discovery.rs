@@ -50,12 +50,12 @@ fn a_node_that_finds_fewer_gpus_than_configured_is_drained_with_the_difference()
 #[test]
 fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
     let (_lib, path) = fake_nvml();
-    // The fake node's GPU 7 is split into seven 1g.10gb: tn1 declares that layout,
-    // tn2 one the admin did not apply.
+    // The fake node's GPU 7 is split into seven 1g.10gb: tn1 declares that layout (and
+    // GPU 6 shared as four shards), tn2 one the admin did not apply.
     let entry = |name: &str, layout: &str| {
         format!(
             "[[nodes]]\nnames = \"{name}\"\ncpus = 2\nmemory = \"64M\"\ngpus = 8\n\
-             gpu_type = \"h100\"\nmig_layout = \"{layout}\"\n"
+             gpu_type = \"h100\"\nmig_layout = \"{layout}\"\nshards_per_gpu = 4\n"
         )
     };
     let c = Cluster::start(ClusterSpec {
@@ -70,7 +70,7 @@ fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
         "tn2|gres/gpu:2g.20gb count reported lower than configured (0 < 3)"
     );
     let gres = c.ok(&["sinfo", "-h", "-N", "-n", "tn1", "-o", "%N %T %G"]);
-    assert_eq!(gres.trim(), "tn1 idle gpu:h100:7,gpu:1g.10gb:7");
+    assert_eq!(gres.trim(), "tn1 idle gpu:h100:6,gpu:1g.10gb:7,shard:4");
     // Two instances for one job, a whole GPU for another, side by side.
     let slices = c.sbatch(
         &["--gpus=1g.10gb:2", "-w", "tn1", "-c", "1"],
@@ -91,11 +91,11 @@ fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
     let uuids: Vec<&str> = gpus.split(',').collect();
     assert_eq!(uuids.len(), 2, "{out}");
     assert!(uuids.iter().all(|u| u.starts_with("MIG-")), "{out}");
-    // Node indices 7.. are the instances (0-6 the whole GPUs).
+    // Node indices 6-12 are the instances (0-5 the whole GPUs, 13-16 the shards).
     assert!(
         job_gpus
             .split(',')
-            .all(|i| i.parse::<u32>().is_ok_and(|i| (7..14).contains(&i))),
+            .all(|i| i.parse::<u32>().is_ok_and(|i| (6..13).contains(&i))),
         "{out}"
     );
     let out = std::fs::read_to_string(c.work.join(format!("slurm-{whole}.out"))).unwrap();

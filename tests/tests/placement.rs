@@ -206,3 +206,37 @@ fn a_node_range_takes_as_many_nodes_as_are_free_at_its_start() {
     );
     assert!(detail.contains("NumNodes=2-3 "), "{detail}");
 }
+
+#[test]
+fn shards_of_a_shared_gpu_run_side_by_side() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        node_entries: "[[nodes]]\nnames = \"tn1\"\ncpus = 8\nmemory = \"8G\"\ngpus = 2\n\
+                       gpu_type = \"h100\"\nshards_per_gpu = 4\nconfig_overrides = true\n"
+            .into(),
+        ..ClusterSpec::default()
+    });
+    let gres = c.ok(&["sinfo", "-h", "-N", "-o", "%N %G"]);
+    assert_eq!(gres.trim(), "tn1 gpu:h100:1,shard:4");
+    // Two jobs of two shards each share GPU 1; a whole-GPU job gets GPU 0 beside them.
+    let script =
+        "echo $CUDA_VISIBLE_DEVICES $SLURM_SHARDS_ON_NODE\nwhile [ ! -e go ]; do sleep 0.05; done";
+    let a = c.sbatch(&["--gres=shard:2"], script);
+    let b = c.sbatch(&["--gres=shard:2"], script);
+    let whole = c.sbatch(&["--gpus=1"], script);
+    for id in [a, b, whole] {
+        c.wait_state(id, "RUNNING", T);
+    }
+    assert_eq!(output(&c, a), "1 2");
+    assert_eq!(output(&c, b), "1 2");
+    assert_eq!(output(&c, whole).split_whitespace().next(), Some("0"));
+    let used = c.ok(&["sinfo", "-h", "-N", "-O", "GresUsed"]);
+    assert!(used.contains("shard:4"), "{used}");
+    // No shard is left: one more waits.
+    let more = c.sbatch(&["--gres=shard:1"], "true");
+    assert!(wait_until(T, || c.squeue_field(more, "%r") == "Resources"));
+    std::fs::write(c.work.join("go"), "").unwrap();
+    c.wait_state(more, "COMPLETED", T);
+    let detail = c.ok(&["scontrol", "show", "node", "tn1"]);
+    assert!(detail.contains("gres/gpu=1,gres/shard=4"), "{detail}");
+}

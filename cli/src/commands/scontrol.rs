@@ -316,10 +316,22 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             units::format_memory_mb(n.memory_alloc_mb)
         );
     }
-    if n.gpus > 0 {
-        cfg.push_str(&format!(",gres/gpu={}", n.gpus));
-        if n.gpus_alloc > 0 {
-            alloc.push_str(&format!(",gres/gpu={}", n.gpus_alloc));
+    // GPUs and shards apart, as Slurm's gres/gpu and gres/shard.
+    for (name, shard) in [("gres/gpu", false), ("gres/shard", true)] {
+        let of_kind = || {
+            n.gres
+                .iter()
+                .filter(move |g| (g.gpu_type == model::node::SHARD) == shard)
+        };
+        let (count, used): (u32, u32) = (
+            of_kind().map(|g| g.count).sum(),
+            of_kind().map(|g| g.alloc).sum(),
+        );
+        if count > 0 {
+            cfg.push_str(&format!(",{name}={count}"));
+            if used > 0 {
+                alloc.push_str(&format!(",{name}={used}"));
+            }
         }
     }
     let (sockets, cores, threads) = nodes::socket_core_thread(n);

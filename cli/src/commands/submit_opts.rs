@@ -710,8 +710,9 @@ pub fn parse_gpu_count(text: &str) -> Option<Gpu> {
     })
 }
 
-/// `--gres`: `gpu`, `gpu:2`, `gpu:a100:1`, with an optional `gres:`/`gres/` prefix, or
-/// `none`. Only GPUs exist here; any other resource is an error.
+/// `--gres`: `gpu`, `gpu:2`, `gpu:a100:1`, `shard:4` (shards of shared GPUs, a GPU
+/// request of type `shard`), with an optional `gres:`/`gres/` prefix, or `none`. Only
+/// GPUs and shards exist here; any other resource is an error.
 pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
     if text.trim().eq_ignore_ascii_case("none") {
         return Some(None);
@@ -740,6 +741,10 @@ pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
             ["gpu", ty, n] if !ty.is_empty() => Gpu {
                 gpu_type: ty.to_string(),
                 count: n.parse().ok()?,
+            },
+            ["shard", n] => Gpu {
+                gpu_type: model::node::SHARD.to_string(),
+                count: n.parse().ok().filter(|n| *n > 0)?,
             },
             _ => return None,
         };
@@ -1255,6 +1260,14 @@ pub(crate) mod tests {
                 count: 2
             }))
         );
+        assert_eq!(
+            parse_gres("shard:3"),
+            Some(Some(Gpu {
+                gpu_type: "shard".into(),
+                count: 3
+            }))
+        );
+        assert_eq!(parse_gres("shard:0"), None);
         assert_eq!(
             parse_gres("gpu:a100:1"),
             Some(Some(Gpu {

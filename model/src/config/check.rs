@@ -751,7 +751,7 @@ fn check_mig(n: &NodeConfig, at: &KeyPath) -> Checked {
             None => Ok(()),
         };
     }
-    let layout = crate::node::parse_mig_layout(&n.mig_layout)
+    crate::node::parse_mig_layout(&n.mig_layout)
         .map_err(|m| Invalid::new(&at.key("mig_layout"), m))?;
     let mig = n.mig_gpu_count();
     if mig == 0 || mig > n.gpus {
@@ -760,14 +760,27 @@ fn check_mig(n: &NodeConfig, at: &KeyPath) -> Checked {
             format!("must be 1 to {} (the entry's `gpus`)", n.gpus),
         ));
     }
-    let devices = (n.gpus - mig) as usize + mig as usize * layout.len();
-    if devices > MAX_GPU_DEVICES {
+    Ok(())
+}
+
+/// The shard keys of a `[[nodes]]` entry: shared GPUs that the entry has, apart from
+/// those in MIG mode.
+fn check_shards(n: &NodeConfig, at: &KeyPath) -> Checked {
+    if n.shards_per_gpu == 0 {
+        return match n.shard_gpus {
+            Some(_) => Err(Invalid::new(
+                &at.key("shard_gpus"),
+                "needs `shards_per_gpu` (how many shards each of those GPUs is)",
+            )),
+            None => Ok(()),
+        };
+    }
+    let free = n.gpus - n.mig_gpu_count().min(n.gpus);
+    let shared = n.shard_gpu_count();
+    if shared == 0 || shared > free {
         return Err(Invalid::new(
-            &at.key("mig_layout"),
-            format!(
-                "gives each node {devices} GPU devices (at most {MAX_GPU_DEVICES}, whole \
-                 GPUs and MIG instances together)"
-            ),
+            &at.key("shard_gpus"),
+            format!("must be 1 to {free} (the entry's GPUs not in MIG mode)"),
         ));
     }
     Ok(())
@@ -810,6 +823,17 @@ fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
         ));
     }
     check_mig(n, at)?;
+    check_shards(n, at)?;
+    let devices = n.devices_on_gpus().len();
+    if devices > MAX_GPU_DEVICES {
+        return Err(Invalid::new(
+            &at.key("gpus"),
+            format!(
+                "gives each node {devices} GPU devices (at most {MAX_GPU_DEVICES}: whole \
+                 GPUs, MIG instances and shards together)"
+            ),
+        ));
+    }
     if n.nvlink_domains.is_empty() {
         return Ok(());
     }
