@@ -62,6 +62,24 @@ fn cmd(dir: &std::path::Path, name: &str, args: &[&str]) -> String {
         .unwrap_or_default()
 }
 
+/// Waits until `n` nodes of the cluster in `dir` are idle; false if they never are.
+fn idle_nodes(dir: &std::path::Path, n: usize) -> bool {
+    wait_until(T, || {
+        cmd(dir, "sinfo", &["-h", "-N", "-o", "%T"])
+            .split_whitespace()
+            .filter(|s| *s == "idle")
+            .count()
+            == n
+    })
+}
+
+/// Waits until job `id` of the cluster in `dir` is COMPLETED; false if it never is.
+fn completes(dir: &std::path::Path, id: &str) -> bool {
+    wait_until(T, || {
+        cmd(dir, "sacct", &["-n", "-X", "-P", "-o", "State", "-j", id]).trim() == "COMPLETED"
+    })
+}
+
 fn interrupt_and_wait(mut child: std::process::Child) {
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -90,16 +108,7 @@ fn three_free_ports(slot: u16) -> u16 {
 fn a_node_daemon_that_dies_takes_only_its_node_down() {
     let dir = tempfile::tempdir().unwrap();
     let (mut up_process, _) = up_on_free_ports(dir.path(), 6);
-    let idle = |n: usize| {
-        wait_until(T, || {
-            cmd(dir.path(), "sinfo", &["-h", "-N", "-o", "%T"])
-                .split_whitespace()
-                .filter(|s| *s == "idle")
-                .count()
-                == n
-        })
-    };
-    assert!(idle(2));
+    assert!(idle_nodes(dir.path(), 2));
     // kill -9 the daemon of the second node.
     let conf = dir.path().join("drover.toml").display().to_string();
     let noded = std::fs::read_dir("/proc")
@@ -149,16 +158,10 @@ fn a_node_daemon_that_dies_takes_only_its_node_down() {
         matches!(up_process.try_wait(), Ok(None)),
         "drover up stopped"
     );
-    assert!(idle(1));
+    assert!(idle_nodes(dir.path(), 1));
     let id = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "true"]);
     let id = id.trim().to_string();
-    assert!(wait_until(T, || cmd(
-        dir.path(),
-        "sacct",
-        &["-n", "-X", "-P", "-o", "State", "-j", &id]
-    )
-    .trim()
-        == "COMPLETED"));
+    assert!(completes(dir.path(), &id));
     interrupt_and_wait(up_process);
     kill_processes_under(dir.path());
 }
@@ -167,15 +170,7 @@ fn a_node_daemon_that_dies_takes_only_its_node_down() {
 fn up_runs_stops_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
     let (first, port) = up_on_free_ports(dir.path(), 0);
-    assert!(wait_until(T, || cmd(
-        dir.path(),
-        "sinfo",
-        &["-h", "-N", "-o", "%T"]
-    )
-    .split_whitespace()
-    .filter(|s| *s == "idle")
-    .count()
-        == 2));
+    assert!(idle_nodes(dir.path(), 2));
     let id = cmd(
         dir.path(),
         "sbatch",
@@ -183,13 +178,7 @@ fn up_runs_stops_and_recovers() {
     );
     let id = id.trim().to_string();
     assert!(!id.is_empty());
-    assert!(wait_until(T, || cmd(
-        dir.path(),
-        "sacct",
-        &["-n", "-X", "-P", "-o", "State", "-j", &id]
-    )
-    .trim()
-        == "COMPLETED"));
+    assert!(completes(dir.path(), &id));
     assert_eq!(
         std::fs::read_to_string(dir.path().join(format!("slurm-{id}.out")))
             .unwrap()
@@ -199,13 +188,7 @@ fn up_runs_stops_and_recovers() {
     interrupt_and_wait(first);
 
     let second = up(dir.path(), port);
-    assert!(wait_until(T, || cmd(
-        dir.path(),
-        "sacct",
-        &["-n", "-X", "-P", "-o", "State", "-j", &id]
-    )
-    .trim()
-        == "COMPLETED"));
+    assert!(completes(dir.path(), &id));
     let next = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "true"]);
     assert!(next.trim().parse::<u32>().unwrap() > id.parse::<u32>().unwrap());
     interrupt_and_wait(second);
