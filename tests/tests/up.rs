@@ -105,68 +105,6 @@ fn three_free_ports(slot: u16) -> u16 {
 }
 
 #[test]
-fn a_node_daemon_that_dies_takes_only_its_node_down() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut up_process, _) = up_on_free_ports(dir.path(), 6);
-    assert!(idle_nodes(dir.path(), 2));
-    // kill -9 the daemon of the second node.
-    let conf = dir.path().join("drover.toml").display().to_string();
-    let noded = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let args: Vec<String> = cmdline
-                .split(|b| *b == 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            args.iter().any(|a| a.ends_with("drover-noded"))
-                && args.contains(&conf)
-                && args
-                    .windows(2)
-                    .any(|w| w[0] == "--name" && w[1].ends_with('2'))
-        })
-        .expect("the second node's daemon");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(noded),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    // Its node goes DOWN (the template's node timeout is 10 s); the rest goes on.
-    let mut states = String::new();
-    let down = wait_until(Duration::from_secs(60), || {
-        states = cmd(dir.path(), "sinfo", &["-h", "-N", "-o", "%N %T"]);
-        states.contains("down")
-    });
-    if !down {
-        let log = |name: &str| {
-            let text =
-                std::fs::read_to_string(dir.path().join("log").join(name)).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(15).collect();
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        };
-        let alive = std::path::Path::new(&format!("/proc/{noded}")).exists();
-        panic!(
-            "node not DOWN: sinfo `{states}`, killed pid {noded} alive={alive}\n\
-             --- ctld\n{}\n--- node2\n{}",
-            log("ctld.log"),
-            log("node2.log")
-        );
-    }
-    assert!(
-        matches!(up_process.try_wait(), Ok(None)),
-        "drover up stopped"
-    );
-    assert!(idle_nodes(dir.path(), 1));
-    let id = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "true"]);
-    let id = id.trim().to_string();
-    assert!(completes(dir.path(), &id));
-    interrupt_and_wait(up_process);
-    kill_processes_under(dir.path());
-}
-
-#[test]
 fn up_runs_stops_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
     let (first, port) = up_on_free_ports(dir.path(), 0);
