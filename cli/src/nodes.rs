@@ -52,7 +52,7 @@ fn gres_terms(n: &NodeInfo, count: impl Fn(&proto::v1::GpuGres) -> u32) -> Strin
         .iter()
         .map(|g| match g.gpu_type.as_str() {
             "" => format!("gpu:{}", count(g)),
-            model::node::SHARD => format!("shard:{}", count(g)),
+            t if model::node::is_share_type(t) => format!("{t}:{}", count(g)),
             t => format!("gpu:{t}:{}", count(g)),
         })
         .collect();

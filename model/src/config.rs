@@ -332,6 +332,15 @@ pub struct NodeConfig {
     /// MIG mode): 1 by default with `shards_per_gpu`.
     #[serde(default)]
     pub shard_gpus: Option<u32>,
+    /// `gres/mps`: each of the entry's GPUs shared through MPS is `mps_per_gpu` shares
+    /// (`--gres=mps:N` gets N of them: `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` is N out of
+    /// `mps_per_gpu`); such a GPU is not given whole.
+    #[serde(default)]
+    pub mps_per_gpu: u32,
+    /// How many of the `gpus` are shared through MPS, the last ones by index (after the
+    /// shard ones): 1 by default with `mps_per_gpu`.
+    #[serde(default)]
+    pub mps_gpus: Option<u32>,
 }
 
 impl NodeConfig {
@@ -343,6 +352,23 @@ impl NodeConfig {
         }
     }
 
+    /// How many of the entry's GPUs are shared through MPS.
+    pub fn mps_gpu_count(&self) -> u32 {
+        match (self.mps_per_gpu, self.mps_gpus) {
+            (0, _) => 0,
+            (_, n) => n.unwrap_or(1),
+        }
+    }
+
+    /// The entry's GPUs in shared use, in the order of their devices: each kind of
+    /// share, how many GPUs, and how many shares each is.
+    pub fn shared_gpus(&self) -> [(&'static str, u32, u32); 2] {
+        [
+            (node::SHARD, self.shard_gpu_count(), self.shards_per_gpu),
+            (node::MPS, self.mps_gpu_count(), self.mps_per_gpu),
+        ]
+    }
+
     /// How many of the entry's GPUs are in MIG mode.
     pub fn mig_gpu_count(&self) -> u32 {
         match (self.mig_layout.is_empty(), self.mig_gpus) {
@@ -352,10 +378,11 @@ impl NodeConfig {
     }
 
     /// The devices of one node of this entry, by index, each with the physical GPU it
-    /// is on: the whole GPUs, the MIG instances of each GPU in MIG mode, then the shards
-    /// of each GPU in shared use.
+    /// is on: the whole GPUs, the MIG instances of each GPU in MIG mode, then the shares
+    /// of each GPU in shared use (shards, then MPS shares).
     fn devices_on_gpus(&self) -> Vec<(u32, String)> {
-        let shared = self.shard_gpu_count().min(self.gpus);
+        let shared: u32 = self.shared_gpus().iter().map(|(_, n, _)| n).sum();
+        let shared = shared.min(self.gpus);
         let mig = self.mig_gpu_count().min(self.gpus - shared);
         let whole = self.gpus - mig - shared;
         let layout = node::parse_mig_layout(&self.mig_layout).unwrap_or_default();
@@ -363,8 +390,14 @@ impl NodeConfig {
         for g in whole..whole + mig {
             out.extend(layout.iter().map(|profile| (g, profile.clone())));
         }
-        for g in whole + mig..self.gpus {
-            out.extend((0..self.shards_per_gpu).map(|_| (g, node::SHARD.to_string())));
+        let mut g = whole + mig;
+        for (kind, gpus, per_gpu) in self.shared_gpus() {
+            for _ in 0..gpus {
+                if g < self.gpus {
+                    out.extend((0..per_gpu).map(|_| (g, kind.to_string())));
+                }
+                g += 1;
+            }
         }
         out
     }
@@ -404,7 +437,7 @@ impl NodeConfig {
                 if let Some(&numa) = self.gpu_numa.get(g as usize) {
                     gpu.numa = numa;
                 }
-                gpu.nvlink = if gpu.is_shard() {
+                gpu.nvlink = if gpu.is_share() {
                     *shard_domains.entry(g).or_insert_with(|| {
                         next_domain += 1;
                         next_domain - 1
@@ -1239,7 +1272,26 @@ gpu_type = "h100"
         want.extend(["1g.10gb"; 7]);
         want.extend(["shard"; 2]);
         assert_eq!(types, want);
+        // Shards and MPS shares on GPUs of their own, after the whole ones.
+        let text = format!("{BASE}shards_per_gpu = 2\nmps_per_gpu = 10\nmps_gpus = 2\n");
+        let c = Config::parse(&text, "t.toml").unwrap();
+        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
+        let types: Vec<&str> = node.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let mut want = vec!["h100"; 5];
+        want.extend(["shard"; 2]);
+        want.extend(["mps"; 20]);
+        assert_eq!(types, want);
+        let files = c.node_entry("g1").unwrap().gpu_file_list();
+        assert_eq!(
+            (files[5].as_str(), files[7].as_str(), files[26].as_str()),
+            ("/dev/nvidia5", "/dev/nvidia6", "/dev/nvidia7")
+        );
         for (extra, message) in [
+            ("mps_gpus = 1\n", "mps_gpus: needs `mps_per_gpu`"),
+            (
+                "shards_per_gpu = 2\nshard_gpus = 7\nmps_per_gpu = 4\nmps_gpus = 2\n",
+                "mps_gpus: must be 1 to 1",
+            ),
             ("shard_gpus = 1\n", "shard_gpus: needs `shards_per_gpu`"),
             (
                 "shards_per_gpu = 4\nshard_gpus = 9\n",

@@ -25,25 +25,27 @@ impl GpuDevice {
     /// True when this GPU, as a node found it, stands for a GPU declared of type
     /// `declared`: its type starts with it (`h100_80gb_hbm3`, NVML's model name, for
     /// `h100`; any type for an untyped declaration).
-    /// A MIG instance or a shard stands only for its own kind, and a whole GPU never
+    /// A MIG instance or a share stands only for its own kind, and a whole GPU never
     /// for one.
     pub fn stands_for(&self, declared: &str) -> bool {
-        let special = |t: &str| is_mig_profile(t) || t == SHARD;
+        let special = |t: &str| is_mig_profile(t) || is_share_type(t);
         if special(&self.gpu_type) || special(declared) {
             return self.gpu_type == declared;
         }
         self.gpu_type.starts_with(declared)
     }
 
-    /// One shard of a GPU in shared use (`gres/shard`).
-    pub fn is_shard(&self) -> bool {
-        self.gpu_type == SHARD
+    /// One share of a GPU in shared use: a shard (`gres/shard`) or an MPS share
+    /// (`gres/mps`).
+    pub fn is_share(&self) -> bool {
+        is_share_type(&self.gpu_type)
     }
 
     /// Whether this device serves a request for GPUs of type `wanted` (empty: any GPU):
-    /// shards serve only requests for shards (`--gres=shard:N`), and those only them.
+    /// shares serve only requests for their kind (`--gres=shard:N`, `--gres=mps:N`), and
+    /// those only them.
     pub fn serves(&self, wanted: &str) -> bool {
-        if self.is_shard() || wanted == SHARD {
+        if self.is_share() || is_share_type(wanted) {
             return self.gpu_type == wanted;
         }
         wanted.is_empty() || self.gpu_type == wanted
@@ -66,6 +68,15 @@ impl GpuDevice {
 
 /// The type of the devices that stand for shards of a GPU in shared use (`gres/shard`).
 pub const SHARD: &str = "shard";
+
+/// The type of the devices that stand for MPS shares of a GPU (`gres/mps`): a job's
+/// shares of its GPU's are its `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`.
+pub const MPS: &str = "mps";
+
+/// Whether `gpu_type` is a share of a GPU: a shard or an MPS share.
+pub fn is_share_type(gpu_type: &str) -> bool {
+    gpu_type == SHARD || gpu_type == MPS
+}
 
 /// Whether `gpu_type` is a MIG profile, the type of a MIG instance: `1g.10gb`,
 /// `3g.40gb`, `1c.3g.40gb` (a compute instance), as NVIDIA names them.
@@ -467,6 +478,8 @@ mod tests {
         assert!(dev("h100").serves("") && dev("h100").serves("h100"));
         assert!(dev(SHARD).stands_for(SHARD) && !dev(SHARD).stands_for(""));
         assert!(!dev("h100").stands_for(SHARD));
+        assert!(dev(MPS).serves(MPS) && !dev(MPS).serves(SHARD) && !dev(SHARD).serves(MPS));
+        assert!(!dev(MPS).serves("") && !dev("h100").serves(MPS));
     }
 
     #[test]

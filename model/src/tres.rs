@@ -214,6 +214,7 @@ pub fn job_request(spec: &JobSpec) -> TresCounts {
 pub fn device_tres(gpu_type: &str) -> Vec<String> {
     match gpu_type {
         crate::node::SHARD => vec!["gres/shard".to_string()],
+        crate::node::MPS => vec!["gres/mps".to_string()],
         "" => vec!["gres/gpu".to_string()],
         t => vec!["gres/gpu".to_string(), format!("gres/gpu:{t}")],
     }

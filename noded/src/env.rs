@@ -118,9 +118,17 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         set("SLURM_ARRAY_TASK_MAX", req.array_task_max.to_string());
         set("SLURM_ARRAY_TASK_STEP", array_step(ids).to_string());
     }
-    if !req.gpu_indices.is_empty() && spec.gpu_type == model::node::SHARD {
-        // Shards of shared GPUs (`--gres=shard:N`): their count; CUDA sees their GPUs.
-        set("SLURM_SHARDS_ON_NODE", req.gpu_indices.len().to_string());
+    if !req.gpu_indices.is_empty() && model::node::is_share_type(&spec.gpu_type) {
+        // Shares of shared GPUs (`--gres=shard:N`, `--gres=mps:N`): CUDA sees their
+        // GPUs; a shard job is told its count, an MPS job its share of the GPU.
+        if spec.gpu_type == model::node::MPS {
+            set(
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                mps_percentage(req).to_string(),
+            );
+        } else {
+            set("SLURM_SHARDS_ON_NODE", req.gpu_indices.len().to_string());
+        }
         let visible = cuda_visible_devices(req, &req.gpu_indices);
         set("CUDA_VISIBLE_DEVICES", visible.clone());
         set("GPU_DEVICE_ORDINAL", visible);
@@ -163,6 +171,24 @@ pub fn set_var(env: &mut Vec<(String, String)>, name: &str, value: String) {
     }
 }
 
+/// An MPS job's share of its GPU, in percent: its MPS shares on the GPU of its first
+/// one, out of all that GPU's (the devices of its device file), as Slurm's gres/mps.
+fn mps_percentage(req: &LaunchInfo) -> u32 {
+    let file = |g: u32| req.gpu_files.get(g as usize);
+    let Some(&first) = req.gpu_indices.first() else {
+        return 100;
+    };
+    let mine = req
+        .gpu_indices
+        .iter()
+        .filter(|&&g| file(g) == file(first))
+        .count() as u32;
+    let all = (0..req.gpu_files.len() as u32)
+        .filter(|&g| file(g) == file(first))
+        .count() as u32;
+    (100 * mine / all.max(1)).clamp(1, 100)
+}
+
 /// `CUDA_VISIBLE_DEVICES` for `gpus` (node indices) of the job on this node, as Slurm
 /// sets it: a MIG instance by its UUID; a whole GPU by its index among the job's own
 /// GPUs when the job's cgroup hides the node's others (CUDA then numbers the devices
@@ -202,7 +228,7 @@ pub fn cuda_visible_devices(req: &LaunchInfo, gpus: &[u32]) -> String {
     let shard = |g: u32| {
         req.gpu_types
             .get(g as usize)
-            .is_some_and(|t| t == model::node::SHARD)
+            .is_some_and(|t| model::node::is_share_type(t))
     };
     let mut out: Vec<String> = Vec::new();
     for &g in gpus {
@@ -360,6 +386,18 @@ mod tests {
         assert_eq!(get("SLURM_SHARDS_ON_NODE"), Some("2"));
         assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("1"));
         assert_eq!(get("SLURM_JOB_GPUS"), None);
+        // MPS: 3 of a GPU's 4 shares are 75% of it.
+        info.gpu_types = ["h100", "mps", "mps", "mps", "mps", "mps"]
+            .map(String::from)
+            .to_vec();
+        info.gpu_files[4] = "/dev/zero".into();
+        info.spec.gpu_type = "mps".into();
+        info.gpu_indices = vec![1, 2, 3];
+        let env = slurm_env(&info, "gpu01");
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), Some("75"));
+        assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("1"));
+        assert_eq!(get("SLURM_SHARDS_ON_NODE"), None);
     }
 
     #[test]

@@ -112,8 +112,14 @@ pub fn node_resources(
         });
     }
     let mut found = host_gpus.discover()?;
-    if let Some(e) = entry.filter(|e| e.shard_gpu_count() > 0) {
-        found = share_gpus(found, e.shard_gpu_count(), e.shards_per_gpu);
+    if let Some(e) = entry {
+        // Shards then MPS shares, each from the last whole GPUs left: as the config
+        // lists a node's devices.
+        let mut whole_left: u32 = e.shared_gpus().iter().map(|s| s.1).sum();
+        for (kind, gpus, per_gpu) in e.shared_gpus().into_iter().filter(|s| s.1 > 0) {
+            found = share_gpus(found, whole_left, gpus, kind, per_gpu);
+            whole_left -= gpus;
+        }
     }
     let gpu_files = match entry {
         Some(e) if !e.gpu_files.is_empty() => e.gpu_file_list(),
@@ -131,22 +137,21 @@ pub fn node_resources(
     })
 }
 
-/// The last `shared` of the whole GPUs found, in shared use: each becomes `per_gpu`
-/// devices of type `shard` on its device file and NUMA node, the shards of one GPU in
-/// an NVLink domain of their own, after every other device (as the config lists a
-/// node's devices). The devices are numbered again in order.
-fn share_gpus(found: Discovered, shared: u32, per_gpu: u32) -> Discovered {
+/// Of the last `last` whole GPUs found, the first `count` in shared use: each becomes
+/// `per_gpu` devices of type `kind` (a shard or an MPS share) on its device file and
+/// NUMA node, the shares of one GPU in an NVLink domain of their own, after every other
+/// device (as the config lists a node's devices). The devices are numbered again.
+fn share_gpus(found: Discovered, last: u32, count: u32, kind: &str, per_gpu: u32) -> Discovered {
     let whole: Vec<usize> = (0..found.gpus.len())
         .filter(|&k| {
             let t = &found.gpus[k].gpu_type;
-            !model::node::is_mig_profile(t) && t != model::node::SHARD
+            !model::node::is_mig_profile(t) && !model::node::is_share_type(t)
         })
         .collect();
     let shared_gpus: Vec<usize> = whole
         .iter()
-        .rev()
-        .take(shared as usize)
-        .rev()
+        .skip(whole.len().saturating_sub(last as usize))
+        .take(count as usize)
         .copied()
         .collect();
     let mut out = Discovered::default();
@@ -171,7 +176,7 @@ fn share_gpus(found: Discovered, shared: u32, per_gpu: u32) -> Discovered {
     for (domain, k) in (first_domain..).zip(shared_gpus) {
         for _ in 0..per_gpu {
             let shard = GpuDevice {
-                gpu_type: model::node::SHARD.to_string(),
+                gpu_type: kind.to_string(),
                 nvlink: domain,
                 ..found.gpus[k].clone()
             };
@@ -206,7 +211,7 @@ mod tests {
                 .chain(["/dev/nvidia3".into()])
                 .collect(),
         };
-        let shared = share_gpus(found, 1, 3);
+        let shared = share_gpus(found, 1, 1, "shard", 3);
         let kinds: Vec<(u32, &str, u32, &str)> = shared
             .gpus
             .iter()

@@ -208,16 +208,24 @@ fn a_node_range_takes_as_many_nodes_as_are_free_at_its_start() {
 }
 
 #[test]
-fn shards_of_a_shared_gpu_run_side_by_side() {
+fn shards_and_mps_shares_of_shared_gpus_run_side_by_side() {
     let c = Cluster::start(ClusterSpec {
         nodes: 1,
-        node_entries: "[[nodes]]\nnames = \"tn1\"\ncpus = 8\nmemory = \"8G\"\ngpus = 2\n\
-                       gpu_type = \"h100\"\nshards_per_gpu = 4\nconfig_overrides = true\n"
+        node_entries: "[[nodes]]\nnames = \"tn1\"\ncpus = 8\nmemory = \"8G\"\ngpus = 3\n\
+                       gpu_type = \"h100\"\nshards_per_gpu = 4\nmps_per_gpu = 10\n\
+                       config_overrides = true\n"
             .into(),
         ..ClusterSpec::default()
     });
     let gres = c.ok(&["sinfo", "-h", "-N", "-o", "%N %G"]);
-    assert_eq!(gres.trim(), "tn1 gpu:h100:1,shard:4");
+    assert_eq!(gres.trim(), "tn1 gpu:h100:1,shard:4,mps:10");
+    // Half of GPU 2 through MPS.
+    let mps = c.sbatch(
+        &["--gres=mps:5"],
+        "echo $CUDA_VISIBLE_DEVICES $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    );
+    c.wait_state(mps, "COMPLETED", T);
+    assert_eq!(output(&c, mps), "2 50");
     // Two jobs of two shards each share GPU 1; a whole-GPU job gets GPU 0 beside them.
     let script =
         "echo $CUDA_VISIBLE_DEVICES $SLURM_SHARDS_ON_NODE\nwhile [ ! -e go ]; do sleep 0.05; done";
@@ -238,5 +246,8 @@ fn shards_of_a_shared_gpu_run_side_by_side() {
     std::fs::write(c.work.join("go"), "").unwrap();
     c.wait_state(more, "COMPLETED", T);
     let detail = c.ok(&["scontrol", "show", "node", "tn1"]);
-    assert!(detail.contains("gres/gpu=1,gres/shard=4"), "{detail}");
+    assert!(
+        detail.contains("gres/gpu=1,gres/shard=4,gres/mps=10"),
+        "{detail}"
+    );
 }

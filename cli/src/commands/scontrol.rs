@@ -316,12 +316,17 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             units::format_memory_mb(n.memory_alloc_mb)
         );
     }
-    // GPUs and shards apart, as Slurm's gres/gpu and gres/shard.
-    for (name, shard) in [("gres/gpu", false), ("gres/shard", true)] {
+    // GPUs and their shares apart, as Slurm's gres/gpu, gres/shard and gres/mps.
+    for (name, kind) in [
+        ("gres/gpu", None),
+        ("gres/shard", Some(model::node::SHARD)),
+        ("gres/mps", Some(model::node::MPS)),
+    ] {
         let of_kind = || {
-            n.gres
-                .iter()
-                .filter(move |g| (g.gpu_type == model::node::SHARD) == shard)
+            n.gres.iter().filter(move |g| match kind {
+                Some(k) => g.gpu_type == k,
+                None => !model::node::is_share_type(&g.gpu_type),
+            })
         };
         let (count, used): (u32, u32) = (
             of_kind().map(|g| g.count).sum(),

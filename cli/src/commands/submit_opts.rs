@@ -710,9 +710,10 @@ pub fn parse_gpu_count(text: &str) -> Option<Gpu> {
     })
 }
 
-/// `--gres`: `gpu`, `gpu:2`, `gpu:a100:1`, `shard:4` (shards of shared GPUs, a GPU
-/// request of type `shard`), with an optional `gres:`/`gres/` prefix, or `none`. Only
-/// GPUs and shards exist here; any other resource is an error.
+/// `--gres`: `gpu`, `gpu:2`, `gpu:a100:1`, `shard:4` or `mps:50` (shares of shared
+/// GPUs, a GPU request of type `shard` or `mps`), with an optional `gres:`/`gres/`
+/// prefix, or `none`. Only GPUs and their shares exist here; any other resource is an
+/// error.
 pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
     if text.trim().eq_ignore_ascii_case("none") {
         return Some(None);
@@ -742,8 +743,8 @@ pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
                 gpu_type: ty.to_string(),
                 count: n.parse().ok()?,
             },
-            ["shard", n] => Gpu {
-                gpu_type: model::node::SHARD.to_string(),
+            [kind @ ("shard" | "mps"), n] => Gpu {
+                gpu_type: kind.to_string(),
                 count: n.parse().ok().filter(|n| *n > 0)?,
             },
             _ => return None,
@@ -1268,6 +1269,10 @@ pub(crate) mod tests {
             }))
         );
         assert_eq!(parse_gres("shard:0"), None);
+        assert_eq!(
+            parse_gres("gres/mps:50").map(|g| g.map(|g| (g.gpu_type, g.count))),
+            Some(Some(("mps".to_string(), 50)))
+        );
         assert_eq!(
             parse_gres("gpu:a100:1"),
             Some(Some(Gpu {

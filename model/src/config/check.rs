@@ -763,24 +763,32 @@ fn check_mig(n: &NodeConfig, at: &KeyPath) -> Checked {
     Ok(())
 }
 
-/// The shard keys of a `[[nodes]]` entry: shared GPUs that the entry has, apart from
-/// those in MIG mode.
-fn check_shards(n: &NodeConfig, at: &KeyPath) -> Checked {
-    if n.shards_per_gpu == 0 {
-        return match n.shard_gpus {
+/// One kind of shares of a `[[nodes]]` entry (`shards_per_gpu`/`shard_gpus`,
+/// `mps_per_gpu`/`mps_gpus`): shared GPUs that the entry has, apart from those in MIG
+/// mode or shared otherwise (`free` are left).
+fn check_shares(
+    at: &KeyPath,
+    (per_gpu_key, gpus_key): (&str, &'static str),
+    per_gpu: u32,
+    gpus_set: Option<u32>,
+    count: u32,
+    free: u32,
+) -> Checked {
+    if per_gpu == 0 {
+        return match gpus_set {
             Some(_) => Err(Invalid::new(
-                &at.key("shard_gpus"),
-                "needs `shards_per_gpu` (how many shards each of those GPUs is)",
+                &at.key(gpus_key),
+                format!("needs `{per_gpu_key}` (how many shares each of those GPUs is)"),
             )),
             None => Ok(()),
         };
     }
-    let free = n.gpus - n.mig_gpu_count().min(n.gpus);
-    let shared = n.shard_gpu_count();
-    if shared == 0 || shared > free {
+    if count == 0 || count > free {
         return Err(Invalid::new(
-            &at.key("shard_gpus"),
-            format!("must be 1 to {free} (the entry's GPUs not in MIG mode)"),
+            &at.key(gpus_key),
+            format!(
+                "must be 1 to {free} (the entry's GPUs neither in MIG mode nor shared otherwise)"
+            ),
         ));
     }
     Ok(())
@@ -823,7 +831,33 @@ fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
         ));
     }
     check_mig(n, at)?;
-    check_shards(n, at)?;
+    let mut taken = n.mig_gpu_count().min(n.gpus);
+    for (per_gpu_key, gpus_key, per_gpu, gpus_set, count) in [
+        (
+            "shards_per_gpu",
+            "shard_gpus",
+            n.shards_per_gpu,
+            n.shard_gpus,
+            n.shard_gpu_count(),
+        ),
+        (
+            "mps_per_gpu",
+            "mps_gpus",
+            n.mps_per_gpu,
+            n.mps_gpus,
+            n.mps_gpu_count(),
+        ),
+    ] {
+        check_shares(
+            at,
+            (per_gpu_key, gpus_key),
+            per_gpu,
+            gpus_set,
+            count,
+            n.gpus - taken,
+        )?;
+        taken += count;
+    }
     let devices = n.devices_on_gpus().len();
     if devices > MAX_GPU_DEVICES {
         return Err(Invalid::new(
