@@ -528,6 +528,15 @@ pub struct Job {
 }
 
 impl Job {
+    /// The job as if it asked for exactly `nodes` nodes (a count of its `-N min-max`),
+    /// for what its limits say of that count.
+    pub fn on_nodes(&self, nodes: u32) -> Job {
+        let mut job = self.clone();
+        job.spec.num_nodes = nodes;
+        job.spec.max_nodes = 0;
+        job
+    }
+
     pub fn new(id: JobId, spec: JobSpec, submit_time: Time, time_limit_min: Option<u32>) -> Job {
         let (array_job_id, pending_tasks) = match &spec.array {
             Some(a) => (id, a.task_ids.iter().copied().collect()),

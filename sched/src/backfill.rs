@@ -95,7 +95,8 @@ impl<'a, 's> Planner<'a, 's> {
             return wait(Reason::Priority);
         }
         // `-N min-max`: as many nodes as are free now, else the least, as Slurm.
-        let now_fit = job.spec.node_counts().find_map(|n| {
+        let mut counts = job.spec.node_counts().filter(|&n| n <= req.most_nodes);
+        let now_fit = counts.find_map(|n| {
             let wider = (n != req.nodes).then(|| req.on_nodes(&job.spec, n));
             self.fits_now(profile, p, job, wider.as_ref().unwrap_or(req), dur)
         });

@@ -82,6 +82,9 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PerNode {
     pub nodes: u32,
+    /// `-N min-max`: the most nodes the job may start on (`nodes` without a range, or
+    /// where its limits allow no more).
+    pub most_nodes: u32,
     pub cpus: u32,
     pub mem_mb: u64,
     /// `--mem=0`: all of each node's memory (`mem_mb` is then 0).
@@ -121,6 +124,7 @@ pub fn per_node_request(job: &Job) -> PerNode {
     let (cpus, mem_mb) = spec.per_node_cpus_mem();
     PerNode {
         nodes,
+        most_nodes: spec.max_nodes.max(nodes),
         cpus,
         mem_mb,
         whole_memory: spec.mem_whole_node,
@@ -239,6 +243,14 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         let mut req = per_node_request(job);
         // OverSubscribe=EXCLUSIVE: every job of the partition gets whole nodes.
         req.exclusive |= state.partitions[p].exclusive();
+        // `-N min-max`: no more nodes than its limits allow (the least passed above).
+        if req.most_nodes > req.nodes {
+            req.most_nodes = job
+                .spec
+                .node_counts()
+                .find(|&n| n == req.nodes || limits.check(&job.on_nodes(n)).is_none())
+                .unwrap_or(req.nodes);
+        }
         // An array record starts as many of its tasks as fit and the throttle allows.
         let meta = job.is_array_meta();
         let tasks = std::iter::once(None)

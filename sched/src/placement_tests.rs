@@ -340,6 +340,7 @@ fn free_now_and_pick_gpus_agree_with_brute_force() {
         for (cpus, gpus) in reqs {
             let req = PerNode {
                 nodes: 1,
+                most_nodes: 1,
                 cpus,
                 mem_mb: 0,
                 whole_memory: false,
@@ -492,5 +493,35 @@ fn shards_pack_on_one_shared_gpu_and_gpu_requests_never_take_them() {
         pass(&s),
         "start 1 g1[1, 2, 3]\nstart 2 g1[4]\nstart 3 g1[0]\nstart 5 g1[5, 6, 7, 8]\n\
          pend 4 Resources\npend 6 Priority\n"
+    );
+}
+
+#[test]
+fn a_node_range_starts_no_wider_than_its_limits_allow() {
+    let config = Config::parse(
+        "[[nodes]]\nnames = \"c[1-4]\"\ncpus = 4\nmemory = \"8G\"\n\
+         [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n\
+         [[qos]]\nname = \"normal\"\nmax_tres_per_job = \"node=2\"\n",
+        "t",
+    )
+    .unwrap();
+    let mut nodes = config.node_list();
+    for n in &mut nodes {
+        n.health = model::NodeHealth::Up;
+    }
+    let mut s = ClusterState::new(nodes, config.partition_list());
+    submit(&mut s, 1, |j| {
+        j.num_nodes = 1;
+        j.max_nodes = 4;
+        j.num_tasks = 4;
+        j.qos = "normal".into();
+    });
+    // Four nodes are free, but the QOS allows two per job.
+    let plan = schedule(&s, 100, &SchedConfig::from_config(&config));
+    assert_eq!(
+        plan.starts[0].alloc.hostlist(),
+        "c[1-2]",
+        "{}",
+        render(&plan)
     );
 }
