@@ -104,6 +104,17 @@ pub enum JobMail {
     Requeued { run: Option<u64> },
     /// It has run `percent` (50, 80, 90 or 100) of its time limit: `run` seconds.
     ReachedTimeLimit { percent: u8, run: u64 },
+    /// The first task of an array began (mailed for the whole array, without
+    /// ARRAY_TASKS).
+    ArrayBegan,
+    /// The last task of an array ended: `state` the last one's, the least and the
+    /// highest exit code of its tasks, and whether any failed.
+    ArrayEnded {
+        state: JobState,
+        exit_min: i32,
+        exit_max: i32,
+        failed: bool,
+    },
 }
 
 impl JobMail {
@@ -122,6 +133,9 @@ impl JobMail {
             JobMail::ReachedTimeLimit { percent: 80, .. } => MailType::TimeLimit80,
             JobMail::ReachedTimeLimit { percent: 90, .. } => MailType::TimeLimit90,
             JobMail::ReachedTimeLimit { .. } => MailType::TimeLimit,
+            JobMail::ArrayBegan => MailType::Begin,
+            JobMail::ArrayEnded { failed: false, .. } => MailType::End,
+            JobMail::ArrayEnded { .. } => MailType::Fail,
         }
     }
 
@@ -130,6 +144,10 @@ impl JobMail {
     /// happened, then its times and, at the end, its state and exit code.
     pub fn subject(self, job: &Job) -> String {
         let head = match job.array_task_id {
+            _ if matches!(self, JobMail::ArrayBegan | JobMail::ArrayEnded { .. }) => format!(
+                "Slurm Array Summary Job_id={}_* ({}) Name={}",
+                job.array_job_id, job.array_job_id, job.spec.name
+            ),
             Some(task) if job.array_job_id != 0 => format!(
                 "Slurm Array Task Job_id={}_{task} ({}) Name={}",
                 job.array_job_id, job.id, job.spec.name
@@ -165,6 +183,22 @@ impl JobMail {
                     p => format!("Reached {p}% of time limit"),
                 };
                 format!("{head} {what}{}", run_time(Some(run)))
+            }
+            JobMail::ArrayBegan => format!("{head} Began"),
+            JobMail::ArrayEnded {
+                state,
+                exit_min,
+                exit_max,
+                failed,
+            } => {
+                let word = if failed { "Failed" } else { "Ended" };
+                // Some tasks exited 0 and others not: Slurm says "Mixed".
+                let state = if exit_min == 0 && exit_max > 0 {
+                    "Mixed"
+                } else {
+                    state.name()
+                };
+                format!("{head} {word}, {state}, ExitCode [{exit_min}-{exit_max}]")
             }
         }
     }
@@ -278,5 +312,24 @@ mod tests {
             began.subject(&job),
             "Slurm Array Task Job_id=7_1 (12) Name=train Began, Queued time 00:01:05"
         );
+        assert_eq!(
+            JobMail::ArrayBegan.subject(&job),
+            "Slurm Array Summary Job_id=7_* (7) Name=train Began"
+        );
+        let ended = |exit_max, failed| JobMail::ArrayEnded {
+            state: JobState::Completed,
+            exit_min: 0,
+            exit_max,
+            failed,
+        };
+        assert_eq!(
+            ended(0, false).subject(&job),
+            "Slurm Array Summary Job_id=7_* (7) Name=train Ended, COMPLETED, ExitCode [0-0]"
+        );
+        assert_eq!(
+            ended(3, true).subject(&job),
+            "Slurm Array Summary Job_id=7_* (7) Name=train Failed, Mixed, ExitCode [0-3]"
+        );
+        assert_eq!(ended(3, true).wanted_by(), MailType::Fail);
     }
 }

@@ -2,8 +2,9 @@
 //! the time-limit shares a tick passes, each an effect for a node daemon, which runs
 //! the site's MailProg (`noded`'s `mail_prog`: only node daemons start processes). A
 //! job's mail goes through its batch node while that node answers, else through the
-//! first node that does. An array's tasks mail only with ARRAY_TASKS (Slurm's summary
-//! of a whole array is not sent).
+//! first node that does. An array's tasks mail one by one with ARRAY_TASKS; without
+//! it, as Slurm's, the array mails once when its first task begins and once when its
+//! last one ends (`Slurm Array Summary Job_id=7_* (7) ...`).
 //!
 //! Worked example: job 12 (`--mail-type=BEGIN,END`, user ada) submitted at 100 starts
 //! on n1 at 165: `JobStarted` gives `Mail { n1, ada, "Slurm Job_id=12 Name=train Began,
@@ -17,7 +18,26 @@ use model::{ClusterState, Event, Job, JobState, NodeHealth, Time};
 /// The mail `event` sends, read from the job as it stands before the event applies
 /// (a requeue clears the start time) or, for a start and an end, after it.
 pub fn for_event(state: &ClusterState, event: &Event) -> Option<Effect> {
+    let summary = |job_id| {
+        state.job(job_id).is_some_and(|j| {
+            j.array_task_id.is_some() && !j.spec.mail_types.contains(&MailType::ArrayTasks)
+        })
+    };
     let (job_id, mail) = match *event {
+        Event::JobStarted { job_id, time, .. } if summary(job_id) => {
+            (job_id, array_began(state, state.job(job_id)?, time)?)
+        }
+        Event::JobEnded {
+            job_id,
+            state: end,
+            exit_code,
+            exit_signal,
+            ..
+        } if summary(job_id) => (
+            job_id,
+            array_ended(state, state.job(job_id)?, end, exit_code, exit_signal)?,
+        ),
+        Event::JobRequeued { job_id, .. } if summary(job_id) => return None,
         Event::JobStarted { job_id, time, .. } => {
             let job = state.job(job_id)?;
             let queued = time.saturating_sub(job.submit_time).max(0) as u64;
@@ -78,11 +98,71 @@ pub fn time_limits(state: &ClusterState, since: Time, now: Time) -> Vec<Effect> 
     out
 }
 
-/// `mail` about `job`, when the job asked for it.
+/// The other records of `task`'s array: its tasks and its pending rest.
+fn array_mates<'s>(state: &'s ClusterState, task: &'s Job) -> impl Iterator<Item = &'s Job> {
+    state
+        .jobs
+        .values()
+        .map(|j| j.as_ref())
+        .filter(move |j| j.array_job_id == task.array_job_id && j.id != task.id)
+}
+
+/// The array's summary mail for `task` starting at `time`: when no other task of it
+/// began before (of tasks starting together, the lowest id's).
+fn array_began(state: &ClusterState, task: &Job, time: Time) -> Option<JobMail> {
+    let earlier = array_mates(state, task).any(|j| {
+        j.start_time != 0 && (j.start_time < time || (j.start_time == time && j.id < task.id))
+    });
+    (!earlier).then_some(JobMail::ArrayBegan)
+}
+
+/// The array's summary mail for `task` ending in `end`: when none of it is left to
+/// run, with the least and highest exit code of its tasks.
+fn array_ended(
+    state: &ClusterState,
+    task: &Job,
+    end: JobState,
+    exit_code: i32,
+    exit_signal: i32,
+) -> Option<JobMail> {
+    let mates: Vec<&Job> = array_mates(state, task).collect();
+    let left = mates
+        .iter()
+        .any(|j| !j.state.is_final() || !j.pending_tasks.is_empty());
+    if left {
+        return None;
+    }
+    let ends = mates
+        .iter()
+        .filter(|j| j.array_task_id.is_some())
+        .map(|j| (j.state, j.exit_code, j.exit_signal))
+        .chain([(end, exit_code, exit_signal)]);
+    let (mut exit_min, mut exit_max, mut failed) = (i32::MAX, i32::MIN, false);
+    for (state, code, signal) in ends {
+        failed |= !matches!(state, JobState::Completed | JobState::Cancelled);
+        if signal == 0 {
+            exit_min = exit_min.min(code);
+            exit_max = exit_max.max(code);
+        }
+    }
+    if exit_min > exit_max {
+        (exit_min, exit_max) = (0, 0);
+    }
+    Some(JobMail::ArrayEnded {
+        state: end,
+        exit_min,
+        exit_max,
+        failed,
+    })
+}
+
+/// `mail` about `job`, when the job asked for it: an array's tasks their own only with
+/// ARRAY_TASKS, and the array's summary only without.
 fn mail_for(state: &ClusterState, job: &Job, mail: JobMail) -> Option<Effect> {
     let types = &job.spec.mail_types;
-    let task_mail_unwanted = job.array_task_id.is_some() && !types.contains(&MailType::ArrayTasks);
-    if !types.contains(&mail.wanted_by()) || task_mail_unwanted {
+    let summary = matches!(mail, JobMail::ArrayBegan | JobMail::ArrayEnded { .. });
+    let per_task = job.array_task_id.is_some() && !summary;
+    if !types.contains(&mail.wanted_by()) || (per_task && !types.contains(&MailType::ArrayTasks)) {
         return None;
     }
     let answers = |name: &str| {

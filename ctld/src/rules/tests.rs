@@ -1149,7 +1149,7 @@ fn time_limit_mails_go_once_as_a_job_passes_each_share_of_its_limit() {
 }
 
 #[test]
-fn array_tasks_mail_only_with_array_tasks() {
+fn an_array_mails_its_summary_and_its_tasks_mail_with_array_tasks() {
     use model::mail::MailType;
     let mut env = Env::new("");
     let array = |types: Vec<MailType>| {
@@ -1157,22 +1157,53 @@ fn array_tasks_mail_only_with_array_tasks() {
             s.name = "arr".into();
             s.mail_types = types;
             s.array = Some(model::ArraySpec {
-                task_ids: vec![0],
+                task_ids: vec![0, 1],
                 max_running: 0,
             });
         }
     };
-    env.submit(array(vec![MailType::Begin]));
-    let d = env.turn(timer::schedule);
-    assert!(mails(&d.effects).is_empty(), "{:?}", d.effects);
-    let id = env.submit(array(vec![MailType::Begin, MailType::ArrayTasks]));
+    // Without ARRAY_TASKS: once when the first task begins, once when the last ends.
+    let id = env.submit(array(vec![MailType::Begin, MailType::End, MailType::Fail]));
     let d = env.turn(timer::schedule);
     let sent = mails(&d.effects);
     assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(
+        sent[0].2,
+        format!("Slurm Array Summary Job_id={id}_* ({id}) Name=arr Began")
+    );
+    let tasks: Vec<JobId> = env
+        .state
+        .jobs
+        .values()
+        .filter(|j| j.array_job_id == id && j.state == JobState::Running)
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(tasks.len(), 2);
+    for (k, task) in tasks.iter().enumerate() {
+        let run = env.job(*task).restart_count;
+        env.turn(|t| nodes::launched(t, *task, run));
+        let end = env.job_end(*task, EndKind::Exited, 3 * k as i32);
+        let d = env.turn(|t| nodes::job_finished(t, end));
+        let sent = mails(&d.effects);
+        if k == 0 {
+            assert!(sent.is_empty(), "{sent:?}");
+        } else {
+            assert_eq!(
+                sent.iter().map(|m| m.2.as_str()).collect::<Vec<_>>(),
+                [format!(
+                    "Slurm Array Summary Job_id={id}_* ({id}) Name=arr Failed, Mixed, ExitCode [0-3]"
+                )]
+            );
+        }
+    }
+    // With ARRAY_TASKS: each task its own.
+    let id = env.submit(array(vec![MailType::Begin, MailType::ArrayTasks]));
+    let d = env.turn(timer::schedule);
+    let sent = mails(&d.effects);
+    assert_eq!(sent.len(), 2, "{sent:?}");
     assert!(
-        sent[0]
-            .2
-            .starts_with(&format!("Slurm Array Task Job_id={id}_0 (")),
+        sent.iter()
+            .all(|m| m.2.starts_with(&format!("Slurm Array Task Job_id={id}_"))),
         "{sent:?}"
     );
 }
