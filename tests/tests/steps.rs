@@ -326,22 +326,61 @@ fn srun_pty_runs_task_zero_in_a_terminal_of_sruns_size() {
         .spawn()
         .unwrap();
     let mut master = std::fs::File::from(pty.master);
-    master
-        .write_all(b"stty size; echo marker-$((6*7)); tty; exit 5\n")
-        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let mut reading = master.try_clone().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        // EIO once nothing holds the slave side: srun has exited and the test let go.
-        while let Ok(n) = reading.read(&mut buf) {
-            if n == 0 {
-                break;
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once nothing holds the slave side: srun has exited and the test let go.
+            while let Ok(n) = reading.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
             }
-            seen.extend_from_slice(&buf[..n]);
-        }
-        String::from_utf8_lossy(&seen).into_owned()
+        })
+    };
+    let text = || String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    master
+        .write_all(b"stty size; echo marker-$((6*7)); tty\n")
+        .unwrap();
+    assert!(
+        wait_until(T, || text().contains("\r\nmarker-42\r\n")),
+        "{:?}",
+        text()
+    );
+    // srun's terminal grows to 40x120 (SIGWINCH, as a terminal sends it): the task's
+    // follows, which `stty size` sees once srun has passed it on.
+    let bigger = libc::winsize {
+        ws_row: 40,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one winsize from a live descriptor.
+    assert_eq!(
+        unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&master),
+                libc::TIOCSWINSZ,
+                &bigger,
+            )
+        },
+        0
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGWINCH,
+    )
+    .unwrap();
+    let resized = wait_until(T, || {
+        master.write_all(b"stty size\n").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        text().contains("40 120\r\n")
     });
+    assert!(resized, "{:?}", text());
+    master.write_all(b"exit 5\n").unwrap();
     let status = child.wait().unwrap();
     assert!(
         tcgetattr(&slave)
@@ -351,10 +390,10 @@ fn srun_pty_runs_task_zero_in_a_terminal_of_sruns_size() {
         "srun left its terminal in raw mode"
     );
     drop(slave);
-    let seen = reader.join().unwrap();
+    reader.join().unwrap();
+    let seen = text();
     assert_eq!(status.code(), Some(5), "{seen}");
     assert!(seen.contains("30 100\r\n"), "{seen:?}");
-    assert!(seen.contains("\r\nmarker-42\r\n"), "{seen:?}");
     assert!(seen.contains("\r\n/dev/pts/"), "{seen:?}");
 }
 
