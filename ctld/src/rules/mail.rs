@@ -18,13 +18,23 @@ use model::{ClusterState, Event, Job, JobState, NodeHealth, Time};
 /// The mail `event` sends, read from the job as it stands before the event applies
 /// (a requeue clears the start time) or, for a start and an end, after it.
 pub fn for_event(state: &ClusterState, event: &Event) -> Option<Effect> {
-    let summary = |job_id| {
+    // An array task without ARRAY_TASKS: its array's summary, if the array asked for
+    // one of `wanted` (only then are the array's records looked over).
+    let summary = |job_id, wanted: &[MailType]| {
+        state.job(job_id).is_some_and(|j| {
+            let types = &j.spec.mail_types;
+            j.array_task_id.is_some()
+                && !types.contains(&MailType::ArrayTasks)
+                && wanted.iter().any(|t| types.contains(t))
+        })
+    };
+    let task_of_summary = |job_id| {
         state.job(job_id).is_some_and(|j| {
             j.array_task_id.is_some() && !j.spec.mail_types.contains(&MailType::ArrayTasks)
         })
     };
     let (job_id, mail) = match *event {
-        Event::JobStarted { job_id, time, .. } if summary(job_id) => {
+        Event::JobStarted { job_id, time, .. } if summary(job_id, &[MailType::Begin]) => {
             (job_id, array_began(state, state.job(job_id)?, time)?)
         }
         Event::JobEnded {
@@ -33,11 +43,18 @@ pub fn for_event(state: &ClusterState, event: &Event) -> Option<Effect> {
             exit_code,
             exit_signal,
             ..
-        } if summary(job_id) => (
+        } if summary(job_id, &[MailType::End, MailType::Fail]) => (
             job_id,
             array_ended(state, state.job(job_id)?, end, exit_code, exit_signal)?,
         ),
-        Event::JobRequeued { job_id, .. } if summary(job_id) => return None,
+        // An array task's own mail needs ARRAY_TASKS.
+        Event::JobStarted { job_id, .. }
+        | Event::JobEnded { job_id, .. }
+        | Event::JobRequeued { job_id, .. }
+            if task_of_summary(job_id) =>
+        {
+            return None;
+        }
         Event::JobStarted { job_id, time, .. } => {
             let job = state.job(job_id)?;
             let queued = time.saturating_sub(job.submit_time).max(0) as u64;
