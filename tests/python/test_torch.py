@@ -36,7 +36,7 @@ def test_torchrun_recipe_all_reduces_over_two_nodes(drover, tmp_path):
         time.sleep(0.5)
     out = (tmp_path / f"torch-{job_id}.out").read_text()
     assert sacct_state(job_id) == "COMPLETED", out[-4000:]
-    ranks = sorted(l for l in out.splitlines() if l.startswith("rank="))
+    ranks = sorted(line for line in out.splitlines() if line.startswith("rank="))
     assert ranks == ["rank=0 world=2 sum=3", "rank=1 world=2 sum=3"], out[-4000:]
     # The recipe's master is the job's first node when not given.
     hostnames = subprocess.run(["scontrol", "show", "hostnames", "node[1-2]"],

@@ -165,7 +165,7 @@ async fn attach(opts: &Options) -> Result<(), String> {
         );
     }
     forward_stdin(inputs);
-    let mut sinks = Sinks::own_streams(opts.label);
+    let mut sinks = Sinks::own_streams(opts.label, true);
     while let Some(event) = events.recv().await {
         match event?.output {
             Some(task_output::Output::Data(d)) => {

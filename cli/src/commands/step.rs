@@ -35,18 +35,23 @@ const PROG: &str = "srun";
 /// What srun (or sattach) writes where: its own streams, or files by path.
 pub(crate) struct Sinks {
     label: bool,
+    /// Whole lines only, as Slurm's srun writes its tasks' output unless `-u`, so that
+    /// the lines of tasks never mix (`--label` implies it).
+    line_buffered: bool,
     /// Per task and stream: the file it goes to (`None`: srun's own stream).
     dest: BTreeMap<(u32, bool), Option<String>>,
     files: BTreeMap<String, File>,
-    /// Partial lines per task and stream, with `--label`.
+    /// Partial lines per task and stream, while line-buffered.
     partial: BTreeMap<(u32, bool), Vec<u8>>,
 }
 
 impl Sinks {
-    /// Everything to this process's own streams, each line after `task: ` with `label`.
-    pub(crate) fn own_streams(label: bool) -> Sinks {
+    /// Everything to this process's own streams, each line after `task: ` with `label`,
+    /// whole lines at a time with `line_buffered`.
+    pub(crate) fn own_streams(label: bool, line_buffered: bool) -> Sinks {
         Sinks {
             label,
+            line_buffered: line_buffered || label,
             dest: BTreeMap::new(),
             files: BTreeMap::new(),
             partial: BTreeMap::new(),
@@ -55,16 +60,15 @@ impl Sinks {
 
     pub(crate) fn write(&mut self, task: u32, stderr: bool, data: &[u8]) {
         let mut bytes = data.to_vec();
-        if self.label {
+        if self.line_buffered {
             let buf = self.partial.entry((task, stderr)).or_default();
             buf.extend_from_slice(data);
             let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
                 return;
             };
-            let lines: Vec<u8> = buf.drain(..=end).collect();
-            bytes = labelled(task, &lines);
+            bytes = buf.drain(..=end).collect();
         }
-        self.emit(task, stderr, &bytes);
+        self.emit_lines(task, stderr, &bytes);
     }
 
     /// Writes out what is left of a task's last lines.
@@ -73,9 +77,18 @@ impl Sinks {
             if let Some(rest) = self.partial.remove(&(task, stderr))
                 && !rest.is_empty()
             {
-                let bytes = labelled(task, &rest);
-                self.emit(task, stderr, &bytes);
+                self.emit_lines(task, stderr, &rest);
             }
+        }
+    }
+
+    /// `bytes` of a task's output, labelled with `--label`.
+    fn emit_lines(&mut self, task: u32, stderr: bool, bytes: &[u8]) {
+        if self.label {
+            let bytes = labelled(task, bytes);
+            self.emit(task, stderr, &bytes);
+        } else {
+            self.emit(task, stderr, bytes);
         }
     }
 
@@ -442,7 +455,8 @@ fn sinks(
             None => spec.open_mode_append,
         }
     });
-    let mut s = Sinks::own_streams(o.label);
+    // Line by line unless -u, or --pty (a terminal's prompt ends no line).
+    let mut s = Sinks::own_streams(o.label, !o.unbuffered && !o.pty);
     for (index, node) in nodes.iter().enumerate() {
         for &task in &node.task_ids {
             let path = |p: &Option<String>| {
@@ -595,4 +609,41 @@ fn signal_stream() -> mpsc::UnboundedReceiver<i32> {
         }
     }
     rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two tasks' output into one file, in the chunks given.
+    fn written(line_buffered: bool, label: bool, chunks: &[(u32, &str)]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out").display().to_string();
+        let mut sinks = Sinks::own_streams(label, line_buffered);
+        sinks
+            .files
+            .insert(path.clone(), File::create(&path).unwrap());
+        for task in [0, 1] {
+            sinks.dest.insert((task, false), Some(path.clone()));
+        }
+        for (task, text) in chunks {
+            sinks.write(*task, false, text.as_bytes());
+        }
+        for task in [0, 1] {
+            sinks.flush(task);
+        }
+        std::fs::read_to_string(&path).unwrap()
+    }
+
+    #[test]
+    fn tasks_lines_never_mix_unless_unbuffered() {
+        let chunks = [(0, "rank=0"), (1, "rank=1\n"), (0, "\nlast"), (1, "x")];
+        assert_eq!(written(true, false, &chunks), "rank=1\nrank=0\nlastx");
+        assert_eq!(
+            written(true, true, &chunks),
+            "1: rank=1\n0: rank=0\n0: last1: x"
+        );
+        // -u: as the bytes come.
+        assert_eq!(written(false, false, &chunks), "rank=0rank=1\n\nlastx");
+    }
 }
