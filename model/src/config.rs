@@ -1215,15 +1215,25 @@ gpu_type = "h100"
         assert_eq!(crate::node::default_gpu_numa(0, 1), 0);
     }
 
+    /// The config `text` and its node g1.
+    fn node_g1(text: &str) -> (Config, Node) {
+        let c = Config::parse(text, "t.toml").unwrap();
+        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
+        (c, node)
+    }
+
+    fn gpu_types(node: &Node) -> Vec<&str> {
+        node.gpus.iter().map(|g| g.gpu_type.as_str()).collect()
+    }
+
     #[test]
     fn a_mig_layout_makes_each_instance_a_gpu_of_its_own() {
         let text = format!(
             "{BASE}gpu_files = \"/dev/nvidia[10-17]\"\nmig_layout = \"1x3g.40gb,2x2g.20gb\"\n\
              mig_gpus = 2\n"
         );
-        let c = Config::parse(&text, "t.toml").unwrap();
-        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
-        let types: Vec<&str> = node.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let (c, node) = node_g1(&text);
+        let types = gpu_types(&node);
         let mut want = vec!["h100"; 6];
         want.extend(["3g.40gb", "2g.20gb", "2g.20gb"].repeat(2));
         assert_eq!(types, want);
@@ -1251,9 +1261,8 @@ gpu_type = "h100"
     #[test]
     fn shared_gpus_are_shards_of_their_own_kind() {
         let text = format!("{BASE}shards_per_gpu = 4\nshard_gpus = 2\n");
-        let c = Config::parse(&text, "t.toml").unwrap();
-        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
-        let types: Vec<&str> = node.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let (c, node) = node_g1(&text);
+        let types = gpu_types(&node);
         let mut want = vec!["h100"; 6];
         want.extend(["shard"; 8]);
         assert_eq!(types, want);
@@ -1265,18 +1274,16 @@ gpu_type = "h100"
         assert_eq!(&files[10..], ["/dev/nvidia7"; 4]);
         // With MIG: whole GPUs, then MIG instances, then shards.
         let text = format!("{BASE}mig_layout = \"7x1g.10gb\"\nshards_per_gpu = 2\n");
-        let c = Config::parse(&text, "t.toml").unwrap();
-        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
-        let types: Vec<&str> = node.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let (_, node) = node_g1(&text);
+        let types = gpu_types(&node);
         let mut want = vec!["h100"; 6];
         want.extend(["1g.10gb"; 7]);
         want.extend(["shard"; 2]);
         assert_eq!(types, want);
         // Shards and MPS shares on GPUs of their own, after the whole ones.
         let text = format!("{BASE}shards_per_gpu = 2\nmps_per_gpu = 10\nmps_gpus = 2\n");
-        let c = Config::parse(&text, "t.toml").unwrap();
-        let node = c.node_list().into_iter().find(|n| n.name == "g1").unwrap();
-        let types: Vec<&str> = node.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let (c, node) = node_g1(&text);
+        let types = gpu_types(&node);
         let mut want = vec!["h100"; 5];
         want.extend(["shard"; 2]);
         want.extend(["mps"; 20]);
@@ -1339,9 +1346,18 @@ gpu_type = "h100"
         let text = BASE.replace("gpus = 8", "gpus = 65");
         let e = Config::parse(&text, "t.toml").unwrap_err();
         assert!(
-            e.message.contains("gpus: 65 GPUs on one node (at most 64)"),
+            e.message.contains("gpus: gives each node 65 GPU devices"),
             "{e}"
         );
+        // Whole GPUs' type cannot be a kind of share or a MIG profile.
+        for reserved in ["shard", "mps", "1g.10gb"] {
+            let text = BASE.replace("gpu_type = \"h100\"", &format!("gpu_type = \"{reserved}\""));
+            let e = Config::parse(&text, "t.toml").unwrap_err();
+            assert!(
+                e.message.contains("names shares or MIG instances"),
+                "{reserved}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -45,6 +45,16 @@ fn cluster(nodes: &[N]) -> ClusterState {
     ClusterState::new(list, parts)
 }
 
+/// The cluster a config declares, every node up.
+fn up_cluster(text: &str) -> (ClusterState, Config) {
+    let config = Config::parse(text, "t").unwrap();
+    let mut nodes = config.node_list();
+    for n in &mut nodes {
+        n.health = model::NodeHealth::Up;
+    }
+    (ClusterState::new(nodes, config.partition_list()), config)
+}
+
 fn gpus(state: &mut ClusterState, id: u32, n: u32) {
     submit(state, id, |j| j.gpus_per_node = n);
 }
@@ -462,18 +472,11 @@ fn a_node_range_takes_as_many_nodes_as_are_free() {
 
 #[test]
 fn shards_pack_on_one_shared_gpu_and_gpu_requests_never_take_them() {
-    let config = Config::parse(
+    let (mut s, _) = up_cluster(
         "[[nodes]]\nnames = \"g1\"\ncpus = 16\nmemory = \"64G\"\ngpus = 3\n\
          gpu_type = \"h100\"\nshards_per_gpu = 4\nshard_gpus = 2\n\
          [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n",
-        "t",
-    )
-    .unwrap();
-    let mut nodes = config.node_list();
-    for n in &mut nodes {
-        n.health = model::NodeHealth::Up;
-    }
-    let mut s = ClusterState::new(nodes, config.partition_list());
+    );
     // Devices: 0 the whole GPU; 1-4 the shards of GPU 1, 5-8 those of GPU 2.
     let shards = |n: u32| {
         move |j: &mut model::JobSpec| {
@@ -498,18 +501,11 @@ fn shards_pack_on_one_shared_gpu_and_gpu_requests_never_take_them() {
 
 #[test]
 fn a_node_range_starts_no_wider_than_its_limits_allow() {
-    let config = Config::parse(
+    let (mut s, config) = up_cluster(
         "[[nodes]]\nnames = \"c[1-4]\"\ncpus = 4\nmemory = \"8G\"\n\
          [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n\
          [[qos]]\nname = \"normal\"\nmax_tres_per_job = \"node=2\"\n",
-        "t",
-    )
-    .unwrap();
-    let mut nodes = config.node_list();
-    for n in &mut nodes {
-        n.health = model::NodeHealth::Up;
-    }
-    let mut s = ClusterState::new(nodes, config.partition_list());
+    );
     submit(&mut s, 1, |j| {
         j.num_nodes = 1;
         j.max_nodes = 4;

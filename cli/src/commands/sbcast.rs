@@ -161,11 +161,12 @@ async fn broadcast(opts: &Options, meta: &std::fs::Metadata) -> Result<(), Strin
         mtime: meta.mtime(),
         mtime_nsec: meta.mtime_nsec() as u32,
     };
+    // Read once, sent to each node in turn.
+    let chunks = file_chunks(&opts.source, header)?;
     for node in model::hostlist::expand(&job.nodes).map_err(|e| e.to_string())? {
         let mut agent = crate::calls::agent_of(&agents, &node).await?;
-        let chunks = file_chunks(&opts.source, header.clone())?;
         agent
-            .broadcast_file(tokio_stream::iter(chunks))
+            .broadcast_file(tokio_stream::iter(chunks.clone()))
             .await
             .map_err(|s| {
                 format!(

@@ -22,7 +22,6 @@ use super::srun::{Request, step_path, task_env};
 use crate::calls;
 use crate::client;
 use crate::exit::Exit;
-use proto::v1::node_agent_client::NodeAgentClient;
 use proto::v1::{self, TaskInput, task_input, task_output};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -371,26 +370,13 @@ async fn drive_node(
     events: mpsc::Sender<Event>,
 ) {
     let fail = |message: String| Event::Failed(node.name.clone(), node.task_ids.clone(), message);
-    let endpoint =
-        match tonic::transport::Endpoint::from_shared(format!("http://{}", node.agent_addr)) {
-            Ok(e) => e.connect_timeout(std::time::Duration::from_secs(5)),
-            Err(_) => {
-                let _ = events
-                    .send(fail(format!("bad node address {:?}", node.agent_addr)))
-                    .await;
-                return;
-            }
-        };
-    let channel = match endpoint.connect().await {
+    let mut client = match calls::node_agent(&node.name, &node.agent_addr).await {
         Ok(c) => c,
-        Err(_) => {
-            let _ = events
-                .send(fail("Communication connection failure".into()))
-                .await;
+        Err(e) => {
+            let _ = events.send(fail(e)).await;
             return;
         }
     };
-    let mut client = NodeAgentClient::new(channel);
     let stream = tokio_stream::wrappers::ReceiverStream::new(input);
     let mut answers = match client.run_tasks(stream).await {
         Ok(r) => r.into_inner(),

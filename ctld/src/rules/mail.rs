@@ -18,78 +18,60 @@ use model::{ClusterState, Event, Job, JobState, NodeHealth, Time};
 /// The mail `event` sends, read from the job as it stands before the event applies
 /// (a requeue clears the start time) or, for a start and an end, after it.
 pub fn for_event(state: &ClusterState, event: &Event) -> Option<Effect> {
-    // An array task without ARRAY_TASKS: its array's summary, if the array asked for
-    // one of `wanted` (only then are the array's records looked over).
-    let summary = |job_id, wanted: &[MailType]| {
-        state.job(job_id).is_some_and(|j| {
-            let types = &j.spec.mail_types;
-            j.array_task_id.is_some()
-                && !types.contains(&MailType::ArrayTasks)
-                && wanted.iter().any(|t| types.contains(t))
-        })
+    let job_id = match *event {
+        Event::JobStarted { job_id, .. }
+        | Event::JobEnded { job_id, .. }
+        | Event::JobRequeued { job_id, .. } => job_id,
+        _ => return None,
     };
-    let task_of_summary = |job_id| {
-        state.job(job_id).is_some_and(|j| {
-            j.array_task_id.is_some() && !j.spec.mail_types.contains(&MailType::ArrayTasks)
-        })
-    };
-    let (job_id, mail) = match *event {
-        Event::JobStarted { job_id, time, .. } if summary(job_id, &[MailType::Begin]) => {
-            (job_id, array_began(state, state.job(job_id)?, time)?)
+    let job = state.job(job_id)?;
+    let types = &job.spec.mail_types;
+    if types.is_empty() {
+        return None;
+    }
+    // An array task without ARRAY_TASKS mails only its array's summary; the array's
+    // records are looked over only when it asked for one.
+    let summarised = job.array_task_id.is_some() && !types.contains(&MailType::ArrayTasks);
+    let asks = |wanted: &[MailType]| wanted.iter().any(|t| types.contains(t));
+    let mail = match *event {
+        Event::JobStarted { time, .. } if summarised => {
+            if !asks(&[MailType::Begin]) {
+                return None;
+            }
+            array_began(state, job, time)?
         }
         Event::JobEnded {
-            job_id,
             state: end,
             exit_code,
             exit_signal,
             ..
-        } if summary(job_id, &[MailType::End, MailType::Fail]) => (
-            job_id,
-            array_ended(state, state.job(job_id)?, end, exit_code, exit_signal)?,
-        ),
-        // An array task's own mail needs ARRAY_TASKS.
-        Event::JobStarted { job_id, .. }
-        | Event::JobEnded { job_id, .. }
-        | Event::JobRequeued { job_id, .. }
-            if task_of_summary(job_id) =>
-        {
-            return None;
+        } if summarised => {
+            if !asks(&[MailType::End, MailType::Fail]) {
+                return None;
+            }
+            array_ended(state, job, end, exit_code, exit_signal)?
         }
-        Event::JobStarted { job_id, time, .. } => {
-            let job = state.job(job_id)?;
-            let queued = time.saturating_sub(job.submit_time).max(0) as u64;
-            (job_id, JobMail::Began { queued })
-        }
+        _ if summarised => return None,
+        Event::JobStarted { time, .. } => JobMail::Began {
+            queued: time.saturating_sub(job.submit_time).max(0) as u64,
+        },
         Event::JobEnded {
-            job_id,
             state: end,
             exit_code,
             exit_signal,
             time,
             ..
-        } => {
-            let job = state.job(job_id)?;
-            (
-                job_id,
-                JobMail::Ended {
-                    run: run_time(job.start_time, time),
-                    state: end,
-                    exit_code: (exit_signal == 0).then_some(exit_code),
-                },
-            )
-        }
-        Event::JobRequeued { job_id, time, .. } => {
-            let job = state.job(job_id)?;
-            (
-                job_id,
-                JobMail::Requeued {
-                    run: run_time(job.start_time, time),
-                },
-            )
-        }
+        } => JobMail::Ended {
+            run: run_time(job.start_time, time),
+            state: end,
+            exit_code: (exit_signal == 0).then_some(exit_code),
+        },
+        Event::JobRequeued { time, .. } => JobMail::Requeued {
+            run: run_time(job.start_time, time),
+        },
         _ => return None,
     };
-    mail_for(state, state.job(job_id)?, mail)
+    mail_for(state, job, mail)
 }
 
 /// The time-limit mails of the running jobs that reached 50, 80, 90 or 100% of their

@@ -284,6 +284,16 @@ impl Config {
                 Ok(_) => {}
                 Err(e) => return Err(Invalid::new(&at.key("memory"), e.to_string())),
             }
+            if crate::node::is_share_type(&n.gpu_type) || crate::node::is_mig_profile(&n.gpu_type) {
+                return Err(Invalid::new(
+                    &at.key("gpu_type"),
+                    format!(
+                        "`{}` names shares or MIG instances, not whole GPUs (see \
+                         shards_per_gpu, mps_per_gpu, mig_layout)",
+                        n.gpu_type
+                    ),
+                ));
+            }
             if !n.gpu_type.is_empty()
                 && tres::canonical_name(&format!("gres/gpu:{}", n.gpu_type)).is_none()
             {
@@ -824,12 +834,6 @@ fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
             ),
         ));
     }
-    if n.gpus as usize > MAX_GPU_DEVICES {
-        return Err(Invalid::new(
-            &at.key("gpus"),
-            format!("{} GPUs on one node (at most {MAX_GPU_DEVICES})", n.gpus),
-        ));
-    }
     check_mig(n, at)?;
     let mut taken = n.mig_gpu_count().min(n.gpus);
     for (per_gpu_key, gpus_key, per_gpu, gpus_set, count) in [
@@ -864,7 +868,7 @@ fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
             &at.key("gpus"),
             format!(
                 "gives each node {devices} GPU devices (at most {MAX_GPU_DEVICES}: whole \
-                 GPUs, MIG instances and shards together)"
+                 GPUs, MIG instances and shares together)"
             ),
         ));
     }
