@@ -267,6 +267,60 @@ pub fn even_counts(num_tasks: u32, num_nodes: u32, per_node: u32) -> Vec<u32> {
         .collect()
 }
 
+/// `srun --mpi` (or `SLURM_MPI_TYPE`): the process-management interface a step's tasks
+/// are told about. Drover runs no PMI server: `pmi2` gives each task the PMI variables
+/// (`PMI_RANK`, `PMI_SIZE`, `PMI_JOBID`) that rank-detecting programs read, but no
+/// `PMI_FD` to wire up through, so an MPI library started this way runs as a singleton
+/// per task. `pmix` and `cray_shasta` are refused, as by a Slurm built without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MpiType {
+    #[default]
+    None,
+    Pmi2,
+}
+
+impl MpiType {
+    /// Every type, as `srun --mpi=list` lists them.
+    pub const ALL: [MpiType; 2] = [MpiType::None, MpiType::Pmi2];
+
+    /// Slurm's name: `none`, `pmi2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MpiType::None => "none",
+            MpiType::Pmi2 => "pmi2",
+        }
+    }
+
+    /// A type by name, with Slurm's message for one it does not have.
+    pub fn parse(text: &str) -> Result<MpiType, String> {
+        MpiType::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(text))
+            .ok_or_else(|| format!("Invalid MPI type '{text}', --mpi=list for acceptable types"))
+    }
+
+    /// The variables task `rank` of step `job_id.step_id` with `size` tasks gets.
+    ///
+    /// Example: `pmi2`, task 1 of step 7.0 with 4 tasks: `PMI_RANK=1`, `PMI_SIZE=4`,
+    /// `PMI_JOBID=7.0`.
+    pub fn task_vars(
+        self,
+        job_id: u32,
+        step_id: u32,
+        rank: u32,
+        size: u32,
+    ) -> Vec<(&'static str, String)> {
+        match self {
+            MpiType::None => Vec::new(),
+            MpiType::Pmi2 => vec![
+                ("PMI_RANK", rank.to_string()),
+                ("PMI_SIZE", size.to_string()),
+                ("PMI_JOBID", format!("{job_id}.{step_id}")),
+            ],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,6 +454,25 @@ mod tests {
             }
             .to_string(),
             "Only allocated 2 nodes asked for 3"
+        );
+    }
+
+    #[test]
+    fn mpi_types_by_name_and_their_task_variables() {
+        assert_eq!(MpiType::parse("PMI2"), Ok(MpiType::Pmi2));
+        assert_eq!(MpiType::parse("none"), Ok(MpiType::None));
+        assert_eq!(
+            MpiType::parse("pmix"),
+            Err("Invalid MPI type 'pmix', --mpi=list for acceptable types".to_string())
+        );
+        assert!(MpiType::None.task_vars(7, 0, 1, 4).is_empty());
+        assert_eq!(
+            MpiType::Pmi2.task_vars(7, 0, 1, 4),
+            [
+                ("PMI_RANK", "1".to_string()),
+                ("PMI_SIZE", "4".to_string()),
+                ("PMI_JOBID", "7.0".to_string())
+            ]
         );
     }
 }

@@ -39,8 +39,8 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     }
     // Only with -c, which sbatch says in the submit environment: the controller gives
     // every job at least one CPU per task, asked for or not.
-    if let Some((_, cpt)) = req.env.iter().find(|(k, _)| k == "SLURM_CPUS_PER_TASK") {
-        set("SLURM_CPUS_PER_TASK", cpt.clone());
+    if let Some(cpt) = get_var(&req.env, "SLURM_CPUS_PER_TASK") {
+        set("SLURM_CPUS_PER_TASK", cpt.to_string());
     }
     set("SLURM_CPUS_ON_NODE", req.cpus_on_node.to_string());
     // Only this node's share is known here; allocations are uniform across nodes.
@@ -164,6 +164,11 @@ pub fn id_list(ids: &[u32]) -> String {
 }
 
 /// Sets `name` to `value` in `env`, in place when it is there, else at the end.
+/// The value of `name` in `env`, if set.
+pub fn get_var<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    env.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+}
+
 pub fn set_var(env: &mut Vec<(String, String)>, name: &str, value: String) {
     match env.iter_mut().find(|(n, _)| n == name) {
         Some(slot) => slot.1 = value,
@@ -305,7 +310,7 @@ mod tests {
     use model::ArraySpec;
 
     fn get<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
-        env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        get_var(env, name)
     }
 
     fn sample() -> LaunchInfo {
@@ -382,7 +387,7 @@ mod tests {
         assert_eq!(cuda_visible_devices(&info, &[2, 3]), "1");
         assert_eq!(cuda_visible_devices(&info, &[4]), "2");
         let env = slurm_env(&info, "gpu01");
-        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| get_var(&env, k);
         assert_eq!(get("SLURM_SHARDS_ON_NODE"), Some("2"));
         assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("1"));
         assert_eq!(get("SLURM_JOB_GPUS"), None);
@@ -394,7 +399,7 @@ mod tests {
         info.spec.gpu_type = "mps".into();
         info.gpu_indices = vec![1, 2, 3];
         let env = slurm_env(&info, "gpu01");
-        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| get_var(&env, k);
         assert_eq!(get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), Some("75"));
         assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("1"));
         assert_eq!(get("SLURM_SHARDS_ON_NODE"), None);
@@ -406,7 +411,7 @@ mod tests {
         info.env
             .push(("SLURM_SUBMIT_DIR".into(), "/home/ada/src".into()));
         let env = slurm_env(&info, "gpu01");
-        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| get_var(&env, k);
         assert_eq!(get("SLURM_SUBMIT_DIR"), Some("/home/ada/src"));
     }
 

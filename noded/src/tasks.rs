@@ -648,6 +648,14 @@ fn start(
     };
     let local_ids = launch.task_ids.iter().enumerate();
     let gtids = crate::env::id_list(&launch.task_ids);
+    // srun names the step's MPI type and task count in the step's environment.
+    let mpi = crate::env::get_var(&env, "SLURM_MPI_TYPE")
+        .map(model::step::MpiType::parse)
+        .transpose()?
+        .unwrap_or_default();
+    let step_tasks = crate::env::get_var(&env, "SLURM_STEP_NUM_TASKS")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(launch.task_ids.len() as u32);
     let mut tasks = Vec::new();
     let mut failure = None;
     for (local, &task_id) in local_ids {
@@ -658,6 +666,9 @@ fn start(
         set("SLURM_NODEID", launch.node_index.to_string());
         set("SLURMD_NODENAME", launch.node_name.clone());
         set("SLURM_GTIDS", gtids.clone());
+        for (name, value) in mpi.task_vars(launch.job_id, launch.step_id, task_id, step_tasks) {
+            set(name, value);
+        }
         if !launch.gpu_indices.is_empty() {
             set("SLURM_STEP_GPUS", crate::env::id_list(&launch.gpu_indices));
             set("SLURM_GPUS_ON_NODE", launch.gpu_indices.len().to_string());

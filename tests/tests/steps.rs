@@ -27,7 +27,8 @@ fn a_step_spreads_its_tasks_over_the_job_nodes_with_their_environment() {
          srun -n 2 -N 2 -o task-%t-%N.out sh -c 'echo I am $SLURM_PROCID'\n\
          echo hello | srun -n 2 cat\n\
          srun -n 3 sh -c 'exit $SLURM_PROCID'\n\
-         echo step3=$?",
+         echo step3=$?\n\
+         srun -n 2 --mpi=pmi2 -o pmi-%t.out sh -c 'echo $PMI_RANK $PMI_SIZE $PMI_JOBID $SLURM_MPI_TYPE'",
     );
     c.wait_state(id, "COMPLETED", T);
     let out = read(&c, "job.out");
@@ -60,6 +61,7 @@ fn a_step_spreads_its_tasks_over_the_job_nodes_with_their_environment() {
         "{out}"
     );
     assert!(out.contains("step3=2"), "{out}");
+    assert_eq!(read(&c, "pmi-1.out"), format!("1 2 {id}.4 pmi2\n"));
     let acct = c.ok(&[
         "sacct",
         "-n",

@@ -114,6 +114,9 @@ pub fn task_env(
     if let Some(c) = o.cpus_per_task {
         set("SLURM_CPUS_PER_TASK", c.to_string());
     }
+    if let Some(t) = o.mpi {
+        set("SLURM_MPI_TYPE", t.name().to_string());
+    }
     if o.unbuffered {
         set("PYTHONUNBUFFERED", "1".into());
     }
@@ -166,6 +169,7 @@ const HELP: &str = "Usage: srun [OPTIONS(0)...] executable(0) [args(0)...]
   -K, --kill-on-bad-exit      kill the job if any task terminates with a
                               non-zero exit code
   -l, --label                 prepend task number to lines of stdout/err
+      --mpi=type              type of MPI being used (none, pmi2; list)
       --pty                   run task zero in pseudo terminal mode
   -o, --output=out            location of stdout redirection
   -p, --partition=partition   partition requested (outside an allocation)
@@ -177,7 +181,7 @@ const HELP: &str = "Usage: srun [OPTIONS(0)...] executable(0) [args(0)...]
 ";
 
 pub fn run(args: &[String]) -> ExitCode {
-    let req = match parse(args) {
+    let mut req = match parse(args) {
         Ok(Some(r)) => r,
         Ok(None) => {
             if args.iter().any(|a| a == "-V" || a == "--version") {
@@ -190,6 +194,14 @@ pub fn run(args: &[String]) -> ExitCode {
         Err(e) => return e.finish(),
     };
     let env = super::sbatch::environment();
+    if req.opts.mpi.is_none()
+        && let Some((_, t)) = env.iter().find(|(k, _)| k == "SLURM_MPI_TYPE")
+    {
+        match model::step::MpiType::parse(t) {
+            Ok(t) => req.opts.mpi = Some(t),
+            Err(m) => return Exit::error(PROG, m).finish(),
+        }
+    }
     match allocation(&req.opts, &env) {
         Some(job) => match job.split('.').next().unwrap_or("").parse::<u32>() {
             Ok(id) if id > 0 => {
@@ -334,6 +346,21 @@ mod tests {
         assert_eq!(r.opts.ntasks, Some(4));
         assert!(r.opts.label && r.opts.kill_on_bad_exit);
         assert!(parse(&s(&["--help"])).unwrap().is_none());
+    }
+
+    #[test]
+    fn mpi_types_are_listed_and_checked_as_slurm_does() {
+        let list = parse(&s(&["--mpi=list", "true"])).unwrap_err();
+        assert_eq!(
+            (list.code, list.stdout.as_str()),
+            (0, "MPI plugin types are...\n\tnone\n\tpmi2\n")
+        );
+        assert_eq!(
+            parse(&s(&["--mpi=pmix", "true"])).unwrap_err().lines(),
+            ["srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types"]
+        );
+        let r = parse(&s(&["--mpi=pmi2", "true"])).unwrap().unwrap();
+        assert_eq!(r.opts.mpi, Some(model::step::MpiType::Pmi2));
     }
 
     #[test]

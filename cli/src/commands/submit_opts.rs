@@ -311,7 +311,17 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::both(value("mem-per-gpu", None), |o, a| a.memory(o, MemKind::Gpu))
         .env("SBATCH_MEM_PER_GPU"),
     OptDef::ignored(Both, value("mincpus", None)),
-    OptDef::ignored(SrunOnly, value("mpi", None)),
+    OptDef::only(SrunOnly, value("mpi", None), |o, a| {
+        if a.value.eq_ignore_ascii_case("list") {
+            let types: String = model::step::MpiType::ALL
+                .iter()
+                .map(|t| format!("\t{}\n", t.name()))
+                .collect();
+            return Err(Exit::info(format!("MPI plugin types are...\n{types}")));
+        }
+        o.mpi = Some(model::step::MpiType::parse(a.value).map_err(|m| Exit::error(a.prog, m))?);
+        Ok(())
+    }),
     OptDef::ignored(SrunOnly, flag("multi-prog", None)),
     OptDef::ignored(Both, value("network", None)),
     // Slurm reads a bare --nice as 100 and a non-number as 0.
@@ -585,6 +595,8 @@ pub struct SubmitOpts {
     pub pty: bool,
     /// `-K`: kill the step when one of its tasks fails.
     pub kill_on_bad_exit: bool,
+    /// `--mpi`; unset: `SLURM_MPI_TYPE`, else none.
+    pub mpi: Option<model::step::MpiType>,
     /// `--gpu-bind`, checked (`model::step::GpuBind`).
     pub gpu_bind: Option<String>,
     pub jobid: Option<String>,
