@@ -116,6 +116,9 @@ fn bench(args: &[String]) -> Result<()> {
     let options = parse_args(&up_args)?;
     let mut cluster = LocalCluster::start(&options)?;
     let addr = cluster.config.controller.addr.clone();
+    let _ = SIGNER.set(std::sync::Arc::new(auth::Signer::Agent {
+        socket: cluster.config.auth.socket.clone().into(),
+    }));
     let bin = options.dir.join("bin");
     link_commands(&bin, &drover)?;
     let work = dir.path().join("work");
@@ -350,12 +353,20 @@ fn cancel_all(bin: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-async fn connect(addr: &str) -> Result<CtldClient<Channel>> {
+/// Where the API clients' credentials come from: the local cluster's credential agent,
+/// as any program's on its host.
+static SIGNER: std::sync::OnceLock<std::sync::Arc<auth::Signer>> = std::sync::OnceLock::new();
+
+async fn connect(addr: &str) -> Result<CtldClient<auth::Signed<Channel>>> {
     let channel = Channel::from_shared(format!("http://{addr}"))?
         .tcp_nodelay(true)
         .connect()
         .await?;
-    Ok(CtldClient::new(channel).max_decoding_message_size(1 << 30))
+    let signer = SIGNER
+        .get()
+        .context("no credential agent known yet")?
+        .clone();
+    Ok(CtldClient::new(auth::Signed::new(channel, signer)).max_decoding_message_size(1 << 30))
 }
 
 fn spec(work: &std::path::Path, script: &str, hold: bool) -> v1::JobSpec {

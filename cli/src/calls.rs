@@ -22,7 +22,8 @@ fn connect_error_text(e: &ConnectError) -> String {
 }
 
 /// A node daemon's agent service.
-pub type NodeAgent = proto::v1::node_agent_client::NodeAgentClient<tonic::transport::Channel>;
+pub type NodeAgent =
+    proto::v1::node_agent_client::NodeAgentClient<auth::Signed<tonic::transport::Channel>>;
 
 /// The jobs `ids` name, as the controller lists them, and the agent address of every
 /// node by name: what a command that talks to a job's node daemons starts from.
@@ -76,7 +77,8 @@ pub async fn node_agent(node: &str, addr: &str) -> Result<NodeAgent, String> {
         .connect()
         .await
         .map_err(|_| format!("Communication connection failure with node {node}"))?;
-    Ok(NodeAgent::new(channel))
+    let signer = client::signer().map_err(|e| connect_error_text(&e))?;
+    Ok(NodeAgent::new(auth::Signed::new(channel, signer)))
 }
 
 /// A failed call's message, as Slurm would word it.

@@ -83,7 +83,21 @@ pub fn runtime_with_io() -> tokio::runtime::Runtime {
 /// (`crate::connection`): lighter than tonic's `Channel`, which reconnects, balances and
 /// queues calls through a worker task, when a command is a new process for one or two
 /// calls.
-pub type Ctld = CtldClient<crate::connection::Connection>;
+pub type Ctld = CtldClient<auth::Signed<crate::connection::Connection>>;
+
+/// Where this command's credentials come from: the host's credential agent, which
+/// vouches for the uid and gid the kernel says this process has.
+pub fn signer() -> Result<std::sync::Arc<auth::Signer>, ConnectError> {
+    static SIGNER: std::sync::OnceLock<std::sync::Arc<auth::Signer>> = std::sync::OnceLock::new();
+    if let Some(s) = SIGNER.get() {
+        return Ok(s.clone());
+    }
+    let config = load_config().map_err(ConnectError::Config)?;
+    let signer = std::sync::Arc::new(auth::Signer::Agent {
+        socket: PathBuf::from(&config.auth.socket),
+    });
+    Ok(SIGNER.get_or_init(|| signer).clone())
+}
 
 /// Why a command has no connection to the controller.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +124,7 @@ pub async fn connect() -> Result<Ctld, ConnectError> {
         .await
         .with_context(|| format!("unable to contact the controller at {addr}"))
         .map_err(ConnectError::Unreachable)?;
+    let conn = auth::Signed::new(conn, signer()?);
     Ok(CtldClient::with_origin(conn, origin).max_decoding_message_size(256 << 20))
 }
 

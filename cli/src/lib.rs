@@ -69,6 +69,10 @@ const SUMMARIES: &[(&str, &str)] = &[
         "start a local cluster (controller and node daemons) on this machine",
     ),
     ("why", "explain why a pending job does not start"),
+    (
+        "keygen",
+        "make a new cluster key (the secret daemons sign with)",
+    ),
     ("sbatch", "submit a batch script"),
     ("squeue", "list pending and running jobs"),
     ("sinfo", "list partitions and nodes"),

@@ -8,6 +8,20 @@ use proto::v1::{JobInfo, ListJobsRequest};
 use std::net::TcpListener;
 use std::sync::Arc;
 
+/// A transport whose requests carry credentials of a test key, for stand-in
+/// controllers (which do not check them).
+pub fn signed<S>(inner: S) -> auth::Signed<S> {
+    auth::Signed::new(
+        inner,
+        Arc::new(auth::Signer::Key {
+            key: auth::Key::from_bytes(&[9; 32]).expect("a 32-byte key"),
+            issuer: auth::Issuer::User,
+            host: "test".into(),
+            ttl_s: 60,
+        }),
+    )
+}
+
 /// A gRPC message as it travels: uncompressed flag, length, bytes.
 pub fn grpc_message(bytes: &[u8]) -> Vec<u8> {
     let mut out = vec![0];

@@ -159,6 +159,7 @@ pub struct CompleteStep {
     pub exit_signal: i32,
     /// What the step used on all its nodes; `None`: nothing counted it.
     pub usage: Option<model::StepUsage>,
+    pub requester: Uid,
 }
 
 /// A job as a node daemon has it: the run it started (`restart_count`), whether the

@@ -422,7 +422,13 @@ mod tests {
         let state = ClusterState::new(config.node_list(), config.partition_list());
         let (inbox, _rx) = mpsc::channel(1);
         let (snapshot, readers) = watch::channel(Arc::new(state.clone()));
-        let dispatcher = Dispatcher::new(inbox.downgrade(), "c".into(), "a:1".into(), 1);
+        let signer = Arc::new(auth::Signer::Key {
+            key: auth::Key::from_bytes(&[0; 32]).unwrap(),
+            issuer: auth::Issuer::Controller,
+            host: "c".into(),
+            ttl_s: 60,
+        });
+        let dispatcher = Dispatcher::new(inbox.downgrade(), "c".into(), "a:1".into(), 1, signer);
         let sched = Arc::new(sched::SchedConfig::from_config(&config));
         let mut core = Core::new(
             state,

@@ -25,8 +25,13 @@ use tonic::transport::{Channel, Endpoint};
 /// How many times an RPC is sent before the dispatcher gives up on it.
 const ATTEMPTS: u64 = 3;
 
+/// A node daemon's agent service, every call signed by the controller.
+type Agent = NodeAgentClient<auth::Signed<Channel>>;
+
 pub struct Dispatcher {
-    clients: BTreeMap<String, NodeAgentClient<Channel>>,
+    clients: BTreeMap<String, Agent>,
+    /// Signs every call to a node daemon as the controller's.
+    signer: Arc<auth::Signer>,
     inbox: mpsc::WeakSender<Input>,
     cluster_name: String,
     ctld_addr: String,
@@ -42,9 +47,11 @@ impl Dispatcher {
         cluster_name: String,
         ctld_addr: String,
         kill_wait_secs: u32,
+        signer: Arc<auth::Signer>,
     ) -> Dispatcher {
         Dispatcher {
             clients: BTreeMap::new(),
+            signer,
             inbox,
             cluster_name,
             ctld_addr,
@@ -59,11 +66,11 @@ impl Dispatcher {
         self.clients.remove(addr);
     }
 
-    fn client(&mut self, addr: &str) -> Option<NodeAgentClient<Channel>> {
+    fn client(&mut self, addr: &str) -> Option<Agent> {
         if let Some(c) = self.clients.get(addr) {
             return Some(c.clone());
         }
-        let client = fresh_client(addr)?;
+        let client = fresh_client(addr, &self.signer)?;
         self.clients.insert(addr.to_string(), client.clone());
         Some(client)
     }
@@ -238,6 +245,7 @@ impl Dispatcher {
         };
         let inbox = self.inbox.clone();
         let client = self.client(&addr);
+        let signer = Arc::clone(&self.signer);
         let launching = Arc::clone(&self.launching);
         tokio::spawn(async move {
             // A node daemon that restarted leaves a dead cached connection behind; the
@@ -256,7 +264,7 @@ impl Dispatcher {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(50 * (attempt + 1))).await;
-                client = fresh_client(&addr);
+                client = fresh_client(&addr, &signer);
             }
             launching
                 .lock()
@@ -281,11 +289,14 @@ impl Dispatcher {
 }
 
 /// A client on a new connection (made at the first call).
-fn fresh_client(addr: &str) -> Option<NodeAgentClient<Channel>> {
+fn fresh_client(addr: &str, signer: &Arc<auth::Signer>) -> Option<Agent> {
     let endpoint = Endpoint::from_shared(format!("http://{addr}"))
         .ok()?
         .connect_timeout(Duration::from_secs(2))
         .timeout(Duration::from_secs(10))
         .tcp_nodelay(true);
-    Some(NodeAgentClient::new(endpoint.connect_lazy()))
+    Some(NodeAgentClient::new(auth::Signed::new(
+        endpoint.connect_lazy(),
+        Arc::clone(signer),
+    )))
 }

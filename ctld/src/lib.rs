@@ -6,7 +6,8 @@
 //! durable state behind a trait (the only code that touches sled), `service` the gRPC
 //! front that turns the wire into commands, `connections` the accept loop and the
 //! bounds on each client connection, `dispatch` the RPCs to node daemons, `validate`
-//! the submit checks, `reservations` the reservation changes.
+//! the submit checks, `reservations` the reservation changes, `users` the names of the
+//! uids requests' credentials prove.
 
 pub mod command;
 pub mod connections;
@@ -16,6 +17,7 @@ pub mod reservations;
 pub mod rules;
 pub mod service;
 pub mod store;
+pub mod users;
 pub mod validate;
 
 use anyhow::Context;
@@ -40,6 +42,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let state_dir = PathBuf::from(&config.state_dir).join("ctld");
     std::fs::create_dir_all(&state_dir)
         .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
+    // Scripts and environments of every user are in the store: only its owner reads it.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", state_dir.display()))?;
+    }
     let started = std::time::Instant::now();
     let store = Arc::new(store::SledStore::open(
         &state_dir.join("store"),
@@ -64,6 +72,31 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .addr
         .parse()
         .with_context(|| format!("bad controller address {}", config.controller.addr))?;
+    let key = Arc::new(
+        auth::Key::load(std::path::Path::new(&config.auth.key_file)).map_err(|e| {
+            anyhow::anyhow!(
+                "{e} (make one with `drover keygen {}`)",
+                config.auth.key_file
+            )
+        })?,
+    );
+    let ttl_s = i64::from(config.auth.credential_ttl_s);
+    let host = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "controller".into());
+    auth::agent::start(
+        std::path::Path::new(&config.auth.socket),
+        &key,
+        &host,
+        ttl_s,
+    );
+    let signer = Arc::new(auth::Signer::Key {
+        key: (*key).clone(),
+        issuer: auth::Issuer::Controller,
+        host,
+        ttl_s,
+    });
+    let verifier = Arc::new(auth::Verifier::new((*key).clone()));
     let config = Arc::new(config);
     let (inbox_tx, inbox_rx) = mpsc::channel(65536);
     let (snap_tx, snap_rx) = watch::channel(Arc::new(state.clone()));
@@ -72,6 +105,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.cluster_name.clone(),
         config.controller.addr.clone(),
         config.controller.kill_wait_s,
+        signer,
     );
     let sched_config = Arc::new(sched::SchedConfig::from_config(&config));
     let core = core::Core::new(
@@ -90,6 +124,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config: config.clone(),
         sched_config,
         estimates: Arc::new(tokio::sync::Semaphore::new(1)),
+        users: Arc::default(),
+        key: key.clone(),
+        grant_ttl_s: ttl_s,
     };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -106,15 +143,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         // client that never finishes an upload holds its buffer no longer.
         .timeout(seconds(c.request_timeout_s))
         .layer(connections::WatchLayer)
-        .add_service(
+        .add_service(tonic::service::interceptor::InterceptedService::new(
             proto::v1::ctld_server::CtldServer::new(services.clone())
                 .max_decoding_message_size(MAX_REQUEST_BYTES)
                 .max_encoding_message_size(usize::MAX),
-        )
-        .add_service(
+            auth::Authenticate::anyone(verifier.clone()),
+        ))
+        .add_service(tonic::service::interceptor::InterceptedService::new(
             proto::v1::node_control_server::NodeControlServer::new(services)
                 .max_decoding_message_size(MAX_REQUEST_BYTES),
-        )
+            auth::Authenticate::only(verifier, auth::Issuer::Node),
+        ))
         .serve_with_incoming_shutdown(incoming, shutdown_signal());
     // The state owner ends only by a panic (its inbox lives as long as the server):
     // then the controller stops instead of serving a frozen snapshot to readers and

@@ -26,6 +26,11 @@ pub struct Services {
     pub sched_config: Arc<sched::SchedConfig>,
     /// `--test-only` estimates run one at a time, off the state owner.
     pub estimates: Arc<Semaphore>,
+    /// The names of the users whose credentials requests carry.
+    pub users: Arc<crate::users::UserNames>,
+    /// Seals the steps' grants to their nodes (`v1::StepGrant`), valid this long.
+    pub key: Arc<auth::Key>,
+    pub grant_ttl_s: i64,
 }
 
 /// A refusal as a gRPC status, the one place where that mapping is made.
@@ -74,6 +79,11 @@ fn invalid(text: String) -> Status {
     Status::invalid_argument(text)
 }
 
+/// The uid a request acts as.
+fn requester<T>(req: &Request<T>) -> Result<u32, Status> {
+    auth::identity(req).map(|who| who.uid)
+}
+
 impl Services {
     /// Hands a command to the state owner and waits for its answer.
     async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Input) -> Result<T, Status> {
@@ -91,9 +101,14 @@ impl Services {
 impl Services {
     /// The answer to `ListJobs`, from the latest snapshot: full records, or with
     /// `summary` squeue's light view (`JobSummary`) whose repeated strings are sent once.
-    fn jobs_reply(&self, req: &v1::ListJobsRequest, filter: &JobFilter) -> v1::ListJobsReply {
+    fn jobs_reply(
+        &self,
+        req: &v1::ListJobsRequest,
+        viewer: u32,
+        filter: &JobFilter,
+    ) -> v1::ListJobsReply {
         let snap = self.snapshot();
-        JobWalk::new(self, req, &snap, filter).next_chunk(usize::MAX)
+        JobWalk::new(self, req, viewer, &snap, filter).next_chunk(usize::MAX)
     }
 }
 
@@ -103,6 +118,8 @@ impl Services {
 struct JobWalk<'s> {
     services: &'s Services,
     req: &'s v1::ListJobsRequest,
+    /// Who lists: scripts and environments are only their own jobs' (all, for root).
+    viewer: u32,
     filter: &'s JobFilter,
     snap: &'s ClusterState,
     now: i64,
@@ -120,6 +137,7 @@ impl<'s> JobWalk<'s> {
     fn new(
         services: &'s Services,
         req: &'s v1::ListJobsRequest,
+        viewer: u32,
         snap: &'s ClusterState,
         filter: &'s JobFilter,
     ) -> JobWalk<'s> {
@@ -134,6 +152,7 @@ impl<'s> JobWalk<'s> {
         JobWalk {
             services,
             req,
+            viewer,
             filter,
             snap,
             now: unix_now(),
@@ -206,7 +225,8 @@ impl<'s> JobWalk<'s> {
             reply.summaries.push(summary);
             return;
         }
-        let payload = if req.with_script || req.with_env {
+        let may_read = self.viewer == 0 || self.viewer == job.spec.uid;
+        let payload = if (req.with_script || req.with_env) && may_read {
             let store = &self.services.store;
             let own = store.payload(job.id).ok().flatten();
             let mut p = own
@@ -355,12 +375,21 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::SubmitJobRequest>,
     ) -> Result<Response<v1::SubmitJobReply>, Status> {
+        let who = auth::identity(&req)?;
         let req = req.into_inner();
         let spec = req
             .spec
             .ok_or_else(|| Status::invalid_argument("missing job spec"))?;
-        let (spec, payload) = proto::convert::spec_from_wire(spec)
+        let (mut spec, payload) = proto::convert::spec_from_wire(spec)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // A job runs as who submitted it; only root submits for another user.
+        if who.uid != 0 {
+            if spec.uid != who.uid {
+                return Err(status(Rejection::PermissionDenied));
+            }
+            spec.gid = who.gid;
+            spec.user = self.users.name(who.uid);
+        }
         let submit = command::Submit { spec, payload };
         let submitted = if req.test_only {
             // Off the state owner's turn: a pass over a copy of the snapshot, one
@@ -400,6 +429,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::SignalJobsRequest>,
     ) -> Result<Response<v1::SignalJobsReply>, Status> {
+        let requester = requester(&req)?;
         let req = req.into_inner();
         let mut wire_filter = req.filter.unwrap_or_default();
         // The ids are resolved one by one (each has its own result); the filter is
@@ -410,7 +440,7 @@ impl v1::ctld_server::Ctld for Services {
             job_ids,
             signal: req.signal,
             batch_only: req.batch_only,
-            requester: req.requester_uid,
+            requester,
         };
         let results = self.ask(|reply| Input::Signal(cmd, reply)).await?;
         Ok(Response::new(v1::SignalJobsReply {
@@ -423,6 +453,7 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ControlJobsRequest>,
     ) -> Result<Response<v1::ControlJobsReply>, Status> {
         use command::ControlOp as Op;
+        let requester = requester(&req)?;
         let req = req.into_inner();
         let op = match v1::ControlOp::try_from(req.op) {
             Ok(v1::ControlOp::Hold) => Op::Hold,
@@ -439,7 +470,7 @@ impl v1::ctld_server::Ctld for Services {
         let cmd = command::ControlJobs {
             op,
             job_ids: req.job_ids,
-            requester: req.requester_uid,
+            requester,
         };
         let results = self.ask(|reply| Input::Control(cmd, reply)).await?;
         Ok(Response::new(v1::ControlJobsReply {
@@ -451,6 +482,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::UpdateJobRequest>,
     ) -> Result<Response<v1::UpdateJobReply>, Status> {
+        let requester = requester(&req)?;
         let req = req.into_inner();
         let changes = req
             .changes
@@ -461,7 +493,7 @@ impl v1::ctld_server::Ctld for Services {
         let cmd = command::UpdateJobs {
             job_ids: req.job_ids,
             changes,
-            requester: req.requester_uid,
+            requester,
         };
         let results = self.ask(|reply| Input::Update(cmd, reply)).await?;
         Ok(Response::new(v1::UpdateJobReply {
@@ -474,6 +506,7 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<v1::ListJobsReply>, Status> {
         let listing = count_listing(&req);
+        let viewer = requester(&req)?;
         let req = req.into_inner();
         let filter = listing_filter(&req)?;
         // A large queue takes a while to walk: off the async workers, so that submits
@@ -482,7 +515,7 @@ impl v1::ctld_server::Ctld for Services {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             let _turn = turn;
-            this.jobs_reply(&req, &filter)
+            this.jobs_reply(&req, viewer, &filter)
         })
         .await
         .map(Response::new)
@@ -496,6 +529,7 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<Self::ListJobSummariesStream>, Status> {
         let listing = count_listing(&req);
+        let viewer = requester(&req)?;
         let mut req = req.into_inner();
         req.summary = true;
         let filter = listing_filter(&req)?;
@@ -511,7 +545,7 @@ impl v1::ctld_server::Ctld for Services {
         let dropped_flag = dropped.clone();
         tokio::spawn(async move {
             let snap = this.snapshot();
-            let mut walk = JobWalk::new(&this, &req, &snap, &filter);
+            let mut walk = JobWalk::new(&this, &req, viewer, &snap, &filter);
             while !walk.done {
                 let rank = listing.as_ref().map_or(1, |l| l.rank());
                 let Ok(turn) = TURNS.take(rank).await else {
@@ -565,6 +599,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::UpdateNodesRequest>,
     ) -> Result<Response<v1::UpdateNodesReply>, Status> {
+        let requester = requester(&req)?;
         let req = req.into_inner();
         use v1::NodeStateChange as C;
         let action = match C::try_from(req.state) {
@@ -582,7 +617,7 @@ impl v1::ctld_server::Ctld for Services {
             nodes: req.nodes,
             action,
             reason: req.reason,
-            requester: req.requester_uid,
+            requester,
         };
         self.ask(|reply| Input::UpdateNodes(cmd, reply)).await?;
         Ok(Response::new(v1::UpdateNodesReply {}))
@@ -633,6 +668,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::CreateStepRequest>,
     ) -> Result<Response<v1::CreateStepReply>, Status> {
+        let requester = requester(&req)?;
         let req = req.into_inner();
         let job_id = req.job_id;
         let cmd = command::CreateStep {
@@ -644,28 +680,44 @@ impl v1::ctld_server::Ctld for Services {
                 ntasks_per_node: req.ntasks_per_node,
                 cpus_per_task: req.cpus_per_task,
             },
-            requester: req.requester_uid,
+            requester,
         };
         let started = self.ask(|reply| Input::CreateStep(cmd, reply)).await?;
         let snapshot = self.snapshot();
-        let job = snapshot
-            .job(job_id)
-            .map(|j| proto::convert::job_to_wire(j, None, unix_now()));
+        let now = unix_now();
+        let job = snapshot.job(job_id);
+        let (uid, gid) = job.map_or((0, 0), |j| (j.spec.uid, j.spec.gid));
+        let job = job.map(|j| proto::convert::job_to_wire(j, None, now));
         let nodes = started
             .nodes
             .into_iter()
-            .map(|(share, task_ids)| v1::StepNode {
-                agent_addr: snapshot
-                    .nodes
-                    .get(&share.node)
-                    .map(|n| n.addr.clone())
-                    .unwrap_or_default(),
-                name: share.node,
-                task_ids,
-                cpus: share.cpus,
-                cpu_ids: share.cpu_ids,
-                mem_mb: share.mem_mb,
-                gpu_indices: share.gpus,
+            .map(|(share, task_ids)| {
+                let grant = v1::StepGrant {
+                    job_id,
+                    step_id: started.step_id,
+                    node: share.node.clone(),
+                    uid,
+                    gid,
+                    task_ids: task_ids.clone(),
+                    cpu_ids: share.cpu_ids.clone(),
+                    mem_mb: share.mem_mb,
+                    gpu_indices: share.gpus.clone(),
+                    expires_at: now + self.grant_ttl_s,
+                };
+                v1::StepNode {
+                    agent_addr: snapshot
+                        .nodes
+                        .get(&share.node)
+                        .map(|n| n.addr.clone())
+                        .unwrap_or_default(),
+                    name: share.node,
+                    task_ids,
+                    cpus: share.cpus,
+                    cpu_ids: share.cpu_ids,
+                    mem_mb: share.mem_mb,
+                    gpu_indices: share.gpus,
+                    grant: self.key.seal(auth::STEP_GRANT, proto::encode(&grant)),
+                }
             })
             .collect();
         Ok(Response::new(v1::CreateStepReply {
@@ -679,6 +731,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::ChangeReservationRequest>,
     ) -> Result<Response<v1::ChangeReservationReply>, Status> {
+        let requester = requester(&req)?;
         let req = req.into_inner();
         let op = match v1::ReservationOp::try_from(req.op) {
             Ok(v1::ReservationOp::Create) => command::ReservationOp::Create,
@@ -693,7 +746,7 @@ impl v1::ctld_server::Ctld for Services {
         let cmd = command::ChangeReservation {
             op,
             change,
-            requester: req.requester_uid,
+            requester,
         };
         let name = self
             .ask(|reply| Input::ChangeReservation(cmd, reply))
@@ -783,6 +836,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::CompleteStepRequest>,
     ) -> Result<Response<v1::CompleteStepReply>, Status> {
+        let requester = requester(&req)?;
         let req = req.into_inner();
         let cmd = command::CompleteStep {
             job_id: req.job_id,
@@ -790,6 +844,7 @@ impl v1::ctld_server::Ctld for Services {
             exit_code: req.exit_code,
             exit_signal: req.exit_signal,
             usage: req.usage.map(proto::convert::usage_from_wire),
+            requester,
         };
         self.ask(|reply| Input::CompleteStep(cmd, reply)).await?;
         Ok(Response::new(v1::CompleteStepReply {}))
@@ -948,6 +1003,42 @@ mod command_tests {
     use v1::ctld_server::Ctld;
     use v1::node_control_server::NodeControl;
 
+    /// A request as the interceptor hands it on for `uid`.
+    fn as_user<T>(uid: u32, msg: T) -> Request<T> {
+        let mut req = Request::new(msg);
+        req.extensions_mut().insert(auth::Identity {
+            issuer: auth::Issuer::User,
+            uid,
+            gid: uid,
+            host: "login1".into(),
+        });
+        req
+    }
+
+    fn as_root<T>(msg: T) -> Request<T> {
+        as_user(0, msg)
+    }
+
+    #[tokio::test]
+    async fn a_user_submits_only_as_themselves() {
+        let (s, mut rx) = services();
+        let submit = |uid| v1::SubmitJobRequest {
+            spec: Some(v1::JobSpec {
+                uid,
+                script: "#!/bin/sh\ntrue\n".into(),
+                ..Default::default()
+            }),
+            test_only: false,
+        };
+        let refused = s.submit_job(as_user(1000, submit(0))).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+        assert!(rx.try_recv().is_err());
+        // Nor is anything done without a credential's identity.
+        let refused = s.submit_job(Request::new(submit(0))).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+        assert!(rx.try_recv().is_err());
+    }
+
     /// Services over a state of an array 12 (tasks 1 and 2 split off, 3-5 pending) and
     /// a job 20; the inbox's receiver, to see what reached the state owner.
     fn services() -> (Services, mpsc::Receiver<Input>) {
@@ -979,6 +1070,9 @@ mod command_tests {
             sched_config: Arc::new(sched::SchedConfig::from_config(&config)),
             config: Arc::new(config),
             estimates: Arc::new(Semaphore::new(1)),
+            users: Arc::default(),
+            key: Arc::new(auth::Key::from_bytes(&[0; 32]).unwrap()),
+            grant_ttl_s: 60,
         };
         (services, rx)
     }
@@ -991,7 +1085,7 @@ mod command_tests {
             }),
             ..Default::default()
         };
-        let reply = s.list_jobs(Request::new(req)).await?.into_inner();
+        let reply = s.list_jobs(as_root(req)).await?.into_inner();
         Ok(reply
             .jobs
             .iter()
@@ -1026,7 +1120,7 @@ mod command_tests {
             }),
             ..Default::default()
         };
-        let bad = s.list_jobs(Request::new(states)).await.unwrap_err();
+        let bad = s.list_jobs(as_root(states)).await.unwrap_err();
         assert_eq!(bad.code(), tonic::Code::InvalidArgument);
         let reasons = v1::ListJobsRequest {
             filter: Some(v1::JobFilter {
@@ -1035,7 +1129,7 @@ mod command_tests {
             }),
             ..Default::default()
         };
-        let bad = s.list_jobs(Request::new(reasons)).await.unwrap_err();
+        let bad = s.list_jobs(as_root(reasons)).await.unwrap_err();
         assert_eq!(bad.code(), tonic::Code::InvalidArgument);
         assert_eq!(bad.message(), "Invalid reason specified: BOGUS");
     }
@@ -1048,9 +1142,8 @@ mod command_tests {
             let hold = v1::ControlJobsRequest {
                 op: unknown,
                 job_ids: vec!["20".into()],
-                requester_uid: 0,
             };
-            let refused = s.control_jobs(Request::new(hold)).await.unwrap_err();
+            let refused = s.control_jobs(as_root(hold)).await.unwrap_err();
             assert_eq!(refused.code(), tonic::Code::InvalidArgument);
             let end = v1::JobFinishedRequest {
                 node_name: "n1".into(),
@@ -1058,14 +1151,14 @@ mod command_tests {
                 kind: unknown,
                 ..Default::default()
             };
-            let refused = s.job_finished(Request::new(end)).await.unwrap_err();
+            let refused = s.job_finished(as_root(end)).await.unwrap_err();
             assert_eq!(refused.code(), tonic::Code::InvalidArgument);
             let reservation = v1::ChangeReservationRequest {
                 op: unknown,
                 ..Default::default()
             };
             let refused = s
-                .change_reservation(Request::new(reservation))
+                .change_reservation(as_root(reservation))
                 .await
                 .unwrap_err();
             assert_eq!(refused.code(), tonic::Code::InvalidArgument);
@@ -1075,9 +1168,8 @@ mod command_tests {
                 nodes: "n1".into(),
                 state,
                 reason: "x".into(),
-                requester_uid: 0,
             };
-            let refused = s.update_nodes(Request::new(update)).await.unwrap_err();
+            let refused = s.update_nodes(as_root(update)).await.unwrap_err();
             assert_eq!(refused.code(), tonic::Code::InvalidArgument);
         }
         // None of them reached the state owner.

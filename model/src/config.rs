@@ -72,6 +72,36 @@ pub struct Config {
     /// `[node_daemon]`: the site's scripts node daemons run.
     #[serde(default)]
     pub node_daemon: NodeDaemonConfig,
+    /// `[auth]`: the cluster key and the credential agent's socket.
+    #[serde(default)]
+    pub auth: AuthConfig,
+}
+
+/// `[auth]`: how requests prove who sends them (Slurm's AuthType=auth/munge, with the
+/// key munge keeps in /etc/munge/munge.key).
+///
+/// ```toml
+/// [auth]
+/// key_file = "/etc/drover/cluster.key"  # only root reads it: `drover keygen` makes one
+/// socket = "/run/drover/auth.sock"      # the host's credential agent, for commands
+/// credential_ttl_s = 60                 # how long a credential is valid
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    pub key_file: String,
+    pub socket: String,
+    pub credential_ttl_s: u32,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            key_file: "/etc/drover/cluster.key".into(),
+            socket: "/run/drover/auth.sock".into(),
+            credential_ttl_s: 60,
+        }
+    }
 }
 
 /// `[node_daemon]`: the site's scripts, run as root by every node daemon (Slurm's

@@ -2,8 +2,15 @@
 //! controller calls, `RunTasks`, which `srun` calls (`tasks`), `StepStats`, which
 //! `sstat` calls, `BroadcastFile`, which `sbcast` calls (`bcast`), `AttachStep`, which
 //! `sattach` calls (`tasks`), and `SendMail`, the controller's mail about jobs (`mail`).
+//!
+//! Every call carries a credential (`auth::Authenticate` checks it first). The
+//! controller's calls must be the controller's. A user's `RunTasks` runs only what the
+//! controller's grant for this node says (job, step, user, tasks, CPUs, memory, GPUs);
+//! `AttachStep` joins only the caller's own steps; `BroadcastFile` writes with the
+//! caller's rights. Root may act for anyone.
 
 use crate::jobs::{Jobs, JobsError};
+use proto::v1;
 use proto::v1::node_agent_server::NodeAgent;
 use proto::v1::{AttachInput, TaskInput, attach_input, task_input};
 use proto::v1::{
@@ -18,6 +25,8 @@ use tracing::warn;
 
 pub struct Agent {
     jobs: Arc<Jobs>,
+    /// Opens the controller's step grants.
+    key: Arc<auth::Key>,
     /// The site's MailProg.
     mail_prog: String,
     /// The steps running here, for sattach.
@@ -25,13 +34,55 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn new(jobs: Arc<Jobs>, mail_prog: String) -> Agent {
+    pub fn new(jobs: Arc<Jobs>, mail_prog: String, key: Arc<auth::Key>) -> Agent {
         Agent {
             jobs,
+            key,
             mail_prog,
             attachable: crate::tasks::Attachable::default(),
         }
     }
+}
+
+/// Refuses a call that is not the controller's.
+fn from_controller<T>(request: &Request<T>) -> Result<(), Status> {
+    auth::require(&auth::identity(request)?, auth::Issuer::Controller)
+}
+
+/// The launch as the controller's grant for this node allows it: its job, step, user,
+/// tasks, CPUs, memory and GPUs are the grant's. A launch without a valid grant for
+/// this node, after it expired, or by another user than the grant's (but root) is
+/// refused.
+fn granted(
+    key: &auth::Key,
+    node: &str,
+    who: &auth::Identity,
+    mut launch: v1::TaskLaunch,
+    now: i64,
+) -> Result<v1::TaskLaunch, Status> {
+    let denied = |why: &str| Status::permission_denied(format!("step launch refused: {why}"));
+    let body = key
+        .open(auth::STEP_GRANT, &launch.grant)
+        .map_err(|e| denied(&e.to_string()))?;
+    let grant: v1::StepGrant = proto::decode(&body).ok_or_else(|| denied("malformed grant"))?;
+    if grant.node != node {
+        return Err(denied(&format!("the grant is for node {}", grant.node)));
+    }
+    if grant.expires_at <= now {
+        return Err(denied("the grant has expired"));
+    }
+    if who.uid != 0 && who.uid != grant.uid {
+        return Err(denied("the step is another user's"));
+    }
+    launch.job_id = grant.job_id;
+    launch.step_id = grant.step_id;
+    launch.uid = grant.uid;
+    launch.gid = grant.gid;
+    launch.task_ids = grant.task_ids;
+    launch.cpu_ids = grant.cpu_ids;
+    launch.mem_mb = grant.mem_mb;
+    launch.gpu_indices = grant.gpu_indices;
+    Ok(launch)
 }
 
 fn to_status(e: &JobsError) -> Status {
@@ -51,6 +102,7 @@ impl NodeAgent for Agent {
         &self,
         request: Request<Streaming<AttachInput>>,
     ) -> Result<Response<Self::AttachStepStream>, Status> {
+        let who = auth::identity(&request)?;
         let mut input = request.into_inner();
         let target = match input.message().await? {
             Some(AttachInput {
@@ -68,6 +120,9 @@ impl NodeAgent for Agent {
                 target.job_id, target.step_id
             )));
         };
+        if who.uid != 0 && who.uid != attached.uid {
+            return Err(Status::permission_denied("Access/permission denied"));
+        }
         // Only the step holds its outlet: the stream ends with the step.
         let mut output = attached.output.subscribe();
         drop(attached.output);
@@ -108,11 +163,18 @@ impl NodeAgent for Agent {
         &self,
         request: Request<Streaming<TaskInput>>,
     ) -> Result<Response<Self::RunTasksStream>, Status> {
+        let who = auth::identity(&request)?;
         let mut input = request.into_inner();
         let launch = match input.message().await? {
             Some(TaskInput {
                 input: Some(task_input::Input::Launch(launch)),
-            }) => launch,
+            }) => granted(
+                &self.key,
+                self.jobs.node_name(),
+                &who,
+                launch,
+                auth::unix_now(),
+            )?,
             _ => {
                 return Err(Status::invalid_argument(
                     "RunTasks must start with a launch",
@@ -135,6 +197,7 @@ impl NodeAgent for Agent {
         &self,
         request: Request<LaunchJobRequest>,
     ) -> Result<Response<LaunchJobReply>, Status> {
+        from_controller(&request)?;
         let req = request.into_inner();
         let job_id = req.job_id;
         self.jobs.launch(req).await.map_err(|e| {
@@ -148,6 +211,7 @@ impl NodeAgent for Agent {
         &self,
         request: Request<SignalJobRequest>,
     ) -> Result<Response<SignalJobReply>, Status> {
+        from_controller(&request)?;
         let req = request.into_inner();
         let found = self
             .jobs
@@ -202,9 +266,10 @@ impl NodeAgent for Agent {
         &self,
         request: Request<Streaming<FileChunk>>,
     ) -> Result<Response<BroadcastFileReply>, Status> {
+        let who = auth::identity(&request)?;
         let mut input = request.into_inner();
         let Some(FileChunk {
-            header: Some(header),
+            header: Some(mut header),
             data: first,
         }) = input.message().await?
         else {
@@ -212,6 +277,11 @@ impl NodeAgent for Agent {
                 "BroadcastFile must start with a header",
             ));
         };
+        // Written with the caller's rights, whoever the header names (root: its user).
+        if who.uid != 0 {
+            header.uid = who.uid;
+            header.gid = who.gid;
+        }
         let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
         let (job_id, path) = (header.job_id, header.path.clone());
         let writer = std::thread::spawn(move || crate::bcast::write(&header, rx));
@@ -244,6 +314,7 @@ impl NodeAgent for Agent {
         &self,
         request: Request<SendMailRequest>,
     ) -> Result<Response<SendMailReply>, Status> {
+        from_controller(&request)?;
         let req = request.into_inner();
         match crate::mail::send(&self.mail_prog, &req.user, &req.subject).await {
             Ok(()) => {
@@ -261,8 +332,96 @@ impl NodeAgent for Agent {
         &self,
         request: Request<SuspendJobRequest>,
     ) -> Result<Response<SuspendJobReply>, Status> {
+        from_controller(&request)?;
         let req = request.into_inner();
         let found = self.jobs.suspend(req.job_id, req.resume).await;
         Ok(Response::new(SuspendJobReply { found }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(key: &auth::Key, node: &str, expires_at: i64) -> Vec<u8> {
+        let g = v1::StepGrant {
+            job_id: 7,
+            step_id: 2,
+            node: node.into(),
+            uid: 1000,
+            gid: 100,
+            task_ids: vec![3],
+            cpu_ids: vec![4, 5],
+            mem_mb: 512,
+            gpu_indices: vec![1],
+            expires_at,
+        };
+        key.seal(auth::STEP_GRANT, proto::encode(&g))
+    }
+
+    fn user(uid: u32) -> auth::Identity {
+        auth::Identity {
+            issuer: auth::Issuer::User,
+            uid,
+            gid: uid,
+            host: "login1".into(),
+        }
+    }
+
+    #[test]
+    fn a_step_runs_only_as_the_controllers_grant_for_this_node_says() {
+        let key = auth::Key::from_bytes(&[1; 32]).unwrap();
+        // What srun claims is replaced by what the grant says.
+        let claimed = v1::TaskLaunch {
+            job_id: 7,
+            uid: 0,
+            cpu_ids: vec![0, 1, 2, 3],
+            gpu_indices: vec![0, 1],
+            mem_mb: 1 << 20,
+            grant: grant(&key, "n1", 100),
+            ..Default::default()
+        };
+        let l = granted(&key, "n1", &user(1000), claimed.clone(), 50).unwrap();
+        assert_eq!(
+            (
+                l.job_id,
+                l.step_id,
+                l.uid,
+                l.gid,
+                l.task_ids,
+                l.cpu_ids,
+                l.mem_mb,
+                l.gpu_indices
+            ),
+            (7, 2, 1000, 100, vec![3], vec![4, 5], 512, vec![1])
+        );
+        let refused = |node: &str, who: u32, now: i64, launch: v1::TaskLaunch| {
+            granted(&key, node, &user(who), launch, now)
+                .unwrap_err()
+                .message()
+                .to_string()
+        };
+        assert_eq!(
+            refused("n2", 1000, 50, claimed.clone()),
+            "step launch refused: the grant is for node n1"
+        );
+        assert_eq!(
+            refused("n1", 1000, 100, claimed.clone()),
+            "step launch refused: the grant has expired"
+        );
+        assert_eq!(
+            refused("n1", 1001, 50, claimed.clone()),
+            "step launch refused: the step is another user's"
+        );
+        // Root may launch anyone's; nobody launches without a grant of this key.
+        assert!(granted(&key, "n1", &user(0), claimed.clone(), 50).is_ok());
+        let forged = v1::TaskLaunch {
+            grant: grant(&auth::Key::from_bytes(&[2; 32]).unwrap(), "n1", 100),
+            ..claimed
+        };
+        assert_eq!(
+            refused("n1", 1000, 50, forged),
+            "step launch refused: the credential's signature is invalid"
+        );
     }
 }

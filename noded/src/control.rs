@@ -15,6 +15,9 @@ use std::time::Duration;
 use tonic::transport::Channel;
 use tracing::{debug, info, warn};
 
+/// The controller's `NodeControl` service, every call signed as this node's.
+pub type Controller = NodeControlClient<auth::Signed<Channel>>;
+
 /// What this node tells the controller at registration, besides its running jobs.
 #[derive(Debug, Clone)]
 pub struct Registration {
@@ -28,7 +31,7 @@ pub struct Registration {
 /// Registers and heartbeats forever.
 pub async fn run(
     jobs: Arc<Jobs>,
-    mut ctld: NodeControlClient<Channel>,
+    mut ctld: Controller,
     reg: Registration,
     default_interval: Duration,
     health: Arc<crate::health::Health>,
@@ -66,11 +69,7 @@ pub async fn run(
 }
 
 /// Registers, retrying with backoff until the controller answers.
-async fn register(
-    jobs: &Jobs,
-    ctld: &mut NodeControlClient<Channel>,
-    reg: &Registration,
-) -> RegisterReply {
+async fn register(jobs: &Jobs, ctld: &mut Controller, reg: &Registration) -> RegisterReply {
     let mut backoff = Backoff::default();
     let mut failures = 0u32;
     loop {

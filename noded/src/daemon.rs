@@ -65,6 +65,19 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         .spool
         .unwrap_or_else(|| Path::new(&config.state_dir).join(format!("noded-{name}")));
     let spool = Spool::open(&spool_dir)?;
+    let key = Arc::new(
+        auth::Key::load(Path::new(&config.auth.key_file)).map_err(|e| {
+            anyhow::anyhow!("{e} (the controller's cluster key, copied to this node)")
+        })?,
+    );
+    let ttl_s = i64::from(config.auth.credential_ttl_s);
+    auth::agent::start(Path::new(&config.auth.socket), &key, &name, ttl_s);
+    let signer = Arc::new(auth::Signer::Key {
+        key: (*key).clone(),
+        issuer: auth::Issuer::Node,
+        host: name.clone(),
+        ttl_s,
+    });
     let ctld_addr = opts
         .ctld_addr
         .unwrap_or_else(|| config.controller.addr.clone());
@@ -74,7 +87,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         .timeout(Duration::from_secs(10))
         .tcp_nodelay(true)
         .connect_lazy();
-    let ctld = NodeControlClient::new(channel);
+    let ctld = NodeControlClient::new(auth::Signed::new(channel, signer));
 
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
@@ -153,11 +166,16 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         recovered,
         "noded ready"
     );
+    let verifier = Arc::new(auth::Verifier::new((*key).clone()));
     Server::builder()
-        .add_service(NodeAgentServer::new(Agent::new(
-            jobs,
-            config.node_daemon.mail_program().to_string(),
-        )))
+        .add_service(tonic::service::interceptor::InterceptedService::new(
+            NodeAgentServer::new(Agent::new(
+                jobs,
+                config.node_daemon.mail_program().to_string(),
+                key,
+            )),
+            auth::Authenticate::anyone(verifier),
+        ))
         .serve_with_incoming_shutdown(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown(),

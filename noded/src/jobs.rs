@@ -19,7 +19,6 @@ use crate::unix_now;
 use model::JobId;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use proto::v1::node_control_client::NodeControlClient;
 use proto::v1::{JobOnNode, LaunchJobRequest};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,7 +27,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::Code;
-use tonic::transport::Channel;
 use tracing::{debug, info, warn};
 
 /// How often a supervisor that is not our child is checked.
@@ -85,7 +83,7 @@ pub struct Jobs {
     spool: Spool,
     /// The binary that runs supervisors (`<exe> supervise <dir>`).
     exe: PathBuf,
-    ctld: NodeControlClient<Channel>,
+    ctld: crate::control::Controller,
     table: Mutex<BTreeMap<JobId, Entry>>,
     /// Job ends are reported only once the node has registered, so that the controller
     /// hears of a node's jobs before it hears of their ends.
@@ -120,7 +118,7 @@ impl Jobs {
         node_name: String,
         spool: Spool,
         exe: PathBuf,
-        ctld: NodeControlClient<Channel>,
+        ctld: crate::control::Controller,
     ) -> Arc<Jobs> {
         let registered = tokio::sync::watch::Sender::new(false);
         Arc::new(Jobs {

@@ -55,6 +55,8 @@ pub struct Attached {
     pub output: broadcast::Sender<TaskOutput>,
     /// Input for the tasks' stdin.
     pub stdin: mpsc::Sender<Vec<u8>>,
+    /// The user the tasks run as: only they (or root) may join.
+    pub uid: u32,
 }
 
 impl Attachable {
@@ -123,6 +125,7 @@ pub async fn run(
         Attached {
             output: attached.clone(),
             stdin: attach_stdin,
+            uid: launch.uid,
         },
     );
     let joinable = Joinable {

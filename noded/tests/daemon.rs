@@ -24,6 +24,29 @@ use tonic::{Request, Response, Status};
 
 const NODED: &str = env!("CARGO_BIN_EXE_drover-noded");
 
+/// The cluster key of the tests' clusters, written to each one's key file.
+const KEY: [u8; 32] = [5; 32];
+
+fn key() -> auth::Key {
+    auth::Key::from_bytes(&KEY).unwrap()
+}
+
+/// A client that signs its calls as `issuer` does.
+fn signed(
+    channel: tonic::transport::Channel,
+    issuer: auth::Issuer,
+) -> auth::Signed<tonic::transport::Channel> {
+    auth::Signed::new(
+        channel,
+        Arc::new(auth::Signer::Key {
+            key: key(),
+            issuer,
+            host: "test".into(),
+            ttl_s: 60,
+        }),
+    )
+}
+
 #[derive(Debug)]
 enum Seen {
     Register(RegisterRequest),
@@ -110,13 +133,31 @@ impl Harness {
         };
         tokio::spawn(
             tonic::transport::Server::builder()
-                .add_service(NodeControlServer::new(fake))
+                .add_service(tonic::service::interceptor::InterceptedService::new(
+                    NodeControlServer::new(fake),
+                    auth::Authenticate::only(
+                        Arc::new(auth::Verifier::new(key())),
+                        auth::Issuer::Node,
+                    ),
+                ))
                 .serve_with_incoming(TcpIncoming::from(listener)),
         );
         let config = format!(
-            "cluster_name = \"t\"\nstate_dir = \"{}\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 1\nmemory = \"1G\"\ngpus = 2\ngpu_type = \"fake\"\nfeatures = [\"f1\"]\nconfig_overrides = true\n",
+            "cluster_name = \"t\"\nstate_dir = \"{}\"\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 1\nmemory = \"1G\"\ngpus = 2\ngpu_type = \"fake\"\nfeatures = [\"f1\"]\nconfig_overrides = true\n\
+             [auth]\nkey_file = \"{0}/cluster.key\"\nsocket = \"{0}/auth.sock\"\n",
             root.display()
         );
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(root.join("cluster.key"))
+                .and_then(|mut f| f.write_all(&KEY))
+                .unwrap();
+        }
         std::fs::write(root.join("drover.toml"), config).unwrap();
         Harness {
             _tmp: tmp,
@@ -250,10 +291,21 @@ async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-async fn agent(addr: &str) -> NodeAgentClient<tonic::transport::Channel> {
-    NodeAgentClient::connect(format!("http://{addr}"))
-        .await
+/// The node daemon's agent service, called as the controller calls it.
+async fn agent(addr: &str) -> NodeAgentClient<auth::Signed<tonic::transport::Channel>> {
+    agent_as(addr, auth::Issuer::Controller).await
+}
+
+async fn agent_as(
+    addr: &str,
+    issuer: auth::Issuer,
+) -> NodeAgentClient<auth::Signed<tonic::transport::Channel>> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    NodeAgentClient::new(signed(channel, issuer))
 }
 
 fn signal(job_id: u32, signal: i32) -> SignalJobRequest {
@@ -567,6 +619,24 @@ async fn a_run_starts_once_however_often_its_launch_is_sent() {
     let mut client = agent(&reg.agent_addr).await;
     let runs = h.work("runs");
     let script = format!("#!/bin/sh\necho ran >> {}\n", runs.display());
+    // Only the controller launches: a user's credential, or none, launches nothing.
+    let mut as_user = agent_as(&reg.agent_addr, auth::Issuer::User).await;
+    let refused = as_user
+        .launch_job(h.launch_request(8, &script))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+    let mut unsigned = NodeAgentClient::connect(format!("http://{}", reg.agent_addr))
+        .await
+        .unwrap();
+    let refused = unsigned
+        .launch_job(h.launch_request(8, &script))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    let refused = unsigned.signal_job(signal(8, 9)).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    assert!(!runs.exists());
     // The end of run 0 is refused twice, so the run is still being reported when its
     // launch comes again: the launch is not a new run.
     h.knobs.lock().unwrap().fail_finished = 2;

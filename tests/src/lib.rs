@@ -6,6 +6,8 @@
 //! daemons and every job process started under the cluster's directory are killed.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
@@ -143,6 +145,7 @@ min_job_age_s = {min_age}
 {node_entries}
 [cgroup]
 prefix = "{cgroup_prefix}"
+{auth}
 [[partitions]]
 name = "debug"
 nodes = "ALL"
@@ -159,6 +162,7 @@ default_time = "10:00"
             extra = spec.extra,
             controller_extra = spec.controller_extra,
             cgroup_prefix = cgroup_prefix(dir.path()),
+            auth = auth_section(dir.path()),
         );
         std::fs::write(&conf, text).unwrap();
         let bin = dir.path().join("bin");
@@ -473,6 +477,73 @@ default_time = "10:00"
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
+
+    /// A Unix user of this cluster (`test_user`), with a directory of their own in the
+    /// cluster's directory, which they may enter (the CLI, run as them, reads the
+    /// config and the command links there).
+    pub fn user(&self, name: &str) -> User {
+        let (uid, gid) = test_user(name);
+        std::fs::set_permissions(self.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = self.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        User { uid, gid, dir }
+    }
+
+    /// A command run as `u`, from `u`'s directory, with umask 027.
+    pub fn command_as(&self, u: &User, name: &str) -> Command {
+        let mut command = self.command(name);
+        command
+            .current_dir(&u.dir)
+            .env("HOME", &u.dir)
+            .uid(u.uid)
+            .gid(u.gid);
+        // SAFETY: umask is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                libc::umask(0o027);
+                Ok(())
+            });
+        }
+        command
+    }
+
+    /// Runs `argv` as `u`.
+    pub fn run_as(&self, u: &User, argv: &[&str]) -> Output {
+        self.command_as(u, argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run command")
+    }
+
+    /// `sbatch --parsable ARGS` of `body` as `u`, from `u`'s directory.
+    pub fn sbatch_as(&self, u: &User, args: &[&str], body: &str) -> u32 {
+        let script = u.dir.join(format!("job-{}.sh", unique()));
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::os::unix::fs::chown(&script, Some(u.uid), Some(u.gid)).unwrap();
+        let mut argv = vec!["sbatch", "--parsable"];
+        argv.extend_from_slice(args);
+        let path = script.display().to_string();
+        argv.push(&path);
+        let out = self.run_as(u, &argv);
+        assert!(
+            out.status.success(),
+            "sbatch as {}: {}",
+            u.uid,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+}
+
+/// A test user of a cluster (`Cluster::user`).
+pub struct User {
+    pub uid: u32,
+    pub gid: u32,
+    /// A directory of the user's own in the cluster's directory.
+    pub dir: PathBuf,
 }
 
 impl Drop for Cluster {
@@ -484,6 +555,27 @@ impl Drop for Cluster {
         kill_processes_under(self.dir.path());
         remove_cgroups(&cgroup_prefix(self.dir.path()));
     }
+}
+
+/// The `[auth]` table of a cluster in `dir`: a new cluster key there, made as an admin
+/// makes it (`drover keygen`), and the credential agent's socket beside it.
+pub fn auth_section(dir: &Path) -> String {
+    let key = dir.join("cluster.key");
+    let keygen = Command::new(bin_dir().join("drover"))
+        .arg("keygen")
+        .arg(&key)
+        .output()
+        .expect("drover keygen");
+    assert!(
+        keygen.status.success(),
+        "drover keygen: {}",
+        String::from_utf8_lossy(&keygen.stderr)
+    );
+    format!(
+        "[auth]\nkey_file = \"{}\"\nsocket = \"{}\"\n",
+        key.display(),
+        dir.join("auth.sock").display()
+    )
 }
 
 /// A Unix user for tests, created with `useradd` (with a home and a group of its own)

@@ -395,8 +395,9 @@ fn ctld_with_file_limit(
     std::fs::write(
         &conf,
         format!(
-            "state_dir = \"{}\"\n[controller]\naddr = \"127.0.0.1:{port}\"\n",
-            dir.join("state").display()
+            "state_dir = \"{}\"\n[controller]\naddr = \"127.0.0.1:{port}\"\n{}",
+            dir.join("state").display(),
+            tests::auth_section(dir)
         ),
     )
     .unwrap();

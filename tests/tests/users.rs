@@ -2,62 +2,12 @@
 //! made by `useradd` (the tests run as root), a real cluster on loopback, the CLI run
 //! as those users.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tests::{Cluster, ClusterSpec, test_user};
+use tests::{Cluster, ClusterSpec};
 
 const T: Duration = Duration::from_secs(30);
-
-struct User {
-    uid: u32,
-    gid: u32,
-    /// A directory of the user's own in the cluster's directory.
-    dir: PathBuf,
-}
-
-fn user(c: &Cluster, name: &str) -> User {
-    let (uid, gid) = test_user(name);
-    // The CLI, run as the user, reads the config and the command links in here.
-    std::fs::set_permissions(c.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let dir = c.path().join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    User { uid, gid, dir }
-}
-
-/// `sbatch --parsable ARGS` of `body` as `u`, from `u`'s directory.
-fn sbatch_as(c: &Cluster, u: &User, args: &[&str], body: &str) -> u32 {
-    let script = u.dir.join("job.sh");
-    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::os::unix::fs::chown(&script, Some(u.uid), Some(u.gid)).unwrap();
-    let mut command = c.command("sbatch");
-    command
-        .arg("--parsable")
-        .args(args)
-        .arg(&script)
-        .current_dir(&u.dir)
-        .env("HOME", &u.dir)
-        .uid(u.uid)
-        .gid(u.gid);
-    // SAFETY: umask is async-signal-safe.
-    unsafe {
-        command.pre_exec(|| {
-            libc::umask(0o027);
-            Ok(())
-        });
-    }
-    let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "sbatch as {}: {}",
-        u.uid,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
 
 fn owner(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().uid()
@@ -69,7 +19,7 @@ fn a_job_runs_as_its_user_with_the_users_groups_home_and_umask() {
         nodes: 1,
         ..ClusterSpec::default()
     });
-    let alice = user(&c, "drover-alice");
+    let alice = c.user("drover-alice");
     // A supplementary group, which the job must have too.
     let _ = std::process::Command::new("groupadd")
         .arg("drover-team")
@@ -86,8 +36,7 @@ fn a_job_runs_as_its_user_with_the_users_groups_home_and_umask() {
     let id = String::from_utf8_lossy(&id.stdout).into_owned();
     assert_eq!(id.split_whitespace().count(), 2, "{id}");
     // The umask at submit travels with the job as SLURM_UMASK.
-    let job = sbatch_as(
-        &c,
+    let job = c.sbatch_as(
         &alice,
         &["--export=NONE"],
         "echo \"uid=$(id -u) gid=$(id -g) groups=$(id -G) user=$USER home=$HOME\"\n\
@@ -121,8 +70,8 @@ fn a_user_cannot_write_through_output_paths_or_into_others_files() {
         nodes: 1,
         ..ClusterSpec::default()
     });
-    let alice = user(&c, "drover-alice");
-    let bob = user(&c, "drover-bob");
+    let alice = c.user("drover-alice");
+    let bob = c.user("drover-bob");
     let bobs_file = bob.dir.join("notes");
     std::fs::write(&bobs_file, "bob's\n").unwrap();
     std::os::unix::fs::chown(&bobs_file, Some(bob.uid), Some(bob.gid)).unwrap();
@@ -133,23 +82,18 @@ fn a_user_cannot_write_through_output_paths_or_into_others_files() {
         PathBuf::from("/etc/drover-test-stolen"),
     ] {
         let path = target.display().to_string();
-        let job = sbatch_as(&c, &alice, &["-o", &path], "echo hi");
+        let job = c.sbatch_as(&alice, &["-o", &path], "echo hi");
         c.wait_state(job, "FAILED", T);
         assert!(!target.exists(), "{path} was written");
     }
     // The relative form of the same escape.
-    let job = sbatch_as(
-        &c,
-        &alice,
-        &["-o", "../../../etc/drover-test-rel"],
-        "echo hi",
-    );
+    let job = c.sbatch_as(&alice, &["-o", "../../../etc/drover-test-rel"], "echo hi");
     c.wait_state(job, "FAILED", T);
     assert!(!Path::new("/etc/drover-test-rel").exists());
 
     // Inside the job, bob's file is bob's.
     let path = bobs_file.display().to_string();
-    let job = sbatch_as(&c, &alice, &[], &format!("echo mine > {path}"));
+    let job = c.sbatch_as(&alice, &[], &format!("echo mine > {path}"));
     c.wait_state(job, "FAILED", T);
     assert_eq!(std::fs::read_to_string(&bobs_file).unwrap(), "bob's\n");
 }
@@ -160,14 +104,14 @@ fn export_none_gives_the_job_the_users_login_environment() {
         nodes: 1,
         ..ClusterSpec::default()
     });
-    let carol = user(&c, "drover-carol");
+    let carol = c.user("drover-carol");
     // What the user's login shell sets: the job gets it under --export=NONE only.
     let profile = Path::new("/home/drover-carol/.profile");
     std::fs::write(profile, "export DROVER_LOGIN_MARK=from-profile\n").unwrap();
     std::os::unix::fs::chown(profile, Some(carol.uid), Some(carol.gid)).unwrap();
     let show = "echo \"mark=$DROVER_LOGIN_MARK home=$HOME get=$SLURM_GET_USER_ENV\"";
-    let none = sbatch_as(&c, &carol, &["--export=NONE"], show);
-    let all = sbatch_as(&c, &carol, &[], show);
+    let none = c.sbatch_as(&carol, &["--export=NONE"], show);
+    let all = c.sbatch_as(&carol, &[], show);
     for id in [none, all] {
         c.wait_state(id, "COMPLETED", T);
     }
@@ -186,7 +130,7 @@ fn sbcast_copies_a_file_to_every_node_of_the_job_as_its_user() {
         nodes: 2,
         ..ClusterSpec::default()
     });
-    let alice = user(&c, "drover-alice");
+    let alice = c.user("drover-alice");
     // Both nodes of this cluster share the host's disk: the first copy needs -f on
     // the second node, and without -f a copy that exists is refused.
     let body = "printf 'payload\\n' > src.bin\nchmod 750 src.bin\ntouch -d 2020-01-02 src.bin\n\
@@ -196,7 +140,7 @@ fn sbcast_copies_a_file_to_every_node_of_the_job_as_its_user() {
                 head -c 3500000 /dev/urandom > big.bin\n\
                 sbcast -f big.bin big.copy && cmp big.bin big.copy && echo same\n\
                 echo done";
-    let id = sbatch_as(&c, &alice, &["-N", "2", "-o", "out.txt"], body);
+    let id = c.sbatch_as(&alice, &["-N", "2", "-o", "out.txt"], body);
     c.wait_state(id, "COMPLETED", T);
     let read = |name: &str| std::fs::read_to_string(alice.dir.join(name)).unwrap();
     // (The big file travels in several chunks.)

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod keygen;
 pub mod reservation;
 pub mod sacct;
 pub mod salloc;
@@ -23,7 +24,7 @@ pub mod why;
 use std::process::ExitCode;
 
 /// Commands that only `drover` itself answers to.
-pub const EXTRA: &[&str] = &["up", "why"];
+pub const EXTRA: &[&str] = &["up", "why", "keygen"];
 
 pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
     match command {
@@ -42,6 +43,7 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "sattach" => sattach::run(args),
         "up" => up::run(args),
         "why" => why::run(args),
+        "keygen" => keygen::run(args),
         _ => {
             eprintln!("drover: unknown command `{command}`");
             ExitCode::from(2)

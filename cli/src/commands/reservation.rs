@@ -16,13 +16,11 @@ pub fn request(
     op: v1::ReservationOp,
     words: &[String],
     now: i64,
-    uid: u32,
 ) -> Result<v1::ChangeReservationRequest, String> {
     let change = ReservationChange::parse(words, now, times::zone())?;
     Ok(v1::ChangeReservationRequest {
         op: op as i32,
         change: Some(proto::convert::reservation_change_to_wire(&change)),
-        requester_uid: uid,
     })
 }
 
@@ -141,7 +139,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let r = request(v1::ReservationOp::Create, &words, 1000, 0).unwrap();
+        let r = request(v1::ReservationOp::Create, &words, 1000).unwrap();
         let change = r.change.unwrap();
         assert_eq!(change.name.as_deref(), Some("maint"));
         assert_eq!(change.start_time, Some(1060));
@@ -157,12 +155,11 @@ mod tests {
         );
         let flags = change.flags.unwrap();
         assert_eq!(flags.flags, vec![v1::ReservationFlag::Maint as i32]);
-        assert!(request(v1::ReservationOp::Create, &["Bogus=1".to_string()], 0, 0).is_err());
+        assert!(request(v1::ReservationOp::Create, &["Bogus=1".to_string()], 0).is_err());
         assert!(
             request(
                 v1::ReservationOp::Create,
                 &["StartTime=whenever".to_string()],
-                0,
                 0
             )
             .is_err()

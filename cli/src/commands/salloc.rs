@@ -36,7 +36,6 @@ while :; do sleep 3600 & wait $!; done\n";
 pub struct Allocation {
     pub ctld: Ctld,
     pub job: v1::JobInfo,
-    uid: u32,
 }
 
 /// Submits a job holding an allocation of `o` and waits until it runs. `name` is the
@@ -53,7 +52,6 @@ pub async fn allocate(
     o.error = Some("/dev/null".into());
     o.input = Some("/dev/null".into());
     let submitter = Submitter::here(env);
-    let uid = submitter.uid;
     let ctx = submitter.ctx();
     let mut spec = build_spec(&o, prog, &ctx, HOLD_SCRIPT.to_string(), Vec::new(), name)?;
     // An interactive allocation is not requeued (JobRequeue is for batch jobs).
@@ -99,7 +97,7 @@ pub async fn allocate(
             if say {
                 eprintln!("{prog}: Granted job allocation {job_id}");
             }
-            return Ok(Allocation { ctld, job, uid });
+            return Ok(Allocation { ctld, job });
         }
         if state.is_final() {
             return Err(Exit::error(
@@ -158,7 +156,6 @@ impl Allocation {
                 .signal_jobs(v1::SignalJobsRequest {
                     filter: Some(filter.clone()),
                     signal,
-                    requester_uid: self.uid,
                     batch_only: true,
                 })
                 .await;

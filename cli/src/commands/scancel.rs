@@ -246,7 +246,6 @@ async fn cancel(mut r: Request) -> ExitCode {
         Ok(c) => c,
         Err(e) => return Exit::error(PROG, e).finish(),
     };
-    let (_, uid, _) = client::current_user();
     if r.interactive {
         // Ask about each job, then cancel exactly those chosen.
         let reply = match client
@@ -284,7 +283,6 @@ async fn cancel(mut r: Request) -> ExitCode {
     let req = v1::SignalJobsRequest {
         filter: Some(r.filter.clone()),
         signal: r.signal,
-        requester_uid: uid,
         batch_only: r.batch,
     };
     let results = match client.signal_jobs(req).await {

@@ -842,7 +842,6 @@ async fn control(
         s.fail(format!("too few arguments for keyword:{tag}"));
         return;
     }
-    let (_, uid, _) = client::current_user();
     for arg in args {
         let ids = match job_id_args(arg) {
             Ok(ids) => ids,
@@ -860,7 +859,6 @@ async fn control(
         let req = v1::ControlJobsRequest {
             op: op as i32,
             job_ids: ids.clone(),
-            requester_uid: uid,
         };
         let results = match c.control_jobs(req).await {
             Ok(r) => r.into_inner().results,
@@ -890,7 +888,6 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             kw(k, name, min)
         })
     };
-    let (_, uid, _) = client::current_user();
     if is("ReservationName", 3) {
         return reservation_change(s, conn, "update", args).await;
     }
@@ -941,7 +938,6 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
                 .iter()
                 .map(proto::convert::job_change_to_wire)
                 .collect(),
-            requester_uid: uid,
         };
         match c.update_job(req).await {
             Ok(r) => {
@@ -983,7 +979,6 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             nodes: u.nodes,
             state: u.state.unwrap_or_default() as i32,
             reason: u.reason,
-            requester_uid: uid,
         };
         if let Err(st) = c.update_nodes(req).await {
             s.fail(format!("slurm_update error: {}", calls::status_text(&st)));
@@ -1292,8 +1287,7 @@ async fn reservation_change(
         v1::ReservationOp::Delete => "deleting",
         v1::ReservationOp::Unspecified => unreachable!("the command names its operation"),
     };
-    let (_, uid, _) = client::current_user();
-    let req = match reservation::request(op, &words, times::now(), uid) {
+    let req = match reservation::request(op, &words, times::now()) {
         Ok(r) => r,
         Err(e) => {
             s.fail(format!("Error {verb} the reservation: {e}"));

@@ -151,7 +151,6 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             job_id,
             name,
             num_tasks,
-            requester_uid: uid,
             num_nodes,
             ntasks_per_node,
             cpus_per_task,
@@ -206,6 +205,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             cpu_bind: o.cpu_bind.clone().unwrap_or_default(),
             cpus_per_task,
             pty: window.filter(|_| node.task_ids.contains(&0)),
+            grant: node.grant.clone(),
         };
         let _ = input_tx
             .send(TaskInput {

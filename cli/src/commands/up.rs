@@ -62,6 +62,12 @@ nodes = "ALL"
 default = true
 max_time = "UNLIMITED"
 default_time = "1:00:00"
+
+[auth]
+# Made by `drover up` at the first start, readable by its owner only.
+key_file = "{dir}/cluster.key"
+# Commands get their credentials here, from the controller's credential agent.
+socket = "{dir}/auth.sock"
 "#;
 
 pub struct Options {
@@ -122,6 +128,7 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
 pub fn local_config(o: &Options) -> String {
     TEMPLATE
         .replace("{state_dir}", &o.dir.join("state").display().to_string())
+        .replace("{dir}", &o.dir.display().to_string())
         .replace("{port}", &o.port.to_string())
         .replace("{nodes}", &format!("node[1-{}]", o.nodes))
         .replace("{cpus}", &o.cpus.to_string())
@@ -173,6 +180,10 @@ pub fn prepare(o: &Options) -> Result<PathBuf> {
     std::fs::create_dir_all(o.dir.join("log"))?;
     if o.config.is_some() || !conf.exists() {
         std::fs::write(&conf, &text)?;
+    }
+    let key = Path::new(&config.auth.key_file);
+    if !key.exists() {
+        auth::Key::generate(key)?;
     }
     let exe = std::env::current_exe()?;
     for name in crate::COMMANDS.iter().chain(["drover"].iter()) {

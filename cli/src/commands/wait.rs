@@ -124,7 +124,7 @@ mod tests {
             .await
             .map_err(|e| e.to_string())?;
         Ok(CtldClient::with_origin(
-            connection,
+            crate::testkit::signed(connection),
             "http://controller".parse().unwrap(),
         ))
     }

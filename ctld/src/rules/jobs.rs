@@ -549,7 +549,7 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
 /// The end of a step `srun` started: a step that does not exist is refused, one that
 /// already ended stays as it ended.
 pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) -> Result<(), Rejection> {
-    let job = turn.state.job(cmd.job_id).ok_or_else(invalid_id)?;
+    let job = owned(turn.state, cmd.job_id, cmd.requester)?;
     let step = job.steps.iter().find(|s| s.id == Some(cmd.step_id));
     match step {
         None => return Err(invalid_id()),

@@ -819,9 +819,18 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
         exit_code,
         exit_signal: 0,
         usage: Some(usage.clone()),
+        requester: ALICE,
     };
     let d = env.turn(|t| jobs::complete_step(t, end(step + 1, 0)));
     assert!(d.answer.is_err() && d.events.is_empty());
+    // Only the job's user (or root) ends its steps.
+    let by_bob = CompleteStep {
+        requester: ALICE + 1,
+        ..end(step, 0)
+    };
+    let d = env.turn(|t| jobs::complete_step(t, by_bob));
+    assert_eq!(d.answer, Err(crate::command::Rejection::PermissionDenied));
+    assert!(d.events.is_empty());
     // Its usage, then its end.
     let d = env.turn(|t| jobs::complete_step(t, end(step, 3)));
     assert!(d.answer.is_ok() && d.events.len() == 2);

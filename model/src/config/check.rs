@@ -139,6 +139,7 @@ impl Config {
         self.check_scheduler(&top.key("scheduler"))?;
         self.check_cgroup(&top.key("cgroup"))?;
         self.check_node_daemon(&top.key("node_daemon"))?;
+        self.check_auth(&top.key("auth"))?;
         self.check_priority(&top.key("priority"))?;
         let qos = self.check_qos(&top.key("qos"))?;
         self.check_accounts(&top.key("accounts"), &qos)?;
@@ -452,6 +453,26 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    fn check_auth(&self, at: &KeyPath) -> Checked {
+        let a = &self.auth;
+        for (key, path) in [("key_file", &a.key_file), ("socket", &a.socket)] {
+            if !path.starts_with('/') {
+                return Err(Invalid::new(
+                    &at.key(key),
+                    format!("must be an absolute path, not `{path}`"),
+                ));
+            }
+        }
+        // Slurm's AuthInfo ttl is at most a day; below 5 s a busy host's clock skew
+        // refuses good credentials.
+        within(
+            &at.key("credential_ttl_s"),
+            a.credential_ttl_s,
+            5..=86_400,
+            "s",
+        )
     }
 
     fn check_node_daemon(&self, at: &KeyPath) -> Checked {

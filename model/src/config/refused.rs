@@ -393,6 +393,17 @@ fn rows() -> Vec<Row> {
             2,
             &["health_check_interval_s: is set, but no health_check_program is"],
         ),
+        // ------------------------------------------------ [auth]
+        row(
+            "[auth]\nkey_file = \"cluster.key\"\n",
+            2,
+            &["key_file: must be an absolute path, not `cluster.key`"],
+        ),
+        row(
+            "[auth]\ncredential_ttl_s = 0\n",
+            2,
+            &["credential_ttl_s: must be from 5 to 86400 s, not 0"],
+        ),
         // ------------------------------------------------ [cgroup]
         row(
             "[cgroup]\nmode = \"v3\"\n",

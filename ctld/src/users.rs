@@ -1,0 +1,40 @@
+//! User names by uid, as this host's name service knows them: the controller names a
+//! job's user from the uid its credential proved, never from what the request says.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Names looked up so far (a user's name does not change while the controller runs).
+#[derive(Debug, Default)]
+pub struct UserNames {
+    known: Mutex<BTreeMap<u32, String>>,
+}
+
+impl UserNames {
+    /// The name of `uid`; a uid the name service does not know is named by its number,
+    /// as Slurm shows it.
+    pub fn name(&self, uid: u32) -> String {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        known
+            .entry(uid)
+            .or_insert_with(|| {
+                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                    .ok()
+                    .flatten()
+                    .map_or_else(|| uid.to_string(), |u| u.name)
+            })
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_is_named_and_an_unknown_uid_is_its_number() {
+        let names = UserNames::default();
+        assert_eq!(names.name(0), "root");
+        assert_eq!(names.name(3_999_999_999), "3999999999");
+    }
+}
