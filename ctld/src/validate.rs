@@ -27,6 +27,12 @@ pub fn check_submit(
     if payload.script.len() > MAX_SCRIPT_BYTES {
         return reject("Batch script is too large");
     }
+    if spec.oversized().is_some() {
+        return reject(model::job::TOO_LONG);
+    }
+    if payload.env_oversized() {
+        return reject("The job's environment is too large to start it with");
+    }
     if !payload.script.starts_with("#!") {
         return reject("Batch script is not a script (it must start with #!)");
     }
@@ -459,6 +465,15 @@ qos = ["normal", "low"]
                 Box::new(|j| j.dependency = "whenever".into()),
                 "Job dependency problem",
             ),
+            (
+                Box::new(|j| j.name = "n".repeat(1025)),
+                model::job::TOO_LONG,
+            ),
+            (Box::new(|j| j.name = "n".repeat(1024)), ""),
+            (
+                Box::new(|j| j.comment = "c".repeat(60 << 20)),
+                model::job::TOO_LONG,
+            ),
         ];
         for (change, want) in cases {
             let (mut sp, p) = spec();
@@ -476,7 +491,13 @@ qos = ["normal", "low"]
             script: "echo hi\n".into(),
             env: vec![],
         };
-        assert!(check_submit(&s, &c, sp, &bad).is_err());
+        assert!(check_submit(&s, &c, sp.clone(), &bad).is_err());
+        let (_, mut big) = spec();
+        big.env = vec![("HUGE".into(), "x".repeat(200 << 10))];
+        assert_eq!(
+            check_submit(&s, &c, sp, &big).unwrap_err().0,
+            "The job's environment is too large to start it with"
+        );
     }
 
     #[test]

@@ -252,7 +252,70 @@ pub struct JobSpec {
     pub mail_user: String,
 }
 
+/// The most characters of a job's name, account, comment and other words (Slurm
+/// 22.05 refuses longer ones).
+pub const MAX_WORD_CHARS: usize = 1024;
+/// The most characters of a job's paths: its working directory and its output, error
+/// and input files (Slurm's MAXPATHLEN).
+pub const MAX_PATH_CHARS: usize = 4096;
+/// The most characters of a job's lists: dependencies, node lists, its command and
+/// arguments.
+pub const MAX_LIST_CHARS: usize = 64 << 10;
+/// The most bytes of one variable of a job's environment (`NAME=value`) and of all
+/// of them: what the kernel's execve takes (MAX_ARG_STRLEN, and a quarter of the usual
+/// 8 MB stack).
+pub const MAX_ENV_VAR_BYTES: usize = 128 << 10;
+pub const MAX_ENV_BYTES: usize = 2 << 20;
+/// Slurm's words for a value over its size (ESLURM_PATHNAME_TOO_LONG).
+pub const TOO_LONG: &str = "Pathname of a file, directory or other parameter too long";
+
 impl JobSpec {
+    /// The first field longer than its limit (`MAX_WORD_CHARS`, `MAX_PATH_CHARS`,
+    /// `MAX_LIST_CHARS`), by its Slurm name; `None` when every one fits.
+    ///
+    /// Example: a 1,100-character `--job-name` gives `Some("JobName")`; a 4,000
+    /// character `--chdir` fits.
+    pub fn oversized(&self) -> Option<&'static str> {
+        let words = [
+            ("JobName", &self.name),
+            ("UserId", &self.user),
+            ("Account", &self.account),
+            ("Partition", &self.partition),
+            ("QOS", &self.qos),
+            ("GresType", &self.gpu_type),
+            ("Comment", &self.comment),
+            ("WCKey", &self.wckey),
+            ("AllocNode", &self.submit_host),
+            ("Reservation", &self.reservation),
+            ("Features", &self.constraint),
+            ("MailUser", &self.mail_user),
+        ];
+        let paths = [
+            ("WorkDir", &self.work_dir),
+            ("StdOut", &self.stdout_pattern),
+            ("StdErr", &self.stderr_pattern),
+            ("StdIn", &self.stdin_path),
+            ("Command", &self.command),
+        ];
+        let lists = [
+            ("Dependency", &self.dependency),
+            ("ReqNodeList", &self.nodelist),
+            ("ExcNodeList", &self.exclude),
+        ];
+        let over = |limit: usize| {
+            move |(name, text): &(&'static str, &String)| {
+                (text.chars().count() > limit).then_some(*name)
+            }
+        };
+        let args: usize = self.script_args.iter().map(|a| a.chars().count() + 1).sum();
+        words
+            .iter()
+            .find_map(over(MAX_WORD_CHARS))
+            .or_else(|| paths.iter().find_map(over(MAX_PATH_CHARS)))
+            .or_else(|| lists.iter().find_map(over(MAX_LIST_CHARS)))
+            .or_else(|| (args > MAX_LIST_CHARS).then_some("Arguments"))
+    }
+
     /// CPUs the whole job needs: tasks × cpus per task.
     pub fn total_cpus(&self) -> u32 {
         self.num_tasks.max(1) * self.cpus_per_task.max(1)
@@ -306,6 +369,22 @@ impl JobSpec {
 pub struct JobPayload {
     pub script: String,
     pub env: Vec<(String, String)>,
+}
+
+impl JobPayload {
+    /// Whether the environment is more than a job's processes could be started with
+    /// (`MAX_ENV_VAR_BYTES` a variable, `MAX_ENV_BYTES` in all).
+    pub fn env_oversized(&self) -> bool {
+        let sizes = self.env.iter().map(|(k, v)| k.len() + v.len() + 2);
+        let mut total = 0;
+        for size in sizes {
+            if size > MAX_ENV_VAR_BYTES {
+                return true;
+            }
+            total += size;
+        }
+        total > MAX_ENV_BYTES
+    }
 }
 
 /// What one node gives a job.
@@ -712,6 +791,51 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_over_slurms_sizes_are_named() {
+        type Set = fn(&mut JobSpec, String);
+        let cases: [(Set, usize, Option<&str>); 7] = [
+            (|s, v| s.name = v, MAX_WORD_CHARS, None),
+            (|s, v| s.name = v, MAX_WORD_CHARS + 1, Some("JobName")),
+            (|s, v| s.comment = v, MAX_WORD_CHARS + 1, Some("Comment")),
+            (|s, v| s.work_dir = v, MAX_PATH_CHARS, None),
+            (
+                |s, v| s.stdout_pattern = v,
+                MAX_PATH_CHARS + 1,
+                Some("StdOut"),
+            ),
+            (
+                |s, v| s.dependency = v,
+                MAX_LIST_CHARS + 1,
+                Some("Dependency"),
+            ),
+            (
+                |s, v| s.script_args = vec![v],
+                MAX_LIST_CHARS,
+                Some("Arguments"),
+            ),
+        ];
+        for (set, len, want) in cases {
+            let mut spec = JobSpec::default();
+            // Characters, not bytes: a name of 1024 'é' fits.
+            set(&mut spec, "é".repeat(len));
+            assert_eq!(spec.oversized(), want, "{len}");
+        }
+    }
+
+    #[test]
+    fn an_environment_the_kernel_would_not_take_is_oversized() {
+        let env = |vars: Vec<(String, String)>| JobPayload {
+            script: String::new(),
+            env: vars,
+        };
+        let var = |n: usize, len: usize| (format!("V{n}"), "x".repeat(len));
+        assert!(!env(vec![var(0, 1000)]).env_oversized());
+        assert!(env(vec![var(0, MAX_ENV_VAR_BYTES)]).env_oversized());
+        let many: Vec<_> = (0..40).map(|n| var(n, 60 << 10)).collect();
+        assert!(env(many).env_oversized());
+    }
 
     #[test]
     fn task_usage_combines_as_its_example_says() {

@@ -263,6 +263,9 @@ pub fn apply(
             JobChange::Requeue(on) => spec.requeue = *on,
         }
     }
+    if spec.oversized().is_some() {
+        return Err(invalid(crate::job::TOO_LONG));
+    }
     Ok((spec, limit))
 }
 
@@ -373,6 +376,11 @@ mod tests {
         let job = running(Some(60));
         let changed = apply(&job, &[JobChange::Comment("x".into())], false).unwrap();
         assert_eq!(changed.0.comment, "x");
+        // Not beyond Slurm's sizes, by update either.
+        assert_eq!(
+            apply(&job, &[JobChange::Comment("x".repeat(1025))], true),
+            Err(UpdateError::Invalid(crate::job::TOO_LONG.into()))
+        );
         assert_eq!(
             apply(&job, &[JobChange::Partition("gpu".into())], true),
             Err(UpdateError::WrongState(

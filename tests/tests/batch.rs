@@ -333,7 +333,16 @@ fn bad_input_is_refused_and_changes_nothing() {
     let plain = c.work.join("plain.sh");
     std::fs::write(&plain, "echo no shebang\n").unwrap();
     let p = plain.to_str().unwrap();
+    // Slurm 22.05's sizes: 1,024 characters of a name or comment, 4,096 of a path.
+    let long_name = format!("--job-name={}", "n".repeat(1025));
+    let long_comment = format!("--comment={}", "c".repeat(100_000));
+    let long_output = format!("--output=/tmp/{}", "o".repeat(4096));
+    let too_long =
+        "Batch job submission failed: Pathname of a file, directory or other parameter too long";
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["sbatch", &long_name, s], too_long),
+        (vec!["sbatch", &long_comment, s], too_long),
+        (vec!["sbatch", &long_output, s], too_long),
         (vec!["sbatch", "--bogus", s], "unrecognized option"),
         (
             vec!["sbatch", "-t", "abc", s],
@@ -521,5 +530,16 @@ fn scontrol_update_changes_jobs_in_the_controller() {
         "{bad:?}"
     );
     assert_eq!(limit(), "01:00:00");
+    let bad = c.run(&[
+        "scontrol",
+        "update",
+        &format!("JobId={job}"),
+        &format!("Comment={}", "c".repeat(2000)),
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr).trim(),
+        format!("Pathname of a file, directory or other parameter too long for job {job}")
+    );
+    assert_eq!(c.field(id, "Comment"), "");
     c.ok(&["scancel", &job]);
 }
