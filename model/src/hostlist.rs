@@ -100,6 +100,10 @@ fn expand_ranges(expr: &str, body: &str) -> Result<Vec<String>, HostlistError> {
         if hi_n < lo_n || hi_n - lo_n >= MAX_HOSTS as u64 {
             return Err(bad(range));
         }
+        // Many ranges of one bracket add up: bounded before any is made.
+        if values.len() as u64 + (hi_n - lo_n) >= MAX_HOSTS as u64 {
+            return Err(HostlistError::TooLarge(expr.to_string(), MAX_HOSTS));
+        }
         for n in lo_n..=hi_n {
             values.push(format!("{n:0width$}"));
         }
@@ -212,6 +216,15 @@ mod tests {
         assert_eq!(fold(&["node1"]), "node1");
         assert_eq!(fold(&["login", "n1", "n2"]), "login,n[1-2]");
         assert_eq!(fold::<&str>(&[]), "");
+    }
+
+    #[test]
+    fn ranges_that_add_up_past_the_bound_are_refused_before_they_are_made() {
+        let many = format!("n[{}]", vec!["0-999999"; 100].join(","));
+        assert_eq!(
+            expand(&many),
+            Err(HostlistError::TooLarge(many.clone(), MAX_HOSTS))
+        );
     }
 
     proptest! {

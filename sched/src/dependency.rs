@@ -222,4 +222,19 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+        /// Any `--dependency` text parses or is refused, never panics.
+        #[test]
+        fn any_dependency_text_parses_or_is_refused(
+            t in proptest::prop_oneof![
+                proptest::prelude::any::<String>(),
+                "[afterokanynotsingletoncorburstbuffer0-9:+,?_*]{0,40}",
+            ]
+        ) {
+            let _ = parse(&t);
+        }
+    }
 }

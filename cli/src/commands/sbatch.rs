@@ -466,6 +466,130 @@ mod tests {
         }
     }
 
+    /// Options, with and without their values, and values of every kind they take.
+    const FLAGS: &[&str] = &[
+        "-J",
+        "--job-name=",
+        "-t",
+        "--time=",
+        "--mem=",
+        "--mem-per-cpu=",
+        "-c",
+        "-n",
+        "-N",
+        "--nodes=",
+        "--gres=",
+        "--gpus=",
+        "--gpus-per-node=",
+        "--array=",
+        "-a",
+        "-d",
+        "--dependency=",
+        "--begin=",
+        "--export=",
+        "-o",
+        "-e",
+        "--signal=",
+        "-p",
+        "-q",
+        "--mail-type=",
+        "--nice",
+        "--nice=",
+        "-w",
+        "-x",
+        "-C",
+        "--wrap=",
+        "--exclusive",
+        "--hold",
+        "--test-only",
+        "--bogus",
+        "-",
+        "--",
+        "--help",
+        "--usage",
+    ];
+    const VALUES: &[&str] = &[
+        "",
+        "0",
+        "1",
+        "-1",
+        "5",
+        "99999999999",
+        "1:00:00",
+        "2-00:00:00",
+        "UNLIMITED",
+        "1G",
+        "12Q",
+        "gpu:2",
+        "gpu:h100:1",
+        "0-3%2",
+        "1,3,5-7",
+        "afterok:1",
+        "now+1hour",
+        "tomorrow",
+        "NONE",
+        "ALL,A=1",
+        "USR2@90",
+        "debug,gpu",
+        "END,FAIL",
+        "n[1-3]",
+        "a&b|c",
+        "%j.out",
+        "[",
+        "]",
+        "\\",
+        "'",
+        "\"",
+        "=",
+        ",",
+        "\u{e9}",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+        /// Any command line and any `#SBATCH` lines give a request or an error, never
+        /// a panic.
+        #[test]
+        fn any_arguments_and_directives_give_a_request_or_an_error(
+            args in proptest::collection::vec(
+                (proptest::sample::select(FLAGS), proptest::sample::select(VALUES), proptest::bool::ANY), 0..6),
+            directives in proptest::collection::vec(
+                (proptest::sample::select(FLAGS), proptest::sample::select(VALUES), ".{0,12}"), 0..6),
+        ) {
+            let words: Vec<String> = args
+                .iter()
+                .flat_map(|(flag, value, joined)| {
+                    if flag.ends_with('=') || *joined {
+                        vec![format!("{flag}{value}")]
+                    } else {
+                        vec![flag.to_string(), value.to_string()]
+                    }
+                })
+                .collect();
+            let mut script = String::from("#!/bin/sh\n");
+            for (flag, value, junk) in &directives {
+                script.push_str(&format!("#SBATCH {flag}{value} {junk}\n"));
+            }
+            script.push_str("true\n");
+            let env = env(&[("PATH", "/usr/bin")]);
+            let ctx = SubmitCtx {
+                env: &env,
+                cwd: "/home/ada/proj",
+                user: "ada",
+                uid: 1000,
+                gid: 100,
+                host: "login1",
+                now: NOW,
+                max_array_size: 1001,
+                job_requeue: true,
+                zone: &jiff::tz::TimeZone::UTC,
+            };
+            let mut read = |_: Option<&str>| -> Result<String, Exit> { Ok(script.clone()) };
+            let _ = prepare(&words, &ctx, &mut read);
+        }
+    }
+
     fn prep(args: &[&str], script: &str) -> Result<Submission, Exit> {
         prep_env(args, script, &[("PATH", "/usr/bin"), ("SLURM_CONF", "/x")])
     }
