@@ -7,8 +7,52 @@
 use model::filter::JobFilter;
 use model::{JobId, JobPayload, JobSpec, Time};
 
-/// Who asks: the caller's uid. Root may act on any job and node.
+/// A user id.
 pub type Uid = u32;
+
+/// Who asks: the uid the request's credential proved, the user's name and their
+/// AdminLevel. Operators (and root) may act on any job and node; account coordinators
+/// on their accounts' jobs (the rules ask the associations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requester {
+    pub uid: Uid,
+    pub user: String,
+    pub level: model::assoc::AdminLevel,
+}
+
+impl Requester {
+    /// Root.
+    pub fn root() -> Requester {
+        Requester {
+            uid: 0,
+            user: "root".into(),
+            level: model::assoc::AdminLevel::Administrator,
+        }
+    }
+
+    /// A user without an AdminLevel.
+    pub fn user(uid: Uid, user: &str) -> Requester {
+        Requester {
+            uid,
+            user: user.to_string(),
+            level: model::assoc::AdminLevel::None,
+        }
+    }
+
+    /// An operator or administrator (root is one).
+    pub fn is_operator(&self) -> bool {
+        self.uid == 0 || self.level >= model::assoc::AdminLevel::Operator
+    }
+
+    /// May they act on `job` (cancel, hold, update it, read its script, see it under
+    /// `private_data = ["jobs"]`): its owner, a coordinator of its account, or an
+    /// operator.
+    pub fn may_act_on(&self, assocs: &model::assoc::Associations, job: &model::Job) -> bool {
+        self.is_operator()
+            || job.spec.uid == self.uid
+            || assocs.coordinates(&self.user, &job.spec.account)
+    }
+}
 
 /// Why a command changed nothing, with the words Slurm prints.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,7 +121,7 @@ pub struct SignalJobs {
     pub signal: i32,
     /// The signal goes to the batch shell alone.
     pub batch_only: bool,
-    pub requester: Uid,
+    pub requester: Requester,
 }
 
 /// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.
@@ -96,7 +140,7 @@ pub enum ControlOp {
 pub struct ControlJobs {
     pub op: ControlOp,
     pub job_ids: Vec<String>,
-    pub requester: Uid,
+    pub requester: Requester,
 }
 
 /// `scontrol update job`: the changes, applied in order to each job named.
@@ -104,7 +148,7 @@ pub struct ControlJobs {
 pub struct UpdateJobs {
     pub job_ids: Vec<String>,
     pub changes: Vec<model::job_update::JobChange>,
-    pub requester: Uid,
+    pub requester: Requester,
 }
 
 /// One job id of a bulk command and what became of it (empty error: done).
@@ -130,7 +174,7 @@ pub struct UpdateNodes {
     pub nodes: String,
     pub action: NodeAction,
     pub reason: String,
-    pub requester: Uid,
+    pub requester: Requester,
 }
 
 /// `srun` inside an allocation starts a step.
@@ -140,7 +184,7 @@ pub struct CreateStep {
     pub name: String,
     /// `-n`, `-N`, `--ntasks-per-node`, `-c`.
     pub request: model::step::StepRequest,
-    pub requester: Uid,
+    pub requester: Requester,
 }
 
 /// A step that started: its id and, node after node, the job's share of each node of
@@ -159,7 +203,7 @@ pub struct CompleteStep {
     pub exit_signal: i32,
     /// What the step used on all its nodes; `None`: nothing counted it.
     pub usage: Option<model::StepUsage>,
-    pub requester: Uid,
+    pub requester: Requester,
 }
 
 /// A job as a node daemon has it: the run it started (`restart_count`), whether the
@@ -251,5 +295,5 @@ pub enum ReservationOp {
 pub struct ChangeReservation {
     pub op: ReservationOp,
     pub change: model::reservation_change::ReservationChange,
-    pub requester: Uid,
+    pub requester: Requester,
 }

@@ -12,14 +12,14 @@ use model::reservation::{Reservation, ReservationFlag};
 use model::reservation_change::{NodeChoice, ReservationChange};
 use model::{ClusterState, Event, Time};
 
-/// The event for a change, or Slurm's error for it: only root changes reservations,
+/// The event for a change, or Slurm's error for it: only operators change reservations,
 /// and a name that is not there is not found.
 pub fn change(
     state: &ClusterState,
     req: &ChangeReservation,
     now: Time,
 ) -> Result<Event, Rejection> {
-    if req.requester != 0 {
+    if !req.requester.is_operator() {
         return Err(Rejection::PermissionDenied);
     }
     let required = || Rejection::invalid("Reservation name required");
@@ -216,7 +216,7 @@ mod tests {
         ChangeReservation {
             op,
             change: ReservationChange::parse(&words, 0, &jiff::tz::TimeZone::UTC).unwrap(),
-            requester: 0,
+            requester: crate::command::Requester::root(),
         }
     }
 
@@ -291,7 +291,7 @@ mod tests {
                 ])),
                 ..ReservationChange::default()
             },
-            requester: 0,
+            requester: crate::command::Requester::root(),
         };
         s.apply(&change(&s, &create, 0).unwrap());
         assert_eq!(s.reservations["far"].end, model::timespec::latest());
@@ -302,7 +302,7 @@ mod tests {
                 start: Some(Time::MIN),
                 ..ReservationChange::default()
             },
-            requester: 0,
+            requester: crate::command::Requester::root(),
         };
         assert_eq!(
             change(&s, &moved, 0).unwrap_err().to_string(),
@@ -394,7 +394,7 @@ mod tests {
                 .contains("Users or Accounts")
         );
         let mut not_root = ignore.clone();
-        not_root.requester = 1000;
+        not_root.requester = crate::command::Requester::user(1000, "alice");
         assert_eq!(
             change(&s, &not_root, 0).unwrap_err(),
             Rejection::PermissionDenied

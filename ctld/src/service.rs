@@ -79,11 +79,6 @@ fn invalid(text: String) -> Status {
     Status::invalid_argument(text)
 }
 
-/// The uid a request acts as.
-fn requester<T>(req: &Request<T>) -> Result<u32, Status> {
-    auth::identity(req).map(|who| who.uid)
-}
-
 impl Services {
     /// Hands a command to the state owner and waits for its answer.
     async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Input) -> Result<T, Status> {
@@ -96,6 +91,15 @@ impl Services {
     fn snapshot(&self) -> Arc<ClusterState> {
         self.snapshot.borrow().clone()
     }
+
+    /// Who a request acts as: the uid its credential proved, that user's name, and
+    /// their AdminLevel (`[auth] operators`, `administrators`).
+    fn requester<T>(&self, req: &Request<T>) -> Result<command::Requester, Status> {
+        let uid = auth::identity(req)?.uid;
+        let user = self.users.name(uid);
+        let level = self.config.auth.admin_level(&user);
+        Ok(command::Requester { uid, user, level })
+    }
 }
 
 impl Services {
@@ -104,7 +108,7 @@ impl Services {
     fn jobs_reply(
         &self,
         req: &v1::ListJobsRequest,
-        viewer: u32,
+        viewer: command::Requester,
         filter: &JobFilter,
     ) -> v1::ListJobsReply {
         let snap = self.snapshot();
@@ -118,8 +122,10 @@ impl Services {
 struct JobWalk<'s> {
     services: &'s Services,
     req: &'s v1::ListJobsRequest,
-    /// Who lists: scripts and environments are only their own jobs' (all, for root).
-    viewer: u32,
+    /// Who lists: scripts and environments only of the jobs they may act on, and with
+    /// `private_data = ["jobs"]` only those jobs.
+    viewer: command::Requester,
+    private_jobs: bool,
     filter: &'s JobFilter,
     snap: &'s ClusterState,
     now: i64,
@@ -137,7 +143,7 @@ impl<'s> JobWalk<'s> {
     fn new(
         services: &'s Services,
         req: &'s v1::ListJobsRequest,
-        viewer: u32,
+        viewer: command::Requester,
         snap: &'s ClusterState,
         filter: &'s JobFilter,
     ) -> JobWalk<'s> {
@@ -153,6 +159,11 @@ impl<'s> JobWalk<'s> {
             services,
             req,
             viewer,
+            private_jobs: services
+                .config
+                .controller
+                .private_data
+                .contains(&model::config::PrivateData::Jobs),
             filter,
             snap,
             now: unix_now(),
@@ -175,6 +186,13 @@ impl<'s> JobWalk<'s> {
             if req.recent_finished_only && job.end_time < now - self.min_age {
                 return false;
             }
+        }
+        if self.private_jobs
+            && !self
+                .viewer
+                .may_act_on(&self.services.sched_config.assocs, job)
+        {
+            return false;
         }
         self.filter.matches(job)
     }
@@ -225,7 +243,9 @@ impl<'s> JobWalk<'s> {
             reply.summaries.push(summary);
             return;
         }
-        let may_read = self.viewer == 0 || self.viewer == job.spec.uid;
+        let may_read = self
+            .viewer
+            .may_act_on(&self.services.sched_config.assocs, job);
         let payload = if (req.with_script || req.with_env) && may_read {
             let store = &self.services.store;
             let own = store.payload(job.id).ok().flatten();
@@ -429,7 +449,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::SignalJobsRequest>,
     ) -> Result<Response<v1::SignalJobsReply>, Status> {
-        let requester = requester(&req)?;
+        let requester = self.requester(&req)?;
         let req = req.into_inner();
         let mut wire_filter = req.filter.unwrap_or_default();
         // The ids are resolved one by one (each has its own result); the filter is
@@ -453,7 +473,7 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ControlJobsRequest>,
     ) -> Result<Response<v1::ControlJobsReply>, Status> {
         use command::ControlOp as Op;
-        let requester = requester(&req)?;
+        let requester = self.requester(&req)?;
         let req = req.into_inner();
         let op = match v1::ControlOp::try_from(req.op) {
             Ok(v1::ControlOp::Hold) => Op::Hold,
@@ -482,7 +502,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::UpdateJobRequest>,
     ) -> Result<Response<v1::UpdateJobReply>, Status> {
-        let requester = requester(&req)?;
+        let requester = self.requester(&req)?;
         let req = req.into_inner();
         let changes = req
             .changes
@@ -506,7 +526,7 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<v1::ListJobsReply>, Status> {
         let listing = count_listing(&req);
-        let viewer = requester(&req)?;
+        let viewer = self.requester(&req)?;
         let req = req.into_inner();
         let filter = listing_filter(&req)?;
         // A large queue takes a while to walk: off the async workers, so that submits
@@ -529,7 +549,7 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<Self::ListJobSummariesStream>, Status> {
         let listing = count_listing(&req);
-        let viewer = requester(&req)?;
+        let viewer = self.requester(&req)?;
         let mut req = req.into_inner();
         req.summary = true;
         let filter = listing_filter(&req)?;
@@ -599,7 +619,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::UpdateNodesRequest>,
     ) -> Result<Response<v1::UpdateNodesReply>, Status> {
-        let requester = requester(&req)?;
+        let requester = self.requester(&req)?;
         let req = req.into_inner();
         use v1::NodeStateChange as C;
         let action = match C::try_from(req.state) {
@@ -668,7 +688,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::CreateStepRequest>,
     ) -> Result<Response<v1::CreateStepReply>, Status> {
-        let requester = requester(&req)?;
+        let requester = self.requester(&req)?;
         let req = req.into_inner();
         let job_id = req.job_id;
         let cmd = command::CreateStep {
@@ -731,7 +751,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::ChangeReservationRequest>,
     ) -> Result<Response<v1::ChangeReservationReply>, Status> {
-        let requester = requester(&req)?;
+        let requester = self.requester(&req)?;
         let req = req.into_inner();
         let op = match v1::ReservationOp::try_from(req.op) {
             Ok(v1::ReservationOp::Create) => command::ReservationOp::Create,
@@ -794,11 +814,24 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::GetPrioritiesRequest>,
     ) -> Result<Response<v1::GetPrioritiesReply>, Status> {
+        let viewer = self.requester(&req)?;
         let req = req.into_inner();
         let snap = self.snapshot();
         let now = unix_now();
+        let private = self
+            .config
+            .controller
+            .private_data
+            .contains(&model::config::PrivateData::Jobs);
+        let assocs = &self.sched_config.assocs;
         let jobs = sched::priority::pending_factors(&snap, now, &self.sched_config)
             .iter()
+            .filter(|f| {
+                !private
+                    || snap
+                        .job(f.job_id)
+                        .is_some_and(|j| viewer.may_act_on(assocs, j))
+            })
             .filter(|f| req.job_ids.is_empty() || req.job_ids.contains(&f.job_id))
             .filter(|f| {
                 req.users.is_empty()
@@ -818,15 +851,31 @@ impl v1::ctld_server::Ctld for Services {
 
     async fn get_shares(
         &self,
-        _req: Request<v1::GetSharesRequest>,
+        req: Request<v1::GetSharesRequest>,
     ) -> Result<Response<v1::GetSharesReply>, Status> {
+        let viewer = self.requester(&req)?;
         let snap = self.snapshot();
         let tree = sched::fairshare::ShareTree::compute(&snap, unix_now(), &self.sched_config);
+        // With `private_data = ["usage"]`, a user sees the accounts and their own rows,
+        // a coordinator their accounts' users too.
+        let private = self
+            .config
+            .controller
+            .private_data
+            .contains(&model::config::PrivateData::Usage);
+        let assocs = &self.sched_config.assocs;
+        let visible = |row: &&model::factors::ShareRow| match &row.user {
+            Some(user) if private && !viewer.is_operator() => {
+                *user == viewer.user || assocs.coordinates(&viewer.user, &row.account)
+            }
+            _ => true,
+        };
         Ok(Response::new(v1::GetSharesReply {
             algorithm: tree.algorithm.name().to_string(),
             shares: tree
                 .rows
                 .iter()
+                .filter(visible)
                 .map(proto::convert::share_to_wire)
                 .collect(),
         }))
@@ -836,7 +885,7 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::CompleteStepRequest>,
     ) -> Result<Response<v1::CompleteStepReply>, Status> {
-        let requester = requester(&req)?;
+        let requester = self.requester(&req)?;
         let req = req.into_inner();
         let cmd = command::CompleteStep {
             job_id: req.job_id,

@@ -38,6 +38,27 @@ pub const DEFAULT_ACCOUNT: &str = "default";
 /// The QOS that always exists and jobs get by default.
 pub const DEFAULT_QOS: &str = "normal";
 
+/// Slurm's AdminLevel: what a user may do beyond their own jobs. Operators and
+/// administrators act on every job, node and reservation; root is an administrator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum AdminLevel {
+    #[default]
+    None,
+    Operator,
+    Administrator,
+}
+
+impl AdminLevel {
+    /// Slurm's word, as `sacctmgr show user` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdminLevel::None => "None",
+            AdminLevel::Operator => "Operator",
+            AdminLevel::Administrator => "Administrator",
+        }
+    }
+}
+
 /// Limits of an account or a QOS. `None` or an absent TRES is no limit.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Limits {
@@ -81,6 +102,8 @@ pub struct Account {
     pub qos: BTreeSet<String>,
     /// Default QOS as configured (empty: inherited).
     pub default_qos: String,
+    /// Users who coordinate this account (and the accounts below it).
+    pub coordinators: BTreeSet<String>,
 }
 
 impl Account {
@@ -95,6 +118,7 @@ impl Account {
             limits: Limits::default(),
             qos: BTreeSet::new(),
             default_qos: String::new(),
+            coordinators: BTreeSet::new(),
         }
     }
 }
@@ -223,6 +247,7 @@ impl Associations {
             entry.users.extend(a.users.iter().cloned());
             entry.qos = a.qos.iter().cloned().collect();
             entry.default_qos = a.default_qos.clone();
+            entry.coordinators = a.coordinators.iter().cloned().collect();
             entry.limits = Limits {
                 grp_tres: counts(&a.grp_tres),
                 grp_tres_mins: counts(&a.grp_tres_mins),
@@ -303,6 +328,18 @@ impl Associations {
             .find(|q| !q.is_empty())
     }
 
+    /// Whether `user` coordinates `account`: they are a coordinator of it or of an
+    /// account above it, as Slurm's coordinators are of sub-accounts.
+    ///
+    /// Example: bob coordinates `ml`; he coordinates `ml/vision` too, not `physics`.
+    pub fn coordinates(&self, user: &str, account: &str) -> bool {
+        self.accounts.contains_key(account)
+            && self
+                .lineage(account)
+                .iter()
+                .any(|a| a.coordinators.contains(user))
+    }
+
     /// The account and its ancestors, nearest first, ending at root. An unknown account
     /// (accounting not enforced) is a child of root.
     pub fn lineage(&self, account: &str) -> Vec<&Account> {
@@ -376,6 +413,28 @@ mod tests {
 
     fn config(text: &str) -> Config {
         Config::parse(text, "t.toml").unwrap()
+    }
+
+    #[test]
+    fn coordinators_coordinate_their_accounts_and_those_below() {
+        let c = config(
+            "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\ncoordinators = [\"bob\"]\n\
+             [[accounts]]\nname = \"vision\"\nparent = \"ml\"\nusers = [\"carol\"]\n\
+             [[accounts]]\nname = \"physics\"\nusers = [\"dave\"]\n\
+             [auth]\noperators = [\"ops\"]\nadministrators = [\"boss\"]\n",
+        );
+        let a = Associations::from_config(&c);
+        assert!(a.coordinates("bob", "ml"));
+        assert!(a.coordinates("bob", "vision"));
+        assert!(!a.coordinates("bob", "physics"));
+        assert!(!a.coordinates("alice", "ml"));
+        assert!(!a.coordinates("bob", "unknown"));
+        let level = |u: &str| c.auth.admin_level(u);
+        assert_eq!(level("ops"), AdminLevel::Operator);
+        assert_eq!(level("boss"), AdminLevel::Administrator);
+        assert_eq!(level("root"), AdminLevel::Administrator);
+        assert_eq!(level("alice"), AdminLevel::None);
+        assert!(AdminLevel::Administrator > AdminLevel::Operator);
     }
 
     #[test]

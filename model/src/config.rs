@@ -85,6 +85,8 @@ pub struct Config {
 /// key_file = "/etc/drover/cluster.key"  # only root reads it: `drover keygen` makes one
 /// socket = "/run/drover/auth.sock"      # the host's credential agent, for commands
 /// credential_ttl_s = 60                 # how long a credential is valid
+/// operators = ["ops1"]                  # AdminLevel=Operator: every job, node, reservation
+/// administrators = ["hpcadmin"]         # AdminLevel=Administrator
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -92,6 +94,26 @@ pub struct AuthConfig {
     pub key_file: String,
     pub socket: String,
     pub credential_ttl_s: u32,
+    /// Users of Slurm's AdminLevel=Operator: they act on every job and node and on
+    /// reservations. Root always may.
+    pub operators: Vec<String>,
+    /// AdminLevel=Administrator: an operator, and more as the admin commands come.
+    pub administrators: Vec<String>,
+}
+
+impl AuthConfig {
+    /// A user's AdminLevel.
+    pub fn admin_level(&self, user: &str) -> crate::assoc::AdminLevel {
+        use crate::assoc::AdminLevel;
+        let listed = |names: &[String]| names.iter().any(|n| n == user);
+        if user == "root" || listed(&self.administrators) {
+            AdminLevel::Administrator
+        } else if listed(&self.operators) {
+            AdminLevel::Operator
+        } else {
+            AdminLevel::None
+        }
+    }
 }
 
 impl Default for AuthConfig {
@@ -100,6 +122,8 @@ impl Default for AuthConfig {
             key_file: "/etc/drover/cluster.key".into(),
             socket: "/run/drover/auth.sock".into(),
             credential_ttl_s: 60,
+            operators: Vec::new(),
+            administrators: Vec::new(),
         }
     }
 }
@@ -281,6 +305,10 @@ pub struct ControllerConfig {
     /// `--no-requeue` is requeued when its node fails. True by default, as Slurm's
     /// (JobRequeue=1).
     pub job_requeue: bool,
+    /// Slurm's PrivateData: what users see only of their own (and, as coordinators,
+    /// their accounts'; operators see all): `jobs` (squeue, sacct, scontrol show job),
+    /// `usage` (sshare's other users' rows).
+    pub private_data: Vec<PrivateData>,
 }
 
 impl Default for ControllerConfig {
@@ -304,8 +332,17 @@ impl Default for ControllerConfig {
             state_min_free_mb: 64,
             return_to_service: 0,
             job_requeue: true,
+            private_data: Vec::new(),
         }
     }
+}
+
+/// One word of `private_data` (Slurm's PrivateData); other words are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrivateData {
+    Jobs,
+    Usage,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -865,6 +902,10 @@ pub struct AccountConfig {
     /// MaxWall: the longest time limit a job may have (Slurm time syntax).
     #[serde(default)]
     pub max_wall: String,
+    /// Account coordinators: users who may act on the jobs of this account and of the
+    /// accounts below it as their owners may (Slurm's `sacctmgr add coordinator`).
+    #[serde(default)]
+    pub coordinators: Vec<String>,
 }
 
 /// One `[[qos]]` entry. `normal` (priority 0, no limits) exists even when not listed.

@@ -10,6 +10,10 @@
 //! needs 9 CPUs of 12 and is laid out 3,3,3; `srun -n 13` is refused: more processors
 //! than the job has.
 
+/// Slurm's answer to a step its job's nodes cannot take yet (ESLURM_NODES_BUSY): the
+/// controller's refusal, on which `srun` waits and asks again.
+pub const NODES_BUSY: &str = "Requested nodes are busy";
+
 /// What `srun` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StepRequest {

@@ -89,7 +89,9 @@ fn to_status(e: &JobsError) -> Status {
     match e {
         JobsError::Launch(_) | JobsError::BadSignal(_) => Status::invalid_argument(e.to_string()),
         JobsError::Busy(_) => Status::unavailable(e.to_string()),
-        JobsError::Spool(_) | JobsError::Supervisor { .. } => Status::internal(e.to_string()),
+        JobsError::Spool(_) | JobsError::Supervisor { .. } | JobsError::Leftover(_) => {
+            Status::internal(e.to_string())
+        }
     }
 }
 
@@ -182,8 +184,10 @@ impl NodeAgent for Agent {
             }
         };
         let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let batch_here = self.jobs.runs_batch(launch.job_id);
         tokio::spawn(crate::tasks::run(
             launch,
+            batch_here,
             input,
             tx,
             self.jobs.confinement(),

@@ -690,6 +690,18 @@ impl JobCgroup {
         }
     }
 
+    /// Kills what an earlier run of the job left in its cgroups (a supervisor killed
+    /// with its job's processes still there) and removes them; false if some survive
+    /// SIGKILL.
+    pub fn clear_earlier_run(&self) -> bool {
+        let _layout = layout_lock();
+        if !self.kill_and_wait(Duration::from_secs(5)) {
+            return false;
+        }
+        let _ = self.remove();
+        true
+    }
+
     /// Removes the job's cgroups (steps first). A cgroup still holding processes stays.
     pub fn remove(&self) -> Result<(), CgroupError> {
         let mut first_error = None;
@@ -710,15 +722,18 @@ impl JobCgroup {
         out
     }
 
-    /// Removes the cgroup of step `step`, and the job's when no other step is left in
-    /// it (a node that runs only steps of the job, not its batch script).
-    pub fn remove_step(&self, step: &str) -> Result<(), CgroupError> {
+    /// Removes the cgroup of step `step`, and, unless `keep_job` (the node runs the
+    /// job's batch script, whose supervisor may be making its own cgroup there), the
+    /// job's when no other step is left in it.
+    pub fn remove_step(&self, step: &str, keep_job: bool) -> Result<(), CgroupError> {
         let mut first_error = None;
         for (_, dir) in self.hierarchy.dirs(&self.job_rel) {
             if let Err(e) = remove_tree(&dir.join(step)) {
                 first_error.get_or_insert(e);
             }
-            let _ = fs::remove_dir(&dir);
+            if !keep_job {
+                let _ = fs::remove_dir(&dir);
+            }
         }
         first_error.map_or(Ok(()), Err)
     }
@@ -780,6 +795,15 @@ fn v2_enable(h: &Hierarchy) -> String {
 
 /// Creates `rel` under `root` level by level; a new v1 cpuset level gets its parent's
 /// CPUs and memory nodes (a cpuset without them cannot take a process).
+/// This daemon's changes to the cgroup tree (a step's cgroups made, a step's or an
+/// earlier run's removed) are made one at a time: a step that ends removes its job's
+/// cgroup when it is empty, which must not fall between the levels another step of
+/// the job is making.
+pub fn layout_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LAYOUT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn make_levels(root: &Path, rel: &Path, cpuset: bool) -> Result<(), CgroupError> {
     let mut dir = root.to_path_buf();
     for part in rel.components() {

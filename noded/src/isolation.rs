@@ -132,13 +132,8 @@ impl Isolation for CgroupIsolation {
             job.job_id,
         )
         .map_err(setup)?;
-        // A cgroup left by an earlier run of the job (its supervisor killed) goes first.
-        if !cg.kill_and_wait(Duration::from_secs(5)) {
-            return Err(IsolationError::Cgroup(
-                "processes of an earlier run of the job survive SIGKILL".into(),
-            ));
-        }
-        let _ = cg.remove();
+        // What an earlier run of the job left was cleared by the node daemon before it
+        // started this supervisor (`Jobs::launch`); steps of this run may already be here.
         self.procs = cg
             .create(&job_limits(job), cgroup::BATCH_STEP)
             .map_err(setup)?;

@@ -54,6 +54,9 @@ pub enum JobsError {
     /// Not a signal number of this system.
     #[error("unknown signal {0}")]
     BadSignal(i32),
+    /// What an earlier run of the job left in its cgroups cannot be killed.
+    #[error("processes of an earlier run of job {0} survive SIGKILL")]
+    Leftover(JobId),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +178,12 @@ impl Jobs {
         &self.spool
     }
 
+    /// Whether the job's batch script was launched here and has not been reported
+    /// ended: its supervisor owns the job's cgroup on this node.
+    pub fn runs_batch(&self, job_id: JobId) -> bool {
+        self.table().contains_key(&job_id)
+    }
+
     /// Jobs whose end the controller has not acknowledged yet, by id: what run each
     /// is, whether it is stopped, and whether it is being killed or has ended.
     pub fn on_node(&self) -> Vec<JobOnNode> {
@@ -278,6 +287,19 @@ impl Jobs {
             info.cpu_ids.clear();
         }
         let confinement = self.confinement();
+        // What an earlier run left (its supervisor killed) goes before this run starts
+        // and before the controller hears it started: steps of this run come after.
+        if let Some(placement) = &confinement.cgroup
+            && let Ok(cg) = JobCgroup::new(
+                &placement.hierarchy,
+                &placement.prefix,
+                &self.node_name,
+                job_id,
+            )
+            && !cg.clear_earlier_run()
+        {
+            return Err(JobsError::Leftover(job_id));
+        }
         info.cgroup = confinement.cgroup;
         info.gpu_files = confinement.gpu_files;
         info.gpu_uuids = confinement.gpu_uuids;

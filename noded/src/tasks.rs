@@ -108,6 +108,7 @@ impl Outlet {
 /// output and exits to `out`.
 pub async fn run(
     launch: v1::TaskLaunch,
+    batch_here: bool,
     mut input: tonic::Streaming<TaskInput>,
     out: mpsc::Sender<Answer>,
     confinement: Confinement,
@@ -136,7 +137,10 @@ pub async fn run(
         let launch = launch.clone();
         let confinement = confinement.clone();
         let step = step.clone();
-        tokio::task::spawn_blocking(move || start(&launch, &confinement, &step, pin_cpus)).await
+        tokio::task::spawn_blocking(move || {
+            start(&launch, &confinement, &step, pin_cpus, batch_here)
+        })
+        .await
     };
     let started = match prepared {
         Ok(Ok(started)) => started,
@@ -273,7 +277,8 @@ pub async fn run(
     if let Some(cg) = started.cgroup {
         let _ = tokio::task::spawn_blocking(move || {
             kill_step(&cg, &step);
-            if let Err(e) = cg.remove_step(&step) {
+            let _layout = crate::cgroup::layout_lock();
+            if let Err(e) = cg.remove_step(&step, batch_here) {
                 warn!(job_id, error = %e, "cannot remove the step's cgroup");
             }
         })
@@ -601,6 +606,7 @@ fn start(
     confinement: &Confinement,
     step: &str,
     pin_cpus: bool,
+    batch_here: bool,
 ) -> Result<Started, String> {
     if launch.argv.is_empty() {
         return Err("no command to run".into());
@@ -642,9 +648,11 @@ fn start(
                 launch.job_id,
             )
             .map_err(|e| e.to_string())?;
-            let procs = cg
-                .create(&crate::isolation::job_limits(&info), step)
-                .map_err(|e| format!("cannot set up the step's cgroup: {e}"))?;
+            let procs = {
+                let _layout = crate::cgroup::layout_lock();
+                cg.create(&crate::isolation::job_limits(&info), step)
+                    .map_err(|e| format!("cannot set up the step's cgroup: {e}"))?
+            };
             (Some(cg), Box::new(StepPlacement { procs }))
         }
         None => (None, Box::new(NoIsolation::default())),
@@ -727,7 +735,8 @@ fn start(
         }
         if let Some(cg) = &cgroup {
             kill_step(cg, step);
-            let _ = cg.remove_step(step);
+            let _layout = crate::cgroup::layout_lock();
+            let _ = cg.remove_step(step, batch_here);
         }
         return Err(message);
     }

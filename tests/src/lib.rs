@@ -74,6 +74,8 @@ pub struct ClusterSpec {
     pub node_entries: String,
     /// More environment variables of each node daemon, by node index.
     pub node_env: Vec<Vec<(String, String)>>,
+    /// More keys of its `[auth]` table (`operators`, `administrators`).
+    pub auth_extra: String,
 }
 
 impl Default for ClusterSpec {
@@ -90,6 +92,7 @@ impl Default for ClusterSpec {
             controller_extra: String::new(),
             node_entries: String::new(),
             node_env: Vec::new(),
+            auth_extra: String::new(),
         }
     }
 }
@@ -162,7 +165,7 @@ default_time = "10:00"
             extra = spec.extra,
             controller_extra = spec.controller_extra,
             cgroup_prefix = cgroup_prefix(dir.path()),
-            auth = auth_section(dir.path()),
+            auth = auth_section(dir.path()) + &spec.auth_extra,
         );
         std::fs::write(&conf, text).unwrap();
         let bin = dir.path().join("bin");

@@ -236,3 +236,88 @@ fn tokio_stream_once<T: Send + 'static>(
 ) -> impl tonic::codegen::tokio_stream::Stream<Item = T> {
     tonic::codegen::tokio_stream::iter([item])
 }
+
+#[test]
+fn coordinators_and_operators_act_for_others_and_private_data_hides_the_rest() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        controller_extra: "private_data = [\"jobs\"]\n".into(),
+        extra: "[[accounts]]\nname = \"ml\"\nusers = [\"drover-alice\", \"drover-bob\"]\n\
+                coordinators = [\"drover-carol\"]\n\
+                [[accounts]]\nname = \"physics\"\nusers = [\"drover-dave\"]\n"
+            .into(),
+        auth_extra: "operators = [\"drover-erin\"]\n".into(),
+        ..ClusterSpec::default()
+    });
+    let [alice, bob, carol, dave, erin] = [
+        "drover-alice",
+        "drover-bob",
+        "drover-carol",
+        "drover-dave",
+        "drover-erin",
+    ]
+    .map(|name| c.user(name));
+    let ml = c.sbatch_as(&alice, &["--hold", "-A", "ml"], "true");
+    let physics = c.sbatch_as(&dave, &["--hold", "-A", "physics"], "true");
+    let listed = |u: &User| -> Vec<u32> {
+        let out = c.run_as(u, &["squeue", "-h", "-o", "%i"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(|id| id.parse().unwrap())
+            .collect()
+    };
+    // Each sees their own; a coordinator their account's; an operator everything.
+    assert_eq!(listed(&alice), [ml]);
+    assert_eq!(listed(&bob), Vec::<u32>::new());
+    assert_eq!(listed(&carol), [ml]);
+    assert_eq!(listed(&erin), [ml, physics]);
+    let out = c.run_as(&bob, &["scontrol", "show", "job", &ml.to_string()]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(&format!("JobId={ml}")));
+    // Bob may not cancel alice's job; carol, who coordinates ml, may; she may not
+    // touch physics.
+    let out = c.run_as(&bob, &["scancel", &ml.to_string()]);
+    assert!(
+        stderr(&out).contains("Access/permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    let out = c.run_as(&carol, &["scancel", &physics.to_string()]);
+    assert!(
+        stderr(&out).contains("Access/permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    let out = c.run_as(&carol, &["scancel", &ml.to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    c.wait_state(ml, "CANCELLED", T);
+    // Erin operates: she releases dave's job and drains the node; dave may not drain.
+    let out = c.run_as(
+        &dave,
+        &[
+            "scontrol",
+            "update",
+            "NodeName=tn1",
+            "State=DRAIN",
+            "Reason=x",
+        ],
+    );
+    assert!(!out.status.success());
+    let out = c.run_as(&erin, &["scontrol", "release", &physics.to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = c.run_as(
+        &erin,
+        &[
+            "scontrol",
+            "update",
+            "NodeName=tn1",
+            "State=DRAIN",
+            "Reason=maint",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        c.ok(&["sinfo", "-h", "-N", "-o", "%N %T"])
+            .contains("drain")
+    );
+}

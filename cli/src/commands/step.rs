@@ -146,20 +146,41 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         .clone()
         .unwrap_or_else(|| super::submit_opts::basename(&req.command[0]).to_string());
     let (num_tasks, num_nodes, ntasks_per_node, cpus_per_task) = step_shape(o, &env);
-    let reply = match ctld
-        .create_step(v1::CreateStepRequest {
-            job_id,
-            name,
-            num_tasks,
-            num_nodes,
-            ntasks_per_node,
-            cpus_per_task,
-        })
-        .await
-    {
-        Ok(r) => r.into_inner(),
-        Err(s) => return fail(calls::status_text(&s)),
+    let ask = v1::CreateStepRequest {
+        job_id,
+        name,
+        num_tasks,
+        num_nodes,
+        ntasks_per_node,
+        cpus_per_task,
     };
+    // Nodes that have not started the job yet are busy: asked again until they have,
+    // as Slurm's srun does. A batch script's srun may ask before the controller has
+    // heard that its node started the script: that wait is short, and said only when
+    // it lasts.
+    let mut wait = std::time::Duration::from_millis(20);
+    let asked = std::time::Instant::now();
+    let mut waited = false;
+    let reply = loop {
+        match ctld.create_step(ask.clone()).await {
+            Ok(r) => break r.into_inner(),
+            Err(s) if s.message() == model::step::NODES_BUSY => {
+                if !waited && asked.elapsed() >= std::time::Duration::from_secs(1) {
+                    eprintln!(
+                        "{PROG}: Job {job_id} step creation temporarily disabled, retrying ({})",
+                        model::step::NODES_BUSY
+                    );
+                    waited = true;
+                }
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(std::time::Duration::from_secs(1));
+            }
+            Err(s) => return fail(calls::status_text(&s)),
+        }
+    };
+    if waited {
+        eprintln!("{PROG}: Step created for StepId={job_id}.{}", reply.step_id);
+    }
     let step_id = reply.step_id;
     let job = reply.job.unwrap_or(v1::JobInfo {
         job_id,

@@ -10,9 +10,10 @@
 use super::{Order, Turn};
 use crate::command::{
     ChangeReservation, CompleteStep, ControlJobs, ControlOp, CreateStep, JobResult, Rejection,
-    SignalJobs, StartedStep, Submit, Submitted, Uid, UpdateJobs,
+    Requester, SignalJobs, StartedStep, Submit, Submitted, UpdateJobs,
 };
 use crate::validate;
+use model::assoc::Associations;
 use model::job_id::{JobIdSpec, Tasks};
 use model::job_update::JobChange;
 use model::{
@@ -131,8 +132,8 @@ pub fn estimate(
 
 /// Resolves a job id as users write it (`12`, `12_3`, `12_[1-3]`, `12_*`) to records,
 /// splitting pending array tasks into records of their own when named alone. Nothing
-/// is split unless every task named exists and `uid` may change the array.
-pub fn resolve_ids(turn: &mut Turn, text: &str, uid: Uid) -> Result<Vec<JobId>, Rejection> {
+/// is split unless every task named exists and `who` may change the array.
+pub fn resolve_ids(turn: &mut Turn, text: &str, who: &Requester) -> Result<Vec<JobId>, Rejection> {
     let spec = JobIdSpec::parse(text).map_err(|_| invalid_id())?;
     if spec.step().is_some() {
         return Err(invalid_id());
@@ -181,7 +182,13 @@ pub fn resolve_ids(turn: &mut Turn, text: &str, uid: Uid) -> Result<Vec<JobId>, 
         }
     }
     let splits = named.iter().filter(|n| n.is_err()).count();
-    if splits > 0 && !turn.state.job(array_id).is_some_and(|m| may_modify(m, uid)) {
+    let assocs = turn.sched.assocs.as_ref();
+    if splits > 0
+        && !turn
+            .state
+            .job(array_id)
+            .is_some_and(|m| may_modify(assocs, m, who))
+    {
         return Err(Rejection::PermissionDenied);
     }
     let mut out = Vec::new();
@@ -208,15 +215,15 @@ pub fn resolve_ids(turn: &mut Turn, text: &str, uid: Uid) -> Result<Vec<JobId>, 
     Ok(out)
 }
 
-/// May `uid` change this job: its owner, or root.
-fn may_modify(job: &Job, uid: Uid) -> bool {
-    uid == 0 || job.spec.uid == uid
+/// May `who` change this job (`Requester::may_act_on`).
+fn may_modify(assocs: &Associations, job: &Job, who: &Requester) -> bool {
+    who.may_act_on(assocs, job)
 }
 
-/// The job named, if `uid` may change it.
-fn owned(state: &ClusterState, id: JobId, uid: Uid) -> Result<&Job, Rejection> {
-    let job = state.job(id).ok_or_else(invalid_id)?;
-    if !may_modify(job, uid) {
+/// The job named, if `who` may change it.
+fn owned<'s>(turn: &'s Turn, id: JobId, who: &Requester) -> Result<&'s Job, Rejection> {
+    let job = turn.state.job(id).ok_or_else(invalid_id)?;
+    if !may_modify(&turn.sched.assocs, job, who) {
         return Err(Rejection::PermissionDenied);
     }
     Ok(job)
@@ -226,13 +233,13 @@ fn owned(state: &ClusterState, id: JobId, uid: Uid) -> Result<&Job, Rejection> {
 fn for_each_id(
     turn: &mut Turn,
     ids: &[String],
-    uid: Uid,
+    who: &Requester,
     mut each: impl FnMut(&mut Turn, JobId) -> Result<(), Rejection>,
 ) -> Vec<JobResult> {
     ids.iter()
         .map(|text| {
             // Every record named is tried; the first refusal is the answer.
-            let outcome = resolve_ids(turn, text, uid).and_then(|ids| {
+            let outcome = resolve_ids(turn, text, who).and_then(|ids| {
                 let mut first = Ok(());
                 for id in ids {
                     let result = each(turn, id);
@@ -276,7 +283,7 @@ pub fn signal(turn: &mut Turn, cmd: SignalJobs) -> Vec<JobResult> {
     }
     let mut results = Vec::new();
     for text in &cmd.job_ids {
-        match resolve_ids(turn, text, cmd.requester) {
+        match resolve_ids(turn, text, &cmd.requester) {
             Ok(ids) => {
                 let ids: Vec<JobId> = ids
                     .into_iter()
@@ -299,7 +306,7 @@ pub fn signal(turn: &mut Turn, cmd: SignalJobs) -> Vec<JobResult> {
 }
 
 fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Rejection> {
-    let job = owned(turn.state, id, cmd.requester)?;
+    let job = owned(turn, id, &cmd.requester)?;
     match (job.state, cmd.signal) {
         (s, _) if s.is_final() => Err(wrong_state("Job/step already completing or completed")),
         (JobState::Pending, 0) => {
@@ -310,7 +317,7 @@ fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Reject
                 exit_signal: 0,
                 time: turn.now,
                 reason: Reason::None,
-                cancelled_by: Some(cmd.requester),
+                cancelled_by: Some(cmd.requester.uid),
             });
             turn.reschedule = true;
             Ok(())
@@ -320,7 +327,13 @@ fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Reject
             // A repeated cancel keeps the first canceller; a cancel overrides a
             // requeue or a preemption's kill.
             if !matches!(job.kill.map(|k| k.cause), Some(KillCause::Cancel { .. })) {
-                request_kill(turn, id, KillCause::Cancel { by: cmd.requester });
+                request_kill(
+                    turn,
+                    id,
+                    KillCause::Cancel {
+                        by: cmd.requester.uid,
+                    },
+                );
             }
             turn.order(id, Order::Kill);
             Ok(())
@@ -349,13 +362,18 @@ pub(super) fn request_kill(turn: &mut Turn, job_id: JobId, cause: KillCause) {
 
 /// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.
 pub fn control(turn: &mut Turn, cmd: ControlJobs) -> Vec<JobResult> {
-    for_each_id(turn, &cmd.job_ids, cmd.requester, |turn, id| {
-        control_one(turn, id, cmd.op, cmd.requester)
+    for_each_id(turn, &cmd.job_ids, &cmd.requester, |turn, id| {
+        control_one(turn, id, cmd.op, &cmd.requester)
     })
 }
 
-fn control_one(turn: &mut Turn, id: JobId, op: ControlOp, uid: Uid) -> Result<(), Rejection> {
-    let job = owned(turn.state, id, uid)?;
+fn control_one(
+    turn: &mut Turn,
+    id: JobId,
+    op: ControlOp,
+    who: &Requester,
+) -> Result<(), Rejection> {
+    let job = owned(turn, id, who)?;
     let state = job.state;
     let now = turn.now;
     let not_pending = || wrong_state("Job is no longer pending execution");
@@ -364,7 +382,7 @@ fn control_one(turn: &mut Turn, id: JobId, op: ControlOp, uid: Uid) -> Result<()
             if state != JobState::Pending {
                 return Err(not_pending());
             }
-            let reason = if op == ControlOp::Hold && uid == 0 {
+            let reason = if op == ControlOp::Hold && who.is_operator() {
                 Reason::JobHeldAdmin
             } else {
                 Reason::JobHeldUser
@@ -408,7 +426,7 @@ fn control_one(turn: &mut Turn, id: JobId, op: ControlOp, uid: Uid) -> Result<()
             }
         }
         ControlOp::Suspend | ControlOp::Resume => {
-            if uid != 0 {
+            if !who.is_operator() {
                 return Err(Rejection::PermissionDenied);
             }
             let resume = op == ControlOp::Resume;
@@ -446,8 +464,8 @@ fn control_one(turn: &mut Turn, id: JobId, op: ControlOp, uid: Uid) -> Result<()
 /// and the job's node count, and allow its account and QOS; a new account or QOS is
 /// resolved and checked as at submit.
 pub fn update(turn: &mut Turn, cmd: UpdateJobs) -> Vec<JobResult> {
-    let results = for_each_id(turn, &cmd.job_ids, cmd.requester, |turn, id| {
-        update_one(turn, id, &cmd.changes, cmd.requester)
+    let results = for_each_id(turn, &cmd.job_ids, &cmd.requester, |turn, id| {
+        update_one(turn, id, &cmd.changes, &cmd.requester)
     });
     turn.reschedule = true;
     results
@@ -457,14 +475,14 @@ fn update_one(
     turn: &mut Turn,
     id: JobId,
     changes: &[JobChange],
-    uid: Uid,
+    who: &Requester,
 ) -> Result<(), Rejection> {
     use model::job_update::UpdateError;
-    let job = owned(turn.state, id, uid)?;
+    let job = owned(turn, id, who)?;
     let old_assoc = (job.spec.account.clone(), job.spec.qos.clone());
     let old_partition = job.spec.partition.clone();
     let (mut spec, limit) =
-        model::job_update::apply(job, changes, uid == 0).map_err(|e| match e {
+        model::job_update::apply(job, changes, who.is_operator()).map_err(|e| match e {
             UpdateError::PermissionDenied => Rejection::PermissionDenied,
             UpdateError::WrongState(text) => Rejection::WrongState(text),
             e @ (UpdateError::Invalid(_) | UpdateError::Unsupported(_)) => {
@@ -513,8 +531,13 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
     if job.state != JobState::Running {
         return Err(wrong_state("Job is not running"));
     }
-    if !may_modify(job, cmd.requester) {
+    if !may_modify(&turn.sched.assocs, job, &cmd.requester) {
         return Err(Rejection::PermissionDenied);
+    }
+    // Until its node has taken the launch (and cleared what an earlier run left), a
+    // step would race the job's own start there: srun asks again, as Slurm's does.
+    if !job.launched {
+        return Err(wrong_state(model::step::NODES_BUSY));
     }
     let alloc = job.alloc.clone().unwrap_or_default().nodes;
     let cpus: Vec<u32> = alloc.iter().map(|n| n.cpus).collect();
@@ -549,7 +572,7 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
 /// The end of a step `srun` started: a step that does not exist is refused, one that
 /// already ended stays as it ended.
 pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) -> Result<(), Rejection> {
-    let job = owned(turn.state, cmd.job_id, cmd.requester)?;
+    let job = owned(turn, cmd.job_id, &cmd.requester)?;
     let step = job.steps.iter().find(|s| s.id == Some(cmd.step_id));
     match step {
         None => return Err(invalid_id()),

@@ -38,7 +38,7 @@ pub fn update_nodes(turn: &mut Turn, cmd: UpdateNodes) -> Result<(), Rejection> 
             "Invalid node name specified: {unknown}"
         )));
     }
-    if cmd.requester != 0 {
+    if !cmd.requester.is_operator() {
         return Err(Rejection::PermissionDenied);
     }
     let (drain, down) = match cmd.action {
@@ -62,7 +62,7 @@ pub fn update_nodes(turn: &mut Turn, cmd: UpdateNodes) -> Result<(), Rejection> 
             drain,
             down,
             reason: reason.clone(),
-            uid: cmd.requester,
+            uid: cmd.requester.uid,
             time: turn.now,
         });
         if down {

@@ -32,6 +32,16 @@ default_time = "10:00"
 
 const ALICE: u32 = 1000;
 
+/// The requester of uid `uid`: root for 0, else a user named `u<uid>` without an
+/// AdminLevel.
+fn who(uid: u32) -> crate::command::Requester {
+    if uid == 0 {
+        crate::command::Requester::root()
+    } else {
+        crate::command::Requester::user(uid, &format!("u{uid}"))
+    }
+}
+
 struct Env {
     state: ClusterState,
     config: Config,
@@ -159,7 +169,7 @@ impl Env {
             filter: JobFilter::default(),
             signal: 0,
             batch_only: false,
-            requester: uid,
+            requester: who(uid),
         };
         let d = self.turn(|t| jobs::signal(t, cmd));
         assert!(d.answer.iter().all(|r| r.error.is_none()), "{:?}", d.answer);
@@ -174,7 +184,7 @@ impl Env {
         let cmd = ControlJobs {
             op,
             job_ids: vec![id.to_string()],
-            requester: 0,
+            requester: who(0),
         };
         let d = self.turn(|t| jobs::control(t, cmd));
         assert!(d.answer.iter().all(|r| r.error.is_none()), "{:?}", d.answer);
@@ -403,7 +413,7 @@ fn a_cancel_wins_over_a_preemption_and_a_requeue_over_nothing_it_cannot() {
     let cmd = ControlJobs {
         op: ControlOp::Requeue,
         job_ids: vec![id.to_string()],
-        requester: 0,
+        requester: who(0),
     };
     let d = env.turn(|t| jobs::control(t, cmd));
     assert!(d.answer[0].error.is_some());
@@ -488,7 +498,7 @@ fn relative_time_limits_move_the_limit_the_job_has_in_the_state_owner() {
     let add = |uid| UpdateJobs {
         job_ids: vec![id.to_string()],
         changes: vec![JobChange::TimeLimit(TimeLimitChange::Add(30))],
-        requester: uid,
+        requester: who(uid),
     };
     // Two updates in one turn: each moves the limit the other left.
     let d = env.turn(|t| {
@@ -507,7 +517,7 @@ fn relative_time_limits_move_the_limit_the_job_has_in_the_state_owner() {
     let lower = UpdateJobs {
         job_ids: vec![id.to_string()],
         changes: vec![JobChange::TimeLimit(TimeLimitChange::Subtract(20))],
-        requester: ALICE,
+        requester: who(ALICE),
     };
     let d = env.turn(|t| jobs::update(t, lower));
     assert!(d.answer[0].error.is_none());
@@ -515,7 +525,7 @@ fn relative_time_limits_move_the_limit_the_job_has_in_the_state_owner() {
     let bad = UpdateJobs {
         job_ids: vec![id.to_string()],
         changes: vec![JobChange::Partition("nope".into())],
-        requester: 0,
+        requester: who(0),
     };
     let d = env.turn(|t| jobs::update(t, bad));
     assert!(d.answer[0].error.is_some() && d.events.is_empty());
@@ -541,7 +551,7 @@ nodes = "n1"
         let cmd = UpdateJobs {
             job_ids: vec![id.to_string()],
             changes: vec![JobChange::Partition(partition.into())],
-            requester: ALICE,
+            requester: who(ALICE),
         };
         let d = env.turn(|t| jobs::update(t, cmd));
         assert!(d.events.is_empty(), "{:?}", d.events);
@@ -737,7 +747,7 @@ fn a_refused_command_splits_no_array_task_and_a_whole_array_is_tried_task_by_tas
         let cmd = ControlJobs {
             op: ControlOp::Hold,
             job_ids: vec![ids.to_string()],
-            requester,
+            requester: who(requester),
         };
         env.turn(|t| jobs::control(t, cmd))
     };
@@ -789,7 +799,7 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
             num_tasks,
             ..Default::default()
         },
-        requester: ALICE,
+        requester: who(ALICE),
     };
     // More tasks than the job's CPUs: refused, nothing recorded.
     let d = env.turn(|t| jobs::create_step(t, create(1000)));
@@ -819,13 +829,13 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
         exit_code,
         exit_signal: 0,
         usage: Some(usage.clone()),
-        requester: ALICE,
+        requester: who(ALICE),
     };
     let d = env.turn(|t| jobs::complete_step(t, end(step + 1, 0)));
     assert!(d.answer.is_err() && d.events.is_empty());
     // Only the job's user (or root) ends its steps.
     let by_bob = CompleteStep {
-        requester: ALICE + 1,
+        requester: who(ALICE + 1),
         ..end(step, 0)
     };
     let d = env.turn(|t| jobs::complete_step(t, by_bob));
@@ -924,7 +934,7 @@ fn holds_and_releases_set_slurms_reasons() {
     let cmd = ControlJobs {
         op: ControlOp::Uhold,
         job_ids: vec![id.to_string()],
-        requester: ALICE,
+        requester: who(ALICE),
     };
     let d = env.turn(|t| jobs::control(t, cmd));
     assert!(d.answer[0].error.is_some());
@@ -938,7 +948,7 @@ fn a_node_is_drained_or_downed_only_with_a_reason() {
         nodes: "n1".into(),
         action,
         reason: reason.into(),
-        requester: 0,
+        requester: who(0),
     };
     for action in [NodeAction::Drain, NodeAction::Down] {
         for reason in ["", "  "] {
@@ -1215,4 +1225,64 @@ fn an_array_mails_its_summary_and_its_tasks_mail_with_array_tasks() {
             .all(|m| m.2.starts_with(&format!("Slurm Array Task Job_id={id}_"))),
         "{sent:?}"
     );
+}
+
+#[test]
+fn coordinators_act_on_their_accounts_jobs_and_operators_on_all() {
+    use crate::command::{ControlJobs, ControlOp, Rejection, Requester};
+    let mut env = Env::new(
+        "[[accounts]]\nname = \"ml\"\nusers = [\"alice\", \"bob\"]\ncoordinators = [\"carol\"]\n\
+         [[accounts]]\nname = \"physics\"\nusers = [\"dave\"]\ncoordinators = [\"erin\"]\n",
+    );
+    let id = env.submit(|s| s.account = "ml".into());
+    let hold = |env: &mut Env, op, who: Requester| {
+        let cmd = ControlJobs {
+            op,
+            job_ids: vec![id.to_string()],
+            requester: who,
+        };
+        let d = env.turn(|t| jobs::control(t, cmd));
+        (d.answer[0].error.clone(), d.events.len())
+    };
+    // Bob shares the account, erin coordinates another: neither may.
+    for other in [Requester::user(1001, "bob"), Requester::user(1004, "erin")] {
+        assert_eq!(
+            hold(&mut env, ControlOp::Hold, other),
+            (Some(Rejection::PermissionDenied), 0)
+        );
+    }
+    // Carol coordinates ml: she holds it, as its user would (a user hold).
+    let (error, events) = hold(&mut env, ControlOp::Hold, Requester::user(1002, "carol"));
+    assert_eq!((error, events > 0), (None, true));
+    assert_eq!(env.job(id).reason, model::Reason::JobHeldUser);
+    // An operator releases it.
+    let mut ops = Requester::user(1005, "ops");
+    ops.level = model::assoc::AdminLevel::Operator;
+    assert_eq!(hold(&mut env, ControlOp::Release, ops).0, None);
+    assert_ne!(env.job(id).reason, model::Reason::JobHeldUser);
+}
+
+#[test]
+fn a_step_waits_until_its_jobs_node_has_taken_the_launch() {
+    use crate::command::{CreateStep, Rejection};
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let create = || CreateStep {
+        job_id: id,
+        name: "s".into(),
+        request: model::step::StepRequest::default(),
+        requester: who(ALICE),
+    };
+    // Running, but its node has not confirmed the launch: busy, nothing recorded.
+    env.turn(timer::schedule);
+    assert_eq!(env.job(id).state, model::JobState::Running);
+    let d = env.turn(|t| jobs::create_step(t, create()));
+    assert_eq!(
+        d.answer.unwrap_err(),
+        Rejection::WrongState(model::step::NODES_BUSY.into())
+    );
+    assert!(d.events.is_empty());
+    let run = env.job(id).restart_count;
+    env.turn(|t| nodes::launched(t, id, run));
+    assert!(env.turn(|t| jobs::create_step(t, create())).answer.is_ok());
 }
