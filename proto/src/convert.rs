@@ -677,6 +677,14 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
     };
     let entries = [
         ("AccountingStorageType", "accounting_storage/drover".into()),
+        (
+            "AuthInfo",
+            format!(
+                "socket={},ttl={}",
+                config.auth.socket, config.auth.credential_ttl_s
+            ),
+        ),
+        ("AuthType", "auth/drover".into()),
         ("ClusterName", config.cluster_name.clone()),
         ("KillWait", format!("{} sec", c.kill_wait_s)),
         ("MaxArraySize", c.max_array_size.to_string()),
@@ -695,6 +703,7 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ("PriorityWeightPartition", p.weight_partition.to_string()),
         ("PriorityWeightQOS", p.weight_qos.to_string()),
         ("PriorityWeightTRES", p.weight_tres.clone()),
+        ("PrivateData", private_data(&c.private_data)),
         ("SchedulerType", scheduler.into()),
         ("SelectType", "select/cons_tres".into()),
         ("SlurmctldHost[0]", c.addr.clone()),
@@ -712,6 +721,22 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
             })
             .collect(),
     }
+}
+
+/// `PrivateData` as Slurm prints it: its words joined, or `none`.
+fn private_data(words: &[model::config::PrivateData]) -> String {
+    use model::config::PrivateData;
+    if words.is_empty() {
+        return "none".into();
+    }
+    words
+        .iter()
+        .map(|w| match w {
+            PrivateData::Jobs => "jobs",
+            PrivateData::Usage => "usage",
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// A job's priority factors.

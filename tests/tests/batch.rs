@@ -469,6 +469,13 @@ fn srun_inside_a_batch_job_and_config() {
             .any(|l| l.starts_with("MaxArraySize") && l.ends_with("= 1001")),
         "{conf}"
     );
+    for (key, value) in [("AuthType", "auth/drover"), ("PrivateData", "none")] {
+        assert!(
+            conf.lines()
+                .any(|l| l.starts_with(key) && l.ends_with(&format!("= {value}"))),
+            "{conf}"
+        );
+    }
     let part = c.ok(&["sinfo", "-o", "%P"]);
     assert!(part.lines().any(|l| l.trim() == "debug*"), "{part}");
 }
