@@ -4,7 +4,8 @@
 use crate::Key;
 use base64::Engine;
 use proto::v1;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::Mutex;
 
 /// Why a request's credential was refused, or a key could not be had.
@@ -133,25 +134,42 @@ pub fn header_value(credential: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD_NO_PAD.encode(credential)
 }
 
-/// Checks credentials: MAC, time, and nonces seen until they expire.
+/// Checks credentials: MAC, time, and nonces seen until they expire. A credential is
+/// bound to the connection that first presented it: it is taken again on that
+/// connection (a command's later calls), and refused as a replay on any other, or
+/// when the connection is not known.
 #[derive(Debug)]
 pub struct Verifier {
     key: Key,
-    /// (expiry, nonce) of every credential accepted and not yet expired.
-    seen: Mutex<BTreeSet<(i64, Vec<u8>)>>,
+    seen: Mutex<Seen>,
 }
+
+/// (expiry, nonce) of every credential accepted and not yet expired, and the
+/// connection (peer address) that presented it.
+type Seen = BTreeMap<(i64, Vec<u8>), Option<SocketAddr>>;
 
 impl Verifier {
     pub fn new(key: Key) -> Verifier {
         Verifier {
             key,
-            seen: Mutex::new(BTreeSet::new()),
+            seen: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// The identity an encoded credential proves at `now`, or why it proves none. An
     /// accepted credential is not accepted again.
     pub fn verify(&self, encoded: &[u8], now: i64) -> Result<Identity, AuthError> {
+        self.verify_from(encoded, now, None)
+    }
+
+    /// `verify` for a credential that came on the connection from `peer`: accepted
+    /// again from that same peer, never from another.
+    pub fn verify_from(
+        &self,
+        encoded: &[u8],
+        now: i64,
+        peer: Option<SocketAddr>,
+    ) -> Result<Identity, AuthError> {
         let body = self.key.open(CREDENTIAL, encoded)?;
         let body: v1::CredentialBody = proto::decode(&body).ok_or(AuthError::Malformed)?;
         let issuer = Issuer::from_wire(body.issuer).ok_or(AuthError::Malformed)?;
@@ -168,8 +186,15 @@ impl Verifier {
         // Forget what has expired: it is refused as expired from now on.
         let live = seen.split_off(&(now + 1, Vec::new()));
         *seen = live;
-        if !seen.insert((body.expires_at, body.nonce)) {
-            return Err(AuthError::Replayed);
+        match seen.entry((body.expires_at, body.nonce)) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(peer);
+            }
+            std::collections::btree_map::Entry::Occupied(e) => {
+                if peer.is_none() || *e.get() != peer {
+                    return Err(AuthError::Replayed);
+                }
+            }
         }
         Ok(Identity {
             issuer,
@@ -209,7 +234,7 @@ impl Verifier {
         let bytes = value
             .to_bytes()
             .map_err(|_| tonic::Status::unauthenticated(AuthError::Malformed.to_string()))?;
-        self.verify(&bytes, now)
+        self.verify_from(&bytes, now, req.remote_addr())
             .map_err(|e| tonic::Status::unauthenticated(e.to_string()))
     }
 }
@@ -278,6 +303,27 @@ mod tests {
         // A credential is not a grant either.
         let cred = k.issue(Issuer::User, 0, 0, "h", 500, 60);
         assert_eq!(k.open(STEP_GRANT, &cred), Err(AuthError::BadSignature));
+    }
+
+    #[test]
+    fn a_credential_is_taken_again_only_on_its_own_connection() {
+        let v = Verifier::new(key(1));
+        let c = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60);
+        let mine: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+        let other: SocketAddr = "10.0.0.1:40001".parse().unwrap();
+        assert!(v.verify_from(&c, 510, Some(mine)).is_ok());
+        assert!(v.verify_from(&c, 520, Some(mine)).is_ok());
+        assert_eq!(
+            v.verify_from(&c, 520, Some(other)),
+            Err(AuthError::Replayed)
+        );
+        assert_eq!(v.verify_from(&c, 520, None), Err(AuthError::Replayed));
+        // Nor past its expiry, even on its connection.
+        assert_eq!(v.verify_from(&c, 560, Some(mine)), Err(AuthError::Expired));
+        // A credential first seen without a connection is taken once.
+        let once = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60);
+        assert!(v.verify_from(&once, 510, None).is_ok());
+        assert_eq!(v.verify_from(&once, 510, None), Err(AuthError::Replayed));
     }
 
     #[test]

@@ -39,16 +39,47 @@ impl Signer {
     }
 }
 
-/// A gRPC transport whose every request carries a credential of `signer`'s.
+/// A gRPC transport whose every request carries a credential of `signer`'s. One from
+/// the agent is kept for the transport's later requests, until half its life is
+/// gone: the controller takes it again on the connection that first presented it
+/// (`Verifier`), and a command's second call costs no trip to the agent.
 #[derive(Debug, Clone)]
 pub struct Signed<S> {
     inner: S,
     signer: Arc<Signer>,
+    kept: Arc<std::sync::Mutex<Option<Kept>>>,
 }
+
+/// The agent's credential in use, and until when (Unix seconds) it is reused.
+type Kept = (Vec<u8>, i64);
 
 impl<S> Signed<S> {
     pub fn new(inner: S, signer: Arc<Signer>) -> Signed<S> {
-        Signed { inner, signer }
+        Signed {
+            inner,
+            signer,
+            kept: Arc::default(),
+        }
+    }
+
+    /// The credential for the next request.
+    fn credential(&self) -> Result<Vec<u8>, AuthError> {
+        if !matches!(*self.signer, Signer::Agent { .. }) {
+            return self.signer.credential();
+        }
+        let now = crate::unix_now();
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((cred, until)) = kept.as_ref()
+            && now < *until
+        {
+            return Ok(cred.clone());
+        }
+        let cred = self.signer.credential()?;
+        let until = proto::decode::<proto::v1::Credential>(&cred)
+            .and_then(|c| proto::decode::<proto::v1::CredentialBody>(&c.body))
+            .map_or(now, |b| b.issued_at + (b.expires_at - b.issued_at) / 2);
+        *kept = Some((cred.clone(), until));
+        Ok(cred)
     }
 }
 
@@ -70,7 +101,6 @@ where
 
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
         let value = self
-            .signer
             .credential()
             .map_err(BoxError::from)
             .and_then(|c| http::HeaderValue::from_str(&header_value(&c)).map_err(BoxError::from));

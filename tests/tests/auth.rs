@@ -151,8 +151,18 @@ async fn hand_made_requests_without_a_valid_credential_change_nothing() {
         .unwrap()
         .into_inner();
     assert_eq!(reply.results[0].error, "Access/permission denied");
-    // Used again, the same credential is a replay.
-    let refused = ctld.signal_jobs(with(cancel(), &cred)).await.unwrap_err();
+    // It is bound to the connection that presented it: taken again there, a replay on
+    // any other.
+    let again = ctld.signal_jobs(with(cancel(), &cred)).await.unwrap();
+    assert_eq!(
+        again.into_inner().results[0].error,
+        "Access/permission denied"
+    );
+    let mut elsewhere = CtldClient::connect(addr.clone()).await.unwrap();
+    let refused = elsewhere
+        .signal_jobs(with(cancel(), &cred))
+        .await
+        .unwrap_err();
     assert_eq!(refused.message(), "the credential was replayed");
     let refused = ctld
         .submit_job(with(as_root(), &credential_of(&c, &alice)))
