@@ -92,6 +92,11 @@ impl Services {
         self.snapshot.borrow().clone()
     }
 
+    /// Whether `what` is private (`[controller] private_data`).
+    fn private(&self, what: model::config::PrivateData) -> bool {
+        self.config.controller.private_data.contains(&what)
+    }
+
     /// Who a request acts as: the uid its credential proved, that user's name, and
     /// their AdminLevel (`[auth] operators`, `administrators`).
     fn requester<T>(&self, req: &Request<T>) -> Result<command::Requester, Status> {
@@ -159,11 +164,7 @@ impl<'s> JobWalk<'s> {
             services,
             req,
             viewer,
-            private_jobs: services
-                .config
-                .controller
-                .private_data
-                .contains(&model::config::PrivateData::Jobs),
+            private_jobs: services.private(model::config::PrivateData::Jobs),
             filter,
             snap,
             now: unix_now(),
@@ -818,11 +819,7 @@ impl v1::ctld_server::Ctld for Services {
         let req = req.into_inner();
         let snap = self.snapshot();
         let now = unix_now();
-        let private = self
-            .config
-            .controller
-            .private_data
-            .contains(&model::config::PrivateData::Jobs);
+        let private = self.private(model::config::PrivateData::Jobs);
         let assocs = &self.sched_config.assocs;
         let jobs = sched::priority::pending_factors(&snap, now, &self.sched_config)
             .iter()
@@ -858,11 +855,7 @@ impl v1::ctld_server::Ctld for Services {
         let tree = sched::fairshare::ShareTree::compute(&snap, unix_now(), &self.sched_config);
         // With `private_data = ["usage"]`, a user sees the accounts and their own rows,
         // a coordinator their accounts' users too.
-        let private = self
-            .config
-            .controller
-            .private_data
-            .contains(&model::config::PrivateData::Usage);
+        let private = self.private(model::config::PrivateData::Usage);
         let assocs = &self.sched_config.assocs;
         let visible = |row: &&model::factors::ShareRow| match &row.user {
             Some(user) if private && !viewer.is_operator() => {
