@@ -439,10 +439,11 @@ mod tests {
             .collect()
     }
 
-    fn prep_env(args: &[&str], script: &str, vars: &[(&str, &str)]) -> Result<Submission, Exit> {
-        let env = env(vars);
-        let ctx = SubmitCtx {
-            env: &env,
+    /// ada submitting from her project directory on login1, with `env`.
+    fn ada(env: &[(String, String)]) -> SubmitCtx<'_> {
+        static UTC: jiff::tz::TimeZone = jiff::tz::TimeZone::UTC;
+        SubmitCtx {
+            env,
             cwd: "/home/ada/proj",
             user: "ada",
             uid: 1000,
@@ -451,8 +452,13 @@ mod tests {
             now: NOW,
             max_array_size: 1001,
             job_requeue: true,
-            zone: &jiff::tz::TimeZone::UTC,
-        };
+            zone: &UTC,
+        }
+    }
+
+    fn prep_env(args: &[&str], script: &str, vars: &[(&str, &str)]) -> Result<Submission, Exit> {
+        let env = env(vars);
+        let ctx = ada(&env);
         let script = script.to_string();
         let mut read = |p: Option<&str>| -> Result<String, Exit> {
             match p {
@@ -573,18 +579,7 @@ mod tests {
             }
             script.push_str("true\n");
             let env = env(&[("PATH", "/usr/bin")]);
-            let ctx = SubmitCtx {
-                env: &env,
-                cwd: "/home/ada/proj",
-                user: "ada",
-                uid: 1000,
-                gid: 100,
-                host: "login1",
-                now: NOW,
-                max_array_size: 1001,
-                job_requeue: true,
-                zone: &jiff::tz::TimeZone::UTC,
-            };
+            let ctx = ada(&env);
             let mut read = |_: Option<&str>| -> Result<String, Exit> { Ok(script.clone()) };
             let _ = prepare(&words, &ctx, &mut read);
         }
