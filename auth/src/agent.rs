@@ -65,17 +65,24 @@ pub async fn serve(listener: tokio::net::UnixListener, key: Arc<Key>, host: Stri
                 continue;
             }
         };
-        let cred = match stream.peer_cred() {
-            Ok(peer) => key.issue(
-                Issuer::User,
-                peer.uid(),
-                peer.gid(),
-                &host,
-                crate::unix_now(),
-                ttl_s,
-            ),
+        let issued = stream
+            .peer_cred()
+            .map_err(|e| e.to_string())
+            .and_then(|peer| {
+                key.issue(
+                    Issuer::User,
+                    peer.uid(),
+                    peer.gid(),
+                    &host,
+                    crate::unix_now(),
+                    ttl_s,
+                )
+                .map_err(|e| e.to_string())
+            });
+        let cred = match issued {
+            Ok(cred) => cred,
             Err(e) => {
-                tracing::warn!(error = %e, "credential agent: no peer credentials");
+                tracing::warn!(error = %e, "credential agent: no credential for a caller");
                 continue;
             }
         };

@@ -1,8 +1,8 @@
 //! Credentials: issuing one (`Key::issue`), and checking one (`Verifier`): its MAC,
-//! its time and its nonce, which is accepted once.
+//! its time, and its nonce, which is taken again only on the connection that first
+//! presented it.
 
 use crate::Key;
-use base64::Engine;
 use proto::v1;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -27,6 +27,8 @@ pub enum AuthError {
     KeyFile(String),
     #[error("cannot get a credential from the agent at {path}: {why}")]
     NoAgent { path: String, why: String },
+    #[error("no randomness for a credential's nonce: {0}")]
+    NoRandomness(String),
 }
 
 /// Who signed a credential.
@@ -68,13 +70,6 @@ pub struct Identity {
     pub host: String,
 }
 
-impl Identity {
-    /// A daemon: the controller or a node daemon, never a user's command.
-    pub fn is_daemon(&self) -> bool {
-        self.issuer != Issuer::User
-    }
-}
-
 /// How far ahead of the verifier's clock an issuer's may be, in seconds.
 const CLOCK_SKEW_S: i64 = 10;
 
@@ -89,10 +84,9 @@ impl Key {
         host: &str,
         now: i64,
         ttl_s: i64,
-    ) -> Vec<u8> {
+    ) -> Result<Vec<u8>, AuthError> {
         let mut nonce = vec![0u8; 16];
-        // Without randomness no credential is safe: a zero nonce is replayed at once.
-        let _ = getrandom::fill(&mut nonce);
+        getrandom::fill(&mut nonce).map_err(|e| AuthError::NoRandomness(e.to_string()))?;
         let body = v1::CredentialBody {
             issuer: issuer.to_wire() as i32,
             uid,
@@ -102,7 +96,7 @@ impl Key {
             expires_at: now + ttl_s,
             nonce,
         };
-        self.seal(CREDENTIAL, proto::encode(&body))
+        Ok(self.seal(CREDENTIAL, proto::encode(&body)))
     }
 
     /// `body` with its MAC under this key for `purpose`, encoded as a
@@ -129,9 +123,11 @@ const CREDENTIAL: &[u8] = b"drover credential";
 /// The purpose the controller seals a step's grant for (`v1::StepGrant`).
 pub const STEP_GRANT: &[u8] = b"drover step grant";
 
-/// The text of a credential in its header (base64, as gRPC's binary headers).
-pub fn header_value(credential: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD_NO_PAD.encode(credential)
+/// Until when (Unix seconds) a client reuses an encoded credential: half its life.
+pub(crate) fn reuse_until(encoded: &[u8]) -> Option<i64> {
+    let sealed: v1::Credential = proto::decode(encoded)?;
+    let body: v1::CredentialBody = proto::decode(&sealed.body)?;
+    Some(body.issued_at + (body.expires_at - body.issued_at) / 2)
 }
 
 /// Checks credentials: MAC, time, and nonces seen until they expire. A credential is
@@ -204,22 +200,6 @@ impl Verifier {
         })
     }
 
-    /// The identity a request's headers prove (`proto::CREDENTIAL_HEADER`).
-    pub fn verify_headers(
-        &self,
-        headers: &http::HeaderMap,
-        now: i64,
-    ) -> Result<Identity, AuthError> {
-        let value = headers
-            .get(proto::CREDENTIAL_HEADER)
-            .ok_or(AuthError::Missing)?;
-        let text = value.to_str().map_err(|_| AuthError::Malformed)?;
-        let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
-            .decode(text.trim_end_matches('='))
-            .map_err(|_| AuthError::Malformed)?;
-        self.verify(&bytes, now)
-    }
-
     /// The identity a tonic request proves, as tonic's interceptors see it; a refused
     /// credential is UNAUTHENTICATED with its reason.
     pub fn verify_request<T>(
@@ -227,15 +207,22 @@ impl Verifier {
         req: &tonic::Request<T>,
         now: i64,
     ) -> Result<Identity, tonic::Status> {
-        let value = req
-            .metadata()
-            .get_bin(proto::CREDENTIAL_HEADER)
-            .ok_or_else(|| tonic::Status::unauthenticated(AuthError::Missing.to_string()))?;
-        let bytes = value
-            .to_bytes()
-            .map_err(|_| tonic::Status::unauthenticated(AuthError::Malformed.to_string()))?;
-        self.verify_from(&bytes, now, req.remote_addr())
+        self.verify_metadata(req.metadata(), now, req.remote_addr())
             .map_err(|e| tonic::Status::unauthenticated(e.to_string()))
+    }
+
+    /// The identity the credential header of `metadata` proves, from `peer`.
+    pub(crate) fn verify_metadata(
+        &self,
+        metadata: &tonic::metadata::MetadataMap,
+        now: i64,
+        peer: Option<SocketAddr>,
+    ) -> Result<Identity, AuthError> {
+        let value = metadata
+            .get_bin(proto::CREDENTIAL_HEADER)
+            .ok_or(AuthError::Missing)?;
+        let bytes = value.to_bytes().map_err(|_| AuthError::Malformed)?;
+        self.verify_from(&bytes, now, peer)
     }
 }
 
@@ -250,7 +237,9 @@ mod tests {
     #[test]
     fn a_credential_proves_who_signed_it_once() {
         let v = Verifier::new(key(1));
-        let c = key(1).issue(Issuer::User, 1000, 100, "login1", 500, 60);
+        let c = key(1)
+            .issue(Issuer::User, 1000, 100, "login1", 500, 60)
+            .unwrap();
         let id = v.verify(&c, 510).unwrap();
         assert_eq!(
             id,
@@ -261,25 +250,26 @@ mod tests {
                 host: "login1".into()
             }
         );
-        assert!(!id.is_daemon());
         assert_eq!(v.verify(&c, 511), Err(AuthError::Replayed));
         // Another credential for the same user is another nonce.
-        let again = key(1).issue(Issuer::User, 1000, 100, "login1", 500, 60);
+        let again = key(1)
+            .issue(Issuer::User, 1000, 100, "login1", 500, 60)
+            .unwrap();
         assert!(v.verify(&again, 511).is_ok());
     }
 
     #[test]
     fn forged_expired_early_and_malformed_credentials_are_refused() {
         let v = Verifier::new(key(1));
-        let forged = key(2).issue(Issuer::User, 0, 0, "evil", 500, 60);
+        let forged = key(2).issue(Issuer::User, 0, 0, "evil", 500, 60).unwrap();
         assert_eq!(v.verify(&forged, 510), Err(AuthError::BadSignature));
-        let old = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60);
+        let old = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60).unwrap();
         assert_eq!(v.verify(&old, 560), Err(AuthError::Expired));
-        let early = key(1).issue(Issuer::User, 1000, 100, "h", 600, 60);
+        let early = key(1).issue(Issuer::User, 1000, 100, "h", 600, 60).unwrap();
         assert_eq!(v.verify(&early, 500), Err(AuthError::NotYetValid));
         assert_eq!(v.verify(b"\xff\xff", 500), Err(AuthError::Malformed));
         // A body changed after signing: the MAC no longer matches.
-        let good = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60);
+        let good = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60).unwrap();
         let mut cred: v1::Credential = proto::decode(&good).unwrap();
         let mut body: v1::CredentialBody = proto::decode(&cred.body).unwrap();
         body.uid = 0;
@@ -301,14 +291,14 @@ mod tests {
             Err(AuthError::BadSignature)
         );
         // A credential is not a grant either.
-        let cred = k.issue(Issuer::User, 0, 0, "h", 500, 60);
+        let cred = k.issue(Issuer::User, 0, 0, "h", 500, 60).unwrap();
         assert_eq!(k.open(STEP_GRANT, &cred), Err(AuthError::BadSignature));
     }
 
     #[test]
     fn a_credential_is_taken_again_only_on_its_own_connection() {
         let v = Verifier::new(key(1));
-        let c = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60);
+        let c = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60).unwrap();
         let mine: SocketAddr = "10.0.0.1:40000".parse().unwrap();
         let other: SocketAddr = "10.0.0.1:40001".parse().unwrap();
         assert!(v.verify_from(&c, 510, Some(mine)).is_ok());
@@ -321,7 +311,7 @@ mod tests {
         // Nor past its expiry, even on its connection.
         assert_eq!(v.verify_from(&c, 560, Some(mine)), Err(AuthError::Expired));
         // A credential first seen without a connection is taken once.
-        let once = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60);
+        let once = key(1).issue(Issuer::User, 1000, 100, "h", 500, 60).unwrap();
         assert!(v.verify_from(&once, 510, None).is_ok());
         assert_eq!(v.verify_from(&once, 510, None), Err(AuthError::Replayed));
     }
@@ -330,22 +320,9 @@ mod tests {
     fn seen_nonces_are_forgotten_once_expired() {
         let v = Verifier::new(key(1));
         for t in 0..100 {
-            let c = key(1).issue(Issuer::Node, 0, 0, "n1", t, 10);
+            let c = key(1).issue(Issuer::Node, 0, 0, "n1", t, 10).unwrap();
             v.verify(&c, t).unwrap();
         }
         assert!(v.seen.lock().unwrap().len() <= 11);
-    }
-
-    #[test]
-    fn headers_carry_the_credential_in_base64() {
-        let v = Verifier::new(key(1));
-        let c = key(1).issue(Issuer::Controller, 0, 0, "ctl", 500, 60);
-        let mut headers = http::HeaderMap::new();
-        assert_eq!(v.verify_headers(&headers, 510), Err(AuthError::Missing));
-        headers.insert(proto::CREDENTIAL_HEADER, header_value(&c).parse().unwrap());
-        assert_eq!(
-            v.verify_headers(&headers, 510).map(|i| i.issuer),
-            Ok(Issuer::Controller)
-        );
     }
 }

@@ -6,9 +6,10 @@
 //! Daemons sign their own with the key (`Issuer::Node`, `Issuer::Controller`). A user's
 //! command cannot read the key: it asks the host's credential agent (`agent`), which
 //! reads the caller's uid and gid from the kernel (SO_PEERCRED on its Unix socket) and
-//! signs for exactly those. The receiver (`Verifier`) checks the MAC, the expiry and
-//! that the nonce was not seen before, so a credential is neither forged, nor kept for
-//! later, nor replayed.
+//! signs for exactly those. The receiver (`Verifier`) checks the MAC and the expiry,
+//! and binds each credential to the connection that first presents it, so a credential
+//! is neither forged, nor kept for later, nor replayed on another connection. A client
+//! reuses the agent's credential on its own connection (`Signed`).
 //!
 //! Example: alice (uid 1000) runs `scancel 7`. The command connects to the agent's
 //! socket; the kernel says the peer is uid 1000, gid 1000; the agent answers a
@@ -26,9 +27,6 @@ pub use credential::{AuthError, Identity, Issuer, STEP_GRANT, Verifier};
 pub use key::Key;
 pub use server::{Authenticate, identity, require};
 pub use signed::{Signed, Signer};
-
-/// How long a credential is valid after it is issued, by default, in seconds.
-pub const DEFAULT_TTL_S: i64 = 60;
 
 /// Unix seconds now.
 pub fn unix_now() -> i64 {

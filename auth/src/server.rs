@@ -110,19 +110,24 @@ mod tests {
         assert_eq!(refused.message(), "the request has no credential");
         let forged = Key::from_bytes(&[4; 32])
             .unwrap()
-            .issue(Issuer::User, 0, 0, "evil", now, 60);
+            .issue(Issuer::User, 0, 0, "evil", now, 60)
+            .unwrap();
         let refused = anyone.call(with(&forged)).unwrap_err();
         assert_eq!(refused.message(), "the credential's signature is invalid");
-        let alice = key.issue(Issuer::User, 1000, 1000, "login1", now, 60);
+        let alice = key
+            .issue(Issuer::User, 1000, 1000, "login1", now, 60)
+            .unwrap();
         let passed = anyone.call(with(&alice)).unwrap();
         assert_eq!(identity(&passed).unwrap().uid, 1000);
         let refused = anyone.call(with(&alice)).unwrap_err();
         assert_eq!(refused.message(), "the credential was replayed");
-        let alice = key.issue(Issuer::User, 1000, 1000, "login1", now, 60);
+        let alice = key
+            .issue(Issuer::User, 1000, 1000, "login1", now, 60)
+            .unwrap();
         let refused = nodes.call(with(&alice)).unwrap_err();
         assert_eq!(refused.code(), tonic::Code::PermissionDenied);
         assert_eq!(refused.message(), "only node daemons may call this");
-        let node = key.issue(Issuer::Node, 0, 0, "n1", now, 60);
+        let node = key.issue(Issuer::Node, 0, 0, "n1", now, 60).unwrap();
         let passed = nodes.call(with(&node)).unwrap();
         let who = identity(&passed).unwrap();
         assert!(require(&who, Issuer::Node).is_ok());

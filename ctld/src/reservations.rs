@@ -399,6 +399,9 @@ mod tests {
             change(&s, &not_root, 0).unwrap_err(),
             Rejection::PermissionDenied
         );
+        // An operator may.
+        not_root.requester.level = model::assoc::AdminLevel::Operator;
+        assert!(change(&s, &not_root, 0).is_ok());
         let gone = req(ReservationOp::Delete, &[("ReservationName", "gone")]);
         assert_eq!(
             change(&s, &gone, 0).unwrap_err(),

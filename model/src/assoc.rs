@@ -48,17 +48,6 @@ pub enum AdminLevel {
     Administrator,
 }
 
-impl AdminLevel {
-    /// Slurm's word, as `sacctmgr show user` prints it.
-    pub fn name(self) -> &'static str {
-        match self {
-            AdminLevel::None => "None",
-            AdminLevel::Operator => "Operator",
-            AdminLevel::Administrator => "Administrator",
-        }
-    }
-}
-
 /// Limits of an account or a QOS. `None` or an absent TRES is no limit.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Limits {

@@ -345,6 +345,16 @@ pub enum PrivateData {
     Usage,
 }
 
+impl PrivateData {
+    /// Slurm's word, as the config writes it and `scontrol show config` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PrivateData::Jobs => "jobs",
+            PrivateData::Usage => "usage",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
@@ -979,6 +989,17 @@ name = "debug"
 nodes = "n[1-2]"
 max_time = "1:00:00"
 "#;
+
+    #[test]
+    fn private_data_words_are_slurms_both_ways() {
+        let c = Config::parse(
+            "[controller]\nprivate_data = [\"jobs\", \"usage\"]\n",
+            "t.toml",
+        )
+        .unwrap();
+        let words: Vec<&str> = c.controller.private_data.iter().map(|w| w.name()).collect();
+        assert_eq!(words, ["jobs", "usage"]);
+    }
 
     #[test]
     fn parses_sample() {

@@ -184,14 +184,11 @@ impl NodeAgent for Agent {
             }
         };
         let (tx, rx) = tokio::sync::mpsc::channel(64);
-        let batch_here = self.jobs.runs_batch(launch.job_id);
         tokio::spawn(crate::tasks::run(
             launch,
-            batch_here,
             input,
             tx,
-            self.jobs.confinement(),
-            self.jobs.pins_cpus(),
+            self.jobs.clone(),
             self.attachable.clone(),
         ));
         Ok(Response::new(ReceiverStream::new(rx)))

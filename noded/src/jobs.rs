@@ -178,10 +178,13 @@ impl Jobs {
         &self.spool
     }
 
-    /// Whether the job's batch script was launched here and has not been reported
-    /// ended: its supervisor owns the job's cgroup on this node.
+    /// Whether the job's batch script is starting or running here: its supervisor may
+    /// be making the job's cgroup on this node, or holds it. Once it has ended (its end
+    /// being reported), the supervisor has let the cgroup go.
     pub fn runs_batch(&self, job_id: JobId) -> bool {
-        self.table().contains_key(&job_id)
+        self.table()
+            .get(&job_id)
+            .is_some_and(|e| e.phase != Phase::Reporting)
     }
 
     /// Jobs whose end the controller has not acknowledged yet, by id: what run each

@@ -22,7 +22,7 @@
 
 use crate::cgroup::{self, JobCgroup};
 use crate::isolation::{Isolation, IsolationError, NoIsolation};
-use crate::jobs::Confinement;
+use crate::jobs::{Confinement, Jobs};
 use crate::launch::LaunchInfo;
 use crate::spawn::{Program, Stdio, spawn};
 use crate::user::RunAs;
@@ -108,14 +108,14 @@ impl Outlet {
 /// output and exits to `out`.
 pub async fn run(
     launch: v1::TaskLaunch,
-    batch_here: bool,
     mut input: tonic::Streaming<TaskInput>,
     out: mpsc::Sender<Answer>,
-    confinement: Confinement,
-    pin_cpus: bool,
+    jobs: Arc<Jobs>,
     attachable: Attachable,
 ) {
     let job_id = launch.job_id;
+    let confinement = jobs.confinement();
+    let pin_cpus = jobs.pins_cpus();
     let step = format!("step_{}", launch.step_id);
     // Joinable before any task runs: what a task does shows the step can be joined.
     let (attached, _) = broadcast::channel(1024);
@@ -137,6 +137,7 @@ pub async fn run(
         let launch = launch.clone();
         let confinement = confinement.clone();
         let step = step.clone();
+        let batch_here = jobs.runs_batch(job_id);
         tokio::task::spawn_blocking(move || {
             start(&launch, &confinement, &step, pin_cpus, batch_here)
         })
@@ -275,6 +276,8 @@ pub async fn run(
     drop(joinable);
     drop(outlet);
     if let Some(cg) = started.cgroup {
+        // Asked now: a batch script that ended meanwhile has let the job's cgroup go.
+        let batch_here = jobs.runs_batch(job_id);
         let _ = tokio::task::spawn_blocking(move || {
             kill_step(&cg, &step);
             let _layout = crate::cgroup::layout_lock();

@@ -725,18 +725,11 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
 
 /// `PrivateData` as Slurm prints it: its words joined, or `none`.
 fn private_data(words: &[model::config::PrivateData]) -> String {
-    use model::config::PrivateData;
     if words.is_empty() {
         return "none".into();
     }
-    words
-        .iter()
-        .map(|w| match w {
-            PrivateData::Jobs => "jobs",
-            PrivateData::Usage => "usage",
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    let words: Vec<&str> = words.iter().map(|w| w.name()).collect();
+    words.join(",")
 }
 
 /// A job's priority factors.

@@ -13,7 +13,6 @@ use crate::command::{
     Requester, SignalJobs, StartedStep, Submit, Submitted, UpdateJobs,
 };
 use crate::validate;
-use model::assoc::Associations;
 use model::job_id::{JobIdSpec, Tasks};
 use model::job_update::JobChange;
 use model::{
@@ -187,7 +186,7 @@ pub fn resolve_ids(turn: &mut Turn, text: &str, who: &Requester) -> Result<Vec<J
         && !turn
             .state
             .job(array_id)
-            .is_some_and(|m| may_modify(assocs, m, who))
+            .is_some_and(|m| who.may_act_on(assocs, m))
     {
         return Err(Rejection::PermissionDenied);
     }
@@ -215,15 +214,10 @@ pub fn resolve_ids(turn: &mut Turn, text: &str, who: &Requester) -> Result<Vec<J
     Ok(out)
 }
 
-/// May `who` change this job (`Requester::may_act_on`).
-fn may_modify(assocs: &Associations, job: &Job, who: &Requester) -> bool {
-    who.may_act_on(assocs, job)
-}
-
 /// The job named, if `who` may change it.
 fn owned<'s>(turn: &'s Turn, id: JobId, who: &Requester) -> Result<&'s Job, Rejection> {
     let job = turn.state.job(id).ok_or_else(invalid_id)?;
-    if !may_modify(&turn.sched.assocs, job, who) {
+    if !who.may_act_on(&turn.sched.assocs, job) {
         return Err(Rejection::PermissionDenied);
     }
     Ok(job)
@@ -531,7 +525,7 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
     if job.state != JobState::Running {
         return Err(wrong_state("Job is not running"));
     }
-    if !may_modify(&turn.sched.assocs, job, &cmd.requester) {
+    if !cmd.requester.may_act_on(&turn.sched.assocs, job) {
         return Err(Rejection::PermissionDenied);
     }
     // Until its node has taken the launch (and cleared what an earlier run left), a

@@ -382,6 +382,11 @@ fn rows() -> Vec<Row> {
             3,
             &["return_to_service: must be 0, 1 or 2, not 3"],
         ),
+        row(
+            "[controller]\nprivate_data = [\"jobs\", \"nodes\"]\n",
+            2,
+            &["private_data", "unknown variant `nodes`"],
+        ),
         // ------------------------------------------------ [node_daemon]
         row(
             "[node_daemon]\nprolog = \"prolog.sh\"\n",
