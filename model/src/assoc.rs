@@ -1,5 +1,6 @@
-//! Accounts, users and QOS: the associations that fair share and limits work on,
-//! built from the config's `[[accounts]]` and `[[qos]]`.
+//! Accounts, users and QOS: the associations that fair share and limits work on.
+//! The controller keeps them in its store and `sacctmgr` changes them
+//! (`assoc_change`); the config's `[[accounts]]` and `[[qos]]` seed an empty store.
 //!
 //! An association is an (account, user) pair. Accounts form a tree under `root`; users
 //! hang under the accounts that list them. A job runs under one association: its
@@ -67,6 +68,12 @@ pub struct Limits {
     pub max_submit: Option<u32>,
     /// The longest time limit, minutes.
     pub max_wall_min: Option<u32>,
+    /// GrpSubmitJobs: pending and running jobs of the account (and below) or of the
+    /// QOS, checked at submit.
+    pub grp_submit: Option<u32>,
+    /// GrpTRESRunMins: TRES-minutes left to the running jobs (their TRES times the time
+    /// left of their limits), together.
+    pub grp_tres_run_mins: TresCounts,
 }
 
 impl Limits {
@@ -84,6 +91,12 @@ pub struct Account {
     pub shares: u32,
     pub priority: u32,
     pub users: BTreeSet<String>,
+    /// Limits set on a user's association in this account (`sacctmgr modify user
+    /// where account=`), by user; they come before the account's own `Max*` limits.
+    pub user_limits: BTreeMap<String, Limits>,
+    /// Slurm's Description and Organization (`sacctmgr show account`).
+    pub description: String,
+    pub organization: String,
     /// Child accounts, by name.
     pub children: BTreeSet<String>,
     pub limits: Limits,
@@ -96,13 +109,21 @@ pub struct Account {
 }
 
 impl Account {
-    fn new(name: &str, parent: Option<&str>) -> Account {
+    /// A new account with Slurm's defaults: 1 share, described by its name, of the
+    /// organization of its parent's name (its own under root).
+    pub fn new(name: &str, parent: Option<&str>) -> Account {
         Account {
             name: name.to_string(),
             parent: parent.map(str::to_string),
             shares: 1,
             priority: 0,
             users: BTreeSet::new(),
+            user_limits: BTreeMap::new(),
+            description: name.to_string(),
+            organization: match parent {
+                Some(p) if p != ROOT => p.to_string(),
+                _ => name.to_string(),
+            },
             children: BTreeSet::new(),
             limits: Limits::default(),
             qos: BTreeSet::new(),
@@ -127,8 +148,13 @@ pub struct Qos {
 
 impl Qos {
     fn normal() -> Qos {
+        Qos::new(DEFAULT_QOS)
+    }
+
+    /// A QOS with Slurm's defaults: priority 0, no limits, usage factor 1.
+    pub fn new(name: &str) -> Qos {
         Qos {
-            name: DEFAULT_QOS.into(),
+            name: name.into(),
             priority: 0,
             limits: Limits::default(),
             preempt: Vec::new(),
@@ -139,15 +165,25 @@ impl Qos {
     }
 }
 
+/// A user known to accounting: their default account and AdminLevel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub default_account: String,
+    /// As `sacctmgr modify user set adminlevel=` gave it; `[auth]` in the config
+    /// raises it (`AuthConfig::admin_level`), never lowers it.
+    pub admin_level: AdminLevel,
+}
+
 /// The account tree and the QOS, ready for lookups.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Associations {
     /// Every account, `root` included.
     pub accounts: BTreeMap<String, Account>,
     pub qos: BTreeMap<String, Qos>,
-    /// user → default account (the first account listing them).
-    pub default_accounts: BTreeMap<String, String>,
-    /// False when no accounts are configured: any account name is accepted.
+    /// Every user of some account, with their default account (in the config: the
+    /// first account listing them).
+    pub users: BTreeMap<String, User>,
+    /// False while no account is defined besides root: any account name is accepted.
     pub enforced: bool,
 }
 
@@ -181,7 +217,7 @@ impl Associations {
         let mut out = Associations {
             accounts: BTreeMap::new(),
             qos: BTreeMap::new(),
-            default_accounts: BTreeMap::new(),
+            users: BTreeMap::new(),
             enforced: !accounts.is_empty(),
         };
         out.qos.insert(DEFAULT_QOS.into(), Qos::normal());
@@ -200,6 +236,8 @@ impl Associations {
                         max_jobs: q.max_jobs_per_user,
                         max_submit: q.max_submit_jobs_per_user,
                         max_wall_min: wall(&q.max_wall),
+                        grp_submit: None,
+                        grp_tres_run_mins: TresCounts::new(),
                     },
                     preempt: q.preempt.clone(),
                     preempt_mode: q.preempt_mode.to_ascii_lowercase(),
@@ -211,7 +249,15 @@ impl Associations {
         let mut root = Account::new(ROOT, None);
         // Slurm's root user belongs to the root account.
         root.users.insert("root".into());
+        root.description = "default root account".into();
         out.accounts.insert(ROOT.into(), root);
+        out.users.insert(
+            "root".into(),
+            User {
+                default_account: ROOT.into(),
+                admin_level: AdminLevel::Administrator,
+            },
+        );
         if accounts.is_empty() {
             out.accounts.insert(
                 DEFAULT_ACCOUNT.into(),
@@ -246,11 +292,14 @@ impl Associations {
                 max_jobs: a.max_jobs,
                 max_submit: a.max_submit,
                 max_wall_min: wall(&a.max_wall),
+                grp_submit: None,
+                grp_tres_run_mins: TresCounts::new(),
             };
             for user in &a.users {
-                out.default_accounts
-                    .entry(user.clone())
-                    .or_insert_with(|| a.name.clone());
+                out.users.entry(user.clone()).or_insert_with(|| User {
+                    default_account: a.name.clone(),
+                    admin_level: AdminLevel::None,
+                });
             }
         }
         let links: Vec<(String, String)> = out
@@ -266,13 +315,38 @@ impl Associations {
         out
     }
 
+    /// Recomputes each account's `children` from the parents (after a change).
+    pub fn relink(&mut self) {
+        for a in self.accounts.values_mut() {
+            a.children.clear();
+        }
+        let links: Vec<(String, String)> = self
+            .accounts
+            .values()
+            .filter_map(|a| a.parent.clone().map(|p| (p, a.name.clone())))
+            .collect();
+        for (parent, child) in links {
+            if let Some(p) = self.accounts.get_mut(&parent) {
+                p.children.insert(child);
+            }
+        }
+    }
+
+    /// The AdminLevel accounting gives a user.
+    pub fn admin_level(&self, user: &str) -> AdminLevel {
+        self.users
+            .get(user)
+            .map(|u| u.admin_level)
+            .unwrap_or_default()
+    }
+
     /// The account a user's jobs go to without `--account`.
     pub fn default_account(&self, user: &str) -> Option<&str> {
         if !self.enforced {
             return Some(DEFAULT_ACCOUNT);
         }
-        match self.default_accounts.get(user) {
-            Some(a) => Some(a),
+        match self.users.get(user) {
+            Some(u) => Some(&u.default_account),
             None if user == "root" => Some(ROOT),
             None => None,
         }
@@ -347,22 +421,36 @@ impl Associations {
         out
     }
 
-    /// The per-user and per-job limits in force for an account's users: each one set
-    /// on the account or, failing that, on its nearest ancestor.
-    pub fn user_limits(&self, account: &str) -> Limits {
+    /// The per-user and per-job limits in force for a user's association in an
+    /// account: each one set on the user's association, else on the account or,
+    /// failing that, on its nearest ancestor (as Slurm's associations inherit them).
+    ///
+    /// Example: `ml` sets MaxJobs=10, alice's association in `ml/vision` MaxJobs=2:
+    /// alice has 2 in `vision`, bob 10.
+    pub fn user_limits(&self, account: &str, user: &str) -> Limits {
         let lineage = self.lineage(account);
+        let own = lineage
+            .first()
+            .filter(|a| a.name == account)
+            .and_then(|a| a.user_limits.get(user));
+        let chain: Vec<&Limits> = own
+            .into_iter()
+            .chain(lineage.iter().map(|a| &a.limits))
+            .collect();
         let pick_map = |f: fn(&Limits) -> &TresCounts| {
-            lineage
+            chain
                 .iter()
-                .map(|a| f(&a.limits))
+                .map(|l| f(l))
                 .find(|m| !m.is_empty())
                 .cloned()
                 .unwrap_or_default()
         };
-        let pick = |f: fn(&Limits) -> Option<u32>| lineage.iter().find_map(|a| f(&a.limits));
+        let pick = |f: fn(&Limits) -> Option<u32>| chain.iter().find_map(|l| f(l));
         Limits {
             grp_tres: TresCounts::new(),
             grp_tres_mins: TresCounts::new(),
+            grp_submit: None,
+            grp_tres_run_mins: TresCounts::new(),
             grp_jobs: None,
             max_tres_per_user: pick_map(|l| &l.max_tres_per_user),
             max_tres_per_job: pick_map(|l| &l.max_tres_per_job),
@@ -485,7 +573,7 @@ qos = ["normal"]
             .map(|a| a.name.as_str())
             .collect();
         assert_eq!(lineage, vec!["vision", "ml", "root"]);
-        let l = a.user_limits("vision");
+        let l = a.user_limits("vision", "alice");
         assert_eq!((l.max_jobs, l.max_wall_min), (Some(2), Some(1440)));
         let spec = JobSpec {
             user: "alice".into(),

@@ -3,6 +3,7 @@
 //! patterns). Pure: no IO, no clock, no randomness; time comes in as a parameter.
 
 pub mod assoc;
+pub mod assoc_change;
 pub mod config;
 pub mod constraint;
 pub mod factors;

@@ -78,6 +78,8 @@ pub enum Limit {
 pub enum TresLimit {
     Grp,
     GrpMins,
+    /// GrpTRESRunMins.
+    GrpRunMins,
     MaxPerJob,
 }
 
@@ -150,6 +152,12 @@ impl LimitReason {
                     (K::GrpMins, C::Billing) => "QOSGrpBillingMinutes",
                     (K::GrpMins, C::Gres) => "QOSGrpGRESMinutes",
                     (K::GrpMins, C::Other) => "QOSGrpUnknownMinutes",
+                    (K::GrpRunMins, C::Cpu) => "QOSGrpCPURunMinutesLimit",
+                    (K::GrpRunMins, C::Mem) => "QOSGrpMemoryRunMinutes",
+                    (K::GrpRunMins, C::Node) => "QOSGrpNodeRunMinutes",
+                    (K::GrpRunMins, C::Billing) => "QOSGrpBillingRunMinutes",
+                    (K::GrpRunMins, C::Gres) => "QOSGrpGRESRunMinutes",
+                    (K::GrpRunMins, C::Other) => "QOSGrpUnknownRunMinutes",
                     (K::MaxPerJob, C::Cpu) => "QOSMaxCpuPerJobLimit",
                     (K::MaxPerJob, C::Mem) => "QOSMaxMemoryPerJob",
                     (K::MaxPerJob, C::Node) => "QOSMaxNodePerJobLimit",
@@ -183,6 +191,12 @@ impl LimitReason {
                     (K::GrpMins, C::Billing) => "AssocGrpBillingMinutes",
                     (K::GrpMins, C::Gres) => "AssocGrpGRESMinutes",
                     (K::GrpMins, C::Other) => "AssocGrpUnknownMinutes",
+                    (K::GrpRunMins, C::Cpu) => "AssocGrpCPURunMinutesLimit",
+                    (K::GrpRunMins, C::Mem) => "AssocGrpMemRunMinutes",
+                    (K::GrpRunMins, C::Node) => "AssocGrpNodeRunMinutes",
+                    (K::GrpRunMins, C::Billing) => "AssocGrpBillingRunMinutes",
+                    (K::GrpRunMins, C::Gres) => "AssocGrpGRESRunMinutes",
+                    (K::GrpRunMins, C::Other) => "AssocGrpUnknownRunMinutes",
                     (K::MaxPerJob, C::Cpu) => "AssocMaxCpuPerJobLimit",
                     (K::MaxPerJob, C::Mem) => "AssocMaxMemPerJob",
                     (K::MaxPerJob, C::Node) => "AssocMaxNodePerJobLimit",
@@ -211,9 +225,14 @@ impl LimitReason {
         ]
         .into_iter()
         .chain(
-            [TresLimit::Grp, TresLimit::GrpMins, TresLimit::MaxPerJob]
-                .into_iter()
-                .flat_map(move |k| classes.into_iter().map(move |c| Limit::Tres(k, c))),
+            [
+                TresLimit::Grp,
+                TresLimit::GrpMins,
+                TresLimit::GrpRunMins,
+                TresLimit::MaxPerJob,
+            ]
+            .into_iter()
+            .flat_map(move |k| classes.into_iter().map(move |c| Limit::Tres(k, c))),
         )
         .collect();
         let qos: Vec<LimitReason> = limits.iter().map(|l| LimitReason::Qos(*l)).collect();
@@ -311,8 +330,8 @@ mod tests {
             assert_eq!(Reason::parse(name), Some(r), "{name}");
             assert!(names.insert(name), "{name} twice");
         }
-        // 18 words, 21 limits of each scope and 6 per-user limits of a QOS.
-        assert_eq!(names.len(), 18 + 2 * 21 + 6);
+        // 18 words, 27 limits of each scope and 6 per-user limits of a QOS.
+        assert_eq!(names.len(), 18 + 2 * 27 + 6);
         assert_eq!(Reason::parse("bogus"), None);
         assert_eq!(Reason::parse("resources"), None);
         assert_eq!(Reason::parse_any_case("resources"), Some(Reason::Resources));

@@ -38,7 +38,10 @@ impl<T: Clone + Ord> ListEdit<T> {
         out
     }
 
-    fn parse(text: &str, item: impl Fn(&str) -> Result<T, String>) -> Result<Self, String> {
+    pub(crate) fn parse(
+        text: &str,
+        item: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Self, String> {
         let items = |list: &str| {
             list.split(',')
                 .filter(|s| !s.is_empty())

@@ -14,11 +14,14 @@
 //! | GrpTRES | `QOSGrpCpuLimit`, `QOSGrpGRES`, `QOSGrpMemLimit`, … | `AssocGrpCpuLimit`, `AssocGrpGRES`, … |
 //! | MaxTRESPerUser | `QOSMaxCpuPerUserLimit`, `QOSMaxGRESPerUser`, … | `AssocGrpCpuLimit`, … (the user's association) |
 //! | GrpTRESMins | | `AssocGrpCPUMinutesLimit`, `AssocGrpGRESMinutes`, … |
+//! | GrpTRESRunMins | `QOSGrpCPURunMinutesLimit`, `QOSGrpGRESRunMinutes`, … | `AssocGrpCPURunMinutesLimit`, `AssocGrpGRESRunMinutes`, … |
 //!
 //! Account `Grp*` limits hold for everything below the account; `Max*` limits of an
-//! account apply to each of its users and are inherited by sub-accounts that set none.
-//! GrpTRESMins counts past usage (decayed), every running job for its whole time limit,
-//! and the new job for its time limit.
+//! account apply to each of its users and are inherited by sub-accounts that set none;
+//! a limit set on one user's association comes first. GrpTRESMins counts past usage
+//! (decayed), every running job for its whole time limit, and the new job for its time
+//! limit; GrpTRESRunMins counts only what the running jobs have left of their limits,
+//! and the new job's whole limit. GrpSubmitJobs and MaxSubmitJobs are checked at submit.
 //!
 //! Worked example: QOS `normal` with `max_tres_per_user = "gres/gpu=4"`; alice runs a
 //! 3-GPU job and has two pending 1-GPU jobs. The first fits (4 of 4) and is charged;
@@ -76,6 +79,15 @@ fn with_billing(mut t: TresCounts, weights: &TresWeights) -> TresCounts {
     t
 }
 
+/// TRES-minutes of `tres` held for `minutes` (none without a time limit).
+fn job_run_mins(tres: &TresCounts, minutes: Option<u32>) -> TresCounts {
+    let minutes = u64::from(minutes.unwrap_or(0));
+    tres.iter()
+        .map(|(k, v)| (k.clone(), v.saturating_mul(minutes)))
+        .filter(|(_, v)| *v > 0)
+        .collect()
+}
+
 /// What running and just-planned jobs use against each limit.
 #[derive(Debug)]
 pub struct LimitTracker<'a> {
@@ -93,6 +105,11 @@ pub struct LimitTracker<'a> {
     acct_tres: BTreeMap<String, TresCounts>,
     /// Per account: TRES-minutes of past usage and of running jobs' time limits.
     acct_tres_mins: BTreeMap<String, BTreeMap<String, f64>>,
+    /// TRES-minutes the running jobs have left, per QOS and per account (and below).
+    qos_run_mins: BTreeMap<String, TresCounts>,
+    acct_run_mins: BTreeMap<String, TresCounts>,
+    /// The pass's time: what running jobs have left is counted from it.
+    now: Time,
     assoc_jobs: BTreeMap<AssocKey, u32>,
     assoc_tres: BTreeMap<AssocKey, TresCounts>,
 }
@@ -102,11 +119,14 @@ impl<'a> LimitTracker<'a> {
     /// time the state has seen (a submit, start or end): `at` with the pass's time is
     /// exact.
     pub fn new(state: &'a ClusterState, config: &SchedConfig) -> LimitTracker<'a> {
-        let needs_time = config
-            .assocs
-            .accounts
-            .values()
-            .any(|a| !a.limits.grp_tres_mins.is_empty());
+        let assocs = &config.assocs;
+        let needs_time =
+            assocs.accounts.values().any(|a| {
+                !a.limits.grp_tres_mins.is_empty() || !a.limits.grp_tres_run_mins.is_empty()
+            }) || assocs
+                .qos
+                .values()
+                .any(|q| !q.limits.grp_tres_run_mins.is_empty());
         let latest = if needs_time {
             state
                 .usage
@@ -130,7 +150,10 @@ impl<'a> LimitTracker<'a> {
     pub fn at(state: &'a ClusterState, now: Time, config: &SchedConfig) -> LimitTracker<'a> {
         let assocs = config.assocs.clone();
         let enabled = assocs.qos.values().any(|q| !q.limits.is_empty())
-            || assocs.accounts.values().any(|a| !a.limits.is_empty());
+            || assocs
+                .accounts
+                .values()
+                .any(|a| !a.limits.is_empty() || a.user_limits.values().any(|l| !l.is_empty()));
         let mut t = LimitTracker {
             state,
             assocs,
@@ -143,6 +166,9 @@ impl<'a> LimitTracker<'a> {
             acct_jobs: BTreeMap::new(),
             acct_tres: BTreeMap::new(),
             acct_tres_mins: BTreeMap::new(),
+            qos_run_mins: BTreeMap::new(),
+            acct_run_mins: BTreeMap::new(),
+            now,
             assoc_jobs: BTreeMap::new(),
             assoc_tres: BTreeMap::new(),
         };
@@ -227,8 +253,16 @@ impl<'a> LimitTracker<'a> {
             if let Some(name) = over(&l.max_tres_per_user, self.qos_user_tres.get(&qu), &req) {
                 return Some(Reason::Limit(LimitReason::QosPerUser(TresClass::of(name))));
             }
+            let run_mins = job_run_mins(&req, wall);
+            if let Some(name) = over(
+                &l.grp_tres_run_mins,
+                self.qos_run_mins.get(&qos_name),
+                &run_mins,
+            ) {
+                return Some(tres_reason(Scope::Qos, TresLimit::GrpRunMins, name));
+            }
         }
-        let ul = assocs.user_limits(&account);
+        let ul = assocs.user_limits(&account, &user);
         if over_wall(&ul) {
             return Some(limit_reason(Scope::Assoc, Limit::MaxWallDurationPerJob));
         }
@@ -267,6 +301,14 @@ impl<'a> LimitTracker<'a> {
                     return Some(tres_reason(Scope::Assoc, TresLimit::GrpMins, name));
                 }
             }
+            let run_mins = job_run_mins(&req, wall);
+            if let Some(name) = over(
+                &l.grp_tres_run_mins,
+                self.acct_run_mins.get(&a.name),
+                &run_mins,
+            ) {
+                return Some(tres_reason(Scope::Assoc, TresLimit::GrpRunMins, name));
+            }
         }
         None
     }
@@ -284,6 +326,16 @@ impl<'a> LimitTracker<'a> {
         let account = self.assocs.account_of(spec).to_string();
         let qos = self.assocs.qos_of(spec).to_string();
         let user = spec.user.clone();
+        // A running job has what is left of its limit; a planned one all of it.
+        let left_min = job.time_limit_min.map(|limit| {
+            let ran_min = match job.alloc {
+                Some(_) => self.now.saturating_sub(job.start_time) / 60,
+                None => 0,
+            };
+            limit.saturating_sub(ran_min.try_into().unwrap_or(u32::MAX))
+        });
+        let run_mins = job_run_mins(&held, left_min);
+        add_into(self.qos_run_mins.entry(qos.clone()).or_default(), &run_mins);
         *self.qos_jobs.entry(qos.clone()).or_default() += 1;
         add_into(self.qos_tres.entry(qos.clone()).or_default(), &held);
         let qu = (qos, user.clone());
@@ -302,6 +354,10 @@ impl<'a> LimitTracker<'a> {
         for name in names {
             *self.acct_jobs.entry(name.clone()).or_default() += 1;
             add_into(self.acct_tres.entry(name.clone()).or_default(), &held);
+            add_into(
+                self.acct_run_mins.entry(name.clone()).or_default(),
+                &run_mins,
+            );
             if minutes > 0.0 {
                 let mins = self.acct_tres_mins.entry(name).or_default();
                 for (k, v) in &held {
@@ -312,11 +368,14 @@ impl<'a> LimitTracker<'a> {
     }
 }
 
-/// Pending and running jobs per user, by QOS and by association, for MaxSubmit limits.
+/// Pending and running jobs per user, by QOS and by association, for MaxSubmit
+/// limits; and per QOS and per account (everything below it), for GrpSubmitJobs.
 #[derive(Debug, Clone, Default)]
 pub struct SubmitCounts {
     qos_user: BTreeMap<(String, String), u32>,
     assoc: BTreeMap<AssocKey, u32>,
+    qos: BTreeMap<String, u32>,
+    account: BTreeMap<String, u32>,
 }
 
 /// How many jobs a record stands for: its pending tasks for an array's remainder.
@@ -345,13 +404,14 @@ impl SubmitCounts {
         out
     }
 
-    /// True when some MaxSubmit limit exists (otherwise counting is pointless).
+    /// True when some submit limit exists (otherwise counting is pointless).
     pub fn needed(assocs: &Associations) -> bool {
-        assocs.qos.values().any(|q| q.limits.max_submit.is_some())
+        let submit = |l: &Limits| l.max_submit.is_some() || l.grp_submit.is_some();
+        assocs.qos.values().any(|q| submit(&q.limits))
             || assocs
                 .accounts
                 .values()
-                .any(|a| a.limits.max_submit.is_some())
+                .any(|a| submit(&a.limits) || a.user_limits.values().any(submit))
     }
 
     /// Would submitting this spec exceed a MaxSubmit limit?
@@ -360,13 +420,21 @@ impl SubmitCounts {
         let account = assocs.account_of(spec).to_string();
         let qos = assocs.qos_of(spec).to_string();
         let user = spec.user.clone();
-        let qos_max = assocs.qos.get(&qos).and_then(|q| q.limits.max_submit);
-        let have = self
-            .qos_user
-            .get(&(qos, user.clone()))
-            .copied()
-            .unwrap_or(0);
-        if qos_max.is_some_and(|max| have + n > max) {
+        let exceeds = |max: Option<u32>, have: Option<&u32>| {
+            max.is_some_and(|max| have.copied().unwrap_or(0) + n > max)
+        };
+        if let Some(q) = assocs.qos.get(&qos) {
+            if exceeds(q.limits.grp_submit, self.qos.get(&qos))
+                || exceeds(q.limits.max_submit, self.qos_user.get(&(qos, user.clone())))
+            {
+                return Err(SUBMIT_LIMIT_MESSAGE.into());
+            }
+        }
+        if assocs
+            .lineage(&account)
+            .iter()
+            .any(|a| exceeds(a.limits.grp_submit, self.account.get(&a.name)))
+        {
             return Err(SUBMIT_LIMIT_MESSAGE.into());
         }
         let have = self
@@ -375,7 +443,7 @@ impl SubmitCounts {
             .copied()
             .unwrap_or(0);
         if assocs
-            .user_limits(&account)
+            .user_limits(&account, &spec.user)
             .max_submit
             .is_some_and(|max| have + n > max)
         {
@@ -392,7 +460,11 @@ impl SubmitCounts {
     fn add_n(&mut self, assocs: &Associations, spec: &JobSpec, n: u32) {
         let account = assocs.account_of(spec).to_string();
         let qos = assocs.qos_of(spec).to_string();
+        *self.qos.entry(qos.clone()).or_default() += n;
         *self.qos_user.entry((qos, spec.user.clone())).or_default() += n;
+        for a in assocs.lineage(&account) {
+            *self.account.entry(a.name.clone()).or_default() += n;
+        }
         *self.assoc.entry((account, spec.user.clone())).or_default() += n;
     }
 }
@@ -640,6 +712,94 @@ nodes = "ALL"
         assert_eq!(LimitTracker::at(&s, 3600, &c).check(&j), None);
         j.time_limit_min = Some(30);
         assert!(LimitTracker::at(&s, 3600, &c).check(&j).is_some());
+    }
+
+    /// Sets limits the config cannot: on a user's association, run-minutes, submits.
+    fn edit(c: &mut SchedConfig, f: impl FnOnce(&mut Associations)) {
+        f(Arc::make_mut(&mut c.assocs));
+    }
+
+    #[test]
+    fn grp_tres_run_mins_count_what_running_jobs_have_left() {
+        let (mut s, mut c) = setup("[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\n");
+        edit(&mut c, |a| {
+            a.accounts.get_mut("ml").unwrap().limits.grp_tres_run_mins =
+                tres::parse_counts("cpu=150").unwrap();
+            a.qos.get_mut("normal").unwrap().limits.grp_tres_run_mins =
+                tres::parse_counts("gres/gpu=100").unwrap();
+        });
+        // 2 CPUs for 60 minutes from time 0: 120 CPU-minutes left at 0, 60 at 30 min.
+        run(
+            &mut s,
+            job(1, "alice", |j| j.cpus_per_task = 2),
+            alloc("n1", 2, &[]),
+        );
+        let next = job(2, "alice", |_| {});
+        let at = |now| {
+            LimitTracker::at(&s, now, &c)
+                .check(&next)
+                .map(|r| r.to_string())
+        };
+        assert_eq!(at(0).as_deref(), Some("AssocGrpCPURunMinutesLimit"));
+        assert_eq!(at(1800), None);
+        // Two GPUs for 60 minutes are 120 GPU-minutes: over the QOS's 100.
+        let gpus = job(3, "alice", |j| j.gpus = 2);
+        assert_eq!(
+            LimitTracker::at(&s, 1800, &c)
+                .check(&gpus)
+                .map(|r| r.to_string())
+                .as_deref(),
+            Some("QOSGrpGRESRunMinutes")
+        );
+    }
+
+    #[test]
+    fn a_user_association_limit_comes_before_the_account_limit() {
+        let (mut s, mut c) =
+            setup("[[accounts]]\nname = \"ml\"\nusers = [\"alice\", \"bob\"]\nmax_jobs = 5\n");
+        edit(&mut c, |a| {
+            let ml = a.accounts.get_mut("ml").unwrap();
+            ml.user_limits.entry("alice".into()).or_default().max_jobs = Some(1);
+        });
+        run(&mut s, job(1, "alice", |_| {}), alloc("n1", 1, &[]));
+        run(&mut s, job(2, "bob", |_| {}), alloc("n2", 1, &[]));
+        let t = LimitTracker::at(&s, 0, &c);
+        assert_eq!(
+            t.check(&job(3, "alice", |_| {}))
+                .map(|r| r.to_string())
+                .as_deref(),
+            Some("AssocMaxJobsLimit")
+        );
+        assert_eq!(t.check(&job(4, "bob", |_| {})), None);
+    }
+
+    #[test]
+    fn grp_submit_counts_everyone_below_the_account() {
+        let (mut s, mut c) = setup(
+            "[[accounts]]\nname = \"ml\"\n\
+             [[accounts]]\nname = \"vision\"\nparent = \"ml\"\nusers = [\"alice\", \"bob\"]\n",
+        );
+        edit(&mut c, |a| {
+            a.accounts.get_mut("ml").unwrap().limits.grp_submit = Some(2);
+        });
+        assert!(SubmitCounts::needed(&c.assocs));
+        s.apply(&Event::JobSubmitted {
+            job: Box::new(job(1, "alice", |_| {})),
+        });
+        let mut counts = SubmitCounts::new(&s, &c.assocs);
+        let bob = job(2, "bob", |_| {}).spec;
+        assert_eq!(counts.check(&c.assocs, &bob), Ok(()));
+        counts.add(&c.assocs, &bob);
+        assert_eq!(
+            counts.check(&c.assocs, &job(3, "alice", |_| {}).spec),
+            Err(SUBMIT_LIMIT_MESSAGE.into())
+        );
+        // A QOS's GrpSubmitJobs counts every user of the QOS.
+        edit(&mut c, |a| {
+            a.accounts.get_mut("ml").unwrap().limits.grp_submit = None;
+            a.qos.get_mut("normal").unwrap().limits.grp_submit = Some(2);
+        });
+        assert!(counts.check(&c.assocs, &bob).is_err());
     }
 
     #[test]

@@ -1,0 +1,1307 @@
+//! `sacctmgr add|modify|delete account|user|qos|coordinator`: the change Slurm's words
+//! ask for, parsed once (by the command) into typed fields that go on the wire, and
+//! applied to the associations by the controller (pure: [`apply`]).
+//!
+//! Example: `sacctmgr modify user where name=alice account=ml set MaxJobs=2
+//! GrpTRES=gres/gpu=4` is a `Modify` of `User` with the conditions `names = [alice]`,
+//! `accounts = [ml]` and the settings `MaxJobs = 2`, `GrpTRES: gres/gpu = 4`; applied,
+//! it sets both limits on alice's association in `ml` and reports that association.
+//! A count of `-1` clears a limit (`MaxJobs=-1`, `GrpTRES=gres/gpu=-1`), as in Slurm.
+//!
+//! Names of accounts and QOS are lower case, as Slurm keeps them.
+
+use crate::assoc::{Account, AdminLevel, Associations, Limits, Qos, ROOT, User};
+use crate::reservation_change::ListEdit;
+use crate::tres::{self, TresCounts};
+use crate::units;
+use std::collections::BTreeSet;
+
+/// What `sacctmgr` changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entity {
+    Account,
+    User,
+    Qos,
+    Coordinator,
+}
+
+impl Entity {
+    /// Slurm's words for the entity (`account`, `accounts`, `acct`, ...).
+    pub fn parse(word: &str) -> Option<Entity> {
+        Some(match word.to_ascii_lowercase().as_str() {
+            "account" | "accounts" | "acct" | "acc" => Entity::Account,
+            "user" | "users" => Entity::User,
+            "qos" => Entity::Qos,
+            "coordinator" | "coordinators" | "coord" => Entity::Coordinator,
+            _ => return None,
+        })
+    }
+}
+
+/// How it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Add,
+    Modify,
+    Delete,
+}
+
+impl Action {
+    /// Slurm's words: `add`/`create`, `modify`/`update`, `delete`/`remove`.
+    pub fn parse(word: &str) -> Option<Action> {
+        Some(match word.to_ascii_lowercase().as_str() {
+            "add" | "create" => Action::Add,
+            "modify" | "update" => Action::Modify,
+            "delete" | "remove" => Action::Delete,
+            _ => return None,
+        })
+    }
+}
+
+/// A limit `sacctmgr` sets on an association or a QOS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LimitKind {
+    GrpTres,
+    GrpTresMins,
+    GrpTresRunMins,
+    GrpJobs,
+    GrpSubmitJobs,
+    MaxTres,
+    MaxTresPerUser,
+    MaxJobs,
+    MaxSubmitJobs,
+    MaxWall,
+}
+
+impl LimitKind {
+    pub const ALL: [LimitKind; 10] = [
+        LimitKind::GrpTres,
+        LimitKind::GrpTresMins,
+        LimitKind::GrpTresRunMins,
+        LimitKind::GrpJobs,
+        LimitKind::GrpSubmitJobs,
+        LimitKind::MaxTres,
+        LimitKind::MaxTresPerUser,
+        LimitKind::MaxJobs,
+        LimitKind::MaxSubmitJobs,
+        LimitKind::MaxWall,
+    ];
+
+    /// Slurm's name of the limit, as `sacctmgr` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LimitKind::GrpTres => "GrpTRES",
+            LimitKind::GrpTresMins => "GrpTRESMins",
+            LimitKind::GrpTresRunMins => "GrpTRESRunMins",
+            LimitKind::GrpJobs => "GrpJobs",
+            LimitKind::GrpSubmitJobs => "GrpSubmitJobs",
+            LimitKind::MaxTres => "MaxTRES",
+            LimitKind::MaxTresPerUser => "MaxTRESPerUser",
+            LimitKind::MaxJobs => "MaxJobs",
+            LimitKind::MaxSubmitJobs => "MaxSubmitJobs",
+            LimitKind::MaxWall => "MaxWall",
+        }
+    }
+
+    /// Whether its value is TRES counts (otherwise a number, MaxWall minutes).
+    pub fn is_tres(self) -> bool {
+        matches!(
+            self,
+            LimitKind::GrpTres
+                | LimitKind::GrpTresMins
+                | LimitKind::GrpTresRunMins
+                | LimitKind::MaxTres
+                | LimitKind::MaxTresPerUser
+        )
+    }
+
+    /// The TRES counts this limit is in `limits` (for a TRES limit).
+    pub fn tres_mut(self, limits: &mut Limits) -> Option<&mut TresCounts> {
+        Some(match self {
+            LimitKind::GrpTres => &mut limits.grp_tres,
+            LimitKind::GrpTresMins => &mut limits.grp_tres_mins,
+            LimitKind::GrpTresRunMins => &mut limits.grp_tres_run_mins,
+            LimitKind::MaxTres => &mut limits.max_tres_per_job,
+            LimitKind::MaxTresPerUser => &mut limits.max_tres_per_user,
+            _ => return None,
+        })
+    }
+
+    /// The number this limit is in `limits` (for a count or MaxWall).
+    pub fn count_mut(self, limits: &mut Limits) -> Option<&mut Option<u32>> {
+        Some(match self {
+            LimitKind::GrpJobs => &mut limits.grp_jobs,
+            LimitKind::GrpSubmitJobs => &mut limits.grp_submit,
+            LimitKind::MaxJobs => &mut limits.max_jobs,
+            LimitKind::MaxSubmitJobs => &mut limits.max_submit,
+            LimitKind::MaxWall => &mut limits.max_wall_min,
+            _ => return None,
+        })
+    }
+
+    /// The limit as `sacctmgr show` prints it (empty: not set).
+    pub fn show(self, limits: &Limits) -> String {
+        let mut l = limits.clone();
+        if let Some(t) = self.tres_mut(&mut l) {
+            return tres::format_counts(t);
+        }
+        match self.count_mut(&mut l).and_then(|c| *c) {
+            None => String::new(),
+            Some(m) if self == LimitKind::MaxWall => units::format_time_limit(Some(m)),
+            Some(n) => n.to_string(),
+        }
+    }
+
+    /// The limit a `sacctmgr` key names, with the TRES a legacy key stands for
+    /// (`GrpCPUs` is `GrpTRES=cpu=`).
+    fn parse_key(key: &str) -> Option<(LimitKind, Option<&'static str>)> {
+        use LimitKind as K;
+        Some(match key {
+            "grptres" => (K::GrpTres, None),
+            "grptresmins" => (K::GrpTresMins, None),
+            "grptresrunmins" => (K::GrpTresRunMins, None),
+            "grpjobs" => (K::GrpJobs, None),
+            "grpsubmitjobs" | "grpsubmit" => (K::GrpSubmitJobs, None),
+            "maxtres" | "maxtresperjob" | "maxtresperjobs" => (K::MaxTres, None),
+            "maxtresperuser" | "maxtrespu" => (K::MaxTresPerUser, None),
+            "maxjobs" | "maxjobsperuser" | "maxjobspu" => (K::MaxJobs, None),
+            "maxsubmitjobs" | "maxsubmit" | "maxsubmitjobsperuser" | "maxsubmitpu" => {
+                (K::MaxSubmitJobs, None)
+            }
+            "maxwall" | "maxwalldurationperjob" => (K::MaxWall, None),
+            "grpcpus" => (K::GrpTres, Some("cpu")),
+            "grpnodes" => (K::GrpTres, Some("node")),
+            "grpmem" => (K::GrpTres, Some("mem")),
+            "grpcpumins" => (K::GrpTresMins, Some("cpu")),
+            "grpcpurunmins" => (K::GrpTresRunMins, Some("cpu")),
+            "maxcpus" | "maxcpusperjob" => (K::MaxTres, Some("cpu")),
+            "maxnodes" | "maxnodesperjob" => (K::MaxTres, Some("node")),
+            _ => return None,
+        })
+    }
+}
+
+/// A limit's new value: TRES counts to set (`None` clears that TRES), or a number
+/// (`None` clears the limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitValue {
+    Tres(Vec<(String, Option<u64>)>),
+    Count(Option<u32>),
+}
+
+/// What a change sets; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    pub parent: Option<String>,
+    pub description: Option<String>,
+    pub organization: Option<String>,
+    pub fairshare: Option<u32>,
+    pub priority: Option<u32>,
+    pub default_account: Option<String>,
+    pub admin_level: Option<AdminLevel>,
+    pub qos: Option<ListEdit<String>>,
+    pub default_qos: Option<String>,
+    pub preempt: Option<ListEdit<String>>,
+    /// `cancel`, `requeue`, `suspend`, `off` or `cluster` (the cluster's default).
+    pub preempt_mode: Option<String>,
+    pub grace_time_s: Option<u32>,
+    pub usage_factor: Option<f64>,
+    pub limits: Vec<(LimitKind, LimitValue)>,
+}
+
+/// Which records a change is about (`where ...`), or, for `add`, what it adds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// Accounts, users or QOS by name (a coordinator's users).
+    pub names: Vec<String>,
+    /// `account=`: a user's associations in these accounts, a coordinator's accounts.
+    pub accounts: Vec<String>,
+    /// `cluster=`: must be this cluster.
+    pub clusters: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssocChange {
+    pub action: Action,
+    pub entity: Entity,
+    pub conditions: Conditions,
+    pub settings: Settings,
+}
+
+/// Where a word goes while parsing: before `set` (or after `where`), or after `set`.
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    Conditions,
+    Settings,
+}
+
+fn unknown(word: &str) -> String {
+    format!("Unknown option: {word}\n Use keyword 'where' to modify condition")
+}
+
+fn names(value: &str, lower: bool) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if lower {
+                s.to_lowercase()
+            } else {
+                s.to_string()
+            }
+        })
+        .collect()
+}
+
+fn number(value: &str, what: &str) -> Result<Option<u32>, String> {
+    match value.trim() {
+        "-1" => Ok(None),
+        v => v
+            .parse::<u32>()
+            .map(Some)
+            .map_err(|_| format!("Invalid value for {what} ({value})")),
+    }
+}
+
+fn tres_value(value: &str, legacy: Option<&str>) -> Result<Vec<(String, Option<u64>)>, String> {
+    let bad = |why: String| format!("Invalid TRES value {value}: {why}");
+    let items: Vec<(String, String)> = match legacy {
+        Some(name) => vec![(name.to_string(), value.to_string())],
+        None => value
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|item| match item.split_once('=') {
+                Some((n, v)) => Ok((n.to_string(), v.to_string())),
+                None => Err(bad(format!("`{item}` is not TRES=COUNT"))),
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    if items.is_empty() {
+        return Err(bad("no TRES given".into()));
+    }
+    items
+        .into_iter()
+        .map(|(name, count)| {
+            let name = tres::canonical_name(&name)
+                .ok_or_else(|| format!("no TRES known by type {name}"))?;
+            if count.trim() == "-1" {
+                return Ok((name, None));
+            }
+            let parsed =
+                tres::parse_counts(&format!("{name}={count}")).map_err(|e| bad(e.reason))?;
+            Ok((name.clone(), parsed.get(&name).copied()))
+        })
+        .collect()
+}
+
+fn admin_level(value: &str) -> Result<AdminLevel, String> {
+    match value.to_ascii_lowercase().as_str() {
+        "none" => Ok(AdminLevel::None),
+        "operator" => Ok(AdminLevel::Operator),
+        "administrator" | "admin" => Ok(AdminLevel::Administrator),
+        _ => Err(format!(
+            "Invalid AdminLevel '{value}': it is None, Operator or Administrator"
+        )),
+    }
+}
+
+/// Slurm's word for an AdminLevel.
+pub fn admin_level_name(level: AdminLevel) -> &'static str {
+    match level {
+        AdminLevel::None => "None",
+        AdminLevel::Operator => "Operator",
+        AdminLevel::Administrator => "Administrator",
+    }
+}
+
+const PREEMPT_MODES: [&str; 5] = ["cancel", "requeue", "suspend", "off", "cluster"];
+
+impl AssocChange {
+    /// Parses the words after `sacctmgr ACTION ENTITY`: names, `where`, `set` and
+    /// `Key=Value` pairs (keys in any case). An unknown key or a bad value is refused
+    /// with Slurm's message.
+    pub fn parse(action: Action, entity: Entity, words: &[String]) -> Result<AssocChange, String> {
+        let mut change = AssocChange {
+            action,
+            entity,
+            conditions: Conditions::default(),
+            settings: Settings::default(),
+        };
+        let mut part = Part::Conditions;
+        let lower_names = matches!(entity, Entity::Account | Entity::Qos);
+        for word in words {
+            match word.to_ascii_lowercase().as_str() {
+                "where" => {
+                    part = Part::Conditions;
+                    continue;
+                }
+                "set" if action == Action::Modify => {
+                    part = Part::Settings;
+                    continue;
+                }
+                _ => {}
+            }
+            let Some((key, value)) = word.split_once('=') else {
+                if part == Part::Settings {
+                    return Err(unknown(word));
+                }
+                change.conditions.names.extend(names(word, lower_names));
+                continue;
+            };
+            let key = key.trim().to_ascii_lowercase();
+            let key = key.trim_end_matches(['+', '-']);
+            let c = &mut change.conditions;
+            // Keys that name records, wherever they stand in an `add`.
+            let naming = part == Part::Conditions || action == Action::Add;
+            match key {
+                "name" | "names" if naming => c.names.extend(names(value, lower_names)),
+                "user" | "users" if naming && entity != Entity::Account => {
+                    c.names.extend(names(value, false))
+                }
+                "account" | "accounts" | "acct"
+                    if naming && matches!(entity, Entity::User | Entity::Coordinator) =>
+                {
+                    c.accounts.extend(names(value, true))
+                }
+                "cluster" | "clusters" if naming => c.clusters.extend(names(value, true)),
+                _ if part == Part::Conditions && action != Action::Add => {
+                    return Err(unknown(word));
+                }
+                _ => change.settings.set(key, value, word)?,
+            }
+        }
+        Ok(change)
+    }
+}
+
+impl Settings {
+    fn set(&mut self, key: &str, value: &str, word: &str) -> Result<(), String> {
+        let list = |v: &str| ListEdit::parse(&v.to_lowercase(), |q| Ok(q.to_string()));
+        match key {
+            "parent" | "parentname" => self.parent = Some(value.to_lowercase()),
+            "description" | "descr" => self.description = Some(value.to_string()),
+            "organization" | "org" => self.organization = Some(value.to_string()),
+            "fairshare" | "share" | "shares" => {
+                self.fairshare = Some(
+                    number(value, "FairShare")?
+                        .ok_or_else(|| format!("Invalid value for FairShare ({value})"))?,
+                )
+            }
+            "priority" => self.priority = Some(number(value, "Priority")?.unwrap_or(0)),
+            "defaultaccount" | "defaccount" => self.default_account = Some(value.to_lowercase()),
+            "adminlevel" | "admin" => self.admin_level = Some(admin_level(value)?),
+            "qos" | "qoslevel" => self.qos = Some(list(value)?),
+            "defaultqos" | "defqos" => self.default_qos = Some(value.to_lowercase()),
+            "preempt" => self.preempt = Some(list(value)?),
+            "preemptmode" => {
+                let mode = value.to_ascii_lowercase();
+                if !PREEMPT_MODES.contains(&mode.as_str()) {
+                    return Err(format!(
+                        "Invalid PreemptMode '{value}': it is one of {}",
+                        PREEMPT_MODES.join(", ")
+                    ));
+                }
+                self.preempt_mode = Some(mode);
+            }
+            "gracetime" => {
+                let secs = units::parse_duration_secs(value)
+                    .map_err(|_| format!(" Bad GraceTime time format: {word}"))?;
+                self.grace_time_s = Some(u32::try_from(secs.unwrap_or(0)).unwrap_or(u32::MAX));
+            }
+            "usagefactor" => {
+                let f: f64 = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|f: &f64| f.is_finite() && *f >= 0.0)
+                    .ok_or_else(|| format!("Invalid value for UsageFactor ({value})"))?;
+                self.usage_factor = Some(f);
+            }
+            _ => {
+                let Some((kind, legacy)) = LimitKind::parse_key(key) else {
+                    return Err(unknown(word));
+                };
+                let value = if kind.is_tres() {
+                    LimitValue::Tres(tres_value(value, legacy)?)
+                } else if kind == LimitKind::MaxWall {
+                    LimitValue::Count(match value.trim() {
+                        "-1" => None,
+                        v => units::parse_time_limit(v)
+                            .map_err(|_| format!("Bad MaxWall time format: {word}"))?,
+                    })
+                } else {
+                    LimitValue::Count(number(value, kind.name())?)
+                };
+                self.limits.push((kind, value));
+            }
+        }
+        Ok(())
+    }
+
+    /// The settings an entity does not have, by Slurm's name.
+    fn foreign(&self, entity: Entity) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut check = |set: bool, name: &'static str, allowed: &[Entity]| {
+            if set && !allowed.contains(&entity) {
+                out.push(name);
+            }
+        };
+        use Entity::{Account as A, Qos as Q, User as U};
+        check(self.parent.is_some(), "Parent", &[A]);
+        check(self.description.is_some(), "Description", &[A, Q]);
+        check(self.organization.is_some(), "Organization", &[A]);
+        check(self.fairshare.is_some(), "Fairshare", &[A]);
+        check(self.priority.is_some(), "Priority", &[A, Q]);
+        check(self.default_account.is_some(), "DefaultAccount", &[U]);
+        check(self.admin_level.is_some(), "AdminLevel", &[U]);
+        check(self.qos.is_some(), "QOS", &[A]);
+        check(self.default_qos.is_some(), "DefaultQOS", &[A]);
+        check(self.preempt.is_some(), "Preempt", &[Q]);
+        check(self.preempt_mode.is_some(), "PreemptMode", &[Q]);
+        check(self.grace_time_s.is_some(), "GraceTime", &[Q]);
+        check(self.usage_factor.is_some(), "UsageFactor", &[Q]);
+        check(!self.limits.is_empty(), "limits", &[A, U, Q]);
+        out
+    }
+
+    fn set_limits(&self, limits: &mut Limits) {
+        for (kind, value) in &self.limits {
+            match value {
+                LimitValue::Tres(items) => {
+                    if let Some(map) = kind.tres_mut(limits) {
+                        for (name, count) in items {
+                            match count {
+                                Some(n) => map.insert(name.clone(), *n),
+                                None => map.remove(name),
+                            };
+                        }
+                    }
+                }
+                LimitValue::Count(n) => {
+                    if let Some(slot) = kind.count_mut(limits) {
+                        *slot = *n;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An association a change touched: an account's own (`user` empty, with its parent)
+/// or a user's in an account.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AssocRef {
+    pub account: String,
+    pub user: String,
+    pub parent: String,
+}
+
+/// What a change did, for `sacctmgr` to report. All empty: it matched nothing (or
+/// added nothing new).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// Accounts, users, QOS or coordinators added, modified or deleted as a whole.
+    pub names: Vec<String>,
+    /// Associations added, modified or deleted.
+    pub assocs: Vec<AssocRef>,
+    /// Users deleted because no association was left to them.
+    pub users_removed: Vec<String>,
+}
+
+impl Changed {
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.assocs.is_empty() && self.users_removed.is_empty()
+    }
+}
+
+/// What [`apply`] needs to know of the cluster besides the associations.
+pub struct Context<'a> {
+    pub cluster: &'a str,
+    /// Whether pending or running jobs use an association (account, user).
+    pub busy_assoc: &'a dyn Fn(&str, &str) -> bool,
+    /// Whether pending or running jobs use a QOS.
+    pub busy_qos: &'a dyn Fn(&str) -> bool,
+}
+
+/// Slurm's refusal of a delete that would take away what live jobs use.
+pub const JOBS_ACTIVE: &str = "Job(s) active, cancel job(s) before remove";
+
+/// Applies a change to a copy of the associations. Nothing matched is not an error
+/// (`Changed::is_empty`); a change that cannot be made is, with the reason.
+pub fn apply(
+    assocs: &Associations,
+    change: &AssocChange,
+    ctx: &Context<'_>,
+) -> Result<(Associations, Changed), String> {
+    if let Some(other) = change
+        .conditions
+        .clusters
+        .iter()
+        .find(|c| *c != ctx.cluster)
+    {
+        return Err(format!(
+            "Cluster '{other}' is not this cluster ({})",
+            ctx.cluster
+        ));
+    }
+    let foreign = change.settings.foreign(match change.entity {
+        Entity::Coordinator => Entity::Coordinator,
+        e => e,
+    });
+    if !foreign.is_empty() {
+        return Err(format!(
+            "{} cannot be set on {}",
+            foreign.join(", "),
+            match change.entity {
+                Entity::Account => "an account",
+                Entity::User => "a user",
+                Entity::Qos => "a QOS",
+                Entity::Coordinator => "a coordinator",
+            }
+        ));
+    }
+    let mut out = assocs.clone();
+    let mut changed = Changed::default();
+    let c = &change.conditions;
+    let s = &change.settings;
+    match (change.action, change.entity) {
+        (Action::Add, Entity::Account) => add_accounts(&mut out, c, s, &mut changed)?,
+        (Action::Add, Entity::User) => add_users(&mut out, c, s, &mut changed)?,
+        (Action::Add, Entity::Qos) => {
+            for name in &c.names {
+                if !out.qos.contains_key(name) {
+                    let mut q = Qos::new(name);
+                    modify_qos(&mut q, s);
+                    out.qos.insert(name.clone(), q);
+                    changed.names.push(name.clone());
+                }
+            }
+            check_qos_names(&out, s)?;
+        }
+        (action, Entity::Coordinator) => {
+            if action == Action::Modify {
+                return Err("Coordinators are added or deleted, not modified".into());
+            }
+            coordinators(&mut out, c, action == Action::Add, &mut changed)?;
+        }
+        (Action::Modify, Entity::Account) => modify_accounts(&mut out, c, s, &mut changed)?,
+        (Action::Modify, Entity::User) => modify_users(&mut out, c, s, &mut changed)?,
+        (Action::Modify, Entity::Qos) => {
+            check_qos_names(&out, s)?;
+            for name in &c.names {
+                if let Some(q) = out.qos.get_mut(name) {
+                    modify_qos(q, s);
+                    changed.names.push(name.clone());
+                }
+            }
+        }
+        (Action::Delete, Entity::Account) => delete_accounts(&mut out, c, ctx, &mut changed)?,
+        (Action::Delete, Entity::User) => delete_users(&mut out, c, ctx, &mut changed)?,
+        (Action::Delete, Entity::Qos) => {
+            for name in &c.names {
+                if !out.qos.contains_key(name) {
+                    continue;
+                }
+                if name == crate::assoc::DEFAULT_QOS {
+                    return Err("QOS 'normal' is every job's default: it cannot be deleted".into());
+                }
+                if (ctx.busy_qos)(name) {
+                    return Err(JOBS_ACTIVE.into());
+                }
+                out.qos.remove(name);
+                for a in out.accounts.values_mut() {
+                    a.qos.remove(name);
+                    if a.default_qos == *name {
+                        a.default_qos.clear();
+                    }
+                }
+                for q in out.qos.values_mut() {
+                    q.preempt.retain(|p| p != name);
+                }
+                changed.names.push(name.clone());
+            }
+        }
+    }
+    out.relink();
+    Ok((out, changed))
+}
+
+fn need_names(c: &Conditions, what: &str) -> Result<(), String> {
+    if c.names.is_empty() {
+        return Err(format!("Need name of {what}"));
+    }
+    Ok(())
+}
+
+fn check_qos_names(assocs: &Associations, s: &Settings) -> Result<(), String> {
+    let listed = s
+        .qos
+        .iter()
+        .chain(&s.preempt)
+        .flat_map(|edit| match edit {
+            ListEdit::Set(v) | ListEdit::Add(v) | ListEdit::Remove(v) => v.iter(),
+        })
+        .chain(&s.default_qos);
+    for q in listed {
+        if !assocs.qos.contains_key(q) {
+            return Err(format!("Unknown QOS '{q}'"));
+        }
+    }
+    Ok(())
+}
+
+fn check_account_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= crate::job::MAX_WORD_CHARS
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("Invalid account name '{name}'"))
+    }
+}
+
+fn modify_account(a: &mut Account, s: &Settings) {
+    if let Some(d) = &s.description {
+        a.description = d.clone();
+    }
+    if let Some(o) = &s.organization {
+        a.organization = o.clone();
+    }
+    if let Some(f) = s.fairshare {
+        a.shares = f;
+    }
+    if let Some(p) = s.priority {
+        a.priority = p;
+    }
+    if let Some(edit) = &s.qos {
+        let now: Vec<String> = a.qos.iter().cloned().collect();
+        a.qos = edit.apply(&now).into_iter().collect();
+    }
+    if let Some(q) = &s.default_qos {
+        a.default_qos = q.clone();
+    }
+    s.set_limits(&mut a.limits);
+}
+
+fn modify_qos(q: &mut Qos, s: &Settings) {
+    if let Some(p) = s.priority {
+        q.priority = p;
+    }
+    if let Some(edit) = &s.preempt {
+        q.preempt = edit.apply(&q.preempt);
+    }
+    if let Some(mode) = &s.preempt_mode {
+        q.preempt_mode = if mode == "cluster" {
+            String::new()
+        } else {
+            mode.clone()
+        };
+    }
+    if let Some(g) = s.grace_time_s {
+        q.grace_time = g;
+    }
+    if let Some(f) = s.usage_factor {
+        q.usage_factor = f;
+    }
+    s.set_limits(&mut q.limits);
+}
+
+fn add_accounts(
+    out: &mut Associations,
+    c: &Conditions,
+    s: &Settings,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    need_names(c, "account")?;
+    check_qos_names(out, s)?;
+    let parent = s.parent.clone().unwrap_or_else(|| ROOT.to_string());
+    if !out.accounts.contains_key(&parent) {
+        return Err(format!("Parent account '{parent}' doesn't exist."));
+    }
+    for name in &c.names {
+        check_account_name(name)?;
+        if out.accounts.contains_key(name) {
+            continue;
+        }
+        let mut a = Account::new(name, Some(&parent));
+        modify_account(&mut a, s);
+        out.accounts.insert(name.clone(), a);
+        changed.names.push(name.clone());
+        changed.assocs.push(AssocRef {
+            account: name.clone(),
+            user: String::new(),
+            parent: parent.clone(),
+        });
+        out.enforced = true;
+    }
+    Ok(())
+}
+
+fn add_users(
+    out: &mut Associations,
+    c: &Conditions,
+    s: &Settings,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    need_names(c, "user")?;
+    let mut accounts = c.accounts.clone();
+    if let Some(d) = &s.default_account
+        && !accounts.contains(d)
+    {
+        accounts.insert(0, d.clone());
+    }
+    if accounts.is_empty() {
+        return Err("Need name of account to add user to".into());
+    }
+    if let Some(a) = accounts.iter().find(|a| !out.accounts.contains_key(*a)) {
+        return Err(format!("This account '{a}' doesn't exist."));
+    }
+    for user in &c.names {
+        if !crate::config::is_name(user) {
+            return Err(format!("Invalid user name '{user}'"));
+        }
+        let new_user = !out.users.contains_key(user);
+        if new_user {
+            out.users.insert(
+                user.clone(),
+                User {
+                    default_account: s.default_account.clone().unwrap_or(accounts[0].clone()),
+                    admin_level: s.admin_level.unwrap_or_default(),
+                },
+            );
+        }
+        for account in &accounts {
+            let a = out.accounts.get_mut(account).expect("checked above");
+            if a.users.insert(user.clone()) {
+                let mut limits = Limits::default();
+                s.set_limits(&mut limits);
+                if !limits.is_empty() {
+                    a.user_limits.insert(user.clone(), limits);
+                }
+                changed.assocs.push(AssocRef {
+                    account: account.clone(),
+                    user: user.clone(),
+                    parent: String::new(),
+                });
+            }
+        }
+        if new_user {
+            changed.names.push(user.clone());
+        }
+    }
+    if changed.assocs.is_empty() {
+        changed.names.clear();
+    }
+    Ok(())
+}
+
+fn coordinators(
+    out: &mut Associations,
+    c: &Conditions,
+    add: bool,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    need_names(c, "user")?;
+    if c.accounts.is_empty() {
+        return Err("Need name of account for the coordinator".into());
+    }
+    if let Some(a) = c.accounts.iter().find(|a| !out.accounts.contains_key(*a)) {
+        return Err(format!("This account '{a}' doesn't exist."));
+    }
+    if add && let Some(u) = c.names.iter().find(|u| !out.users.contains_key(*u)) {
+        return Err(format!("This user '{u}' doesn't exist."));
+    }
+    let mut touched = BTreeSet::new();
+    for account in &c.accounts {
+        let a = out.accounts.get_mut(account).expect("checked above");
+        for user in &c.names {
+            let did = if add {
+                a.coordinators.insert(user.clone())
+            } else {
+                a.coordinators.remove(user)
+            };
+            if did {
+                touched.insert(user.clone());
+                changed.assocs.push(AssocRef {
+                    account: account.clone(),
+                    user: user.clone(),
+                    parent: String::new(),
+                });
+            }
+        }
+    }
+    changed.names = touched.into_iter().collect();
+    Ok(())
+}
+
+/// The accounts below `name` (not itself), depth first.
+fn descendants(assocs: &Associations, name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![name.to_string()];
+    while let Some(at) = stack.pop() {
+        if let Some(a) = assocs.accounts.get(&at) {
+            for child in &a.children {
+                if out.len() < assocs.accounts.len() {
+                    out.push(child.clone());
+                    stack.push(child.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn modify_accounts(
+    out: &mut Associations,
+    c: &Conditions,
+    s: &Settings,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    check_qos_names(out, s)?;
+    if let Some(p) = &s.parent {
+        if !out.accounts.contains_key(p) {
+            return Err(format!("Parent account '{p}' doesn't exist."));
+        }
+        for name in &c.names {
+            if name == p || descendants(out, name).contains(p) {
+                return Err(format!(
+                    "Account '{p}' is '{name}' or below it: not a parent for it"
+                ));
+            }
+        }
+    }
+    for name in &c.names {
+        if name == ROOT && s.parent.is_some() {
+            return Err("root has no parent".into());
+        }
+        let Some(a) = out.accounts.get_mut(name) else {
+            continue;
+        };
+        let old_parent = a.parent.clone().unwrap_or_default();
+        modify_account(a, s);
+        if let Some(p) = &s.parent {
+            a.parent = Some(p.clone());
+        }
+        changed.names.push(name.clone());
+        changed.assocs.push(AssocRef {
+            account: name.clone(),
+            user: String::new(),
+            parent: old_parent,
+        });
+        if !s.limits.is_empty() {
+            for user in &a.users {
+                changed.assocs.push(AssocRef {
+                    account: name.clone(),
+                    user: user.clone(),
+                    parent: String::new(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn modify_users(
+    out: &mut Associations,
+    c: &Conditions,
+    s: &Settings,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    let users: Vec<String> = c
+        .names
+        .iter()
+        .filter(|u| out.users.contains_key(*u))
+        .cloned()
+        .collect();
+    if let Some(d) = &s.default_account {
+        let strays: Vec<&String> = users
+            .iter()
+            .filter(|u| !out.accounts.get(d).is_some_and(|a| a.users.contains(*u)))
+            .collect();
+        if !strays.is_empty() {
+            return Err(format!(
+                "Can't modify because these users aren't associated with new default \
+                 account '{d}': {}",
+                strays
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    for user in &users {
+        let record = out.users.get_mut(user).expect("filtered above");
+        if s.default_account.is_some() || s.admin_level.is_some() {
+            if let Some(d) = &s.default_account {
+                record.default_account = d.clone();
+            }
+            if let Some(level) = s.admin_level {
+                record.admin_level = level;
+            }
+            changed.names.push(user.clone());
+        }
+        if s.limits.is_empty() {
+            continue;
+        }
+        for (name, a) in out.accounts.iter_mut() {
+            let wanted = c.accounts.is_empty() || c.accounts.contains(name);
+            if wanted && a.users.contains(user) {
+                let limits = a.user_limits.entry(user.clone()).or_default();
+                s.set_limits(limits);
+                if limits.is_empty() {
+                    a.user_limits.remove(user);
+                }
+                changed.assocs.push(AssocRef {
+                    account: name.clone(),
+                    user: user.clone(),
+                    parent: String::new(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes a user's association with an account; the user goes with their last.
+fn remove_assoc(out: &mut Associations, account: &str, user: &str, changed: &mut Changed) {
+    if let Some(a) = out.accounts.get_mut(account) {
+        a.users.remove(user);
+        a.user_limits.remove(user);
+    }
+    let left: Vec<String> = out
+        .accounts
+        .values()
+        .filter(|a| a.users.contains(user))
+        .map(|a| a.name.clone())
+        .collect();
+    match left.first() {
+        None => {
+            out.users.remove(user);
+            for a in out.accounts.values_mut() {
+                a.coordinators.remove(user);
+            }
+            changed.users_removed.push(user.to_string());
+        }
+        Some(first) => {
+            if let Some(u) = out.users.get_mut(user)
+                && u.default_account == account
+            {
+                u.default_account = first.clone();
+            }
+        }
+    }
+}
+
+fn delete_accounts(
+    out: &mut Associations,
+    c: &Conditions,
+    ctx: &Context<'_>,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    let doomed: Vec<String> = c
+        .names
+        .iter()
+        .filter(|n| out.accounts.contains_key(*n))
+        .cloned()
+        .collect();
+    for name in &doomed {
+        if name == ROOT {
+            return Err("The root account cannot be deleted".into());
+        }
+        let a = &out.accounts[name];
+        let kept: Vec<&String> = a.children.iter().filter(|c| !doomed.contains(c)).collect();
+        if !kept.is_empty() {
+            return Err(format!(
+                "Account '{name}' has sub-accounts ({}): delete or move them first",
+                kept.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        }
+        if (ctx.busy_assoc)(name, "") || a.users.iter().any(|u| (ctx.busy_assoc)(name, u)) {
+            return Err(JOBS_ACTIVE.into());
+        }
+    }
+    for name in &doomed {
+        let users: Vec<String> = out.accounts[name].users.iter().cloned().collect();
+        for user in users {
+            remove_assoc(out, name, &user, changed);
+        }
+        out.accounts.remove(name);
+        changed.names.push(name.clone());
+    }
+    changed.users_removed.clear();
+    Ok(())
+}
+
+fn delete_users(
+    out: &mut Associations,
+    c: &Conditions,
+    ctx: &Context<'_>,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    let mut pairs = Vec::new();
+    for user in c.names.iter().filter(|u| out.users.contains_key(*u)) {
+        for a in out.accounts.values() {
+            let wanted = c.accounts.is_empty() || c.accounts.contains(&a.name);
+            if wanted && a.users.contains(user) {
+                if (ctx.busy_assoc)(&a.name, user) {
+                    return Err(JOBS_ACTIVE.into());
+                }
+                pairs.push((a.name.clone(), user.clone()));
+            }
+        }
+    }
+    for (account, user) in &pairs {
+        remove_assoc(out, account, user, changed);
+        if !c.accounts.is_empty() {
+            changed.assocs.push(AssocRef {
+                account: account.clone(),
+                user: user.clone(),
+                parent: String::new(),
+            });
+        }
+    }
+    if c.accounts.is_empty() {
+        changed.names = std::mem::take(&mut changed.users_removed);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn change(text: &str) -> AssocChange {
+        let w = words(text);
+        AssocChange::parse(
+            Action::parse(&w[0]).unwrap(),
+            Entity::parse(&w[1]).unwrap(),
+            &w[2..],
+        )
+        .unwrap()
+    }
+
+    fn idle() -> (impl Fn(&str, &str) -> bool, impl Fn(&str) -> bool) {
+        (|_: &str, _: &str| false, |_: &str| false)
+    }
+
+    fn run(assocs: &Associations, text: &str) -> Result<(Associations, Changed), String> {
+        let (a, q) = idle();
+        let ctx = Context {
+            cluster: "drover",
+            busy_assoc: &a,
+            busy_qos: &q,
+        };
+        apply(assocs, &change(text), &ctx)
+    }
+
+    fn ok(assocs: &Associations, text: &str) -> (Associations, Changed) {
+        run(assocs, text).unwrap()
+    }
+
+    #[test]
+    fn parses_conditions_settings_and_slurm_errors() {
+        let c = change(
+            "modify user where name=alice account=ML set MaxJobs=2 GrpTRES=gres/gpu=4,cpu=-1",
+        );
+        assert_eq!(c.conditions.names, vec!["alice"]);
+        assert_eq!(c.conditions.accounts, vec!["ml"]);
+        assert_eq!(
+            c.settings.limits,
+            vec![
+                (LimitKind::MaxJobs, LimitValue::Count(Some(2))),
+                (
+                    LimitKind::GrpTres,
+                    LimitValue::Tres(vec![("gres/gpu".into(), Some(4)), ("cpu".into(), None)])
+                ),
+            ]
+        );
+        let c = change("add account ML,Physics parent=top fairshare=3 maxwall=1-0 grpcpus=8");
+        assert_eq!(c.conditions.names, vec!["ml", "physics"]);
+        assert_eq!(c.settings.fairshare, Some(3));
+        assert_eq!(
+            c.settings.limits[0],
+            (LimitKind::MaxWall, LimitValue::Count(Some(1440)))
+        );
+        assert_eq!(
+            c.settings.limits[1],
+            (
+                LimitKind::GrpTres,
+                LimitValue::Tres(vec![("cpu".into(), Some(8))])
+            )
+        );
+        let err = |text: &str| {
+            let w = words(text);
+            AssocChange::parse(
+                Action::parse(&w[0]).unwrap(),
+                Entity::parse(&w[1]).unwrap(),
+                &w[2..],
+            )
+            .unwrap_err()
+        };
+        assert_eq!(
+            err("add account x badkey=1"),
+            "Unknown option: badkey=1\n Use keyword 'where' to modify condition"
+        );
+        assert_eq!(
+            err("add account x fairshare=abc"),
+            "Invalid value for FairShare (abc)"
+        );
+        assert_eq!(
+            err("add account x grptres=foo=1"),
+            "no TRES known by type foo"
+        );
+        assert_eq!(
+            err("add account x maxwall=xyz"),
+            "Bad MaxWall time format: maxwall=xyz"
+        );
+        assert!(err("modify account where fairshare=2").starts_with("Unknown option"));
+        assert!(err("modify user alice set adminlevel=king").contains("AdminLevel"));
+    }
+
+    #[test]
+    fn an_admin_script_builds_a_tree_with_limits() {
+        let a = Associations::default();
+        assert!(!a.enforced);
+        let (a, ch) = ok(&a, "add account ml description=ML fairshare=3");
+        assert!(a.enforced);
+        assert_eq!(ch.names, vec!["ml"]);
+        assert_eq!(a.accounts["ml"].organization, "ml");
+        let (a, _) = ok(&a, "add account vision parent=ml");
+        assert_eq!(a.accounts["vision"].organization, "ml");
+        assert!(a.accounts["ml"].children.contains("vision"));
+        let (a, ch) = ok(&a, "add user bob account=ml,vision defaultaccount=vision");
+        assert_eq!(ch.assocs.len(), 2);
+        assert_eq!(a.default_account("bob"), Some("vision"));
+        let (a, _) = ok(&a, "add user alice account=ml");
+        assert_eq!(a.default_account("alice"), Some("ml"));
+        let (a, ch) = ok(&a, "modify account ml set maxjobs=10 GrpTRES=gres/gpu=8");
+        assert_eq!(ch.assocs.len(), 3, "the account and its two users: {ch:?}");
+        let (a, _) = ok(
+            &a,
+            "modify user where name=bob account=vision set maxjobs=2",
+        );
+        assert_eq!(a.user_limits("vision", "bob").max_jobs, Some(2));
+        assert_eq!(a.user_limits("ml", "bob").max_jobs, Some(10));
+        assert_eq!(a.user_limits("ml", "alice").max_jobs, Some(10));
+        let (a, _) = ok(
+            &a,
+            "modify user where name=bob account=vision set maxjobs=-1",
+        );
+        assert_eq!(
+            a.user_limits("vision", "bob").max_jobs,
+            Some(10),
+            "inherited again"
+        );
+        assert!(a.accounts["vision"].user_limits.is_empty());
+        let (a, ch) = ok(&a, "add account ml");
+        assert!(ch.is_empty(), "nothing new");
+        let (_, ch) = ok(&a, "modify account nosuch set maxjobs=1");
+        assert!(ch.is_empty());
+        assert_eq!(
+            run(&a, "add user carol account=nosuch").unwrap_err(),
+            "This account 'nosuch' doesn't exist."
+        );
+        assert_eq!(
+            run(&a, "add account x parent=nosuch").unwrap_err(),
+            "Parent account 'nosuch' doesn't exist."
+        );
+        assert!(
+            run(&a, "modify user alice set defaultaccount=vision")
+                .unwrap_err()
+                .starts_with("Can't modify because these users aren't associated")
+        );
+        assert!(
+            run(&a, "modify account ml set parent=vision").is_err(),
+            "a cycle"
+        );
+        assert!(
+            run(&a, "add account x defaultaccount=ml")
+                .unwrap_err()
+                .contains("cannot be set")
+        );
+        let (a, _) = ok(&a, "modify user alice set adminlevel=operator");
+        assert_eq!(a.admin_level("alice"), AdminLevel::Operator);
+        let (a, ch) = ok(&a, "add coordinator account=ml names=bob");
+        assert_eq!(ch.names, vec!["bob"]);
+        assert!(a.coordinates("bob", "vision"));
+    }
+
+    #[test]
+    fn qos_are_added_modified_and_deleted() {
+        let a = Associations::default();
+        let (a, _) = ok(
+            &a,
+            "add qos high priority=10 maxtresperuser=gres/gpu=4 maxwall=1-0",
+        );
+        let q = &a.qos["high"];
+        assert_eq!((q.priority, q.limits.max_wall_min), (10, Some(1440)));
+        assert_eq!(q.limits.max_tres_per_user["gres/gpu"], 4);
+        let (a, _) = ok(
+            &a,
+            "modify qos high set grpjobs=3 preempt=normal preemptmode=requeue",
+        );
+        assert_eq!(a.qos["high"].limits.grp_jobs, Some(3));
+        assert_eq!(a.qos["high"].preempt, vec!["normal"]);
+        assert!(run(&a, "modify qos high set preempt=nosuch").is_err());
+        let (a, _) = ok(&a, "add account ml qos=normal,high defaultqos=high");
+        let (a, ch) = ok(&a, "delete qos high");
+        assert_eq!(ch.names, vec!["high"]);
+        assert!(!a.accounts["ml"].qos.contains("high"));
+        assert_eq!(a.accounts["ml"].default_qos, "");
+        assert!(run(&a, "delete qos normal").is_err());
+    }
+
+    #[test]
+    fn deletes_keep_the_tree_whole_and_spare_live_jobs() {
+        let a = Associations::default();
+        let (a, _) = ok(&a, "add account ml");
+        let (a, _) = ok(&a, "add account vision parent=ml");
+        let (a, _) = ok(&a, "add user bob account=ml,vision");
+        assert!(
+            run(&a, "delete account ml")
+                .unwrap_err()
+                .contains("sub-accounts")
+        );
+        let (b, ch) = ok(&a, "delete user where name=bob account=ml");
+        assert_eq!(ch.assocs.len(), 1);
+        assert!(ch.users_removed.is_empty());
+        assert_eq!(
+            b.default_account("bob"),
+            Some("vision"),
+            "moved to what is left"
+        );
+        let (b, ch) = ok(&b, "delete user where name=bob account=vision");
+        assert_eq!(ch.users_removed, vec!["bob"]);
+        assert!(!b.users.contains_key("bob"));
+        let (b, ch) = ok(&a, "delete account vision,ml");
+        assert_eq!(ch.names, vec!["vision", "ml"]);
+        assert!(!b.users.contains_key("bob"));
+        let (busy, q) = (
+            |acct: &str, user: &str| acct == "ml" && user == "bob",
+            |_: &str| false,
+        );
+        let ctx = Context {
+            cluster: "drover",
+            busy_assoc: &busy,
+            busy_qos: &q,
+        };
+        assert_eq!(
+            apply(&a, &change("delete user bob"), &ctx).unwrap_err(),
+            JOBS_ACTIVE
+        );
+        assert!(run(&a, "delete account root").is_err());
+        assert!(run(&a, "add account x cluster=other").is_err());
+    }
+}
