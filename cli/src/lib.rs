@@ -26,8 +26,8 @@ use std::process::ExitCode;
 
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sprio",
-    "sshare", "sstat", "sbcast", "sattach",
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "srun",
+    "salloc", "sprio", "sshare", "sstat", "sbcast", "sattach",
 ];
 
 /// Dispatches on the program name (argv[0]) or the first argument.
@@ -82,6 +82,11 @@ const SUMMARIES: &[(&str, &str)] = &[
         "show and change jobs, nodes, partitions, reservations; show the config",
     ),
     ("sacct", "list jobs, finished ones too"),
+    ("sacctmgr", "view and change accounts, users and QOS"),
+    (
+        "sreport",
+        "report usage per cluster, account and user, in TRES-minutes",
+    ),
     ("srun", "run a command as a job step"),
     ("salloc", "take an allocation and run a command in it"),
     ("sprio", "show the priority factors of pending jobs"),

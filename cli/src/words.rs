@@ -15,6 +15,29 @@ pub fn starts_with_ci(text: &str, prefix: &str) -> bool {
     strip_prefix_ci(text, prefix).is_some()
 }
 
+/// Slurm's keyword abbreviation, `strncasecmp(text, keyword, MAX(strlen(text), min))
+/// == 0`: `text` begins `keyword`, in any case, and is at least `min` long unless it is
+/// all of it (`sho` is `show` with 3, `p` is not `partitions` with 2).
+pub fn abbreviates(text: &str, keyword: &str, min: usize) -> bool {
+    text.len() >= min.min(keyword.len()) && starts_with_ci(keyword, text)
+}
+
+/// C's `atoi`: an optional sign and the leading digits, 0 for none (`%-12` is -12).
+pub fn atoi(text: &str) -> i32 {
+    let text = text.trim_start();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i32, |a, b| {
+            a.saturating_mul(10).saturating_add(i32::from(b - b'0'))
+        });
+    if negative { -n } else { n }
+}
+
 /// Splits a line into words at blanks; double or single quotes group. With `directive`
 /// (a `#SBATCH` line), a backslash also escapes the next character and an unquoted `#`
 /// starts a comment.

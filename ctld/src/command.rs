@@ -92,6 +92,15 @@ impl From<crate::validate::Rejected> for Rejection {
     }
 }
 
+/// `sacctmgr add|modify|delete`: a change to the accounts, users and QOS.
+#[derive(Debug, Clone)]
+pub struct ChangeAccounting {
+    pub requester: Requester,
+    pub change: model::assoc_change::AssocChange,
+    /// Say what it would change; change nothing.
+    pub dry_run: bool,
+}
+
 /// `sbatch`: a job to queue (or, with `--test-only`, to estimate without queueing:
 /// `rules::jobs::estimate`).
 #[derive(Debug, Clone)]

@@ -17,9 +17,9 @@
 //! succeed again once the disk has room.
 
 use crate::command::{
-    ChangeReservation, CompleteStep, ControlJobs, CreateStep, Heartbeat, JobEnd, JobResult,
-    NodeOrders, Registration, Rejection, SignalJobs, StartedStep, Submit, Submitted, UpdateJobs,
-    UpdateNodes,
+    ChangeAccounting, ChangeReservation, CompleteStep, ControlJobs, CreateStep, Heartbeat, JobEnd,
+    JobResult, NodeOrders, Registration, Rejection, SignalJobs, StartedStep, Submit, Submitted,
+    UpdateJobs, UpdateNodes,
 };
 use crate::dispatch::Dispatcher;
 use crate::rules::{self, Turn};
@@ -46,6 +46,8 @@ pub enum Input {
     Heartbeat(Heartbeat, Reply<NodeOrders>),
     JobFinished(JobEnd, Reply<()>),
     ChangeReservation(ChangeReservation, Reply<String>),
+    /// `sacctmgr`: the last input of its turn, so that the next sees the change.
+    ChangeAccounting(ChangeAccounting, Reply<model::assoc_change::Changed>),
     /// A node confirmed it started this run of a job.
     Launched {
         job_id: JobId,
@@ -78,6 +80,8 @@ pub struct Core {
     state: ClusterState,
     config: Arc<Config>,
     sched_config: Arc<sched::SchedConfig>,
+    /// Publishes the scheduler's config (its associations) after a `sacctmgr` change.
+    published_config: watch::Sender<Arc<sched::SchedConfig>>,
     store: Arc<dyn Store>,
     snapshot: watch::Sender<Arc<ClusterState>>,
     dispatcher: Dispatcher,
@@ -91,14 +95,16 @@ impl Core {
     pub fn new(
         state: ClusterState,
         config: Arc<Config>,
-        sched_config: Arc<sched::SchedConfig>,
+        published_config: watch::Sender<Arc<sched::SchedConfig>>,
         store: Arc<dyn Store>,
         snapshot: watch::Sender<Arc<ClusterState>>,
         dispatcher: Dispatcher,
     ) -> Core {
+        let sched_config = published_config.borrow().clone();
         Core {
             state,
             sched_config,
+            published_config,
             config,
             store,
             snapshot,
@@ -123,7 +129,9 @@ impl Core {
                 input = inbox.recv() => {
                     let Some(input) = input else { break };
                     let mut inputs = vec![input];
-                    while inputs.len() < MAX_BATCH {
+                    while inputs.len() < MAX_BATCH
+                        && !matches!(inputs.last(), Some(Input::ChangeAccounting(..)))
+                    {
                         match inbox.try_recv() {
                             Ok(input) => inputs.push(input),
                             Err(_) => break,
@@ -190,9 +198,11 @@ impl Core {
             effects,
             payloads,
             reschedule,
+            assocs,
             ..
         } = turn;
-        let batch = batch_of(&self.state, &events, payloads);
+        let mut batch = batch_of(&self.state, &events, payloads);
+        batch.assocs = assocs.clone();
         // Fault injection (inert unless `FAILPOINTS` names these points): a crash of
         // the controller after a turn that tells nodes to act became durable, before
         // its answers (`after-commit`) or after them (`after-ack`), before any node
@@ -212,6 +222,13 @@ impl Core {
             Err(e) => fatal(&e),
         }
         fail::fail_point!("after-commit", orders_node, |_| std::process::abort());
+        if let Some(assocs) = assocs {
+            let mut next = self.sched_config.as_ref().clone();
+            next.assocs = assocs;
+            self.sched_config = Arc::new(next);
+            self.published_config
+                .send_replace(self.sched_config.clone());
+        }
         // Readers see the turn before its callers hear of it: a caller's next read
         // shows what it was told. Heartbeats change nothing a reader needs at once.
         if events
@@ -317,6 +334,7 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
             .into_iter()
             .filter_map(|k| state.usage.get(&k).cloned().map(|u| (k, u)))
             .collect(),
+        assocs: None,
     }
 }
 
@@ -381,6 +399,10 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
             let r = jobs::change_reservation(turn, cmd);
             answer(acks, reply, r);
         }
+        Input::ChangeAccounting(cmd, reply) => {
+            let r = rules::accounting::change(turn, cmd);
+            answer(acks, reply, r);
+        }
         Input::Launched {
             job_id,
             restart_count,
@@ -429,7 +451,7 @@ mod tests {
             ttl_s: 60,
         });
         let dispatcher = Dispatcher::new(inbox.downgrade(), "c".into(), "a:1".into(), 1, signer);
-        let sched = Arc::new(sched::SchedConfig::from_config(&config));
+        let (sched, _) = watch::channel(Arc::new(sched::SchedConfig::from_config(&config)));
         let mut core = Core::new(
             state,
             Arc::new(config),

@@ -53,8 +53,20 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         &state_dir.join("store"),
         u64::from(config.controller.state_min_free_mb) << 20,
     )?);
-    let kept = store.load()?;
+    let mut kept = store.load()?;
     let job_count = kept.jobs.len();
+    let mut sched_config = sched::SchedConfig::from_config(&config);
+    // The config's accounts and QOS seed the associations until `sacctmgr` first
+    // changes them; from then on the store's are the ones in force.
+    if let Some(assocs) = kept.assocs.take() {
+        if !config.accounts.is_empty() || !config.qos.is_empty() {
+            tracing::info!(
+                "associations come from the state store (sacctmgr); \
+                 [[accounts]] and [[qos]] of the config are not used"
+            );
+        }
+        sched_config.assocs = Arc::new(assocs);
+    }
     let state = ClusterState::restored(
         config.node_list(),
         config.partition_list(),
@@ -107,11 +119,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.controller.kill_wait_s,
         signer,
     );
-    let sched_config = Arc::new(sched::SchedConfig::from_config(&config));
+    let (sched_tx, sched_config) = watch::channel(Arc::new(sched_config));
     let core = core::Core::new(
         state,
         config.clone(),
-        sched_config.clone(),
+        sched_tx,
         store.clone(),
         snap_tx,
         dispatcher,

@@ -22,8 +22,9 @@ pub struct Services {
     pub snapshot: watch::Receiver<Arc<ClusterState>>,
     pub store: Arc<dyn Store>,
     pub config: Arc<Config>,
-    /// Priority weights and associations, for the priority and fair-share reads.
-    pub sched_config: Arc<sched::SchedConfig>,
+    /// Priority weights and associations (as the last `sacctmgr` change left them),
+    /// for the priority, fair-share and accounting reads.
+    pub sched_config: watch::Receiver<Arc<sched::SchedConfig>>,
     /// `--test-only` estimates run one at a time, off the state owner.
     pub estimates: Arc<Semaphore>,
     /// The names of the users whose credentials requests carry.
@@ -92,6 +93,11 @@ impl Services {
         self.snapshot.borrow().clone()
     }
 
+    /// The scheduler's config with the associations in force.
+    fn sched(&self) -> Arc<sched::SchedConfig> {
+        self.sched_config.borrow().clone()
+    }
+
     /// Whether `what` is private (`[controller] private_data`).
     fn private(&self, what: model::config::PrivateData) -> bool {
         self.config.controller.private_data.contains(&what)
@@ -102,7 +108,11 @@ impl Services {
     fn requester<T>(&self, req: &Request<T>) -> Result<command::Requester, Status> {
         let uid = auth::identity(req)?.uid;
         let user = self.users.name(uid);
-        let level = self.config.auth.admin_level(&user);
+        let level = self
+            .config
+            .auth
+            .admin_level(&user)
+            .max(self.sched().assocs.admin_level(&user));
         Ok(command::Requester { uid, user, level })
     }
 }
@@ -116,8 +126,8 @@ impl Services {
         viewer: command::Requester,
         filter: &JobFilter,
     ) -> v1::ListJobsReply {
-        let snap = self.snapshot();
-        JobWalk::new(self, req, viewer, &snap, filter).next_chunk(usize::MAX)
+        let (snap, sched) = (self.snapshot(), self.sched());
+        JobWalk::new(self, &sched, req, viewer, &snap, filter).next_chunk(usize::MAX)
     }
 }
 
@@ -126,6 +136,8 @@ impl Services {
 /// between chunks holds neither a thread nor a turn to build.
 struct JobWalk<'s> {
     services: &'s Services,
+    /// The associations and priority weights the listing uses throughout.
+    sched: &'s sched::SchedConfig,
     req: &'s v1::ListJobsRequest,
     /// Who lists: scripts and environments only of the jobs they may act on, and with
     /// `private_data = ["jobs"]` only those jobs.
@@ -147,6 +159,7 @@ struct JobWalk<'s> {
 impl<'s> JobWalk<'s> {
     fn new(
         services: &'s Services,
+        sched: &'s sched::SchedConfig,
         req: &'s v1::ListJobsRequest,
         viewer: command::Requester,
         snap: &'s ClusterState,
@@ -161,6 +174,7 @@ impl<'s> JobWalk<'s> {
             oldest(snap.pending_jobs().next()).min(oldest(snap.running_jobs().next()))
         };
         JobWalk {
+            sched,
             services,
             req,
             viewer,
@@ -188,11 +202,7 @@ impl<'s> JobWalk<'s> {
                 return false;
             }
         }
-        if self.private_jobs
-            && !self
-                .viewer
-                .may_act_on(&self.services.sched_config.assocs, job)
-        {
+        if self.private_jobs && !self.viewer.may_act_on(&self.sched.assocs, job) {
             return false;
         }
         self.filter.matches(job)
@@ -231,7 +241,7 @@ impl<'s> JobWalk<'s> {
         let priority = if job.state.is_final() {
             0
         } else {
-            let (snap, now, config) = (self.snap, self.now, &self.services.sched_config);
+            let (snap, now, config) = (self.snap, self.now, self.sched);
             self.priorities
                 .get_or_insert_with(|| sched::priority::Context::new(snap, now, config))
                 .rank(job)
@@ -244,9 +254,7 @@ impl<'s> JobWalk<'s> {
             reply.summaries.push(summary);
             return;
         }
-        let may_read = self
-            .viewer
-            .may_act_on(&self.services.sched_config.assocs, job);
+        let may_read = self.viewer.may_act_on(&self.sched.assocs, job);
         let payload = if (req.with_script || req.with_env) && may_read {
             let store = &self.services.store;
             let own = store.payload(job.id).ok().flatten();
@@ -423,13 +431,7 @@ impl v1::ctld_server::Ctld for Services {
             let this = self.clone();
             tokio::task::spawn_blocking(move || {
                 let snap = this.snapshot();
-                crate::rules::jobs::estimate(
-                    &snap,
-                    &this.config,
-                    &this.sched_config,
-                    submit,
-                    unix_now(),
-                )
+                crate::rules::jobs::estimate(&snap, &this.config, &this.sched(), submit, unix_now())
             })
             .await
             .map_err(|e| Status::internal(format!("estimate failed: {e}")))?
@@ -565,8 +567,8 @@ impl v1::ctld_server::Ctld for Services {
         let this = self.clone();
         let dropped_flag = dropped.clone();
         tokio::spawn(async move {
-            let snap = this.snapshot();
-            let mut walk = JobWalk::new(&this, &req, viewer, &snap, &filter);
+            let (snap, sched) = (this.snapshot(), this.sched());
+            let mut walk = JobWalk::new(&this, &sched, &req, viewer, &snap, &filter);
             while !walk.done {
                 let rank = listing.as_ref().map_or(1, |l| l.rank());
                 let Ok(turn) = TURNS.take(rank).await else {
@@ -775,6 +777,35 @@ impl v1::ctld_server::Ctld for Services {
         Ok(Response::new(v1::ChangeReservationReply { name }))
     }
 
+    async fn show_accounting(
+        &self,
+        req: Request<v1::ShowAccountingRequest>,
+    ) -> Result<Response<v1::ShowAccountingReply>, Status> {
+        self.requester(&req)?;
+        Ok(Response::new(proto::convert::associations_to_wire(
+            &self.sched().assocs,
+            &self.config.cluster_name,
+        )))
+    }
+
+    async fn change_accounting(
+        &self,
+        req: Request<v1::ChangeAccountingRequest>,
+    ) -> Result<Response<v1::ChangeAccountingReply>, Status> {
+        let requester = self.requester(&req)?;
+        let (change, dry_run) =
+            proto::convert::assoc_change_from_wire(req.into_inner()).map_err(invalid)?;
+        let cmd = command::ChangeAccounting {
+            requester,
+            change,
+            dry_run,
+        };
+        let changed = self
+            .ask(|reply| Input::ChangeAccounting(cmd, reply))
+            .await?;
+        Ok(Response::new(proto::convert::changed_to_wire(&changed)))
+    }
+
     async fn explain_job(
         &self,
         req: Request<v1::ExplainJobRequest>,
@@ -784,7 +815,7 @@ impl v1::ctld_server::Ctld for Services {
         let job = snap
             .job(id)
             .ok_or_else(|| Status::not_found("Invalid job id specified"))?;
-        let blockers = sched::explain::explain(&snap, unix_now(), &self.sched_config, id)
+        let blockers = sched::explain::explain(&snap, unix_now(), &self.sched(), id)
             .into_iter()
             .map(|b| v1::Blocker {
                 text: b.text,
@@ -820,8 +851,9 @@ impl v1::ctld_server::Ctld for Services {
         let snap = self.snapshot();
         let now = unix_now();
         let private = self.private(model::config::PrivateData::Jobs);
-        let assocs = &self.sched_config.assocs;
-        let jobs = sched::priority::pending_factors(&snap, now, &self.sched_config)
+        let sched = self.sched();
+        let assocs = &sched.assocs;
+        let jobs = sched::priority::pending_factors(&snap, now, &sched)
             .iter()
             .filter(|f| {
                 !private
@@ -852,11 +884,12 @@ impl v1::ctld_server::Ctld for Services {
     ) -> Result<Response<v1::GetSharesReply>, Status> {
         let viewer = self.requester(&req)?;
         let snap = self.snapshot();
-        let tree = sched::fairshare::ShareTree::compute(&snap, unix_now(), &self.sched_config);
+        let sched = self.sched();
+        let tree = sched::fairshare::ShareTree::compute(&snap, unix_now(), &sched);
         // With `private_data = ["usage"]`, a user sees the accounts and their own rows,
         // a coordinator their accounts' users too.
         let private = self.private(model::config::PrivateData::Usage);
-        let assocs = &self.sched_config.assocs;
+        let assocs = &sched.assocs;
         let visible = |row: &&model::factors::ShareRow| match &row.user {
             Some(user) if private && !viewer.is_operator() => {
                 *user == viewer.user || assocs.coordinates(&viewer.user, &row.account)
@@ -1109,7 +1142,7 @@ mod command_tests {
             inbox,
             snapshot,
             store: Arc::new(NoStore),
-            sched_config: Arc::new(sched::SchedConfig::from_config(&config)),
+            sched_config: watch::channel(Arc::new(sched::SchedConfig::from_config(&config))).1,
             config: Arc::new(config),
             estimates: Arc::new(Semaphore::new(1)),
             users: Arc::default(),

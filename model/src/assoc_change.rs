@@ -350,7 +350,15 @@ impl AssocChange {
                 continue;
             };
             let key = key.trim().to_ascii_lowercase();
-            let key = key.trim_end_matches(['+', '-']);
+            // `QOS+=high` adds to a list, `QOS-=low` removes from it.
+            let edited;
+            let (key, value) = match key.strip_suffix(['+', '-']) {
+                Some(plain) => {
+                    edited = format!("{}{value}", &key[plain.len()..]);
+                    (plain, edited.as_str())
+                }
+                None => (key.as_str(), value),
+            };
             let c = &mut change.conditions;
             // Keys that name records, wherever they stand in an `add`.
             let naming = part == Part::Conditions || action == Action::Add;
@@ -404,10 +412,17 @@ impl Settings {
                 }
                 self.preempt_mode = Some(mode);
             }
+            // Seconds, as Slurm's GraceTime (or a [days-]hours:minutes:seconds time).
             "gracetime" => {
-                let secs = units::parse_duration_secs(value)
-                    .map_err(|_| format!(" Bad GraceTime time format: {word}"))?;
-                self.grace_time_s = Some(u32::try_from(secs.unwrap_or(0)).unwrap_or(u32::MAX));
+                let secs = match value.trim().parse::<u32>() {
+                    Ok(secs) => u64::from(secs),
+                    Err(_) => units::parse_duration_secs(value)
+                        .ok()
+                        .flatten()
+                        .filter(|_| value.contains(':'))
+                        .ok_or_else(|| format!(" Bad GraceTime time format: {word}"))?,
+                };
+                self.grace_time_s = Some(u32::try_from(secs).unwrap_or(u32::MAX));
             }
             "usagefactor" => {
                 let f: f64 = value
@@ -434,6 +449,31 @@ impl Settings {
                     LimitValue::Count(number(value, kind.name())?)
                 };
                 self.limits.push((kind, value));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses values the words could not have given (a change that came over the
+    /// wire is checked again): an unknown PreemptMode or TRES, a negative factor.
+    fn check_values(&self) -> Result<(), String> {
+        if let Some(mode) = self.preempt_mode.as_deref()
+            && !PREEMPT_MODES.contains(&mode)
+        {
+            return Err(format!("Invalid PreemptMode '{mode}'"));
+        }
+        if let Some(f) = self.usage_factor
+            && !(f.is_finite() && f >= 0.0)
+        {
+            return Err(format!("Invalid value for UsageFactor ({f})"));
+        }
+        for (kind, value) in &self.limits {
+            if let LimitValue::Tres(items) = value
+                && let Some((name, _)) = items
+                    .iter()
+                    .find(|(name, _)| tres::canonical_name(name).as_deref() != Some(name))
+            {
+                return Err(format!("Invalid TRES '{name}' in {}", kind.name()));
             }
         }
         Ok(())
@@ -545,6 +585,7 @@ pub fn apply(
             ctx.cluster
         ));
     }
+    change.settings.check_values()?;
     let foreign = change.settings.foreign(match change.entity {
         Entity::Coordinator => Entity::Coordinator,
         e => e,
@@ -1168,6 +1209,25 @@ mod tests {
         );
         assert!(err("modify account where fairshare=2").starts_with("Unknown option"));
         assert!(err("modify user alice set adminlevel=king").contains("AdminLevel"));
+        // `+=` and `-=` edit a list; GraceTime is seconds, or a clock time.
+        let c = change("modify account ml set qos+=High,low");
+        assert_eq!(
+            c.settings.qos,
+            Some(ListEdit::Add(vec!["high".into(), "low".into()]))
+        );
+        let c = change("modify qos high set preempt-=low gracetime=60");
+        assert_eq!(
+            c.settings.preempt,
+            Some(ListEdit::Remove(vec!["low".into()]))
+        );
+        assert_eq!(c.settings.grace_time_s, Some(60));
+        assert_eq!(
+            change("modify qos high set gracetime=00:01:30")
+                .settings
+                .grace_time_s,
+            Some(90)
+        );
+        assert!(err("modify qos high set gracetime=soon").contains("GraceTime"));
     }
 
     #[test]

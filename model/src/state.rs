@@ -234,6 +234,9 @@ pub struct Restored {
     pub reservations: Vec<Reservation>,
     /// Decayed usage per (account, user).
     pub usage: Vec<(AssocKey, AssocUsage)>,
+    /// The associations kept since `sacctmgr` first changed them (none: the config's
+    /// seed them).
+    pub assocs: Option<crate::assoc::Associations>,
 }
 
 /// Resources in use on a node, derived from the running jobs.

@@ -676,7 +676,12 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         "priority/multifactor"
     };
     let entries = [
-        ("AccountingStorageType", "accounting_storage/drover".into()),
+        // The controller keeps accounting itself, where Slurm has slurmdbd: tools
+        // (and Slurm's own tests) ask this key whether accounting is there.
+        (
+            "AccountingStorageType",
+            "accounting_storage/slurmdbd".into(),
+        ),
         (
             "AuthInfo",
             format!(
@@ -860,26 +865,44 @@ pub fn job_change_from_wire(c: v1::JobChange) -> Result<model::job_update::JobCh
     })
 }
 
+type ListEdit<T> = model::reservation_change::ListEdit<T>;
+
+/// A list edit on the wire: its kind and its items.
+fn edit<T, W>(e: &ListEdit<T>, item: impl Fn(&T) -> W) -> (v1::EditKind, Vec<W>) {
+    let (kind, items) = match e {
+        ListEdit::Set(i) => (v1::EditKind::Set, i),
+        ListEdit::Add(i) => (v1::EditKind::Add, i),
+        ListEdit::Remove(i) => (v1::EditKind::Remove, i),
+    };
+    (kind, items.iter().map(item).collect())
+}
+
+fn strings_edit_to_wire(e: &ListEdit<String>) -> v1::StringsEdit {
+    let (kind, items) = edit(e, String::clone);
+    v1::StringsEdit {
+        kind: kind as i32,
+        items,
+    }
+}
+
+/// A list edit from the wire; an unknown kind is refused.
+fn edit_from_wire<T>(kind: i32, items: Vec<T>) -> Result<ListEdit<T>, String> {
+    Ok(match v1::EditKind::try_from(kind) {
+        Ok(v1::EditKind::Set) => ListEdit::Set(items),
+        Ok(v1::EditKind::Add) => ListEdit::Add(items),
+        Ok(v1::EditKind::Remove) => ListEdit::Remove(items),
+        Ok(v1::EditKind::Unspecified) | Err(_) => {
+            return Err(format!("unknown kind of list edit {kind}"));
+        }
+    })
+}
+
 /// `scontrol create|update|delete reservation`'s change on the wire.
 pub fn reservation_change_to_wire(
     c: &model::reservation_change::ReservationChange,
 ) -> v1::ReservationChange {
-    use model::reservation_change::{ListEdit, NodeChoice};
-    fn edit<T, W>(e: &ListEdit<T>, item: impl Fn(&T) -> W) -> (v1::EditKind, Vec<W>) {
-        let (kind, items) = match e {
-            ListEdit::Set(i) => (v1::EditKind::Set, i),
-            ListEdit::Add(i) => (v1::EditKind::Add, i),
-            ListEdit::Remove(i) => (v1::EditKind::Remove, i),
-        };
-        (kind, items.iter().map(item).collect())
-    }
-    let strings = |e: &ListEdit<String>| {
-        let (kind, items) = edit(e, String::clone);
-        v1::StringsEdit {
-            kind: kind as i32,
-            items,
-        }
-    };
+    use model::reservation_change::NodeChoice;
+    let strings = strings_edit_to_wire;
     v1::ReservationChange {
         name: c.name.clone(),
         start_time: c.start,
@@ -925,17 +948,7 @@ pub fn reservation_change_from_wire(
     c: v1::ReservationChange,
 ) -> Result<model::reservation_change::ReservationChange, String> {
     use model::ReservationFlag as F;
-    use model::reservation_change::{ListEdit, NodeChoice, ReservationChange};
-    fn edit<T>(kind: i32, items: Vec<T>) -> Result<ListEdit<T>, String> {
-        Ok(match v1::EditKind::try_from(kind) {
-            Ok(v1::EditKind::Set) => ListEdit::Set(items),
-            Ok(v1::EditKind::Add) => ListEdit::Add(items),
-            Ok(v1::EditKind::Remove) => ListEdit::Remove(items),
-            Ok(v1::EditKind::Unspecified) | Err(_) => {
-                return Err(format!("unknown kind of list edit {kind}"));
-            }
-        })
-    }
+    use model::reservation_change::{NodeChoice, ReservationChange};
     let flag = |n: i32| -> Result<F, String> {
         Ok(match v1::ReservationFlag::try_from(n) {
             Ok(v1::ReservationFlag::Maint) => F::Maint,
@@ -974,13 +987,19 @@ pub fn reservation_change_from_wire(
                 v1::reservation_change::Nodes::NodeCount(n) => Ok(NodeChoice::Count(n)),
             })
             .transpose()?,
-        users: c.users.map(|e| edit(e.kind, e.items)).transpose()?,
-        accounts: c.accounts.map(|e| edit(e.kind, e.items)).transpose()?,
+        users: c
+            .users
+            .map(|e| edit_from_wire(e.kind, e.items))
+            .transpose()?,
+        accounts: c
+            .accounts
+            .map(|e| edit_from_wire(e.kind, e.items))
+            .transpose()?,
         flags: c
             .flags
             .map(|e| {
                 let flags = e.flags.into_iter().map(flag).collect::<Result<_, _>>()?;
-                edit(e.kind, flags)
+                edit_from_wire(e.kind, flags)
             })
             .transpose()?,
         partition: c.partition,
@@ -1051,6 +1070,375 @@ pub fn usage_from_wire(u: v1::StepUsage) -> model::StepUsage {
             min_cpu_task: t.min_cpu_task,
             min_cpu_node: t.min_cpu_node,
         }),
+    }
+}
+
+// ---------------------------------------------------------------- accounting (sacctmgr)
+
+use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
+use model::assoc_change::{
+    Action, AssocChange, AssocRef, Changed, Conditions, Entity, LimitKind, LimitValue, Settings,
+};
+
+fn limits_to_wire(l: &Limits) -> v1::AccountingLimits {
+    let map = |m: &model::tres::TresCounts| m.clone().into_iter().collect();
+    v1::AccountingLimits {
+        grp_tres: map(&l.grp_tres),
+        grp_tres_mins: map(&l.grp_tres_mins),
+        grp_tres_run_mins: map(&l.grp_tres_run_mins),
+        grp_jobs: l.grp_jobs,
+        grp_submit: l.grp_submit,
+        max_tres_per_user: map(&l.max_tres_per_user),
+        max_tres_per_job: map(&l.max_tres_per_job),
+        max_jobs: l.max_jobs,
+        max_submit: l.max_submit,
+        max_wall_min: l.max_wall_min,
+    }
+}
+
+fn limits_from_wire(l: Option<v1::AccountingLimits>) -> Limits {
+    let l = l.unwrap_or_default();
+    let map = |m: std::collections::HashMap<String, u64>| m.into_iter().collect();
+    Limits {
+        grp_tres: map(l.grp_tres),
+        grp_tres_mins: map(l.grp_tres_mins),
+        grp_tres_run_mins: map(l.grp_tres_run_mins),
+        grp_jobs: l.grp_jobs,
+        grp_submit: l.grp_submit,
+        max_tres_per_user: map(l.max_tres_per_user),
+        max_tres_per_job: map(l.max_tres_per_job),
+        max_jobs: l.max_jobs,
+        max_submit: l.max_submit,
+        max_wall_min: l.max_wall_min,
+    }
+}
+
+fn admin_level_to_wire(l: AdminLevel) -> v1::AdminLevel {
+    match l {
+        AdminLevel::None => v1::AdminLevel::None,
+        AdminLevel::Operator => v1::AdminLevel::Operator,
+        AdminLevel::Administrator => v1::AdminLevel::Administrator,
+    }
+}
+
+fn admin_level_from_wire(n: i32) -> Result<AdminLevel, String> {
+    Ok(match v1::AdminLevel::try_from(n) {
+        Ok(v1::AdminLevel::None) => AdminLevel::None,
+        Ok(v1::AdminLevel::Operator) => AdminLevel::Operator,
+        Ok(v1::AdminLevel::Administrator) => AdminLevel::Administrator,
+        Ok(v1::AdminLevel::Unspecified) | Err(_) => {
+            return Err(format!("unknown admin level {n}"));
+        }
+    })
+}
+
+/// The associations as `sacctmgr show` reads them: accounts parents first.
+pub fn associations_to_wire(a: &Associations, cluster_name: &str) -> v1::ShowAccountingReply {
+    let mut accounts = Vec::new();
+    let mut todo = vec![model::assoc::ROOT.to_string()];
+    while let Some(name) = todo.pop() {
+        let Some(acct) = a.accounts.get(&name) else {
+            continue;
+        };
+        todo.extend(acct.children.iter().rev().cloned());
+        accounts.push(v1::AccountRecord {
+            name: acct.name.clone(),
+            parent: acct.parent.clone().unwrap_or_default(),
+            shares: acct.shares,
+            priority: acct.priority,
+            users: acct.users.iter().cloned().collect(),
+            user_limits: acct
+                .user_limits
+                .iter()
+                .map(|(user, l)| v1::UserAssocLimits {
+                    user: user.clone(),
+                    limits: Some(limits_to_wire(l)),
+                })
+                .collect(),
+            description: acct.description.clone(),
+            organization: acct.organization.clone(),
+            limits: Some(limits_to_wire(&acct.limits)),
+            qos: acct.qos.iter().cloned().collect(),
+            default_qos: acct.default_qos.clone(),
+            coordinators: acct.coordinators.iter().cloned().collect(),
+        });
+    }
+    v1::ShowAccountingReply {
+        cluster_name: cluster_name.to_string(),
+        accounts,
+        users: a
+            .users
+            .iter()
+            .map(|(name, u)| v1::AccountingUser {
+                name: name.clone(),
+                default_account: u.default_account.clone(),
+                admin_level: admin_level_to_wire(u.admin_level) as i32,
+            })
+            .collect(),
+        qos: a
+            .qos
+            .values()
+            .map(|q| v1::QosRecord {
+                name: q.name.clone(),
+                priority: q.priority,
+                limits: Some(limits_to_wire(&q.limits)),
+                preempt: q.preempt.clone(),
+                preempt_mode: q.preempt_mode.clone(),
+                grace_time_s: q.grace_time,
+                usage_factor: q.usage_factor,
+            })
+            .collect(),
+        enforced: a.enforced,
+    }
+}
+
+/// The associations `sacctmgr show` was sent; an unknown admin level is refused.
+pub fn associations_from_wire(r: v1::ShowAccountingReply) -> Result<Associations, String> {
+    let mut out = Associations {
+        accounts: Default::default(),
+        qos: Default::default(),
+        users: Default::default(),
+        enforced: r.enforced,
+    };
+    for a in r.accounts {
+        let parent = (!a.parent.is_empty()).then_some(a.parent.as_str());
+        let mut acct = Account::new(&a.name, parent);
+        acct.shares = a.shares;
+        acct.priority = a.priority;
+        acct.users = a.users.into_iter().collect();
+        acct.user_limits = a
+            .user_limits
+            .into_iter()
+            .map(|u| (u.user, limits_from_wire(u.limits)))
+            .collect();
+        acct.description = a.description;
+        acct.organization = a.organization;
+        acct.limits = limits_from_wire(a.limits);
+        acct.qos = a.qos.into_iter().collect();
+        acct.default_qos = a.default_qos;
+        acct.coordinators = a.coordinators.into_iter().collect();
+        out.accounts.insert(a.name, acct);
+    }
+    for u in r.users {
+        let level = admin_level_from_wire(u.admin_level)?;
+        out.users.insert(
+            u.name,
+            User {
+                default_account: u.default_account,
+                admin_level: level,
+            },
+        );
+    }
+    for q in r.qos {
+        let mut qos = Qos::new(&q.name);
+        qos.priority = q.priority;
+        qos.limits = limits_from_wire(q.limits);
+        qos.preempt = q.preempt;
+        qos.preempt_mode = q.preempt_mode;
+        qos.grace_time = q.grace_time_s;
+        qos.usage_factor = q.usage_factor;
+        out.qos.insert(q.name, qos);
+    }
+    out.relink();
+    Ok(out)
+}
+
+fn limit_kind_to_wire(k: LimitKind) -> v1::LimitKind {
+    use v1::LimitKind as W;
+    match k {
+        LimitKind::GrpTres => W::GrpTres,
+        LimitKind::GrpTresMins => W::GrpTresMins,
+        LimitKind::GrpTresRunMins => W::GrpTresRunMins,
+        LimitKind::GrpJobs => W::GrpJobs,
+        LimitKind::GrpSubmitJobs => W::GrpSubmitJobs,
+        LimitKind::MaxTres => W::MaxTres,
+        LimitKind::MaxTresPerUser => W::MaxTresPerUser,
+        LimitKind::MaxJobs => W::MaxJobs,
+        LimitKind::MaxSubmitJobs => W::MaxSubmitJobs,
+        LimitKind::MaxWall => W::MaxWall,
+    }
+}
+
+fn limit_kind_from_wire(n: i32) -> Result<LimitKind, String> {
+    use v1::LimitKind as W;
+    Ok(match W::try_from(n) {
+        Ok(W::GrpTres) => LimitKind::GrpTres,
+        Ok(W::GrpTresMins) => LimitKind::GrpTresMins,
+        Ok(W::GrpTresRunMins) => LimitKind::GrpTresRunMins,
+        Ok(W::GrpJobs) => LimitKind::GrpJobs,
+        Ok(W::GrpSubmitJobs) => LimitKind::GrpSubmitJobs,
+        Ok(W::MaxTres) => LimitKind::MaxTres,
+        Ok(W::MaxTresPerUser) => LimitKind::MaxTresPerUser,
+        Ok(W::MaxJobs) => LimitKind::MaxJobs,
+        Ok(W::MaxSubmitJobs) => LimitKind::MaxSubmitJobs,
+        Ok(W::MaxWall) => LimitKind::MaxWall,
+        Ok(W::Unspecified) | Err(_) => return Err(format!("unknown limit {n}")),
+    })
+}
+
+/// `sacctmgr add|modify|delete`'s change on the wire.
+pub fn assoc_change_to_wire(c: &AssocChange, dry_run: bool) -> v1::ChangeAccountingRequest {
+    let s = &c.settings;
+    let limits = s
+        .limits
+        .iter()
+        .map(|(kind, value)| v1::LimitSetting {
+            kind: limit_kind_to_wire(*kind) as i32,
+            value: Some(match value {
+                LimitValue::Tres(items) => v1::limit_setting::Value::Tres(v1::TresSettings {
+                    items: items
+                        .iter()
+                        .map(|(name, count)| v1::TresSetting {
+                            name: name.clone(),
+                            count: *count,
+                        })
+                        .collect(),
+                }),
+                LimitValue::Count(value) => {
+                    v1::limit_setting::Value::Count(v1::LimitCount { value: *value })
+                }
+            }),
+        })
+        .collect();
+    v1::ChangeAccountingRequest {
+        action: match c.action {
+            Action::Add => v1::AccountingAction::Add,
+            Action::Modify => v1::AccountingAction::Modify,
+            Action::Delete => v1::AccountingAction::Delete,
+        } as i32,
+        entity: match c.entity {
+            Entity::Account => v1::AccountingEntity::Account,
+            Entity::User => v1::AccountingEntity::User,
+            Entity::Qos => v1::AccountingEntity::Qos,
+            Entity::Coordinator => v1::AccountingEntity::Coordinator,
+        } as i32,
+        conditions: Some(v1::AccountingConditions {
+            names: c.conditions.names.clone(),
+            accounts: c.conditions.accounts.clone(),
+            clusters: c.conditions.clusters.clone(),
+        }),
+        settings: Some(v1::AccountingSettings {
+            parent: s.parent.clone(),
+            description: s.description.clone(),
+            organization: s.organization.clone(),
+            fairshare: s.fairshare,
+            priority: s.priority,
+            default_account: s.default_account.clone(),
+            admin_level: s.admin_level.map(|l| admin_level_to_wire(l) as i32),
+            qos: s.qos.as_ref().map(strings_edit_to_wire),
+            default_qos: s.default_qos.clone(),
+            preempt: s.preempt.as_ref().map(strings_edit_to_wire),
+            preempt_mode: s.preempt_mode.clone(),
+            grace_time_s: s.grace_time_s,
+            usage_factor: s.usage_factor,
+            limits,
+        }),
+        dry_run,
+    }
+}
+
+/// A change from the wire and whether it is a dry run; unknown actions, entities,
+/// limits, levels and edits are refused.
+pub fn assoc_change_from_wire(
+    r: v1::ChangeAccountingRequest,
+) -> Result<(AssocChange, bool), String> {
+    let action = match v1::AccountingAction::try_from(r.action) {
+        Ok(v1::AccountingAction::Add) => Action::Add,
+        Ok(v1::AccountingAction::Modify) => Action::Modify,
+        Ok(v1::AccountingAction::Delete) => Action::Delete,
+        Ok(v1::AccountingAction::Unspecified) | Err(_) => {
+            return Err(format!("unknown accounting action {}", r.action));
+        }
+    };
+    let entity = match v1::AccountingEntity::try_from(r.entity) {
+        Ok(v1::AccountingEntity::Account) => Entity::Account,
+        Ok(v1::AccountingEntity::User) => Entity::User,
+        Ok(v1::AccountingEntity::Qos) => Entity::Qos,
+        Ok(v1::AccountingEntity::Coordinator) => Entity::Coordinator,
+        Ok(v1::AccountingEntity::Unspecified) | Err(_) => {
+            return Err(format!("unknown accounting entity {}", r.entity));
+        }
+    };
+    let c = r.conditions.unwrap_or_default();
+    let s = r.settings.unwrap_or_default();
+    let limits = s
+        .limits
+        .into_iter()
+        .map(|l| {
+            let kind = limit_kind_from_wire(l.kind)?;
+            let value = match l.value {
+                Some(v1::limit_setting::Value::Tres(t)) if kind.is_tres() => {
+                    LimitValue::Tres(t.items.into_iter().map(|i| (i.name, i.count)).collect())
+                }
+                Some(v1::limit_setting::Value::Count(n)) if !kind.is_tres() => {
+                    LimitValue::Count(n.value)
+                }
+                _ => return Err(format!("no value of the right kind for {}", kind.name())),
+            };
+            Ok((kind, value))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let settings = Settings {
+        parent: s.parent,
+        description: s.description,
+        organization: s.organization,
+        fairshare: s.fairshare,
+        priority: s.priority,
+        default_account: s.default_account,
+        admin_level: s.admin_level.map(admin_level_from_wire).transpose()?,
+        qos: s.qos.map(|e| edit_from_wire(e.kind, e.items)).transpose()?,
+        default_qos: s.default_qos,
+        preempt: s
+            .preempt
+            .map(|e| edit_from_wire(e.kind, e.items))
+            .transpose()?,
+        preempt_mode: s.preempt_mode,
+        grace_time_s: s.grace_time_s,
+        usage_factor: s.usage_factor,
+        limits,
+    };
+    let change = AssocChange {
+        action,
+        entity,
+        conditions: Conditions {
+            names: c.names,
+            accounts: c.accounts,
+            clusters: c.clusters,
+        },
+        settings,
+    };
+    Ok((change, r.dry_run))
+}
+
+pub fn changed_to_wire(c: &Changed) -> v1::ChangeAccountingReply {
+    v1::ChangeAccountingReply {
+        names: c.names.clone(),
+        assocs: c
+            .assocs
+            .iter()
+            .map(|a| v1::AssocRef {
+                account: a.account.clone(),
+                user: a.user.clone(),
+                parent: a.parent.clone(),
+            })
+            .collect(),
+        users_removed: c.users_removed.clone(),
+    }
+}
+
+pub fn changed_from_wire(r: v1::ChangeAccountingReply) -> Changed {
+    Changed {
+        names: r.names,
+        assocs: r
+            .assocs
+            .into_iter()
+            .map(|a| AssocRef {
+                account: a.account,
+                user: a.user,
+                parent: a.parent,
+            })
+            .collect(),
+        users_removed: r.users_removed,
     }
 }
 
@@ -1290,5 +1678,41 @@ mod tests {
             nvlink: 3,
         };
         assert_eq!(gpu_from_wire(gpu_to_wire(&gpu)), gpu);
+    }
+
+    #[test]
+    fn accounting_changes_and_associations_cross_the_wire_whole() {
+        use model::assoc_change::{Action, AssocChange, Entity};
+        let words: Vec<String> = "where name=alice account=ml set MaxJobs=2 GrpTRES=gres/gpu=4,cpu=-1 adminlevel=Operator"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let change = AssocChange::parse(Action::Modify, Entity::User, &words).unwrap();
+        let wire = assoc_change_to_wire(&change, true);
+        assert_eq!(assoc_change_from_wire(wire.clone()), Ok((change, true)));
+        // Unknown numbers are refused, never defaulted.
+        let mut bad = wire.clone();
+        bad.action = 9;
+        assert!(assoc_change_from_wire(bad).is_err());
+        let mut bad = wire.clone();
+        bad.settings.as_mut().unwrap().admin_level = Some(7);
+        assert!(assoc_change_from_wire(bad).is_err());
+        let mut bad = wire;
+        bad.settings.as_mut().unwrap().limits[0].kind = 0;
+        assert!(assoc_change_from_wire(bad).is_err());
+
+        let config = model::Config::parse(
+            "[[nodes]]\nnames = \"n1\"\ncpus = 1\nmemory = \"1G\"\n\
+             [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n\
+             [[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\nmax_jobs = 3\n\
+             [[accounts]]\nname = \"vision\"\nparent = \"ml\"\nusers = [\"bob\"]\n",
+            "t",
+        )
+        .unwrap();
+        let a = Associations::from_config(&config);
+        let reply = associations_to_wire(&a, "c");
+        let names: Vec<&str> = reply.accounts.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["root", "ml", "vision"]);
+        assert_eq!(associations_from_wire(reply), Ok(a));
     }
 }

@@ -423,12 +423,11 @@ impl SubmitCounts {
         let exceeds = |max: Option<u32>, have: Option<&u32>| {
             max.is_some_and(|max| have.copied().unwrap_or(0) + n > max)
         };
-        if let Some(q) = assocs.qos.get(&qos) {
-            if exceeds(q.limits.grp_submit, self.qos.get(&qos))
-                || exceeds(q.limits.max_submit, self.qos_user.get(&(qos, user.clone())))
-            {
-                return Err(SUBMIT_LIMIT_MESSAGE.into());
-            }
+        if let Some(q) = assocs.qos.get(&qos)
+            && (exceeds(q.limits.grp_submit, self.qos.get(&qos))
+                || exceeds(q.limits.max_submit, self.qos_user.get(&(qos, user.clone()))))
+        {
+            return Err(SUBMIT_LIMIT_MESSAGE.into());
         }
         if assocs
             .lineage(&account)

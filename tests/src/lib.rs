@@ -173,10 +173,7 @@ default_time = "10:00"
         std::fs::create_dir_all(&bin).unwrap();
         std::fs::create_dir_all(&work).unwrap();
         std::fs::create_dir_all(dir.path().join("log")).unwrap();
-        for name in [
-            "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sprio",
-            "sshare", "sstat", "sbcast", "sattach", "drover",
-        ] {
+        for name in cli::COMMANDS.iter().chain(&["drover"]) {
             std::os::unix::fs::symlink(binaries.join("drover"), bin.join(name)).unwrap();
         }
         let cluster = Cluster {

@@ -3,6 +3,7 @@
 pub mod keygen;
 pub mod reservation;
 pub mod sacct;
+pub mod sacctmgr;
 pub mod salloc;
 pub mod sattach;
 pub mod sbatch;
@@ -12,6 +13,7 @@ pub mod scontrol;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
+pub mod sreport;
 pub mod srun;
 pub mod sshare;
 pub mod sstat;
@@ -37,6 +39,8 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "scancel" => scancel::run(args),
         "scontrol" => scontrol::run(args),
         "sacct" => sacct::run(args),
+        "sacctmgr" => sacctmgr::run(args),
+        "sreport" => sreport::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sbcast" => sbcast::run(args),

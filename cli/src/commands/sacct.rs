@@ -23,6 +23,7 @@ use crate::jobs::{self, Ctx, JobRef};
 use crate::opts::{OptSpec, flag, optional, value};
 use crate::times;
 use crate::users::{self, Names};
+use crate::words::atoi;
 use crate::words::starts_with_ci;
 use model::JobState;
 use model::job_id::JobIdSpec;
@@ -131,22 +132,6 @@ pub fn parse_fields(list: &str) -> Result<Vec<(&'static Sacct, i32)>, String> {
         }
     }
     Ok(out)
-}
-
-/// C's atoi: an optional sign and the leading digits.
-fn atoi(s: &str) -> i32 {
-    let s = s.trim();
-    let (neg, digits) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let n: i32 = digits
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0i32, |a, b| {
-            a.saturating_mul(10).saturating_add(i32::from(b - b'0'))
-        });
-    if neg { -n } else { n }
 }
 
 /// Everything the command line asked for.

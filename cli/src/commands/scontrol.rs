@@ -17,6 +17,7 @@ use crate::opts::{self, OptSpec, flag, value};
 use crate::times::{self, elapsed_limit, format_time};
 use crate::users;
 use crate::words;
+use crate::words::abbreviates as kw;
 use model::job_update::{JobChange, UpdateError};
 use model::units;
 use proto::v1;
@@ -43,11 +44,6 @@ const SPECS: &[OptSpec] = &[
     flag("verbose", Some('v')),
     flag("version", Some('V')),
 ];
-
-/// Slurm's keyword test: `tag` is a prefix of `word` at least `min` long, any case.
-fn kw(tag: &str, word: &str, min: usize) -> bool {
-    tag.len() >= min.min(word.len()) && words::starts_with_ci(word, tag)
-}
 
 /// Output settings and the exit status so far.
 struct Session {

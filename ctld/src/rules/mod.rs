@@ -16,10 +16,12 @@
 //! - `jobs`: submit, job ids, signals, hold/release/requeue/suspend, updates, steps;
 //! - `nodes`: node admin, registration and heartbeats (what a node runs is compared
 //!   with the durable state and corrected), launch confirmations, job ends, lost jobs;
+//! - `accounting`: `sacctmgr`'s changes to the accounts, users and QOS;
 //! - `timer`: the periodic tick (grace times, reservations, silent nodes) and the
 //!   scheduling pass;
 //! - `mail`: the mail a turn's events send (`--mail-type`).
 
+pub mod accounting;
 pub mod jobs;
 pub mod mail;
 pub mod nodes;
@@ -94,6 +96,9 @@ pub struct Turn<'a> {
     pub reschedule: bool,
     /// Live jobs per user for MaxSubmit limits, counted once per turn when needed.
     pub(crate) submit_counts: Option<sched::limits::SubmitCounts>,
+    /// The associations as a `sacctmgr` change of this turn left them: made durable
+    /// with the turn, and in force from the next.
+    pub assocs: Option<std::sync::Arc<model::assoc::Associations>>,
 }
 
 impl<'a> Turn<'a> {
@@ -113,6 +118,7 @@ impl<'a> Turn<'a> {
             payloads: Vec::new(),
             reschedule: false,
             submit_counts: None,
+            assocs: None,
         }
     }
 

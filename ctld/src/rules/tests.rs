@@ -4,7 +4,7 @@
 //! keeps (the job and node records) and forgets everything else, as a `kill -9` of
 //! the controller does.
 
-use super::{Effect, Order, Turn, jobs, nodes, timer};
+use super::{Effect, Order, Turn, accounting, jobs, nodes, timer};
 use crate::command::{
     ControlJobs, ControlOp, EndKind, Heartbeat, JobEnd, JobOnNode, NodeOrders, Registration,
     SignalJobs, Submit,
@@ -229,6 +229,7 @@ impl Env {
             nodes: self.state.nodes.values().cloned().collect(),
             reservations: self.state.reservations.values().cloned().collect(),
             usage: self.state.usage.clone().into_iter().collect(),
+            assocs: None,
         };
         self.state = ClusterState::restored(
             self.config.node_list(),
@@ -1285,4 +1286,139 @@ fn a_step_waits_until_its_jobs_node_has_taken_the_launch() {
     let run = env.job(id).restart_count;
     env.turn(|t| nodes::launched(t, id, run));
     assert!(env.turn(|t| jobs::create_step(t, create())).answer.is_ok());
+}
+
+#[test]
+fn only_operators_change_accounting_and_live_jobs_keep_what_they_use() {
+    use crate::command::{ChangeAccounting, Rejection, Requester};
+    use model::assoc_change::{Action, AssocChange, Entity, JOBS_ACTIVE};
+    let mut env = Env::new("[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\n");
+    let words = |w: &str| w.split_whitespace().map(String::from).collect::<Vec<_>>();
+    let change = |action, entity, w: &str| AssocChange::parse(action, entity, &words(w)).unwrap();
+    let ask = |env: &mut Env, who: Requester, change: AssocChange, dry_run: bool| {
+        let cmd = ChangeAccounting {
+            requester: who,
+            change,
+            dry_run,
+        };
+        let d = env.turn(|t| {
+            let r = accounting::change(t, cmd);
+            (r, t.assocs.clone())
+        });
+        d.answer
+    };
+    let add = change(Action::Add, Entity::Account, "vision parent=ml fairshare=3");
+    // A user may not; an operator's dry run says what it would do and keeps nothing.
+    let (refused, kept) = ask(
+        &mut env,
+        Requester::user(ALICE, "alice"),
+        add.clone(),
+        false,
+    );
+    assert_eq!(
+        (refused.unwrap_err(), kept),
+        (Rejection::PermissionDenied, None)
+    );
+    let mut ops = Requester::user(1005, "ops");
+    ops.level = model::assoc::AdminLevel::Operator;
+    let (would, kept) = ask(&mut env, ops.clone(), add.clone(), true);
+    assert_eq!(would.unwrap().names, vec!["vision".to_string()]);
+    assert!(kept.is_none());
+    let (done, kept) = ask(&mut env, ops.clone(), add, false);
+    assert_eq!(done.unwrap().names, vec!["vision".to_string()]);
+    let kept = kept.unwrap();
+    assert_eq!(kept.accounts["vision"].shares, 3);
+    assert_eq!(kept.accounts["vision"].parent.as_deref(), Some("ml"));
+    // alice's pending job in ml keeps the account from being deleted.
+    env.submit(|s| s.account = "ml".into());
+    let (refused, kept) = ask(
+        &mut env,
+        ops,
+        change(Action::Delete, Entity::Account, "where name=ml"),
+        false,
+    );
+    assert_eq!(
+        (refused.unwrap_err(), kept),
+        (Rejection::Invalid(JOBS_ACTIVE.into()), None)
+    );
+}
+
+#[test]
+fn a_coordinator_manages_users_and_sub_accounts_of_their_accounts_only() {
+    use crate::command::{ChangeAccounting, Rejection, Requester};
+    use model::assoc_change::{Action, AssocChange, Entity};
+    let mut env = Env::new(
+        "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\ncoordinators = [\"bob\"]\n\
+         [[accounts]]\nname = \"physics\"\nusers = [\"dave\"]\n",
+    );
+    let bob = Requester::user(1001, "bob");
+    let ask = |env: &mut Env, action, entity, w: &str| {
+        let words: Vec<String> = w.split_whitespace().map(String::from).collect();
+        let cmd = ChangeAccounting {
+            requester: bob.clone(),
+            change: AssocChange::parse(action, entity, &words).unwrap(),
+            dry_run: false,
+        };
+        let d = env.turn(|t| (accounting::change(t, cmd).map(|_| ()), t.assocs.clone()));
+        let (answer, next) = d.answer;
+        if let Some(next) = next {
+            env.sched.assocs = next;
+        }
+        answer
+    };
+    let denied = Err(Rejection::PermissionDenied);
+    assert_eq!(
+        ask(&mut env, Action::Add, Entity::Account, "vision parent=ml"),
+        Ok(())
+    );
+    assert_eq!(
+        ask(&mut env, Action::Add, Entity::User, "carol account=vision"),
+        Ok(())
+    );
+    assert_eq!(
+        ask(
+            &mut env,
+            Action::Modify,
+            Entity::User,
+            "where name=carol account=vision set MaxJobs=2"
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        ask(
+            &mut env,
+            Action::Modify,
+            Entity::Account,
+            "where name=ml set GrpJobs=9"
+        ),
+        Ok(())
+    );
+    for (action, entity, words) in [
+        (Action::Add, Entity::Account, "x parent=physics"),
+        (Action::Add, Entity::Account, "x"),
+        (Action::Add, Entity::User, "erin account=physics"),
+        (
+            Action::Modify,
+            Entity::User,
+            "where name=carol set MaxJobs=2",
+        ),
+        (
+            Action::Modify,
+            Entity::User,
+            "where name=alice account=ml set adminlevel=Operator",
+        ),
+        (Action::Delete, Entity::Account, "where name=ml"),
+        (Action::Add, Entity::Qos, "high"),
+    ] {
+        assert_eq!(ask(&mut env, action, entity, words), denied, "{words}");
+    }
+    assert_eq!(
+        ask(
+            &mut env,
+            Action::Delete,
+            Entity::Account,
+            "where name=vision"
+        ),
+        Ok(())
+    );
 }

@@ -4,7 +4,8 @@
 //! owner does not change.
 //!
 //! What is kept: job records, their payloads (script and environment, written once at
-//! submit), node records, reservations, and the decayed usage of each association, as
+//! submit), node records, reservations, the decayed usage of each association, and
+//! the associations themselves (accounts, users, QOS: what `sacctmgr` changes), as
 //! the record types of `records` (format 5; stores of formats 3 and 4 are migrated
 //! when opened, see `v3` and `sled`). A commit takes the records one turn of the state owner changed
 //! and returns once they survive a crash of the controller; the caller acknowledges
@@ -17,6 +18,7 @@ mod v3;
 
 pub use self::sled::SledStore;
 
+use model::assoc::Associations;
 use model::usage::{AssocKey, AssocUsage};
 use model::{Job, JobId, JobPayload, Node, Reservation, Restored};
 use std::sync::Arc;
@@ -51,6 +53,8 @@ pub struct Batch {
     /// A reservation as it now stands, or `None`: deleted.
     pub reservations: Vec<(String, Option<Reservation>)>,
     pub usage: Vec<(AssocKey, AssocUsage)>,
+    /// The associations as a `sacctmgr` change left them.
+    pub assocs: Option<Arc<Associations>>,
 }
 
 impl Batch {
@@ -60,6 +64,7 @@ impl Batch {
             && self.nodes.is_empty()
             && self.reservations.is_empty()
             && self.usage.is_empty()
+            && self.assocs.is_none()
     }
 }
 

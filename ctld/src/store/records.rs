@@ -14,6 +14,7 @@
 //! refuses any word it does not know; every other enum is a record enum.
 
 use super::StoreError;
+use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
 use model::mail::MailType;
 use model::usage::AssocUsage;
 use model::{
@@ -982,6 +983,222 @@ impl From<PayloadRecord> for JobPayload {
     }
 }
 
+/// Limits of an association or a QOS; TRES counts as (name, count) pairs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitsRecord {
+    pub grp_tres: Vec<(String, u64)>,
+    pub grp_tres_mins: Vec<(String, u64)>,
+    pub grp_tres_run_mins: Vec<(String, u64)>,
+    pub grp_jobs: Option<u32>,
+    pub grp_submit: Option<u32>,
+    pub max_tres_per_user: Vec<(String, u64)>,
+    pub max_tres_per_job: Vec<(String, u64)>,
+    pub max_jobs: Option<u32>,
+    pub max_submit: Option<u32>,
+    pub max_wall_min: Option<u32>,
+}
+
+fn pairs(m: &model::tres::TresCounts) -> Vec<(String, u64)> {
+    m.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+impl From<&Limits> for LimitsRecord {
+    fn from(l: &Limits) -> Self {
+        LimitsRecord {
+            grp_tres: pairs(&l.grp_tres),
+            grp_tres_mins: pairs(&l.grp_tres_mins),
+            grp_tres_run_mins: pairs(&l.grp_tres_run_mins),
+            grp_jobs: l.grp_jobs,
+            grp_submit: l.grp_submit,
+            max_tres_per_user: pairs(&l.max_tres_per_user),
+            max_tres_per_job: pairs(&l.max_tres_per_job),
+            max_jobs: l.max_jobs,
+            max_submit: l.max_submit,
+            max_wall_min: l.max_wall_min,
+        }
+    }
+}
+
+impl From<LimitsRecord> for Limits {
+    fn from(l: LimitsRecord) -> Self {
+        Limits {
+            grp_tres: l.grp_tres.into_iter().collect(),
+            grp_tres_mins: l.grp_tres_mins.into_iter().collect(),
+            grp_tres_run_mins: l.grp_tres_run_mins.into_iter().collect(),
+            grp_jobs: l.grp_jobs,
+            grp_submit: l.grp_submit,
+            max_tres_per_user: l.max_tres_per_user.into_iter().collect(),
+            max_tres_per_job: l.max_tres_per_job.into_iter().collect(),
+            max_jobs: l.max_jobs,
+            max_submit: l.max_submit,
+            max_wall_min: l.max_wall_min,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdminLevelRecord {
+    None,
+    Operator,
+    Administrator,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountRecord {
+    pub name: String,
+    pub parent: Option<String>,
+    pub shares: u32,
+    pub priority: u32,
+    pub users: Vec<String>,
+    pub user_limits: Vec<(String, LimitsRecord)>,
+    pub description: String,
+    pub organization: String,
+    pub limits: LimitsRecord,
+    pub qos: Vec<String>,
+    pub default_qos: String,
+    pub coordinators: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecord {
+    pub name: String,
+    pub default_account: String,
+    pub admin_level: AdminLevelRecord,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QosRecord {
+    pub name: String,
+    pub priority: u32,
+    pub limits: LimitsRecord,
+    pub preempt: Vec<String>,
+    pub preempt_mode: String,
+    pub grace_time: u32,
+    pub usage_factor: f64,
+}
+
+/// The associations `sacctmgr` keeps: one record, rewritten whole by each change
+/// (a cluster's accounting is small beside its jobs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssociationsRecord {
+    pub accounts: Vec<AccountRecord>,
+    pub users: Vec<UserRecord>,
+    pub qos: Vec<QosRecord>,
+    pub enforced: bool,
+}
+
+impl From<&Associations> for AssociationsRecord {
+    fn from(a: &Associations) -> Self {
+        let strings = |s: &std::collections::BTreeSet<String>| s.iter().cloned().collect();
+        AssociationsRecord {
+            accounts: a
+                .accounts
+                .values()
+                .map(|acct| AccountRecord {
+                    name: acct.name.clone(),
+                    parent: acct.parent.clone(),
+                    shares: acct.shares,
+                    priority: acct.priority,
+                    users: strings(&acct.users),
+                    user_limits: acct
+                        .user_limits
+                        .iter()
+                        .map(|(u, l)| (u.clone(), l.into()))
+                        .collect(),
+                    description: acct.description.clone(),
+                    organization: acct.organization.clone(),
+                    limits: (&acct.limits).into(),
+                    qos: strings(&acct.qos),
+                    default_qos: acct.default_qos.clone(),
+                    coordinators: strings(&acct.coordinators),
+                })
+                .collect(),
+            users: a
+                .users
+                .iter()
+                .map(|(name, u)| UserRecord {
+                    name: name.clone(),
+                    default_account: u.default_account.clone(),
+                    admin_level: match u.admin_level {
+                        AdminLevel::None => AdminLevelRecord::None,
+                        AdminLevel::Operator => AdminLevelRecord::Operator,
+                        AdminLevel::Administrator => AdminLevelRecord::Administrator,
+                    },
+                })
+                .collect(),
+            qos: a
+                .qos
+                .values()
+                .map(|q| QosRecord {
+                    name: q.name.clone(),
+                    priority: q.priority,
+                    limits: (&q.limits).into(),
+                    preempt: q.preempt.clone(),
+                    preempt_mode: q.preempt_mode.clone(),
+                    grace_time: q.grace_time,
+                    usage_factor: q.usage_factor,
+                })
+                .collect(),
+            enforced: a.enforced,
+        }
+    }
+}
+
+impl From<AssociationsRecord> for Associations {
+    fn from(r: AssociationsRecord) -> Self {
+        let mut out = Associations {
+            accounts: Default::default(),
+            qos: Default::default(),
+            users: Default::default(),
+            enforced: r.enforced,
+        };
+        for a in r.accounts {
+            let mut acct = Account::new(&a.name, a.parent.as_deref());
+            acct.shares = a.shares;
+            acct.priority = a.priority;
+            acct.users = a.users.into_iter().collect();
+            acct.user_limits = a
+                .user_limits
+                .into_iter()
+                .map(|(u, l)| (u, l.into()))
+                .collect();
+            acct.description = a.description;
+            acct.organization = a.organization;
+            acct.limits = a.limits.into();
+            acct.qos = a.qos.into_iter().collect();
+            acct.default_qos = a.default_qos;
+            acct.coordinators = a.coordinators.into_iter().collect();
+            out.accounts.insert(a.name, acct);
+        }
+        for u in r.users {
+            let admin_level = match u.admin_level {
+                AdminLevelRecord::None => AdminLevel::None,
+                AdminLevelRecord::Operator => AdminLevel::Operator,
+                AdminLevelRecord::Administrator => AdminLevel::Administrator,
+            };
+            out.users.insert(
+                u.name,
+                User {
+                    default_account: u.default_account,
+                    admin_level,
+                },
+            );
+        }
+        for q in r.qos {
+            let mut qos = Qos::new(&q.name);
+            qos.priority = q.priority;
+            qos.limits = q.limits.into();
+            qos.preempt = q.preempt;
+            qos.preempt_mode = q.preempt_mode;
+            qos.grace_time = q.grace_time;
+            qos.usage_factor = q.usage_factor;
+            out.qos.insert(q.name, qos);
+        }
+        out.relink();
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Golden bytes: the exact encoding of one record of each type. A failure here
@@ -1175,6 +1392,35 @@ mod tests {
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
             "060a23212f62696e2f73680a0101410131"
+        );
+    }
+
+    #[test]
+    fn associations_keep_their_bytes_and_read_back_whole() {
+        let config = model::Config::parse(
+            "[[nodes]]\nnames = \"n1\"\ncpus = 1\nmemory = \"1G\"\n\
+             [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n\
+             [[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\n",
+            "t",
+        )
+        .unwrap();
+        let mut a = Associations::from_config(&config);
+        let ml = a.accounts.get_mut("ml").unwrap();
+        ml.limits.grp_tres = [("gres/gpu".to_string(), 4)].into();
+        ml.user_limits.entry("alice".into()).or_default().max_jobs = Some(2);
+        ml.coordinators.insert("alice".into());
+        a.users.get_mut("alice").unwrap().admin_level = AdminLevel::Operator;
+        a.qos.get_mut("normal").unwrap().limits.grp_submit = Some(9);
+        let record = AssociationsRecord::from(&a);
+        assert_eq!(Associations::from(record.clone()), a);
+        assert_eq!(
+            golden(&record),
+            "0602026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+             000001020000026d6c026d6c0108677265732f67707504000000000000000000\
+             00000105616c69636504726f6f740001000104726f6f74001464656661756c74\
+             20726f6f74206163636f756e7404726f6f740000000000000000000000000002\
+             05616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c000000\
+             000001090000000000000000000000000000f03f01"
         );
     }
 }

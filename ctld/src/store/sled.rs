@@ -2,7 +2,8 @@
 //!
 //! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
 //! written once at submit), `nodes` (name → node record), `reservations` (name →
-//! reservation), `usage` (account `\0` user → decayed usage of that association). Keys
+//! reservation), `usage` (account `\0` user → decayed usage of that association),
+//! `accounting` (`associations` → the accounts, users and QOS `sacctmgr` keeps). Keys
 //! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is a
 //! `records` type behind a one-byte format version; the default tree holds the
 //! store's `format` and the journal. The records of one turn become durable with one
@@ -35,8 +36,8 @@
 //! engine in doubt; the caller stops, and a restart recovers what was flushed.
 
 use super::records::{
-    self, JobFields4, JobRecord, JobRecord5, NodeRecord, PayloadRecord, ReservationRecord,
-    UsageRecord,
+    self, AssociationsRecord, JobFields4, JobRecord, JobRecord5, NodeRecord, PayloadRecord,
+    ReservationRecord, UsageRecord,
 };
 use super::{Batch, Store, StoreError, v3};
 use model::usage::AssocKey;
@@ -59,6 +60,7 @@ pub struct SledStore {
     nodes: sled::Tree,
     reservations: sled::Tree,
     usage: sled::Tree,
+    accounting: sled::Tree,
     /// Whether the journal key holds a turn (so a turn without a journal removes it).
     journal_written: AtomicBool,
     /// Below this many free bytes on the state's file system, commits are refused.
@@ -78,15 +80,20 @@ enum TreeName {
     Nodes = 2,
     Reservations = 3,
     Usage = 4,
+    Accounting = 5,
 }
 
+/// The key of the associations in the `accounting` tree.
+const ASSOCIATIONS_KEY: &[u8] = b"associations";
+
 impl TreeName {
-    const ALL: [TreeName; 5] = [
+    const ALL: [TreeName; 6] = [
         TreeName::Jobs,
         TreeName::Payloads,
         TreeName::Nodes,
         TreeName::Reservations,
         TreeName::Usage,
+        TreeName::Accounting,
     ];
 
     fn from_number(n: u8) -> Option<TreeName> {
@@ -204,6 +211,7 @@ impl SledStore {
             nodes: db.open_tree("nodes")?,
             reservations: db.open_tree("reservations")?,
             usage: db.open_tree("usage")?,
+            accounting: db.open_tree("accounting")?,
             journal_written: false.into(),
             dir: dir.to_path_buf(),
             min_free_bytes,
@@ -221,6 +229,7 @@ impl SledStore {
             TreeName::Nodes => &self.nodes,
             TreeName::Reservations => &self.reservations,
             TreeName::Usage => &self.usage,
+            TreeName::Accounting => &self.accounting,
         }
     }
 
@@ -406,6 +415,13 @@ fn puts(batch: &Batch) -> Result<(Vec<Put>, Vec<Put>), StoreError> {
             Some(records::encode(&UsageRecord::from(usage))?),
         ));
     }
+    if let Some(assocs) = &batch.assocs {
+        others.push((
+            TreeName::Accounting as u8,
+            ASSOCIATIONS_KEY.to_vec(),
+            Some(records::encode(&AssociationsRecord::from(assocs.as_ref()))?),
+        ));
+    }
     Ok((standalone, others))
 }
 
@@ -444,11 +460,16 @@ impl Store for SledStore {
             let record: UsageRecord = decode(&what, &v)?;
             usage.push(((account.to_string(), user.to_string()), record.into()));
         }
+        let assocs = match self.accounting.get(ASSOCIATIONS_KEY)? {
+            Some(v) => Some(decode::<AssociationsRecord>(&|| "associations".into(), &v)?.into()),
+            None => None,
+        };
         Ok(Restored {
             jobs,
             nodes,
             reservations,
             usage,
+            assocs,
         })
     }
 
@@ -597,6 +618,31 @@ mod tests {
         assert_eq!(loaded.usage[0].1.billing, 2000.0);
         assert_eq!(loaded.usage[0].1.tres, record.tres);
         assert_eq!(loaded.usage[1].0.0, "root");
+    }
+
+    #[tokio::test]
+    async fn associations_survive_reopen_and_an_empty_store_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = model::Config::parse(
+            "[[nodes]]\nnames = \"n1\"\ncpus = 1\nmemory = \"1G\"\n\
+             [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n\
+             [[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\n",
+            "t",
+        )
+        .unwrap();
+        let mut assocs = model::assoc::Associations::from_config(&config);
+        {
+            let store = open(dir.path());
+            assert!(store.load().unwrap().assocs.is_none());
+            assocs.accounts.get_mut("ml").unwrap().limits.grp_jobs = Some(3);
+            let batch = Batch {
+                assocs: Some(Arc::new(assocs.clone())),
+                ..Batch::default()
+            };
+            store.commit(batch).unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        assert_eq!(store.load().unwrap().assocs, Some(assocs));
     }
 
     #[tokio::test]
