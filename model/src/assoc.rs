@@ -74,6 +74,10 @@ pub struct Limits {
     /// GrpTRESRunMins: TRES-minutes left to the running jobs (their TRES times the time
     /// left of their limits), together.
     pub grp_tres_run_mins: TresCounts,
+    /// GuaranteedTRES (accounts; Drover's, not Slurm's): what the account and everything
+    /// below it are guaranteed. Others may borrow it while it is idle; the account's
+    /// jobs take it back (see `sched::preempt`).
+    pub guaranteed_tres: TresCounts,
 }
 
 impl Limits {
@@ -238,6 +242,7 @@ impl Associations {
                         max_wall_min: wall(&q.max_wall),
                         grp_submit: None,
                         grp_tres_run_mins: TresCounts::new(),
+                        guaranteed_tres: TresCounts::new(),
                     },
                     preempt: q.preempt.clone(),
                     preempt_mode: q.preempt_mode.to_ascii_lowercase(),
@@ -251,13 +256,6 @@ impl Associations {
         root.users.insert("root".into());
         root.description = "default root account".into();
         out.accounts.insert(ROOT.into(), root);
-        out.users.insert(
-            "root".into(),
-            User {
-                default_account: ROOT.into(),
-                admin_level: AdminLevel::Administrator,
-            },
-        );
         if accounts.is_empty() {
             out.accounts.insert(
                 DEFAULT_ACCOUNT.into(),
@@ -294,6 +292,7 @@ impl Associations {
                 max_wall_min: wall(&a.max_wall),
                 grp_submit: None,
                 grp_tres_run_mins: TresCounts::new(),
+                guaranteed_tres: counts(&a.guaranteed_tres),
             };
             for user in &a.users {
                 out.users.entry(user.clone()).or_insert_with(|| User {
@@ -302,6 +301,14 @@ impl Associations {
                 });
             }
         }
+        // Root is an administrator, in the root account unless an account lists it.
+        out.users
+            .entry("root".into())
+            .or_insert_with(|| User {
+                default_account: ROOT.into(),
+                admin_level: AdminLevel::None,
+            })
+            .admin_level = AdminLevel::Administrator;
         let links: Vec<(String, String)> = out
             .accounts
             .values()
@@ -451,6 +458,7 @@ impl Associations {
             grp_tres_mins: TresCounts::new(),
             grp_submit: None,
             grp_tres_run_mins: TresCounts::new(),
+            guaranteed_tres: TresCounts::new(),
             grp_jobs: None,
             max_tres_per_user: pick_map(|l| &l.max_tres_per_user),
             max_tres_per_job: pick_map(|l| &l.max_tres_per_job),
@@ -565,6 +573,11 @@ qos = ["normal"]
         assert_eq!(a.default_account("carol"), Some("physics"));
         assert_eq!(a.default_account("root"), Some(ROOT));
         assert_eq!(a.default_account("dave"), None);
+        // Root listed by an account has it as its default, and stays an administrator.
+        let b =
+            Associations::from_config(&config("[[accounts]]\nname = \"ml\"\nusers = [\"root\"]\n"));
+        assert_eq!(b.default_account("root"), Some("ml"));
+        assert_eq!(b.admin_level("root"), AdminLevel::Administrator);
         assert!(a.is_member("physics", "alice"));
         assert!(!a.is_member("physics", "bob"));
         let lineage: Vec<&str> = a

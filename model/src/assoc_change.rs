@@ -71,10 +71,12 @@ pub enum LimitKind {
     MaxJobs,
     MaxSubmitJobs,
     MaxWall,
+    /// Drover's GuaranteedTRES (accounts).
+    GuaranteedTres,
 }
 
 impl LimitKind {
-    pub const ALL: [LimitKind; 10] = [
+    pub const ALL: [LimitKind; 11] = [
         LimitKind::GrpTres,
         LimitKind::GrpTresMins,
         LimitKind::GrpTresRunMins,
@@ -85,6 +87,7 @@ impl LimitKind {
         LimitKind::MaxJobs,
         LimitKind::MaxSubmitJobs,
         LimitKind::MaxWall,
+        LimitKind::GuaranteedTres,
     ];
 
     /// Slurm's name of the limit, as `sacctmgr` prints it.
@@ -100,6 +103,7 @@ impl LimitKind {
             LimitKind::MaxJobs => "MaxJobs",
             LimitKind::MaxSubmitJobs => "MaxSubmitJobs",
             LimitKind::MaxWall => "MaxWall",
+            LimitKind::GuaranteedTres => "GuaranteedTRES",
         }
     }
 
@@ -112,6 +116,7 @@ impl LimitKind {
                 | LimitKind::GrpTresRunMins
                 | LimitKind::MaxTres
                 | LimitKind::MaxTresPerUser
+                | LimitKind::GuaranteedTres
         )
     }
 
@@ -123,6 +128,7 @@ impl LimitKind {
             LimitKind::GrpTresRunMins => &mut limits.grp_tres_run_mins,
             LimitKind::MaxTres => &mut limits.max_tres_per_job,
             LimitKind::MaxTresPerUser => &mut limits.max_tres_per_user,
+            LimitKind::GuaranteedTres => &mut limits.guaranteed_tres,
             _ => return None,
         })
     }
@@ -169,6 +175,7 @@ impl LimitKind {
                 (K::MaxSubmitJobs, None)
             }
             "maxwall" | "maxwalldurationperjob" => (K::MaxWall, None),
+            "guaranteedtres" => (K::GuaranteedTres, None),
             "grpcpus" => (K::GrpTres, Some("cpu")),
             "grpnodes" => (K::GrpTres, Some("node")),
             "grpmem" => (K::GrpTres, Some("mem")),
@@ -502,6 +509,11 @@ impl Settings {
         check(self.grace_time_s.is_some(), "GraceTime", &[Q]);
         check(self.usage_factor.is_some(), "UsageFactor", &[Q]);
         check(!self.limits.is_empty(), "limits", &[A, U, Q]);
+        let guarantee = self
+            .limits
+            .iter()
+            .any(|(k, _)| *k == LimitKind::GuaranteedTres);
+        check(guarantee, "GuaranteedTRES", &[A]);
         out
     }
 

@@ -229,6 +229,10 @@ pub struct SchedulerConfig {
     /// Slurm's PreemptExemptTime: a job that has run less than this (Slurm time
     /// syntax; "0" or "-1": no minimum) is not preempted.
     pub preempt_exempt_time: String,
+    /// How a job running on another account's idle guaranteed TRES (`[[accounts]]
+    /// guaranteed_tres`) is stopped when that account's jobs take it back: `requeue`
+    /// (default), `suspend` or `cancel`, after its QOS's GraceTime.
+    pub reclaim_mode: String,
 }
 
 impl Default for SchedulerConfig {
@@ -239,6 +243,7 @@ impl Default for SchedulerConfig {
             preempt_type: "none".into(),
             preempt_mode: "cancel".into(),
             preempt_exempt_time: "0".into(),
+            reclaim_mode: "requeue".into(),
         }
     }
 }
@@ -895,6 +900,10 @@ pub struct AccountConfig {
     /// GrpTRESMins: TRES-minutes of past (decayed), running and new jobs together.
     #[serde(default)]
     pub grp_tres_mins: String,
+    /// GuaranteedTRES: what the account (with everything below it) is guaranteed; lent
+    /// to others while idle, taken back when its jobs need it.
+    #[serde(default)]
+    pub guaranteed_tres: String,
     /// GrpJobs: running jobs below this account.
     #[serde(default)]
     pub grp_jobs: Option<u32>,

@@ -1093,6 +1093,7 @@ fn limits_to_wire(l: &Limits) -> v1::AccountingLimits {
         max_jobs: l.max_jobs,
         max_submit: l.max_submit,
         max_wall_min: l.max_wall_min,
+        guaranteed_tres: map(&l.guaranteed_tres),
     }
 }
 
@@ -1110,6 +1111,7 @@ fn limits_from_wire(l: Option<v1::AccountingLimits>) -> Limits {
         max_jobs: l.max_jobs,
         max_submit: l.max_submit,
         max_wall_min: l.max_wall_min,
+        guaranteed_tres: map(l.guaranteed_tres),
     }
 }
 
@@ -1256,6 +1258,7 @@ fn limit_kind_to_wire(k: LimitKind) -> v1::LimitKind {
         LimitKind::MaxJobs => W::MaxJobs,
         LimitKind::MaxSubmitJobs => W::MaxSubmitJobs,
         LimitKind::MaxWall => W::MaxWall,
+        LimitKind::GuaranteedTres => W::GuaranteedTres,
     }
 }
 
@@ -1272,6 +1275,7 @@ fn limit_kind_from_wire(n: i32) -> Result<LimitKind, String> {
         Ok(W::MaxJobs) => LimitKind::MaxJobs,
         Ok(W::MaxSubmitJobs) => LimitKind::MaxSubmitJobs,
         Ok(W::MaxWall) => LimitKind::MaxWall,
+        Ok(W::GuaranteedTres) => LimitKind::GuaranteedTres,
         Ok(W::Unspecified) | Err(_) => return Err(format!("unknown limit {n}")),
     })
 }

@@ -14,6 +14,12 @@ pub struct SchedConfig {
 }
 
 impl SchedConfig {
+    /// Does a pass look for jobs to stop: by PreemptType, or to reclaim an account's
+    /// guaranteed quota?
+    pub fn preempts(&self) -> bool {
+        self.preempt.enabled() || crate::guarantee::any(&self.assocs)
+    }
+
     pub fn from_config(config: &model::Config) -> SchedConfig {
         SchedConfig {
             backfill: BackfillConfig::from_config(&config.scheduler),

@@ -16,6 +16,50 @@ use crate::eligibility::{self, Eligibility};
 use crate::{SchedConfig, limits, node_could_fit, per_node_request, priority};
 use model::{ClusterState, Job, JobId, JobState, Reason, Time};
 
+/// What a running job borrows of other accounts' guaranteed quota (`guarantee`), e.g.
+/// `runs on borrowed gres/gpu (2 of it), idle guaranteed quota of ml; reclaimable: its
+/// owners' jobs take it back (requeue)`.
+fn borrowing(state: &ClusterState, config: &SchedConfig, job: &Job) -> Vec<Blocker> {
+    if !crate::guarantee::any(&config.assocs) {
+        return Vec::new();
+    }
+    let Some(alloc) = &job.alloc else {
+        return Vec::new();
+    };
+    let g = crate::guarantee::Guarantees::new(state, &config.assocs);
+    let held = model::tres::alloc_tres(alloc, &state.nodes);
+    g.borrowed(job, &held)
+        .into_iter()
+        .map(|(name, from)| {
+            let whose = match from {
+                crate::guarantee::BorrowedFrom::NoGuarantee => {
+                    format!("its account {} has no guarantee of it", job.spec.account)
+                }
+                crate::guarantee::BorrowedFrom::OverGuarantee {
+                    account,
+                    guaranteed,
+                    held,
+                } => format!("account {account} holds {held} against a guarantee of {guaranteed}"),
+            };
+            let lenders = g.lenders(&name);
+            let of = if lenders.is_empty() {
+                String::new()
+            } else {
+                format!(", idle guaranteed quota of {}", lenders.join(", "))
+            };
+            Blocker {
+                text: format!(
+                    "runs on borrowed {name} ({} of it; {whose}){of}; reclaimable: its \
+                     owners' jobs take it back ({})",
+                    held.get(&name).copied().unwrap_or(0),
+                    config.preempt.reclaim_mode.name().to_lowercase()
+                ),
+                clears_at: 0,
+            }
+        })
+        .collect()
+}
+
 /// One thing holding the job back, with the time it is expected to clear (0: unknown
 /// or never by itself).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +73,9 @@ pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId)
     let Some(job) = state.job(id) else {
         return Vec::new();
     };
+    if matches!(job.state, JobState::Running | JobState::Suspended) {
+        return borrowing(state, config, job);
+    }
     if job.state != JobState::Pending {
         return Vec::new();
     }

@@ -23,6 +23,7 @@ pub mod eligibility;
 pub mod explain;
 pub mod fairshare;
 pub mod fragmentation;
+pub mod guarantee;
 pub mod limits;
 pub mod preempt;
 pub mod priority;
@@ -170,8 +171,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     };
     let mut profile = profile::Profile::build(state, &running, now);
     let mut preemptor = config
-        .preempt
-        .enabled()
+        .preempts()
         .then(|| preempt::Preemptor::new(state, now, config));
     let mut planner = backfill::Planner::new(&config.backfill, state);
 
@@ -184,7 +184,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     }
 
     let mut queue = priority::unheld_queue_order(state, now, config);
-    if config.preempt.enabled() {
+    if config.preempts() {
         // A job requeued by preemption goes behind its preemptor while that one
         // waits, so that it does not take back the room it left.
         let behind = |j: &Job| {
@@ -277,6 +277,9 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                         *array_running.entry(job.array_job_id).or_default() += 1;
                     }
                     limits.charge(job, &alloc);
+                    if let Some(p) = preemptor.as_mut() {
+                        p.started(job, &alloc);
+                    }
                     plan.starts.push(Start {
                         job_id: job.id,
                         array_task: task,

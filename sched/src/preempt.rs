@@ -12,6 +12,10 @@
 //! freed for it, so a waiting preemptor never picks a second set while the first one is
 //! still on its way out.
 //!
+//! Accounts' guaranteed quota (`guarantee`) adds victims whatever the PreemptType: a
+//! job within its account's guarantee may reclaim it from jobs of other accounts that
+//! borrow it, stopped by `[scheduler] reclaim_mode`.
+//!
 //! Choosing victims: on every node the job could use, the victims it may preempt are
 //! taken lowest first (partition tier, QOS priority, job priority, then the youngest)
 //! until the node has room; the nodes needing the fewest and lowest victims win; then
@@ -24,6 +28,7 @@
 //! preempted. Had job 4 needed 4 CPUs, n1 would cost two victims and n2 one: job 3.
 
 use crate::backfill::NodeFilter;
+use crate::guarantee::Guarantees;
 use crate::profile::{Free, Profile, Slot};
 use crate::{PerNode, SchedConfig, node_could_fit};
 use model::{ClusterState, Job, JobId, JobState, NodeAllocation, PreemptMode, Time};
@@ -63,6 +68,8 @@ pub struct PreemptConfig {
     pub mode: PreemptMode,
     /// PreemptExemptTime: jobs that have run less than this many seconds are spared.
     pub exempt_secs: Time,
+    /// How borrowers of a guaranteed quota are stopped when it is reclaimed.
+    pub reclaim_mode: PreemptMode,
 }
 
 impl PreemptConfig {
@@ -75,6 +82,7 @@ impl PreemptConfig {
                 .ok()
                 .flatten()
                 .map_or(0, |s| s as Time),
+            reclaim_mode: PreemptMode::parse(&config.reclaim_mode).unwrap_or(PreemptMode::Requeue),
         }
     }
 
@@ -268,6 +276,8 @@ pub struct Preemptor<'s> {
     /// terminated) for which preempting found no room: the profile only loses room and
     /// victims are only claimed during a pass, so they find none again.
     impossible: BTreeSet<RequestKey>,
+    /// The accounts' guarantees, when any is set.
+    guarantees: Option<Guarantees<'s>>,
 }
 
 /// What a victim search depends on, for requests without node lists or reservations.
@@ -293,6 +303,8 @@ impl<'s> Preemptor<'s> {
             candidates: None,
             claimed: BTreeSet::new(),
             impossible: BTreeSet::new(),
+            guarantees: crate::guarantee::any(&config.assocs)
+                .then(|| Guarantees::new(state, &config.assocs)),
             min_tier: state
                 .partitions
                 .iter()
@@ -302,8 +314,22 @@ impl<'s> Preemptor<'s> {
         }
     }
 
+    /// Counts a start the pass planned (what its account holds of its guarantee).
+    pub fn started(&mut self, job: &Job, alloc: &model::Allocation) {
+        if let Some(g) = self.guarantees.as_mut() {
+            g.started(job, alloc, self.state);
+        }
+    }
+
     /// A cheap test: could this job preempt anybody at all?
     pub fn could_preempt(&self, job: &Job) -> bool {
+        if self
+            .guarantees
+            .as_ref()
+            .is_some_and(|g| g.may_reclaim_any(job))
+        {
+            return true;
+        }
         match self.config.preempt.kind {
             PreemptType::None => false,
             PreemptType::Qos => {
@@ -380,6 +406,21 @@ impl<'s> Preemptor<'s> {
         job: &Job,
         req: &PerNode,
     ) -> (Outcome, Option<RequestKey>) {
+        let mut guarantees = self.guarantees.take();
+        let out = self.search_with(profile, p, job, req, &mut guarantees);
+        self.guarantees = guarantees;
+        out
+    }
+
+    /// `search`, with the guarantees taken out of `self` meanwhile.
+    fn search_with(
+        &mut self,
+        profile: &Profile,
+        p: usize,
+        job: &Job,
+        req: &PerNode,
+        guarantees: &mut Option<Guarantees<'s>>,
+    ) -> (Outcome, Option<RequestKey>) {
         let state = self.state;
         let config = self.config;
         let now = self.now;
@@ -410,12 +451,14 @@ impl<'s> Preemptor<'s> {
         }
         let kind = config.preempt.kind;
         let claimed = std::mem::take(&mut self.claimed);
+        let job_req = model::tres::job_request(&job.spec);
         let candidates = self.candidates();
         let any_dying = candidates.iter().any(|c| c.dying);
         let cache = if any_dying { None } else { key };
         // Per candidate: what it frees for `job`, and whether it is freeing already.
         let mut dying_for_job: Vec<&Candidate> = Vec::new();
-        let mut victims: Vec<&Candidate> = Vec::new();
+        // Each victim with how it is stopped.
+        let mut victims: Vec<(&Candidate, PreemptMode)> = Vec::new();
         for c in candidates {
             let v = c.job;
             if c.dying {
@@ -425,16 +468,29 @@ impl<'s> Preemptor<'s> {
                 }
                 continue;
             }
-            let may = c.mode != PreemptMode::Off
+            let by_rank = c.mode != PreemptMode::Off
                 && v.id != job.id
                 && match kind {
                     PreemptType::None => false,
                     PreemptType::Qos => preemptable.iter().any(|q| q == c.qos),
                     PreemptType::PartitionPrio => my_tier > c.key.0,
                 };
-            if !may || claimed.contains(&v.id) {
+            let reclaim = !by_rank
+                && c.mode != PreemptMode::Off
+                && v.id != job.id
+                && guarantees.as_ref().is_some_and(|g| {
+                    v.alloc.as_ref().is_some_and(|a| {
+                        g.may_reclaim(job, &job_req, v, &model::tres::alloc_tres(a, &state.nodes))
+                    })
+                });
+            if !(by_rank || reclaim) || claimed.contains(&v.id) {
                 continue;
             }
+            let mode = if by_rank || v.state == JobState::Suspended {
+                c.mode
+            } else {
+                config.preempt.reclaim_mode
+            };
             // PreemptExemptTime: a job that has run less than this is spared.
             if v.state == JobState::Running && v.run_secs(now) < config.preempt.exempt_secs {
                 continue;
@@ -444,7 +500,7 @@ impl<'s> Preemptor<'s> {
             if v.state == JobState::Suspended && lends_cpus(state, v) {
                 continue;
             }
-            victims.push(c);
+            victims.push((c, mode));
         }
         if victims.is_empty() && dying_for_job.is_empty() {
             self.claimed = claimed;
@@ -480,11 +536,11 @@ impl<'s> Preemptor<'s> {
                 continue;
             }
             let mut taken = Vec::new();
-            for (n, c) in victims.iter().enumerate() {
+            for (n, (c, mode)) in victims.iter().enumerate() {
                 let Some(na) = on_node(c.job, &node.name) else {
                     continue;
                 };
-                let gain = freed(slot, na, c.mode);
+                let gain = freed(slot, na, *mode);
                 if gain.cpus == 0 && gain.mem_mb == 0 && gain.gpus == 0 {
                     continue;
                 }
@@ -492,7 +548,7 @@ impl<'s> Preemptor<'s> {
                 taken.push(n);
                 if slot.fit(req, &free).is_some() {
                     options.push(NodeOption {
-                        top: Some(victims[n].key),
+                        top: Some(victims[n].0.key),
                         slot: i,
                         victims: taken,
                         needs_dying: false,
@@ -532,8 +588,9 @@ impl<'s> Preemptor<'s> {
                     }
                 }
                 for &n in set {
-                    if let Some(na) = on_node(victims[n].job, &slot.node.name) {
-                        add(&mut free, &freed(slot, na, victims[n].mode));
+                    let (c, mode) = victims[n];
+                    if let Some(na) = on_node(c.job, &slot.node.name) {
+                        add(&mut free, &freed(slot, na, mode));
                     }
                 }
                 slot.fit(req, &free).is_some()
@@ -549,12 +606,12 @@ impl<'s> Preemptor<'s> {
         let out: Vec<Preempt> = chosen
             .iter()
             .map(|&n| {
-                let c = victims[n];
+                let (c, mode) = victims[n];
                 Preempt {
                     job_id: c.job.id,
-                    mode: c.mode,
+                    mode,
                     preemptor: job.id,
-                    grace_secs: if c.mode == PreemptMode::Suspend {
+                    grace_secs: if mode == PreemptMode::Suspend {
                         0
                     } else {
                         grace_of(config, c.job)
@@ -562,6 +619,17 @@ impl<'s> Preemptor<'s> {
                 }
             })
             .collect();
+        if let Some(g) = guarantees.as_mut() {
+            let stopped: Vec<(&Job, model::tres::TresCounts)> = chosen
+                .iter()
+                .filter_map(|&n| {
+                    let v = victims[n].0.job;
+                    let a = v.alloc.as_ref()?;
+                    Some((v, model::tres::alloc_tres(a, &state.nodes)))
+                })
+                .collect();
+            g.reclaimed(job, &job_req, &stopped);
+        }
         let mut claimed = claimed;
         claimed.extend(out.iter().map(|v| v.job_id));
         self.claimed = claimed;

@@ -565,3 +565,109 @@ fn why_names_the_victims_being_preempted() {
         )
     );
 }
+
+/// `guarantee`'s worked example on n1 and n2 (2 GPUs each): ml is guaranteed 2 GPUs,
+/// physics 1; no PreemptType is needed.
+const GUARANTEES: &str = "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\nguaranteed_tres = \"gres/gpu=2\"\n\
+     [[accounts]]\nname = \"physics\"\nusers = [\"bob\"]\nguaranteed_tres = \"gres/gpu=1\"\n\
+     [[accounts]]\nname = \"guest\"\nusers = [\"carol\"]\n";
+
+fn gpu_job(s: &mut ClusterState, id: u32, account: &str, gpus: u32) {
+    let user = match account {
+        "ml" => "alice",
+        "physics" => "bob",
+        _ => "carol",
+    };
+    submit(s, id, "low", |j| {
+        j.account = account.into();
+        j.user = user.into();
+        j.gpus = gpus;
+    });
+}
+
+#[test]
+fn a_guaranteed_account_reclaims_what_others_borrow_and_nothing_more() {
+    let (mut s, config) = setup(GUARANTEES);
+    // guest (no guarantee) runs on both of n1's GPUs, physics on both of n2's: physics
+    // holds one more than its guarantee.
+    gpu_job(&mut s, 1, "guest", 2);
+    run_on(&mut s, 1, &[("n1", 1, 0, &[0, 1])]);
+    gpu_job(&mut s, 2, "physics", 1);
+    run_on(&mut s, 2, &[("n2", 1, 0, &[0])]);
+    gpu_job(&mut s, 3, "physics", 1);
+    run_on(&mut s, 3, &[("n2", 1, 0, &[1])]);
+    let g = crate::guarantee::Guarantees::new(&s, &config.assocs);
+    let held = |id| model::tres::alloc_tres(s.job(id).unwrap().alloc.as_ref().unwrap(), &s.nodes);
+    assert_eq!(g.borrowed(s.job(1).unwrap(), &held(1)).len(), 1);
+    assert!(!g.borrowed(s.job(2).unwrap(), &held(2)).is_empty());
+    // `drover why` says so, and whose idle quota it is.
+    let why = crate::explain::explain(&s, 100, &config, 1);
+    assert_eq!(why.len(), 1);
+    assert_eq!(
+        why[0].text,
+        "runs on borrowed gres/gpu (2 of it; its account guest has no guarantee of it), \
+         idle guaranteed quota of ml; reclaimable: its owners' jobs take it back (requeue)"
+    );
+    // An ml job of 2 GPUs is within ml's guarantee: the guest's job is requeued.
+    gpu_job(&mut s, 4, "ml", 2);
+    assert_eq!(
+        render(&schedule(&s, 100, &config)),
+        "preempt 1 REQUEUE for 4\n"
+    );
+    // ml holding its whole guarantee reclaims nothing more; physics, holding none of
+    // its own, does.
+    let (mut s2, _) = setup(GUARANTEES);
+    for (id, acct, gpus, node, ids) in [
+        (1, "guest", 2, "n1", &[0u32, 1][..]),
+        (2, "ml", 1, "n2", &[0][..]),
+        (3, "ml", 1, "n2", &[1][..]),
+    ] {
+        gpu_job(&mut s2, id, acct, gpus);
+        run_on(&mut s2, id, &[(node, 1, 0, ids)]);
+    }
+    gpu_job(&mut s2, 4, "physics", 1);
+    gpu_job(&mut s2, 5, "ml", 1);
+    // physics (within its 1) reclaims from the guest; ml (holding its 2) may not.
+    assert_eq!(
+        render(&schedule(&s2, 100, &config)),
+        "preempt 1 REQUEUE for 4\n"
+    );
+}
+
+#[test]
+fn a_reclaim_takes_only_what_the_victims_account_borrows() {
+    let (mut s, config) = setup(GUARANTEES);
+    // physics holds 2 GPUs on n1 against its guarantee of 1, guest 2 on n2.
+    gpu_job(&mut s, 1, "physics", 1);
+    run_on(&mut s, 1, &[("n1", 1, 0, &[0])]);
+    gpu_job(&mut s, 2, "physics", 1);
+    run_on(&mut s, 2, &[("n1", 1, 0, &[1])]);
+    gpu_job(&mut s, 3, "guest", 2);
+    run_on(&mut s, 3, &[("n2", 1, 0, &[0, 1])]);
+    // ml wants 1 GPU: physics's younger job (2) borrows one; taking it leaves physics
+    // its guarantee; the guest's job would free two. The fewest victims: one either
+    // way, and job 2 is the lower (youngest).
+    gpu_job(&mut s, 4, "ml", 1);
+    let plan = render(&schedule(&s, 100, &config));
+    assert!(
+        plan == "preempt 2 REQUEUE for 4\n" || plan == "preempt 3 REQUEUE for 4\n",
+        "{plan}"
+    );
+    // Once both physics jobs would leave it under its guarantee, only the borrowed one
+    // goes: ml asking for 2 on one node takes the guest's n2, not both physics jobs.
+    let (mut s, _) = setup(GUARANTEES);
+    for (id, acct, node, ids) in [
+        (1, "physics", "n1", &[0u32][..]),
+        (2, "physics", "n1", &[1][..]),
+    ] {
+        gpu_job(&mut s, id, acct, 1);
+        run_on(&mut s, id, &[(node, 1, 0, ids)]);
+    }
+    gpu_job(&mut s, 3, "guest", 2);
+    run_on(&mut s, 3, &[("n2", 1, 0, &[0, 1])]);
+    gpu_job(&mut s, 4, "ml", 2);
+    assert_eq!(
+        render(&schedule(&s, 100, &config)),
+        "preempt 3 REQUEUE for 4\n"
+    );
+}

@@ -160,6 +160,7 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
             "vision",
             "set",
             "GrpJobs=5",
+            "GuaranteedTRES=gres/gpu=2",
         ],
     );
     assert!(allowed.status.success(), "{}", text(&allowed.stderr));
@@ -173,6 +174,15 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
         assocs.contains(&"vision|drover-bob|1|1|".to_string()),
         "{assocs:?}"
     );
+    let guarantee = show(
+        &c,
+        &[
+            "assoc",
+            "account=vision",
+            "format=account,user,guaranteedtres",
+        ],
+    );
+    assert_eq!(guarantee[0], "vision||gres/gpu=2", "{guarantee:?}");
     assert_eq!(
         show(&c, &["user", "drover-alice", "format=user,admin"]),
         ["drover-alice|Operator"]

@@ -299,3 +299,43 @@ fn scontrol_suspends_and_resumes_a_job() {
     gate.open();
     c.wait_state(job, "COMPLETED", T);
 }
+
+/// Guaranteed quota on a busy cluster: `owner` is guaranteed both GPUs of the node,
+/// `guest` nothing. The guest's job borrows them while the owner is idle (and `drover
+/// why` says so); the owner's job takes them back (the guest's job is requeued, no
+/// PreemptType needed), and the guest's job runs again once the owner's has ended.
+#[test]
+fn an_accounts_guaranteed_gpus_are_lent_while_idle_and_reclaimed_for_its_jobs() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        cpus: 4,
+        gpus: 2,
+        extra:
+            "[[accounts]]\nname = \"owner\"\nusers = [\"root\"]\nguaranteed_tres = \"gres/gpu=2\"\n\
+                [[accounts]]\nname = \"guest\"\nusers = [\"root\"]\n"
+                .into(),
+        ..ClusterSpec::default()
+    });
+    // The first run waits; the run after the requeue finishes at once.
+    let guest = c.sbatch(
+        &["-A", "guest", "--gpus=2"],
+        "echo run ${SLURM_RESTART_COUNT:-0}\n[ -z \"$SLURM_RESTART_COUNT\" ] && sleep 300\ntrue",
+    );
+    c.wait_state(guest, "RUNNING", T);
+    let why = c.ok(&["drover", "why", &guest.to_string()]);
+    assert!(
+        why.contains("runs on borrowed gres/gpu") && why.contains("idle guaranteed quota of owner"),
+        "{why}"
+    );
+    let owner_gate = Gate::new(&c, "owner");
+    let owner = c.sbatch(&["-A", "owner", "--gpus=1"], &owner_gate.script());
+    owner_gate.wait_started(&c);
+    c.wait_state(owner, "RUNNING", T);
+    // The guest waits while the owner holds a GPU its two-GPU job needs.
+    assert_eq!(squeue_state(&c, guest), "PENDING", "{}", c.logs());
+    owner_gate.open();
+    c.wait_state(owner, "COMPLETED", T);
+    c.wait_state(guest, "COMPLETED", T);
+    let show = c.ok(&["scontrol", "show", "job", &guest.to_string()]);
+    assert!(show.contains("Restarts=1"), "{show}");
+}

@@ -563,6 +563,10 @@ pub static FIELDS: &[FieldDef] = &[
     field("GrpJobs", 7, &[("grpjobs", 4)], |r| {
         r.limit(LimitKind::GrpJobs)
     }),
+    // Drover's: what an account is guaranteed (see `docs/accounting.md`).
+    field("GuaranteedTRES", 14, &[("guaranteedtres", 4)], |r| {
+        r.limit(LimitKind::GuaranteedTres)
+    }),
     field("GrpMem", 7, &[("grpmemory", 4)], |r| {
         r.one_tres(|l| &l.grp_tres, "mem")
     }),
@@ -905,7 +909,7 @@ pub fn render_show(
 // ---------------------------------------------------------------------- summaries
 
 /// The order sacctmgr prints limits in (`sacctmgr_print_assoc_limits`).
-const LIMIT_ORDER: [LimitKind; 10] = [
+const LIMIT_ORDER: [LimitKind; 11] = [
     LimitKind::GrpJobs,
     LimitKind::GrpSubmitJobs,
     LimitKind::GrpTres,
@@ -916,6 +920,7 @@ const LIMIT_ORDER: [LimitKind; 10] = [
     LimitKind::MaxTres,
     LimitKind::MaxTresPerUser,
     LimitKind::MaxWall,
+    LimitKind::GuaranteedTres,
 ];
 
 /// The limits a change sets, by kind: a later word wins, TRES items merge by name.

@@ -996,6 +996,7 @@ pub struct LimitsRecord {
     pub max_jobs: Option<u32>,
     pub max_submit: Option<u32>,
     pub max_wall_min: Option<u32>,
+    pub guaranteed_tres: Vec<(String, u64)>,
 }
 
 fn pairs(m: &model::tres::TresCounts) -> Vec<(String, u64)> {
@@ -1015,6 +1016,7 @@ impl From<&Limits> for LimitsRecord {
             max_jobs: l.max_jobs,
             max_submit: l.max_submit,
             max_wall_min: l.max_wall_min,
+            guaranteed_tres: pairs(&l.guaranteed_tres),
         }
     }
 }
@@ -1032,6 +1034,7 @@ impl From<LimitsRecord> for Limits {
             max_jobs: l.max_jobs,
             max_submit: l.max_submit,
             max_wall_min: l.max_wall_min,
+            guaranteed_tres: l.guaranteed_tres.into_iter().collect(),
         }
     }
 }
@@ -1416,11 +1419,11 @@ mod tests {
         assert_eq!(
             golden(&record),
             "0602026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
-             000001020000026d6c026d6c0108677265732f67707504000000000000000000\
-             00000105616c69636504726f6f740001000104726f6f74001464656661756c74\
-             20726f6f74206163636f756e7404726f6f740000000000000000000000000002\
-             05616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c000000\
-             000001090000000000000000000000000000f03f01"
+             00000102000000026d6c026d6c0108677265732f677075040000000000000000\
+             000000000105616c69636504726f6f740001000104726f6f7400146465666175\
+             6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\
+             00000205616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c\
+             00000000000109000000000000000000000000000000f03f01"
         );
     }
 }

@@ -529,7 +529,8 @@ impl Config {
         )?;
         units::parse_duration_secs(&s.preempt_exempt_time)
             .map_err(|e| Invalid::new(&at.key("preempt_exempt_time"), e.to_string()))?;
-        preempt_mode(&at.key("preempt_mode"), &s.preempt_mode)
+        preempt_mode(&at.key("preempt_mode"), &s.preempt_mode)?;
+        preempt_mode(&at.key("reclaim_mode"), &s.reclaim_mode)
     }
 
     fn check_priority(&self, at: &KeyPath) -> Checked {
@@ -690,6 +691,7 @@ impl Config {
                 [
                     ("grp_tres", &a.grp_tres),
                     ("grp_tres_mins", &a.grp_tres_mins),
+                    ("guaranteed_tres", &a.guaranteed_tres),
                     ("max_tres_per_user", &a.max_tres_per_user),
                 ],
                 &a.max_wall,
@@ -759,7 +761,11 @@ fn check_feature(at: &KeyPath, feature: &str) -> Checked {
 }
 
 /// The TRES limits and the MaxWall of a QOS or an account.
-fn check_limits(at: &KeyPath, counts: [(&'static str, &String); 3], wall: &str) -> Checked {
+fn check_limits<const N: usize>(
+    at: &KeyPath,
+    counts: [(&'static str, &String); N],
+    wall: &str,
+) -> Checked {
     for (key, value) in counts {
         tres::parse_counts(value).map_err(|e| Invalid::new(&at.key(key), e.to_string()))?;
     }
