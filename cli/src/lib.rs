@@ -68,11 +68,15 @@ const SUMMARIES: &[(&str, &str)] = &[
         "up",
         "start a local cluster (controller and node daemons) on this machine",
     ),
-    ("why", "explain why a pending job does not start"),
+    (
+        "why",
+        "explain why a pending job does not start, or what a running one borrows",
+    ),
     (
         "keygen",
         "make a new cluster key (the secret daemons sign with)",
     ),
+    ("export", "write job records as CSV or JSON lines"),
     ("sbatch", "submit a batch script"),
     ("squeue", "list pending and running jobs"),
     ("sinfo", "list partitions and nodes"),

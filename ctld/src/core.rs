@@ -293,8 +293,12 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
     let mut nodes = BTreeSet::new();
     let mut reservations = BTreeSet::new();
     let mut usage = BTreeSet::new();
+    let mut purged = Vec::new();
     let mut only_submits = true;
     for event in events.iter().filter(|e| e.persisted()) {
+        if let Event::JobsPurged { job_ids } = event {
+            purged.extend(job_ids.iter().copied());
+        }
         if let Event::UsageCharged { account, user, .. } = event {
             usage.insert((account.clone(), user.clone()));
         }
@@ -335,6 +339,7 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
             .filter_map(|k| state.usage.get(&k).cloned().map(|u| (k, u)))
             .collect(),
         assocs: None,
+        purged,
     }
 }
 

@@ -278,6 +278,10 @@ pub struct ControllerConfig {
     pub kill_wait_s: u32,
     /// Finished jobs stay visible in `squeue -t all` this long.
     pub min_job_age_s: u32,
+    /// Slurm's PurgeJobAfter (of slurmdbd.conf): finished jobs are dropped from the
+    /// controller and its store this long after they ended: months (`12`), or `hours`,
+    /// `days`, `months` (`30days`). Empty (the default): kept for ever.
+    pub purge_job_after: String,
     pub max_array_size: u32,
     pub max_job_count: u32,
     /// Debounce of scheduling passes after an event.
@@ -325,6 +329,7 @@ impl Default for ControllerConfig {
             node_timeout_s: 30,
             kill_wait_s: 30,
             min_job_age_s: 300,
+            purge_job_after: String::new(),
             max_array_size: 1001,
             max_job_count: 1_000_000,
             sched_delay_ms: 2,

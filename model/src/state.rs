@@ -99,6 +99,11 @@ pub enum Event {
         spec: Box<JobSpec>,
         time_limit_min: Option<u32>,
     },
+    /// Finished jobs older than the retention (`purge_job_after`) leave the state and
+    /// the store.
+    JobsPurged {
+        job_ids: Vec<JobId>,
+    },
     /// The scheduler's reason and planned start for a pending job.
     JobPendingReason {
         job_id: JobId,
@@ -695,6 +700,13 @@ impl ClusterState {
             }
             Event::ReservationDeleted { name } => {
                 self.reservations.remove(name);
+            }
+            Event::JobsPurged { job_ids } => {
+                for id in job_ids {
+                    if self.job(*id).is_some_and(|j| j.state.is_final()) {
+                        self.remove_job(*id);
+                    }
+                }
             }
             Event::NodeAdmin {
                 name,

@@ -12,6 +12,61 @@ pub enum UnitError {
     Memory(String),
 }
 
+/// An age after which records are purged: Slurm's `PurgeJobAfter` of slurmdbd.conf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeAge {
+    Hours(u32),
+    Days(u32),
+    /// Calendar months (UTC).
+    Months(u32),
+}
+
+impl PurgeAge {
+    /// Parses Slurm's forms: a number of months (`12`), or a number followed by
+    /// `hours`, `days` or `months` (`12hours`, `30days`, `6months`; singular and any case
+    /// too). Empty: never purge. At least 1.
+    pub fn parse(text: &str) -> Result<Option<PurgeAge>, UnitError> {
+        let t = text.trim().to_ascii_lowercase();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        let err = || UnitError::Time(text.to_string());
+        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+        let n: u32 = t[..digits].parse().map_err(|_| err())?;
+        if n == 0 {
+            return Err(err());
+        }
+        Ok(Some(match &t[digits..] {
+            "" | "month" | "months" => PurgeAge::Months(n),
+            "day" | "days" => PurgeAge::Days(n),
+            "hour" | "hours" => PurgeAge::Hours(n),
+            _ => return Err(err()),
+        }))
+    }
+
+    /// The time before which records are purged at `now` (Unix seconds).
+    ///
+    /// Example: `Months(1)` at 2026-03-31T12:00:00Z is 2026-02-28T12:00:00Z.
+    pub fn cutoff(self, now: i64) -> i64 {
+        match self {
+            PurgeAge::Hours(n) => now - i64::from(n) * 3600,
+            PurgeAge::Days(n) => now - i64::from(n) * 86_400,
+            PurgeAge::Months(n) => {
+                let utc = jiff::tz::TimeZone::UTC;
+                jiff::Timestamp::from_second(now)
+                    .ok()
+                    .and_then(|t| {
+                        utc.to_datetime(t)
+                            .checked_sub(jiff::Span::new().months(i64::from(n)))
+                            .ok()
+                    })
+                    .and_then(|d| utc.to_timestamp(d).ok())
+                    .map_or(i64::MIN, |t| t.as_second())
+            }
+        }
+    }
+}
+
 /// A time limit in minutes; `None` means UNLIMITED. Seconds round up to whole minutes.
 pub fn parse_time_limit(text: &str) -> Result<Option<u32>, UnitError> {
     parse_duration_secs(text).map(|s| s.map(|s| s.div_ceil(60) as u32))
@@ -155,6 +210,23 @@ pub fn format_memory_mb(mb: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn purge_ages_read_as_slurmdbd_reads_them() {
+        assert_eq!(PurgeAge::parse(""), Ok(None));
+        assert_eq!(PurgeAge::parse("12"), Ok(Some(PurgeAge::Months(12))));
+        assert_eq!(PurgeAge::parse("12hours"), Ok(Some(PurgeAge::Hours(12))));
+        assert_eq!(PurgeAge::parse("30Days"), Ok(Some(PurgeAge::Days(30))));
+        assert_eq!(PurgeAge::parse("1month"), Ok(Some(PurgeAge::Months(1))));
+        for bad in ["0", "days", "12weeks", "-3", "1.5days"] {
+            assert!(PurgeAge::parse(bad).is_err(), "{bad}");
+        }
+        // 2026-03-31T12:00:00Z less a month is the end of February; less 2 days.
+        let now = 1_774_958_400;
+        assert_eq!(PurgeAge::Months(1).cutoff(now), 1_772_280_000);
+        assert_eq!(PurgeAge::Days(2).cutoff(now), now - 172_800);
+        assert_eq!(PurgeAge::Hours(1).cutoff(now), now - 3600);
+    }
 
     #[test]
     fn cpu_times_and_memory_figures_print_as_sacct_prints_them() {

@@ -200,6 +200,24 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
     std::fs::write(&gate, "").unwrap();
     c.wait_state(first, "COMPLETED", T);
     c.wait_state(second, "COMPLETED", T);
+    // The records, exported for other tools.
+    let csv = c.ok(&[
+        "drover",
+        "export",
+        "csv",
+        "-a",
+        "-X",
+        "-o",
+        "JobID,User,Account,State",
+    ]);
+    assert!(
+        csv.starts_with("JobID,User,Account,State\n")
+            && csv.contains(&format!("{first},drover-bob,vision,COMPLETED\n")),
+        "{csv}"
+    );
+    let lines = c.ok(&["drover", "export", "jsonl", "-a", "-j", &second.to_string()]);
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert!(lines.contains("\"account\":\"vision\""), "{lines}");
     let deleted = admin(&c, &["delete", "user", "drover-bob"]);
     assert!(deleted.contains("drover-bob"), "{deleted}");
     let refused = c.run_as(&bob, &["sbatch", "--wrap", "true"]);

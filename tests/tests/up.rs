@@ -33,7 +33,7 @@ fn up(dir: &std::path::Path, port: u16) -> std::process::Child {
 /// others. Returns once the cluster is starting (its bin directory is written).
 fn up_on_free_ports(dir: &std::path::Path, slot: u16) -> (std::process::Child, u16) {
     for attempt in 0..5 {
-        let port = three_free_ports(slot + 4 * attempt);
+        let port = three_free_ports(slot + 8 * attempt);
         let mut child = up(dir, port);
         let starting = wait_until(T, || {
             dir.join("bin").join("sbatch").exists() || matches!(child.try_wait(), Ok(Some(_)))
@@ -130,6 +130,70 @@ fn up_runs_stops_and_recovers() {
     let next = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "true"]);
     assert!(next.trim().parse::<u32>().unwrap() > id.parse::<u32>().unwrap());
     interrupt_and_wait(second);
+    kill_processes_under(dir.path());
+}
+
+/// The node daemons `drover up` (process `up`) started, by pid.
+fn node_daemons(up: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The parent pid is the second field after the command's closing parenthesis.
+        let parent = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = std::fs::read_to_string(entry.path().join("cmdline")).unwrap_or_default();
+        if parent == Some(up) && cmdline.contains("drover-noded") {
+            out.push(pid);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// One node daemon of a local cluster dies: its node goes DOWN, as on a real cluster,
+/// and the rest of the cluster (`drover up` itself, the controller, the other node)
+/// goes on running jobs.
+#[test]
+fn a_node_daemon_that_dies_takes_down_its_node_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut up, _) = up_on_free_ports(dir.path(), 4);
+    assert!(idle_nodes(dir.path(), 2));
+    let daemons = node_daemons(up.id());
+    assert_eq!(daemons.len(), 2, "{daemons:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemons[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // The controller stops hearing from it: one node DOWN, the other still idle.
+    let states = || {
+        let mut s: Vec<String> = cmd(dir.path(), "sinfo", &["-h", "-N", "-o", "%T"])
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        s.sort();
+        s
+    };
+    let mut last = Vec::new();
+    let down = wait_until(Duration::from_secs(60), || {
+        last = states();
+        last.iter().any(|s| s.starts_with("down")) && last.iter().any(|s| s == "idle")
+    });
+    assert!(down, "node states {last:?}");
+    assert!(matches!(up.try_wait(), Ok(None)), "drover up stopped");
+    let id = cmd(dir.path(), "sbatch", &["--parsable", "--wrap", "true"]);
+    assert!(
+        completes(dir.path(), id.trim()),
+        "job {id} did not complete"
+    );
+    interrupt_and_wait(up);
     kill_processes_under(dir.path());
 }
 

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod export;
 pub mod keygen;
 pub mod reservation;
 pub mod sacct;
@@ -26,7 +27,7 @@ pub mod why;
 use std::process::ExitCode;
 
 /// Commands that only `drover` itself answers to.
-pub const EXTRA: &[&str] = &["up", "why", "keygen"];
+pub const EXTRA: &[&str] = &["up", "why", "keygen", "export"];
 
 pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
     match command {
@@ -48,6 +49,7 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "up" => up::run(args),
         "why" => why::run(args),
         "keygen" => keygen::run(args),
+        "export" => export::run(args),
         _ => {
             eprintln!("drover: unknown command `{command}`");
             ExitCode::from(2)

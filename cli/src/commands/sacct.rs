@@ -733,6 +733,11 @@ fn step_json<'a>(j: &JobInfo, st: &'a StepInfo, now: i64) -> StepJson<'a> {
 }
 
 fn json_doc(rows: &[Row], ctx: &Ctx) -> String {
+    jobs::json_doc(jobs::JsonPlugin::Db, "jobs", &job_docs(rows, ctx))
+}
+
+/// The rows as `--json` jobs: each job with its steps (a step alone, with its job).
+fn job_docs<'a>(rows: &'a [Row], ctx: &'a Ctx) -> Vec<JobJson<'a>> {
     let mut jobs: Vec<JobJson> = Vec::new();
     for row in rows {
         match row {
@@ -751,27 +756,59 @@ fn json_doc(rows: &[Row], ctx: &Ctx) -> String {
             }
         }
     }
-    jobs::json_doc(jobs::JsonPlugin::Db, "jobs", &jobs)
+    jobs
 }
 
-pub fn run(args: &[String]) -> ExitCode {
+/// How `drover export` writes job records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Export {
+    /// RFC 4180 CSV: a header of the `--format` fields, then a row per job and step.
+    Csv,
+    /// JSON lines: one job a line, in `sacct --json`'s shape, its steps inside.
+    JsonLines,
+}
+
+/// The records as `drover export` writes them.
+pub fn export(opts: &Options, jobs: &[JobInfo], ctx: &Ctx, how: Export) -> Result<String, String> {
+    let rows = rows(opts, jobs);
+    match how {
+        Export::JsonLines => {
+            let mut out = String::new();
+            for job in job_docs(&rows, ctx) {
+                out.push_str(&serde_json::to_string(&job).map_err(|e| e.to_string())?);
+                out.push('\n');
+            }
+            Ok(out)
+        }
+        Export::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            let bad = |e: csv::Error| e.to_string();
+            if !opts.noheader {
+                w.write_record(opts.fields.iter().map(|(f, _)| f.name))
+                    .map_err(bad)?;
+            }
+            for row in &rows {
+                w.write_record(opts.fields.iter().map(|(f, _)| field_value(f, row, ctx)))
+                    .map_err(bad)?;
+            }
+            let bytes = w.into_inner().map_err(|e| e.to_string())?;
+            String::from_utf8(bytes).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// The command line parsed as sacct's (`program` names the command in errors), and
+/// the job records it selects, with what their fields are printed with.
+pub fn select(program: &str, args: &[String]) -> Result<(Options, Vec<JobInfo>, Ctx), ExitCode> {
     let (me, uid, _) = client::current_user();
     let now = times::now();
-    let opts = match parse_args(args, &args::env_var, now, uid, &me) {
-        Ok(o) => o,
-        Err(early) => return early.finish(),
-    };
+    let opts = parse_args(args, &args::env_var, now, uid, &me).map_err(Exit::finish)?;
     let cluster = client::cluster_name();
     let req = request(&opts);
-    let reply = match calls::query(&client::runtime(), "sacct", |mut c| async move {
+    let reply = calls::query(&client::runtime(), program, |mut c| async move {
         c.list_jobs(req).await.map(|r| r.into_inner())
-    }) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    if let Err(e) = jobs::check_records("sacct", &reply.jobs) {
-        return e.finish();
-    }
+    })?;
+    jobs::check_records(program, &reply.jobs).map_err(Exit::finish)?;
     let names = Names::resolve(
         reply.jobs.iter().map(|j| jobs::spec(j).uid),
         reply.jobs.iter().map(|j| jobs::spec(j).gid),
@@ -781,8 +818,17 @@ pub fn run(args: &[String]) -> ExitCode {
         names,
         cluster,
     };
-    print!("{}", render(&opts, &reply.jobs, &ctx));
-    ExitCode::SUCCESS
+    Ok((opts, reply.jobs, ctx))
+}
+
+pub fn run(args: &[String]) -> ExitCode {
+    match select("sacct", args) {
+        Ok((opts, jobs, ctx)) => {
+            print!("{}", render(&opts, &jobs, &ctx));
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
 }
 
 const HELP: &str = "\
@@ -989,6 +1035,34 @@ mod tests {
         t1.array_job_id = 13;
         t1.array_task_id = Some(1);
         vec![t1, t0, meta, cancelled, failed, done]
+    }
+
+    #[test]
+    fn exports_quote_csv_values_and_write_a_job_a_line() {
+        let mut jobs = sample();
+        jobs[5].spec.as_mut().unwrap().name = "a, \"quoted\" name".into();
+        let opts = parse(&["-j", "10,11", "-o", "JobID,JobName,State"]).unwrap();
+        let served = crate::testkit::served(&request(&opts), &jobs);
+        let csv = export(&opts, &served, &ctx(), Export::Csv).unwrap();
+        assert_eq!(
+            csv,
+            "JobID,JobName,State\n\
+             10,\"a, \"\"quoted\"\" name\",COMPLETED\n\
+             10.batch,batch,COMPLETED\n\
+             10.0,python,COMPLETED\n\
+             11,verylongjobname,FAILED\n\
+             11.batch,batch,FAILED\n"
+        );
+        let lines = export(&opts, &served, &ctx(), Export::JsonLines).unwrap();
+        let docs: Vec<serde_json::Value> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0]["job_id"], 10);
+        assert_eq!(docs[0]["name"], "a, \"quoted\" name");
+        assert_eq!(docs[0]["steps"].as_array().unwrap().len(), 2);
+        assert_eq!(docs[1]["state"]["current"], "FAILED");
     }
 
     #[test]

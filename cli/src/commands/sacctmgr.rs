@@ -218,7 +218,8 @@ pub fn parse_show(what: Listing, words: &[String], opts: &Options) -> Result<Sho
 
 /// Parses the command line: the flags, then `ACTION ENTITY words...`.
 pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
-    let p = args::parse_command_line("sacctmgr", args, SPECS, &[], HELP, USAGE)?;
+    // Slurm's sacctmgr prints its help for --usage too.
+    let p = args::parse_command_line("sacctmgr", args, SPECS, &[], HELP, HELP)?;
     let opts = Options {
         immediate: p.has("immediate"),
         noheader: p.has("noheader"),
@@ -1390,10 +1391,8 @@ pub fn run(args: &[String]) -> ExitCode {
     }
 }
 
-const USAGE: &str = "\
-Usage: sacctmgr [-hinpPQrsvV] [--help] [--usage] COMMAND ENTITY [words...]
-";
-
+/// The help `-h`, `--help`, `--usage` and `help` print: Slurm's first lines, then what
+/// this sacctmgr takes.
 const HELP: &str = "\
 sacctmgr [<OPTION>] [<COMMAND>]
     Valid <OPTION> values are:

@@ -1422,3 +1422,38 @@ fn a_coordinator_manages_users_and_sub_accounts_of_their_accounts_only() {
         Ok(())
     );
 }
+
+#[test]
+fn finished_jobs_older_than_the_retention_are_purged_and_live_ones_kept() {
+    let mut env = Env::new("");
+    env.config.controller.purge_job_after = "1hours".into();
+    let old = env.submit(|_| {});
+    env.start(old);
+    env.finished(old, EndKind::Exited, 0);
+    let live = env.submit(|_| {});
+    env.now += 3600 + 60;
+    let recent = env.submit(|_| {});
+    env.start(recent);
+    env.finished(recent, EndKind::Exited, 0);
+    let d = env.turn(|t| timer::tick(t, 0));
+    assert!(
+        d.events
+            .iter()
+            .any(|e| matches!(e, Event::JobsPurged { job_ids } if job_ids == &vec![old])),
+        "{:?}",
+        d.events
+    );
+    assert!(env.state.job(old).is_none());
+    assert!(env.state.job(live).is_some() && env.state.job(recent).is_some());
+    // The newest record stays, however old: a restart counts ids on from it.
+    for id in [live, recent] {
+        if env.job(id).state == JobState::Pending {
+            env.start(id);
+        }
+        env.finished(id, EndKind::Exited, 0);
+    }
+    env.now += 7200;
+    env.turn(|t| timer::tick(t, 0));
+    let kept: Vec<JobId> = env.state.jobs.keys().copied().collect();
+    assert_eq!(kept, vec![recent]);
+}

@@ -2,8 +2,9 @@
 //!
 //! The tick kills preempted jobs whose grace time is over (a kill request in their
 //! record, so that a restart does not forget it), drops reservations that ended, sets
-//! DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs, and mails
-//! the jobs that passed a share of their time limit since the tick before. The
+//! DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs, mails
+//! the jobs that passed a share of their time limit since the tick before, and once a
+//! minute purges finished jobs older than `purge_job_after`. The
 //! pass runs `sched::schedule` and carries the plan out with `Plan::apply`, the code
 //! the simulator uses too; the effects follow from its events.
 //!
@@ -16,9 +17,46 @@ use super::{Order, Turn};
 use model::node::NOT_RESPONDING;
 use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Time};
 
+/// Most finished jobs one tick purges: a large backlog goes over several ticks.
+const PURGE_BATCH: usize = 10_000;
+
+/// Finished jobs that ended before `purge_job_after` ago leave the state and the store
+/// (Slurm's PurgeJobAfter), but the newest.
+fn purge(turn: &mut Turn) {
+    let Ok(Some(age)) = model::units::PurgeAge::parse(&turn.config.controller.purge_job_after)
+    else {
+        return;
+    };
+    let cutoff = age.cutoff(turn.now);
+    // The newest record stays whatever its age: a restart counts job ids on from it,
+    // so that an id is never given twice.
+    let newest = turn.state.jobs.get_max().map_or(0, |(id, _)| *id);
+    let job_ids: Vec<JobId> = turn
+        .state
+        .jobs
+        .values()
+        .filter(|j| j.id < newest)
+        .filter(|j| j.state.is_final() && j.end_time > 0 && j.end_time < cutoff)
+        .map(|j| j.id)
+        .take(PURGE_BATCH)
+        .collect();
+    if !job_ids.is_empty() {
+        tracing::info!(
+            jobs = job_ids.len(),
+            before = cutoff,
+            "purging finished jobs"
+        );
+        turn.emit(Event::JobsPurged { job_ids });
+    }
+}
+
 /// Periodic work; `since` is the time of the tick before (this one's at the first).
 pub fn tick(turn: &mut Turn, since: Time) {
     let now = turn.now;
+    // Once a minute: a scan of every record.
+    if since == now || now / 60 != since / 60 {
+        purge(turn);
+    }
     let reached = super::mail::time_limits(turn.state, since, now);
     turn.effects.extend(reached);
     let graced: Vec<JobId> = turn

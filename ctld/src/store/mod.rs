@@ -55,6 +55,8 @@ pub struct Batch {
     pub usage: Vec<(AssocKey, AssocUsage)>,
     /// The associations as a `sacctmgr` change left them.
     pub assocs: Option<Arc<Associations>>,
+    /// Finished jobs purged (`purge_job_after`): their records and payloads go.
+    pub purged: Vec<JobId>,
 }
 
 impl Batch {
@@ -65,6 +67,7 @@ impl Batch {
             && self.reservations.is_empty()
             && self.usage.is_empty()
             && self.assocs.is_none()
+            && self.purged.is_empty()
     }
 }
 

@@ -415,6 +415,11 @@ fn puts(batch: &Batch) -> Result<(Vec<Put>, Vec<Put>), StoreError> {
             Some(records::encode(&UsageRecord::from(usage))?),
         ));
     }
+    for id in &batch.purged {
+        let key = id.to_be_bytes().to_vec();
+        others.push((TreeName::Jobs as u8, key.clone(), None));
+        others.push((TreeName::Payloads as u8, key, None));
+    }
     if let Some(assocs) = &batch.assocs {
         others.push((
             TreeName::Accounting as u8,
@@ -579,6 +584,29 @@ mod tests {
         assert_eq!(loaded.nodes[0].name, "n1");
         assert_eq!(store.payload(1).unwrap().unwrap().script, "#!/bin/sh\n");
         assert!(store.payload(2).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn purged_jobs_and_their_payloads_are_gone_after_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            let mut batch = updates(&[1, 2].map(|id| job(id, JobState::Completed)));
+            batch.payloads.push((1, payload()));
+            batch.payloads.push((2, payload()));
+            store.commit(batch).unwrap();
+            store
+                .commit(Batch {
+                    purged: vec![1],
+                    ..Batch::default()
+                })
+                .unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let ids: Vec<u32> = store.load().unwrap().jobs.iter().map(|j| j.id).collect();
+        assert_eq!(ids, vec![2]);
+        assert!(store.payload(1).unwrap().is_none());
+        assert!(store.payload(2).unwrap().is_some());
     }
 
     #[tokio::test]

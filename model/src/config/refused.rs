@@ -378,6 +378,11 @@ fn rows() -> Vec<Row> {
             &["name: invalid partition name `gpu nodes`"],
         ),
         row(
+            "[controller]\naddr = \"h:1\"\npurge_job_after = \"12weeks\"\n",
+            3,
+            &["purge_job_after: `12weeks` is not an age"],
+        ),
+        row(
             "[controller]\naddr = \"h:1\"\nreturn_to_service = 3\n",
             3,
             &["return_to_service: must be 0, 1 or 2, not 3"],
