@@ -226,6 +226,7 @@ impl NodeAgent for Agent {
         &self,
         request: Request<StepStatsRequest>,
     ) -> Result<Response<StepStatsReply>, Status> {
+        let caller = auth::identity(&request)?.uid;
         let job_id = request.into_inner().job_id;
         let confinement = self.jobs.confinement();
         let node = self.jobs.node_name().to_string();
@@ -242,24 +243,34 @@ impl NodeAgent for Agent {
                 job_id,
             )
             .ok()?;
-            Some(
-                cg.steps()
+            // As slurmd answers a step's statistics: to the job's owner (a user with a
+            // process of the job here) and to root.
+            if caller != 0
+                && !cg
+                    .processes()
                     .into_iter()
-                    .filter_map(|dir| {
-                        let usage = cg.step_usage(&dir, &node)?;
-                        let step_id = dir.strip_prefix("step_").unwrap_or(&dir).to_string();
-                        Some(StepStat {
-                            step_id,
-                            usage: Some(proto::convert::usage_to_wire(&usage)),
-                            num_processes: cg.step_processes(&dir).len() as u32,
-                        })
+                    .any(|pid| crate::procfs::owner(pid) == Some(caller))
+            {
+                return Some(Err(()));
+            }
+            Some(Ok(cg
+                .steps()
+                .into_iter()
+                .filter_map(|dir| {
+                    let usage = cg.step_usage(&dir, &node)?;
+                    let step_id = dir.strip_prefix("step_").unwrap_or(&dir).to_string();
+                    Some(StepStat {
+                        step_id,
+                        usage: Some(proto::convert::usage_to_wire(&usage)),
+                        num_processes: cg.step_processes(&dir).len() as u32,
                     })
-                    .collect::<Vec<_>>(),
-            )
+                })
+                .collect::<Vec<_>>()))
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?
-        .unwrap_or_default();
+        .unwrap_or(Ok(Vec::new()))
+        .map_err(|()| Status::permission_denied("Access/permission denied"))?;
         Ok(Response::new(StepStatsReply { steps }))
     }
 

@@ -1,8 +1,14 @@
 //! Small readers of Linux `/proc`: which process is a job's supervisor, a process's
-//! children, the boot time and the memory size of the host.
+//! children and owner, the boot time and the memory size of the host.
 
 use std::fs;
 use std::path::Path;
+
+/// The uid a process runs as (its `/proc` entry's owner), or `None` when it is gone.
+pub fn owner(pid: u32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
+}
 
 /// A process's command line, or `None` when it is gone (or a zombie).
 pub fn cmdline(pid: u32) -> Option<Vec<String>> {

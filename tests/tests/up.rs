@@ -386,8 +386,8 @@ fn drover_help_lists_every_command_and_version_names_slurms() {
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     for name in [
-        "up", "why", "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "sprio",
-        "sshare", "sstat", "sbcast", "sattach",
+        "up", "why", "export", "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct",
+        "sacctmgr", "sreport", "srun", "sprio", "sshare", "sstat", "sbcast", "sattach",
     ] {
         let lines = help
             .lines()

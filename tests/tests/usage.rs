@@ -99,6 +99,14 @@ fn sstat_shows_a_running_batch_step_and_sacct_keeps_what_it_used() {
     // Without a step: the lowest running one, here the batch step.
     let out = c.ok(&["sstat", "-n", "-P", "-o", "JobID", "-j", &id.to_string()]);
     assert_eq!(out.trim(), step);
+    // Another user is not told what root's job uses.
+    let bob = c.user("drover-bob");
+    let denied = c.run_as(&bob, &["sstat", "-n", "-P", "-j", &step]);
+    assert!(denied.stdout.is_empty(), "{denied:?}");
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains("tn1: Access/permission denied"),
+        "{denied:?}"
+    );
 
     std::fs::write(c.work.join("go"), "").unwrap();
     c.wait_state(id, "COMPLETED", T);
