@@ -781,11 +781,19 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::ShowAccountingRequest>,
     ) -> Result<Response<v1::ShowAccountingReply>, Status> {
-        self.requester(&req)?;
-        Ok(Response::new(proto::convert::associations_to_wire(
-            &self.sched().assocs,
-            &self.config.cluster_name,
-        )))
+        let viewer = self.requester(&req)?;
+        let sched = self.sched();
+        let (accounts, users) = (
+            self.private(model::config::PrivateData::Accounts),
+            self.private(model::config::PrivateData::Users),
+        );
+        let visible = if viewer.is_operator() || !(accounts || users) {
+            proto::convert::associations_to_wire(&sched.assocs, &self.config.cluster_name)
+        } else {
+            let own = sched.assocs.visible_to(&viewer.user, accounts, users);
+            proto::convert::associations_to_wire(&own, &self.config.cluster_name)
+        };
+        Ok(Response::new(visible))
     }
 
     async fn change_accounting(

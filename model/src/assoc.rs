@@ -339,6 +339,50 @@ impl Associations {
         }
     }
 
+    /// What `user` may see of the associations under Slurm's PrivateData `accounts`
+    /// and `users`: with `accounts`, the accounts they belong to or coordinate (and,
+    /// for the tree's sake, the names of those above them); with `users`, themselves
+    /// and, in the accounts they coordinate, those accounts' users. Operators see all;
+    /// the caller decides.
+    ///
+    /// Example: alice in `vision` under `ml`, bob in `physics`; with both words alice
+    /// sees root, ml (its name and limits, no users), vision with alice only, no
+    /// physics and no bob.
+    pub fn visible_to(&self, user: &str, accounts: bool, users: bool) -> Associations {
+        let mut out = self.clone();
+        let own = |a: &Account| a.users.contains(user) || self.coordinates(user, &a.name);
+        if accounts {
+            let mut keep: BTreeSet<String> = BTreeSet::new();
+            for a in self.accounts.values().filter(|a| own(a)) {
+                keep.extend(self.lineage(&a.name).iter().map(|l| l.name.clone()));
+            }
+            out.accounts.retain(|name, _| keep.contains(name));
+            for a in out.accounts.values_mut() {
+                if !own(&self.accounts[&a.name]) {
+                    a.users.clear();
+                    a.user_limits.clear();
+                    a.coordinators.clear();
+                }
+            }
+            out.relink();
+        }
+        if users {
+            for a in out.accounts.values_mut() {
+                if !self.coordinates(user, &a.name) {
+                    a.users.retain(|u| u == user);
+                    a.user_limits.retain(|u, _| u == user);
+                }
+            }
+            let seen: BTreeSet<String> = out
+                .accounts
+                .values()
+                .flat_map(|a| a.users.iter().cloned())
+                .collect();
+            out.users.retain(|u, _| u == user || seen.contains(u));
+        }
+        out
+    }
+
     /// The AdminLevel accounting gives a user.
     pub fn admin_level(&self, user: &str) -> AdminLevel {
         self.users
@@ -520,6 +564,39 @@ mod tests {
         assert_eq!(level("root"), AdminLevel::Administrator);
         assert_eq!(level("alice"), AdminLevel::None);
         assert!(AdminLevel::Administrator > AdminLevel::Operator);
+    }
+
+    #[test]
+    fn private_accounts_and_users_show_a_user_their_own() {
+        let a = Associations::from_config(&config(
+            "[[accounts]]\nname = \"ml\"\nusers = [\"erin\"]\ncoordinators = [\"bob\"]\n\
+             [[accounts]]\nname = \"vision\"\nparent = \"ml\"\nusers = [\"alice\", \"carol\"]\n\
+             [[accounts]]\nname = \"physics\"\nusers = [\"dave\"]\n",
+        ));
+        let names = |v: &Associations| v.accounts.keys().cloned().collect::<Vec<_>>();
+        let users = |v: &Associations, acct: &str| {
+            v.accounts[acct].users.iter().cloned().collect::<Vec<_>>()
+        };
+        let alice = a.visible_to("alice", true, true);
+        assert_eq!(names(&alice), ["ml", "root", "vision"]);
+        assert!(users(&alice, "ml").is_empty());
+        assert_eq!(users(&alice, "vision"), ["alice"]);
+        assert_eq!(alice.users.keys().collect::<Vec<_>>(), ["alice"]);
+        assert!(alice.accounts["ml"].children.contains("vision"));
+        // A coordinator sees their accounts whole, with their users.
+        let bob = a.visible_to("bob", true, true);
+        assert_eq!(names(&bob), ["ml", "root", "vision"]);
+        assert_eq!(users(&bob, "vision"), ["alice", "carol"]);
+        assert!(bob.users.contains_key("carol") && !bob.users.contains_key("dave"));
+        // `users` alone keeps every account, `accounts` alone every user of them.
+        assert_eq!(
+            a.visible_to("alice", false, true).accounts.len(),
+            a.accounts.len()
+        );
+        assert_eq!(
+            users(&a.visible_to("alice", true, false), "vision"),
+            ["alice", "carol"]
+        );
     }
 
     #[test]

@@ -354,6 +354,11 @@ impl Default for ControllerConfig {
 pub enum PrivateData {
     Jobs,
     Usage,
+    /// `sacctmgr show`: only the accounts a user belongs to or coordinates.
+    Accounts,
+    /// `sacctmgr show`: only the user themselves (and their accounts' users, for a
+    /// coordinator).
+    Users,
 }
 
 impl PrivateData {
@@ -362,6 +367,8 @@ impl PrivateData {
         match self {
             PrivateData::Jobs => "jobs",
             PrivateData::Usage => "usage",
+            PrivateData::Accounts => "accounts",
+            PrivateData::Users => "users",
         }
     }
 }

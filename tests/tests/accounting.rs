@@ -233,3 +233,45 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
         "{report}"
     );
 }
+
+/// `private_data = ["accounts", "users"]` (Slurm's PrivateData): a user's `sacctmgr
+/// show` lists only their own accounts and themselves; an administrator sees all.
+#[test]
+fn private_accounting_shows_a_user_only_their_own() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        controller_extra: "private_data = [\"accounts\", \"users\"]\n".into(),
+        extra: "[[accounts]]\nname = \"ml\"\nusers = [\"drover-alice\", \"drover-carol\"]\n\
+                [[accounts]]\nname = \"physics\"\nusers = [\"drover-bob\"]\n"
+            .into(),
+        ..ClusterSpec::default()
+    });
+    let alice = c.user("drover-alice");
+    let rows = |out: std::process::Output| -> Vec<String> {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).lines().map(str::to_string).collect()
+    };
+    let seen = rows(c.run_as(
+        &alice,
+        &[
+            "sacctmgr",
+            "-n",
+            "-P",
+            "show",
+            "assoc",
+            "format=account,user",
+        ],
+    ));
+    assert_eq!(seen, ["root|", "ml|", "ml|drover-alice"]);
+    let users = rows(c.run_as(
+        &alice,
+        &["sacctmgr", "-n", "-P", "show", "user", "format=user"],
+    ));
+    assert_eq!(users, ["drover-alice"]);
+    let all = show(&c, &["assoc", "format=account,user"]);
+    assert!(
+        all.contains(&"physics|drover-bob".to_string())
+            && all.contains(&"ml|drover-carol".to_string()),
+        "{all:?}"
+    );
+}
