@@ -11,6 +11,7 @@
 //! Names of accounts and QOS are lower case, as Slurm keeps them.
 
 use crate::assoc::{Account, AdminLevel, Associations, Limits, Qos, ROOT, User};
+use crate::job::PreemptMode;
 use crate::reservation_change::ListEdit;
 use crate::tres::{self, TresCounts};
 use crate::units;
@@ -210,7 +211,7 @@ pub struct Settings {
     pub default_qos: Option<String>,
     pub preempt: Option<ListEdit<String>>,
     /// `cancel`, `requeue`, `suspend`, `off` or `cluster` (the cluster's default).
-    pub preempt_mode: Option<String>,
+    pub preempt_mode: Option<Option<PreemptMode>>,
     pub grace_time_s: Option<u32>,
     pub usage_factor: Option<f64>,
     pub limits: Vec<(LimitKind, LimitValue)>,
@@ -322,7 +323,14 @@ pub fn admin_level_name(level: AdminLevel) -> &'static str {
     }
 }
 
-const PREEMPT_MODES: [&str; 5] = ["cancel", "requeue", "suspend", "off", "cluster"];
+/// A QOS's PreemptMode as sacctmgr takes it: a mode, or `cluster` (`None`: the
+/// cluster's `[scheduler] preempt_mode`).
+pub fn parse_preempt_mode(word: &str) -> Option<Option<PreemptMode>> {
+    if word.trim().eq_ignore_ascii_case("cluster") {
+        return Some(None);
+    }
+    PreemptMode::parse(word).map(Some)
+}
 
 impl AssocChange {
     /// Parses the words after `sacctmgr ACTION ENTITY`: names, `where`, `set` and
@@ -410,14 +418,12 @@ impl Settings {
             "defaultqos" | "defqos" => self.default_qos = Some(value.to_lowercase()),
             "preempt" => self.preempt = Some(list(value)?),
             "preemptmode" => {
-                let mode = value.to_ascii_lowercase();
-                if !PREEMPT_MODES.contains(&mode.as_str()) {
-                    return Err(format!(
-                        "Invalid PreemptMode '{value}': it is one of {}",
-                        PREEMPT_MODES.join(", ")
-                    ));
-                }
-                self.preempt_mode = Some(mode);
+                self.preempt_mode = Some(parse_preempt_mode(value).ok_or_else(|| {
+                    format!(
+                        "Invalid PreemptMode '{value}': it is one of cancel, requeue, \
+                         suspend, off, cluster"
+                    )
+                })?);
             }
             // Seconds, as Slurm's GraceTime (or a [days-]hours:minutes:seconds time).
             "gracetime" => {
@@ -462,13 +468,8 @@ impl Settings {
     }
 
     /// Refuses values the words could not have given (a change that came over the
-    /// wire is checked again): an unknown PreemptMode or TRES, a negative factor.
+    /// wire is checked again): an unknown TRES, a negative factor.
     fn check_values(&self) -> Result<(), String> {
-        if let Some(mode) = self.preempt_mode.as_deref()
-            && !PREEMPT_MODES.contains(&mode)
-        {
-            return Err(format!("Invalid PreemptMode '{mode}'"));
-        }
         if let Some(f) = self.usage_factor
             && !(f.is_finite() && f >= 0.0)
         {
@@ -747,12 +748,8 @@ fn modify_qos(q: &mut Qos, s: &Settings) {
     if let Some(edit) = &s.preempt {
         q.preempt = edit.apply(&q.preempt);
     }
-    if let Some(mode) = &s.preempt_mode {
-        q.preempt_mode = if mode == "cluster" {
-            String::new()
-        } else {
-            mode.clone()
-        };
+    if let Some(mode) = s.preempt_mode {
+        q.preempt_mode = mode.map(|m| m.name().to_lowercase()).unwrap_or_default();
     }
     if let Some(g) = s.grace_time_s {
         q.grace_time = g;
@@ -1240,6 +1237,20 @@ mod tests {
             Some(90)
         );
         assert!(err("modify qos high set gracetime=soon").contains("GraceTime"));
+        // PreemptMode is a mode or the cluster's.
+        assert_eq!(
+            change("modify qos high set preemptmode=Requeue")
+                .settings
+                .preempt_mode,
+            Some(Some(PreemptMode::Requeue))
+        );
+        assert_eq!(
+            change("modify qos high set preemptmode=cluster")
+                .settings
+                .preempt_mode,
+            Some(None)
+        );
+        assert!(err("modify qos high set preemptmode=gently").contains("PreemptMode"));
     }
 
     #[test]

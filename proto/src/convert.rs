@@ -1332,7 +1332,10 @@ pub fn assoc_change_to_wire(c: &AssocChange, dry_run: bool) -> v1::ChangeAccount
             qos: s.qos.as_ref().map(strings_edit_to_wire),
             default_qos: s.default_qos.clone(),
             preempt: s.preempt.as_ref().map(strings_edit_to_wire),
-            preempt_mode: s.preempt_mode.clone(),
+            preempt_mode: s.preempt_mode.map(|m| match m {
+                Some(mode) => mode.name().to_lowercase(),
+                None => "cluster".into(),
+            }),
             grace_time_s: s.grace_time_s,
             usage_factor: s.usage_factor,
             limits,
@@ -1396,7 +1399,13 @@ pub fn assoc_change_from_wire(
             .preempt
             .map(|e| edit_from_wire(e.kind, e.items))
             .transpose()?,
-        preempt_mode: s.preempt_mode,
+        preempt_mode: s
+            .preempt_mode
+            .map(|word| {
+                model::assoc_change::parse_preempt_mode(&word)
+                    .ok_or_else(|| format!("unknown preempt mode `{word}`"))
+            })
+            .transpose()?,
         grace_time_s: s.grace_time_s,
         usage_factor: s.usage_factor,
         limits,

@@ -224,6 +224,7 @@ impl<'a> LimitTracker<'a> {
         let qos_name = assocs.qos_of(spec).to_string();
         let req = with_billing(tres::job_request(spec), &self.billing_weights);
         let wall = job.time_limit_min;
+        let run_mins = job_run_mins(&req, wall);
         let over_wall = |l: &Limits| {
             l.max_wall_min
                 .is_some_and(|max| wall.is_none_or(|w| w > max))
@@ -253,7 +254,6 @@ impl<'a> LimitTracker<'a> {
             if let Some(name) = over(&l.max_tres_per_user, self.qos_user_tres.get(&qu), &req) {
                 return Some(Reason::Limit(LimitReason::QosPerUser(TresClass::of(name))));
             }
-            let run_mins = job_run_mins(&req, wall);
             if let Some(name) = over(
                 &l.grp_tres_run_mins,
                 self.qos_run_mins.get(&qos_name),
@@ -301,7 +301,6 @@ impl<'a> LimitTracker<'a> {
                     return Some(tres_reason(Scope::Assoc, TresLimit::GrpMins, name));
                 }
             }
-            let run_mins = job_run_mins(&req, wall);
             if let Some(name) = over(
                 &l.grp_tres_run_mins,
                 self.acct_run_mins.get(&a.name),

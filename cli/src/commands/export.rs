@@ -28,16 +28,6 @@ Usage: drover export csv|jsonl [SACCT OPTIONS]
   line, as sacct --json shapes it).
 ";
 
-/// Does the command line choose the fields (`-o`, `--format`, `-b`, `-l`)?
-fn chooses_fields(args: &[String]) -> bool {
-    args.iter().any(|a| {
-        a.starts_with("--format")
-            || a.starts_with("--brief")
-            || a.starts_with("--long")
-            || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains(['o', 'b', 'l']))
-    })
-}
-
 pub fn run(args: &[String]) -> ExitCode {
     let how = match args.first().map(String::as_str) {
         Some("csv") => Export::Csv,
@@ -52,14 +42,13 @@ pub fn run(args: &[String]) -> ExitCode {
         }
         None => return Exit::error("drover export", "csv or jsonl?").finish(),
     };
-    let mut sacct_args: Vec<String> = args[1..].to_vec();
-    if how == Export::Csv && !chooses_fields(&sacct_args) {
-        sacct_args.insert(0, format!("--format={FIELDS}"));
-    }
-    let (opts, jobs, ctx) = match sacct::select("drover export", &sacct_args) {
+    let (mut opts, jobs, ctx) = match sacct::select("drover export", &args[1..]) {
         Ok(selected) => selected,
         Err(code) => return code,
     };
+    if !opts.fields_given {
+        opts.fields = sacct::parse_fields(FIELDS).expect("the export fields are sacct's");
+    }
     match sacct::export(&opts, &jobs, &ctx, how) {
         Ok(text) => {
             print!("{text}");
@@ -73,22 +62,8 @@ pub fn run(args: &[String]) -> ExitCode {
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
     #[test]
-    fn fields_are_chosen_only_by_the_field_options() {
-        assert!(chooses_fields(&s(&["-a", "--format=JobID"])));
-        assert!(chooses_fields(&s(&["-ao", "JobID"])));
-        assert!(chooses_fields(&s(&["-l"])));
-        assert!(!chooses_fields(&s(&[
-            "-a",
-            "-S",
-            "2026-01-01",
-            "--units=M"
-        ])));
-        // Every default field is one sacct knows.
+    fn the_default_fields_are_sacct_fields() {
         assert!(sacct::parse_fields(FIELDS).is_ok());
     }
 }

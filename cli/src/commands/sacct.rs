@@ -138,6 +138,9 @@ pub fn parse_fields(list: &str) -> Result<Vec<(&'static Sacct, i32)>, String> {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub fields: Vec<(&'static Sacct, i32)>,
+    /// The command line chose the fields (`-o`, `-b`, `-l`), not SACCT_FORMAT or the
+    /// default.
+    pub fields_given: bool,
     pub noheader: bool,
     pub mode: Parsable,
     pub delimiter: String,
@@ -256,6 +259,7 @@ pub fn parse_args(
     if p.has("long") {
         field_text.push(LONG_FIELDS.into());
     }
+    let fields_given = !field_text.is_empty();
     if field_text.is_empty() {
         field_text.push(env("SACCT_FORMAT").unwrap_or_else(|| DEFAULT_FIELDS.into()));
     }
@@ -274,6 +278,7 @@ pub fn parse_args(
     };
     Ok(Options {
         fields,
+        fields_given,
         noheader: p.has("noheader"),
         mode: if p.has("parsable2") {
             Parsable::NoEnding
@@ -1053,6 +1058,7 @@ mod tests {
              11,verylongjobname,FAILED\n\
              11.batch,batch,FAILED\n"
         );
+        assert!(opts.fields_given && !parse(&["-j", "10"]).unwrap().fields_given);
         let lines = export(&opts, &served, &ctx(), Export::JsonLines).unwrap();
         let docs: Vec<serde_json::Value> = lines
             .lines()

@@ -1041,8 +1041,8 @@ fn qos_settings(s: &Settings) -> String {
     if let Some(p) = &s.preempt {
         line(&mut out, "Preempt", &edit_text(p));
     }
-    if let Some(m) = s.preempt_mode.as_deref().filter(|m| *m != "cluster") {
-        line(&mut out, "PreemptMode", &m.to_uppercase());
+    if let Some(Some(m)) = s.preempt_mode {
+        line(&mut out, "PreemptMode", m.name());
     }
     if let Some(p) = s.priority {
         line(&mut out, "Priority", &p.to_string());
