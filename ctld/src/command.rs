@@ -234,6 +234,8 @@ pub struct Registration {
     pub cpus: u32,
     pub memory_mb: u64,
     pub gpus: Vec<model::GpuDevice>,
+    /// The CPU ids of each NUMA node as the node found them (empty: not known).
+    pub numa_cpus: Vec<Vec<u32>>,
     pub features: Vec<String>,
     pub boot_time: Time,
     pub jobs: Vec<JobOnNode>,

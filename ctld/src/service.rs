@@ -941,6 +941,8 @@ impl v1::node_control_server::NodeControl for Services {
         req: Request<v1::RegisterRequest>,
     ) -> Result<Response<v1::RegisterReply>, Status> {
         let req = req.into_inner();
+        let numa_cpus = proto::convert::numa_cpus_from_wire(req.numa_nodes)
+            .map_err(Status::invalid_argument)?;
         let reg = command::Registration {
             node: req.node_name,
             addr: req.agent_addr,
@@ -951,6 +953,7 @@ impl v1::node_control_server::NodeControl for Services {
                 .into_iter()
                 .map(proto::convert::gpu_from_wire)
                 .collect(),
+            numa_cpus,
             features: req.features,
             boot_time: req.boot_time,
             jobs: jobs_from_wire(req.jobs),

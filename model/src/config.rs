@@ -392,6 +392,13 @@ pub struct NodeConfig {
     /// rest on NUMA 1.
     #[serde(default)]
     pub gpu_numa: Vec<u32>,
+    /// The CPU ids of each NUMA node, by NUMA node id, every CPU in exactly one:
+    /// `["0-7,16-23", "8-15,24-31"]`. Jobs get CPUs on the NUMA nodes of their GPUs by
+    /// these until the node daemon reports what it found (hwloc), and always on nodes
+    /// whose entry says `config_overrides`. Default: the CPUs split evenly over the
+    /// NUMA nodes of the GPUs.
+    #[serde(default)]
+    pub numa_cpus: Vec<String>,
     /// The NVLink domains, each a list of GPU indices (`"0-3"`, `"0,2,4-5"`), every
     /// GPU in exactly one; a GPU without NVLink is a domain of its own. Default: one
     /// domain per NUMA node.
@@ -402,6 +409,11 @@ pub struct NodeConfig {
     /// the files of GPUs they were not given.
     #[serde(default)]
     pub gpu_files: String,
+    /// The memory of each GPU (`80G`), for nodes whose entry says `config_overrides`
+    /// (NVML tells it otherwise): an MPS job's share of it is its pinned device memory
+    /// limit (`CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`). Default: not known, no limit.
+    #[serde(default)]
+    pub gpu_memory: String,
     /// The node daemons of this entry report what it declares instead of what they
     /// find on their host (Slurm's `SlurmdParameters=config_overrides`): for emulated
     /// and test clusters, whose nodes are more than their host. Their GPUs are then the
@@ -420,7 +432,8 @@ pub struct NodeConfig {
     #[serde(default)]
     pub mig_gpus: Option<u32>,
     /// `gres/shard`: each of the entry's GPUs in shared use is `shards_per_gpu` shards
-    /// (`--gres=shard:N`), which jobs share; such a GPU is not given whole.
+    /// (`--gres=shard:N`), which jobs share; such a GPU is given whole too while none
+    /// of its shards is taken, unless `whole_shared_gpus = false`.
     #[serde(default)]
     pub shards_per_gpu: u32,
     /// How many of the `gpus` are in shared use, the last ones by index (after those in
@@ -429,13 +442,19 @@ pub struct NodeConfig {
     pub shard_gpus: Option<u32>,
     /// `gres/mps`: each of the entry's GPUs shared through MPS is `mps_per_gpu` shares
     /// (`--gres=mps:N` gets N of them: `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` is N out of
-    /// `mps_per_gpu`); such a GPU is not given whole.
+    /// `mps_per_gpu`); such a GPU is given whole too while none of its shares is taken,
+    /// unless `whole_shared_gpus = false`.
     #[serde(default)]
     pub mps_per_gpu: u32,
     /// How many of the `gpus` are shared through MPS, the last ones by index (after the
     /// shard ones): 1 by default with `mps_per_gpu`.
     #[serde(default)]
     pub mps_gpus: Option<u32>,
+    /// Whether the GPUs in shared use (`shards_per_gpu`, `mps_per_gpu`) are also given
+    /// whole while none of their shares is taken, as Slurm gives such a GPU either as
+    /// `gres/gpu` or as shares (the default); `false` keeps them for shares only.
+    #[serde(default = "yes")]
+    pub whole_shared_gpus: bool,
 }
 
 impl NodeConfig {
@@ -464,6 +483,14 @@ impl NodeConfig {
         ]
     }
 
+    /// The CPU ids of each NUMA node, by NUMA node id (assumes `check` passed).
+    pub fn numa_cpu_ids(&self) -> Vec<Vec<u32>> {
+        self.numa_cpus
+            .iter()
+            .map(|ids| parse_indices(ids, self.cpus, "CPU").unwrap_or_default())
+            .collect()
+    }
+
     /// How many of the entry's GPUs are in MIG mode.
     pub fn mig_gpu_count(&self) -> u32 {
         match (self.mig_layout.is_empty(), self.mig_gpus) {
@@ -473,8 +500,9 @@ impl NodeConfig {
     }
 
     /// The devices of one node of this entry, by index, each with the physical GPU it
-    /// is on: the whole GPUs, the MIG instances of each GPU in MIG mode, then the shares
-    /// of each GPU in shared use (shards, then MPS shares).
+    /// is on: the whole GPUs, the MIG instances of each GPU in MIG mode, the GPUs in
+    /// shared use whole (with `whole_shared_gpus`), then the shares of each GPU in
+    /// shared use (shards, then MPS shares).
     fn devices_on_gpus(&self) -> Vec<(u32, String)> {
         let shared: u32 = self.shared_gpus().iter().map(|(_, n, _)| n).sum();
         let shared = shared.min(self.gpus);
@@ -484,6 +512,9 @@ impl NodeConfig {
         let mut out: Vec<(u32, String)> = (0..whole).map(|g| (g, self.gpu_type.clone())).collect();
         for g in whole..whole + mig {
             out.extend(layout.iter().map(|profile| (g, profile.clone())));
+        }
+        if self.whole_shared_gpus {
+            out.extend((whole + mig..self.gpus).map(|g| (g, self.gpu_type.clone())));
         }
         let mut g = whole + mig;
         for (kind, gpus, per_gpu) in self.shared_gpus() {
@@ -511,10 +542,24 @@ impl NodeConfig {
             .collect()
     }
 
+    /// The memory of each GPU device of one node of this entry in MB, by device index
+    /// (`gpu_memory`; a share's is its GPU's, a MIG instance's not known: 0); empty
+    /// without `gpu_memory` (assumes `check` passed).
+    pub fn gpu_memory_list(&self) -> Vec<u64> {
+        let Ok(memory) = units::parse_memory_mb(&self.gpu_memory) else {
+            return Vec::new();
+        };
+        self.devices_on_gpus()
+            .iter()
+            .map(|(_, t)| if node::is_mig_profile(t) { 0 } else { memory })
+            .collect()
+    }
+
     /// The GPUs of one node of this entry with their topology (assumes `check` passed):
     /// a MIG instance is on its GPU's NUMA node, in an NVLink domain of its own (as
     /// discovery finds them); the shards of a GPU share a domain of their own, so that a
-    /// job's shards come from one GPU where one has enough.
+    /// job's shards come from one GPU where one has enough, and name its whole device
+    /// when it is given whole too (`GpuDevice::whole`).
     pub fn gpu_devices(&self) -> Vec<GpuDevice> {
         let domains: Vec<Vec<u32>> = self
             .nvlink_domains
@@ -523,12 +568,23 @@ impl NodeConfig {
             .collect();
         let mut next_domain = self.gpus.max(domains.len() as u32);
         let mut shard_domains: std::collections::BTreeMap<u32, u32> = Default::default();
-        self.devices_on_gpus()
-            .into_iter()
+        let devices = self.devices_on_gpus();
+        let whole_device = |g: u32| {
+            devices
+                .iter()
+                .position(|(d, t)| *d == g && *t == self.gpu_type)
+                .map(|k| k as u32)
+        };
+        devices
+            .iter()
             .enumerate()
             .map(|(index, (g, gpu_type))| {
-                let mut gpu = GpuDevice::with_default_topology(g, self.gpus, &gpu_type);
+                let (g, gpu_type) = (*g, gpu_type.as_str());
+                let mut gpu = GpuDevice::with_default_topology(g, self.gpus, gpu_type);
                 gpu.index = index as u32;
+                if gpu.is_share() {
+                    gpu.whole = whole_device(g);
+                }
                 if let Some(&numa) = self.gpu_numa.get(g as usize) {
                     gpu.numa = numa;
                 }
@@ -537,7 +593,7 @@ impl NodeConfig {
                         next_domain += 1;
                         next_domain - 1
                     })
-                } else if node::is_mig_profile(&gpu_type) {
+                } else if node::is_mig_profile(gpu_type) {
                     next_domain += 1;
                     next_domain - 1
                 } else if domains.is_empty() {
@@ -558,24 +614,29 @@ pub fn default_gpu_files(count: u32) -> Vec<String> {
 
 /// GPU indices `0-3`, `0,2,4-5` of a node with `count` GPUs, sorted.
 pub fn parse_gpu_indices(text: &str, count: u32) -> Result<Vec<u32>, String> {
+    parse_indices(text, count, "GPU")
+}
+
+/// Indices `0-3`, `0,2,4-5` of a node's `count` CPUs or GPUs (`what`), sorted.
+pub fn parse_indices(text: &str, count: u32, what: &str) -> Result<Vec<u32>, String> {
     let mut out = Vec::new();
     for part in text.split(',') {
         let part = part.trim();
         let num = |s: &str| {
             s.trim()
                 .parse::<u32>()
-                .map_err(|_| format!("invalid GPU index list `{text}`"))
+                .map_err(|_| format!("invalid {what} index list `{text}`"))
         };
         let (lo, hi) = match part.split_once('-') {
             Some((a, b)) => (num(a)?, num(b)?),
             None => (num(part)?, num(part)?),
         };
         if lo > hi {
-            return Err(format!("invalid GPU index range `{part}`"));
+            return Err(format!("invalid {what} index range `{part}`"));
         }
         if hi >= count {
             return Err(format!(
-                "GPU index {hi} out of range (the node has {count} GPUs)"
+                "{what} index {hi} out of range (the node has {count} {what}s)"
             ));
         }
         out.extend(lo..=hi);
@@ -650,6 +711,9 @@ fn unlimited() -> String {
 }
 fn up() -> String {
     "UP".into()
+}
+fn yes() -> bool {
+    true
 }
 fn one() -> u32 {
     1
@@ -775,6 +839,7 @@ impl Config {
             for host in hostlist::expand(&n.names).unwrap_or_default() {
                 let mut node = Node::from_config(&host, n.cpus, mem, n.gpu_devices());
                 node.features = n.features.clone();
+                node.numa_cpus = n.numa_cpu_ids();
                 out.push(node);
             }
         }
@@ -1374,7 +1439,8 @@ gpu_type = "h100"
 
     #[test]
     fn shared_gpus_are_shards_of_their_own_kind() {
-        let text = format!("{BASE}shards_per_gpu = 4\nshard_gpus = 2\n");
+        const SHARES_ONLY: &str = "whole_shared_gpus = false\n";
+        let text = format!("{BASE}{SHARES_ONLY}shards_per_gpu = 4\nshard_gpus = 2\n");
         let (c, node) = node_g1(&text);
         let types = gpu_types(&node);
         let mut want = vec!["h100"; 6];
@@ -1387,7 +1453,7 @@ gpu_type = "h100"
         assert_eq!(&files[6..10], ["/dev/nvidia6"; 4]);
         assert_eq!(&files[10..], ["/dev/nvidia7"; 4]);
         // With MIG: whole GPUs, then MIG instances, then shards.
-        let text = format!("{BASE}mig_layout = \"7x1g.10gb\"\nshards_per_gpu = 2\n");
+        let text = format!("{BASE}{SHARES_ONLY}mig_layout = \"7x1g.10gb\"\nshards_per_gpu = 2\n");
         let (_, node) = node_g1(&text);
         let types = gpu_types(&node);
         let mut want = vec!["h100"; 6];
@@ -1395,7 +1461,8 @@ gpu_type = "h100"
         want.extend(["shard"; 2]);
         assert_eq!(types, want);
         // Shards and MPS shares on GPUs of their own, after the whole ones.
-        let text = format!("{BASE}shards_per_gpu = 2\nmps_per_gpu = 10\nmps_gpus = 2\n");
+        let text =
+            format!("{BASE}{SHARES_ONLY}shards_per_gpu = 2\nmps_per_gpu = 10\nmps_gpus = 2\n");
         let (c, node) = node_g1(&text);
         let types = gpu_types(&node);
         let mut want = vec!["h100"; 5];
@@ -1424,7 +1491,66 @@ gpu_type = "h100"
             ),
             (
                 "shards_per_gpu = 64\nshard_gpus = 2\n",
-                "gpus: gives each node 134 GPU devices",
+                "gpus: gives each node 136 GPU devices",
+            ),
+        ] {
+            let e = Config::parse(&format!("{BASE}{extra}"), "t.toml").unwrap_err();
+            assert!(e.message.contains(message), "{extra}: {e}");
+        }
+    }
+
+    #[test]
+    fn shared_gpus_are_whole_gpus_too_and_their_shares_name_them() {
+        let text =
+            format!("{BASE}mig_layout = \"7x1g.10gb\"\nshards_per_gpu = 2\nshard_gpus = 2\n");
+        let (c, node) = node_g1(&text);
+        let types = gpu_types(&node);
+        // Plain GPUs 0-4, the MIG instances of GPU 5, GPUs 6-7 whole, their shards.
+        let mut want = vec!["h100"; 5];
+        want.extend(["1g.10gb"; 7]);
+        want.extend(["h100"; 2]);
+        want.extend(["shard"; 4]);
+        assert_eq!(types, want);
+        let wholes: Vec<Option<u32>> = node.gpus.iter().map(|g| g.whole).collect();
+        let mut want = vec![None; 14];
+        want.extend([Some(12), Some(12), Some(13), Some(13)]);
+        assert_eq!(wholes, want);
+        let files = c.node_entry("g1").unwrap().gpu_file_list();
+        assert_eq!(
+            (files[12].as_str(), files[15].as_str(), files[16].as_str()),
+            ("/dev/nvidia6", "/dev/nvidia6", "/dev/nvidia7")
+        );
+        // The whole devices keep their GPUs' topology: GPUs 6 and 7 are on NUMA 1.
+        assert_eq!((node.gpus[12].numa, node.gpus[13].numa), (1, 1));
+    }
+
+    #[test]
+    fn numa_cpus_name_each_numa_nodes_cpus_once() {
+        let text = format!("{BASE}numa_cpus = [\"0-3,8-11\", \"4-7,12-15\"]\n");
+        let (_, node) = node_g1(&text);
+        assert_eq!(
+            node.numa_cpus,
+            [
+                vec![0, 1, 2, 3, 8, 9, 10, 11],
+                vec![4, 5, 6, 7, 12, 13, 14, 15]
+            ]
+        );
+        for (extra, message) in [
+            (
+                "numa_cpus = [\"0-7\", \"8-16\"]\n",
+                "numa_cpus: CPU index 16 out of range",
+            ),
+            (
+                "numa_cpus = [\"0-8\", \"8-15\"]\n",
+                "numa_cpus: CPU 8 is on more than one NUMA node",
+            ),
+            (
+                "numa_cpus = [\"0-7\", \"9-15\"]\n",
+                "numa_cpus: CPU 8 is on no NUMA node",
+            ),
+            (
+                "numa_cpus = [\"0-15\"]\n",
+                "gpu_numa: GPU 4 is on NUMA node 1, which `numa_cpus` does not list",
             ),
         ] {
             let e = Config::parse(&format!("{BASE}{extra}"), "t.toml").unwrap_err();
@@ -1600,6 +1726,7 @@ mod placement_sample_tests {
         let keys = [
             "gpu_numa",
             "nvlink_domains",
+            "whole_shared_gpus",
             "allow_accounts",
             "deny_accounts",
             "allow_qos",

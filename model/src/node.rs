@@ -19,6 +19,11 @@ pub struct GpuDevice {
     /// The NVLink domain: GPUs of one domain talk over NVLink; across domains over
     /// PCIe or the inter-socket link.
     pub nvlink: u32,
+    /// For a share (shard or MPS share) of a GPU that is also given whole while none
+    /// of its shares is taken (Slurm's way with `gres/shard` and `gres/mps`): the index
+    /// of that whole GPU's device. A GPU is then given either whole or as shares, never
+    /// both at once. `None` for every other device.
+    pub whole: Option<u32>,
 }
 
 impl GpuDevice {
@@ -62,6 +67,7 @@ impl GpuDevice {
             uuid: String::new(),
             numa,
             nvlink: numa,
+            whole: None,
         }
     }
 }
@@ -153,6 +159,10 @@ pub struct Node {
     pub cpus: u32,
     pub memory_mb: u64,
     pub gpus: Vec<GpuDevice>,
+    /// The CPU ids of each NUMA node, by NUMA node id (sorted), as the node daemon
+    /// found them (hwloc) or the config declares them (`numa_cpus`); empty when not
+    /// known, and then the CPUs count as split evenly over the GPUs' NUMA nodes.
+    pub numa_cpus: Vec<Vec<u32>>,
     pub features: Vec<String>,
     pub health: NodeHealth,
     pub drain: bool,
@@ -171,6 +181,7 @@ impl Node {
             cpus,
             memory_mb,
             gpus,
+            numa_cpus: Vec::new(),
             features: Vec::new(),
             health: NodeHealth::Unknown,
             drain: false,
@@ -215,6 +226,31 @@ impl Node {
             }
         }
         out
+    }
+
+    /// The NUMA node of CPU `cpu`: the one whose CPU ids hold it (`numa_cpus`), else,
+    /// when those are not known or do not name it, by an even split of the CPUs over
+    /// as many NUMA nodes as the GPUs name (at least one): on a 16-CPU node whose GPUs
+    /// sit on NUMA 0 and 1, CPUs 0-7 are NUMA 0 and 8-15 NUMA 1.
+    pub fn cpu_numa(&self, cpu: u32) -> u32 {
+        if let Some(numa) = self
+            .numa_cpus
+            .iter()
+            .position(|ids| ids.binary_search(&cpu).is_ok())
+        {
+            return numa as u32;
+        }
+        let numa_nodes = self
+            .gpus
+            .iter()
+            .map(|g| g.numa + 1)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        if self.cpus == 0 {
+            return 0;
+        }
+        (u64::from(cpu) * u64::from(numa_nodes) / u64::from(self.cpus)) as u32
     }
 
     /// May the scheduler start new work here?
@@ -423,6 +459,23 @@ impl NodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_is_on_the_numa_node_that_lists_it_else_on_an_even_split() {
+        let gpus = (0..2)
+            .map(|i| GpuDevice::with_default_topology(i, 2, "h100"))
+            .collect();
+        let mut node = Node::from_config("n1", 16, 1024, gpus);
+        // Not known: 0-7 on NUMA 0, 8-15 on NUMA 1.
+        assert_eq!((node.cpu_numa(7), node.cpu_numa(8)), (0, 1));
+        // Interleaved, as many two-socket hosts number their threads.
+        node.numa_cpus = vec![
+            vec![0, 1, 2, 3, 8, 9, 10, 11],
+            vec![4, 5, 6, 7, 12, 13, 14, 15],
+        ];
+        let numa: Vec<u32> = (0..16).map(|c| node.cpu_numa(c)).collect();
+        assert_eq!(numa, [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1]);
+    }
 
     #[test]
     fn mig_profiles_and_layouts() {

@@ -143,6 +143,8 @@ pub enum Event {
         cpus: u32,
         memory_mb: u64,
         gpus: Vec<GpuDevice>,
+        /// The CPU ids of each NUMA node, by NUMA node id (empty: not known).
+        numa_cpus: Vec<Vec<u32>>,
         features: Vec<String>,
         boot_time: Time,
         time: Time,
@@ -657,6 +659,7 @@ impl ClusterState {
                 cpus,
                 memory_mb,
                 gpus,
+                numa_cpus,
                 features,
                 boot_time,
                 time,
@@ -669,6 +672,7 @@ impl ClusterState {
                 node.addr = addr.clone();
                 node.cpus = *cpus;
                 node.memory_mb = *memory_mb;
+                node.numa_cpus = numa_cpus.clone();
                 node.gpus = gpus.clone();
                 if !features.is_empty() {
                     node.features = features.clone();

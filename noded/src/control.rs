@@ -88,6 +88,7 @@ async fn register(jobs: &Jobs, ctld: &mut Controller, reg: &Registration) -> Reg
             jobs: report.clone(),
             boot_time: reg.boot_time,
             features: reg.resources.features.clone(),
+            numa_nodes: proto::convert::numa_cpus_to_wire(&reg.resources.numa_cpus),
         };
         match ctld.register(req).await {
             Ok(reply) => {

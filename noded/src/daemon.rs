@@ -112,6 +112,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         gpu_uuids: resources.gpus.iter().map(|g| g.uuid.clone()).collect(),
         gpu_numa: resources.gpus.iter().map(|g| g.numa).collect(),
         gpu_types: resources.gpus.iter().map(|g| g.gpu_type.clone()).collect(),
+        gpu_memory_mb: resources.gpu_memory_mb.clone(),
         prolog: config.node_daemon.prolog.clone(),
         epilog: config.node_daemon.epilog.clone(),
     });

@@ -126,6 +126,9 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
                 "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
                 mps_percentage(req).to_string(),
             );
+            if let Some(limit) = mps_pinned_memory(req) {
+                set("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", limit);
+            }
         } else {
             set("SLURM_SHARDS_ON_NODE", req.gpu_indices.len().to_string());
         }
@@ -176,29 +179,69 @@ pub fn set_var(env: &mut Vec<(String, String)>, name: &str, value: String) {
     }
 }
 
-/// An MPS job's share of its GPU, in percent: its MPS shares on the GPU of its first
-/// one, out of all that GPU's (the devices of its device file), as Slurm's gres/mps.
-fn mps_percentage(req: &LaunchInfo) -> u32 {
+/// An MPS job's shares per GPU, in the order `CUDA_VISIBLE_DEVICES` names its GPUs:
+/// a device of the GPU (its device file), the job's MPS shares on it and all the
+/// GPU's MPS shares (a GPU given whole too has a device of its own on the file).
+fn mps_shares_by_gpu(req: &LaunchInfo) -> Vec<(u32, u32, u32)> {
     let file = |g: u32| req.gpu_files.get(g as usize);
-    let Some(&first) = req.gpu_indices.first() else {
-        return 100;
+    let is_mps = |g: u32| {
+        req.gpu_types
+            .get(g as usize)
+            .is_some_and(|t| t == model::node::MPS)
     };
-    let mine = req
-        .gpu_indices
+    let mut out: Vec<(u32, u32, u32)> = Vec::new();
+    for &g in &req.gpu_indices {
+        match out.iter_mut().find(|(d, ..)| file(*d) == file(g)) {
+            Some((_, mine, _)) => *mine += 1,
+            None => {
+                let all = (0..req.gpu_files.len() as u32)
+                    .filter(|&d| file(d) == file(g) && is_mps(d))
+                    .count() as u32;
+                out.push((g, 1, all));
+            }
+        }
+    }
+    out
+}
+
+/// An MPS job's share of its GPU, in percent: its MPS shares on the GPU of its first
+/// one, out of all that GPU's, as Slurm's gres/mps.
+fn mps_percentage(req: &LaunchInfo) -> u32 {
+    match mps_shares_by_gpu(req).first() {
+        Some(&(_, mine, all)) => (100 * mine / all.max(1)).clamp(1, 100),
+        None => 100,
+    }
+}
+
+/// An MPS job's pinned device memory limit (`CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`): on
+/// each of its GPUs, by CUDA's ordinal, its share of the GPU's memory, as MPS reads it
+/// (`0=40960MB,1=8192MB`); `None` when a GPU's memory is not known.
+fn mps_pinned_memory(req: &LaunchInfo) -> Option<String> {
+    let limits: Option<Vec<String>> = mps_shares_by_gpu(req)
         .iter()
-        .filter(|&&g| file(g) == file(first))
-        .count() as u32;
-    let all = (0..req.gpu_files.len() as u32)
-        .filter(|&g| file(g) == file(first))
-        .count() as u32;
-    (100 * mine / all.max(1)).clamp(1, 100)
+        .enumerate()
+        .map(|(ordinal, &(g, mine, all))| {
+            let memory = req
+                .gpu_memory_mb
+                .get(g as usize)
+                .copied()
+                .filter(|m| *m > 0)?;
+            Some(format!(
+                "{ordinal}={}MB",
+                memory * u64::from(mine) / u64::from(all.max(1))
+            ))
+        })
+        .collect();
+    limits.filter(|l| !l.is_empty()).map(|l| l.join(","))
 }
 
 /// `CUDA_VISIBLE_DEVICES` for `gpus` (node indices) of the job on this node, as Slurm
 /// sets it: a MIG instance by its UUID; a whole GPU by its index among the job's own
 /// GPUs when the job's cgroup hides the node's others (CUDA then numbers the devices
-/// it can open from 0: the job's GPUs 2 and 3 are `0,1`), else by the node's index. A
-/// shard stands for the GPU it is on (the one of its device file), named once.
+/// it can open from 0: the job's GPUs 2 and 3 are `0,1`), else by the node's number of
+/// the GPU (the place of its device file among the node's). A shard stands for the
+/// GPU it is on (the one of its device file), named once, and so does a GPU given
+/// either whole or as shards, whose device comes after the node's other GPUs.
 /// `SLURM_JOB_GPUS` keeps the node's indices.
 pub fn cuda_visible_devices(req: &LaunchInfo, gpus: &[u32]) -> String {
     let uuid = |g: u32| {
@@ -241,8 +284,8 @@ pub fn cuda_visible_devices(req: &LaunchInfo, gpus: &[u32]) -> String {
             Some(u) => u.clone(),
             None if hidden && shard(g) => physical(&own, g).to_string(),
             None if hidden => own.iter().position(|o| *o == g).unwrap_or(0).to_string(),
-            None if shard(g) => physical(&node_devices, g).to_string(),
-            None => g.to_string(),
+            None if file(g).is_none() => g.to_string(),
+            None => physical(&node_devices, g).to_string(),
         };
         if !out.contains(&name) {
             out.push(name);
@@ -364,23 +407,29 @@ mod tests {
         assert_eq!(cuda_visible_devices(&info, &[2]), "2");
     }
 
+    /// The node's GPU devices: each one's device file and type.
+    fn with_devices(info: &mut LaunchInfo, files: &[&str], types: &[&str]) {
+        info.gpu_files = files.iter().map(|f| f.to_string()).collect();
+        info.gpu_types = types.iter().map(|t| t.to_string()).collect();
+    }
+
     #[test]
     fn shards_stand_for_their_gpu_in_cuda_and_count_in_slurm_shards_on_node() {
         let mut info = sample();
         // Device 0 a whole GPU; 1-3 shards of one GPU (one file), 4-5 of another.
-        info.gpu_files = [
+        let files = [
             "/dev/null",
             "/dev/zero",
             "/dev/zero",
             "/dev/zero",
             "/dev/full",
             "/dev/full",
-        ]
-        .map(String::from)
-        .to_vec();
-        info.gpu_types = ["h100", "shard", "shard", "shard", "shard", "shard"]
-            .map(String::from)
-            .to_vec();
+        ];
+        with_devices(
+            &mut info,
+            &files,
+            &["h100", "shard", "shard", "shard", "shard", "shard"],
+        );
         info.spec.gpu_type = "shard".into();
         info.gpu_indices = vec![2, 3];
         // Nothing hidden: the GPU's place among the node's GPUs, once.
@@ -392,9 +441,11 @@ mod tests {
         assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("1"));
         assert_eq!(get("SLURM_JOB_GPUS"), None);
         // MPS: 3 of a GPU's 4 shares are 75% of it.
-        info.gpu_types = ["h100", "mps", "mps", "mps", "mps", "mps"]
-            .map(String::from)
-            .to_vec();
+        with_devices(
+            &mut info,
+            &files,
+            &["h100", "mps", "mps", "mps", "mps", "mps"],
+        );
         info.gpu_files[4] = "/dev/zero".into();
         info.spec.gpu_type = "mps".into();
         info.gpu_indices = vec![1, 2, 3];
@@ -403,6 +454,54 @@ mod tests {
         assert_eq!(get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), Some("75"));
         assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("1"));
         assert_eq!(get("SLURM_SHARDS_ON_NODE"), None);
+    }
+
+    #[test]
+    fn a_gpu_given_whole_or_shared_is_one_gpu_to_cuda() {
+        let mut info = sample();
+        // GPUs 0 and 1; GPU 1 (`/dev/zero`) is device 1 whole and devices 2-5 as MPS.
+        info.gpu_files = [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/zero",
+            "/dev/zero",
+            "/dev/zero",
+            "/dev/zero",
+        ]
+        .map(String::from)
+        .to_vec();
+        info.gpu_types = ["h100", "h100", "mps", "mps", "mps", "mps"]
+            .map(String::from)
+            .to_vec();
+        info.cgroup = None;
+        info.spec.gpu_type = "mps".into();
+        info.gpu_indices = vec![2, 3];
+        let env = slurm_env(&info, "gpu01");
+        let get = |k: &str| get_var(&env, k);
+        // Two of its four MPS shares, not two of five devices on the file.
+        assert_eq!(get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), Some("50"));
+        assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("1"));
+        // Taken whole, it is the node's GPU 1.
+        assert_eq!(cuda_visible_devices(&info, &[1]), "1");
+        // The GPU's memory is not known: no pinned memory limit.
+        assert_eq!(get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), None);
+        // 80 GB GPUs: half of one is 40 GB; with a share of GPU 0 too, its quarter.
+        info.gpu_memory_mb = vec![81920; 6];
+        let env = slurm_env(&info, "gpu01");
+        assert_eq!(
+            get_var(&env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+            Some("0=40960MB")
+        );
+        info.gpu_types[0] = "mps".into();
+        info.gpu_types[1] = "mps".into();
+        info.gpu_files[1] = "/dev/null".into();
+        // Device 0 and 1 now MPS shares of GPU 0 (`/dev/null`), 2-5 of GPU 1.
+        info.gpu_indices = vec![2, 3, 4, 0];
+        let env = slurm_env(&info, "gpu01");
+        assert_eq!(
+            get_var(&env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+            Some("0=61440MB,1=40960MB")
+        );
     }
 
     #[test]

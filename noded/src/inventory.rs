@@ -22,11 +22,13 @@ pub enum InventoryError {
     },
 }
 
-/// GPUs found: the devices by index, and the device file of each.
+/// GPUs found: the devices by index, and the device file and memory of each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Discovered {
     pub gpus: Vec<GpuDevice>,
     pub files: Vec<String>,
+    /// Each device's memory in MB (a share's is its GPU's); 0 or missing: not known.
+    pub memory_mb: Vec<u64>,
 }
 
 /// A source of the node's GPU devices.
@@ -53,6 +55,7 @@ impl GpuInventory for ConfiguredGpus {
         Ok(Discovered {
             files: model::config::default_gpu_files(self.devices.len() as u32),
             gpus: self.devices.clone(),
+            memory_mb: Vec::new(),
         })
     }
 }
@@ -76,9 +79,14 @@ pub struct NodeResources {
     pub cpus: u32,
     pub memory_mb: u64,
     pub gpus: Vec<GpuDevice>,
+    /// The CPU ids of each NUMA node, by NUMA node id (empty: not known).
+    pub numa_cpus: Vec<Vec<u32>>,
     pub features: Vec<String>,
     /// The device file of each GPU, by index (`gpu_files`, else `/dev/nvidiaN`).
     pub gpu_files: Vec<String>,
+    /// The memory of each GPU device in MB, by index (`gpu_memory` for a node that
+    /// says `config_overrides`, else NVML's); 0: not known.
+    pub gpu_memory_mb: Vec<u64>,
     /// False when the config does not list this node and the host was measured.
     pub from_config: bool,
 }
@@ -106,20 +114,18 @@ pub fn node_resources(
             cpus: node.cpus,
             memory_mb: node.memory_mb,
             gpus: found.gpus,
+            numa_cpus: node.numa_cpus,
             features: node.features,
             gpu_files: entry.gpu_file_list(),
+            gpu_memory_mb: entry.gpu_memory_list(),
             from_config: true,
         });
     }
     let mut found = host_gpus.discover()?;
-    if let Some(e) = entry {
-        // Shards then MPS shares, each from the last whole GPUs left: as the config
-        // lists a node's devices.
-        let mut whole_left: u32 = e.shared_gpus().iter().map(|s| s.1).sum();
-        for (kind, gpus, per_gpu) in e.shared_gpus().into_iter().filter(|s| s.1 > 0) {
-            found = share_gpus(found, whole_left, gpus, kind, per_gpu);
-            whole_left -= gpus;
-        }
+    if let Some(e) = entry.filter(|e| e.shared_gpus().iter().any(|s| s.1 > 0)) {
+        // Shards then MPS shares, from the last whole GPUs: as the config lists a
+        // node's devices.
+        found = share_gpus(found, &e.shared_gpus(), e.whole_shared_gpus);
     }
     let gpu_files = match entry {
         Some(e) if !e.gpu_files.is_empty() => e.gpu_file_list(),
@@ -131,56 +137,73 @@ pub fn node_resources(
             .unwrap_or(1),
         memory_mb: crate::procfs::memory_mb().unwrap_or(0),
         gpus: found.gpus,
+        numa_cpus: crate::topology::numa_cpus(),
         features: entry.map(|e| e.features.clone()).unwrap_or_default(),
+        gpu_memory_mb: found.memory_mb,
         gpu_files,
         from_config: false,
     })
 }
 
-/// Of the last `last` whole GPUs found, the first `count` in shared use: each becomes
-/// `per_gpu` devices of type `kind` (a shard or an MPS share) on its device file and
-/// NUMA node, the shares of one GPU in an NVLink domain of their own, after every other
-/// device (as the config lists a node's devices). The devices are numbered again.
-fn share_gpus(found: Discovered, last: u32, count: u32, kind: &str, per_gpu: u32) -> Discovered {
-    let whole: Vec<usize> = (0..found.gpus.len())
+/// The last whole GPUs found in shared use, as many as `shares` names: the first
+/// `count` of them of its first kind of share (a shard or an MPS share), then of the
+/// next. Each becomes `per_gpu` devices of its kind on its device file and NUMA node,
+/// the shares of one GPU in an NVLink domain of their own, after every other device (as
+/// the config lists a node's devices). With `whole`, the GPU stays a device too, placed
+/// after the others and before the shares, which name it (`GpuDevice::whole`). The
+/// devices are numbered again.
+fn share_gpus(found: Discovered, shares: &[(&str, u32, u32)], whole: bool) -> Discovered {
+    let wholes: Vec<usize> = (0..found.gpus.len())
         .filter(|&k| {
             let t = &found.gpus[k].gpu_type;
             !model::node::is_mig_profile(t) && !model::node::is_share_type(t)
         })
         .collect();
-    let shared_gpus: Vec<usize> = whole
-        .iter()
-        .skip(whole.len().saturating_sub(last as usize))
-        .take(count as usize)
-        .copied()
-        .collect();
+    let total: usize = shares.iter().map(|s| s.1 as usize).sum();
+    let mut shared: Vec<(usize, &str, u32)> = Vec::new();
+    let mut last = wholes[wholes.len().saturating_sub(total)..].iter();
+    for &(kind, count, per_gpu) in shares {
+        shared.extend(
+            last.by_ref()
+                .take(count as usize)
+                .map(|&k| (k, kind, per_gpu)),
+        );
+    }
     let mut out = Discovered::default();
-    let mut push = |gpu: GpuDevice, file: Option<&String>| {
+    let memory = |k: usize| found.memory_mb.get(k).copied().unwrap_or(0);
+    let mut push = |gpu: GpuDevice, k: usize| {
         out.gpus.push(GpuDevice {
             index: out.gpus.len() as u32,
             ..gpu
         });
-        out.files.extend(file.cloned());
+        out.files.extend(found.files.get(k).cloned());
+        out.memory_mb.push(memory(k));
+        out.gpus.len() as u32 - 1
     };
     for (k, gpu) in found.gpus.iter().enumerate() {
-        if !shared_gpus.contains(&k) {
-            push(gpu.clone(), found.files.get(k));
+        if !shared.iter().any(|s| s.0 == k) {
+            push(gpu.clone(), k);
         }
     }
+    let whole_index: Vec<Option<u32>> = shared
+        .iter()
+        .map(|&(k, ..)| whole.then(|| push(found.gpus[k].clone(), k)))
+        .collect();
     let first_domain = found
         .gpus
         .iter()
         .map(|g| g.nvlink)
         .max()
         .map_or(0, |d| d + 1);
-    for (domain, k) in (first_domain..).zip(shared_gpus) {
+    for ((domain, &(k, kind, per_gpu)), whole) in (first_domain..).zip(&shared).zip(whole_index) {
         for _ in 0..per_gpu {
-            let shard = GpuDevice {
+            let share = GpuDevice {
                 gpu_type: kind.to_string(),
                 nvlink: domain,
+                whole,
                 ..found.gpus[k].clone()
             };
-            push(shard, found.files.get(k));
+            push(share, k);
         }
     }
     out
@@ -198,6 +221,7 @@ mod tests {
             uuid: format!("GPU-{index}"),
             numa: index / 2,
             nvlink,
+            whole: None,
         };
         let found = Discovered {
             gpus: vec![
@@ -210,8 +234,9 @@ mod tests {
                 .map(|i| format!("/dev/nvidia{i}"))
                 .chain(["/dev/nvidia3".into()])
                 .collect(),
+            memory_mb: vec![81559, 81559, 81559, 9984],
         };
-        let shared = share_gpus(found, 1, 1, "shard", 3);
+        let shared = share_gpus(found.clone(), &[("shard", 1, 3)], false);
         let kinds: Vec<(u32, &str, u32, &str)> = shared
             .gpus
             .iter()
@@ -232,7 +257,34 @@ mod tests {
         assert!(
             shared.gpus[3..]
                 .iter()
-                .all(|g| g.uuid == "GPU-2" && g.numa == 1)
+                .all(|g| g.uuid == "GPU-2" && g.numa == 1 && g.whole.is_none())
+        );
+        // Given whole too: GPU 2 moves after the MIG instance, and its shards name it;
+        // with MPS on GPU 1 as well, the shards come first, as the config lists them.
+        let shared = share_gpus(found, &[("shard", 1, 2), ("mps", 1, 2)], true);
+        let kinds: Vec<(u32, &str, Option<u32>, &str)> = shared
+            .gpus
+            .iter()
+            .zip(&shared.files)
+            .map(|(g, f)| (g.index, g.gpu_type.as_str(), g.whole, f.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (0, "h100", None, "/dev/nvidia0"),
+                (1, "1g.10gb", None, "/dev/nvidia3"),
+                (2, "h100", None, "/dev/nvidia1"),
+                (3, "h100", None, "/dev/nvidia2"),
+                (4, "shard", Some(2), "/dev/nvidia1"),
+                (5, "shard", Some(2), "/dev/nvidia1"),
+                (6, "mps", Some(3), "/dev/nvidia2"),
+                (7, "mps", Some(3), "/dev/nvidia2"),
+            ]
+        );
+        // Each share has its GPU's memory.
+        assert_eq!(
+            shared.memory_mb,
+            [81559, 9984, 81559, 81559, 81559, 81559, 81559, 81559]
         );
     }
 
@@ -315,6 +367,7 @@ config_overrides = true
                     .map(|i| GpuDevice::with_default_topology(i, 2, "h100_80gb_hbm3"))
                     .collect(),
                 files: vec!["/dev/nvidia4".into(), "/dev/nvidia5".into()],
+                memory_mb: Vec::new(),
             })
         }
     }

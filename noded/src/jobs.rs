@@ -111,6 +111,8 @@ pub struct Confinement {
     pub gpu_numa: Vec<u32>,
     /// The type of each of the node's GPU devices, by index.
     pub gpu_types: Vec<String>,
+    /// The memory of each of the node's GPU devices in MB, by index (0: not known).
+    pub gpu_memory_mb: Vec<u64>,
     /// The site's prolog and epilog; empty: none.
     pub prolog: String,
     pub epilog: String,
@@ -307,6 +309,7 @@ impl Jobs {
         info.gpu_files = confinement.gpu_files;
         info.gpu_uuids = confinement.gpu_uuids;
         info.gpu_types = confinement.gpu_types;
+        info.gpu_memory_mb = confinement.gpu_memory_mb;
         info.prolog = confinement.prolog;
         info.epilog = confinement.epilog;
         let dir = self.spool.create_job(&info, &script)?;

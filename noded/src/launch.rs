@@ -57,6 +57,10 @@ pub struct LaunchInfo {
     /// The type of each of the node's GPU devices, by index (a shard's is `shard`).
     #[serde(default)]
     pub gpu_types: Vec<String>,
+    /// The memory of each of the node's GPU devices in MB, by index (a share's is its
+    /// GPU's; 0: not known).
+    #[serde(default)]
+    pub gpu_memory_mb: Vec<u64>,
     /// The site's prolog and epilog (`[node_daemon]`); empty: none.
     #[serde(default)]
     pub prolog: String,
@@ -125,6 +129,7 @@ impl LaunchInfo {
             gpu_files: Vec::new(),
             gpu_uuids: Vec::new(),
             gpu_types: Vec::new(),
+            gpu_memory_mb: Vec::new(),
             prolog: String::new(),
             epilog: String::new(),
         };
@@ -179,6 +184,7 @@ impl LaunchInfo {
             gpu_files: Vec::new(),
             gpu_uuids: Vec::new(),
             gpu_types: Vec::new(),
+            gpu_memory_mb: Vec::new(),
             prolog: String::new(),
             epilog: String::new(),
         }

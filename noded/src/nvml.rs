@@ -96,12 +96,14 @@ impl GpuInventory for NvmlGpus {
         struct Whole {
             name: String,
             uuid: String,
+            memory_mb: u64,
             numa: u32,
             file: String,
             bus_id: String,
             peers: Vec<String>,
-            migs: Vec<(String, String)>,
+            migs: Vec<(String, String, u64)>,
         }
+        const MB: u64 = 1 << 20;
         let mut wholes = Vec::new();
         for i in 0..count {
             let dev = self.nvml.device_by_index(i).map_err(err)?;
@@ -127,7 +129,8 @@ impl GpuInventory for NvmlGpus {
                     };
                     let profile = mig.name().ok().and_then(|n| mig_profile(&n));
                     if let (Some(profile), Ok(uuid)) = (profile, mig.uuid()) {
-                        migs.push((profile, uuid));
+                        let memory = mig.memory_info().map_or(0, |m| m.total / MB);
+                        migs.push((profile, uuid, memory));
                     }
                 }
             }
@@ -145,6 +148,7 @@ impl GpuInventory for NvmlGpus {
             wholes.push(Whole {
                 name: dev.name().map_err(err)?,
                 uuid: dev.uuid().map_err(err)?,
+                memory_mb: dev.memory_info().map_or(0, |m| m.total / MB),
                 numa,
                 file: format!("/dev/nvidia{minor}"),
                 bus_id,
@@ -178,20 +182,24 @@ impl GpuInventory for NvmlGpus {
                 uuid: w.uuid.clone(),
                 numa: w.numa,
                 nvlink: domains[k],
+                whole: None,
             });
             out.files.push(w.file.clone());
+            out.memory_mb.push(w.memory_mb);
         }
         for w in wholes.iter().filter(|w| !w.migs.is_empty()) {
-            for (profile, uuid) in &w.migs {
+            for (profile, uuid, memory_mb) in &w.migs {
                 out.gpus.push(GpuDevice {
                     index: out.gpus.len() as u32,
                     gpu_type: profile.clone(),
                     uuid: uuid.clone(),
                     numa: w.numa,
                     nvlink: next_domain,
+                    whole: None,
                 });
                 next_domain += 1;
                 out.files.push(w.file.clone());
+                out.memory_mb.push(*memory_mb);
             }
         }
         Ok(out)

@@ -631,6 +631,7 @@ fn start(
     info.gpu_files = confinement.gpu_files.clone();
     info.gpu_uuids = confinement.gpu_uuids.clone();
     info.gpu_types = confinement.gpu_types.clone();
+    info.gpu_memory_mb = confinement.gpu_memory_mb.clone();
     info.cgroup = confinement.cgroup.clone();
     let bind = if launch.gpu_bind.is_empty() {
         model::step::GpuBind::None

@@ -70,6 +70,62 @@ pub fn parse_bus_id(text: &str) -> Option<PciAddress> {
     ))
 }
 
+/// The CPU ids of each of the host's NUMA nodes, by NUMA node id: hwloc's, else the
+/// kernel's (`/sys/devices/system/node/node*/cpulist`); empty when neither says.
+pub fn numa_cpus() -> Vec<Vec<u32>> {
+    let found: Vec<(u32, Vec<u32>)> = match host() {
+        Some(t) => t.numa_nodes.clone(),
+        None => sysfs_numa_nodes(std::path::Path::new("/sys/devices/system/node")),
+    };
+    let mut out: Vec<Vec<u32>> = Vec::new();
+    for (numa, mut cpus) in found {
+        // Linux numbers at most 1,024 NUMA nodes (MAX_NUMNODES).
+        if numa >= 1024 {
+            continue;
+        }
+        if out.len() <= numa as usize {
+            out.resize(numa as usize + 1, Vec::new());
+        }
+        cpus.sort_unstable();
+        out[numa as usize] = cpus;
+    }
+    out
+}
+
+/// The NUMA nodes under `dir` (sysfs's `node0`, `node1`, ...) with the CPU ids of
+/// their `cpulist` (`0-7,16-23`).
+fn sysfs_numa_nodes(dir: &std::path::Path) -> Vec<(u32, Vec<u32>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(numa) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("node"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(list) = std::fs::read_to_string(entry.path().join("cpulist")) else {
+            continue;
+        };
+        let list = list.trim();
+        let cpus = if list.is_empty() {
+            Vec::new()
+        } else {
+            match model::config::parse_indices(list, u32::MAX, "CPU") {
+                Ok(cpus) => cpus,
+                Err(_) => continue,
+            }
+        };
+        out.push((numa, cpus));
+    }
+    out.sort_unstable();
+    out
+}
+
 /// The host's topology, found once per process; `None` without hwloc.
 pub fn host() -> Option<&'static Topology> {
     static HOST: std::sync::OnceLock<Option<Topology>> = std::sync::OnceLock::new();
@@ -147,6 +203,29 @@ pub fn discover() -> Result<Topology, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sysfs_numa_nodes_read_their_cpulists() {
+        let dir = tempfile::tempdir().unwrap();
+        for (node, list) in [
+            ("node1", "4-7,12-15\n"),
+            ("node0", "0-3,8-11\n"),
+            ("node2", "\n"),
+        ] {
+            std::fs::create_dir(dir.path().join(node)).unwrap();
+            std::fs::write(dir.path().join(node).join("cpulist"), list).unwrap();
+        }
+        std::fs::create_dir(dir.path().join("possible")).unwrap();
+        assert_eq!(
+            sysfs_numa_nodes(dir.path()),
+            [
+                (0, vec![0, 1, 2, 3, 8, 9, 10, 11]),
+                (1, vec![4, 5, 6, 7, 12, 13, 14, 15]),
+                (2, vec![]),
+            ]
+        );
+        assert!(sysfs_numa_nodes(&dir.path().join("absent")).is_empty());
+    }
 
     #[test]
     fn bus_ids_of_nvml_and_sysfs_name_the_same_device() {

@@ -67,6 +67,10 @@ fn the_fake_topology_is_found_with_its_numa_nodes_nvlink_domains_and_mig_instanc
     assert_eq!(found.files[0], "/dev/nvidia0");
     assert_eq!(found.files[6], "/dev/nvidia6");
     assert!(found.files[7..].iter().all(|f| f == "/dev/nvidia7"));
+    // NVML's memory: 80 GiB per H100, 10 GiB per 1g.10gb instance.
+    let mut memory = vec![81920; 7];
+    memory.extend([10240; 7]);
+    assert_eq!(found.memory_mb, memory);
 }
 
 #[test]

@@ -531,6 +531,7 @@ pub fn gpu_to_wire(g: &GpuDevice) -> v1::GpuDevice {
         uuid: g.uuid.clone(),
         numa: g.numa,
         nvlink: g.nvlink,
+        whole: g.whole,
     }
 }
 
@@ -541,7 +542,45 @@ pub fn gpu_from_wire(g: v1::GpuDevice) -> GpuDevice {
         uuid: g.uuid,
         numa: g.numa,
         nvlink: g.nvlink,
+        whole: g.whole,
     }
+}
+
+/// The CPU ids of each NUMA node (by NUMA node id) on the wire.
+pub fn numa_cpus_to_wire(numa_cpus: &[Vec<u32>]) -> Vec<v1::NumaCpus> {
+    (0u32..)
+        .zip(numa_cpus)
+        .filter(|(_, cpus)| !cpus.is_empty())
+        .map(|(numa, cpus)| v1::NumaCpus {
+            numa,
+            cpus: cpus.clone(),
+        })
+        .collect()
+}
+
+/// The CPU ids of each NUMA node, by NUMA node id, sorted; refused when a CPU is on
+/// two NUMA nodes or a NUMA id is absurd (at most 1,024, as Linux's `MAX_NUMNODES`).
+pub fn numa_cpus_from_wire(nodes: Vec<v1::NumaCpus>) -> Result<Vec<Vec<u32>>, String> {
+    const MAX_NUMA_NODES: u32 = 1024;
+    let mut out: Vec<Vec<u32>> = Vec::new();
+    for n in nodes {
+        if n.numa >= MAX_NUMA_NODES {
+            return Err(format!("NUMA node {} out of range", n.numa));
+        }
+        if out.len() <= n.numa as usize {
+            out.resize(n.numa as usize + 1, Vec::new());
+        }
+        out[n.numa as usize].extend(n.cpus);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for cpus in &mut out {
+        cpus.sort_unstable();
+        cpus.dedup();
+        if let Some(cpu) = cpus.iter().find(|c| !seen.insert(**c)) {
+            return Err(format!("CPU {cpu} is on more than one NUMA node"));
+        }
+    }
+    Ok(out)
 }
 
 fn health_to_wire(h: NodeHealth) -> v1::NodeHealth {
@@ -1689,8 +1728,42 @@ mod tests {
             uuid: "GPU-5".into(),
             numa: 1,
             nvlink: 3,
+            whole: None,
         };
         assert_eq!(gpu_from_wire(gpu_to_wire(&gpu)), gpu);
+        let shard = GpuDevice {
+            gpu_type: "shard".into(),
+            whole: Some(5),
+            ..gpu
+        };
+        assert_eq!(gpu_from_wire(gpu_to_wire(&shard)), shard);
+    }
+
+    #[test]
+    fn numa_cpus_round_trip_and_a_cpu_on_two_numa_nodes_is_refused() {
+        let numa = vec![vec![0, 1, 8, 9], vec![], vec![2, 3]];
+        let wire = numa_cpus_to_wire(&numa);
+        assert_eq!(wire.len(), 2);
+        assert_eq!(numa_cpus_from_wire(wire), Ok(numa));
+        let twice = vec![
+            v1::NumaCpus {
+                numa: 0,
+                cpus: vec![0, 1],
+            },
+            v1::NumaCpus {
+                numa: 1,
+                cpus: vec![1],
+            },
+        ];
+        assert_eq!(
+            numa_cpus_from_wire(twice).unwrap_err(),
+            "CPU 1 is on more than one NUMA node"
+        );
+        let absurd = vec![v1::NumaCpus {
+            numa: 1 << 30,
+            cpus: vec![0],
+        }];
+        assert!(numa_cpus_from_wire(absurd).is_err());
     }
 
     #[test]

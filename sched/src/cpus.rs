@@ -2,10 +2,11 @@
 //! them, so that a node daemon can pin a job to exactly its CPUs and no two running
 //! jobs ever share one.
 //!
-//! The CPUs of a node are split evenly over its NUMA nodes (as many as its GPUs name,
-//! at least one): on a 16-CPU node whose GPUs sit on NUMA 0 and 1, CPUs 0-7 are NUMA
-//! 0 and 8-15 NUMA 1. A job takes the lowest free ids on the NUMA nodes of the GPUs
-//! it was given, then the lowest free ids elsewhere.
+//! The CPUs of a NUMA node are the ids its node daemon found there (hwloc) or the
+//! config declares (`numa_cpus`); when neither is known they are split evenly over the
+//! NUMA nodes the GPUs name (`Node::cpu_numa`): on a 16-CPU node whose GPUs sit on
+//! NUMA 0 and 1, CPUs 0-7 are NUMA 0 and 8-15 NUMA 1. A job takes the lowest free ids
+//! on the NUMA nodes of the GPUs it was given, then the lowest free ids elsewhere.
 //!
 //! Worked example: that 16-CPU node runs a job on CPUs 0-1. A new job gets 4 CPUs and
 //! GPU 5 (NUMA 1): it takes CPUs 8-11, next to its GPU. A CPU-only job of 4 CPUs
@@ -17,23 +18,8 @@
 //! many as it was counted for.
 
 use crate::Start;
-use model::{ClusterState, Node};
+use model::ClusterState;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// The NUMA node of CPU `cpu` on `node`.
-pub fn cpu_numa(node: &Node, cpu: u32) -> u32 {
-    let numa_nodes = node
-        .gpus
-        .iter()
-        .map(|g| g.numa + 1)
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    if node.cpus == 0 {
-        return 0;
-    }
-    (u64::from(cpu) * u64::from(numa_nodes) / u64::from(node.cpus)) as u32
-}
 
 /// A set of CPU ids as a bitmap (nodes with thousands of CPUs, many passes), with
 /// `low`: every id below it is in the set, so scans for free ids start there.
@@ -107,7 +93,7 @@ pub fn assign(state: &ClusterState, starts: &mut [Start]) {
             // The lowest free ids near its GPUs, then the lowest free ids elsewhere,
             // scanning only as far as needed (a node may have thousands of CPUs).
             let want = na.cpus as usize;
-            let is_near = |c: &u32| near.contains(&cpu_numa(node, *c));
+            let is_near = |c: &u32| near.contains(&node.cpu_numa(*c));
             let mut ids: Vec<u32> = Vec::with_capacity(want);
             if !near.is_empty() {
                 ids.extend(

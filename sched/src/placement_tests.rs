@@ -33,6 +33,7 @@ fn cluster(nodes: &[N]) -> ClusterState {
                 uuid: String::new(),
                 numa,
                 nvlink,
+                whole: None,
             })
             .collect();
         let mut n = Node::from_config(name, *cpus, 100_000, gpus);
@@ -474,7 +475,7 @@ fn a_node_range_takes_as_many_nodes_as_are_free() {
 fn shards_pack_on_one_shared_gpu_and_gpu_requests_never_take_them() {
     let (mut s, _) = up_cluster(
         "[[nodes]]\nnames = \"g1\"\ncpus = 16\nmemory = \"64G\"\ngpus = 3\n\
-         gpu_type = \"h100\"\nshards_per_gpu = 4\nshard_gpus = 2\n\
+         gpu_type = \"h100\"\nshards_per_gpu = 4\nshard_gpus = 2\nwhole_shared_gpus = false\n\
          [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n",
     );
     // Devices: 0 the whole GPU; 1-4 the shards of GPU 1, 5-8 those of GPU 2.
@@ -497,6 +498,43 @@ fn shards_pack_on_one_shared_gpu_and_gpu_requests_never_take_them() {
         "start 1 g1[1, 2, 3]\nstart 2 g1[4]\nstart 3 g1[0]\nstart 5 g1[5, 6, 7, 8]\n\
          pend 4 Resources\npend 6 Priority\n"
     );
+}
+
+#[test]
+fn a_shared_gpu_is_given_whole_or_as_shards_never_both() {
+    let node = || {
+        up_cluster(
+            "[[nodes]]\nnames = \"g1\"\ncpus = 16\nmemory = \"64G\"\ngpus = 3\n\
+         gpu_type = \"h100\"\nshards_per_gpu = 4\nshard_gpus = 2\n\
+         [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n",
+        )
+        .0
+    };
+    let mut s = node();
+    // Devices: 0 GPU 0; 1 and 2 GPUs 1 and 2 whole; 3-6 GPU 1's shards, 7-10 GPU 2's.
+    let shards = |n: u32| {
+        move |j: &mut model::JobSpec| {
+            j.gpus_per_node = n;
+            j.gpu_type = model::node::SHARD.into();
+        }
+    };
+    submit(&mut s, 1, shards(3));
+    submit(&mut s, 2, |j| j.gpus_per_node = 1);
+    submit(&mut s, 3, |j| j.gpus_per_node = 1);
+    submit(&mut s, 4, shards(1));
+    submit(&mut s, 5, shards(1));
+    // 1 takes shards of GPU 1, which is then not given whole; 2 gets the GPU that
+    // cannot be shared, 3 GPU 2 whole, whose shards 5 then cannot have; 4 gets the
+    // last shard of GPU 1.
+    assert_eq!(
+        pass(&s),
+        "start 1 g1[3, 4, 5]\nstart 2 g1[0]\nstart 3 g1[2]\nstart 4 g1[6]\npend 5 Resources\n"
+    );
+    // With no shard taken, every GPU is given whole.
+    let mut s = node();
+    submit(&mut s, 6, |j| j.gpus_per_node = 3);
+    submit(&mut s, 7, shards(1));
+    assert_eq!(pass(&s), "start 6 g1[0, 1, 2]\npend 7 Resources\n");
 }
 
 #[test]

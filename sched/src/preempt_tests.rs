@@ -648,7 +648,10 @@ fn a_reclaim_takes_only_what_the_victims_account_borrows() {
     // guarantee), the guest's job 3 two. One victim either way; the lower is the
     // youngest, job 3.
     gpu_job(&mut s, 4, "ml", 1);
-    assert_eq!(render(&schedule(&s, 100, &config)), "preempt 3 REQUEUE for 4\n");
+    assert_eq!(
+        render(&schedule(&s, 100, &config)),
+        "preempt 3 REQUEUE for 4\n"
+    );
     // Once both physics jobs would leave it under its guarantee, only the borrowed one
     // goes: ml asking for 2 on one node takes the guest's n2, not both physics jobs.
     let (mut s, _) = setup(GUARANTEES);

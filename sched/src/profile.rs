@@ -37,6 +37,12 @@
 //! free; the lower domain wins the tie). Now domain 0 has one free GPU (3) and domain 1
 //! three (5-7): a 1-GPU job gets 3 (the fullest domain that fits), a 3-GPU job 5,6,7,
 //! and a 4-GPU job spreads over the fewest domains: 5,6,7 and 3.
+//!
+//! A GPU that is given either whole or as shares (`GpuDevice::whole`) is one or the
+//! other at a time (`Slot::usable_gpus`): GPU 1 of a node with 4 shards on it, one
+//! shard taken, is not given whole; taken whole, none of its shards is given. Whole
+//! requests take such GPUs last, so a 1-GPU job on a node with GPU 0 plain and GPU 1
+//! sharable gets GPU 0 and leaves GPU 1's shards free.
 
 use crate::PerNode;
 use model::{ClusterState, Job, JobState, Node, Time};
@@ -271,6 +277,9 @@ pub struct Slot<'s> {
     /// GPU list, in domain order); empty for nodes without GPUs.
     nvlink_masks: Vec<u64>,
     numa_masks: Vec<u64>,
+    /// Each GPU given either whole or as shares (`GpuDevice::whole`): the bit of its
+    /// whole device and the bits of its shares.
+    shared_wholes: Vec<(u64, u64)>,
 }
 
 /// No position (a node without GPUs in a partition's GPU-node order).
@@ -293,6 +302,23 @@ fn group_masks(node: &Node, key: impl Fn(&model::GpuDevice) -> u32) -> Vec<u64> 
         *groups.entry(key(g)).or_default() |= 1 << bit;
     }
     groups.into_values().collect()
+}
+
+/// The GPUs of `node` that are given either whole or as shares: each whole device's
+/// bit with the bits of its shares, by the shares' `GpuDevice::whole`.
+fn shared_wholes(node: &Node) -> Vec<(u64, u64)> {
+    let bit_of = |index: u32| node.gpus.iter().take(64).position(|g| g.index == index);
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (bit, g) in node.gpus.iter().take(64).enumerate() {
+        let Some(whole) = g.whole.and_then(bit_of) else {
+            continue;
+        };
+        match out.iter_mut().find(|(w, _)| *w == 1 << whole) {
+            Some((_, shares)) => *shares |= 1 << bit,
+            None => out.push((1 << whole, 1 << bit)),
+        }
+    }
+    out
 }
 
 /// The lowest `n` bits of `mask` (which has at least `n`).
@@ -319,6 +345,22 @@ fn best_group(groups: &[u64], avail: u64, n: u32) -> Option<u64> {
 }
 
 impl Slot<'_> {
+    /// The GPUs of `free` that may be given: a GPU given either whole or as shares
+    /// is not given whole while one of its shares is taken, and its shares are not
+    /// given while it is taken whole. On a window's free GPUs (met over its steps) a
+    /// share taken at any time in it keeps its GPU from being given whole.
+    pub fn usable_gpus(&self, free: u64) -> u64 {
+        let mut out = free;
+        for &(whole, shares) in &self.shared_wholes {
+            if free & whole == 0 {
+                out &= !shares;
+            } else if free & shares != shares {
+                out &= !whole;
+            }
+        }
+        out
+    }
+
     /// Bits of the node's GPUs of a type (all GPUs for an empty type).
     pub fn gpu_mask(&self, gpu_type: &str) -> u64 {
         let mut mask = 0;
@@ -396,11 +438,21 @@ impl Slot<'_> {
         }
         let mut gpus = 0u64;
         if req.gpus > 0 {
-            let avail = free.gpus & self.gpu_mask(&req.gpu_type);
+            let avail = self.usable_gpus(free.gpus) & self.gpu_mask(&req.gpu_type);
             if avail.count_ones() < req.gpus {
                 return None;
             }
-            gpus = self.pick_gpus(avail, req.gpus);
+            // Whole GPUs that could be shared are taken last, so that they stay free
+            // for shares while other GPUs do.
+            let sharable: u64 = self
+                .shared_wholes
+                .iter()
+                .map(|(w, _)| w)
+                .fold(0, |a, w| a | w);
+            gpus = match avail & !sharable {
+                plain if plain.count_ones() >= req.gpus => self.pick_gpus(plain, req.gpus),
+                plain => plain | self.pick_gpus(avail & sharable, req.gpus - plain.count_ones()),
+            };
         }
         let (cpus, mem_mb) = if req.exclusive {
             (
@@ -482,6 +534,7 @@ impl<'s> Profile<'s> {
                 } else {
                     group_masks(node, |g| g.numa)
                 },
+                shared_wholes: shared_wholes(node),
             });
         }
         // Every running job's use, per node, with its end.
@@ -673,7 +726,9 @@ impl<'s> Profile<'s> {
             };
             let mem = req.mem_on(slot.node) as i64;
             let fits = |f: &Free| {
-                f.cpus >= cpus && f.mem_mb >= mem && (f.gpus & mask).count_ones() >= req.gpus
+                f.cpus >= cpus
+                    && f.mem_mb >= mem
+                    && (slot.usable_gpus(f.gpus) & mask).count_ones() >= req.gpus
             };
             buf.clear();
             slot.line.feasible_starts(self.now, dur, fits, &mut buf);

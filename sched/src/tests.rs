@@ -631,6 +631,30 @@ fn cpu_ids_follow_the_gpus_numa_node() {
     );
 }
 
+/// With the NUMA nodes' CPU ids known (interleaved, as many two-socket hosts number
+/// their threads), a job next to its GPU gets ids of that NUMA node, not the upper half.
+#[test]
+fn cpu_ids_follow_the_numa_cpus_the_node_reported() {
+    let mut s = cluster(&[("n1", 16, 1000, 8)]);
+    let mut node = s.nodes["n1"].clone();
+    node.numa_cpus = vec![
+        vec![0, 1, 2, 3, 8, 9, 10, 11],
+        vec![4, 5, 6, 7, 12, 13, 14, 15],
+    ];
+    s.nodes.insert("n1".into(), node);
+    submit(&mut s, 1, |j| {
+        j.cpus_per_task = 6;
+        j.gpus = 1;
+    });
+    let plan = schedule(&s, 100, &SchedConfig::default());
+    let na = &plan.starts[0].alloc.nodes[0];
+    // GPU 0 is on NUMA 0: its six lowest ids.
+    assert_eq!(
+        (na.gpus.as_slice(), na.cpu_ids.as_slice()),
+        (&[0][..], &[0, 1, 2, 3, 8, 9][..])
+    );
+}
+
 proptest::proptest! {
     /// However jobs come and go, the CPU ids of running jobs never overlap and each
     /// job holds exactly as many as it was counted for.

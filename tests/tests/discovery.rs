@@ -70,7 +70,8 @@ fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
         "tn2|gres/gpu:2g.20gb count reported lower than configured (0 < 3)"
     );
     let gres = c.ok(&["sinfo", "-h", "-N", "-n", "tn1", "-o", "%N %T %G"]);
-    assert_eq!(gres.trim(), "tn1 idle gpu:h100:6,gpu:1g.10gb:7,shard:4");
+    // GPU 6 counts whole too: it is given whole or as shards.
+    assert_eq!(gres.trim(), "tn1 idle gpu:h100:7,gpu:1g.10gb:7,shard:4");
     // Two instances for one job, a whole GPU for another, side by side.
     let slices = c.sbatch(
         &["--gpus=1g.10gb:2", "-w", "tn1", "-c", "1"],
@@ -91,7 +92,8 @@ fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
     let uuids: Vec<&str> = gpus.split(',').collect();
     assert_eq!(uuids.len(), 2, "{out}");
     assert!(uuids.iter().all(|u| u.starts_with("MIG-")), "{out}");
-    // Node indices 6-12 are the instances (0-5 the whole GPUs, 13-16 the shards).
+    // Node indices 6-12 are the instances (0-5 the whole GPUs, 13 the shared GPU whole,
+    // 14-17 its shards).
     assert!(
         job_gpus
             .split(',')

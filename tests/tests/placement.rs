@@ -8,7 +8,8 @@ use tests::{Cluster, ClusterSpec, wait_until};
 const T: Duration = Duration::from_secs(30);
 
 /// tn1 and tn2: 8 GPUs each; tn2's NVLink domains are the even and the odd GPUs (so
-/// the lowest free indices are never an NVLink-local pair). tn3: no GPUs.
+/// the lowest free indices are never an NVLink-local pair), and so are its NUMA
+/// nodes' CPUs. tn3: no GPUs.
 const NODES: &str = r#"
 [[nodes]]
 names = "tn1"
@@ -28,6 +29,7 @@ features = ["h100", "nvswitch"]
 config_overrides = true
 gpu_numa = [0, 1, 0, 1, 0, 1, 0, 1]
 nvlink_domains = ["0,2,4,6", "1,3,5,7"]
+numa_cpus = ["0,2,4,6", "1,3,5,7"]
 [[nodes]]
 names = "tn3"
 cpus = 8
@@ -85,10 +87,11 @@ fn gpu_jobs_pack_nvlink_local_and_constraints_pick_nodes() {
     c.wait_state(b, "RUNNING", T);
     assert_eq!(nodes_of(&c, b), "tn2");
     assert_eq!(output(&c, b), "4,6");
-    // Its CPU ids sit on the NUMA node of its GPUs (0 on tn2), after job a's CPU 0.
+    // Its CPU ids sit on the NUMA node of its GPUs (0 on tn2, CPUs 0,2,4,6 as
+    // `numa_cpus` says), after job a's CPU 0.
     let detail = c.ok(&["scontrol", "-d", "show", "job", &b.to_string()]);
     assert!(
-        detail.contains("JOB_GRES=gpu:2\n     Nodes=tn2 CPU_IDs=1 Mem=")
+        detail.contains("JOB_GRES=gpu:2\n     Nodes=tn2 CPU_IDs=2 Mem=")
             && detail.contains("GRES=gpu:2(IDX:4,6)"),
         "{detail}"
     );
@@ -213,20 +216,24 @@ fn shards_and_mps_shares_of_shared_gpus_run_side_by_side() {
         nodes: 1,
         node_entries: "[[nodes]]\nnames = \"tn1\"\ncpus = 8\nmemory = \"8G\"\ngpus = 3\n\
                        gpu_type = \"h100\"\nshards_per_gpu = 4\nmps_per_gpu = 10\n\
+                       gpu_memory = \"80G\"\n\
                        config_overrides = true\n"
             .into(),
         ..ClusterSpec::default()
     });
+    // GPU 1 is whole or 4 shards, GPU 2 whole or 10 MPS shares, as in Slurm.
     let gres = c.ok(&["sinfo", "-h", "-N", "-o", "%N %G"]);
-    assert_eq!(gres.trim(), "tn1 gpu:h100:1,shard:4,mps:10");
-    // Half of GPU 2 through MPS.
+    assert_eq!(gres.trim(), "tn1 gpu:h100:3,shard:4,mps:10");
+    // Half of GPU 2 through MPS: half its threads, half its 80 GB.
     let mps = c.sbatch(
         &["--gres=mps:5"],
-        "echo $CUDA_VISIBLE_DEVICES $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+        "echo $CUDA_VISIBLE_DEVICES $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE \
+         $CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
     );
     c.wait_state(mps, "COMPLETED", T);
-    assert_eq!(output(&c, mps), "2 50");
-    // Two jobs of two shards each share GPU 1; a whole-GPU job gets GPU 0 beside them.
+    assert_eq!(output(&c, mps), "2 50 0=40960MB");
+    // Two jobs of two shards each share GPU 1; a whole-GPU job gets GPU 0 beside them
+    // (the one that cannot be shared).
     let script =
         "echo $CUDA_VISIBLE_DEVICES $SLURM_SHARDS_ON_NODE\nwhile [ ! -e go ]; do sleep 0.05; done";
     let a = c.sbatch(&["--gres=shard:2"], script);
@@ -243,11 +250,20 @@ fn shards_and_mps_shares_of_shared_gpus_run_side_by_side() {
     // No shard is left: one more waits.
     let more = c.sbatch(&["--gres=shard:1"], "true");
     assert!(wait_until(T, || c.squeue_field(more, "%r") == "Resources"));
+    // GPU 1 is shared, so a second whole-GPU job gets GPU 2, whose MPS shares are
+    // then not given: an MPS job waits, though no MPS share is taken.
+    let second = c.sbatch(&["--gpus=1"], script);
+    c.wait_state(second, "RUNNING", T);
+    assert_eq!(output(&c, second).split_whitespace().next(), Some("2"));
+    let mps_waits = c.sbatch(&["--gres=mps:1"], "true");
+    // (Priority: the shard job before it waits too, as Slurm names it.)
+    assert!(wait_until(T, || c.squeue_field(mps_waits, "%r") == "Priority"));
     std::fs::write(c.work.join("go"), "").unwrap();
     c.wait_state(more, "COMPLETED", T);
+    c.wait_state(mps_waits, "COMPLETED", T);
     let detail = c.ok(&["scontrol", "show", "node", "tn1"]);
     assert!(
-        detail.contains("gres/gpu=1,gres/shard=4,gres/mps=10"),
+        detail.contains("gres/gpu=3,gres/shard=4,gres/mps=10"),
         "{detail}"
     );
 }

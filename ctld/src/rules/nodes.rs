@@ -86,14 +86,22 @@ pub fn register(turn: &mut Turn, reg: Registration) -> NodeOrders {
         .node_list()
         .into_iter()
         .find(|n| n.name == reg.node);
-    let (cpus, memory_mb, gpus, lacking) = match declared {
+    let (cpus, memory_mb, gpus, declared_numa, lacking) = match declared {
         Some(d) => {
             let lacking = d.shortfall(reg.cpus, reg.memory_mb, &reg.gpus);
             let gpus = found_as_declared(&d.gpus, &reg.gpus).unwrap_or(d.gpus);
-            (d.cpus, d.memory_mb, gpus, lacking)
+            (d.cpus, d.memory_mb, gpus, d.numa_cpus, lacking)
         }
-        None => (reg.cpus, reg.memory_mb, reg.gpus, Vec::new()),
+        None => (reg.cpus, reg.memory_mb, reg.gpus, Vec::new(), Vec::new()),
     };
+    // The NUMA nodes' CPUs as found, when they name only CPUs the node is scheduled
+    // with; else as declared.
+    let numa_cpus =
+        if !reg.numa_cpus.is_empty() && reg.numa_cpus.iter().flatten().all(|&cpu| cpu < cpus) {
+            reg.numa_cpus
+        } else {
+            declared_numa
+        };
     let returns_to_service = turn
         .state
         .nodes
@@ -108,6 +116,7 @@ pub fn register(turn: &mut Turn, reg: Registration) -> NodeOrders {
         cpus,
         memory_mb,
         gpus,
+        numa_cpus,
         features: reg.features,
         boot_time: reg.boot_time,
         time: turn.now,

@@ -94,6 +94,7 @@ impl Env {
             cpus: 4,
             memory_mb: 4096,
             gpus: vec![],
+            numa_cpus: vec![],
             features: vec![],
             boot_time: 1,
             jobs: jobs.to_vec(),
@@ -334,6 +335,7 @@ fn a_launch_never_confirmed_is_sent_again_and_a_confirmed_one_is_lost() {
                 cpus: 4,
                 memory_mb: 4096,
                 gpus: vec![],
+                numa_cpus: vec![],
                 features: vec![],
                 boot_time: 1,
                 jobs: vec![],
@@ -979,6 +981,7 @@ fn a_node_that_registers_less_than_configured_is_drained_with_what_it_lacks() {
         cpus: 2,
         memory_mb: 4096,
         gpus: vec![],
+        numa_cpus: vec![],
         features: vec![],
         boot_time: 2,
         jobs: vec![],
@@ -994,6 +997,29 @@ fn a_node_that_registers_less_than_configured_is_drained_with_what_it_lacks() {
     let d = env.turn(|t| nodes::register(t, short));
     assert_eq!(d.events.len(), 1);
     assert!(!env.state.nodes["n2"].drain);
+}
+
+#[test]
+fn a_node_schedules_by_the_numa_cpus_it_found_when_they_fit_what_it_is_declared() {
+    let mut env = Env::new("");
+    let reg = |numa_cpus: Vec<Vec<u32>>| Registration {
+        node: "n1".into(),
+        addr: "n1:1".into(),
+        cpus: 4,
+        memory_mb: 4096,
+        gpus: vec![],
+        numa_cpus,
+        features: vec![],
+        boot_time: 2,
+        jobs: vec![],
+    };
+    env.turn(|t| nodes::register(t, reg(vec![vec![0, 2], vec![1, 3]])));
+    let n1 = &env.state.nodes["n1"];
+    assert_eq!(n1.numa_cpus, [vec![0, 2], vec![1, 3]]);
+    assert_eq!((n1.cpu_numa(2), n1.cpu_numa(3)), (0, 1));
+    // CPU 7 is not one of the 4 it is scheduled with: what it found is not used.
+    env.turn(|t| nodes::register(t, reg(vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]])));
+    assert!(env.state.nodes["n1"].numa_cpus.is_empty());
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! What is kept: job records, their payloads (script and environment, written once at
 //! submit), node records, reservations, the decayed usage of each association, and
 //! the associations themselves (accounts, users, QOS: what `sacctmgr` changes), as
-//! the record types of `records` (format 5; stores of formats 3 and 4 are migrated
+//! the record types of `records` (format 7; stores of formats 3 to 6 are migrated
 //! when opened, see `v3` and `sled`). A commit takes the records one turn of the state owner changed
 //! and returns once they survive a crash of the controller; the caller acknowledges
 //! nothing before that. A commit is atomic: after a crash a turn is there whole or not

@@ -1,4 +1,4 @@
-//! The records the store keeps, format 6: types of their own, converted from and to
+//! The records the store keeps, format 7: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
@@ -6,9 +6,9 @@
 //! To change a record: copy the types of the current format into a module of their
 //! own (as `v3` keeps format 3), or, to add fields to a record, append a struct of
 //! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`], and format
-//! 6 [`JobFields6`]: postcard writes a struct as its fields one after another, so an
-//! old record is a prefix of the new one); bump [`FORMAT`], convert the old records in
-//! `migrate`, and pin the new bytes.
+//! 6 [`JobFields6`], and format 7 [`NodeFields7`] to a node: postcard writes a struct
+//! as its fields one after another, so an old record is a prefix of the new one); bump
+//! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
 //! Reasons are kept as Slurm's spelling and read back with `Reason::parse`, which
 //! refuses any word it does not know; every other enum is a record enum.
@@ -24,7 +24,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 6;
+pub const FORMAT: u8 = 7;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -784,6 +784,25 @@ pub struct NodeRecord {
     pub reason_uid: u32,
     pub boot_time: i64,
     pub last_heartbeat: i64,
+    pub added7: NodeFields7,
+}
+
+/// What format 7 added to a node: the CPU ids of each NUMA node, and which GPU each
+/// share is a share of when that GPU is given whole too (`GpuDevice::whole`), one per
+/// GPU in `gpus` order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct NodeFields7 {
+    pub numa_cpus: Vec<Vec<u32>>,
+    pub gpu_wholes: Vec<Option<u32>>,
+}
+
+impl NodeRecord {
+    /// The body of a node record of formats 3 to 6 in this format: what format 7 added
+    /// is empty.
+    pub fn body_from_format_6(body: &[u8]) -> Result<Vec<u8>, StoreError> {
+        let added = postcard::to_stdvec(&NodeFields7::default()).map_err(StoreError::Encode)?;
+        Ok([body, &added].concat())
+    }
 }
 
 impl From<&Node> for NodeRecord {
@@ -816,6 +835,10 @@ impl From<&Node> for NodeRecord {
             reason_uid: n.reason_uid,
             boot_time: n.boot_time,
             last_heartbeat: n.last_heartbeat,
+            added7: NodeFields7 {
+                numa_cpus: n.numa_cpus.clone(),
+                gpu_wholes: n.gpus.iter().map(|g| g.whole).collect(),
+            },
         }
     }
 }
@@ -830,14 +853,17 @@ impl From<NodeRecord> for Node {
             gpus: n
                 .gpus
                 .into_iter()
-                .map(|g| model::GpuDevice {
+                .enumerate()
+                .map(|(k, g)| model::GpuDevice {
                     index: g.index,
                     gpu_type: g.gpu_type,
                     uuid: g.uuid,
                     numa: g.numa,
                     nvlink: g.nvlink,
+                    whole: n.added7.gpu_wholes.get(k).copied().flatten(),
                 })
                 .collect(),
+            numa_cpus: n.added7.numa_cpus,
             features: n.features,
             health: match n.health {
                 NodeHealthRecord::Unknown => NodeHealth::Unknown,
@@ -1291,7 +1317,7 @@ mod tests {
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0607070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0707070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
@@ -1363,7 +1389,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "06026e31000480080100046831303000000001046661737401000000000000"
+            "07026e31000480080100046831303000000001046661737401000000000000000100"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -1377,7 +1403,7 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "06056d61696e74142801026e310104726f6f740002000300"
+            "07056d61696e74142801026e310104726f6f740002000300"
         );
         let usage = AssocUsage {
             billing: 1.5,
@@ -1386,7 +1412,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "06000000000000f83f0103637075000000000000004006"
+            "07000000000000f83f0103637075000000000000004006"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -1394,7 +1420,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "060a23212f62696e2f73680a0101410131"
+            "070a23212f62696e2f73680a0101410131"
         );
     }
 
@@ -1418,7 +1444,7 @@ mod tests {
         assert_eq!(Associations::from(record.clone()), a);
         assert_eq!(
             golden(&record),
-            "0602026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+            "0702026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
              00000102000000026d6c026d6c0108677265732f677075040000000000000000\
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\

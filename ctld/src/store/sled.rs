@@ -117,15 +117,19 @@ fn usage_key(key: &AssocKey) -> Vec<u8> {
 const FORMAT_4: u8 = 4;
 /// Format 5: the release before format 6, whose job records lack `JobFields6`.
 const FORMAT_5: u8 = 5;
+/// Format 6: the release before format 7, whose node records lack `NodeFields7`.
+const FORMAT_6: u8 = 6;
 
-/// The body of a record of the current format, or of formats 3 to 5 (which the store
+/// The body of a record of the current format, or of formats 3 to 6 (which the store
 /// migrates when it opens, but a journal may still carry).
 fn split_version<'b>(
     what: &dyn Fn() -> String,
     bytes: &'b [u8],
 ) -> Result<(u8, &'b [u8]), StoreError> {
     match bytes.split_first() {
-        Some((&v, body)) if [v3::FORMAT, FORMAT_4, FORMAT_5, records::FORMAT].contains(&v) => {
+        Some((&v, body))
+            if [v3::FORMAT, FORMAT_4, FORMAT_5, FORMAT_6, records::FORMAT].contains(&v) =>
+        {
             Ok((v, body))
         }
         Some((v, _)) => Err(StoreError::Decode {
@@ -144,7 +148,7 @@ fn split_version<'b>(
     }
 }
 
-/// Decodes a record whose layout is the same in formats 3 to 6.
+/// Decodes a record whose layout is the same in formats 3 to 7.
 fn decode<T: DeserializeOwned>(what: &dyn Fn() -> String, bytes: &[u8]) -> Result<T, StoreError> {
     let (_, body) = split_version(what, bytes)?;
     records::decode_body(what, body)
@@ -175,9 +179,10 @@ fn job_record(
     }
 }
 
-/// A record of format 4 or 5, in the current format: a job gets what later formats
-/// added, empty; the other records are the same bytes behind the new version.
-fn migrate_format_4_or_5(
+/// A record of format 4, 5 or 6, in the current format: a job and a node get what
+/// later formats added, empty; the other records are the same bytes behind the new
+/// version.
+fn migrate_format_4_to_6(
     tree: TreeName,
     what: &dyn Fn() -> String,
     bytes: &[u8],
@@ -185,6 +190,11 @@ fn migrate_format_4_or_5(
     let body = &bytes[1..];
     match tree {
         TreeName::Jobs => records::encode(&job_record(what, bytes[0], body)?),
+        TreeName::Nodes => Ok([
+            &[records::FORMAT][..],
+            &NodeRecord::body_from_format_6(body)?,
+        ]
+        .concat()),
         _ => Ok([&[records::FORMAT][..], body].concat()),
     }
 }
@@ -197,7 +207,7 @@ fn free_bytes(dir: &Path) -> nix::Result<u64> {
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`, finishes a turn a crash cut short, and
-    /// migrates a store of format 3, 4 or 5. Commits are refused while fewer than
+    /// migrates a store of format 3 to 6. Commits are refused while fewer than
     /// `min_free_bytes` are free on the file system.
     pub fn open(dir: &Path, min_free_bytes: u64) -> Result<SledStore, StoreError> {
         let db = sled::Config::new()
@@ -267,6 +277,7 @@ impl SledStore {
             Some(format) if *format == [records::FORMAT] => return Ok(()),
             Some(format) if *format == [FORMAT_4] => FORMAT_4,
             Some(format) if *format == [FORMAT_5] => FORMAT_5,
+            Some(format) if *format == [FORMAT_6] => FORMAT_6,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -282,7 +293,9 @@ impl SledStore {
                 let what = || format!("{tree:?} {}", String::from_utf8_lossy(&key));
                 let new = match value.first() {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
-                    Some(&(FORMAT_4 | FORMAT_5)) => migrate_format_4_or_5(tree, &what, &value)?,
+                    Some(&(FORMAT_4 | FORMAT_5 | FORMAT_6)) => {
+                        migrate_format_4_to_6(tree, &what, &value)?
+                    }
                     _ => continue,
                 };
                 self.tree(tree).insert(key, new)?;
@@ -942,6 +955,37 @@ mod tests {
         let script = store.payload(10).unwrap().unwrap().script;
         assert!(script.contains("sleep 1000"), "{script}");
         loaded
+    }
+
+    /// A node as format 6 wrote it (the golden bytes of that release) is read with
+    /// what format 7 added empty, and keeps the rest.
+    #[tokio::test]
+    async fn a_node_record_of_format_6_is_migrated_with_no_numa_cpus_or_whole_gpus() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            let old = hex("06026e31000480080100046831303000000001046661737401000000000000");
+            store.nodes.insert(b"n1", old).unwrap();
+            store.db.insert(FORMAT_KEY, &[FORMAT_6]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let n1 = &loaded.nodes[0];
+        assert_eq!(
+            (n1.name.as_str(), n1.cpus, n1.features.as_slice()),
+            ("n1", 4, &["fast".to_string()][..])
+        );
+        assert_eq!((n1.gpus.len(), n1.gpus[0].whole), (1, None));
+        assert!(n1.numa_cpus.is_empty());
+        assert_eq!(store.nodes.get(b"n1").unwrap().unwrap()[0], records::FORMAT);
+    }
+
+    fn hex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     #[tokio::test]

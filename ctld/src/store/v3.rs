@@ -203,7 +203,10 @@ pub fn migrate_record(
     match tree {
         0 => records::encode(&decode_job(what, body)?),
         1 => records::encode(&records::decode_body::<PayloadRecord>(what, body)?),
-        2 => records::encode(&records::decode_body::<NodeRecord>(what, body)?),
+        2 => records::encode(&records::decode_body::<NodeRecord>(
+            what,
+            &NodeRecord::body_from_format_6(body)?,
+        )?),
         3 => records::encode(&records::decode_body::<ReservationRecord>(what, body)?),
         4 => records::encode(&records::decode_body::<UsageRecord>(what, body)?),
         other => Err(StoreError::Decode {

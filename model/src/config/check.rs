@@ -12,7 +12,7 @@
 use super::locate::KeyPath;
 use super::{
     Config, FAIRSHARE_ALGORITHMS, NodeConfig, OVERSUBSCRIBE, PARTITION_STATES, PREEMPT_TYPES,
-    PRIORITY_TYPES, PartitionConfig, SCHEDULER_POLICIES, parse_gpu_indices,
+    PRIORITY_TYPES, PartitionConfig, SCHEDULER_POLICIES, parse_indices,
 };
 use crate::constraint::Constraint;
 use crate::job::{MAX_ARRAY_SIZE, PreemptMode};
@@ -871,6 +871,13 @@ fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
             ),
         ));
     }
+    check_numa_cpus(n, at)?;
+    if !n.gpu_memory.is_empty() && crate::units::parse_memory_mb(&n.gpu_memory).is_err() {
+        return Err(Invalid::new(
+            &at.key("gpu_memory"),
+            format!("invalid memory `{}` (as `80G`)", n.gpu_memory),
+        ));
+    }
     check_mig(n, at)?;
     let mut taken = n.mig_gpu_count().min(n.gpus);
     for (per_gpu_key, gpus_key, per_gpu, gpus_set, count) in [
@@ -912,27 +919,72 @@ fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
     if n.nvlink_domains.is_empty() {
         return Ok(());
     }
-    let mut seen = vec![false; n.gpus as usize];
-    for (d, domain) in n.nvlink_domains.iter().enumerate() {
-        let at = at.key("nvlink_domains").index(d);
-        let indices = parse_gpu_indices(domain, n.gpus).map_err(|m| Invalid::new(&at, m))?;
-        for i in indices {
-            if std::mem::replace(&mut seen[i as usize], true) {
-                return Err(Invalid::new(
-                    &at,
-                    format!("GPU {i} is in more than one NVLink domain"),
-                ));
-            }
-        }
-    }
-    if let Some(i) = seen.iter().position(|s| !s) {
-        return Err(Invalid::new(
-            &at.key("nvlink_domains"),
+    each_once(
+        at,
+        "nvlink_domains",
+        &n.nvlink_domains,
+        (n.gpus, "GPU"),
+        |i| format!("GPU {i} is in more than one NVLink domain"),
+        |i| {
             format!(
                 "GPU {i} is in no NVLink domain (list every GPU once; a GPU without \
                  NVLink is a domain of its own)"
-            ),
-        ));
+            )
+        },
+    )
+}
+
+/// `key`'s index lists (`0-3,8`) of a node's `count` CPUs or GPUs (`what`) name each
+/// one exactly once: `twice` and `missing` say which one does not.
+fn each_once(
+    at: &KeyPath,
+    key: &'static str,
+    groups: &[String],
+    (count, what): (u32, &str),
+    twice: impl Fn(u32) -> String,
+    missing: impl Fn(u32) -> String,
+) -> Checked {
+    let mut seen = vec![false; count as usize];
+    for (k, group) in groups.iter().enumerate() {
+        let at = at.key(key).index(k);
+        for i in parse_indices(group, count, what).map_err(|m| Invalid::new(&at, m))? {
+            if std::mem::replace(&mut seen[i as usize], true) {
+                return Err(Invalid::new(&at, twice(i)));
+            }
+        }
+    }
+    match seen.iter().position(|s| !s) {
+        Some(i) => Err(Invalid::new(&at.key(key), missing(i as u32))),
+        None => Ok(()),
+    }
+}
+
+/// `numa_cpus`: every CPU of the node on exactly one NUMA node, and every GPU's NUMA
+/// node (`gpu_numa`, or its default) among them.
+fn check_numa_cpus(n: &NodeConfig, at: &KeyPath) -> Checked {
+    if n.numa_cpus.is_empty() {
+        return Ok(());
+    }
+    each_once(
+        at,
+        "numa_cpus",
+        &n.numa_cpus,
+        (n.cpus, "CPU"),
+        |cpu| format!("CPU {cpu} is on more than one NUMA node"),
+        |cpu| format!("CPU {cpu} is on no NUMA node (list every CPU once)"),
+    )?;
+    for g in 0..n.gpus {
+        let numa = n
+            .gpu_numa
+            .get(g as usize)
+            .copied()
+            .unwrap_or_else(|| crate::node::default_gpu_numa(g, n.gpus));
+        if numa as usize >= n.numa_cpus.len() {
+            return Err(Invalid::new(
+                &at.key("gpu_numa"),
+                format!("GPU {g} is on NUMA node {numa}, which `numa_cpus` does not list"),
+            ));
+        }
     }
     Ok(())
 }
