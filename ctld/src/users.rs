@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-/// Names looked up so far (a user's name does not change while the controller runs).
+/// Names looked up so far (a user's name does not change while the controller runs;
+/// a uid the name service does not know yet may be a user added later, so it is
+/// asked again).
 #[derive(Debug, Default)]
 pub struct UserNames {
     known: Mutex<BTreeMap<u32, String>>,
@@ -15,15 +17,13 @@ impl UserNames {
     /// as Slurm shows it.
     pub fn name(&self, uid: u32) -> String {
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        known
-            .entry(uid)
-            .or_insert_with(|| {
-                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                    .ok()
-                    .flatten()
-                    .map_or_else(|| uid.to_string(), |u| u.name)
-            })
-            .clone()
+        if let Some(name) = known.get(&uid) {
+            return name.clone();
+        }
+        match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+            Ok(Some(user)) => known.entry(uid).or_insert(user.name).clone(),
+            _ => uid.to_string(),
+        }
     }
 }
 
@@ -36,5 +36,7 @@ mod tests {
         let names = UserNames::default();
         assert_eq!(names.name(0), "root");
         assert_eq!(names.name(3_999_999_999), "3999999999");
+        // Not kept: a user added later gets their name.
+        assert!(!names.known.lock().unwrap().contains_key(&3_999_999_999));
     }
 }

@@ -78,6 +78,13 @@ pub struct Limits {
     /// below it are guaranteed. Others may borrow it while it is idle; the account's
     /// jobs take it back (see `sched::preempt`).
     pub guaranteed_tres: TresCounts,
+    /// BorrowingLimit (accounts; Drover's, Kueue's `borrowingLimit`): the most the
+    /// account (with everything below it) may hold beyond its guarantee, on others'
+    /// idle quota or unguaranteed capacity.
+    pub borrowing_limit: TresCounts,
+    /// LendingLimit (accounts; Drover's, Kueue's `lendingLimit`): the most of its idle
+    /// guarantee others may borrow; the rest stays free for the account's own jobs.
+    pub lending_limit: TresCounts,
 }
 
 impl Limits {
@@ -243,6 +250,8 @@ impl Associations {
                         grp_submit: None,
                         grp_tres_run_mins: TresCounts::new(),
                         guaranteed_tres: TresCounts::new(),
+                        borrowing_limit: TresCounts::new(),
+                        lending_limit: TresCounts::new(),
                     },
                     preempt: q.preempt.clone(),
                     preempt_mode: q.preempt_mode.to_ascii_lowercase(),
@@ -293,6 +302,8 @@ impl Associations {
                 grp_submit: None,
                 grp_tres_run_mins: TresCounts::new(),
                 guaranteed_tres: counts(&a.guaranteed_tres),
+                borrowing_limit: counts(&a.borrowing_limit),
+                lending_limit: counts(&a.lending_limit),
             };
             for user in &a.users {
                 out.users.entry(user.clone()).or_insert_with(|| User {
@@ -503,6 +514,8 @@ impl Associations {
             grp_submit: None,
             grp_tres_run_mins: TresCounts::new(),
             guaranteed_tres: TresCounts::new(),
+            borrowing_limit: TresCounts::new(),
+            lending_limit: TresCounts::new(),
             grp_jobs: None,
             max_tres_per_user: pick_map(|l| &l.max_tres_per_user),
             max_tres_per_job: pick_map(|l| &l.max_tres_per_job),

@@ -74,10 +74,14 @@ pub enum LimitKind {
     MaxWall,
     /// Drover's GuaranteedTRES (accounts).
     GuaranteedTres,
+    /// Drover's BorrowingLimit (accounts; Kueue's `borrowingLimit`).
+    BorrowingLimit,
+    /// Drover's LendingLimit (accounts; Kueue's `lendingLimit`).
+    LendingLimit,
 }
 
 impl LimitKind {
-    pub const ALL: [LimitKind; 11] = [
+    pub const ALL: [LimitKind; 13] = [
         LimitKind::GrpTres,
         LimitKind::GrpTresMins,
         LimitKind::GrpTresRunMins,
@@ -89,6 +93,8 @@ impl LimitKind {
         LimitKind::MaxSubmitJobs,
         LimitKind::MaxWall,
         LimitKind::GuaranteedTres,
+        LimitKind::BorrowingLimit,
+        LimitKind::LendingLimit,
     ];
 
     /// Slurm's name of the limit, as `sacctmgr` prints it.
@@ -105,6 +111,8 @@ impl LimitKind {
             LimitKind::MaxSubmitJobs => "MaxSubmitJobs",
             LimitKind::MaxWall => "MaxWall",
             LimitKind::GuaranteedTres => "GuaranteedTRES",
+            LimitKind::BorrowingLimit => "BorrowingLimit",
+            LimitKind::LendingLimit => "LendingLimit",
         }
     }
 
@@ -118,6 +126,8 @@ impl LimitKind {
                 | LimitKind::MaxTres
                 | LimitKind::MaxTresPerUser
                 | LimitKind::GuaranteedTres
+                | LimitKind::BorrowingLimit
+                | LimitKind::LendingLimit
         )
     }
 
@@ -130,6 +140,8 @@ impl LimitKind {
             LimitKind::MaxTres => &mut limits.max_tres_per_job,
             LimitKind::MaxTresPerUser => &mut limits.max_tres_per_user,
             LimitKind::GuaranteedTres => &mut limits.guaranteed_tres,
+            LimitKind::BorrowingLimit => &mut limits.borrowing_limit,
+            LimitKind::LendingLimit => &mut limits.lending_limit,
             _ => return None,
         })
     }
@@ -177,6 +189,8 @@ impl LimitKind {
             }
             "maxwall" | "maxwalldurationperjob" => (K::MaxWall, None),
             "guaranteedtres" => (K::GuaranteedTres, None),
+            "borrowinglimit" => (K::BorrowingLimit, None),
+            "lendinglimit" => (K::LendingLimit, None),
             "grpcpus" => (K::GrpTres, Some("cpu")),
             "grpnodes" => (K::GrpTres, Some("node")),
             "grpmem" => (K::GrpTres, Some("mem")),
@@ -510,11 +524,17 @@ impl Settings {
         check(self.grace_time_s.is_some(), "GraceTime", &[Q]);
         check(self.usage_factor.is_some(), "UsageFactor", &[Q]);
         check(!self.limits.is_empty(), "limits", &[A, U, Q]);
-        let guarantee = self
-            .limits
-            .iter()
-            .any(|(k, _)| *k == LimitKind::GuaranteedTres);
-        check(guarantee, "GuaranteedTRES", &[A]);
+        for kind in [
+            LimitKind::GuaranteedTres,
+            LimitKind::BorrowingLimit,
+            LimitKind::LendingLimit,
+        ] {
+            check(
+                self.limits.iter().any(|(k, _)| *k == kind),
+                kind.name(),
+                &[A],
+            );
+        }
         out
     }
 
@@ -1319,6 +1339,23 @@ mod tests {
         let (a, ch) = ok(&a, "add coordinator account=ml names=bob");
         assert_eq!(ch.names, vec!["bob"]);
         assert!(a.coordinates("bob", "vision"));
+        // Drover's quota limits, on accounts only.
+        let (a, _) = ok(
+            &a,
+            "modify account ml set GuaranteedTRES=gres/gpu=8 BorrowingLimit=gres/gpu=2 \
+             lendinglimit=gres/gpu=4",
+        );
+        let l = &a.accounts["ml"].limits;
+        assert_eq!(l.borrowing_limit.get("gres/gpu"), Some(&2));
+        assert_eq!(l.lending_limit.get("gres/gpu"), Some(&4));
+        assert_eq!(LimitKind::LendingLimit.show(l), "gres/gpu=4");
+        let (a, _) = ok(&a, "modify account ml set BorrowingLimit=gres/gpu=-1");
+        assert!(a.accounts["ml"].limits.borrowing_limit.is_empty());
+        assert!(
+            run(&a, "modify user alice set LendingLimit=gres/gpu=1")
+                .unwrap_err()
+                .contains("LendingLimit")
+        );
     }
 
     #[test]

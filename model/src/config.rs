@@ -981,6 +981,14 @@ pub struct AccountConfig {
     /// to others while idle, taken back when its jobs need it.
     #[serde(default)]
     pub guaranteed_tres: String,
+    /// BorrowingLimit (Kueue's `borrowingLimit`): the most the account may hold beyond
+    /// its guarantee (`gres/gpu=2`).
+    #[serde(default)]
+    pub borrowing_limit: String,
+    /// LendingLimit (Kueue's `lendingLimit`): the most of its idle guarantee others may
+    /// borrow (`gres/gpu=2`); the rest stays free for the account's own jobs.
+    #[serde(default)]
+    pub lending_limit: String,
     /// GrpJobs: running jobs below this account.
     #[serde(default)]
     pub grp_jobs: Option<u32>,

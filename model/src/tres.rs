@@ -220,6 +220,20 @@ pub fn device_tres(gpu_type: &str) -> Vec<String> {
     }
 }
 
+/// What a node offers: its CPUs, memory, itself, and its GPU devices by `device_tres`.
+pub fn node_tres(node: &Node) -> TresCounts {
+    let mut out = TresCounts::new();
+    out.insert("cpu".into(), u64::from(node.cpus));
+    out.insert("node".into(), 1);
+    out.insert("mem".into(), node.memory_mb);
+    for g in &node.gpus {
+        for name in device_tres(&g.gpu_type) {
+            *out.entry(name).or_default() += 1;
+        }
+    }
+    out
+}
+
 /// What an allocation holds; GPU types come from the nodes' devices.
 pub fn alloc_tres(alloc: &Allocation, nodes: &BTreeMap<String, Node>) -> TresCounts {
     let mut out = TresCounts::new();

@@ -1133,6 +1133,8 @@ fn limits_to_wire(l: &Limits) -> v1::AccountingLimits {
         max_submit: l.max_submit,
         max_wall_min: l.max_wall_min,
         guaranteed_tres: map(&l.guaranteed_tres),
+        borrowing_limit: map(&l.borrowing_limit),
+        lending_limit: map(&l.lending_limit),
     }
 }
 
@@ -1151,6 +1153,8 @@ fn limits_from_wire(l: Option<v1::AccountingLimits>) -> Limits {
         max_submit: l.max_submit,
         max_wall_min: l.max_wall_min,
         guaranteed_tres: map(l.guaranteed_tres),
+        borrowing_limit: map(l.borrowing_limit),
+        lending_limit: map(l.lending_limit),
     }
 }
 
@@ -1298,6 +1302,8 @@ fn limit_kind_to_wire(k: LimitKind) -> v1::LimitKind {
         LimitKind::MaxSubmitJobs => W::MaxSubmitJobs,
         LimitKind::MaxWall => W::MaxWall,
         LimitKind::GuaranteedTres => W::GuaranteedTres,
+        LimitKind::BorrowingLimit => W::BorrowingLimit,
+        LimitKind::LendingLimit => W::LendingLimit,
     }
 }
 
@@ -1315,6 +1321,8 @@ fn limit_kind_from_wire(n: i32) -> Result<LimitKind, String> {
         Ok(W::MaxSubmitJobs) => LimitKind::MaxSubmitJobs,
         Ok(W::MaxWall) => LimitKind::MaxWall,
         Ok(W::GuaranteedTres) => LimitKind::GuaranteedTres,
+        Ok(W::BorrowingLimit) => LimitKind::BorrowingLimit,
+        Ok(W::LendingLimit) => LimitKind::LendingLimit,
         Ok(W::Unspecified) | Err(_) => return Err(format!("unknown limit {n}")),
     })
 }

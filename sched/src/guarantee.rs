@@ -20,8 +20,9 @@
 //! Beside Slurm, this is QOS preemption with GrpTRES per team made automatic: the
 //! guarantee decides who may preempt whom, jobs need no special QOS. Beside Kueue, an
 //! account is a ClusterQueue whose nominal quota is its guarantee, the cluster is one
-//! cohort, borrowing is unlimited while capacity is idle, and reclaim is Kueue's
-//! `reclaimWithinCohort: Any`.
+//! cohort, borrowing is unlimited while capacity is idle unless the account's
+//! BorrowingLimit or a lender's LendingLimit says otherwise (`crate::limits`), and
+//! reclaim is Kueue's `reclaimWithinCohort: Any`.
 
 use model::assoc::Associations;
 use model::tres::{self, TresCounts};

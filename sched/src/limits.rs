@@ -15,6 +15,8 @@
 //! | MaxTRESPerUser | `QOSMaxCpuPerUserLimit`, `QOSMaxGRESPerUser`, … | `AssocGrpCpuLimit`, … (the user's association) |
 //! | GrpTRESMins | | `AssocGrpCPUMinutesLimit`, `AssocGrpGRESMinutes`, … |
 //! | GrpTRESRunMins | `QOSGrpCPURunMinutesLimit`, `QOSGrpGRESRunMinutes`, … | `AssocGrpCPURunMinutesLimit`, `AssocGrpGRESRunMinutes`, … |
+//! | BorrowingLimit (Drover's) | | as GrpTRES = GuaranteedTRES + BorrowingLimit: `AssocGrpGRES`, … |
+//! | LendingLimit (Drover's) | | others' jobs: `Resources` |
 //!
 //! Account `Grp*` limits hold for everything below the account; `Max*` limits of an
 //! account apply to each of its users and are inherited by sub-accounts that set none;
@@ -22,6 +24,8 @@
 //! (decayed), every running job for its whole time limit, and the new job for its time
 //! limit; GrpTRESRunMins counts only what the running jobs have left of their limits,
 //! and the new job's whole limit. GrpSubmitJobs and MaxSubmitJobs are checked at submit.
+//! An account's LendingLimit keeps the part of its GuaranteedTRES it does not lend, less
+//! what it holds, free of other accounts' jobs (Kueue's `lendingLimit`).
 //!
 //! Worked example: QOS `normal` with `max_tres_per_user = "gres/gpu=4"`; alice runs a
 //! 3-GPU job and has two pending 1-GPU jobs. The first fits (4 of 4) and is charged;
@@ -33,7 +37,7 @@ use model::reason::{Limit, LimitReason, Scope, TresClass, TresLimit};
 use model::tres::{self, TresCounts, TresWeights};
 use model::usage::AssocKey;
 use model::{Allocation, ClusterState, Job, JobSpec, Reason, Time};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The reason of a TRES limit of `scope` on TRES `name`.
@@ -112,6 +116,10 @@ pub struct LimitTracker<'a> {
     now: Time,
     assoc_jobs: BTreeMap<AssocKey, u32>,
     assoc_tres: BTreeMap<AssocKey, TresCounts>,
+    /// With a LendingLimit anywhere: what the schedulable nodes offer, and what every
+    /// running job holds together.
+    capacity: TresCounts,
+    held: TresCounts,
 }
 
 impl<'a> LimitTracker<'a> {
@@ -171,9 +179,20 @@ impl<'a> LimitTracker<'a> {
             now,
             assoc_jobs: BTreeMap::new(),
             assoc_tres: BTreeMap::new(),
+            capacity: TresCounts::new(),
+            held: TresCounts::new(),
         };
         if !t.enabled {
             return t;
+        }
+        if t.assocs
+            .accounts
+            .values()
+            .any(|a| !a.limits.lending_limit.is_empty())
+        {
+            for node in state.nodes.values().filter(|n| n.schedulable()) {
+                add_into(&mut t.capacity, &tres::node_tres(node));
+            }
         }
         let any_mins = t
             .assocs
@@ -308,8 +327,62 @@ impl<'a> LimitTracker<'a> {
             ) {
                 return Some(tres_reason(Scope::Assoc, TresLimit::GrpRunMins, name));
             }
+            // BorrowingLimit: the guarantee plus what may be borrowed, as a GrpTRES.
+            if !l.borrowing_limit.is_empty() {
+                let cap: TresCounts = l
+                    .borrowing_limit
+                    .iter()
+                    .map(|(k, b)| {
+                        (
+                            k.clone(),
+                            b + l.guaranteed_tres.get(k).copied().unwrap_or(0),
+                        )
+                    })
+                    .collect();
+                if let Some(name) = over(&cap, self.acct_tres.get(&a.name), &req) {
+                    return Some(tres_reason(Scope::Assoc, TresLimit::Grp, name));
+                }
+            }
+        }
+        if self.breaks_lending_limits(&account, &req) {
+            return Some(Reason::Resources);
         }
         None
+    }
+
+    /// LendingLimit: would a job of `account` holding `req` take idle guaranteed TRES
+    /// that an account above neither it nor its own lends? Each lender keeps free the
+    /// part of its guarantee it does not lend (guarantee − LendingLimit) less what it
+    /// holds; the job may take only what is free beyond all of those.
+    fn breaks_lending_limits(&self, account: &str, req: &TresCounts) -> bool {
+        if self.capacity.is_empty() {
+            return false;
+        }
+        let own: BTreeSet<&str> = self
+            .assocs
+            .lineage(account)
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        let mut kept = TresCounts::new();
+        for lender in self.assocs.accounts.values() {
+            if own.contains(lender.name.as_str()) {
+                continue;
+            }
+            let held = self.acct_tres.get(&lender.name);
+            for (k, lend) in &lender.limits.lending_limit {
+                let guaranteed = lender.limits.guaranteed_tres.get(k).copied().unwrap_or(0);
+                let have = held.and_then(|h| h.get(k)).copied().unwrap_or(0);
+                let keep = guaranteed.saturating_sub(*lend).saturating_sub(have);
+                *kept.entry(k.clone()).or_default() += keep;
+            }
+        }
+        kept.iter().any(|(k, keep)| {
+            let want = req.get(k).copied().unwrap_or(0);
+            let capacity = self.capacity.get(k).copied().unwrap_or(0);
+            let held = self.held.get(k).copied().unwrap_or(0);
+            want > 0 && capacity.saturating_sub(held) < want + keep
+        })
     }
 
     /// Counts a start planned in this pass (and, in `new`, every running job).
@@ -334,6 +407,7 @@ impl<'a> LimitTracker<'a> {
             limit.saturating_sub(ran_min.try_into().unwrap_or(u32::MAX))
         });
         let run_mins = job_run_mins(&held, left_min);
+        add_into(&mut self.held, &held);
         add_into(self.qos_run_mins.entry(qos.clone()).or_default(), &run_mins);
         *self.qos_jobs.entry(qos.clone()).or_default() += 1;
         add_into(self.qos_tres.entry(qos.clone()).or_default(), &held);
@@ -548,6 +622,75 @@ nodes = "ALL"
             Some("QOSMaxGRESPerUser")
         );
         assert_eq!(t.check(&j4), None);
+    }
+
+    /// 16 GPUs on four nodes: ml is guaranteed 8 and lends at most 2 of them, bio is
+    /// guaranteed 4 and may borrow 2 beyond, physics has no quota.
+    #[test]
+    fn borrowing_and_lending_limits_bound_what_moves_between_quotas() {
+        let (mut s, c) = setup(
+            "[[accounts]]\nname = \"ml\"\nusers = [\"alice\"]\n\
+             guaranteed_tres = \"gres/gpu=8\"\nlending_limit = \"gres/gpu=2\"\n\
+             [[accounts]]\nname = \"bio\"\nusers = [\"carol\"]\n\
+             guaranteed_tres = \"gres/gpu=4\"\nborrowing_limit = \"gres/gpu=2\"\n\
+             [[accounts]]\nname = \"physics\"\nusers = [\"bob\"]\n",
+        );
+        for n in s.nodes.values_mut() {
+            n.health = model::NodeHealth::Up;
+        }
+        let gpus = |id: u32, user: &str, account: &str, n: u32| {
+            let account = account.to_string();
+            job(id, user, move |j| {
+                j.gpus = n;
+                j.account = account;
+            })
+        };
+        // bio holds 5 of its 4 + 2: two more would pass its borrowing limit.
+        run(
+            &mut s,
+            gpus(1, "carol", "bio", 4),
+            alloc("n1", 1, &[0, 1, 2, 3]),
+        );
+        run(&mut s, gpus(2, "carol", "bio", 1), alloc("n2", 1, &[0]));
+        // physics holds 7: 16 - 5 - 7 = 4 are free.
+        run(
+            &mut s,
+            gpus(3, "bob", "physics", 3),
+            alloc("n2", 1, &[1, 2, 3]),
+        );
+        run(
+            &mut s,
+            gpus(4, "bob", "physics", 4),
+            alloc("n3", 1, &[0, 1, 2, 3]),
+        );
+        let t = LimitTracker::new(&s, &c);
+        let reason = |j: &Job| t.check(j).map(|r| r.to_string());
+        assert_eq!(
+            reason(&gpus(5, "carol", "bio", 2)).as_deref(),
+            Some("AssocGrpGRES")
+        );
+        // ml is idle and keeps 8 - 2 = 6 for itself: of the 4 free GPUs others may
+        // take none, ml itself all four.
+        assert_eq!(
+            reason(&gpus(6, "bob", "physics", 1)).as_deref(),
+            Some("Resources")
+        );
+        assert_eq!(reason(&gpus(7, "alice", "ml", 4)), None);
+        // physics gone from n2, ml on n4: 16 - 5 - 4 - 4 = 3 free, ml keeps 8 - 2 - 4
+        // = 2 of them, so others may take 1.
+        s.remove_job(3);
+        run(
+            &mut s,
+            gpus(8, "alice", "ml", 4),
+            alloc("n4", 1, &[0, 1, 2, 3]),
+        );
+        let t = LimitTracker::new(&s, &c);
+        let reason = |j: &Job| t.check(j).map(|r| r.to_string());
+        assert_eq!(reason(&gpus(9, "bob", "physics", 1)), None);
+        assert_eq!(
+            reason(&gpus(10, "bob", "physics", 2)).as_deref(),
+            Some("Resources")
+        );
     }
 
     /// Each case: limits (TOML), running jobs, the candidate, the reason.

@@ -161,6 +161,8 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
             "set",
             "GrpJobs=5",
             "GuaranteedTRES=gres/gpu=2",
+            "BorrowingLimit=gres/gpu=1",
+            "LendingLimit=gres/gpu=1",
         ],
     );
     assert!(allowed.status.success(), "{}", text(&allowed.stderr));
@@ -179,10 +181,13 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
         &[
             "assoc",
             "account=vision",
-            "format=account,user,guaranteedtres",
+            "format=account,user,guaranteedtres,borrowinglimit,lendinglimit",
         ],
     );
-    assert_eq!(guarantee[0], "vision||gres/gpu=2", "{guarantee:?}");
+    assert_eq!(
+        guarantee[0], "vision||gres/gpu=2|gres/gpu=1|gres/gpu=1",
+        "{guarantee:?}"
+    );
     assert_eq!(
         show(&c, &["user", "drover-alice", "format=user,admin"]),
         ["drover-alice|Operator"]
@@ -238,6 +243,10 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
 /// show` lists only their own accounts and themselves; an administrator sees all.
 #[test]
 fn private_accounting_shows_a_user_only_their_own() {
+    // The users exist before the controller starts, as on a real cluster.
+    for name in ["drover-alice", "drover-bob", "drover-carol"] {
+        tests::test_user(name);
+    }
     let c = Cluster::start(ClusterSpec {
         nodes: 1,
         controller_extra: "private_data = [\"accounts\", \"users\"]\n".into(),

@@ -568,6 +568,13 @@ pub static FIELDS: &[FieldDef] = &[
     field("GuaranteedTRES", 14, &[("guaranteedtres", 4)], |r| {
         r.limit(LimitKind::GuaranteedTres)
     }),
+    // Drover's, as Kueue's borrowingLimit and lendingLimit.
+    field("BorrowingLimit", 14, &[("borrowinglimit", 3)], |r| {
+        r.limit(LimitKind::BorrowingLimit)
+    }),
+    field("LendingLimit", 14, &[("lendinglimit", 3)], |r| {
+        r.limit(LimitKind::LendingLimit)
+    }),
     field("GrpMem", 7, &[("grpmemory", 4)], |r| {
         r.one_tres(|l| &l.grp_tres, "mem")
     }),
@@ -910,7 +917,7 @@ pub fn render_show(
 // ---------------------------------------------------------------------- summaries
 
 /// The order sacctmgr prints limits in (`sacctmgr_print_assoc_limits`).
-const LIMIT_ORDER: [LimitKind; 11] = [
+const LIMIT_ORDER: [LimitKind; 13] = [
     LimitKind::GrpJobs,
     LimitKind::GrpSubmitJobs,
     LimitKind::GrpTres,
@@ -922,6 +929,8 @@ const LIMIT_ORDER: [LimitKind; 11] = [
     LimitKind::MaxTresPerUser,
     LimitKind::MaxWall,
     LimitKind::GuaranteedTres,
+    LimitKind::BorrowingLimit,
+    LimitKind::LendingLimit,
 ];
 
 /// The limits a change sets, by kind: a later word wins, TRES items merge by name.

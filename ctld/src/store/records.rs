@@ -1061,6 +1061,9 @@ impl From<LimitsRecord> for Limits {
             max_submit: l.max_submit,
             max_wall_min: l.max_wall_min,
             guaranteed_tres: l.guaranteed_tres.into_iter().collect(),
+            // Kept beside the accounts (`AssociationsFields7`).
+            borrowing_limit: Default::default(),
+            lending_limit: Default::default(),
         }
     }
 }
@@ -1114,6 +1117,31 @@ pub struct AssociationsRecord {
     pub users: Vec<UserRecord>,
     pub qos: Vec<QosRecord>,
     pub enforced: bool,
+    pub added7: AssociationsFields7,
+}
+
+/// What format 7 added to the associations: each account's BorrowingLimit and
+/// LendingLimit, by account (only accounts with one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct AssociationsFields7 {
+    pub quota_limits: Vec<QuotaLimitsRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaLimitsRecord {
+    pub account: String,
+    pub borrowing_limit: Vec<(String, u64)>,
+    pub lending_limit: Vec<(String, u64)>,
+}
+
+impl AssociationsRecord {
+    /// The body of an associations record of format 6 in this format: no account has
+    /// a borrowing or lending limit.
+    pub fn body_from_format_6(body: &[u8]) -> Result<Vec<u8>, StoreError> {
+        let added =
+            postcard::to_stdvec(&AssociationsFields7::default()).map_err(StoreError::Encode)?;
+        Ok([body, &added].concat())
+    }
 }
 
 impl From<&Associations> for AssociationsRecord {
@@ -1169,6 +1197,21 @@ impl From<&Associations> for AssociationsRecord {
                 })
                 .collect(),
             enforced: a.enforced,
+            added7: AssociationsFields7 {
+                quota_limits: a
+                    .accounts
+                    .values()
+                    .filter(|acct| {
+                        !acct.limits.borrowing_limit.is_empty()
+                            || !acct.limits.lending_limit.is_empty()
+                    })
+                    .map(|acct| QuotaLimitsRecord {
+                        account: acct.name.clone(),
+                        borrowing_limit: pairs(&acct.limits.borrowing_limit),
+                        lending_limit: pairs(&acct.limits.lending_limit),
+                    })
+                    .collect(),
+            },
         }
     }
 }
@@ -1222,6 +1265,12 @@ impl From<AssociationsRecord> for Associations {
             qos.grace_time = q.grace_time;
             qos.usage_factor = q.usage_factor;
             out.qos.insert(q.name, qos);
+        }
+        for q in r.added7.quota_limits {
+            if let Some(acct) = out.accounts.get_mut(&q.account) {
+                acct.limits.borrowing_limit = q.borrowing_limit.into_iter().collect();
+                acct.limits.lending_limit = q.lending_limit.into_iter().collect();
+            }
         }
         out.relink();
         out
@@ -1436,6 +1485,8 @@ mod tests {
         let mut a = Associations::from_config(&config);
         let ml = a.accounts.get_mut("ml").unwrap();
         ml.limits.grp_tres = [("gres/gpu".to_string(), 4)].into();
+        ml.limits.borrowing_limit = [("gres/gpu".to_string(), 2)].into();
+        ml.limits.lending_limit = [("gres/gpu".to_string(), 1)].into();
         ml.user_limits.entry("alice".into()).or_default().max_jobs = Some(2);
         ml.coordinators.insert("alice".into());
         a.users.get_mut("alice").unwrap().admin_level = AdminLevel::Operator;
@@ -1449,7 +1500,8 @@ mod tests {
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\
              00000205616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c\
-             00000000000109000000000000000000000000000000f03f01"
+             00000000000109000000000000000000000000000000f03f01\
+             01026d6c0108677265732f677075020108677265732f67707501"
         );
     }
 }

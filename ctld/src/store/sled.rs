@@ -179,8 +179,8 @@ fn job_record(
     }
 }
 
-/// A record of format 4, 5 or 6, in the current format: a job and a node get what
-/// later formats added, empty; the other records are the same bytes behind the new
+/// A record of format 4, 5 or 6, in the current format: a job, a node and the
+/// associations get what later formats added, empty; the other records are the same bytes behind the new
 /// version.
 fn migrate_format_4_to_6(
     tree: TreeName,
@@ -193,6 +193,11 @@ fn migrate_format_4_to_6(
         TreeName::Nodes => Ok([
             &[records::FORMAT][..],
             &NodeRecord::body_from_format_6(body)?,
+        ]
+        .concat()),
+        TreeName::Accounting => Ok([
+            &[records::FORMAT][..],
+            &AssociationsRecord::body_from_format_6(body)?,
         ]
         .concat()),
         _ => Ok([&[records::FORMAT][..], body].concat()),
@@ -957,15 +962,25 @@ mod tests {
         loaded
     }
 
-    /// A node as format 6 wrote it (the golden bytes of that release) is read with
-    /// what format 7 added empty, and keeps the rest.
+    /// A node and the associations as format 6 wrote them (the golden bytes of that
+    /// release) are read with what format 7 added empty, and keep the rest.
     #[tokio::test]
-    async fn a_node_record_of_format_6_is_migrated_with_no_numa_cpus_or_whole_gpus() {
+    async fn node_and_association_records_of_format_6_are_migrated_with_what_7_added_empty() {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = open(dir.path());
             let old = hex("06026e31000480080100046831303000000001046661737401000000000000");
             store.nodes.insert(b"n1", old).unwrap();
+            // The associations as format 6 wrote them: ml with GrpTRES=gres/gpu=4.
+            let assocs = hex(
+                "0602026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+                 00000102000000026d6c026d6c0108677265732f677075040000000000000000\
+                 000000000105616c69636504726f6f740001000104726f6f7400146465666175\
+                 6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\
+                 00000205616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c\
+                 00000000000109000000000000000000000000000000f03f01",
+            );
+            store.accounting.insert(ASSOCIATIONS_KEY, assocs).unwrap();
             store.db.insert(FORMAT_KEY, &[FORMAT_6]).unwrap();
             store.db.flush().unwrap();
         }
@@ -979,6 +994,9 @@ mod tests {
         assert_eq!((n1.gpus.len(), n1.gpus[0].whole), (1, None));
         assert!(n1.numa_cpus.is_empty());
         assert_eq!(store.nodes.get(b"n1").unwrap().unwrap()[0], records::FORMAT);
+        let ml = &loaded.assocs.as_ref().unwrap().accounts["ml"];
+        assert_eq!(ml.limits.grp_tres.get("gres/gpu"), Some(&4));
+        assert!(ml.limits.borrowing_limit.is_empty() && ml.limits.lending_limit.is_empty());
     }
 
     fn hex(text: &str) -> Vec<u8> {

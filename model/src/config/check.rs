@@ -702,6 +702,8 @@ impl Config {
                     ("grp_tres", &a.grp_tres),
                     ("grp_tres_mins", &a.grp_tres_mins),
                     ("guaranteed_tres", &a.guaranteed_tres),
+                    ("borrowing_limit", &a.borrowing_limit),
+                    ("lending_limit", &a.lending_limit),
                     ("max_tres_per_user", &a.max_tres_per_user),
                 ],
                 &a.max_wall,
