@@ -13,7 +13,7 @@ bad() { echo "FAIL $*"; fail=1; }
 note() { echo "NOTE $*"; }
 
 scripts/build.sh >/dev/null 2>&1 || { echo "FAIL build"; exit 1; }
-bin=target/debug
+bin=$PWD/target/debug
 
 # 1. Discovery: the GPUs and MIG instances nvidia-smi lists, as drover-noded finds them.
 inv=$("$bin/drover-noded" --name gpucheck inventory 2>&1)
@@ -36,9 +36,13 @@ cargo test -q -p noded --test cgroups >/tmp/device-cgroups.log 2>&1 &&
 dir=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 gpus=$((whole > 0 ? whole : 0))
+"$bin/drover" keygen "$dir/cluster.key" >/dev/null || { echo "FAIL keygen"; exit 1; }
 cat >"$dir/drover.toml" <<EOF
 cluster_name = "gpucheck"
 state_dir = "$dir/state"
+[auth]
+key_file = "$dir/cluster.key"
+socket = "$dir/auth.sock"
 [controller]
 addr = "127.0.0.1:$port"
 node_timeout_s = 30
@@ -66,7 +70,10 @@ EOF
 id=$(cd "$dir" && "$bin/drover" sbatch --parsable --gpus=1 -o "$dir/job.out" "$dir/job.sh")
 for _ in $(seq 300); do "$bin/drover" sacct -n -X -P -o State -j "$id" 2>/dev/null | grep -q COMPLETED && break; sleep 0.1; done
 cat "$dir/job.out"
-grep -q '^visible=0$' "$dir/job.out" && pass "binding: CUDA_VISIBLE_DEVICES=0" || bad "binding"
+# One GPU by its index: 0 where the job's cgroup hides the others (CUDA numbers what it
+# can open), else the node's index of the GPU placement chose.
+visible=$(sed -n 's/^visible=//p' "$dir/job.out")
+[[ "$visible" =~ ^[0-9]+$ ]] && pass "binding: CUDA_VISIBLE_DEVICES=$visible" || bad "binding: CUDA_VISIBLE_DEVICES='$visible'"
 grep -q '^sees=1$' "$dir/job.out" && pass "the job sees one GPU" || note "the job sees more than its GPU (see above)"
 opened=$(grep -c '^open ' "$dir/job.out")
 [ "$opened" -eq 1 ] && pass "device confinement: only the job's GPU opens" || bad "device confinement: $opened open"

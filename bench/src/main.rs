@@ -4,7 +4,8 @@
 //! `drover`, `drover-ctld` and `drover-noded` beside this binary) and reports: durable
 //! submits/s through the API with 1 and 64 concurrent clients, sequential `sbatch`
 //! calls/s, submit-to-running latency, trivial jobs end to end, `squeue` latency with
-//! large queues, controller memory per pending job, and restart time with a large store.
+//! large queues, controller memory per pending job, restart time with a large store, and
+//! `sacct` over a long history (`--records N` finished jobs, a million by default).
 //! `--quick` uses smaller counts.
 //!
 //! When a real Slurm answers on this machine (its `sinfo` first on `PATH`, or the
@@ -40,6 +41,8 @@ struct Counts {
     latency_jobs: usize,
     e2e_jobs: usize,
     queue_sizes: Vec<usize>,
+    /// Finished job records the controller keeps for the sacct figures.
+    records: usize,
 }
 
 const SPECS: &[OptSpec] = &[
@@ -47,10 +50,12 @@ const SPECS: &[OptSpec] = &[
     flag("no-slurm", None),
     flag("side-only", None),
     value("slurm-bin", None),
+    value("records", None),
     flag("help", Some('h')),
 ];
 
-const USAGE: &str = "usage: drover-bench [--quick] [--no-slurm | --side-only] [--slurm-bin DIR]";
+const USAGE: &str =
+    "usage: drover-bench [--quick] [--no-slurm | --side-only] [--slurm-bin DIR] [--records N]";
 
 fn bench(args: &[String]) -> Result<()> {
     let opts = opts::parse(SPECS, args, false)?;
@@ -83,6 +88,7 @@ fn bench(args: &[String]) -> Result<()> {
             latency_jobs: 50,
             e2e_jobs: 200,
             queue_sizes: vec![1000, 10_000],
+            records: 20_000,
         }
     } else {
         Counts {
@@ -91,7 +97,19 @@ fn bench(args: &[String]) -> Result<()> {
             latency_jobs: 200,
             e2e_jobs: 500,
             queue_sizes: vec![10_000, 100_000],
+            records: 1_000_000,
         }
+    };
+    let counts = match opts.get("records") {
+        Some(n) => Counts {
+            records: n
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .with_context(|| format!("--records: not a count: `{n}`"))?,
+            ..counts
+        },
+        None => counts,
     };
     let drover = drover()?;
     let dir = tempfile::Builder::new().prefix("drover-bench-").tempdir()?;
@@ -267,7 +285,66 @@ fn bench(args: &[String]) -> Result<()> {
         serving.as_millis(),
         t.elapsed().as_millis()
     );
+
+    // 7. sacct over a long history.
+    accounting_history(&rt, &addr, &bin, &work, counts.records)?;
     cluster.stop();
+    Ok(())
+}
+
+/// `sacct` with `records` finished jobs kept: every job of the run so far is cancelled,
+/// then held jobs are submitted and cancelled in batches until there are that many;
+/// then sacct lists every record, one job, and a user with none, and the controller's
+/// memory is read.
+fn accounting_history(
+    rt: &tokio::runtime::Runtime,
+    addr: &str,
+    bin: &Path,
+    work: &Path,
+    records: usize,
+) -> Result<()> {
+    cancel_all(bin)?;
+    let mut have = rt.block_on(count_jobs(addr))?;
+    let filled = Instant::now();
+    while have < records {
+        let batch = (records - have).min(100_000);
+        rt.block_on(api_submits(addr, work, batch, 64, true))?;
+        cancel_all(bin)?;
+        have += batch;
+    }
+    let have = rt.block_on(count_jobs(addr))?;
+    println!(
+        "sacct_history records={have} filled_s={:.0}",
+        filled.elapsed().as_secs_f64()
+    );
+    let since = ["-S", "2000-01-01", "-X", "-n", "-P"];
+    let queries: [(&str, Vec<&str>, usize); 3] = [
+        ("all", vec!["-a", "-o", "JobID,State,Elapsed"], 3),
+        ("one_job", vec!["-a", "-j", "1000"], 10),
+        ("no_match", vec!["-u", "nobody"], 10),
+    ];
+    for (what, args, runs) in queries {
+        let mut times = Vec::new();
+        let mut rows = 0;
+        for _ in 0..runs {
+            let t = Instant::now();
+            let out = Command::new(bin.join("sacct"))
+                .args(since)
+                .args(&args)
+                .current_dir(work)
+                .output()?;
+            if !out.status.success() {
+                bail!("sacct {what}: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+            rows = out.stdout.iter().filter(|b| **b == b'\n').count();
+        }
+        println!(
+            "sacct_ms records={have} query={what} rows={rows} p50={:.0} max={:.0}",
+            percentile(&times, 0.5),
+            percentile(&times, 1.0)
+        );
+    }
     Ok(())
 }
 

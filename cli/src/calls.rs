@@ -21,6 +21,34 @@ fn connect_error_text(e: &ConnectError) -> String {
     }
 }
 
+/// A streamed listing's chunks as one reply.
+pub async fn collect_chunks(
+    mut stream: tonic::Streaming<proto::v1::ListJobsReply>,
+) -> Result<proto::v1::ListJobsReply, tonic::Status> {
+    let mut whole = proto::v1::ListJobsReply::default();
+    while let Some(chunk) = stream.message().await? {
+        whole.now = chunk.now;
+        whole.jobs.extend(chunk.jobs);
+        whole.summaries.extend(chunk.summaries);
+        whole.strings.extend(chunk.strings);
+    }
+    Ok(whole)
+}
+
+/// Full job records, in chunks (`ListJobRecords`: a long history does not fit one
+/// reply), or from a controller without that call in one `ListJobs` reply.
+pub async fn job_records(
+    mut c: Ctld,
+    req: proto::v1::ListJobsRequest,
+) -> Result<proto::v1::ListJobsReply, tonic::Status> {
+    match c.list_job_records(req.clone()).await {
+        Ok(stream) => return collect_chunks(stream.into_inner()).await,
+        Err(s) if s.code() == tonic::Code::Unimplemented => {}
+        Err(s) => return Err(s),
+    }
+    c.list_jobs(req).await.map(|r| r.into_inner())
+}
+
 /// A node daemon's agent service.
 pub type NodeAgent =
     proto::v1::node_agent_client::NodeAgentClient<auth::Signed<tonic::transport::Channel>>;

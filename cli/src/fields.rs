@@ -1160,6 +1160,10 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     squeue(sq(None, &["batchflag"], "BATCH_FLAG", Summary, |_, _| {
         Cell::cut("1")
     })),
+    // Drover's: what a running job borrows of other accounts' idle guaranteed quota.
+    squeue(sq(None, &["borrowed"], "BORROWED", Full, |j, _| {
+        null_cell(&j.borrowed)
+    })),
     squeue(sq(
         None,
         &["cpus-per-task"],

@@ -153,6 +153,8 @@ struct JobWalk<'s> {
     strings: proto::convert::StringTable<'s>,
     /// Built on the first live job: the fair-share tree is not free.
     priorities: Option<sched::priority::Context<'s>>,
+    /// Built on the first running job of a full listing: what jobs borrow.
+    borrowed: Option<std::collections::BTreeMap<model::JobId, model::tres::TresCounts>>,
     done: bool,
 }
 
@@ -187,6 +189,7 @@ impl<'s> JobWalk<'s> {
             held: None,
             strings: proto::convert::StringTable::default(),
             priorities: None,
+            borrowed: None,
             done: false,
         }
     }
@@ -273,7 +276,67 @@ impl<'s> JobWalk<'s> {
         };
         let mut info = proto::convert::job_to_wire(job, payload.as_ref(), self.now);
         info.priority = priority;
+        if job.alloc.is_some() && !job.state.is_final() {
+            let (snap, assocs) = (self.snap, &self.sched.assocs);
+            if let Some(b) = self
+                .borrowed
+                .get_or_insert_with(|| sched::guarantee::borrowed_by_job(snap, assocs))
+                .get(&job.id)
+            {
+                info.borrowed = model::tres::format_counts(b);
+            }
+        }
         reply.jobs.push(info);
+    }
+}
+
+impl Services {
+    /// A job listing in chunks of `chunk` jobs (summaries, or full records). Two chunks
+    /// ahead of the client at most. Each chunk is built in a listing turn, off the async
+    /// workers; between chunks the listing waits for its client without a thread, and
+    /// is dropped when the client does not read in time.
+    fn listing_stream(
+        &self,
+        req: Request<v1::ListJobsRequest>,
+        summary: bool,
+        chunk: usize,
+    ) -> Result<Response<ListingStream>, Status> {
+        let listing = count_listing(&req);
+        let viewer = self.requester(&req)?;
+        let mut req = req.into_inner();
+        req.summary = summary;
+        let filter = listing_filter(&req)?;
+        let (tx, chunks) = mpsc::channel(2);
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let read_timeout =
+            std::time::Duration::from_secs(self.config.controller.client_read_timeout_s.into());
+        let this = self.clone();
+        let dropped_flag = dropped.clone();
+        tokio::spawn(async move {
+            let (snap, sched) = (this.snapshot(), this.sched());
+            let mut walk = JobWalk::new(&this, &sched, &req, viewer, &snap, &filter);
+            while !walk.done {
+                let rank = listing.as_ref().map_or(1, |l| l.rank());
+                let Ok(turn) = TURNS.take(rank).await else {
+                    return;
+                };
+                let next = tokio::task::block_in_place(|| walk.next_chunk(chunk));
+                drop(turn);
+                match tx.send_timeout(next, read_timeout).await {
+                    Ok(()) => {}
+                    Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
+                        dropped_flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                        tracing::info!(
+                            timeout_s = read_timeout.as_secs(),
+                            "listing dropped: its client did not read it"
+                        );
+                        return;
+                    }
+                    Err(mpsc::error::SendTimeoutError::Closed(_)) => return,
+                }
+            }
+        });
+        Ok(Response::new(ListingStream { chunks, dropped }))
     }
 }
 
@@ -397,6 +460,8 @@ fn listing_filter(req: &v1::ListJobsRequest) -> Result<JobFilter, Status> {
 
 /// Records per chunk of `ListJobSummaries`.
 const SUMMARY_CHUNK: usize = 8192;
+/// Full records per chunk of `ListJobRecords` (a record is several times a summary).
+const RECORD_CHUNK: usize = 2048;
 
 #[tonic::async_trait]
 impl v1::ctld_server::Ctld for Services {
@@ -551,46 +616,16 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         req: Request<v1::ListJobsRequest>,
     ) -> Result<Response<Self::ListJobSummariesStream>, Status> {
-        let listing = count_listing(&req);
-        let viewer = self.requester(&req)?;
-        let mut req = req.into_inner();
-        req.summary = true;
-        let filter = listing_filter(&req)?;
-        // Two chunks ahead of the client at most. Each chunk is built in a listing
-        // turn, off the async workers; between chunks the listing waits for its
-        // client without a thread, and is dropped when the client does not read in
-        // time.
-        let (tx, chunks) = mpsc::channel(2);
-        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let read_timeout =
-            std::time::Duration::from_secs(self.config.controller.client_read_timeout_s.into());
-        let this = self.clone();
-        let dropped_flag = dropped.clone();
-        tokio::spawn(async move {
-            let (snap, sched) = (this.snapshot(), this.sched());
-            let mut walk = JobWalk::new(&this, &sched, &req, viewer, &snap, &filter);
-            while !walk.done {
-                let rank = listing.as_ref().map_or(1, |l| l.rank());
-                let Ok(turn) = TURNS.take(rank).await else {
-                    return;
-                };
-                let chunk = tokio::task::block_in_place(|| walk.next_chunk(SUMMARY_CHUNK));
-                drop(turn);
-                match tx.send_timeout(chunk, read_timeout).await {
-                    Ok(()) => {}
-                    Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
-                        dropped_flag.store(true, std::sync::atomic::Ordering::Relaxed);
-                        tracing::info!(
-                            timeout_s = read_timeout.as_secs(),
-                            "listing dropped: its client did not read it"
-                        );
-                        return;
-                    }
-                    Err(mpsc::error::SendTimeoutError::Closed(_)) => return,
-                }
-            }
-        });
-        Ok(Response::new(ListingStream { chunks, dropped }))
+        self.listing_stream(req, true, SUMMARY_CHUNK)
+    }
+
+    type ListJobRecordsStream = ListingStream;
+
+    async fn list_job_records(
+        &self,
+        req: Request<v1::ListJobsRequest>,
+    ) -> Result<Response<Self::ListJobRecordsStream>, Status> {
+        self.listing_stream(req, false, RECORD_CHUNK)
     }
 
     async fn list_nodes(

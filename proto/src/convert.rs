@@ -356,6 +356,8 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
         run_secs: j.run_secs(now),
         time_left_secs: j.time_left(now),
         expected_end: j.expected_end().unwrap_or(0),
+        // Set by the controller's listing, which knows the guarantees.
+        borrowed: String::new(),
     }
 }
 

@@ -26,7 +26,7 @@
 
 use model::assoc::Associations;
 use model::tres::{self, TresCounts};
-use model::{Allocation, ClusterState, Job, JobState};
+use model::{Allocation, ClusterState, Job, JobId, JobState};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Is any guarantee set? (Otherwise nothing borrows and nothing is reclaimed.)
@@ -215,6 +215,34 @@ impl<'a> Guarantees<'a> {
     pub fn started(&mut self, job: &Job, alloc: &Allocation, state: &ClusterState) {
         self.add(job, &tres::alloc_tres(alloc, &state.nodes));
     }
+}
+
+/// What each running job borrows of the guaranteed TRES (`Guarantees::borrowed`), by
+/// job: the TRES and how much of it the job holds; jobs that borrow nothing are left
+/// out, and so is everything when no guarantee is set. `scontrol show job` shows it as
+/// `Borrowed=gres/gpu=2`, `squeue -O borrowed` as a column.
+pub fn borrowed_by_job(state: &ClusterState, assocs: &Associations) -> BTreeMap<JobId, TresCounts> {
+    let mut out = BTreeMap::new();
+    if !any(assocs) {
+        return out;
+    }
+    let g = Guarantees::new(state, assocs);
+    for job in state.running_jobs() {
+        let Some(alloc) = &job.alloc else { continue };
+        let held = tres::alloc_tres(alloc, &state.nodes);
+        let borrowed: TresCounts = g
+            .borrowed(job, &held)
+            .into_iter()
+            .map(|(name, _)| {
+                let n = held.get(&name).copied().unwrap_or(0);
+                (name, n)
+            })
+            .collect();
+        if !borrowed.is_empty() {
+            out.insert(job.id, borrowed);
+        }
+    }
+    out
 }
 
 /// Whose idle quota a borrowing job runs on.

@@ -600,6 +600,21 @@ fn a_guaranteed_account_reclaims_what_others_borrow_and_nothing_more() {
     let held = |id| model::tres::alloc_tres(s.job(id).unwrap().alloc.as_ref().unwrap(), &s.nodes);
     assert_eq!(g.borrowed(s.job(1).unwrap(), &held(1)).len(), 1);
     assert!(!g.borrowed(s.job(2).unwrap(), &held(2)).is_empty());
+    // What each borrows, for scontrol and squeue: physics holds 2 of its 1, and both
+    // of its jobs count as borrowing.
+    let borrowed = crate::guarantee::borrowed_by_job(&s, &config.assocs);
+    let shown: Vec<(u32, String)> = borrowed
+        .iter()
+        .map(|(id, t)| (*id, model::tres::format_counts(t)))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (1, "gres/gpu=2".to_string()),
+            (2, "gres/gpu=1".into()),
+            (3, "gres/gpu=1".into())
+        ]
+    );
     // `drover why` says so, and whose idle quota it is.
     let why = crate::explain::explain(&s, 100, &config, 1);
     assert_eq!(why.len(), 1);

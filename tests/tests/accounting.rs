@@ -284,3 +284,42 @@ fn private_accounting_shows_a_user_only_their_own() {
         "{all:?}"
     );
 }
+
+/// sacct over more records than one chunk of the streamed listing holds (2,048 full
+/// records): every record arrives, once.
+#[test]
+fn sacct_lists_a_history_longer_than_one_chunk() {
+    const JOBS: usize = 2100;
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..JOBS / 4 {
+                    let out = c.run(&["sbatch", "-H", "--wrap", "true"]);
+                    assert!(out.status.success(), "{}", text(&out.stderr));
+                }
+            });
+        }
+    });
+    c.ok(&["scancel", "--state", "PENDING", "-u", "root"]);
+    let out = c.ok(&[
+        "sacct",
+        "-a",
+        "-X",
+        "-n",
+        "-P",
+        "-S",
+        "2000-01-01",
+        "-o",
+        "JobID,State",
+    ]);
+    let rows: Vec<&str> = out.lines().collect();
+    assert_eq!(rows.len(), JOBS, "{}", &out[..out.len().min(2000)]);
+    let ids: std::collections::BTreeSet<&str> =
+        rows.iter().filter_map(|r| r.split('|').next()).collect();
+    assert_eq!(ids.len(), JOBS);
+    assert!(rows.iter().all(|r| r.ends_with("|CANCELLED by 0")), "{out}");
+}

@@ -327,6 +327,21 @@ fn an_accounts_guaranteed_gpus_are_lent_while_idle_and_reclaimed_for_its_jobs() 
         why.contains("runs on borrowed gres/gpu") && why.contains("idle guaranteed quota of owner"),
         "{why}"
     );
+    // scontrol and squeue mark it too.
+    let detail = c.ok(&["scontrol", "show", "job", &guest.to_string()]);
+    assert!(detail.contains("\n   Borrowed=gres/gpu=2\n"), "{detail}");
+    let marked = c.ok(&[
+        "squeue",
+        "-h",
+        "-j",
+        &guest.to_string(),
+        "-O",
+        "jobid,borrowed",
+    ]);
+    assert_eq!(
+        marked.split_whitespace().collect::<Vec<_>>(),
+        [guest.to_string().as_str(), "gres/gpu=2"]
+    );
     let owner_gate = Gate::new(&c, "owner");
     let owner = c.sbatch(&["-A", "owner", "--gpus=1"], &owner_gate.script());
     owner_gate.wait_started(&c);

@@ -810,9 +810,7 @@ pub fn select(program: &str, args: &[String]) -> Result<(Options, Vec<JobInfo>, 
     let opts = parse_args(args, &args::env_var, now, uid, &me).map_err(Exit::finish)?;
     let cluster = client::cluster_name();
     let req = request(&opts);
-    let reply = calls::query(&client::runtime(), program, |mut c| async move {
-        c.list_jobs(req).await.map(|r| r.into_inner())
-    })?;
+    let reply = calls::query(&client::runtime(), program, |c| calls::job_records(c, req))?;
     jobs::check_records(program, &reply.jobs).map_err(Exit::finish)?;
     let names = Names::resolve(
         reply.jobs.iter().map(|j| jobs::spec(j).uid),

@@ -253,6 +253,12 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             spec.cpus_per_task.max(1)
         ),
         format!("TRES={tres}"),
+    ]);
+    // Drover's: a job on other accounts' idle guaranteed quota, and what it borrows.
+    if !j.borrowed.is_empty() {
+        lines.push(format!("Borrowed={}", j.borrowed));
+    }
+    lines.extend([
         format!(
             "Socks/Node=* NtasksPerN:B:S:C={}:0:*:* CoreSpec=*",
             spec.ntasks_per_node

@@ -21,7 +21,7 @@ use crate::times;
 use crate::users::{self, Names};
 use model::JobState;
 use model::job_id::JobIdSpec;
-use proto::v1::{JobFilter, JobInfo, JobSummary, ListJobsReply, ListJobsRequest};
+use proto::v1::{JobFilter, JobInfo, JobSummary, ListJobsRequest};
 use serde::Serialize;
 use std::process::ExitCode;
 
@@ -868,7 +868,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 // Chunks, decoded while the controller builds the next ones; a
                 // controller without the call answers the plain request below.
                 match c.list_job_summaries(req.clone()).await {
-                    Ok(stream) => return collect_chunks(stream.into_inner()).await,
+                    Ok(stream) => return calls::collect_chunks(stream.into_inner()).await,
                     Err(s) if s.code() == tonic::Code::Unimplemented => {}
                     Err(s) => return Err(s),
                 }
@@ -936,19 +936,6 @@ pub fn run(args: &[String]) -> ExitCode {
 }
 
 /// The chunks of a streamed listing as one reply.
-async fn collect_chunks(
-    mut stream: tonic::Streaming<ListJobsReply>,
-) -> Result<ListJobsReply, tonic::Status> {
-    let mut whole = ListJobsReply::default();
-    while let Some(chunk) = stream.message().await? {
-        whole.now = chunk.now;
-        whole.jobs.extend(chunk.jobs);
-        whole.summaries.extend(chunk.summaries);
-        whole.strings.extend(chunk.strings);
-    }
-    Ok(whole)
-}
-
 const USAGE: &str = "\
 Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
               [-n name] [-o format] [-p partitions] [--qos qos]
