@@ -299,6 +299,9 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
         if let Event::JobsPurged { job_ids } = event {
             purged.extend(job_ids.iter().copied());
         }
+        if let Event::StepsPurged { job_ids } = event {
+            jobs.extend(job_ids.iter().copied());
+        }
         if let Event::UsageCharged { account, user, .. } = event {
             usage.insert((account.clone(), user.clone()));
         }
@@ -437,6 +440,31 @@ mod tests {
     use crate::store::NoStore;
     use model::JobSpec;
     use std::sync::Mutex;
+
+    /// A steps purge rewrites the jobs' records (now without steps); a jobs purge
+    /// removes them.
+    #[test]
+    fn a_steps_purge_rewrites_the_jobs_and_a_jobs_purge_removes_them() {
+        let config = Config::parse(
+            "[[nodes]]\nnames = \"n1\"\ncpus = 2\nmemory = \"1G\"\n\
+             [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let mut state = ClusterState::new(config.node_list(), config.partition_list());
+        for id in [1, 2] {
+            let mut job = model::Job::new(id, JobSpec::default(), 0, None);
+            job.state = model::JobState::Completed;
+            state.insert_job(job);
+        }
+        let events = [
+            Event::StepsPurged { job_ids: vec![1] },
+            Event::JobsPurged { job_ids: vec![2] },
+        ];
+        let batch = batch_of(&state, &events, Vec::new());
+        let rewritten: Vec<JobId> = batch.jobs.iter().map(|j| j.id).collect();
+        assert_eq!((rewritten, batch.purged), (vec![1], vec![2]));
+    }
 
     #[test]
     fn callers_are_answered_after_readers_can_see_the_turn() {

@@ -282,6 +282,10 @@ pub struct ControllerConfig {
     /// controller and its store this long after they ended: months (`12`), or `hours`,
     /// `days`, `months` (`30days`). Empty (the default): kept for ever.
     pub purge_job_after: String,
+    /// Slurm's PurgeStepAfter: the steps of finished jobs (`N.batch`, `N.0`, ...) are
+    /// dropped this long after their job ended, the job's own record kept (same
+    /// syntax as `purge_job_after`). Empty (the default): kept as long as the job.
+    pub purge_step_after: String,
     pub max_array_size: u32,
     pub max_job_count: u32,
     /// Debounce of scheduling passes after an event.
@@ -330,6 +334,7 @@ impl Default for ControllerConfig {
             kill_wait_s: 30,
             min_job_age_s: 300,
             purge_job_after: String::new(),
+            purge_step_after: String::new(),
             max_array_size: 1001,
             max_job_count: 1_000_000,
             sched_delay_ms: 2,

@@ -104,6 +104,11 @@ pub enum Event {
     JobsPurged {
         job_ids: Vec<JobId>,
     },
+    /// The steps of finished jobs older than `purge_step_after` leave them; the jobs'
+    /// own records stay.
+    StepsPurged {
+        job_ids: Vec<JobId>,
+    },
     /// The scheduler's reason and planned start for a pending job.
     JobPendingReason {
         job_id: JobId,
@@ -709,6 +714,15 @@ impl ClusterState {
                 for id in job_ids {
                     if self.job(*id).is_some_and(|j| j.state.is_final()) {
                         self.remove_job(*id);
+                    }
+                }
+            }
+            Event::StepsPurged { job_ids } => {
+                for id in job_ids {
+                    if let Some(job) = self.job(*id).filter(|j| j.state.is_final()) {
+                        let mut job = job.clone();
+                        job.steps.clear();
+                        self.insert_job(job);
                     }
                 }
             }

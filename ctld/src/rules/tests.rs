@@ -1483,3 +1483,36 @@ fn finished_jobs_older_than_the_retention_are_purged_and_live_ones_kept() {
     let kept: Vec<JobId> = env.state.jobs.keys().copied().collect();
     assert_eq!(kept, vec![recent]);
 }
+
+#[test]
+fn steps_older_than_their_retention_are_purged_and_the_job_kept() {
+    let mut env = Env::new("");
+    env.config.controller.purge_step_after = "1hours".into();
+    let old = env.submit(|_| {});
+    env.start(old);
+    env.finished(old, EndKind::Exited, 0);
+    assert!(!env.job(old).steps.is_empty(), "the batch step is recorded");
+    env.now += 1800;
+    let recent = env.submit(|_| {});
+    env.start(recent);
+    env.finished(recent, EndKind::Exited, 0);
+    // Not an hour yet: nothing goes.
+    let d = env.turn(|t| timer::tick(t, 0));
+    assert!(
+        !d.events
+            .iter()
+            .any(|e| matches!(e, Event::StepsPurged { .. }))
+    );
+    env.now += 1800 + 60;
+    let d = env.turn(|t| timer::tick(t, 0));
+    assert!(
+        d.events
+            .iter()
+            .any(|e| matches!(e, Event::StepsPurged { job_ids } if job_ids == &vec![old])),
+        "{:?}",
+        d.events
+    );
+    assert!(env.job(old).steps.is_empty());
+    assert_eq!(env.job(old).state, JobState::Completed);
+    assert!(!env.job(recent).steps.is_empty());
+}

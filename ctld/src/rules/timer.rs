@@ -4,7 +4,8 @@
 //! record, so that a restart does not forget it), drops reservations that ended, sets
 //! DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs, mails
 //! the jobs that passed a share of their time limit since the tick before, and once a
-//! minute purges finished jobs older than `purge_job_after`. The
+//! minute purges finished jobs older than `purge_job_after` and their steps older than
+//! `purge_step_after`. The
 //! pass runs `sched::schedule` and carries the plan out with `Plan::apply`, the code
 //! the simulator uses too; the effects follow from its events.
 //!
@@ -19,6 +20,33 @@ use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Time};
 
 /// Most finished jobs one tick purges: a large backlog goes over several ticks.
 const PURGE_BATCH: usize = 10_000;
+
+/// The steps of finished jobs that ended before `purge_step_after` ago leave them
+/// (Slurm's PurgeStepAfter); the jobs' records stay.
+fn purge_steps(turn: &mut Turn) {
+    let Ok(Some(age)) = model::units::PurgeAge::parse(&turn.config.controller.purge_step_after)
+    else {
+        return;
+    };
+    let cutoff = age.cutoff(turn.now);
+    let job_ids: Vec<JobId> = turn
+        .state
+        .jobs
+        .values()
+        .filter(|j| j.state.is_final() && j.end_time > 0 && j.end_time < cutoff)
+        .filter(|j| !j.steps.is_empty())
+        .map(|j| j.id)
+        .take(PURGE_BATCH)
+        .collect();
+    if !job_ids.is_empty() {
+        tracing::info!(
+            jobs = job_ids.len(),
+            before = cutoff,
+            "purging the steps of finished jobs"
+        );
+        turn.emit(Event::StepsPurged { job_ids });
+    }
+}
 
 /// Finished jobs that ended before `purge_job_after` ago leave the state and the store
 /// (Slurm's PurgeJobAfter), but the newest.
@@ -56,6 +84,7 @@ pub fn tick(turn: &mut Turn, since: Time) {
     // Once a minute: a scan of every record.
     if since == now || now / 60 != since / 60 {
         purge(turn);
+        purge_steps(turn);
     }
     let reached = super::mail::time_limits(turn.state, since, now);
     turn.effects.extend(reached);

@@ -168,16 +168,20 @@ impl Config {
 
     fn check_controller(&self, at: &KeyPath) -> Checked {
         let c = &self.controller;
-        crate::units::PurgeAge::parse(&c.purge_job_after).map_err(|_| {
-            Invalid::new(
-                &at.key("purge_job_after"),
-                format!(
-                    "`{}` is not an age (a number of months, or of hours, days or months: \
-                     `12`, `30days`)",
-                    c.purge_job_after
-                ),
-            )
-        })?;
+        for (key, value) in [
+            ("purge_job_after", &c.purge_job_after),
+            ("purge_step_after", &c.purge_step_after),
+        ] {
+            crate::units::PurgeAge::parse(value).map_err(|_| {
+                Invalid::new(
+                    &at.key(key),
+                    format!(
+                        "`{value}` is not an age (a number of months, or of hours, days or \
+                         months: `12`, `30days`)"
+                    ),
+                )
+            })?;
+        }
         if c.return_to_service > 2 {
             return Err(Invalid::new(
                 &at.key("return_to_service"),

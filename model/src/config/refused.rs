@@ -383,6 +383,11 @@ fn rows() -> Vec<Row> {
             &["purge_job_after: `12weeks` is not an age"],
         ),
         row(
+            "[controller]\naddr = \"h:1\"\npurge_step_after = \"0days\"\n",
+            3,
+            &["purge_step_after: `0days` is not an age"],
+        ),
+        row(
             "[controller]\naddr = \"h:1\"\nreturn_to_service = 3\n",
             3,
             &["return_to_service: must be 0, 1 or 2, not 3"],
