@@ -124,13 +124,38 @@ pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId)
             ),
         }
     }
-    if let Some(reason) = limits::LimitTracker::at(state, now, config).check(job) {
-        push(
+    let tracker = limits::LimitTracker::at(state, now, config);
+    match tracker.check(job) {
+        // Only a LendingLimit gives Resources: say whose idle quota is kept.
+        Some(Reason::Resources) => {
+            let account = config.assocs.account_of(&job.spec);
+            let req = model::tres::job_request(&job.spec);
+            for kept in tracker.kept_by_lenders(account, &req) {
+                let whose: Vec<String> = kept
+                    .lenders
+                    .iter()
+                    .map(|(lender, n)| format!("{lender} keeps {n}"))
+                    .collect();
+                push(
+                    format!(
+                        "idle guaranteed {} is kept for its owners' jobs (LendingLimit: {}); {} \
+                         free, it asks for {}",
+                        kept.tres,
+                        whose.join(", "),
+                        kept.free,
+                        req.get(&kept.tres).copied().unwrap_or(0)
+                    ),
+                    0,
+                );
+            }
+        }
+        Some(reason) => push(
             format!(
                 "a limit holds it: {reason} (it clears as the association's or QOS's running jobs end)"
             ),
             0,
-        );
+        ),
+        None => {}
     }
     preemption_lines(state, job, &mut push);
     resource_lines(state, now, config, job, &mut push);

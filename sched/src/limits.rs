@@ -355,8 +355,16 @@ impl<'a> LimitTracker<'a> {
     /// part of its guarantee it does not lend (guarantee − LendingLimit) less what it
     /// holds; the job may take only what is free beyond all of those.
     fn breaks_lending_limits(&self, account: &str, req: &TresCounts) -> bool {
+        !self.kept_by_lenders(account, req).is_empty()
+    }
+
+    /// The TRES a job of `account` asking `req` may not take because lenders keep
+    /// them (see `breaks_lending_limits`): each such TRES, how many are free, and what
+    /// each lender keeps of them (only lenders that keep some). Empty: none is kept
+    /// from it.
+    pub fn kept_by_lenders(&self, account: &str, req: &TresCounts) -> Vec<KeptByLenders> {
         if self.capacity.is_empty() {
-            return false;
+            return Vec::new();
         }
         let own: BTreeSet<&str> = self
             .assocs
@@ -364,7 +372,7 @@ impl<'a> LimitTracker<'a> {
             .iter()
             .map(|a| a.name.as_str())
             .collect();
-        let mut kept = TresCounts::new();
+        let mut kept: BTreeMap<&str, Vec<(String, u64)>> = BTreeMap::new();
         for lender in self.assocs.accounts.values() {
             if own.contains(lender.name.as_str()) {
                 continue;
@@ -374,15 +382,24 @@ impl<'a> LimitTracker<'a> {
                 let guaranteed = lender.limits.guaranteed_tres.get(k).copied().unwrap_or(0);
                 let have = held.and_then(|h| h.get(k)).copied().unwrap_or(0);
                 let keep = guaranteed.saturating_sub(*lend).saturating_sub(have);
-                *kept.entry(k.clone()).or_default() += keep;
+                if keep > 0 {
+                    kept.entry(k).or_default().push((lender.name.clone(), keep));
+                }
             }
         }
-        kept.iter().any(|(k, keep)| {
-            let want = req.get(k).copied().unwrap_or(0);
-            let capacity = self.capacity.get(k).copied().unwrap_or(0);
-            let held = self.held.get(k).copied().unwrap_or(0);
-            want > 0 && capacity.saturating_sub(held) < want + keep
-        })
+        kept.into_iter()
+            .filter_map(|(k, lenders)| {
+                let want = req.get(k).copied().unwrap_or(0);
+                let capacity = self.capacity.get(k).copied().unwrap_or(0);
+                let free = capacity.saturating_sub(self.held.get(k).copied().unwrap_or(0));
+                let keep: u64 = lenders.iter().map(|(_, n)| n).sum();
+                (want > 0 && free < want + keep).then(|| KeptByLenders {
+                    tres: k.to_string(),
+                    free,
+                    lenders,
+                })
+            })
+            .collect()
     }
 
     /// Counts a start planned in this pass (and, in `new`, every running job).
@@ -439,6 +456,16 @@ impl<'a> LimitTracker<'a> {
             }
         }
     }
+}
+
+/// Of a TRES a job asks for, what lenders keep free of it (`LendingLimit`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptByLenders {
+    pub tres: String,
+    /// Free now on the schedulable nodes.
+    pub free: u64,
+    /// Each lender and how much it keeps.
+    pub lenders: Vec<(String, u64)>,
 }
 
 /// Pending and running jobs per user, by QOS and by association, for MaxSubmit
@@ -676,6 +703,23 @@ nodes = "ALL"
             Some("Resources")
         );
         assert_eq!(reason(&gpus(7, "alice", "ml", 4)), None);
+        // `drover why` says whose quota is kept.
+        let mut pending = s.clone();
+        pending.apply(&Event::JobSubmitted {
+            job: Box::new(gpus(6, "bob", "physics", 1)),
+        });
+        let why: Vec<String> = crate::explain::explain(&pending, 0, &c, 6)
+            .into_iter()
+            .map(|b| b.text)
+            .collect();
+        assert!(
+            why.contains(
+                &"idle guaranteed gres/gpu is kept for its owners' jobs (LendingLimit: ml keeps \
+                  6); 4 free, it asks for 1"
+                    .to_string()
+            ),
+            "{why:?}"
+        );
         // physics gone from n2, ml on n4: 16 - 5 - 4 - 4 = 3 free, ml keeps 8 - 2 - 4
         // = 2 of them, so others may take 1.
         s.remove_job(3);
