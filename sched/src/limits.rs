@@ -344,24 +344,18 @@ impl<'a> LimitTracker<'a> {
                 }
             }
         }
-        if self.breaks_lending_limits(&account, &req) {
+        if !self.kept_by_lenders(&account, &req).is_empty() {
             return Some(Reason::Resources);
         }
         None
     }
 
-    /// LendingLimit: would a job of `account` holding `req` take idle guaranteed TRES
-    /// that an account above neither it nor its own lends? Each lender keeps free the
-    /// part of its guarantee it does not lend (guarantee − LendingLimit) less what it
-    /// holds; the job may take only what is free beyond all of those.
-    fn breaks_lending_limits(&self, account: &str, req: &TresCounts) -> bool {
-        !self.kept_by_lenders(account, req).is_empty()
-    }
-
-    /// The TRES a job of `account` asking `req` may not take because lenders keep
-    /// them (see `breaks_lending_limits`): each such TRES, how many are free, and what
-    /// each lender keeps of them (only lenders that keep some). Empty: none is kept
-    /// from it.
+    /// LendingLimit: the TRES a job of `account` asking `req` may not take because
+    /// lenders keep them. Each lender above neither the job's account nor its own keeps
+    /// free the part of its guarantee it does not lend (guarantee − LendingLimit) less
+    /// what it holds; the job may take only what is free beyond all of those. Each such
+    /// TRES, how many are free, and what each lender keeps of it (only lenders that
+    /// keep some). Empty: none is kept from it.
     pub fn kept_by_lenders(&self, account: &str, req: &TresCounts) -> Vec<KeptByLenders> {
         if self.capacity.is_empty() {
             return Vec::new();

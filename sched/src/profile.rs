@@ -280,6 +280,8 @@ pub struct Slot<'s> {
     /// Each GPU given either whole or as shares (`GpuDevice::whole`): the bit of its
     /// whole device and the bits of its shares.
     shared_wholes: Vec<(u64, u64)>,
+    /// The bits of those whole devices together.
+    sharable: u64,
 }
 
 /// No position (a node without GPUs in a partition's GPU-node order).
@@ -444,14 +446,11 @@ impl Slot<'_> {
             }
             // Whole GPUs that could be shared are taken last, so that they stay free
             // for shares while other GPUs do.
-            let sharable: u64 = self
-                .shared_wholes
-                .iter()
-                .map(|(w, _)| w)
-                .fold(0, |a, w| a | w);
-            gpus = match avail & !sharable {
+            gpus = match avail & !self.sharable {
                 plain if plain.count_ones() >= req.gpus => self.pick_gpus(plain, req.gpus),
-                plain => plain | self.pick_gpus(avail & sharable, req.gpus - plain.count_ones()),
+                plain => {
+                    plain | self.pick_gpus(avail & self.sharable, req.gpus - plain.count_ones())
+                }
             };
         }
         let (cpus, mem_mb) = if req.exclusive {
@@ -511,6 +510,7 @@ impl<'s> Profile<'s> {
             } else {
                 (1u64 << node.gpus.len()) - 1
             };
+            let shared = shared_wholes(node);
             slots.push(Slot {
                 node,
                 usable: node.schedulable(),
@@ -534,7 +534,8 @@ impl<'s> Profile<'s> {
                 } else {
                     group_masks(node, |g| g.numa)
                 },
-                shared_wholes: shared_wholes(node),
+                sharable: shared.iter().fold(0, |a, (w, _)| a | w),
+                shared_wholes: shared,
             });
         }
         // Every running job's use, per node, with its end.

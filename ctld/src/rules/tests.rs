@@ -1515,4 +1515,22 @@ fn steps_older_than_their_retention_are_purged_and_the_job_kept() {
     assert!(env.job(old).steps.is_empty());
     assert_eq!(env.job(old).state, JobState::Completed);
     assert!(!env.job(recent).steps.is_empty());
+    // With jobs kept as long as steps, one scan purges a job whole, not its steps too
+    // (the newest, `recent`, stays and loses only its steps).
+    env.config.controller.purge_job_after = "1hours".into();
+    env.now += 3600;
+    let d = env.turn(|t| timer::tick(t, 0));
+    let purged: Vec<&Event> = d
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::JobsPurged { .. } | Event::StepsPurged { .. }))
+        .collect();
+    assert!(
+        matches!(
+            purged.as_slice(),
+            [Event::JobsPurged { job_ids: jobs }, Event::StepsPurged { job_ids: steps }]
+                if jobs == &vec![old] && steps == &vec![recent]
+        ),
+        "{purged:?}"
+    );
 }

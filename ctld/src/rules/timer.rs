@@ -21,60 +21,58 @@ use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Time};
 /// Most finished jobs one tick purges: a large backlog goes over several ticks.
 const PURGE_BATCH: usize = 10_000;
 
-/// The steps of finished jobs that ended before `purge_step_after` ago leave them
-/// (Slurm's PurgeStepAfter); the jobs' records stay.
-fn purge_steps(turn: &mut Turn) {
-    let Ok(Some(age)) = model::units::PurgeAge::parse(&turn.config.controller.purge_step_after)
-    else {
-        return;
-    };
-    let cutoff = age.cutoff(turn.now);
-    let job_ids: Vec<JobId> = turn
-        .state
-        .jobs
-        .values()
-        .filter(|j| j.state.is_final() && j.end_time > 0 && j.end_time < cutoff)
-        .filter(|j| !j.steps.is_empty())
-        .map(|j| j.id)
-        .take(PURGE_BATCH)
-        .collect();
-    if !job_ids.is_empty() {
-        tracing::info!(
-            jobs = job_ids.len(),
-            before = cutoff,
-            "purging the steps of finished jobs"
-        );
-        turn.emit(Event::StepsPurged { job_ids });
-    }
-}
-
-/// Finished jobs that ended before `purge_job_after` ago leave the state and the store
-/// (Slurm's PurgeJobAfter), but the newest.
+/// Retention, in one scan of the records: finished jobs that ended before
+/// `purge_job_after` ago leave the state and the store (Slurm's PurgeJobAfter), but the
+/// newest; of the others, those that ended before `purge_step_after` ago lose their
+/// steps, their own records kept (PurgeStepAfter).
 fn purge(turn: &mut Turn) {
-    let Ok(Some(age)) = model::units::PurgeAge::parse(&turn.config.controller.purge_job_after)
-    else {
-        return;
+    let cutoff = |age: &str| match model::units::PurgeAge::parse(age) {
+        Ok(Some(age)) => Some(age.cutoff(turn.now)),
+        _ => None,
     };
-    let cutoff = age.cutoff(turn.now);
+    let controller = &turn.config.controller;
+    let (jobs_before, steps_before) = (
+        cutoff(&controller.purge_job_after),
+        cutoff(&controller.purge_step_after),
+    );
+    if jobs_before.is_none() && steps_before.is_none() {
+        return;
+    }
     // The newest record stays whatever its age: a restart counts job ids on from it,
     // so that an id is never given twice.
     let newest = turn.state.jobs.get_max().map_or(0, |(id, _)| *id);
-    let job_ids: Vec<JobId> = turn
-        .state
-        .jobs
-        .values()
-        .filter(|j| j.id < newest)
-        .filter(|j| j.state.is_final() && j.end_time > 0 && j.end_time < cutoff)
-        .map(|j| j.id)
-        .take(PURGE_BATCH)
-        .collect();
-    if !job_ids.is_empty() {
+    let ended_before = |j: &model::Job, cutoff: Option<Time>| {
+        cutoff.is_some_and(|c| j.state.is_final() && j.end_time > 0 && j.end_time < c)
+    };
+    let (mut jobs, mut steps): (Vec<JobId>, Vec<JobId>) = (Vec::new(), Vec::new());
+    for j in turn.state.jobs.values() {
+        if jobs.len() >= PURGE_BATCH && steps.len() >= PURGE_BATCH {
+            break;
+        }
+        if j.id < newest && ended_before(j, jobs_before) {
+            if jobs.len() < PURGE_BATCH {
+                jobs.push(j.id);
+            }
+        } else if !j.steps.is_empty() && ended_before(j, steps_before) && steps.len() < PURGE_BATCH
+        {
+            steps.push(j.id);
+        }
+    }
+    if !jobs.is_empty() {
         tracing::info!(
-            jobs = job_ids.len(),
-            before = cutoff,
+            jobs = jobs.len(),
+            before = jobs_before,
             "purging finished jobs"
         );
-        turn.emit(Event::JobsPurged { job_ids });
+        turn.emit(Event::JobsPurged { job_ids: jobs });
+    }
+    if !steps.is_empty() {
+        tracing::info!(
+            jobs = steps.len(),
+            before = steps_before,
+            "purging the steps of finished jobs"
+        );
+        turn.emit(Event::StepsPurged { job_ids: steps });
     }
 }
 
@@ -84,7 +82,6 @@ pub fn tick(turn: &mut Turn, since: Time) {
     // Once a minute: a scan of every record.
     if since == now || now / 60 != since / 60 {
         purge(turn);
-        purge_steps(turn);
     }
     let reached = super::mail::time_limits(turn.state, since, now);
     turn.effects.extend(reached);

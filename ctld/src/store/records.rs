@@ -796,13 +796,12 @@ pub struct NodeFields7 {
     pub gpu_wholes: Vec<Option<u32>>,
 }
 
-impl NodeRecord {
-    /// The body of a node record of formats 3 to 6 in this format: what format 7 added
-    /// is empty.
-    pub fn body_from_format_6(body: &[u8]) -> Result<Vec<u8>, StoreError> {
-        let added = postcard::to_stdvec(&NodeFields7::default()).map_err(StoreError::Encode)?;
-        Ok([body, &added].concat())
-    }
+/// The body of a record of format 6 (or before) in this format, where format 7 appended
+/// a struct `T` to the record: `T` empty after the old fields (postcard writes a struct
+/// as its fields in order).
+pub fn body_with_empty<T: Default + Serialize>(body: &[u8]) -> Result<Vec<u8>, StoreError> {
+    let added = postcard::to_stdvec(&T::default()).map_err(StoreError::Encode)?;
+    Ok([body, &added].concat())
 }
 
 impl From<&Node> for NodeRecord {
@@ -1132,16 +1131,6 @@ pub struct QuotaLimitsRecord {
     pub account: String,
     pub borrowing_limit: Vec<(String, u64)>,
     pub lending_limit: Vec<(String, u64)>,
-}
-
-impl AssociationsRecord {
-    /// The body of an associations record of format 6 in this format: no account has
-    /// a borrowing or lending limit.
-    pub fn body_from_format_6(body: &[u8]) -> Result<Vec<u8>, StoreError> {
-        let added =
-            postcard::to_stdvec(&AssociationsFields7::default()).map_err(StoreError::Encode)?;
-        Ok([body, &added].concat())
-    }
 }
 
 impl From<&Associations> for AssociationsRecord {

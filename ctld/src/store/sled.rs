@@ -192,12 +192,12 @@ fn migrate_format_4_to_6(
         TreeName::Jobs => records::encode(&job_record(what, bytes[0], body)?),
         TreeName::Nodes => Ok([
             &[records::FORMAT][..],
-            &NodeRecord::body_from_format_6(body)?,
+            &records::body_with_empty::<records::NodeFields7>(body)?,
         ]
         .concat()),
         TreeName::Accounting => Ok([
             &[records::FORMAT][..],
-            &AssociationsRecord::body_from_format_6(body)?,
+            &records::body_with_empty::<records::AssociationsFields7>(body)?,
         ]
         .concat()),
         _ => Ok([&[records::FORMAT][..], body].concat()),

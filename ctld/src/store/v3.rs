@@ -205,7 +205,7 @@ pub fn migrate_record(
         1 => records::encode(&records::decode_body::<PayloadRecord>(what, body)?),
         2 => records::encode(&records::decode_body::<NodeRecord>(
             what,
-            &NodeRecord::body_from_format_6(body)?,
+            &records::body_with_empty::<records::NodeFields7>(body)?,
         )?),
         3 => records::encode(&records::decode_body::<ReservationRecord>(what, body)?),
         4 => records::encode(&records::decode_body::<UsageRecord>(what, body)?),
