@@ -36,7 +36,7 @@ for arg in "$@"; do
   case "$arg" in --release | -r) profile=release ;; esac
 done
 out="${CARGO_TARGET_DIR:-target}/$profile"
-for bin in drover drover-ctld drover-noded drover-sim drover-bench; do
+for bin in drover drover-ctld drover-noded drover-auth drover-sim drover-bench; do
   if [ -f "$out/$bin" ]; then
     cp "$out/$bin" "$out/$bin.copy"
     mv -f "$out/$bin.copy" "$out/$bin"

@@ -331,6 +331,33 @@ fn whole_seconds_cpu(us: u64) -> String {
     format_cpu_time(us / 1_000_000 * 1_000_000)
 }
 
+/// A step's TRESUsageInTot: its CPU time and memory (all tasks') and, where NVML
+/// sampled its GPUs, their peak memory and average utilization, with Slurm 23.02's
+/// names: `cpu=00:00:02,mem=1052K,gres/gpumem=2048M,gres/gpuutil=50`.
+fn step_usage_tres(st: &StepInfo) -> String {
+    let Some(u) = st.usage.as_ref() else {
+        return String::new();
+    };
+    let mem = u
+        .tasks
+        .as_ref()
+        .map_or(u.max_rss_bytes, |t| t.rss_sum_bytes);
+    let mut out = format!(
+        "cpu={},mem={}",
+        whole_seconds_cpu(u.total_cpu_us),
+        format_bytes_exact(mem)
+    );
+    if let Some(g) = &u.gpu {
+        let used = proto::convert::gpu_use_from_wire(*g);
+        out.push_str(&format!(
+            ",gres/gpumem={},gres/gpuutil={}",
+            format_bytes_exact(used.max_memory_bytes),
+            used.utilization_percent()
+        ));
+    }
+    out
+}
+
 fn step_no_cpu_time(_: &JobInfo, _: &StepInfo, _: &Ctx) -> String {
     "00:00:00".into()
 }
@@ -920,7 +947,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     sacct(sa("TRESUsageInMin", 14, not_recorded)),
     sacct(sa("TRESUsageInMinNode", 18, not_recorded)),
     sacct(sa("TRESUsageInMinTask", 18, not_recorded)),
-    sacct(sa("TRESUsageInTot", 14, not_recorded)),
+    sacct(sa("TRESUsageInTot", 14, not_recorded).steps(|_, st, _| step_usage_tres(st))),
     sacct(sa("TRESUsageOutAve", 15, not_recorded)),
     sacct(sa("TRESUsageOutMax", 15, not_recorded)),
     sacct(sa("TRESUsageOutMaxNode", 19, not_recorded)),

@@ -239,6 +239,16 @@ pub fn job_tres(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> model::tres::T
     counts
 }
 
+/// The GPU-seconds a job's GPUs were busy, as NVML sampled them on its nodes (its
+/// steps' figures together); 0 where none were sampled.
+pub fn busy_gpu_secs(j: &JobInfo) -> u64 {
+    j.steps
+        .iter()
+        .filter_map(|s| s.usage.as_ref()?.gpu.as_ref())
+        .map(|g| g.busy_gpu_ms / 1000)
+        .sum()
+}
+
 /// A TRES string as sacct and squeue print it, by name:
 /// `billing=4,cpu=4,gres/gpu=1,mem=16G,node=1`.
 pub fn tres_string(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> String {

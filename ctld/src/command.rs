@@ -216,13 +216,14 @@ pub struct CompleteStep {
 }
 
 /// A job as a node daemon has it: the run it started (`restart_count`), whether the
-/// job is stopped, and whether it is being killed.
+/// job is stopped, whether it is being killed, and what its GPUs did so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobOnNode {
     pub job_id: JobId,
     pub restart_count: u32,
     pub suspended: bool,
     pub ending: bool,
+    pub gpu_use: Option<model::gpu_use::GpuUse>,
 }
 
 /// A node daemon (re)registers: its resources and the jobs it has.

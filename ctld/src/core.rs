@@ -199,8 +199,33 @@ impl Core {
             payloads,
             reschedule,
             assocs,
+            archive,
             ..
         } = turn;
+        // ArchiveJobs: what a purge drops is on disk before the purge is; a purge
+        // whose archive cannot be written is undone, and tried again at a later tick
+        // (purges run in the tick's turn, which answers no caller).
+        if !archive.is_empty()
+            && let Some(dir) = self.config.archive_dir()
+        {
+            let written = crate::archive::write(
+                std::path::Path::new(&dir),
+                &self.config.cluster_name,
+                now,
+                &archive,
+            );
+            match written {
+                Ok(path) => {
+                    tracing::info!(jobs = archive.len(), file = %path.display(), "job records archived");
+                }
+                Err(e) => {
+                    tracing::error!(dir, error = %e, "cannot archive job records; their purge waits");
+                    debug_assert!(acks.is_empty(), "a purge in a turn with callers");
+                    self.undo_turn(false);
+                    return;
+                }
+            }
+        }
         let mut batch = batch_of(&self.state, &events, payloads);
         batch.assocs = assocs.clone();
         // Fault injection (inert unless `FAILPOINTS` names these points): a crash of
@@ -212,7 +237,7 @@ impl Core {
             Ok(()) => {}
             Err(StoreError::Full(why)) => {
                 tracing::warn!(error = %why, "state store full: the turn is refused");
-                self.undo_turn();
+                self.undo_turn(true);
                 let refused = Rejection::StoreFull(why);
                 for ack in acks {
                     ack(Some(&refused));
@@ -256,9 +281,10 @@ impl Core {
     }
 
     /// Back to the state of the last published snapshot (the last turn committed),
-    /// keeping the nodes' heartbeat times, which heartbeats move without a commit.
-    fn undo_turn(&mut self) {
-        self.store_full = true;
+    /// keeping the nodes' heartbeat times, which heartbeats move without a commit;
+    /// `store_full`: because the store's disk is full.
+    fn undo_turn(&mut self, store_full: bool) {
+        self.store_full |= store_full;
         let mut state = self.snapshot.borrow().as_ref().clone();
         for (name, node) in &mut state.nodes {
             if let Some(now) = self.state.nodes.get(name) {
@@ -466,15 +492,11 @@ mod tests {
         assert_eq!((rewritten, batch.purged), (vec![1], vec![2]));
     }
 
-    #[test]
-    fn callers_are_answered_after_readers_can_see_the_turn() {
-        let config = Config::parse(
-            "[[nodes]]\nnames = \"n1\"\ncpus = 2\nmemory = \"1G\"\n\
-             [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\ndefault = true\n",
-            "t.toml",
-        )
-        .unwrap();
-        let state = ClusterState::new(config.node_list(), config.partition_list());
+    /// A core over `config` and `state`, with no store, and a reader of its snapshots.
+    fn core_over(
+        config: Config,
+        state: ClusterState,
+    ) -> (Core, watch::Receiver<Arc<ClusterState>>) {
         let (inbox, _rx) = mpsc::channel(1);
         let (snapshot, readers) = watch::channel(Arc::new(state.clone()));
         let signer = Arc::new(auth::Signer::Key {
@@ -485,7 +507,7 @@ mod tests {
         });
         let dispatcher = Dispatcher::new(inbox.downgrade(), "c".into(), "a:1".into(), 1, signer);
         let (sched, _) = watch::channel(Arc::new(sched::SchedConfig::from_config(&config)));
-        let mut core = Core::new(
+        let core = Core::new(
             state,
             Arc::new(config),
             sched,
@@ -493,6 +515,67 @@ mod tests {
             snapshot,
             dispatcher,
         );
+        (core, readers)
+    }
+
+    /// A core over `config` holding finished jobs 1 (ended at 1) and 2 (the newest,
+    /// which always stays).
+    fn core_with_old_jobs(config: Config) -> Core {
+        let mut state = ClusterState::new(config.node_list(), config.partition_list());
+        for id in [1, 2] {
+            let mut job = model::Job::new(id, JobSpec::default(), 0, None);
+            job.state = model::JobState::Completed;
+            job.end_time = 1;
+            state.insert_job(job);
+        }
+        core_over(config, state).0
+    }
+
+    #[test]
+    fn a_purge_is_archived_first_and_waits_when_its_archive_cannot_be_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = |archive_dir: &std::path::Path| {
+            Config::parse(
+                &format!(
+                    "[controller]\npurge_job_after = \"1hours\"\narchive_jobs = true\n\
+                     archive_dir = \"{}\"\n\
+                     [[nodes]]\nnames = \"n1\"\ncpus = 2\nmemory = \"1G\"\n\
+                     [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n",
+                    archive_dir.display()
+                ),
+                "t.toml",
+            )
+            .unwrap()
+        };
+        let day = 86_400;
+        // Under a plain file no directory can be made: the purge is undone.
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, "").unwrap();
+        let mut core = core_with_old_jobs(config(&blocker.join("archive")));
+        core.turn(day, |t, _, _| rules::timer::tick(t, day));
+        assert!(core.state.job(1).is_some(), "purged without its archive");
+        // With a directory it can make, the archive is written, then job 1 goes.
+        let archive = dir.path().join("archive");
+        let mut core = core_with_old_jobs(config(&archive));
+        core.turn(day, |t, _, _| rules::timer::tick(t, day));
+        assert!(core.state.job(1).is_none() && core.state.job(2).is_some());
+        let files: Vec<_> = std::fs::read_dir(&archive).unwrap().collect();
+        assert_eq!(files.len(), 1);
+        let bytes = std::fs::read(files[0].as_ref().unwrap().path()).unwrap();
+        let back = <proto::v1::JobArchive as prost::Message>::decode(&*bytes).unwrap();
+        assert_eq!(back.jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn callers_are_answered_after_readers_can_see_the_turn() {
+        let config = Config::parse(
+            "[[nodes]]\nnames = \"n1\"\ncpus = 2\nmemory = \"1G\"\n\
+             [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\ndefault = true\n",
+            "t.toml",
+        )
+        .unwrap();
+        let state = ClusterState::new(config.node_list(), config.partition_list());
+        let (mut core, readers) = core_over(config, state);
         // What a reader sees at the moment the caller is answered.
         let seen = Arc::new(Mutex::new(None));
         let at_answer = Arc::clone(&seen);

@@ -9,6 +9,7 @@
 //! the submit checks, `reservations` the reservation changes, `users` the names of the
 //! uids requests' credentials prove.
 
+pub mod archive;
 pub mod command;
 pub mod connections;
 pub mod core;

@@ -72,6 +72,7 @@ fn jobs_from_wire(jobs: Vec<v1::JobOnNode>) -> Vec<command::JobOnNode> {
             restart_count: j.restart_count,
             suspended: j.suspended,
             ending: j.ending,
+            gpu_use: j.gpu_use.map(proto::convert::gpu_use_from_wire),
         })
         .collect()
 }

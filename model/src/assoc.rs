@@ -155,6 +155,8 @@ pub struct Qos {
     /// GraceTime in seconds: between SIGTERM and the kill of a preempted job.
     pub grace_time: u32,
     pub usage_factor: f64,
+    /// What becomes of its jobs that hold GPUs idle (Drover's; `model::gpu_use`).
+    pub gpu_idle: crate::gpu_use::GpuIdlePolicy,
 }
 
 impl Qos {
@@ -172,6 +174,7 @@ impl Qos {
             preempt_mode: String::new(),
             grace_time: 0,
             usage_factor: 1.0,
+            gpu_idle: Default::default(),
         }
     }
 }
@@ -257,6 +260,13 @@ impl Associations {
                     preempt_mode: q.preempt_mode.to_ascii_lowercase(),
                     grace_time: u32::try_from(q.grace_time).unwrap_or(0),
                     usage_factor: q.usage_factor,
+                    // Checked with the config (`check`).
+                    gpu_idle: crate::gpu_use::GpuIdlePolicy::parse(
+                        &q.gpu_idle_limit,
+                        &q.gpu_idle_action,
+                        &q.gpu_idle_grace,
+                    )
+                    .unwrap_or_default(),
                 },
             );
         }

@@ -229,6 +229,10 @@ pub struct Settings {
     pub grace_time_s: Option<u32>,
     pub usage_factor: Option<f64>,
     pub limits: Vec<(LimitKind, LimitValue)>,
+    /// GpuIdleLimit (`Some(None)`: cleared), GpuIdleAction, GpuIdleGrace.
+    pub gpu_idle_limit_s: Option<Option<u32>>,
+    pub gpu_idle_action: Option<crate::gpu_use::GpuIdleAction>,
+    pub gpu_idle_grace_s: Option<u32>,
 }
 
 /// Which records a change is about (`where ...`), or, for `add`, what it adds.
@@ -451,6 +455,25 @@ impl Settings {
                 };
                 self.grace_time_s = Some(u32::try_from(secs).unwrap_or(u32::MAX));
             }
+            // Drover's GPU idle policy (`model::gpu_use`), in Slurm time syntax.
+            "gpuidlelimit" => {
+                self.gpu_idle_limit_s = Some(
+                    crate::gpu_use::parse_limit(value)
+                        .map_err(|e| format!("Invalid GpuIdleLimit '{value}': {e}"))?,
+                );
+            }
+            "gpuidleaction" => {
+                self.gpu_idle_action = Some(
+                    crate::gpu_use::parse_action(value)
+                        .map_err(|e| format!("Invalid GpuIdleAction '{value}': it {e}"))?,
+                );
+            }
+            "gpuidlegrace" => {
+                self.gpu_idle_grace_s = Some(
+                    crate::gpu_use::parse_grace(value)
+                        .map_err(|e| format!("Invalid GpuIdleGrace '{value}': {e}"))?,
+                );
+            }
             "usagefactor" => {
                 let f: f64 = value
                     .trim()
@@ -523,6 +546,9 @@ impl Settings {
         check(self.preempt_mode.is_some(), "PreemptMode", &[Q]);
         check(self.grace_time_s.is_some(), "GraceTime", &[Q]);
         check(self.usage_factor.is_some(), "UsageFactor", &[Q]);
+        check(self.gpu_idle_limit_s.is_some(), "GpuIdleLimit", &[Q]);
+        check(self.gpu_idle_action.is_some(), "GpuIdleAction", &[Q]);
+        check(self.gpu_idle_grace_s.is_some(), "GpuIdleGrace", &[Q]);
         check(!self.limits.is_empty(), "limits", &[A, U, Q]);
         for kind in [
             LimitKind::GuaranteedTres,
@@ -776,6 +802,15 @@ fn modify_qos(q: &mut Qos, s: &Settings) {
     }
     if let Some(f) = s.usage_factor {
         q.usage_factor = f;
+    }
+    if let Some(limit) = s.gpu_idle_limit_s {
+        q.gpu_idle.limit_s = limit;
+    }
+    if let Some(action) = s.gpu_idle_action {
+        q.gpu_idle.action = action;
+    }
+    if let Some(grace) = s.gpu_idle_grace_s {
+        q.gpu_idle.grace_s = grace;
     }
     s.set_limits(&mut q.limits);
 }
@@ -1257,6 +1292,37 @@ mod tests {
             Some(90)
         );
         assert!(err("modify qos high set gracetime=soon").contains("GraceTime"));
+        // The GPU idle policy: times in Slurm's syntax, an action word, -1 clears.
+        let c =
+            change("modify qos gpu set GpuIdleLimit=30:00 GpuIdleAction=Requeue GpuIdleGrace=5");
+        assert_eq!(
+            (
+                c.settings.gpu_idle_limit_s,
+                c.settings.gpu_idle_action,
+                c.settings.gpu_idle_grace_s
+            ),
+            (
+                Some(Some(1800)),
+                Some(crate::gpu_use::GpuIdleAction::Requeue),
+                Some(300)
+            )
+        );
+        assert_eq!(
+            change("modify qos gpu set gpuidlelimit=-1")
+                .settings
+                .gpu_idle_limit_s,
+            Some(None)
+        );
+        assert_eq!(
+            err("modify qos gpu set gpuidleaction=kill"),
+            "Invalid GpuIdleAction 'kill': it must be one of warn, requeue, cancel, not \"kill\""
+        );
+        assert_eq!(
+            change("modify account ml set gpuidlelimit=10")
+                .settings
+                .foreign(Entity::Account),
+            ["GpuIdleLimit"]
+        );
         // PreemptMode is a mode or the cluster's.
         assert_eq!(
             change("modify qos high set preemptmode=Requeue")

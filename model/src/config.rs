@@ -139,8 +139,9 @@ impl Default for AuthConfig {
 /// health_check_program = "/usr/sbin/nhc"
 /// health_check_interval_s = 300    # 0: never
 /// mail_prog = "/usr/bin/mail"      # run as `mail_prog -s SUBJECT USER` (--mail-type)
+/// gpu_sample_interval_s = 30       # how often NVML samples jobs' GPUs; 0: never
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeDaemonConfig {
     pub prolog: String,
@@ -149,6 +150,22 @@ pub struct NodeDaemonConfig {
     pub health_check_interval_s: u32,
     /// Slurm's MailProg; empty: `/bin/mail`, Slurm's default.
     pub mail_prog: String,
+    /// How often the node daemon samples its jobs' GPUs through NVML (utilization and
+    /// memory, `model::gpu_use`), seconds; 0: never (Slurm's JobAcctGatherFrequency).
+    pub gpu_sample_interval_s: u32,
+}
+
+impl Default for NodeDaemonConfig {
+    fn default() -> Self {
+        NodeDaemonConfig {
+            prolog: String::new(),
+            epilog: String::new(),
+            health_check_program: String::new(),
+            health_check_interval_s: 0,
+            mail_prog: String::new(),
+            gpu_sample_interval_s: 30,
+        }
+    }
 }
 
 impl NodeDaemonConfig {
@@ -286,6 +303,12 @@ pub struct ControllerConfig {
     /// dropped this long after their job ended, the job's own record kept (same
     /// syntax as `purge_job_after`). Empty (the default): kept as long as the job.
     pub purge_step_after: String,
+    /// Slurm's ArchiveJobs (and ArchiveSteps): records a purge drops are first written
+    /// whole, steps included, to a file in `archive_dir` (`drover export --archive`
+    /// reads it); a purge whose archive cannot be written waits.
+    pub archive_jobs: bool,
+    /// Slurm's ArchiveDir; empty: `<state_dir>/archive`.
+    pub archive_dir: String,
     pub max_array_size: u32,
     pub max_job_count: u32,
     /// Debounce of scheduling passes after an event.
@@ -335,6 +358,8 @@ impl Default for ControllerConfig {
             min_job_age_s: 300,
             purge_job_after: String::new(),
             purge_step_after: String::new(),
+            archive_jobs: false,
+            archive_dir: String::new(),
             max_array_size: 1001,
             max_job_count: 1_000_000,
             sched_delay_ms: 2,
@@ -795,6 +820,19 @@ impl Partition {
 }
 
 impl Config {
+    /// Where purged job records are archived (`[controller] archive_jobs`); `None`:
+    /// they are not.
+    pub fn archive_dir(&self) -> Option<String> {
+        let c = &self.controller;
+        c.archive_jobs.then(|| {
+            if c.archive_dir.is_empty() {
+                format!("{}/archive", self.state_dir.trim_end_matches('/'))
+            } else {
+                c.archive_dir.clone()
+            }
+        })
+    }
+
     /// Parses and checks a config file's text. `file` only labels errors, which name
     /// the file, the line and the key: `drover.toml:12: node_timeout_s: must be ...`.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
@@ -1060,6 +1098,16 @@ pub struct QosConfig {
     /// Usage of its jobs is multiplied by this (Slurm's UsageFactor).
     #[serde(default = "one_f64")]
     pub usage_factor: f64,
+    /// Drover's GPU idle policy (`model::gpu_use`): a job all of whose GPUs stay idle
+    /// this long (Slurm time syntax; empty: never) is flagged and its user told;
+    /// `gpu_idle_action` (`warn`, the default, `requeue` or `cancel`) then happens
+    /// `gpu_idle_grace` later if they stay idle.
+    #[serde(default)]
+    pub gpu_idle_limit: String,
+    #[serde(default)]
+    pub gpu_idle_action: String,
+    #[serde(default)]
+    pub gpu_idle_grace: String,
 }
 
 fn one_f64() -> f64 {

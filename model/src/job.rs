@@ -449,8 +449,8 @@ pub struct Step {
 ///
 /// ```
 /// # use model::StepUsage;
-/// let a = StepUsage { max_rss_bytes: 4096, max_rss_node: "n1".into(), total_cpu_us: 10, user_cpu_us: 6, system_cpu_us: 4, tasks: None };
-/// let b = StepUsage { max_rss_bytes: 8192, max_rss_node: "n2".into(), total_cpu_us: 5, user_cpu_us: 5, system_cpu_us: 0, tasks: None };
+/// let a = StepUsage { max_rss_bytes: 4096, max_rss_node: "n1".into(), total_cpu_us: 10, user_cpu_us: 6, system_cpu_us: 4, tasks: None, gpu: None };
+/// let b = StepUsage { max_rss_bytes: 8192, max_rss_node: "n2".into(), total_cpu_us: 5, user_cpu_us: 5, system_cpu_us: 0, tasks: None, gpu: None };
 /// let both = a.combine(&b);
 /// assert_eq!((both.max_rss_bytes, both.max_rss_node.as_str(), both.total_cpu_us), (8192, "n2", 15));
 /// ```
@@ -466,6 +466,10 @@ pub struct StepUsage {
     /// Task by task, from the tasks' own cgroups; `None` where they have none.
     #[serde(default)]
     pub tasks: Option<TaskUsage>,
+    /// What its GPUs did, as NVML sampled them (the batch step: the job's GPUs on
+    /// its batch node); `None` where nothing was sampled.
+    #[serde(default)]
+    pub gpu: Option<crate::gpu_use::GpuUse>,
 }
 
 /// What the tasks of a step used one by one (sacct's AveRSS, MaxRSSTask, MinCPU,
@@ -550,6 +554,10 @@ impl StepUsage {
                 (Some(a), Some(b)) => Some(a.combine(b)),
                 (a, b) => a.clone().or_else(|| b.clone()),
             },
+            gpu: match (self.gpu, other.gpu) {
+                (Some(a), Some(b)) => Some(a.merge(&b)),
+                (a, b) => a.or(b),
+            },
         }
     }
 }
@@ -604,6 +612,9 @@ pub struct Job {
     /// The node confirmed it started this run. A run the controller cannot find on its
     /// node after a restart is launched again when this is false, and lost when true.
     pub launched: bool,
+    /// When its QOS's GPU idle policy flagged it: every GPU of it had been idle for
+    /// the QOS's `gpu_idle_limit` (`model::gpu_use`). Kept once set, for `sacct`.
+    pub gpu_idle_flagged: Option<Time>,
 }
 
 impl Job {
@@ -655,6 +666,7 @@ impl Job {
             suspended_secs: 0,
             kill: None,
             launched: false,
+            gpu_idle_flagged: None,
             spec,
         }
     }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod constraint;
 pub mod factors;
 pub mod filter;
+pub mod gpu_use;
 pub mod hostlist;
 pub mod job;
 pub mod job_id;

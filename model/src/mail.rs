@@ -115,13 +115,29 @@ pub enum JobMail {
         exit_max: i32,
         failed: bool,
     },
+    /// Its GPUs have all been idle for `idle` seconds (its QOS's `gpu_idle_limit`);
+    /// `then`: what happens if they stay idle `grace` seconds more (Drover's).
+    GpuIdle {
+        idle: u64,
+        then: Option<(crate::gpu_use::GpuIdleAction, u64)>,
+    },
 }
 
 impl JobMail {
+    /// Whether a job that asked for `types` gets this mail: a GPU idle warning goes
+    /// to every job that asked for any mail.
+    pub fn asked_by(self, types: &[MailType]) -> bool {
+        match self.wanted_by() {
+            Some(t) => types.contains(&t),
+            None => !types.is_empty(),
+        }
+    }
+
     /// The `--mail-type` that asks for this mail: END for a job that completed or was
-    /// cancelled, FAIL for one that failed otherwise.
-    pub fn wanted_by(self) -> MailType {
-        match self {
+    /// cancelled, FAIL for one that failed otherwise; `None`: any type.
+    pub fn wanted_by(self) -> Option<MailType> {
+        Some(match self {
+            JobMail::GpuIdle { .. } => return None,
             JobMail::Began { .. } => MailType::Begin,
             JobMail::Ended {
                 state: JobState::Completed | JobState::Cancelled,
@@ -136,7 +152,7 @@ impl JobMail {
             JobMail::ArrayBegan => MailType::Begin,
             JobMail::ArrayEnded { failed: false, .. } => MailType::End,
             JobMail::ArrayEnded { .. } => MailType::Fail,
-        }
+        })
     }
 
     /// The subject line for `job`, as Slurm 22.05 writes it: `Slurm Job_id=12
@@ -168,7 +184,7 @@ impl JobMail {
                 exit_code,
             } => {
                 let word = match self.wanted_by() {
-                    MailType::End => "Ended",
+                    Some(MailType::End) => "Ended",
                     _ => "Failed",
                 };
                 let code = exit_code
@@ -199,6 +215,21 @@ impl JobMail {
                     state.name()
                 };
                 format!("{head} {word}, {state}, ExitCode [{exit_min}-{exit_max}]")
+            }
+            JobMail::GpuIdle { idle, then } => {
+                let then = match then {
+                    Some((action, grace)) => format!(
+                        ", {} if still idle in {}",
+                        match action {
+                            crate::gpu_use::GpuIdleAction::Requeue => "requeued",
+                            crate::gpu_use::GpuIdleAction::Cancel => "cancelled",
+                            crate::gpu_use::GpuIdleAction::Warn => "warned again",
+                        },
+                        format_elapsed(grace)
+                    ),
+                    None => String::new(),
+                };
+                format!("{head} GPUs idle for {}{then}", format_elapsed(idle))
             }
         }
     }
@@ -281,9 +312,12 @@ mod tests {
         );
         assert_eq!(
             ended(JobState::Cancelled, Some(0)).wanted_by(),
-            MailType::End
+            Some(MailType::End)
         );
-        assert_eq!(ended(JobState::Timeout, None).wanted_by(), MailType::Fail);
+        assert_eq!(
+            ended(JobState::Timeout, None).wanted_by(),
+            Some(MailType::Fail)
+        );
         assert_eq!(
             JobMail::Requeued { run: Some(12) }.subject(&job),
             "Slurm Job_id=12 Name=train Requeued, Run time 00:00:12"
@@ -296,12 +330,12 @@ mod tests {
             half.subject(&job),
             "Slurm Job_id=12 Name=train Reached 50% of time limit, Run time 00:00:30"
         );
-        assert_eq!(half.wanted_by(), MailType::TimeLimit50);
+        assert_eq!(half.wanted_by(), Some(MailType::TimeLimit50));
         let all = JobMail::ReachedTimeLimit {
             percent: 100,
             run: 60,
         };
-        assert_eq!(all.wanted_by(), MailType::TimeLimit);
+        assert_eq!(all.wanted_by(), Some(MailType::TimeLimit));
         assert!(
             all.subject(&job)
                 .ends_with("Name=train Reached time limit, Run time 00:01:00")
@@ -330,6 +364,38 @@ mod tests {
             ended(3, true).subject(&job),
             "Slurm Array Summary Job_id=7_* (7) Name=train Failed, Mixed, ExitCode [0-3]"
         );
-        assert_eq!(ended(3, true).wanted_by(), MailType::Fail);
+        assert_eq!(ended(3, true).wanted_by(), Some(MailType::Fail));
+    }
+
+    #[test]
+    fn a_gpu_idle_warning_goes_to_any_job_that_asked_for_mail() {
+        let job = Job::new(
+            12,
+            crate::job::JobSpec {
+                name: "train".into(),
+                ..Default::default()
+            },
+            0,
+            None,
+        );
+        let warning = JobMail::GpuIdle {
+            idle: 600,
+            then: Some((crate::gpu_use::GpuIdleAction::Requeue, 300)),
+        };
+        assert_eq!(
+            warning.subject(&job),
+            "Slurm Job_id=12 Name=train GPUs idle for 00:10:00, requeued if still idle in 00:05:00"
+        );
+        assert_eq!(
+            JobMail::GpuIdle {
+                idle: 60,
+                then: None
+            }
+            .subject(&job),
+            "Slurm Job_id=12 Name=train GPUs idle for 00:01:00"
+        );
+        assert!(warning.asked_by(&[MailType::End]));
+        assert!(!warning.asked_by(&[]));
+        assert!(!JobMail::Began { queued: 1 }.asked_by(&[MailType::End]));
     }
 }

@@ -128,6 +128,12 @@ pub enum Event {
         exit_signal: i32,
         time: Time,
     },
+    /// Every GPU of the job had been idle for its QOS's `gpu_idle_limit`: the job is
+    /// flagged (`model::gpu_use`).
+    JobGpuIdleFlagged {
+        job_id: JobId,
+        time: Time,
+    },
     /// What a step used, as its nodes counted it (`step_id` `None`: the batch step).
     StepUsageMeasured {
         job_id: JobId,
@@ -203,7 +209,8 @@ impl Event {
             | Event::JobPendingReason { job_id, .. }
             | Event::StepStarted { job_id, .. }
             | Event::StepEnded { job_id, .. }
-            | Event::StepUsageMeasured { job_id, .. } => Some(*job_id),
+            | Event::StepUsageMeasured { job_id, .. }
+            | Event::JobGpuIdleFlagged { job_id, .. } => Some(*job_id),
             _ => None,
         }
     }
@@ -503,6 +510,11 @@ impl ClusterState {
                 };
                 if job.restart_count == *restart_count && job.alloc.is_some() {
                     job.launched = true;
+                }
+            }
+            Event::JobGpuIdleFlagged { job_id, time } => {
+                if let Some(job) = self.job_mut(*job_id) {
+                    job.gpu_idle_flagged.get_or_insert(*time);
                 }
             }
             Event::JobKillRequested { job_id, request } => {

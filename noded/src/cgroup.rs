@@ -544,6 +544,7 @@ impl JobCgroup {
             user_cpu_us: user_us,
             system_cpu_us: system_us,
             tasks,
+            gpu: None,
         })
     }
 

@@ -35,14 +35,14 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let config = model::Config::parse(&text, &config_label)?;
     let name = match opts.name {
         Some(name) => name,
-        None => short_hostname().context("finding the host name (pass --name)")?,
+        None => noded::host::short_hostname().context("finding the host name (pass --name)")?,
     };
     let declared = config.node_entry(&name).is_some_and(|e| e.config_overrides);
     let nvml = if declared {
         None
     } else {
         match noded::nvml::NvmlGpus::load() {
-            Ok(gpus) => Some(gpus),
+            Ok(gpus) => Some(Arc::new(gpus)),
             Err(why) => {
                 info!(reason = %why, "no NVIDIA driver: this node has no GPUs to offer");
                 None
@@ -50,7 +50,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         }
     };
     let host_gpus: &dyn inventory::GpuInventory = match &nvml {
-        Some(gpus) => gpus,
+        Some(gpus) => gpus.as_ref(),
         None => &inventory::NoGpus,
     };
     let resources = inventory::node_resources(&config, &name, host_gpus)?;
@@ -145,6 +145,16 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         default_interval,
         health,
     ));
+    if let Some(gpus) = nvml.clone()
+        && site.gpu_sample_interval_s > 0
+    {
+        let every = Duration::from_secs(u64::from(site.gpu_sample_interval_s));
+        info!(
+            every_s = site.gpu_sample_interval_s,
+            "sampling jobs' GPUs through NVML"
+        );
+        tokio::spawn(noded::gpu_sampler::run(jobs.clone(), gpus, every));
+    }
     let sweeper_jobs = jobs.clone();
     tokio::spawn(async move {
         loop {
@@ -179,7 +189,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         ))
         .serve_with_incoming_shutdown(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown(),
+            noded::host::stop_requested(),
         )
         .await
         .context("serving NodeAgent")?;
@@ -229,7 +239,7 @@ fn cgroup_placement(config: &model::config::CgroupConfig) -> Option<CgroupPlacem
 pub fn inventory_text(name: Option<String>) -> anyhow::Result<String> {
     let name = match name {
         Some(n) => n,
-        None => short_hostname()?,
+        None => noded::host::short_hostname()?,
     };
     let nvml = noded::nvml::NvmlGpus::load();
     let host_gpus: &dyn inventory::GpuInventory = match &nvml {
@@ -282,26 +292,4 @@ pub fn inventory_text(name: Option<String>) -> anyhow::Result<String> {
         ));
     }
     Ok(out)
-}
-
-fn short_hostname() -> anyhow::Result<String> {
-    let host = nix::unistd::gethostname()?;
-    let host = host.to_string_lossy();
-    Ok(host.split('.').next().unwrap_or_default().to_string())
-}
-
-async fn shutdown() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(e) => {
-            warn!(error = %e, "cannot watch SIGTERM");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    info!("shutting down");
 }

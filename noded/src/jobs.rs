@@ -17,6 +17,7 @@ use crate::spool::{
 use crate::status::{FinishKind, JobStatus};
 use crate::unix_now;
 use model::JobId;
+use model::gpu_use::{DeviceSample, GpuUse};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use proto::v1::{JobOnNode, LaunchJobRequest};
@@ -78,6 +79,11 @@ struct Entry {
     cancel_requested: bool,
     /// The run this is (the job's restart count at launch).
     restart_count: u32,
+    /// The UUIDs of the GPU devices it holds whole, which NVML samples
+    /// (`gpu_sampler`).
+    sampled_gpus: Vec<String>,
+    /// What they did so far; `None` until the first sample.
+    gpu_use: Option<GpuUse>,
 }
 
 /// The jobs of this node.
@@ -199,8 +205,32 @@ impl Jobs {
                 restart_count: e.restart_count,
                 suspended: e.phase == Phase::Running && e.dir.file(SUSPENDED).exists(),
                 ending: e.cancel_requested || e.phase == Phase::Reporting,
+                gpu_use: e.gpu_use.as_ref().map(proto::convert::gpu_use_to_wire),
             })
             .collect()
+    }
+
+    /// The running jobs that hold GPUs NVML can sample, with those GPUs' UUIDs.
+    pub fn gpu_jobs(&self) -> Vec<(JobId, Vec<String>)> {
+        self.table()
+            .iter()
+            .filter(|(_, e)| e.phase == Phase::Running && !e.sampled_gpus.is_empty())
+            .map(|(&id, e)| (id, e.sampled_gpus.clone()))
+            .collect()
+    }
+
+    /// Adds one sample of a job's GPUs, taken `period_ms` after the one before.
+    pub fn add_gpu_sample(&self, job_id: JobId, samples: &[DeviceSample], period_ms: u64) {
+        if samples.is_empty() {
+            return;
+        }
+        if let Some(e) = self.table().get_mut(&job_id)
+            && e.phase == Phase::Running
+        {
+            e.gpu_use
+                .get_or_insert_with(GpuUse::default)
+                .add_sample(samples, period_ms);
+        }
     }
 
     /// Starts a job: writes its directory, starts its supervisor, returns. A launch of
@@ -232,6 +262,8 @@ impl Jobs {
                             own_child: true,
                             cancel_requested: false,
                             restart_count,
+                            sampled_gpus: Vec::new(),
+                            gpu_use: None,
                         };
                         table.insert(job_id, entry);
                         break;
@@ -258,6 +290,10 @@ impl Jobs {
             }
         };
         let pid = child.id();
+        let sampled_gpus = dir
+            .read_launch()
+            .map(|l| l.sampled_gpus())
+            .unwrap_or_default();
         let cancel_now = {
             let mut table = self.table();
             let entry = table
@@ -265,6 +301,7 @@ impl Jobs {
                 .expect("a starting job stays in the table");
             entry.phase = Phase::Running;
             entry.supervisor = pid;
+            entry.sampled_gpus = sampled_gpus;
             entry.cancel_requested
         };
         info!(job_id, supervisor = pid, dir = %dir.path().display(), "job launched");
@@ -456,6 +493,11 @@ impl Jobs {
                 own_child: false,
                 cancel_requested: false,
                 restart_count: dir.read_launch().map(|l| l.restart_count).unwrap_or(0),
+                sampled_gpus: dir
+                    .read_launch()
+                    .map(|l| l.sampled_gpus())
+                    .unwrap_or_default(),
+                gpu_use: None,
             };
             self.table().insert(*job_id, entry);
             match supervisor {
@@ -495,15 +537,15 @@ impl Jobs {
 
     /// The supervisor of `job_id` is gone: take its status (or make one up) and report.
     fn supervisor_ended(self: &Arc<Self>, job_id: JobId, why: &str) {
-        let (dir, cancelled) = {
+        let (dir, cancelled, gpu_use) = {
             let mut table = self.table();
             let Some(entry) = table.get_mut(&job_id) else {
                 return;
             };
             entry.phase = Phase::Reporting;
-            (entry.dir.clone(), entry.cancel_requested)
+            (entry.dir.clone(), entry.cancel_requested, entry.gpu_use)
         };
-        let (status, lost) = match dir.read_status() {
+        let (mut status, lost) = match dir.read_status() {
             Ok(Some(status)) => (status, false),
             Ok(None) => (lost_status(&dir, cancelled, why), true),
             Err(e) => {
@@ -511,6 +553,10 @@ impl Jobs {
                 (lost_status(&dir, cancelled, why), true)
             }
         };
+        // The GPUs' figures go with the batch step's (the job's GPUs on this node).
+        if let Some(used) = gpu_use {
+            status.batch_usage.get_or_insert_with(Default::default).gpu = Some(used);
+        }
         info!(job_id, kind = ?status.kind, exit_code = status.exit_code, exit_signal = status.exit_signal, "job ended");
         let restart_count = dir.read_launch().map(|l| l.restart_count).unwrap_or(0);
         let jobs = Arc::clone(self);

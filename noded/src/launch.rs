@@ -90,6 +90,26 @@ pub enum LaunchError {
 }
 
 impl LaunchInfo {
+    /// The UUIDs of the devices the job holds whole, which NVML samples
+    /// (`gpu_sampler`): its GPUs and MIG instances, not shares of a GPU (`shard`,
+    /// `mps`), which other jobs use too.
+    pub fn sampled_gpus(&self) -> Vec<String> {
+        self.gpu_indices
+            .iter()
+            .filter_map(|&i| {
+                let i = i as usize;
+                let shared = self
+                    .gpu_types
+                    .get(i)
+                    .is_some_and(|t| model::node::is_share_type(t));
+                self.gpu_uuids
+                    .get(i)
+                    .filter(|u| !u.is_empty() && !shared)
+                    .cloned()
+            })
+            .collect()
+    }
+
     /// Splits a launch request into the launch record and the script text.
     pub fn from_request(
         req: LaunchJobRequest,
@@ -225,6 +245,28 @@ mod tests {
         let json = serde_json::to_string(&info).unwrap();
         let back: LaunchInfo = serde_json::from_str(&json).unwrap();
         assert_eq!(back, info);
+    }
+
+    #[test]
+    fn only_devices_held_whole_are_sampled() {
+        let req = LaunchJobRequest {
+            job_id: 7,
+            spec: Some(v1::JobSpec::default()),
+            gpu_indices: vec![0, 2, 3],
+            ..Default::default()
+        };
+        let (mut info, _) = LaunchInfo::from_request(req, "n1", 1000).unwrap();
+        info.gpu_uuids = ["GPU-a", "GPU-b", "MIG-c", "GPU-b"]
+            .map(String::from)
+            .to_vec();
+        info.gpu_types = ["h100", "h100", "1g.10gb", "shard"]
+            .map(String::from)
+            .to_vec();
+        // GPU 0 and MIG instance 2 are the job's alone; shard 3 is a share of GPU 1.
+        assert_eq!(info.sampled_gpus(), ["GPU-a", "MIG-c"]);
+        // Not probed (config-declared GPUs): nothing to sample.
+        info.gpu_uuids.clear();
+        assert!(info.sampled_gpus().is_empty());
     }
 
     #[test]

@@ -43,6 +43,17 @@ impl NvmlGpus {
     }
 }
 
+impl crate::gpu_sampler::DeviceSampler for NvmlGpus {
+    fn sample(&self, uuid: &str) -> Option<model::gpu_use::DeviceSample> {
+        let dev = self.nvml.device_by_uuid(uuid).ok()?;
+        let utilization = dev.utilization_rates().ok()?;
+        Some(model::gpu_use::DeviceSample {
+            utilization_percent: utilization.gpu,
+            memory_used_bytes: dev.memory_info().map_or(0, |m| m.used),
+        })
+    }
+}
+
 /// Slurm's AutoDetect=nvml type of a model name: `NVIDIA H100 80GB HBM3` is
 /// `h100_80gb_hbm3`.
 pub fn type_of_model(name: &str) -> String {

@@ -294,6 +294,7 @@ mod tests {
                 user_cpu_us: 5,
                 system_cpu_us: 4,
                 tasks: None,
+                gpu: None,
             }),
         };
         dir.write_status(&status).unwrap();

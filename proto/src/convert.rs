@@ -358,6 +358,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
         expected_end: j.expected_end().unwrap_or(0),
         // Set by the controller's listing, which knows the guarantees.
         borrowed: String::new(),
+        gpu_idle_flagged: j.gpu_idle_flagged.unwrap_or(0),
     }
 }
 
@@ -1091,6 +1092,44 @@ pub fn usage_to_wire(u: &model::StepUsage) -> v1::StepUsage {
             min_cpu_task: t.min_cpu_task,
             min_cpu_node: t.min_cpu_node.clone(),
         }),
+        gpu: u.gpu.as_ref().map(gpu_use_to_wire),
+    }
+}
+
+pub fn gpu_use_to_wire(u: &model::gpu_use::GpuUse) -> v1::GpuUse {
+    v1::GpuUse {
+        sampled_gpu_ms: u.sampled_gpu_ms,
+        busy_gpu_ms: u.busy_gpu_ms,
+        max_memory_bytes: u.max_memory_bytes,
+        idle_ms: u.idle_ms,
+    }
+}
+
+pub fn gpu_use_from_wire(u: v1::GpuUse) -> model::gpu_use::GpuUse {
+    model::gpu_use::GpuUse {
+        sampled_gpu_ms: u.sampled_gpu_ms,
+        busy_gpu_ms: u.busy_gpu_ms,
+        max_memory_bytes: u.max_memory_bytes,
+        idle_ms: u.idle_ms,
+    }
+}
+
+fn gpu_idle_action_to_wire(a: GpuIdleAction) -> v1::GpuIdleAction {
+    match a {
+        GpuIdleAction::Warn => v1::GpuIdleAction::Warn,
+        GpuIdleAction::Requeue => v1::GpuIdleAction::Requeue,
+        GpuIdleAction::Cancel => v1::GpuIdleAction::Cancel,
+    }
+}
+
+/// A GPU idle action from the wire; `None` for UNSPECIFIED, an unknown value refused.
+fn gpu_idle_action_from_wire(a: i32) -> Result<Option<GpuIdleAction>, String> {
+    match v1::GpuIdleAction::try_from(a) {
+        Ok(v1::GpuIdleAction::Unspecified) => Ok(None),
+        Ok(v1::GpuIdleAction::Warn) => Ok(Some(GpuIdleAction::Warn)),
+        Ok(v1::GpuIdleAction::Requeue) => Ok(Some(GpuIdleAction::Requeue)),
+        Ok(v1::GpuIdleAction::Cancel) => Ok(Some(GpuIdleAction::Cancel)),
+        Err(_) => Err(format!("unknown GPU idle action {a}")),
     }
 }
 
@@ -1111,6 +1150,7 @@ pub fn usage_from_wire(u: v1::StepUsage) -> model::StepUsage {
             min_cpu_task: t.min_cpu_task,
             min_cpu_node: t.min_cpu_node,
         }),
+        gpu: u.gpu.map(gpu_use_from_wire),
     }
 }
 
@@ -1120,6 +1160,7 @@ use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
 use model::assoc_change::{
     Action, AssocChange, AssocRef, Changed, Conditions, Entity, LimitKind, LimitValue, Settings,
 };
+use model::gpu_use::GpuIdleAction;
 
 fn limits_to_wire(l: &Limits) -> v1::AccountingLimits {
     let map = |m: &model::tres::TresCounts| m.clone().into_iter().collect();
@@ -1233,6 +1274,9 @@ pub fn associations_to_wire(a: &Associations, cluster_name: &str) -> v1::ShowAcc
                 preempt_mode: q.preempt_mode.clone(),
                 grace_time_s: q.grace_time,
                 usage_factor: q.usage_factor,
+                gpu_idle_limit_s: q.gpu_idle.limit_s,
+                gpu_idle_action: gpu_idle_action_to_wire(q.gpu_idle.action) as i32,
+                gpu_idle_grace_s: q.gpu_idle.grace_s,
             })
             .collect(),
         enforced: a.enforced,
@@ -1284,6 +1328,12 @@ pub fn associations_from_wire(r: v1::ShowAccountingReply) -> Result<Associations
         qos.preempt_mode = q.preempt_mode;
         qos.grace_time = q.grace_time_s;
         qos.usage_factor = q.usage_factor;
+        qos.gpu_idle = model::gpu_use::GpuIdlePolicy {
+            limit_s: q.gpu_idle_limit_s,
+            action: gpu_idle_action_from_wire(q.gpu_idle_action)?
+                .ok_or_else(|| format!("QOS {} has no GPU idle action", q.name))?,
+            grace_s: q.gpu_idle_grace_s,
+        };
         out.qos.insert(q.name, qos);
     }
     out.relink();
@@ -1388,6 +1438,12 @@ pub fn assoc_change_to_wire(c: &AssocChange, dry_run: bool) -> v1::ChangeAccount
             grace_time_s: s.grace_time_s,
             usage_factor: s.usage_factor,
             limits,
+            gpu_idle_limit_s: s.gpu_idle_limit_s.map(|value| v1::LimitCount { value }),
+            gpu_idle_action: s
+                .gpu_idle_action
+                .map_or(v1::GpuIdleAction::Unspecified, gpu_idle_action_to_wire)
+                as i32,
+            gpu_idle_grace_s: s.gpu_idle_grace_s,
         }),
         dry_run,
     }
@@ -1458,6 +1514,9 @@ pub fn assoc_change_from_wire(
         grace_time_s: s.grace_time_s,
         usage_factor: s.usage_factor,
         limits,
+        gpu_idle_limit_s: s.gpu_idle_limit_s.map(|l| l.value),
+        gpu_idle_action: gpu_idle_action_from_wire(s.gpu_idle_action)?,
+        gpu_idle_grace_s: s.gpu_idle_grace_s,
     };
     let change = AssocChange {
         action,

@@ -20,7 +20,7 @@ pub fn bin_dir() -> PathBuf {
     if dir.ends_with("deps") {
         dir.pop();
     }
-    for name in ["drover", "drover-ctld", "drover-noded"] {
+    for name in ["drover", "drover-ctld", "drover-noded", "drover-auth"] {
         assert!(
             dir.join(name).exists(),
             "{} is missing: build the binaries first (cargo build --workspace --bins)",

@@ -2,7 +2,10 @@
 //! GPUs through NVML, here the fake `libnvidia-ml.so.1` of `fakes/nvml` (8 H100s, one
 //! in MIG mode) put on the loader's path; the controller drains a node that finds less
 //! than it is configured with, the difference as the reason, and schedules the MIG
-//! instances of a declared `mig_layout` as GPUs typed by their profile.
+//! instances of a declared `mig_layout` as GPUs typed by their profile. The fake NVML
+//! also says how busy each GPU is (`FAKE_NVML_UTILIZATION`): the node daemon samples
+//! jobs' GPUs, `sacct` shows the use, and a QOS's GPU idle policy cancels
+//! a job that holds its GPU idle.
 
 use std::time::Duration;
 use tests::{Cluster, ClusterSpec, wait_until};
@@ -102,6 +105,106 @@ fn mig_instances_of_a_declared_layout_are_gpus_of_their_own() {
     );
     let out = std::fs::read_to_string(c.work.join(format!("slurm-{whole}.out"))).unwrap();
     assert!(!out.contains("MIG-"), "{out}");
+}
+
+#[test]
+fn gpu_use_is_measured_and_a_job_holding_an_idle_gpu_is_flagged_then_cancelled() {
+    let (_lib, path) = fake_nvml();
+    // Each GPU's utilization and memory in use, as the fake NVML reads them: all busy
+    // until the busy job has its GPU.
+    let activity = tempfile::tempdir().unwrap();
+    let set = |gpu: u32, text: &str| {
+        std::fs::write(activity.path().join(gpu.to_string()), text).unwrap();
+    };
+    for gpu in 0..8 {
+        set(gpu, "100 2048");
+    }
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        node_entries: "[[nodes]]\nnames = \"tn1\"\ncpus = 2\nmemory = \"64M\"\ngpus = 7\n\
+                       gpu_type = \"h100\"\n"
+            .into(),
+        node_env: vec![vec![
+            path,
+            (
+                "FAKE_NVML_UTILIZATION".into(),
+                activity.path().display().to_string(),
+            ),
+        ]],
+        extra: "[node_daemon]\ngpu_sample_interval_s = 1\n\
+                [[qos]]\nname = \"normal\"\ngpu_idle_limit = \"0:03\"\n\
+                gpu_idle_action = \"cancel\"\ngpu_idle_grace = \"0:02\"\n"
+            .into(),
+        ..ClusterSpec::default()
+    });
+    let policy = c.ok(&[
+        "sacctmgr",
+        "-nP",
+        "show",
+        "qos",
+        "normal",
+        "format=name,gpuidlelimit,gpuidleaction,gpuidlegrace",
+    ]);
+    assert_eq!(policy.trim(), "normal|00:00:03|cancel|00:00:02");
+    let stop = c.work.join("busy.stop");
+    let busy = c.sbatch(
+        &["--gpus=h100:1", "-c", "1"],
+        &format!(
+            "echo $CUDA_VISIBLE_DEVICES > busy.gpu\nwhile [ ! -f {} ]; do sleep 0.1; done",
+            stop.display()
+        ),
+    );
+    let gpu_file = c.work.join("busy.gpu");
+    assert!(
+        wait_until(T, || gpu_file.exists()),
+        "the busy job did not start"
+    );
+    let busy_gpu: u32 = std::fs::read_to_string(&gpu_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Every other GPU goes idle, with nothing in its memory.
+    for gpu in (0..8).filter(|g| *g != busy_gpu) {
+        set(gpu, "0 0");
+    }
+    let idle = c.sbatch(&["--gpus=h100:1", "-c", "1"], "sleep 120");
+    c.wait_state(idle, "CANCELLED", T);
+    let shown = c.ok(&["scontrol", "show", "job", &idle.to_string()]);
+    assert!(shown.contains("GpuIdleFlagged="), "{shown}");
+    // The busy job, busy all along, is neither flagged nor cancelled.
+    let shown = c.ok(&["scontrol", "show", "job", &busy.to_string()]);
+    assert!(shown.contains("JobState=RUNNING"), "{shown}");
+    assert!(!shown.contains("GpuIdleFlagged"), "{shown}");
+    std::fs::write(&stop, "").unwrap();
+    c.wait_state(busy, "COMPLETED", T);
+    // Its batch step's use: 2 GiB of GPU memory at most, 100% busy.
+    let usage = c.ok(&[
+        "sacct",
+        "-nP",
+        "-j",
+        &format!("{busy}.batch"),
+        "-o",
+        "TRESUsageInTot",
+    ]);
+    assert!(
+        usage.trim().ends_with(",gres/gpumem=2G,gres/gpuutil=100"),
+        "{usage}"
+    );
+    let usage = c.ok(&[
+        "sacct",
+        "-nP",
+        "-j",
+        &format!("{idle}.batch"),
+        "-o",
+        "State,TRESUsageInTot",
+    ]);
+    assert!(
+        usage.trim().ends_with(",gres/gpumem=0,gres/gpuutil=0"),
+        "{usage}"
+    );
+    // (sreport's sums of these figures are checked on a known workload in its unit
+    // tests: its hour-rounded periods make a run of seconds here an empty report.)
 }
 
 /// A directory holding the fake NVML library as `libnvidia-ml.so.1`, and the

@@ -805,23 +805,61 @@ pub fn export(opts: &Options, jobs: &[JobInfo], ctx: &Ctx, how: Export) -> Resul
 /// The command line parsed as sacct's (`program` names the command in errors), and
 /// the job records it selects, with what their fields are printed with.
 pub fn select(program: &str, args: &[String]) -> Result<(Options, Vec<JobInfo>, Ctx), ExitCode> {
-    let (me, uid, _) = client::current_user();
-    let now = times::now();
-    let opts = parse_args(args, &args::env_var, now, uid, &me).map_err(Exit::finish)?;
+    let (opts, now) = options(args)?;
     let cluster = client::cluster_name();
     let req = request(&opts);
     let reply = calls::query(&client::runtime(), program, |c| calls::job_records(c, req))?;
-    jobs::check_records(program, &reply.jobs).map_err(Exit::finish)?;
+    let ctx = context(
+        program,
+        &reply.jobs,
+        if reply.now > 0 { reply.now } else { now },
+        cluster,
+    )?;
+    Ok((opts, reply.jobs, ctx))
+}
+
+/// The records of an archive file the controller wrote before a purge
+/// (`[controller] archive_jobs`), all of them, with the options `args` give (the
+/// fields; a selection is the controller's and does not apply to a file).
+pub fn select_archive(
+    program: &str,
+    file: &str,
+    args: &[String],
+) -> Result<(Options, Vec<JobInfo>, Ctx), ExitCode> {
+    let (opts, _) = options(args)?;
+    let bytes = std::fs::read(file)
+        .map_err(|e| Exit::error(program, format!("cannot read {file}: {e}")).finish())?;
+    let archive = <proto::v1::JobArchive as prost::Message>::decode(&*bytes)
+        .map_err(|e| Exit::error(program, format!("{file} is not a job archive: {e}")).finish())?;
+    let ctx = context(
+        program,
+        &archive.jobs,
+        archive.archived_at,
+        archive.cluster_name,
+    )?;
+    Ok((opts, archive.jobs, ctx))
+}
+
+/// The options of the command line, and the clock they were read at.
+fn options(args: &[String]) -> Result<(Options, i64), ExitCode> {
+    let (me, uid, _) = client::current_user();
+    let now = times::now();
+    let opts = parse_args(args, &args::env_var, now, uid, &me).map_err(Exit::finish)?;
+    Ok((opts, now))
+}
+
+/// What the fields of `jobs` are printed with: their users' and groups' names.
+fn context(program: &str, jobs: &[JobInfo], now: i64, cluster: String) -> Result<Ctx, ExitCode> {
+    jobs::check_records(program, jobs).map_err(Exit::finish)?;
     let names = Names::resolve(
-        reply.jobs.iter().map(|j| jobs::spec(j).uid),
-        reply.jobs.iter().map(|j| jobs::spec(j).gid),
+        jobs.iter().map(|j| jobs::spec(j).uid),
+        jobs.iter().map(|j| jobs::spec(j).gid),
     );
-    let ctx = Ctx {
-        now: if reply.now > 0 { reply.now } else { now },
+    Ok(Ctx {
+        now,
         names,
         cluster,
-    };
-    Ok((opts, reply.jobs, ctx))
+    })
 }
 
 pub fn run(args: &[String]) -> ExitCode {

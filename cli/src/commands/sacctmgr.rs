@@ -538,6 +538,25 @@ pub static FIELDS: &[FieldDef] = &[
             .unwrap_or_default()
     }),
     field("Flags", 20, &[("flags", 2)], blank),
+    // Drover's GPU idle policy (`model::gpu_use`), as `set GpuIdleLimit=` gives it.
+    field("GpuIdleLimit", 12, &[("gpuidlelimit", 8)], |r| {
+        r.qos
+            .and_then(|q| q.gpu_idle.limit_s)
+            .map(|l| units::format_elapsed(u64::from(l)))
+            .unwrap_or_default()
+    }),
+    field("GpuIdleAction", 13, &[("gpuidleaction", 8)], |r| {
+        r.qos
+            .filter(|q| q.gpu_idle.limit_s.is_some())
+            .map(|q| q.gpu_idle.action.word().to_string())
+            .unwrap_or_default()
+    }),
+    field("GpuIdleGrace", 12, &[("gpuidlegrace", 8)], |r| {
+        r.qos
+            .filter(|q| q.gpu_idle.limit_s.is_some())
+            .map(|q| units::format_elapsed(u64::from(q.gpu_idle.grace_s)))
+            .unwrap_or_default()
+    }),
     field("GraceTime", 10, &[("gracetime", 3)], |r| {
         r.qos
             .map(|q| units::format_elapsed(u64::from(q.grace_time)))
@@ -1036,6 +1055,20 @@ fn qos_settings(s: &Settings) -> String {
     let line = |out: &mut String, label: &str, value: &str| {
         out.push_str(&format!("  {label:<25}= {value}\n"))
     };
+    if let Some(limit) = s.gpu_idle_limit_s {
+        let text = limit.map_or("-1".to_string(), |l| units::format_elapsed(u64::from(l)));
+        line(&mut out, "GpuIdleLimit", &text);
+    }
+    if let Some(a) = s.gpu_idle_action {
+        line(&mut out, "GpuIdleAction", a.word());
+    }
+    if let Some(g) = s.gpu_idle_grace_s {
+        line(
+            &mut out,
+            "GpuIdleGrace",
+            &units::format_elapsed(u64::from(g)),
+        );
+    }
     if let Some(g) = s.grace_time_s {
         line(&mut out, "GraceTime", &g.to_string());
     }
@@ -1870,6 +1903,19 @@ default_qos = "high"
              MaxJobsPerUser = 3\n  MaxWall                  = 02:00:00\n  \
              PreemptMode              = CANCEL\n  Priority                 = 1\n  \
              UsageFactor              = 0.5000\n"
+        );
+        assert_eq!(
+            summarized(&[
+                "add",
+                "qos",
+                "gpu",
+                "gpuidlelimit=30:00",
+                "gpuidleaction=cancel",
+                "gpuidlegrace=5",
+            ]),
+            " Adding QOS(s)\n  gpu\n Settings\n  Description    = gpu\n  \
+             GpuIdleLimit             = 00:30:00\n  GpuIdleAction            = cancel\n  \
+             GpuIdleGrace             = 00:05:00\n"
         );
         assert_eq!(
             summarized(&["add", "coordinator", "account=physics", "names=alice"]),

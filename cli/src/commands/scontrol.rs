@@ -258,6 +258,10 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
     if !j.borrowed.is_empty() {
         lines.push(format!("Borrowed={}", j.borrowed));
     }
+    // Drover's: when its QOS's GPU idle policy flagged it (its GPUs all idle).
+    if j.gpu_idle_flagged > 0 {
+        lines.push(format!("GpuIdleFlagged={}", fmt(j.gpu_idle_flagged)));
+    }
     lines.extend([
         format!(
             "Socks/Node=* NtasksPerN:B:S:C={}:0:*:* CoreSpec=*",

@@ -492,10 +492,16 @@ fn round_hour(t: i64, zone: &dyn LocalZone) -> i64 {
     zone.unix(hour)
 }
 
-/// The TRES sreport knows, in the order of Slurm's TRES table (its ids).
+/// The TRES sreport knows, in the order of Slurm's TRES table (its ids), then
+/// `gres/gpuutil`: GPU time used, not only allocated (the busy GPU-seconds NVML
+/// sampled, `model::gpu_use`), in the units of `gres/gpu`, so that `-T
+/// gres/gpu,gres/gpuutil` reports allocated beside used GPU-hours.
 const TRES_TABLE: &[&str] = &[
-    "cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages", "gres/gpu",
+    "cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages", "gres/gpu", GPU_USED,
 ];
+
+/// The TRES of used GPU time.
+const GPU_USED: &str = "gres/gpuutil";
 
 /// The TRES a report covers: `cpu` without `-T`, else those of the table `-T` names.
 pub fn selected_tres(tres: Option<&str>) -> Vec<&'static str> {
@@ -551,10 +557,16 @@ fn usage(data: &Data, start: i64, end: i64) -> Vec<Use> {
             continue;
         }
         let counts = jobs::job_tres(j.num_cpus, j.mem_mb, j.num_nodes, j.num_gpus);
-        let secs = counts
+        let mut secs: BTreeMap<String, u64> = counts
             .iter()
             .map(|(t, n)| (t.clone(), n.saturating_mul(overlap as u64)))
             .collect();
+        // Busy GPU time, spread evenly over the run: the part inside the period.
+        let busy = jobs::busy_gpu_secs(j);
+        let run = (stop - j.start_time).max(1) as u64;
+        if busy > 0 {
+            secs.insert(GPU_USED.into(), busy.saturating_mul(overlap as u64) / run);
+        }
         let s = jobs::spec(j);
         out.push(Use {
             user: data.names.job_user(j),
@@ -579,7 +591,7 @@ fn capacity(nodes: &[NodeInfo], tres: &str) -> u64 {
             "cpu" | "billing" => u64::from(n.cpus),
             "mem" => n.memory_mb,
             "node" => 1,
-            "gres/gpu" => u64::from(n.gpus),
+            "gres/gpu" | GPU_USED => u64::from(n.gpus),
             _ => 0,
         })
         .sum()
@@ -1527,6 +1539,61 @@ mod tests {
             ]),
             "drover|13(3.39%)|16\n"
         );
+    }
+
+    #[test]
+    fn used_gpu_time_is_reported_beside_the_allocated() {
+        let mut d = data();
+        // bob's 2 GPUs for 30 minutes (60 GPU-minutes) were busy for 30 GPU-minutes.
+        d.jobs[1].steps.push(proto::v1::StepInfo {
+            step_id: "batch".into(),
+            usage: Some(proto::v1::StepUsage {
+                gpu: Some(proto::v1::GpuUse {
+                    sampled_gpu_ms: 3_600_000,
+                    busy_gpu_ms: 1_800_000,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let cmd = parse_args(
+            &s(&[
+                "-nP",
+                "-T",
+                "gres/gpu,gres/gpuutil",
+                "cluster",
+                "a",
+                "accounts=vision",
+            ]),
+            None,
+            NOW,
+            &TimeZone::UTC,
+        )
+        .unwrap();
+        assert_eq!(
+            render(&cmd, &d, &TimeZone::UTC).stdout,
+            "drover|vision|||gres/gpu|60\ndrover|vision|||gres/gpuutil|30\n\
+             drover|vision|bob||gres/gpu|60\ndrover|vision|bob||gres/gpuutil|30\n"
+        );
+        // Of the cluster's 4 GPUs for a day: 30 minutes used, in hours.
+        let cmd = parse_args(
+            &s(&[
+                "-nP",
+                "-t",
+                "hours",
+                "-T",
+                "gres/gpuutil",
+                "cluster",
+                "utilization",
+                "format=al,reported",
+            ]),
+            None,
+            NOW,
+            &TimeZone::UTC,
+        )
+        .unwrap();
+        assert_eq!(render(&cmd, &d, &TimeZone::UTC).stdout, "0|96\n");
     }
 
     #[test]

@@ -502,6 +502,7 @@ mod tests {
                 user_cpu_us: 3_000_000,
                 system_cpu_us: 1_000_000,
                 tasks: None,
+                gpu: None,
             },
         )])];
         assert_eq!(

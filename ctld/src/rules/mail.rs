@@ -155,13 +155,18 @@ fn array_ended(
     })
 }
 
+/// `mail` about the job `job_id`, when it asked for it (as `mail_for`).
+pub fn for_mail(state: &ClusterState, job_id: model::JobId, mail: JobMail) -> Option<Effect> {
+    mail_for(state, state.job(job_id)?, mail)
+}
+
 /// `mail` about `job`, when the job asked for it: an array's tasks their own only with
 /// ARRAY_TASKS, and the array's summary only without.
 fn mail_for(state: &ClusterState, job: &Job, mail: JobMail) -> Option<Effect> {
     let types = &job.spec.mail_types;
     let summary = matches!(mail, JobMail::ArrayBegan | JobMail::ArrayEnded { .. });
     let per_task = job.array_task_id.is_some() && !summary;
-    if !types.contains(&mail.wanted_by()) || (per_task && !types.contains(&MailType::ArrayTasks)) {
+    if !mail.asked_by(types) || (per_task && !types.contains(&MailType::ArrayTasks)) {
         return None;
     }
     let answers = |name: &str| {

@@ -99,6 +99,9 @@ pub struct Turn<'a> {
     /// The associations as a `sacctmgr` change of this turn left them: made durable
     /// with the turn, and in force from the next.
     pub assocs: Option<std::sync::Arc<model::assoc::Associations>>,
+    /// Records this turn's purges drop, as they stood, to be archived before the turn
+    /// is committed (`[controller] archive_jobs`).
+    pub archive: Vec<model::Job>,
 }
 
 impl<'a> Turn<'a> {
@@ -119,6 +122,7 @@ impl<'a> Turn<'a> {
             reschedule: false,
             submit_counts: None,
             assocs: None,
+            archive: Vec::new(),
         }
     }
 

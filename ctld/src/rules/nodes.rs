@@ -25,6 +25,7 @@ use crate::command::{
     EndKind, Heartbeat, JobEnd, JobOnNode, NodeAction, NodeOrders, Registration, Rejection,
     UpdateNodes,
 };
+use model::gpu_use::{GpuIdleAction, GpuIdleVerdict};
 use model::node::NOT_RESPONDING;
 use model::{Event, GpuDevice, JobId, JobState, KillCause, NodeHealth, PreemptMode, Reason, Time};
 use std::collections::BTreeMap;
@@ -232,6 +233,11 @@ fn reconcile(turn: &mut Turn, node: &str, reported: &[JobOnNode], registering: b
                         restart_count: run,
                     });
                 }
+                if let Some(used) = on_node.gpu_use
+                    && !on_node.ending
+                {
+                    gpu_idle(turn, id, used.idle_ms);
+                }
                 let job = turn.state.job(id).expect("still there");
                 if job.kill.is_some() && !on_node.ending {
                     orders.kill.push(id);
@@ -277,6 +283,58 @@ fn reconcile(turn: &mut Turn, node: &str, reported: &[JobOnNode], registering: b
     orders.kill.sort_unstable();
     orders.kill.dedup();
     orders
+}
+
+/// Applies the job's QOS's GPU idle policy to a running job whose GPUs have all been
+/// idle for `idle_ms` on its batch node: the job is flagged (and mailed) at the limit,
+/// then requeued or cancelled (by root) after the grace, as `model::gpu_use` says.
+fn gpu_idle(turn: &mut Turn, id: JobId, idle_ms: u64) {
+    let Some(job) = turn.state.job(id) else {
+        return;
+    };
+    if job.state != JobState::Running || job.kill.is_some() {
+        return;
+    }
+    let Some(policy) = turn.sched.assocs.qos.get(&job.spec.qos).map(|q| q.gpu_idle) else {
+        return;
+    };
+    let mut flagged = job.gpu_idle_flagged.is_some();
+    while let Some(verdict) = policy.verdict(idle_ms, flagged) {
+        match verdict {
+            GpuIdleVerdict::Flag => {
+                tracing::info!(job_id = id, idle_ms, policy = %policy.describe(), "GPUs idle: job flagged");
+                turn.emit(Event::JobGpuIdleFlagged {
+                    job_id: id,
+                    time: turn.now,
+                });
+                let then = (policy.action != GpuIdleAction::Warn)
+                    .then(|| (policy.action, u64::from(policy.grace_s)));
+                let mail = model::mail::JobMail::GpuIdle {
+                    idle: idle_ms / 1000,
+                    then,
+                };
+                if let Some(effect) = super::mail::for_mail(turn.state, id, mail) {
+                    turn.effects.push(effect);
+                }
+                flagged = true;
+            }
+            GpuIdleVerdict::Act(action) => {
+                tracing::warn!(
+                    job_id = id,
+                    idle_ms,
+                    action = action.word(),
+                    "GPUs still idle after the grace time"
+                );
+                let cause = match action {
+                    GpuIdleAction::Requeue => KillCause::Requeue { hold: false },
+                    GpuIdleAction::Cancel | GpuIdleAction::Warn => KillCause::Cancel { by: 0 },
+                };
+                // The heartbeat's answer orders the kill (`reconcile`).
+                super::jobs::request_kill(turn, id, cause);
+                return;
+            }
+        }
+    }
 }
 
 /// The node confirmed it started this run of the job.

@@ -54,6 +54,8 @@ struct Decided<R> {
     answer: R,
     events: Vec<Event>,
     effects: Vec<Effect>,
+    /// The records handed to the shell to archive.
+    archive: Vec<model::Job>,
 }
 
 impl Env {
@@ -76,7 +78,7 @@ impl Env {
     fn turn<R>(&mut self, f: impl FnOnce(&mut Turn) -> R) -> Decided<R> {
         let mut turn = Turn::new(&mut self.state, &self.config, &self.sched, self.now);
         let answer = f(&mut turn);
-        let (events, effects) = (turn.events, turn.effects);
+        let (events, effects, archive) = (turn.events, turn.effects, turn.archive);
         if let Err(broken) = self.state.check_invariants() {
             panic!("after {events:?}: {broken}");
         }
@@ -84,6 +86,7 @@ impl Env {
             answer,
             events,
             effects,
+            archive,
         }
     }
 
@@ -103,12 +106,16 @@ impl Env {
     }
 
     fn heartbeat(&mut self, node: &str, jobs: &[JobOnNode]) -> NodeOrders {
+        self.heartbeat_turn(node, jobs).answer
+    }
+
+    fn heartbeat_turn(&mut self, node: &str, jobs: &[JobOnNode]) -> Decided<NodeOrders> {
         let hb = Heartbeat {
             node: node.into(),
             unhealthy: String::new(),
             jobs: jobs.to_vec(),
         };
-        self.turn(|t| nodes::heartbeat(t, hb)).answer
+        self.turn(|t| nodes::heartbeat(t, hb))
     }
 
     fn submit(&mut self, f: impl FnOnce(&mut JobSpec)) -> JobId {
@@ -161,6 +168,7 @@ impl Env {
             restart_count: self.job(id).restart_count,
             suspended: false,
             ending: false,
+            gpu_use: None,
         }
     }
 
@@ -178,6 +186,7 @@ impl Env {
             answer: (),
             events: d.events,
             effects: d.effects,
+            archive: d.archive,
         }
     }
 
@@ -193,6 +202,7 @@ impl Env {
             answer: (),
             events: d.events,
             effects: d.effects,
+            archive: d.archive,
         }
     }
 
@@ -825,6 +835,7 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
         user_cpu_us: 2000,
         system_cpu_us: 500,
         tasks: None,
+        gpu: None,
     };
     let end = |step_id, exit_code| CompleteStep {
         job_id: id,
@@ -874,6 +885,13 @@ fn the_batch_step_keeps_what_its_node_measured() {
         user_cpu_us: 7,
         system_cpu_us: 3,
         tasks: None,
+        // The batch node's NVML sampled its GPUs: kept with the batch step.
+        gpu: Some(model::gpu_use::GpuUse {
+            sampled_gpu_ms: 4000,
+            busy_gpu_ms: 3000,
+            max_memory_bytes: 1 << 30,
+            idle_ms: 0,
+        }),
     };
     let end = JobEnd {
         batch_usage: Some(usage.clone()),
@@ -1082,6 +1100,7 @@ fn a_node_down_for_silence_stays_down_when_it_answers_unless_return_to_service_s
             restart_count: 0,
             suspended: false,
             ending: false,
+            gpu_use: None,
         }];
         let orders = env.heartbeat(&node, &stale);
         assert_eq!(orders.register_again, back, "rts {rts}");
@@ -1516,10 +1535,15 @@ fn steps_older_than_their_retention_are_purged_and_the_job_kept() {
     assert_eq!(env.job(old).state, JobState::Completed);
     assert!(!env.job(recent).steps.is_empty());
     // With jobs kept as long as steps, one scan purges a job whole, not its steps too
-    // (the newest, `recent`, stays and loses only its steps).
+    // (the newest, `recent`, stays and loses only its steps). With ArchiveJobs, both
+    // records are handed to the shell to archive first, as they stood: `recent` with
+    // its steps.
     env.config.controller.purge_job_after = "1hours".into();
+    env.config.controller.archive_jobs = true;
     env.now += 3600;
     let d = env.turn(|t| timer::tick(t, 0));
+    let archived: Vec<(JobId, usize)> = d.archive.iter().map(|j| (j.id, j.steps.len())).collect();
+    assert_eq!(archived, [(old, 0), (recent, 1)]);
     let purged: Vec<&Event> = d
         .events
         .iter()
@@ -1533,4 +1557,80 @@ fn steps_older_than_their_retention_are_purged_and_the_job_kept() {
         ),
         "{purged:?}"
     );
+}
+
+#[test]
+fn a_job_holding_idle_gpus_is_flagged_mailed_then_requeued_after_the_grace() {
+    let mut env = Env::new(
+        "[[qos]]\nname = \"normal\"\ngpu_idle_limit = \"10:00\"\n\
+         gpu_idle_action = \"requeue\"\ngpu_idle_grace = \"5:00\"\n",
+    );
+    let id = env.submit(|s| s.mail_types = vec![model::mail::MailType::End]);
+    let node = env.start(id);
+    let idle = |ms| JobOnNode {
+        gpu_use: Some(model::gpu_use::GpuUse {
+            sampled_gpu_ms: ms,
+            idle_ms: ms,
+            ..Default::default()
+        }),
+        ..env.on_node(id)
+    };
+    let (nine, ten, fifteen) = (idle(540_000), idle(600_000), idle(900_000));
+    // Under the limit: nothing.
+    let d = env.heartbeat_turn(&node, &[nine]);
+    assert!(d.effects.is_empty() && env.job(id).gpu_idle_flagged.is_none());
+    // At the limit: flagged, and its user mailed what comes next.
+    let d = env.heartbeat_turn(&node, &[ten]);
+    assert!(d.events.contains(&Event::JobGpuIdleFlagged {
+        job_id: id,
+        time: 1_000
+    }));
+    assert_eq!(
+        d.effects,
+        [Effect::Mail {
+            node: node.clone(),
+            user: "alice".into(),
+            subject: format!(
+                "Slurm Job_id={id} Name= GPUs idle for 00:10:00, requeued if still idle in 00:05:00"
+            ),
+        }]
+    );
+    assert_eq!(d.answer.kill, Vec::<JobId>::new());
+    // Flagged once: the next report under the grace does nothing more.
+    let d = env.heartbeat_turn(&node, &[ten]);
+    assert!(d.effects.is_empty() && d.answer.kill.is_empty());
+    // Still idle after the grace: requeued, the kill ordered in the answer.
+    let orders = env.heartbeat(&node, &[fifteen]);
+    assert_eq!(orders.kill, vec![id]);
+    assert_eq!(
+        env.job(id).kill.map(|k| k.cause),
+        Some(KillCause::Requeue { hold: false })
+    );
+    assert_eq!(env.job(id).gpu_idle_flagged, Some(1_000));
+}
+
+#[test]
+fn a_warning_policy_only_flags_and_a_busy_job_is_left_alone() {
+    let mut env = Env::new("[[qos]]\nname = \"normal\"\ngpu_idle_limit = \"1:00\"\n");
+    let busy = env.submit(|_| {});
+    let node_b = env.start(busy);
+    let idle = env.submit(|_| {});
+    let node_i = env.start(idle);
+    let report = |env: &Env, id, idle_ms| JobOnNode {
+        gpu_use: Some(model::gpu_use::GpuUse {
+            sampled_gpu_ms: 3_600_000,
+            busy_gpu_ms: 3_600_000 - idle_ms,
+            idle_ms,
+            ..Default::default()
+        }),
+        ..env.on_node(id)
+    };
+    let b = report(&env, busy, 0);
+    let i = report(&env, idle, 3_600_000);
+    env.heartbeat(&node_b, &[b]);
+    let orders = env.heartbeat(&node_i, &[i]);
+    assert!(orders.kill.is_empty());
+    assert_eq!(env.job(busy).gpu_idle_flagged, None);
+    assert_eq!(env.job(idle).gpu_idle_flagged, Some(1_000));
+    assert_eq!(env.job(idle).kill, None);
 }

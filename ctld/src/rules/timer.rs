@@ -5,7 +5,8 @@
 //! DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs, mails
 //! the jobs that passed a share of their time limit since the tick before, and once a
 //! minute purges finished jobs older than `purge_job_after` and their steps older than
-//! `purge_step_after`. The
+//! `purge_step_after` (handing the records to the shell to archive first, with
+//! `archive_jobs`). The
 //! pass runs `sched::schedule` and carries the plan out with `Plan::apply`, the code
 //! the simulator uses too; the effects follow from its events.
 //!
@@ -57,6 +58,14 @@ fn purge(turn: &mut Turn) {
         {
             steps.push(j.id);
         }
+    }
+    // ArchiveJobs: what either purge drops is archived first, whole.
+    if turn.config.controller.archive_jobs {
+        let archived = jobs
+            .iter()
+            .chain(&steps)
+            .filter_map(|id| turn.state.job(*id));
+        turn.archive.extend(archived.cloned());
     }
     if !jobs.is_empty() {
         tracing::info!(

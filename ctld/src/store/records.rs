@@ -1,4 +1,4 @@
-//! The records the store keeps, format 7: types of their own, converted from and to
+//! The records the store keeps, format 8: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
@@ -6,7 +6,8 @@
 //! To change a record: copy the types of the current format into a module of their
 //! own (as `v3` keeps format 3), or, to add fields to a record, append a struct of
 //! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`], and format
-//! 6 [`JobFields6`], and format 7 [`NodeFields7`] to a node: postcard writes a struct
+//! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, and format 8 [`JobFields8`]
+//! and [`AssociationsFields8`]: postcard writes a struct
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
@@ -15,6 +16,7 @@
 
 use super::StoreError;
 use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
+use model::gpu_use::{GpuIdleAction, GpuIdlePolicy, GpuUse};
 use model::mail::MailType;
 use model::usage::AssocUsage;
 use model::{
@@ -24,7 +26,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 7;
+pub const FORMAT: u8 = 8;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -388,12 +390,59 @@ pub struct KillRecord {
     pub time: i64,
 }
 
-/// A job: every field of format 4, then those formats 5 and 6 added.
+/// A job: every field of format 4, then those formats 5, 6 and 8 added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub fields: JobFields4,
     pub added: JobFields5,
     pub added6: JobFields6,
+    pub added8: JobFields8,
+}
+
+/// A job as formats 6 and 7 wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord7 {
+    pub fields: JobFields4,
+    pub added: JobFields5,
+    pub added6: JobFields6,
+}
+
+/// What format 8 added to a job: its steps' GPU use (one per step, in their order),
+/// and when its QOS's GPU idle policy flagged it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields8 {
+    pub step_gpu: Vec<Option<GpuUseRecord>>,
+    pub gpu_idle_flagged: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuUseRecord {
+    pub sampled_gpu_ms: u64,
+    pub busy_gpu_ms: u64,
+    pub max_memory_bytes: u64,
+    pub idle_ms: u64,
+}
+
+impl From<GpuUse> for GpuUseRecord {
+    fn from(u: GpuUse) -> Self {
+        GpuUseRecord {
+            sampled_gpu_ms: u.sampled_gpu_ms,
+            busy_gpu_ms: u.busy_gpu_ms,
+            max_memory_bytes: u.max_memory_bytes,
+            idle_ms: u.idle_ms,
+        }
+    }
+}
+
+impl From<GpuUseRecord> for GpuUse {
+    fn from(u: GpuUseRecord) -> Self {
+        GpuUse {
+            sampled_gpu_ms: u.sampled_gpu_ms,
+            busy_gpu_ms: u.busy_gpu_ms,
+            max_memory_bytes: u.max_memory_bytes,
+            idle_ms: u.idle_ms,
+        }
+    }
 }
 
 /// A job as format 5 wrote it.
@@ -544,6 +593,14 @@ impl From<&Job> for JobRecord {
                     })
                     .collect(),
             },
+            added8: JobFields8 {
+                step_gpu: j
+                    .steps
+                    .iter()
+                    .map(|s| s.usage.as_ref()?.gpu.map(Into::into))
+                    .collect(),
+                gpu_idle_flagged: j.gpu_idle_flagged,
+            },
         }
     }
 }
@@ -557,12 +614,22 @@ impl JobRecord {
         })
     }
 
-    /// A job record of format 5: nothing of what format 6 added was known then.
+    /// A job record of format 5: nothing of what formats 6 and 8 added was known then.
     pub fn from_format_5(old: JobRecord5) -> JobRecord {
-        JobRecord {
+        JobRecord::from_format_7(JobRecord7 {
             fields: old.fields,
             added: old.added,
             added6: JobFields6::default(),
+        })
+    }
+
+    /// A job record of format 6 or 7: nothing of what format 8 added was known then.
+    pub fn from_format_7(old: JobRecord7) -> JobRecord {
+        JobRecord {
+            fields: old.fields,
+            added: old.added,
+            added6: old.added6,
+            added8: JobFields8::default(),
         }
     }
 
@@ -573,8 +640,11 @@ impl JobRecord {
         job.spec.max_nodes = self.added6.max_nodes;
         job.spec.mail_types = self.added6.mail_types.into_iter().map(Into::into).collect();
         job.spec.mail_user = self.added6.mail_user;
+        job.gpu_idle_flagged = self.added8.gpu_idle_flagged;
         let mut step_tasks = self.added6.step_tasks.into_iter();
+        let mut step_gpu = self.added8.step_gpu.into_iter();
         for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
+            let gpu = step_gpu.next().flatten().map(Into::into);
             step.nodes = added.nodes;
             step.cpus = added.cpus;
             let tasks = step_tasks.next().flatten().map(|t| model::TaskUsage {
@@ -594,6 +664,7 @@ impl JobRecord {
                 user_cpu_us: u.user_cpu_us,
                 system_cpu_us: u.system_cpu_us,
                 tasks,
+                gpu,
             });
         }
         Ok(job)
@@ -749,6 +820,7 @@ impl JobFields4 {
                 time: k.time,
             }),
             launched: self.launched,
+            gpu_idle_flagged: None,
         })
     }
 }
@@ -796,9 +868,9 @@ pub struct NodeFields7 {
     pub gpu_wholes: Vec<Option<u32>>,
 }
 
-/// The body of a record of format 6 (or before) in this format, where format 7 appended
-/// a struct `T` to the record: `T` empty after the old fields (postcard writes a struct
-/// as its fields in order).
+/// The body of a record of an older format in this format, where a later format
+/// appended a struct `T` to the record: `T` empty after the old fields (postcard writes
+/// a struct as its fields in order).
 pub fn body_with_empty<T: Default + Serialize>(body: &[u8]) -> Result<Vec<u8>, StoreError> {
     let added = postcard::to_stdvec(&T::default()).map_err(StoreError::Encode)?;
     Ok([body, &added].concat())
@@ -1117,6 +1189,29 @@ pub struct AssociationsRecord {
     pub qos: Vec<QosRecord>,
     pub enforced: bool,
     pub added7: AssociationsFields7,
+    pub added8: AssociationsFields8,
+}
+
+/// What format 8 added to the associations: each QOS's GPU idle policy, by QOS (only
+/// QOS with a limit).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct AssociationsFields8 {
+    pub qos_gpu_idle: Vec<QosGpuIdleRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QosGpuIdleRecord {
+    pub qos: String,
+    pub limit_s: u32,
+    pub action: GpuIdleActionRecord,
+    pub grace_s: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GpuIdleActionRecord {
+    Warn,
+    Requeue,
+    Cancel,
 }
 
 /// What format 7 added to the associations: each account's BorrowingLimit and
@@ -1201,6 +1296,24 @@ impl From<&Associations> for AssociationsRecord {
                     })
                     .collect(),
             },
+            added8: AssociationsFields8 {
+                qos_gpu_idle: a
+                    .qos
+                    .values()
+                    .filter_map(|q| {
+                        Some(QosGpuIdleRecord {
+                            qos: q.name.clone(),
+                            limit_s: q.gpu_idle.limit_s?,
+                            action: match q.gpu_idle.action {
+                                GpuIdleAction::Warn => GpuIdleActionRecord::Warn,
+                                GpuIdleAction::Requeue => GpuIdleActionRecord::Requeue,
+                                GpuIdleAction::Cancel => GpuIdleActionRecord::Cancel,
+                            },
+                            grace_s: q.gpu_idle.grace_s,
+                        })
+                    })
+                    .collect(),
+            },
         }
     }
 }
@@ -1254,6 +1367,19 @@ impl From<AssociationsRecord> for Associations {
             qos.grace_time = q.grace_time;
             qos.usage_factor = q.usage_factor;
             out.qos.insert(q.name, qos);
+        }
+        for q in r.added8.qos_gpu_idle {
+            if let Some(qos) = out.qos.get_mut(&q.qos) {
+                qos.gpu_idle = GpuIdlePolicy {
+                    limit_s: Some(q.limit_s),
+                    action: match q.action {
+                        GpuIdleActionRecord::Warn => GpuIdleAction::Warn,
+                        GpuIdleActionRecord::Requeue => GpuIdleAction::Requeue,
+                        GpuIdleActionRecord::Cancel => GpuIdleAction::Cancel,
+                    },
+                    grace_s: q.grace_s,
+                };
+            }
         }
         for q in r.added7.quota_limits {
             if let Some(acct) = out.accounts.get_mut(&q.account) {
@@ -1338,8 +1464,15 @@ mod tests {
                 user_cpu_us: 600,
                 system_cpu_us: 400,
                 tasks: Some(model::TaskUsage::of_task(0, "n1", 4096, 1000)),
+                gpu: Some(GpuUse {
+                    sampled_gpu_ms: 60_000,
+                    busy_gpu_ms: 15_000,
+                    max_memory_bytes: 1 << 30,
+                    idle_ms: 0,
+                }),
             }),
         });
+        job.gpu_idle_flagged = Some(130);
         job
     }
 
@@ -1351,15 +1484,18 @@ mod tests {
         // launch; then what format 5 added: --mem=0, and step 0's node n1, 8 CPUs and
         // usage (4096 bytes on n1, 1000/600/400 us); then what format 6 added: at most
         // 3 nodes, mail on BEGIN and FAIL, to "al", and step 0's usage task by task
-        // (one task, 0 on n1: 4096 bytes, 1000 us).
+        // (one task, 0 on n1: 4096 bytes, 1000 us); then what format 8 added: step
+        // 0's GPU use (60 000 GPU-ms sampled, 15 000 busy, 1 GiB, not idle) and the
+        // GPU idle flag (at 130).
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0707070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0807070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
-                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31"
+                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
+                "0101e0d4039875808080800400018402"
             )
         );
     }
@@ -1427,7 +1563,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "07026e31000480080100046831303000000001046661737401000000000000000100"
+            "08026e31000480080100046831303000000001046661737401000000000000000100"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -1441,7 +1577,7 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "07056d61696e74142801026e310104726f6f740002000300"
+            "08056d61696e74142801026e310104726f6f740002000300"
         );
         let usage = AssocUsage {
             billing: 1.5,
@@ -1450,7 +1586,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "07000000000000f83f0103637075000000000000004006"
+            "08000000000000f83f0103637075000000000000004006"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -1458,7 +1594,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "070a23212f62696e2f73680a0101410131"
+            "080a23212f62696e2f73680a0101410131"
         );
     }
 
@@ -1480,17 +1616,23 @@ mod tests {
         ml.coordinators.insert("alice".into());
         a.users.get_mut("alice").unwrap().admin_level = AdminLevel::Operator;
         a.qos.get_mut("normal").unwrap().limits.grp_submit = Some(9);
+        a.qos.get_mut("normal").unwrap().gpu_idle = GpuIdlePolicy {
+            limit_s: Some(600),
+            action: GpuIdleAction::Requeue,
+            grace_s: 300,
+        };
         let record = AssociationsRecord::from(&a);
         assert_eq!(Associations::from(record.clone()), a);
         assert_eq!(
             golden(&record),
-            "0702026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+            "0802026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
              00000102000000026d6c026d6c0108677265732f677075040000000000000000\
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\
              00000205616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c\
              00000000000109000000000000000000000000000000f03f01\
-             01026d6c0108677265732f677075020108677265732f67707501"
+             01026d6c0108677265732f677075020108677265732f677075\
+             0101066e6f726d616cd80401ac02"
         );
     }
 }

@@ -119,6 +119,8 @@ const FORMAT_4: u8 = 4;
 const FORMAT_5: u8 = 5;
 /// Format 6: the release before format 7, whose node records lack `NodeFields7`.
 const FORMAT_6: u8 = 6;
+/// Format 7 appended fields to nodes and the associations.
+const FORMAT_7: u8 = 7;
 
 /// The body of a record of the current format, or of formats 3 to 6 (which the store
 /// migrates when it opens, but a journal may still carry).
@@ -128,7 +130,15 @@ fn split_version<'b>(
 ) -> Result<(u8, &'b [u8]), StoreError> {
     match bytes.split_first() {
         Some((&v, body))
-            if [v3::FORMAT, FORMAT_4, FORMAT_5, FORMAT_6, records::FORMAT].contains(&v) =>
+            if [
+                v3::FORMAT,
+                FORMAT_4,
+                FORMAT_5,
+                FORMAT_6,
+                FORMAT_7,
+                records::FORMAT,
+            ]
+            .contains(&v) =>
         {
             Ok((v, body))
         }
@@ -175,32 +185,40 @@ fn job_record(
         FORMAT_5 => Ok(JobRecord::from_format_5(
             records::decode_body::<JobRecord5>(what, body)?,
         )),
+        FORMAT_6 | FORMAT_7 => Ok(JobRecord::from_format_7(records::decode_body::<
+            records::JobRecord7,
+        >(what, body)?)),
         _ => records::decode_body(what, body),
     }
 }
 
-/// A record of format 4, 5 or 6, in the current format: a job, a node and the
-/// associations get what later formats added, empty; the other records are the same bytes behind the new
-/// version.
-fn migrate_format_4_to_6(
+/// A record of format 4 to 7, in the current format: a job, a node and the
+/// associations get what later formats added, empty; the other records are the same
+/// bytes behind the new version.
+fn migrate_format_4_to_7(
     tree: TreeName,
     what: &dyn Fn() -> String,
     bytes: &[u8],
 ) -> Result<Vec<u8>, StoreError> {
+    let version = bytes[0];
     let body = &bytes[1..];
+    let new = |body: &[u8]| Ok([&[records::FORMAT][..], body].concat());
     match tree {
-        TreeName::Jobs => records::encode(&job_record(what, bytes[0], body)?),
-        TreeName::Nodes => Ok([
-            &[records::FORMAT][..],
-            &records::body_with_empty::<records::NodeFields7>(body)?,
-        ]
-        .concat()),
-        TreeName::Accounting => Ok([
-            &[records::FORMAT][..],
-            &records::body_with_empty::<records::AssociationsFields7>(body)?,
-        ]
-        .concat()),
-        _ => Ok([&[records::FORMAT][..], body].concat()),
+        TreeName::Jobs => records::encode(&job_record(what, version, body)?),
+        TreeName::Nodes if version < FORMAT_7 => {
+            new(&records::body_with_empty::<records::NodeFields7>(body)?)
+        }
+        TreeName::Accounting => {
+            let body7 = if version < FORMAT_7 {
+                records::body_with_empty::<records::AssociationsFields7>(body)?
+            } else {
+                body.to_vec()
+            };
+            new(&records::body_with_empty::<records::AssociationsFields8>(
+                &body7,
+            )?)
+        }
+        _ => new(body),
     }
 }
 
@@ -283,6 +301,7 @@ impl SledStore {
             Some(format) if *format == [FORMAT_4] => FORMAT_4,
             Some(format) if *format == [FORMAT_5] => FORMAT_5,
             Some(format) if *format == [FORMAT_6] => FORMAT_6,
+            Some(format) if *format == [FORMAT_7] => FORMAT_7,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -298,8 +317,8 @@ impl SledStore {
                 let what = || format!("{tree:?} {}", String::from_utf8_lossy(&key));
                 let new = match value.first() {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
-                    Some(&(FORMAT_4 | FORMAT_5 | FORMAT_6)) => {
-                        migrate_format_4_to_6(tree, &what, &value)?
+                    Some(&(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7)) => {
+                        migrate_format_4_to_7(tree, &what, &value)?
                     }
                     _ => continue,
                 };
@@ -997,6 +1016,58 @@ mod tests {
         let ml = &loaded.assocs.as_ref().unwrap().accounts["ml"];
         assert_eq!(ml.limits.grp_tres.get("gres/gpu"), Some(&4));
         assert!(ml.limits.borrowing_limit.is_empty() && ml.limits.lending_limit.is_empty());
+    }
+
+    #[tokio::test]
+    async fn job_and_association_records_of_format_7_are_migrated_with_what_8_added_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            // Job 7 as format 7 wrote it (running on n1, step 0 with its usage).
+            let job = hex(concat!(
+                "0707070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "00000002040000000100000000000000000000010200010100000000000000000001",
+                "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
+                "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
+                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31"
+            ));
+            store.jobs.insert(7u32.to_be_bytes(), job).unwrap();
+            // The associations as format 7 wrote them: ml with BorrowingLimit=2.
+            let assocs = hex(
+                "0702026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+                 00000102000000026d6c026d6c0108677265732f677075040000000000000000\
+                 000000000105616c69636504726f6f740001000104726f6f7400146465666175\
+                 6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\
+                 00000205616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c\
+                 00000000000109000000000000000000000000000000f03f01\
+                 01026d6c0108677265732f677075020108677265732f67707501",
+            );
+            store.accounting.insert(ASSOCIATIONS_KEY, assocs).unwrap();
+            store.db.insert(FORMAT_KEY, &[FORMAT_7]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let job = &loaded.jobs[0];
+        assert_eq!(
+            (job.id, job.spec.name.as_str(), job.gpu_idle_flagged),
+            (7, "train", None)
+        );
+        let usage = job.steps[0].usage.as_ref().unwrap();
+        assert_eq!(
+            (usage.max_rss_bytes, usage.total_cpu_us, usage.gpu),
+            (4096, 1000, None)
+        );
+        assert_eq!(
+            store.jobs.get(7u32.to_be_bytes()).unwrap().unwrap()[0],
+            records::FORMAT
+        );
+        let assocs = loaded.assocs.as_ref().unwrap();
+        assert_eq!(
+            assocs.accounts["ml"].limits.borrowing_limit.get("gres/gpu"),
+            Some(&2)
+        );
+        assert_eq!(assocs.qos["normal"].gpu_idle, Default::default());
     }
 
     fn hex(text: &str) -> Vec<u8> {

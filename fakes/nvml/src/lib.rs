@@ -7,8 +7,12 @@
 //! - NVLink joins the pairs 0-1, 2-3, 4-5 and 6-7 (link 0 of each GPU, to its partner);
 //! - GPU 7 is in MIG mode with seven `1g.10gb` instances.
 //!
-//! `FAKE_NVML_GPUS=N` serves only the first N GPUs (a node that lost some). Every other
-//! NVML call is missing, which `nvml-wrapper` reports as a symbol it cannot load.
+//! `FAKE_NVML_GPUS=N` serves only the first N GPUs (a node that lost some).
+//! `FAKE_NVML_UTILIZATION=DIR` makes GPUs busy: the file `DIR/<index>` holds
+//! `PERCENT [USED_MIB]`, GPU `<index>`'s utilization and memory in use, read at every
+//! call (a job's script may write it); without it a GPU is idle with nothing in use.
+//! A MIG instance has no utilization (NOT_SUPPORTED, as real NVML answers). Every
+//! other NVML call is missing, which `nvml-wrapper` reports as a symbol it cannot load.
 //!
 //! A device handle is a number, not a pointer: `(gpu + 1) << 8` for a GPU, with
 //! `mig + 1` in the low byte for one of its MIG instances.
@@ -40,6 +44,12 @@ pub struct Memory2 {
 }
 
 #[repr(C)]
+pub struct Utilization {
+    gpu: c_uint,
+    memory: c_uint,
+}
+
+#[repr(C)]
 pub struct PciInfo {
     bus_id_legacy: [c_char; 16],
     domain: c_uint,
@@ -64,6 +74,29 @@ fn decode(handle: Handle) -> Option<(u32, Option<u32>)> {
     let mig = (raw & 0xff).checked_sub(1).map(|m| m as u32);
     let exists = gpu < gpu_count() && mig.is_none_or(|m| gpu == MIG_GPU && m < MIG_INSTANCES);
     exists.then_some((gpu, mig))
+}
+
+/// GPU `gpu`'s utilization (percent) and memory in use (bytes), as
+/// `FAKE_NVML_UTILIZATION` says.
+fn activity(gpu: u32) -> (u32, u64) {
+    let Some(dir) = std::env::var_os("FAKE_NVML_UTILIZATION") else {
+        return (0, 0);
+    };
+    let text = std::fs::read_to_string(std::path::Path::new(&dir).join(gpu.to_string()))
+        .unwrap_or_default();
+    let mut words = text
+        .split_whitespace()
+        .map(|w| w.parse::<u64>().unwrap_or(0));
+    let percent = words.next().unwrap_or(0).min(100) as u32;
+    let used_mib = words.next().unwrap_or(0);
+    (percent, used_mib << 20)
+}
+
+fn uuid(gpu: u32, mig: Option<u32>) -> String {
+    match mig {
+        None => format!("GPU-fa4e0000-0000-0000-0000-{gpu:012}"),
+        Some(m) => format!("MIG-fa4e0000-0000-0000-{gpu:04}-{m:012}"),
+    }
 }
 
 fn encode(gpu: u32, mig: Option<u32>) -> Handle {
@@ -178,12 +211,52 @@ pub unsafe extern "C" fn nvmlDeviceGetUUID(dev: Handle, buf: *mut c_char, len: c
     let Some((gpu, mig)) = decode(dev) else {
         return INVALID_ARGUMENT;
     };
-    let uuid = match mig {
-        None => format!("GPU-fa4e0000-0000-0000-0000-{gpu:012}"),
-        Some(m) => format!("MIG-fa4e0000-0000-0000-{gpu:04}-{m:012}"),
-    };
     // SAFETY: NVML's contract: `len` writable bytes at `buf`.
-    unsafe { put_str(&uuid, buf, len) }
+    unsafe { put_str(&uuid(gpu, mig), buf, len) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByUUID(
+    uuid_c: *const c_char,
+    out: *mut Handle,
+) -> c_uint {
+    if uuid_c.is_null() {
+        return INVALID_ARGUMENT;
+    }
+    // SAFETY: NVML's contract: a NUL-terminated string.
+    let wanted = unsafe { std::ffi::CStr::from_ptr(uuid_c) }.to_string_lossy();
+    let found = (0..gpu_count()).find_map(|gpu| {
+        let migs = if gpu == MIG_GPU { MIG_INSTANCES } else { 0 };
+        std::iter::once(None)
+            .chain((0..migs).map(Some))
+            .find(|mig| uuid(gpu, *mig) == wanted)
+            .map(|mig| encode(gpu, mig))
+    });
+    match found {
+        // SAFETY: NVML's contract: a valid out pointer.
+        Some(handle) => unsafe { put(out, handle) },
+        None => 13, // NVML_ERROR_NOT_FOUND
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(
+    dev: Handle,
+    out: *mut Utilization,
+) -> c_uint {
+    match decode(dev) {
+        Some((gpu, None)) => {
+            let (percent, _) = activity(gpu);
+            let rates = Utilization {
+                gpu: percent,
+                memory: percent,
+            };
+            // SAFETY: NVML's contract: a valid out pointer.
+            unsafe { put(out, rates) }
+        }
+        Some(_) => NOT_SUPPORTED,
+        None => INVALID_ARGUMENT,
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -207,16 +280,21 @@ pub unsafe extern "C" fn nvmlDeviceGetIndex(dev: Handle, out: *mut c_uint) -> c_
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(dev: Handle, out: *mut Memory2) -> c_uint {
-    let Some((_, mig)) = decode(dev) else {
+    let Some((gpu, mig)) = decode(dev) else {
         return INVALID_ARGUMENT;
     };
     let total = if mig.is_some() { 10 * GIB } else { 80 * GIB };
+    let used = if mig.is_some() {
+        0
+    } else {
+        activity(gpu).1.min(total)
+    };
     let memory = Memory2 {
         version: 0,
         total,
         reserved: 0,
-        free: total,
-        used: 0,
+        free: total - used,
+        used,
     };
     // SAFETY: NVML's contract: a valid out pointer.
     unsafe { put(out, memory) }

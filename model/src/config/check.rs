@@ -642,6 +642,21 @@ impl Config {
                     ),
                 ));
             }
+            let idle = |key: &'static str, r: Result<(), crate::gpu_use::GpuIdleError>| {
+                r.map_err(|e| Invalid::new(&at.key(key), e.to_string()))
+            };
+            idle(
+                "gpu_idle_limit",
+                crate::gpu_use::parse_limit(&q.gpu_idle_limit).map(drop),
+            )?;
+            idle(
+                "gpu_idle_action",
+                crate::gpu_use::parse_action(&q.gpu_idle_action).map(drop),
+            )?;
+            idle(
+                "gpu_idle_grace",
+                crate::gpu_use::parse_grace(&q.gpu_idle_grace).map(drop),
+            )?;
             if !q.usage_factor.is_finite() || q.usage_factor < 0.0 {
                 return Err(Invalid::new(
                     &at.key("usage_factor"),

@@ -512,6 +512,21 @@ fn rows() -> Vec<Row> {
             3,
             &["grace_time: must be a number of seconds"],
         ),
+        row(
+            "[[qos]]\nname = \"low\"\ngpu_idle_action = \"kill\"\n",
+            3,
+            &["gpu_idle_action: must be one of warn, requeue, cancel, not \"kill\""],
+        ),
+        row(
+            "[[qos]]\nname = \"low\"\ngpu_idle_limit = \"an hour\"\n",
+            3,
+            &["gpu_idle_limit: invalid time"],
+        ),
+        row(
+            "[[qos]]\nname = \"low\"\ngpu_idle_grace = \"1:2:3:4\"\n",
+            3,
+            &["gpu_idle_grace: invalid time"],
+        ),
         row("[[qos]]\nname = \"\"\n", 2, &["name: invalid QOS name ``"]),
         row(
             "[[qos]]\nname = \"low\"\nmax_wall = \"forever\"\n",
