@@ -22,6 +22,7 @@ mod credential;
 mod key;
 mod server;
 mod signed;
+pub mod tls;
 
 pub use credential::{AuthError, Identity, Issuer, STEP_GRANT, Verifier};
 pub use key::Key;

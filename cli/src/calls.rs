@@ -99,7 +99,8 @@ pub async fn agent_of(
 
 /// The agent service of node `node`'s daemon at `addr`, or why it cannot be reached.
 pub async fn node_agent(node: &str, addr: &str) -> Result<NodeAgent, String> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+    let tls = client::tls().map_err(|e| connect_error_text(&e))?;
+    let channel = auth::tls::endpoint(addr, tls.as_deref())
         .map_err(|_| format!("bad address of node {node}: {addr}"))?
         .connect_timeout(std::time::Duration::from_secs(5))
         .connect()
@@ -111,7 +112,13 @@ pub async fn node_agent(node: &str, addr: &str) -> Result<NodeAgent, String> {
 
 /// A failed call's message, as Slurm would word it.
 pub fn status_text(s: &tonic::Status) -> String {
+    let tls = crate::connection::TLS_FAILURE;
     match s.code() {
+        // A certificate refused says so after Slurm's words.
+        tonic::Code::Unavailable if s.message().contains(tls) => {
+            let why = &s.message()[s.message().find(tls).unwrap_or(0)..];
+            format!("{CONNECT_FAILURE}: {why}")
+        }
         tonic::Code::Unavailable => CONNECT_FAILURE.into(),
         _ if s.message().is_empty() => format!("{:?}", s.code()),
         _ => s.message().to_string(),
@@ -148,6 +155,12 @@ mod tests {
         assert_eq!(
             status_text(&tonic::Status::unavailable("connection refused")),
             CONNECT_FAILURE
+        );
+        assert_eq!(
+            status_text(&tonic::Status::unavailable(
+                "connection to the controller lost: TLS: invalid peer certificate: UnknownIssuer"
+            )),
+            format!("{CONNECT_FAILURE}: TLS: invalid peer certificate: UnknownIssuer")
         );
         assert_eq!(
             status_text(&tonic::Status::not_found("Invalid job id specified")),

@@ -99,6 +99,21 @@ pub fn signer() -> Result<std::sync::Arc<auth::Signer>, ConnectError> {
     Ok(SIGNER.get_or_init(|| signer).clone())
 }
 
+/// How this command dials the controller and node daemons (`[tls]`): `None` for plain
+/// HTTP/2.
+pub fn tls() -> Result<Option<std::sync::Arc<auth::tls::Tls>>, ConnectError> {
+    type Loaded = Option<std::sync::Arc<auth::tls::Tls>>;
+    static TLS: std::sync::OnceLock<Loaded> = std::sync::OnceLock::new();
+    if let Some(t) = TLS.get() {
+        return Ok(t.clone());
+    }
+    let config = load_config().map_err(ConnectError::Config)?;
+    let tls = auth::tls::Tls::for_client(&config.tls)
+        .map_err(|e| ConnectError::Config(e.into()))?
+        .map(std::sync::Arc::new);
+    Ok(TLS.get_or_init(|| tls).clone())
+}
+
 /// Why a command has no connection to the controller.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -116,14 +131,19 @@ pub enum ConnectError {
 pub async fn connect() -> Result<Ctld, ConnectError> {
     let config = load_config().map_err(ConnectError::Config)?;
     let addr = ctld_addr(&config);
-    let origin: http::Uri = format!("http://{addr}")
+    let tls = tls()?;
+    let origin: http::Uri = format!("{}://{addr}", auth::tls::Tls::scheme(tls.as_deref()))
         .parse()
         .with_context(|| format!("bad controller address {addr:?}"))
         .map_err(ConnectError::Config)?;
-    let conn = crate::connection::Connection::open(&addr, crate::connection::Deadlines::COMMAND)
-        .await
-        .with_context(|| format!("unable to contact the controller at {addr}"))
-        .map_err(ConnectError::Unreachable)?;
+    let conn = crate::connection::Connection::open(
+        &addr,
+        crate::connection::Deadlines::COMMAND,
+        tls.as_deref(),
+    )
+    .await
+    .with_context(|| format!("unable to contact the controller at {addr}"))
+    .map_err(ConnectError::Unreachable)?;
     let conn = auth::Signed::new(conn, signer()?);
     Ok(CtldClient::with_origin(conn, origin).max_decoding_message_size(256 << 20))
 }

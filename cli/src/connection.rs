@@ -22,6 +22,10 @@
 //! one read brings all of it). The response is ready, and the call reads its body from
 //! what `h2` has buffered.
 //!
+//! With `[tls]`, the socket carries TLS (rustls over the same blocking socket, checked
+//! against the cluster's CA and the controller's host): its handshake happens within
+//! the first turn's write, and each read decrypts what came.
+//!
 //! The socket's reads and writes time out (`Deadlines`): the read deadline is on
 //! progress, each read waits at most that long, so a long streamed listing can take
 //! longer as a whole. A call holds the thread until its reply comes, which suits a
@@ -113,12 +117,28 @@ impl Failure {
 }
 
 impl Connection {
-    /// Connects to `addr` (`host:port`). Nothing is written until the first call.
-    pub async fn open(addr: &str, deadlines: Deadlines) -> std::io::Result<Connection> {
-        let socket = connect(addr, deadlines.connect)?;
-        socket.set_nodelay(true)?;
-        socket.set_read_timeout(Some(deadlines.read))?;
-        socket.set_write_timeout(Some(deadlines.read))?;
+    /// Connects to `addr` (`host:port`), with TLS where `tls` is given. Nothing is
+    /// written until the first call.
+    pub async fn open(
+        addr: &str,
+        deadlines: Deadlines,
+        tls: Option<&auth::tls::Tls>,
+    ) -> std::io::Result<Connection> {
+        let tcp = connect(addr, deadlines.connect)?;
+        tcp.set_nodelay(true)?;
+        tcp.set_read_timeout(Some(deadlines.read))?;
+        tcp.set_write_timeout(Some(deadlines.read))?;
+        let socket = match tls {
+            None => Socket::Plain(tcp),
+            Some(tls) => {
+                let config = tls.rustls_client().map_err(std::io::Error::other)?;
+                let name = rustls_pki_types::ServerName::try_from(auth::tls::host_of(addr))
+                    .map_err(std::io::Error::other)?;
+                let session =
+                    rustls::ClientConnection::new(config, name).map_err(std::io::Error::other)?;
+                Socket::Tls(Box::new(rustls::StreamOwned::new(session, tcp)))
+            }
+        };
         let read_open = Arc::new(AtomicBool::new(false));
         let timed_out = Arc::new(AtomicBool::new(false));
         let io = BlockingSocket {
@@ -339,12 +359,73 @@ impl http_body::Body for ReplyBody {
     }
 }
 
+/// A connected socket: plain, or carrying TLS.
+enum Socket {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Socket {
+    fn shutdown_write(&mut self) {
+        match self {
+            Socket::Plain(s) => {
+                let _ = s.shutdown(std::net::Shutdown::Write);
+            }
+            Socket::Tls(s) => {
+                s.conn.send_close_notify();
+                let _ = s.flush();
+                let _ = s.sock.shutdown(std::net::Shutdown::Write);
+            }
+        }
+    }
+}
+
+/// An error of the TLS layer says so (`TLS: invalid peer certificate: UnknownIssuer`),
+/// so that a command can tell it from a controller that is not there.
+fn tls_error(e: std::io::Error) -> std::io::Error {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => std::io::Error::new(e.kind(), format!("{TLS_FAILURE}{tls}")),
+        None => e,
+    }
+}
+
+/// How a failure of the TLS layer begins.
+pub const TLS_FAILURE: &str = "TLS: ";
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Socket::Plain(s) => s.read(buf),
+            Socket::Tls(s) => s.read(buf).map_err(tls_error),
+        }
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Socket::Plain(s) => s.write(buf),
+            Socket::Tls(s) => s.write(buf).map_err(tls_error),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Socket::Plain(s) => s.flush(),
+            Socket::Tls(s) => s.flush().map_err(tls_error),
+        }
+    }
+}
+
 /// The socket under `h2`. A read blocks, and only when the connection's turn allows it:
 /// otherwise it is pending, and the call that drives the connection polls again (no waker
 /// is needed, nothing else runs meanwhile). Writes are kept until `h2` flushes them,
 /// so that what it queues in a turn leaves in one `write`.
 struct BlockingSocket {
-    socket: TcpStream,
+    socket: Socket,
     output: Vec<u8>,
     read_open: Arc<AtomicBool>,
     timed_out: Arc<AtomicBool>,
@@ -419,14 +500,17 @@ impl tokio::io::AsyncWrite for BlockingSocket {
         if this.output.is_empty() {
             return Poll::Ready(Ok(()));
         }
-        let written = this.socket.write_all(&this.output);
+        let written = this
+            .socket
+            .write_all(&this.output)
+            .and_then(|()| this.socket.flush());
         this.output.clear();
         Poll::Ready(written.map_err(|e| this.timeout(e)))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         std::task::ready!(self.as_mut().poll_flush(cx))?;
-        let _ = self.socket.shutdown(std::net::Shutdown::Write);
+        self.socket.shutdown_write();
         Poll::Ready(Ok(()))
     }
 }
@@ -466,7 +550,7 @@ mod tests {
     }
 
     async fn client(addr: &str, deadlines: Deadlines) -> CtldClient<Connection> {
-        let connection = Connection::open(addr, deadlines).await.unwrap();
+        let connection = Connection::open(addr, deadlines, None).await.unwrap();
         CtldClient::with_origin(connection, "http://controller".parse().unwrap())
     }
 
@@ -824,7 +908,7 @@ mod tests {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap().to_string()
         };
-        let opened = runtime().block_on(Connection::open(&addr, QUICK));
+        let opened = runtime().block_on(Connection::open(&addr, QUICK, None));
         let e = opened.err().expect("nothing listens");
         assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
     }

@@ -10,7 +10,6 @@
 //! `<archive_dir>/gpu_job_table_archive_2026-12-01T00:00:30_17-2301`.
 
 use model::{Job, Time};
-use prost::Message;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -45,7 +44,7 @@ pub fn write(dir: &Path, cluster: &str, now: Time, jobs: &[Job]) -> std::io::Res
         .truncate(true)
         .mode(0o600)
         .open(&partial)?;
-    file.write_all(&archive.encode_to_vec())?;
+    file.write_all(&proto::encode(&archive))?;
     file.sync_all()?;
     std::fs::rename(&partial, &path)?;
     std::fs::File::open(dir)?.sync_all()?;
@@ -70,7 +69,7 @@ mod tests {
             path.file_name().unwrap().to_str().unwrap(),
             "gpu_job_table_archive_2026-12-01T00:00:30_17-2301"
         );
-        let back = proto::v1::JobArchive::decode(&*std::fs::read(&path).unwrap()).unwrap();
+        let back: proto::v1::JobArchive = proto::decode(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(
             (back.cluster_name.as_str(), back.archived_at),
             ("gpu", 1_796_083_230)

@@ -515,10 +515,17 @@ where
     }
 
     fn call(&mut self, mut req: http::Request<ReqBody>) -> Self::Future {
-        let info = req.extensions().get::<ConnInfo>().cloned();
+        // Under TLS (`[tls]`), tonic wraps what the connection says of itself.
+        let info = req.extensions().get::<ConnInfo>().cloned().or_else(|| {
+            req.extensions()
+                .get::<tonic::transport::server::TlsConnectInfo<ConnInfo>>()
+                .map(|tls| tls.get_ref().clone())
+        });
         let ticket = info.map(|info| {
-            // As for a plain TCP connection: `Request::remote_addr` finds it.
-            req.extensions_mut().insert(info.tcp);
+            // As for a plain TCP connection: `Request::remote_addr` finds it, and the
+            // services find the connection's own.
+            req.extensions_mut().insert(info.tcp.clone());
+            req.extensions_mut().insert(info.clone());
             info.activity.begin()
         });
         let reply = self.inner.call(req);

@@ -505,7 +505,8 @@ mod tests {
             host: "c".into(),
             ttl_s: 60,
         });
-        let dispatcher = Dispatcher::new(inbox.downgrade(), "c".into(), "a:1".into(), 1, signer);
+        let dispatcher =
+            Dispatcher::new(inbox.downgrade(), "c".into(), "a:1".into(), 1, signer, None);
         let (sched, _) = watch::channel(Arc::new(sched::SchedConfig::from_config(&config)));
         let core = Core::new(
             state,
@@ -562,7 +563,7 @@ mod tests {
         let files: Vec<_> = std::fs::read_dir(&archive).unwrap().collect();
         assert_eq!(files.len(), 1);
         let bytes = std::fs::read(files[0].as_ref().unwrap().path()).unwrap();
-        let back = <proto::v1::JobArchive as prost::Message>::decode(&*bytes).unwrap();
+        let back: proto::v1::JobArchive = proto::decode(&bytes).unwrap();
         assert_eq!(back.jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(), [1]);
     }
 

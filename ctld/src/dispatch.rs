@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// How many times an RPC is sent before the dispatcher gives up on it.
 const ATTEMPTS: u64 = 3;
@@ -32,6 +32,8 @@ pub struct Dispatcher {
     clients: BTreeMap<String, Agent>,
     /// Signs every call to a node daemon as the controller's.
     signer: Arc<auth::Signer>,
+    /// How node daemons are dialed (`[tls]`); `None`: plain HTTP/2.
+    tls: Option<Arc<auth::tls::Tls>>,
     inbox: mpsc::WeakSender<Input>,
     cluster_name: String,
     ctld_addr: String,
@@ -48,10 +50,12 @@ impl Dispatcher {
         ctld_addr: String,
         kill_wait_secs: u32,
         signer: Arc<auth::Signer>,
+        tls: Option<Arc<auth::tls::Tls>>,
     ) -> Dispatcher {
         Dispatcher {
             clients: BTreeMap::new(),
             signer,
+            tls,
             inbox,
             cluster_name,
             ctld_addr,
@@ -70,7 +74,7 @@ impl Dispatcher {
         if let Some(c) = self.clients.get(addr) {
             return Some(c.clone());
         }
-        let client = fresh_client(addr, &self.signer)?;
+        let client = fresh_client(addr, &self.signer, self.tls.as_deref())?;
         self.clients.insert(addr.to_string(), client.clone());
         Some(client)
     }
@@ -246,6 +250,7 @@ impl Dispatcher {
         let inbox = self.inbox.clone();
         let client = self.client(&addr);
         let signer = Arc::clone(&self.signer);
+        let tls = self.tls.clone();
         let launching = Arc::clone(&self.launching);
         tokio::spawn(async move {
             // A node daemon that restarted leaves a dead cached connection behind; the
@@ -264,7 +269,7 @@ impl Dispatcher {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(50 * (attempt + 1))).await;
-                client = fresh_client(&addr, &signer);
+                client = fresh_client(&addr, &signer, tls.as_deref());
             }
             launching
                 .lock()
@@ -289,8 +294,12 @@ impl Dispatcher {
 }
 
 /// A client on a new connection (made at the first call).
-fn fresh_client(addr: &str, signer: &Arc<auth::Signer>) -> Option<Agent> {
-    let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+fn fresh_client(
+    addr: &str,
+    signer: &Arc<auth::Signer>,
+    tls: Option<&auth::tls::Tls>,
+) -> Option<Agent> {
+    let endpoint = auth::tls::endpoint(addr, tls)
         .ok()?
         .connect_timeout(Duration::from_secs(2))
         .timeout(Duration::from_secs(10))

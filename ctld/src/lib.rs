@@ -110,6 +110,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         ttl_s,
     });
     let verifier = Arc::new(auth::Verifier::new((*key).clone()));
+    let tls = auth::tls::Tls::for_server(&config.tls)?.map(Arc::new);
+    if tls.is_some() {
+        tracing::info!(cert = %config.tls.cert_file, "TLS on every connection");
+    }
     let config = Arc::new(config);
     let (inbox_tx, inbox_rx) = mpsc::channel(65536);
     let (snap_tx, snap_rx) = watch::channel(Arc::new(state.clone()));
@@ -119,6 +123,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.controller.addr.clone(),
         config.controller.kill_wait_s,
         signer,
+        tls.clone(),
     );
     let (sched_tx, sched_config) = watch::channel(Arc::new(sched_config));
     let core = core::Core::new(
@@ -148,7 +153,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let incoming = connections::incoming(listener, client_limits(&config));
     let c = &config.controller;
     let seconds = |s: u32| Duration::from_secs(u64::from(s));
-    let serve = tonic::transport::Server::builder()
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = tls.as_ref().and_then(|t| t.server_config()) {
+        server = server.tls_config(tls)?;
+    }
+    let serve = server
         .max_concurrent_streams(c.max_streams_per_connection)
         .http2_keepalive_interval(Some(seconds(c.keepalive_s)))
         .http2_keepalive_timeout(Some(seconds(c.keepalive_s)))

@@ -76,6 +76,31 @@ pub struct Config {
     /// `[auth]`: the cluster key and the credential agent's socket.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// `[tls]`: TLS on every connection to the controller and the node daemons.
+    #[serde(default)]
+    pub tls: TlsConfig,
+}
+
+/// `[tls]`: TLS (rustls) on every connection to the controller and the node daemons,
+/// for networks the cluster does not trust; off by default, as the cluster key already
+/// authenticates every request. The daemons serve `cert_file` and `key_file`; every
+/// client (daemons, commands) checks the server's certificate against `ca_file` and the
+/// host name or address it dials. `drover keygen --tls DIR --hosts LIST` makes them.
+///
+/// ```toml
+/// [tls]
+/// enabled = true
+/// ca_file = "/etc/drover/tls/ca.pem"      # readable by everyone: commands check with it
+/// cert_file = "/etc/drover/tls/cert.pem"  # the daemons' certificate, for every host
+/// key_file = "/etc/drover/tls/key.pem"    # its private key: root only
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsConfig {
+    pub enabled: bool,
+    pub ca_file: String,
+    pub cert_file: String,
+    pub key_file: String,
 }
 
 /// `[auth]`: how requests prove who sends them (Slurm's AuthType=auth/munge, with the

@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Endpoint, Server};
 use tracing::{info, warn};
 
 /// Reported job directories are kept this long, for post-mortems.
@@ -81,7 +81,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let ctld_addr = opts
         .ctld_addr
         .unwrap_or_else(|| config.controller.addr.clone());
-    let channel = Endpoint::from_shared(format!("http://{ctld_addr}"))
+    let tls = auth::tls::Tls::for_server(&config.tls)?;
+    let channel = auth::tls::endpoint(&ctld_addr, tls.as_ref())
         .with_context(|| format!("bad controller address {ctld_addr}"))?
         .connect_timeout(Duration::from_secs(1))
         .timeout(Duration::from_secs(10))
@@ -178,7 +179,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         "noded ready"
     );
     let verifier = Arc::new(auth::Verifier::new((*key).clone()));
-    Server::builder()
+    let mut server = Server::builder();
+    if let Some(tls) = tls.as_ref().and_then(|t| t.server_config()) {
+        server = server.tls_config(tls)?;
+    }
+    server
         .add_service(tonic::service::interceptor::InterceptedService::new(
             NodeAgentServer::new(Agent::new(
                 jobs,

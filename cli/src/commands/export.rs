@@ -91,7 +91,6 @@ mod tests {
 
     #[test]
     fn an_archive_file_is_read_whole_and_a_file_that_is_not_one_is_refused() {
-        use prost::Message;
         let dir = tempfile::tempdir().unwrap();
         let job = |id: u32, name: &str| proto::v1::JobInfo {
             job_id: id,
@@ -108,7 +107,7 @@ mod tests {
             jobs: vec![job(17, "train"), job(18, "eval")],
         };
         let file = dir.path().join("gpu_job_table_archive");
-        std::fs::write(&file, archive.encode_to_vec()).unwrap();
+        std::fs::write(&file, proto::encode(&archive)).unwrap();
         let file = file.display().to_string();
         let args: Vec<String> = ["-X", "-o", "JobID,JobName,Cluster"]
             .map(String::from)

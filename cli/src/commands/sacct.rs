@@ -829,8 +829,8 @@ pub fn select_archive(
     let (opts, _) = options(args)?;
     let bytes = std::fs::read(file)
         .map_err(|e| Exit::error(program, format!("cannot read {file}: {e}")).finish())?;
-    let archive = <proto::v1::JobArchive as prost::Message>::decode(&*bytes)
-        .map_err(|e| Exit::error(program, format!("{file} is not a job archive: {e}")).finish())?;
+    let archive: proto::v1::JobArchive = proto::decode(&bytes)
+        .ok_or_else(|| Exit::error(program, format!("{file} is not a job archive")).finish())?;
     let ctx = context(
         program,
         &archive.jobs,

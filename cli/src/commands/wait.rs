@@ -120,7 +120,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     async fn open(addr: &str) -> Result<Ctld, String> {
-        let connection = Connection::open(addr, Deadlines::COMMAND)
+        let connection = Connection::open(addr, Deadlines::COMMAND, None)
             .await
             .map_err(|e| e.to_string())?;
         Ok(CtldClient::with_origin(

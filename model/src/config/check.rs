@@ -140,6 +140,7 @@ impl Config {
         self.check_cgroup(&top.key("cgroup"))?;
         self.check_node_daemon(&top.key("node_daemon"))?;
         self.check_auth(&top.key("auth"))?;
+        self.check_tls(&top.key("tls"))?;
         self.check_priority(&top.key("priority"))?;
         let qos = self.check_qos(&top.key("qos"))?;
         self.check_accounts(&top.key("accounts"), &qos)?;
@@ -487,6 +488,27 @@ impl Config {
             5..=86_400,
             "s",
         )
+    }
+
+    /// With TLS on, its three files are named, by absolute paths.
+    fn check_tls(&self, at: &KeyPath) -> Checked {
+        let t = &self.tls;
+        if !t.enabled {
+            return Ok(());
+        }
+        for (key, path) in [
+            ("ca_file", &t.ca_file),
+            ("cert_file", &t.cert_file),
+            ("key_file", &t.key_file),
+        ] {
+            if !path.starts_with('/') {
+                return Err(Invalid::new(
+                    &at.key(key),
+                    format!("must be an absolute path with TLS enabled, not `{path}`"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn check_node_daemon(&self, at: &KeyPath) -> Checked {

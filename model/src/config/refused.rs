@@ -529,6 +529,11 @@ fn rows() -> Vec<Row> {
         ),
         row("[[qos]]\nname = \"\"\n", 2, &["name: invalid QOS name ``"]),
         row(
+            "[tls]\nenabled = true\nca_file = \"/ca.pem\"\ncert_file = \"cert.pem\"\n",
+            4,
+            &["cert_file: must be an absolute path with TLS enabled, not `cert.pem`"],
+        ),
+        row(
             "[[qos]]\nname = \"low\"\nmax_wall = \"forever\"\n",
             3,
             &["max_wall: invalid time"],
