@@ -210,11 +210,16 @@ impl Jobs {
             .collect()
     }
 
-    /// The running jobs that hold GPUs NVML can sample, with those GPUs' UUIDs.
+    /// The running jobs that hold GPUs NVML can sample, with those GPUs' UUIDs; a
+    /// suspended job's GPUs are not sampled (they are idle by the admin's doing).
     pub fn gpu_jobs(&self) -> Vec<(JobId, Vec<String>)> {
         self.table()
             .iter()
-            .filter(|(_, e)| e.phase == Phase::Running && !e.sampled_gpus.is_empty())
+            .filter(|(_, e)| {
+                e.phase == Phase::Running
+                    && !e.sampled_gpus.is_empty()
+                    && !e.dir.file(SUSPENDED).exists()
+            })
             .map(|(&id, e)| (id, e.sampled_gpus.clone()))
             .collect()
     }
@@ -486,15 +491,16 @@ impl Jobs {
                     .filter(|pid| procfs::is_supervisor_of(*pid, dir.path()))
                     .or_else(|| procfs::find_supervisor(dir.path()))
             };
+            let launch = dir.read_launch().ok();
             let entry = Entry {
                 dir: dir.clone(),
                 phase: Phase::Running,
                 supervisor,
                 own_child: false,
                 cancel_requested: false,
-                restart_count: dir.read_launch().map(|l| l.restart_count).unwrap_or(0),
-                sampled_gpus: dir
-                    .read_launch()
+                restart_count: launch.as_ref().map_or(0, |l| l.restart_count),
+                sampled_gpus: launch
+                    .as_ref()
                     .map(|l| l.sampled_gpus())
                     .unwrap_or_default(),
                 gpu_use: None,

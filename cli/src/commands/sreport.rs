@@ -1576,12 +1576,10 @@ mod tests {
             "drover|vision|||gres/gpu|60\ndrover|vision|||gres/gpuutil|30\n\
              drover|vision|bob||gres/gpu|60\ndrover|vision|bob||gres/gpuutil|30\n"
         );
-        // Of the cluster's 4 GPUs for a day: 30 minutes used, in hours.
+        // Of the cluster's 4 GPUs for a day (5760 GPU-minutes): 30 used.
         let cmd = parse_args(
             &s(&[
                 "-nP",
-                "-t",
-                "hours",
                 "-T",
                 "gres/gpuutil",
                 "cluster",
@@ -1593,7 +1591,7 @@ mod tests {
             &TimeZone::UTC,
         )
         .unwrap();
-        assert_eq!(render(&cmd, &d, &TimeZone::UTC).stdout, "0|96\n");
+        assert_eq!(render(&cmd, &d, &TimeZone::UTC).stdout, "30|5760\n");
     }
 
     #[test]
