@@ -211,6 +211,9 @@ pub fn run(args: &[String]) -> ExitCode {
         print!("{HELP}");
         return ExitCode::SUCCESS;
     }
+    if o.verbose > 0 {
+        eprint!("{}", o.defined_options(PROG));
+    }
     let command = if parsed.positional.is_empty() {
         vec![std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())]
     } else {

@@ -134,6 +134,9 @@ pub fn prepare(
     let env_opts = submit_opts::env_options(ctx.env);
     o.apply_all(Command::Sbatch, &env_opts, Source::Env)?;
     o.apply_all(Command::Sbatch, &cli.opts, Source::Cli)?;
+    if o.verbose > 0 {
+        eprint!("{}", o.defined_options(PROG));
+    }
 
     if o.output.is_none() {
         o.output = Some(

@@ -146,6 +146,8 @@ pub struct Options {
     /// `-S`: (field, descending).
     pub sort: Vec<(JobField, bool)>,
     pub iterate: Option<u64>,
+    /// `-v`: the options as Slurm 22.05's squeue prints them first (`_print_options`).
+    pub verbose_dump: Option<String>,
 }
 
 /// Parses the command line. `env` reads the environment (SQUEUE_FORMAT, ...); `me` is
@@ -325,6 +327,50 @@ pub fn parse_args(
         })
         .collect();
     let iterate = args::iterate_option("squeue", &p)?;
+    let verbose_dump = p.has("verbose").then(|| {
+        let given = |v: Option<&str>| v.unwrap_or("(null)").to_string();
+        let yes = |key: &str| if p.has(key) { "true" } else { "false" };
+        let format = p
+            .get("format")
+            .map(String::from)
+            .or_else(|| env("SQUEUE_FORMAT"));
+        [
+            ("all", yes("all").to_string()),
+            ("array", yes("array").to_string()),
+            ("federation", yes("federation").to_string()),
+            ("format", given(format.as_deref())),
+            ("iterate", iterate.unwrap_or(0).to_string()),
+            ("job_flag", u8::from(jobs_text.is_some()).to_string()),
+            (
+                "jobs",
+                given(jobs_text.as_deref().filter(|t| !t.is_empty())),
+            ),
+            ("licenses", given(p.get("licenses"))),
+            ("local", yes("local").to_string()),
+            ("names", given(p.get("name"))),
+            ("nodes", model::hostlist::fold(&nodes)),
+            ("partitions", given(p.get("partition"))),
+            ("priority", yes("priority").to_string()),
+            ("reservation", given(p.get("reservation"))),
+            // Slurm's line has one space more.
+            ("sibling     ", yes("sibling").to_string()),
+            ("sort", given(p.get("sort"))),
+            ("start_flag", u8::from(start).to_string()),
+            ("states", given(states_text.as_deref())),
+            ("step_flag", u8::from(steps_view).to_string()),
+            (
+                "steps",
+                given(steps_text.as_deref().filter(|t| !t.is_empty())),
+            ),
+            ("users", given(user_text.as_deref())),
+            ("verbose", p.all("verbose").len().to_string()),
+        ]
+        .iter()
+        .fold(
+            String::from("-----------------------------\n"),
+            |out, (k, v)| out + &format!("{k:<11} = {v}\n"),
+        ) + "-----------------------------\n\n\n"
+    });
 
     Ok(Options {
         jobs,
@@ -343,6 +389,7 @@ pub fn parse_args(
         long: p.has("long"),
         sort,
         iterate,
+        verbose_dump,
     })
 }
 
@@ -859,6 +906,9 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(o) => o,
         Err(code) => return code,
     };
+    if let Some(dump) = &opts.verbose_dump {
+        print!("{dump}");
+    }
     let cluster = client::cluster_name();
     let rt = client::runtime();
     loop {
@@ -1001,6 +1051,24 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Options, Exit> {
         let mut w = Vec::new();
         parse_args(&s(args), &|_| None, "alice", &mut w)
+    }
+
+    #[test]
+    fn verbose_prints_the_options_as_slurm_does() {
+        let o = parse(&["-vv", "-u", "bob", "-p", "debug", "-t", "PD", "--start"]).unwrap();
+        let dump = o.verbose_dump.unwrap();
+        let lines: Vec<&str> = dump.lines().collect();
+        assert_eq!(lines[0], "-----------------------------");
+        assert!(lines.contains(&"all         = false"), "{dump}");
+        assert!(lines.contains(&"format      = (null)"), "{dump}");
+        assert!(lines.contains(&"partitions  = debug"), "{dump}");
+        assert!(lines.contains(&"sibling      = false"), "{dump}");
+        assert!(lines.contains(&"start_flag  = 1"), "{dump}");
+        assert!(lines.contains(&"states      = PD"), "{dump}");
+        assert!(lines.contains(&"users       = bob"), "{dump}");
+        assert!(lines.contains(&"verbose     = 2"), "{dump}");
+        assert!(dump.ends_with("-----------------------------\n\n\n"));
+        assert!(parse(&[]).unwrap().verbose_dump.is_none());
     }
 
     fn job(id: u32, name: &str, state: W) -> JobInfo {

@@ -36,6 +36,9 @@ pub fn parse(args: &[String]) -> Result<Option<Request>, Exit> {
     if o.help || o.usage || o.version {
         return Ok(None);
     }
+    if o.verbose > 0 {
+        eprint!("{}", o.defined_options(PROG));
+    }
     if p.positional.is_empty() {
         return Err(Exit::raw(format!(
             "{PROG}: fatal: No command given to execute."

@@ -601,6 +601,9 @@ pub struct SubmitOpts {
     pub gpu_bind: Option<String>,
     pub jobid: Option<String>,
     pub cpu_bind: Option<String>,
+    /// The options given, by name in the order first given, each with its last value
+    /// (`-v`'s option dump).
+    defined: Vec<(&'static str, String)>,
 }
 
 fn positive(prog: &str, name: &str, val: &str) -> Result<u32, Exit> {
@@ -654,9 +657,32 @@ impl SubmitOpts {
                     value,
                     source,
                 },
-            ),
-            Set::Ignored => Ok(()),
+            )?,
+            Set::Ignored => {}
         }
+        let shown = match def.spec.long {
+            "verbose" => self.verbose.to_string(),
+            _ if value.is_empty() => "set".to_string(),
+            _ => value.to_string(),
+        };
+        match self.defined.iter_mut().find(|(n, _)| *n == def.spec.long) {
+            Some(slot) => slot.1 = shown,
+            None => self.defined.push((def.spec.long, shown)),
+        }
+        Ok(())
+    }
+
+    /// What `-v` prints first, as Slurm 22.05's sbatch and srun do (`_opt_list`): each
+    /// option given, with its value, between two rules.
+    pub fn defined_options(&self, prog: &str) -> String {
+        let rule = format!("{prog}: {:-<20} {:-<20}\n", "", "");
+        let mut out = format!("{prog}: defined options\n{rule}");
+        for (name, value) in &self.defined {
+            out.push_str(&format!("{prog}: {name:<20}: {value}\n"));
+        }
+        out.push_str(&rule);
+        out.push_str(&format!("{prog}: end of defined options\n"));
+        out
     }
 
     /// The memory request in force: the one from the strongest source; two kinds on the
@@ -1111,6 +1137,30 @@ pub(crate) mod tests {
         vars.dedup();
         assert_eq!(vars.len(), n);
         assert!(vars.iter().all(|v| v.starts_with("SBATCH_")));
+    }
+
+    #[test]
+    fn verbose_dumps_the_options_given_as_slurm_does() {
+        let mut o = SubmitOpts::default();
+        for (name, value) in [
+            ("verbose", ""),
+            ("ntasks", "2"),
+            ("verbose", ""),
+            ("ntasks", "4"),
+        ] {
+            o.apply(Command::Srun, name, value, Source::Cli).unwrap();
+        }
+        o.apply(Command::Srun, "label", "", Source::Cli).unwrap();
+        assert_eq!(
+            o.defined_options("srun"),
+            "srun: defined options\n\
+             srun: -------------------- --------------------\n\
+             srun: verbose             : 2\n\
+             srun: ntasks              : 4\n\
+             srun: label               : set\n\
+             srun: -------------------- --------------------\n\
+             srun: end of defined options\n"
+        );
     }
 
     #[test]
