@@ -167,11 +167,15 @@ impl JobChange {
     }
 
     /// May it change a job that already runs? (Slurm allows a running job's time
-    /// limit, name and comment to change.)
+    /// limit, name and comment to change, and an array's throttle while its last
+    /// tasks run.)
     pub fn while_running(&self) -> bool {
         matches!(
             self,
-            JobChange::TimeLimit(_) | JobChange::Name(_) | JobChange::Comment(_)
+            JobChange::TimeLimit(_)
+                | JobChange::Name(_)
+                | JobChange::Comment(_)
+                | JobChange::ArrayTaskThrottle(_)
         )
     }
 }
@@ -387,6 +391,14 @@ mod tests {
                 "Job is no longer pending execution".into()
             ))
         );
+        // An array whose last tasks run takes a new throttle.
+        let mut array = job.clone();
+        array.spec.array = Some(crate::job::ArraySpec {
+            task_ids: vec![1, 2, 3],
+            max_running: 0,
+        });
+        let changed = apply(&array, &[JobChange::ArrayTaskThrottle(1)], false).unwrap();
+        assert_eq!(changed.0.array.map(|a| a.max_running), Some(1));
         let mut done = job.clone();
         done.state = JobState::Completed;
         assert!(matches!(
