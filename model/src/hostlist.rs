@@ -3,7 +3,7 @@
 //! `gpu[01-03,07],login1` expands to `gpu01 gpu02 gpu03 gpu07 login1`, and folding
 //! those names gives the expression back. Zero padding follows the lower bound's width
 //! (`n[099-100]` is `n099 n100`); several bracket groups form a cartesian product
-//! (`r[1-2]n[1-2]` is `r1n1 r1n2 r2n1 r2n2`).
+//! (`r[1-2]n[1-2]` is `r1n1 r1n2 r2n1 r2n2`), in Slurm's order with three or more.
 
 use std::collections::BTreeMap;
 
@@ -26,33 +26,48 @@ pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
         if item.is_empty() {
             continue;
         }
-        let mut partial = vec![String::new()];
+        // The item as text before each bracket, each bracket's values, and the tail.
+        let mut prefixes = Vec::new();
+        let mut brackets = Vec::new();
         let mut rest = item;
         while let Some(open) = rest.find('[') {
             let close = rest[open..]
                 .find(']')
                 .map(|i| i + open)
                 .ok_or_else(|| HostlistError::Unbalanced(expr.to_string()))?;
-            let prefix = &rest[..open];
-            let values = expand_ranges(expr, &rest[open + 1..close])?;
-            let mut next = Vec::with_capacity(partial.len() * values.len());
-            for p in &partial {
-                for v in &values {
-                    next.push(format!("{p}{prefix}{v}"));
-                }
-            }
-            if next.len() > MAX_HOSTS {
-                return Err(HostlistError::TooLarge(expr.to_string(), MAX_HOSTS));
-            }
-            partial = next;
+            prefixes.push(&rest[..open]);
+            brackets.push(expand_ranges(expr, &rest[open + 1..close])?);
             rest = &rest[close + 1..];
         }
         if rest.contains(']') {
             return Err(HostlistError::Unbalanced(expr.to_string()));
         }
-        hosts.extend(partial.into_iter().map(|p| p + rest));
-        if hosts.len() > MAX_HOSTS {
-            return Err(HostlistError::TooLarge(expr.to_string(), MAX_HOSTS));
+        let count = brackets
+            .iter()
+            .try_fold(1usize, |n, values| n.checked_mul(values.len()))
+            .filter(|n| hosts.len() + n <= MAX_HOSTS)
+            .ok_or_else(|| HostlistError::TooLarge(expr.to_string(), MAX_HOSTS))?;
+        // Slurm's order: the last bracket varies fastest; before it, the one before the
+        // last varies slowest, then the ones before it in turn
+        // (`a[1-2]b[3-4]c[5-6]` gives a1b3c5 a1b3c6 a2b3c5 a2b3c6 a1b4c5 ...).
+        let mut loops: Vec<usize> = (0..brackets.len().saturating_sub(1)).rev().collect();
+        loops.extend(brackets.len().checked_sub(1));
+        let mut at = vec![0usize; brackets.len()];
+        for _ in 0..count {
+            let mut name = String::new();
+            for (b, values) in brackets.iter().enumerate() {
+                name.push_str(prefixes[b]);
+                name.push_str(&values[at[b]]);
+            }
+            name.push_str(rest);
+            hosts.push(name);
+            for &b in loops.iter().rev() {
+                at[b] += 1;
+                if at[b] < brackets[b].len() {
+                    break;
+                }
+                at[b] = 0;
+            }
         }
     }
     Ok(hosts)
@@ -198,6 +213,20 @@ mod tests {
             expand("r[1-2]n[1-2]").unwrap(),
             ["r1n1", "r1n2", "r2n1", "r2n2"]
         );
+        assert_eq!(
+            expand("row[0,1]_rack[2-3]_blade[4,5]").unwrap(),
+            [
+                "row0_rack2_blade4",
+                "row0_rack2_blade5",
+                "row1_rack2_blade4",
+                "row1_rack2_blade5",
+                "row0_rack3_blade4",
+                "row0_rack3_blade5",
+                "row1_rack3_blade4",
+                "row1_rack3_blade5",
+            ]
+        );
+        assert_eq!(expand("x[1-2]y").unwrap(), ["x1y", "x2y"]);
         assert_eq!(expand("a,b[1-2],c").unwrap(), ["a", "b1", "b2", "c"]);
         assert_eq!(expand("").unwrap(), Vec::<String>::new());
     }
