@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::Parser;
+use std::sync::Arc;
 
 /// mimalloc, not glibc's malloc: after storms of submits glibc's heap is fragmented, and
 /// every later request (a connection's buffers, a job's records) pays for searching it.
@@ -49,14 +50,21 @@ async fn main() -> anyhow::Result<()> {
     // Fault injection for tests: the points `FAILPOINTS` names (none by default).
     let _faults = fail::FailScenario::setup();
     let args = Args::parse();
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("cannot read {}", args.config))?;
-    let mut config = model::Config::parse(&text, &args.config)?;
-    if let Some(dir) = args.state_dir {
-        config.state_dir = dir;
-    }
-    if let Some(addr) = args.listen {
-        config.controller.addr = addr;
-    }
-    ctld::run(config).await
+    let read = move || -> anyhow::Result<model::Config> {
+        let text = std::fs::read_to_string(&args.config)
+            .with_context(|| format!("cannot read {}", args.config))?;
+        let mut config = model::Config::parse(&text, &args.config)?;
+        if let Some(dir) = &args.state_dir {
+            config.state_dir = dir.clone();
+        }
+        if let Some(addr) = &args.listen {
+            config.controller.addr = addr.clone();
+        }
+        Ok(config)
+    };
+    let config = read()?;
+    // `scontrol reconfigure` reads the file again, with the same overrides.
+    let reread: ctld::service::ConfigSource =
+        Arc::new(move || read().map_err(|e| format!("{e:#}")));
+    ctld::run(config, Some(reread)).await
 }

@@ -22,6 +22,8 @@ pub struct Services {
     pub snapshot: watch::Receiver<Arc<ClusterState>>,
     pub store: Arc<dyn Store>,
     pub config: Arc<Config>,
+    /// Reads the config file again (`scontrol reconfigure`); none: nothing to read.
+    pub reread: Option<ConfigSource>,
     /// Priority weights and associations (as the last `sacctmgr` change left them),
     /// for the priority, fair-share and accounting reads.
     pub sched_config: watch::Receiver<Arc<sched::SchedConfig>>,
@@ -33,6 +35,9 @@ pub struct Services {
     pub key: Arc<auth::Key>,
     pub grant_ttl_s: i64,
 }
+
+/// The controller's config as its file says now, with the command line's overrides.
+pub type ConfigSource = Arc<dyn Fn() -> Result<Config, String> + Send + Sync>;
 
 /// A refusal as a gRPC status, the one place where that mapping is made.
 pub fn status(r: Rejection) -> Status {
@@ -723,6 +728,31 @@ impl v1::ctld_server::Ctld for Services {
         Ok(Response::new(proto::convert::config_to_wire(&self.config)))
     }
 
+    /// `scontrol reconfigure`, for root and administrators: the config file is read
+    /// and checked again. The controller runs with the config it started with, so a
+    /// file that now says something else is refused until the controller restarts
+    /// (`docs/controller.md`).
+    async fn reconfigure(
+        &self,
+        req: Request<v1::ReconfigureRequest>,
+    ) -> Result<Response<v1::ReconfigureReply>, Status> {
+        let who = self.requester(&req)?;
+        if who.uid != 0 && who.level < model::assoc::AdminLevel::Administrator {
+            return Err(status(Rejection::PermissionDenied));
+        }
+        let Some(reread) = &self.reread else {
+            return Ok(Response::new(v1::ReconfigureReply {}));
+        };
+        let config = reread().map_err(Status::invalid_argument)?;
+        if config != *self.config {
+            return Err(Status::failed_precondition(
+                "the configuration file changed: its changes take effect when the controller restarts",
+            ));
+        }
+        tracing::info!("reconfigure: the configuration file is unchanged");
+        Ok(Response::new(v1::ReconfigureReply {}))
+    }
+
     async fn create_step(
         &self,
         req: Request<v1::CreateStepRequest>,
@@ -1161,6 +1191,26 @@ mod command_tests {
         assert!(rx.try_recv().is_err());
     }
 
+    #[tokio::test]
+    async fn reconfigure_takes_an_unchanged_file_and_refuses_others() {
+        let (mut s, _rx) = services();
+        let file = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let read = file.clone();
+        s.reread = Some(Arc::new(move || {
+            Config::parse(&read.lock().unwrap(), "t.toml").map_err(|e| e.to_string())
+        }));
+        let ask = |uid| as_user(uid, v1::ReconfigureRequest {});
+        s.reconfigure(ask(0)).await.unwrap();
+        let refused = s.reconfigure(ask(1000)).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+        *file.lock().unwrap() = "cluster_name = \"other\"".into();
+        let refused = s.reconfigure(ask(0)).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+        *file.lock().unwrap() = "no_such_key = 1".into();
+        let refused = s.reconfigure(ask(0)).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    }
+
     /// Services over a state of an array 12 (tasks 1 and 2 split off, 3-5 pending) and
     /// a job 20; the inbox's receiver, to see what reached the state owner.
     fn services() -> (Services, mpsc::Receiver<Input>) {
@@ -1191,6 +1241,7 @@ mod command_tests {
             store: Arc::new(NoStore),
             sched_config: watch::channel(Arc::new(sched::SchedConfig::from_config(&config))).1,
             config: Arc::new(config),
+            reread: None,
             estimates: Arc::new(Semaphore::new(1)),
             users: Arc::default(),
             key: Arc::new(auth::Key::from_bytes(&[0; 32]).unwrap()),

@@ -1,11 +1,12 @@
 //! `scontrol`: looks at and changes jobs, nodes and the configuration.
 //!
-//! `show job|node|partition|config|hostnames|hostlist|hostlistsorted`, `hold`, `uhold`,
-//! `release`, `requeue`, `requeuehold`, `suspend`, `resume`, `update JobId=…`/`update
-//! NodeName=…`, `ping`, `version`. Keywords are case-insensitive and may be shortened as in
-//! Slurm (`scontrol sh jo 12`). The record layouts and error lines follow Slurm 22.05;
-//! `-o/--oneliner` prints one record a line. Without a command, commands are read from
-//! stdin one a line.
+//! `show job|step|node|partition|config|hostnames|hostlist|hostlistsorted`, `hold`,
+//! `uhold`, `release`, `requeue`, `requeuehold`, `suspend`, `resume`, `update JobId=…`/
+//! `update NodeName=…`, `completing`, `reconfigure`, `ping`, `version`. Keywords are
+//! case-insensitive and may be shortened as in Slurm (`scontrol sh jo 12`). The record
+//! layouts and error lines follow Slurm 22.05; `-o/--oneliner` prints one record a line,
+//! `-v` opens each `show` with `last_update_time=…`. Without a command, commands are read
+//! from stdin after Slurm's `scontrol: ` prompt, `!!` repeating the last.
 
 use crate::args;
 use crate::calls;
@@ -51,6 +52,9 @@ struct Session {
     /// `-d`/`details`: per-node CPU ids, memory and GPUs of running jobs.
     details: bool,
     quiet: bool,
+    /// `-v`/`verbose`: each `show` of jobs, nodes, partitions or reservations opens with
+    /// `last_update_time=…, records=N`, as Slurm's does.
+    verbose: bool,
     failed: bool,
     out: Vec<String>,
     err: Vec<String>,
@@ -71,6 +75,16 @@ impl Session {
             Some(n) => format!("{what} {n} not found\n"),
             None => format!("No {}s in the system\n", what.to_ascii_lowercase()),
         });
+    }
+    /// Under `-v`, the line Slurm's `show` opens with: when the records were read and
+    /// how many came.
+    fn records_read(&mut self, records: usize) {
+        if self.verbose {
+            self.out.push(format!(
+                "last_update_time={}, records={records}\n",
+                format_time(times::now())
+            ));
+        }
     }
     fn flush(&mut self) {
         use std::io::Write;
@@ -692,6 +706,8 @@ const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
      -V, --version  Equivalent to \"version\" command
 
     Valid <COMMAND> values are:
+     completing               display jobs in completing state along with
+                              their completing or down nodes
      exit                     terminate scontrol
      help                     print this description of use.
      hold <job_list>          prevent specified job from starting.
@@ -699,6 +715,7 @@ const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
      ping                     print status of slurmctld daemons.
      quiet                    print no messages other than error messages.
      quit                     terminate this command.
+     reconfigure              re-read configuration files.
      release <job_list>       permit specified job to start (see hold).
      requeue <job_id>         re-queue a batch job.
      requeuehold <job_id>     re-queue and hold a batch job.
@@ -707,10 +724,12 @@ const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
      suspend <job_list>       susend specified job (see resume).
      uhold <job_list>         place user hold on specified job (see hold).
      update <SPECIFICATIONS>  update job or node configuration.
+     verbose                  enable detailed logging.
      version                  display tool version number.
+     !!                       Repeat the last command entered.
 
   <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\", \"job\",
-       \"node\" or \"partition\".
+       \"node\", \"partition\", \"reservation\" or \"step\".
 ";
 
 pub fn run(args: &[String]) -> ExitCode {
@@ -726,6 +745,7 @@ pub fn run(args: &[String]) -> ExitCode {
         one_liner: p.has("oneliner"),
         details: p.has("details"),
         quiet: p.has("quiet"),
+        verbose: p.has("verbose"),
         failed: false,
         out: Vec::new(),
         err: Vec::new(),
@@ -736,24 +756,53 @@ pub fn run(args: &[String]) -> ExitCode {
         rt.block_on(command(&mut s, &mut conn, &p.positional));
         s.flush();
     } else {
-        let stdin = std::io::stdin();
-        for line in stdin.lock().lines() {
-            let Ok(line) = line else { break };
-            let words = words::split_words(&line, false);
-            if words.is_empty() {
-                continue;
-            }
-            if kw(&words[0], "exit", 2) || kw(&words[0], "quit", 4) {
-                break;
-            }
-            rt.block_on(command(&mut s, &mut conn, &words));
-            s.flush();
-        }
+        interactive(&mut s, &rt, &mut conn);
     }
     if s.failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Commands read from stdin after the `scontrol: ` prompt, as Slurm's scontrol does
+/// without a command on its line: `!!` repeats the last line, `exit`/`quit` or the end
+/// of input stop (the end of input after a newline).
+fn interactive(s: &mut Session, rt: &tokio::runtime::Runtime, conn: &mut Option<client::Ctld>) {
+    use std::io::Write;
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut last: Option<String> = None;
+    loop {
+        {
+            let mut so = std::io::stdout().lock();
+            let _ = so.write_all(b"scontrol: ");
+            let _ = so.flush();
+        }
+        let mut line = String::new();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                println!();
+                break;
+            }
+            Ok(_) => {}
+        }
+        let line = line.trim_end_matches(['\n', '\r']).to_string();
+        let line = if line == "!!" {
+            last.clone().unwrap_or_default()
+        } else {
+            last = Some(line.clone());
+            line
+        };
+        let words = words::split_words(&line, false);
+        if words.is_empty() {
+            continue;
+        }
+        if kw(&words[0], "exit", 2) || kw(&words[0], "quit", 4) {
+            break;
+        }
+        rt.block_on(command(s, conn, &words));
+        s.flush();
     }
 }
 
@@ -816,6 +865,18 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
         update(s, conn, rest).await;
     } else if kw(tag, "ping", 3) {
         ping(s, conn).await;
+    } else if kw(tag, "reconfigure", 3) {
+        let Some(c) = get_client(s, conn, "slurm_reconfigure error").await else {
+            return;
+        };
+        if let Err(st) = c.reconfigure(v1::ReconfigureRequest {}).await {
+            s.fail(format!(
+                "slurm_reconfigure error: {}",
+                calls::status_text(&st)
+            ));
+        }
+    } else if kw(tag, "completing", 2) {
+        completing(s, conn).await;
     } else if kw(tag, "create", 2) || kw(tag, "delete", 3) {
         reservation_change(s, conn, tag, rest).await;
     } else if kw(tag, "write", 2) {
@@ -830,7 +891,9 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
         s.quiet = true;
     } else if kw(tag, "details", 1) {
         s.details = true;
-    } else if kw(tag, "all", 2) || kw(tag, "verbose", 4) || kw(tag, "hide", 2) {
+    } else if kw(tag, "verbose", 4) {
+        s.verbose = true;
+    } else if kw(tag, "all", 2) || kw(tag, "hide", 2) {
     } else {
         s.fail(format!("invalid keyword: {tag}"));
     }
@@ -1067,6 +1130,40 @@ async fn write_batch_script(s: &mut Session, conn: &mut Option<client::Ctld>, ar
     }
 }
 
+/// `completing`: each job still completing, since when, and on which nodes.
+async fn completing(s: &mut Session, conn: &mut Option<client::Ctld>) {
+    let Some(c) = get_client(s, conn, "slurm_load_jobs error").await else {
+        return;
+    };
+    let jobs = match c.list_jobs(v1::ListJobsRequest::default()).await {
+        Ok(r) => r.into_inner().jobs,
+        Err(st) => {
+            s.fail(format!(
+                "slurm_load_jobs error: {}",
+                calls::status_text(&st)
+            ));
+            return;
+        }
+    };
+    let now = times::now();
+    for j in jobs
+        .iter()
+        .filter(|j| jobs::job_state(j) == model::JobState::Completing)
+    {
+        let mut line = format!(
+            "JobId={} EndTime={} CompletingTime={} ",
+            j.job_id,
+            format_time(j.expected_end),
+            units::format_elapsed((now - j.expected_end).max(0) as u64)
+        );
+        if !j.nodes.is_empty() {
+            line.push_str(&format!("Nodes(COMPLETING)={} ", j.nodes));
+        }
+        line.push('\n');
+        s.out.push(line);
+    }
+}
+
 async fn ping(s: &mut Session, conn: &mut Option<client::Ctld>) {
     let host = ctld_host();
     let up = match calls::connect().await {
@@ -1144,6 +1241,8 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
         show_jobs(s, conn, val).await;
     } else if kw(tag, "nodes", 1) {
         show_nodes(s, conn, val).await;
+    } else if kw(tag, "steps", 2) {
+        show_steps(s, conn, val).await;
     } else if kw(tag, "reservations", 3) || kw(tag, "reservationname", 3) {
         show_reservations(s, conn, val).await;
     } else if kw(tag, "partitions", 2) || kw(tag, "partitionname", 2) {
@@ -1198,13 +1297,132 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
         }
         return;
     }
+    s.records_read(reply.jobs.len());
     let names = |uid: u32, gid: u32| (user_name(uid), group_name(gid));
+    // `show job 6_2` of tasks still pending in their array's record shows that record as
+    // task 2's, as Slurm's scontrol does.
+    let asked_task = id
+        .as_deref()
+        .and_then(|i| i.split_once('_'))
+        .and_then(|(_, t)| t.parse::<u32>().ok());
     for j in &reply.jobs {
+        let mut j = j.clone();
+        if let Some(t) = asked_task
+            && j.array_job_id != 0
+            && j.array_task_id.is_none()
+        {
+            j.array_task_id = Some(t);
+        }
+        let j = &j;
         let mut lines = job_lines(j, &names);
         if s.details {
             add_node_detail(&mut lines, j);
         }
         s.out.push(render(&lines, s.one_liner));
+    }
+}
+
+/// A step's record as Slurm's `scontrol show step` prints it. A step's own time limit
+/// is not kept: `TimeLimit` is its job's.
+pub fn step_lines(j: &v1::JobInfo, step: &v1::StepInfo) -> Vec<String> {
+    let spec = j.spec.clone().unwrap_or_default();
+    let id = if j.array_job_id != 0
+        && let Some(t) = j.array_task_id
+    {
+        format!("{}_{t}.{}", j.array_job_id, step.step_id)
+    } else {
+        format!("{}.{}", j.job_id, step.step_id)
+    };
+    let nodes = model::hostlist::expand(&step.nodes).map_or(0, |n| n.len());
+    vec![
+        format!(
+            "StepId={id} UserId={} StartTime={} TimeLimit={}",
+            spec.uid,
+            format_time(step.start_time),
+            elapsed_limit(spec.time_limit_min)
+        ),
+        format!(
+            "State={} Partition={} NodeList={}",
+            jobs::step_state(step).name(),
+            spec.partition,
+            step.nodes
+        ),
+        format!(
+            "Nodes={nodes} CPUs={} Tasks={} Name={} Network=(null)",
+            step.num_cpus, step.num_tasks, step.name
+        ),
+        format!("TRES=cpu={},node={nodes}", step.num_cpus),
+        "ResvPorts=(null)".to_string(),
+        "CPUFreqReq=Default Dist=Block".to_string(),
+        format!("SrunHost:Pid={}:0", spec.submit_host),
+        String::new(),
+    ]
+}
+
+/// `show step [JOBID[_TASK][.STEP]]`: the running steps of running jobs.
+async fn show_steps(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<String>) {
+    let (job, step) = match id.as_deref().map(|i| i.split_once('.').unwrap_or((i, ""))) {
+        Some((j, st)) => (
+            Some(j.to_string()),
+            Some(st.to_string()).filter(|s| !s.is_empty()),
+        ),
+        None => (None, None),
+    };
+    if let Some(j) = &job
+        && jobs::job_ids(j).is_err()
+    {
+        s.fail("slurm_get_job_steps error: Invalid job id specified");
+        return;
+    }
+    let Some(c) = get_client(s, conn, "slurm_get_job_steps error").await else {
+        return;
+    };
+    let req = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter {
+            job_ids: job.iter().cloned().collect(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let reply = match c.list_jobs(req).await {
+        Ok(r) => r.into_inner(),
+        Err(st) => {
+            s.fail(format!(
+                "slurm_get_job_steps error: {}",
+                calls::status_text(&st)
+            ));
+            return;
+        }
+    };
+    if job.is_some() && reply.jobs.is_empty() {
+        s.fail("slurm_get_job_steps error: Invalid job id specified");
+        return;
+    }
+    let running: Vec<(&v1::JobInfo, &v1::StepInfo)> = reply
+        .jobs
+        .iter()
+        .filter(|j| jobs::job_state(j) == model::JobState::Running)
+        .flat_map(|j| j.steps.iter().map(move |st| (j, st)))
+        .filter(|(_, st)| jobs::step_state(st) == model::JobState::Running)
+        .filter(|(_, st)| step.as_ref().is_none_or(|want| &st.step_id == want))
+        .collect();
+    s.records_read(running.len());
+    if running.is_empty() {
+        match (&job, &step) {
+            (Some(j), Some(st)) => {
+                s.failed = true;
+                s.out.push(format!("Job step {j}.{st} not found\n"));
+            }
+            (Some(j), None) => {
+                s.failed = true;
+                s.out.push(format!("Job step {j} not found\n"));
+            }
+            _ => s.out.push("No job steps in the system\n".into()),
+        }
+        return;
+    }
+    for (j, st) in running {
+        s.out.push(render(&step_lines(j, st), s.one_liner));
     }
 }
 
@@ -1249,6 +1467,7 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<client::Ctld>, name: Opti
         s.none_found("Node", name);
         return;
     }
+    s.records_read(nodes.len());
     for n in &nodes {
         s.out.push(render(&node_lines(n), s.one_liner));
     }
@@ -1332,6 +1551,7 @@ async fn show_reservations(s: &mut Session, conn: &mut Option<client::Ctld>, nam
                     return;
                 }
             }
+            s.records_read(list.len());
             s.out
                 .push(super::reservation::render_show(&list, s.one_liner));
         }
@@ -1365,6 +1585,7 @@ async fn show_partitions(s: &mut Session, conn: &mut Option<client::Ctld>, name:
         .iter()
         .filter(|p| name.as_ref().is_none_or(|n| p.name == *n))
         .collect();
+    s.records_read(parts.len());
     if chosen.is_empty() {
         s.none_found("Partition", name);
         return;
@@ -1768,6 +1989,28 @@ mod tests {
             ]
         );
         assert_eq!(e(&["NodeName=n1"]), ["No changes specified"]);
+    }
+
+    #[test]
+    fn step_record_layout() {
+        let mut j = sample_job();
+        let step = v1::StepInfo {
+            step_id: "0".into(),
+            name: "sleep".into(),
+            state: v1::JobState::Running as i32,
+            start_time: 0,
+            nodes: "node[1-2]".into(),
+            num_tasks: 2,
+            num_cpus: 4,
+            ..Default::default()
+        };
+        let lines = step_lines(&j, &step);
+        assert!(lines[0].starts_with(&format!("StepId={}.0 UserId=", j.job_id)));
+        assert_eq!(lines[2], "Nodes=2 CPUs=4 Tasks=2 Name=sleep Network=(null)");
+        assert_eq!(lines[3], "TRES=cpu=4,node=2");
+        j.array_job_id = 7;
+        j.array_task_id = Some(3);
+        assert!(step_lines(&j, &step)[0].starts_with("StepId=7_3.0 "));
     }
 
     #[test]
