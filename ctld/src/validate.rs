@@ -8,6 +8,8 @@ use model::{ClusterState, Config, JobPayload, JobSpec};
 pub const MAX_SCRIPT_BYTES: usize = 4 << 20;
 
 /// A submit refused, with the text Slurm prints after "Batch job submission failed: ".
+/// Lines before the last are the details Slurm's controller sends with the refusal,
+/// which the commands print first, each as an error line of its own.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Rejected(pub String);
@@ -15,6 +17,14 @@ pub struct Rejected(pub String);
 fn reject<T>(msg: &str) -> Result<T, Rejected> {
     Err(Rejected(msg.to_string()))
 }
+
+/// A refusal with a detail line before it.
+fn reject_with_detail<T>(detail: &str, msg: &str) -> Result<T, Rejected> {
+    Err(Rejected(format!("{detail}\n{msg}")))
+}
+
+/// The text Slurm prints for a partition that does not exist.
+const INVALID_PARTITION: &str = "Invalid partition name specified";
 
 /// Validates and normalizes a spec; returns it with the partition resolved and the
 /// time limit in force (minutes, `None` = unlimited).
@@ -45,14 +55,25 @@ pub fn check_submit(
             None => return reject("No partition specified or system default partition"),
         }
     } else {
-        // `-p a,b` lists partitions; the first that exists is taken.
-        let found = spec
+        // `-p a,b` lists partitions, each of which must exist, as in Slurm; the first
+        // is taken.
+        if let Some(unknown) = spec
             .partition
             .split(',')
-            .find_map(|name| state.partition(name));
-        match found {
+            .find(|name| state.partition(name).is_none())
+        {
+            return reject_with_detail(
+                &format!("invalid partition specified: {unknown}"),
+                INVALID_PARTITION,
+            );
+        }
+        match spec
+            .partition
+            .split(',')
+            .find_map(|name| state.partition(name))
+        {
             Some(p) => p,
-            None => return reject("Invalid partition name specified"),
+            None => return reject(INVALID_PARTITION),
         }
     };
     if !partition.accepts_jobs() {
@@ -208,7 +229,7 @@ fn most_nodes(partition: &model::Partition, spec: &JobSpec) -> u32 {
 /// partition must take jobs and the job's node count.
 pub fn check_partition_move(state: &ClusterState, spec: &JobSpec) -> Result<(), Rejected> {
     let Some(partition) = state.partition(&spec.partition) else {
-        return reject("Invalid partition name specified");
+        return reject(INVALID_PARTITION);
     };
     if !partition.accepts_jobs() {
         return reject(NOT_ACCEPTING);
@@ -434,8 +455,13 @@ qos = ["normal", "low"]
         let cases: Vec<(Change, &str)> = vec![
             (
                 Box::new(|j| j.partition = "nope".into()),
-                "Invalid partition name specified",
+                "invalid partition specified: nope\nInvalid partition name specified",
             ),
+            (
+                Box::new(|j| j.partition = "debug,nope".into()),
+                "invalid partition specified: nope\nInvalid partition name specified",
+            ),
+            (Box::new(|j| j.partition = "debug,debug".into()), ""),
             (
                 Box::new(|j| j.time_limit_min = Some(61)),
                 "Requested time limit is invalid",

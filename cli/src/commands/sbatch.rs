@@ -137,6 +137,13 @@ pub fn prepare(
     if o.verbose > 0 {
         eprint!("{}", o.defined_options(PROG));
     }
+    // At debug level (-vvv), as Slurm's sbatch says what it adds to the job's
+    // environment.
+    if o.verbose >= 3
+        && let Some((_, mask)) = ctx.env.iter().find(|(k, _)| k == "SLURM_UMASK")
+    {
+        eprintln!("{PROG}: debug:  propagating UMASK={mask}");
+    }
 
     if o.output.is_none() {
         o.output = Some(
@@ -366,7 +373,7 @@ async fn submit(sub: Submission) -> ExitCode {
     };
     let reply = match client.submit_job(req).await {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(calls::status_text(&s)),
+        Err(s) => return calls::refusal(PROG, "Batch job submission failed", &s).finish(),
     };
     if sub.test_only {
         if partition.is_empty()
@@ -683,8 +690,13 @@ mod tests {
         assert_eq!((sp.time_limit_min, sp.mem_per_node_mb), (5, 200));
         assert_eq!(sp.work_dir, "/w");
         assert_eq!(sp.comment, "rule_make");
-        // The environment, where sbatch ran, and --cpus-per-task=1.
-        assert_eq!(sp.env.len(), 4);
+        // The environment, where sbatch ran, --cpus-per-task=1 and --export=ALL.
+        assert_eq!(sp.env.len(), 5);
+        assert!(
+            sp.env
+                .iter()
+                .any(|e| e.name == "SLURM_EXPORT_ENV" && e.value == "ALL")
+        );
         assert!(
             sp.env
                 .iter()
@@ -745,7 +757,66 @@ mod tests {
         .spec;
         assert_eq!(
             sp.env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
-            ["SLURM_A", "SLURM_SUBMIT_DIR", "SLURM_GET_USER_ENV"]
+            [
+                "SLURM_A",
+                "SLURM_SUBMIT_DIR",
+                "SLURM_GET_USER_ENV",
+                "SLURM_EXPORT_ENV"
+            ]
+        );
+    }
+
+    #[test]
+    fn options_in_the_job_environment() {
+        let sp = prep(
+            &[
+                "--open-mode=append",
+                "-d",
+                "afterok:7",
+                "--export=A=1",
+                "x.sh",
+            ],
+            "#!/bin/sh\ntrue\n",
+        )
+        .unwrap()
+        .spec;
+        let get = |name: &str| {
+            sp.env
+                .iter()
+                .find(|e| e.name == name)
+                .map(|e| e.value.as_str())
+        };
+        assert_eq!(get("SLURM_OPEN_MODE"), Some("a"));
+        assert_eq!(get("SLURM_JOB_DEPENDENCY"), Some("afterok:7"));
+        assert_eq!(get("SLURM_EXPORT_ENV"), Some("A=1"));
+        assert_eq!(get("A"), Some("1"));
+    }
+
+    #[test]
+    fn deadline_checked_and_cuts_the_limit() {
+        let script = "#!/bin/sh\ntrue\n";
+        let limit = |args: &[&str]| prep(args, script).map(|s| s.spec.time_limit_min);
+        assert_eq!(limit(&["--deadline", "now+600", "x.sh"]), Ok(10));
+        assert_eq!(limit(&["--deadline", "now+1hour", "-t5", "x.sh"]), Ok(5));
+        assert_eq!(
+            limit(&["--deadline", "now+10minutes", "-t50", "x.sh"]),
+            Ok(10)
+        );
+        let refused = |args: &[&str]| prep(args, script).unwrap_err().lines();
+        let invalid = "sbatch: error: Batch job submission failed: \
+             Requested time limit is invalid (missing or exceeds some limit)";
+        assert_eq!(
+            refused(&["--deadline", "2015-03-27T04:30:00", "-t1", "x.sh"]),
+            [invalid]
+        );
+        assert_eq!(
+            refused(&["--deadline", "now+1hour", "--time-min", "120", "x.sh"]),
+            ["sbatch: error: Batch job submission failed: \
+                 Invalid time-min specification (exceeds job's time or other limits)"]
+        );
+        assert_eq!(
+            refused(&["--begin", "now+2hour", "--deadline", "now+1hour", "x.sh"]),
+            ["sbatch: error: Incompatible begin and deadline time specification"]
         );
     }
 

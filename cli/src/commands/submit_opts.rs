@@ -216,7 +216,11 @@ pub const OPTIONS: &[OptDef] = &[
         o.cpus_per_task = Some(a.positive()?);
         Ok(())
     }),
-    OptDef::ignored(Both, value("deadline", None)),
+    OptDef::both(value("deadline", None), |o, a| {
+        TimeSpec::parse(a.value).map_err(|_| a.bad())?;
+        a.text(&mut o.deadline)
+    })
+    .env("SBATCH_DEADLINE"),
     OptDef::ignored(Both, value("delay-boot", None)),
     OptDef::both(value("dependency", Some('d')), |o, a| {
         a.text(&mut o.dependency)
@@ -433,7 +437,11 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     })
     .env("SBATCH_TIMELIMIT"),
-    OptDef::ignored(Both, value("time-min", None)),
+    OptDef::both(value("time-min", None), |o, a| {
+        let t = units::parse_time_limit(a.value).map_err(|_| a.bad())?;
+        o.time_min = t.filter(|m| *m > 0);
+        Ok(())
+    }),
     OptDef::ignored(Both, value("tmp", None)),
     OptDef::ignored(Both, value("tres-per-task", None)),
     OptDef::only(SrunOnly, flag("unbuffered", Some('u')), |o, _| {
@@ -445,10 +453,16 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(Both, flag("use-min-nodes", None)),
-    OptDef::both(flag("verbose", Some('v')), |o, _| {
-        o.verbose += 1;
+    // A flag on the command line (each one more); from `SBATCH_DEBUG`, the level itself.
+    OptDef::both(flag("verbose", Some('v')), |o, a| {
+        if a.value.is_empty() {
+            o.verbose += 1;
+        } else {
+            o.verbose = positive(a.prog, "--verbose", a.value)?;
+        }
         Ok(())
-    }),
+    })
+    .env("SBATCH_DEBUG"),
     OptDef::both(flag("version", Some('V')), |o, _| {
         o.version = true;
         Ok(())
@@ -506,7 +520,9 @@ pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
         .filter_map(|d| {
             let var = d.env?;
             let (_, v) = env.iter().find(|(k, _)| k == var)?;
-            let v = if d.spec.arg == ArgKind::None {
+            // A flag's variable only sets it, but for `SBATCH_DEBUG`, which is the
+            // verbosity level (Slurm's arg_set_verbose).
+            let v = if d.spec.arg == ArgKind::None && d.spec.long != "verbose" {
                 String::new()
             } else {
                 v.clone()
@@ -570,6 +586,10 @@ pub struct SubmitOpts {
     pub comment: Option<String>,
     pub wckey: Option<String>,
     pub begin: Option<String>,
+    /// `--deadline`, as given (checked at submit: `deadline_limit`).
+    pub deadline: Option<String>,
+    /// `--time-min`, minutes.
+    pub time_min: Option<u32>,
     pub constraint: Option<String>,
     pub nodelist: Option<String>,
     pub exclude: Option<String>,
@@ -662,6 +682,11 @@ impl SubmitOpts {
         }
         let shown = match def.spec.long {
             "verbose" => self.verbose.to_string(),
+            // Slurm shows the limit in force, as `mins2time_str` writes it.
+            "time" => match self.time_limit {
+                Some(Some(m)) => units::format_elapsed(u64::from(m) * 60),
+                _ => "UNLIMITED".to_string(),
+            },
             _ if value.is_empty() => "set".to_string(),
             _ => value.to_string(),
         };
@@ -773,7 +798,7 @@ pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
                 gpu_type: String::new(),
                 count: n.parse().ok()?,
             },
-            ["gpu", ty] => Gpu {
+            ["gpu", ty] if !ty.is_empty() => Gpu {
                 gpu_type: ty.to_string(),
                 count: 1,
             },
@@ -927,6 +952,66 @@ fn io_path(p: &Option<String>) -> String {
     }
 }
 
+/// The text Slurm prints for a time limit the job cannot have.
+const INVALID_TIME_LIMIT: &str =
+    "Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)";
+
+/// The text Slurm prints for a `--time-min` the job cannot have.
+const INVALID_TIME_MIN: &str = "Batch job submission failed: \
+     Invalid time-min specification (exceeds job's time or other limits)";
+
+/// The time limit in force (minutes; `None`: the partition's), with `--deadline`: the
+/// deadline must follow `--begin` and leave the job `--time-min` (else one minute) from
+/// now, and the limit is cut to end by the deadline, as Slurm cuts it when the job
+/// starts.
+fn deadline_limit(
+    o: &SubmitOpts,
+    prog: &str,
+    ctx: &SubmitCtx,
+    begin_time: i64,
+) -> Result<Option<u32>, Exit> {
+    let limit = o.time_limit.flatten();
+    let Some(text) = o.deadline.as_deref() else {
+        return Ok(limit);
+    };
+    let deadline = TimeSpec::parse(text)
+        .map_err(|_| Exit::error(prog, "Invalid --deadline specification").with_code(255))?
+        .resolve(ctx.now, Toward::Future, ctx.zone);
+    if begin_time > 0 && deadline < begin_time {
+        return Err(Exit::error(
+            prog,
+            "Incompatible begin and deadline time specification",
+        ));
+    }
+    let start = begin_time.max(ctx.now);
+    let left_min = u32::try_from((deadline - start).max(0) / 60).unwrap_or(u32::MAX);
+    if left_min == 0 {
+        return Err(Exit::error(prog, INVALID_TIME_LIMIT));
+    }
+    if o.time_min.is_some_and(|m| m > left_min) {
+        return Err(Exit::error(prog, INVALID_TIME_MIN));
+    }
+    Ok(Some(limit.map_or(left_min, |l| l.min(left_min))))
+}
+
+/// What sbatch adds to the job's environment from its options (sbatch(1), "OUTPUT
+/// ENVIRONMENT VARIABLES"): `SLURM_EXPORT_ENV`, `SLURM_OPEN_MODE` and
+/// `SLURM_JOB_DEPENDENCY`.
+fn sbatch_job_env(o: &SubmitOpts) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if let Some(export) = &o.export {
+        env.push(("SLURM_EXPORT_ENV".into(), export.clone()));
+    }
+    if let Some(append) = o.open_mode_append {
+        let mode = if append { "a" } else { "t" };
+        env.push(("SLURM_OPEN_MODE".into(), mode.into()));
+    }
+    if let Some(dep) = o.dependency.as_ref().filter(|d| !d.is_empty()) {
+        env.push(("SLURM_JOB_DEPENDENCY".into(), dep.clone()));
+    }
+    env
+}
+
 /// Builds the job description from the applied options.
 pub fn build_spec(
     o: &SubmitOpts,
@@ -958,6 +1043,7 @@ pub fn build_spec(
         }
         None => 0,
     };
+    let time_limit = deadline_limit(o, prog, ctx, begin_time)?;
     let num_nodes = o
         .nodes
         .unwrap_or_else(|| match (o.ntasks, o.ntasks_per_node) {
@@ -1033,6 +1119,11 @@ pub fn build_spec(
     if let Some(c) = o.cpus_per_task {
         env.push(("SLURM_CPUS_PER_TASK".into(), c.to_string()));
     }
+    if prog == "sbatch" {
+        let added = sbatch_job_env(o);
+        env.retain(|(name, _)| added.iter().all(|(a, _)| a != name));
+        env.extend(added);
+    }
     let env = env
         .into_iter()
         .map(|(name, value)| v1::EnvVar { name, value })
@@ -1067,7 +1158,7 @@ pub fn build_spec(
         gpus,
         gpus_per_node,
         gpu_type,
-        time_limit_min: o.time_limit.flatten().unwrap_or(0),
+        time_limit_min: time_limit.unwrap_or(0),
         signal: o.signal,
         requeue: o.requeue.unwrap_or(ctx.job_requeue),
         comment: o.comment.clone().unwrap_or_default(),
@@ -1161,6 +1252,21 @@ pub(crate) mod tests {
              srun: -------------------- --------------------\n\
              srun: end of defined options\n"
         );
+        // SBATCH_DEBUG is the level; the limit is shown as Slurm writes it.
+        let vars = [
+            ("SBATCH_DEBUG".to_string(), "4".to_string()),
+            ("SBATCH_TIMELIMIT".to_string(), "3".to_string()),
+        ];
+        let mut o = SubmitOpts::default();
+        o.apply_all(Command::Sbatch, &env_options(&vars), Source::Env)
+            .unwrap();
+        assert_eq!(o.verbose, 4);
+        let dump = o.defined_options("sbatch");
+        assert!(
+            dump.contains("sbatch: time                : 00:03:00\n"),
+            "{dump}"
+        );
+        assert!(dump.contains("sbatch: verbose             : 4\n"), "{dump}");
     }
 
     #[test]
@@ -1357,6 +1463,17 @@ pub(crate) mod tests {
             }))
         );
         assert_eq!(parse_gres("none"), Some(None));
+        // An empty type or count is no specification, as Slurm refuses it.
+        for bad in [
+            "gpu:",
+            "gpu::",
+            "gpu:tesla:",
+            "gpu:tesla:x",
+            "gpu:t:",
+            "gpu:t:x",
+        ] {
+            assert_eq!(parse_gres(bad), None, "{bad}");
+        }
         assert_eq!(parse_gres("foo:1"), None);
         assert_eq!(parse_gres("gpu:a100:x"), None);
         assert_eq!(parse_gres("gpu:1,gpu:2"), None);
