@@ -621,7 +621,7 @@ pub struct SubmitOpts {
     pub gpu_bind: Option<String>,
     pub jobid: Option<String>,
     pub cpu_bind: Option<String>,
-    /// The options given, by name in the order first given, each with its last value
+    /// The options given, by name, each with its last value
     /// (`-v`'s option dump).
     defined: Vec<(&'static str, String)>,
 }
@@ -698,11 +698,15 @@ impl SubmitOpts {
     }
 
     /// What `-v` prints first, as Slurm 22.05's sbatch and srun do (`_opt_list`): each
-    /// option given, with its value, between two rules.
+    /// option given, with its value, between two rules, in the order of the option
+    /// table (Slurm's walks its own, which is by name too).
     pub fn defined_options(&self, prog: &str) -> String {
         let rule = format!("{prog}: {:-<20} {:-<20}\n", "", "");
         let mut out = format!("{prog}: defined options\n{rule}");
-        for (name, value) in &self.defined {
+        let place = |name: &str| OPTIONS.iter().position(|d| d.spec.long == name);
+        let mut defined: Vec<&(&str, String)> = self.defined.iter().collect();
+        defined.sort_by_key(|(name, _)| place(name));
+        for (name, value) in defined {
             out.push_str(&format!("{prog}: {name:<20}: {value}\n"));
         }
         out.push_str(&rule);
@@ -1246,9 +1250,9 @@ pub(crate) mod tests {
             o.defined_options("srun"),
             "srun: defined options\n\
              srun: -------------------- --------------------\n\
-             srun: verbose             : 2\n\
-             srun: ntasks              : 4\n\
              srun: label               : set\n\
+             srun: ntasks              : 4\n\
+             srun: verbose             : 2\n\
              srun: -------------------- --------------------\n\
              srun: end of defined options\n"
         );
