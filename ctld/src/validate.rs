@@ -23,6 +23,9 @@ fn reject_with_detail<T>(detail: &str, msg: &str) -> Result<T, Rejected> {
     Err(Rejected(format!("{detail}\n{msg}")))
 }
 
+/// The text Slurm prints for a job no node of its partition can hold.
+const NODE_CONFIG_UNAVAILABLE: &str = "Requested node configuration is not available";
+
 /// The text Slurm prints for a partition that does not exist.
 const INVALID_PARTITION: &str = "Invalid partition name specified";
 
@@ -93,6 +96,12 @@ pub fn check_submit(
     }
     check_node_count(partition, &spec)?;
     spec.max_nodes = most_nodes(partition, &spec);
+    // More tasks than `--ntasks-per-node` lets the nodes hold.
+    if spec.ntasks_per_node > 0
+        && spec.num_tasks > spec.ntasks_per_node * spec.max_nodes.max(spec.num_nodes)
+    {
+        return reject(NODE_CONFIG_UNAVAILABLE);
+    }
     if let Some(a) = &spec.array {
         if a.task_ids.is_empty() {
             return reject("Invalid job array specification");
@@ -124,7 +133,7 @@ pub fn check_submit(
     if let Some(list) = (!spec.nodelist.is_empty()).then_some(&spec.nodelist) {
         let names = model::hostlist::expand(list).map_err(|e| Rejected(e.to_string()))?;
         if names.iter().any(|n| !partition.nodes.contains(n)) {
-            return reject("Requested node configuration is not available");
+            return reject(NODE_CONFIG_UNAVAILABLE);
         }
     }
     model::hostlist::expand(&spec.exclude).map_err(|e| Rejected(e.to_string()))?;
@@ -149,7 +158,7 @@ pub fn check_submit(
         .filter(|n| sched::node_could_fit(n, &req) && filter.allows(n))
         .count();
     if (able as u32) < spec.num_nodes {
-        return reject("Requested node configuration is not available");
+        return reject(NODE_CONFIG_UNAVAILABLE);
     }
     Ok((spec, time_limit))
 }
@@ -466,19 +475,25 @@ qos = ["normal", "low"]
                 Box::new(|j| j.time_limit_min = Some(61)),
                 "Requested time limit is invalid",
             ),
-            (
-                Box::new(|j| j.cpus_per_task = 5),
-                "Requested node configuration is not available",
-            ),
+            (Box::new(|j| j.cpus_per_task = 5), NODE_CONFIG_UNAVAILABLE),
             (
                 Box::new(|j| j.mem_per_node_mb = 5000),
-                "Requested node configuration is not available",
+                NODE_CONFIG_UNAVAILABLE,
+            ),
+            (Box::new(|j| j.gpus_per_node = 3), NODE_CONFIG_UNAVAILABLE),
+            (Box::new(|j| j.gpu_type = "a100".into()), ""),
+            (
+                Box::new(|j| {
+                    (j.num_tasks, j.num_nodes, j.ntasks_per_node) = (2, 1, 1);
+                }),
+                NODE_CONFIG_UNAVAILABLE,
             ),
             (
-                Box::new(|j| j.gpus_per_node = 3),
-                "Requested node configuration is not available",
+                Box::new(|j| {
+                    (j.num_tasks, j.num_nodes, j.ntasks_per_node) = (2, 2, 1);
+                }),
+                "",
             ),
-            (Box::new(|j| j.gpu_type = "a100".into()), ""),
             (
                 Box::new(|j| j.num_nodes = 3),
                 "Node count specification invalid",
@@ -575,7 +590,7 @@ allow_qos = ["high"]
             let sp = check_accounting(&assocs, sp)?;
             check_partition_access(&state, &sp).map(|()| sp)
         };
-        let not_available = "Requested node configuration is not available";
+        let not_available = NODE_CONFIG_UNAVAILABLE;
         for (partition, constraint, account, qos, want) in [
             ("", "a100&ib", "ml", "", ""),
             ("", "(a100|h100)", "ml", "", ""),

@@ -77,6 +77,25 @@ pub fn check_script(script: &str) -> Result<(), Exit> {
     Ok(())
 }
 
+/// `--bbf`: the file's text put into the script after its `#!` line (ended by a line
+/// break), as Slurm's sbatch does (`_add_bb_to_script`).
+pub fn add_burst_buffer_file(script: &str, bbf: &str) -> String {
+    if bbf.is_empty() {
+        return script.to_string();
+    }
+    let mut bbf = bbf.to_string();
+    if !bbf.ends_with('\n') {
+        bbf.push('\n');
+    }
+    if !script.starts_with('#') {
+        return format!("{bbf}{script}");
+    }
+    match script.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{bbf}{rest}"),
+        None => format!("{script}\n{bbf}"),
+    }
+}
+
 /// The script `--wrap` stands for.
 pub fn wrap_script(cmd: &str) -> String {
     format!("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{cmd}\n")
@@ -95,7 +114,7 @@ pub fn prepare(
         return Ok(Prepared::Info(info));
     }
     let wrap = cli.get("wrap").map(str::to_string);
-    let (script, script_args, default_name) = match &wrap {
+    let (mut script, script_args, default_name) = match &wrap {
         Some(cmd) => {
             if !cli.positional.is_empty() {
                 return Err(Exit::error(
@@ -154,6 +173,14 @@ pub fn prepare(
             }
             .into(),
         );
+    }
+    if let Some(path) = o.burst_buffer_file.clone() {
+        let bbf = read_script(Some(&path)).map_err(|_| {
+            Exit::raw(format!(
+                "{PROG}: fatal: Could not open burst buffer specification file {path}"
+            ))
+        })?;
+        script = add_burst_buffer_file(&script, &bbf);
     }
     let mut spec = build_spec(&o, PROG, ctx, script, script_args, &default_name)?;
     // The script file as Slurm's `Command` shows it: absolute, from where sbatch ran.
@@ -790,6 +817,120 @@ mod tests {
         assert_eq!(get("SLURM_JOB_DEPENDENCY"), Some("afterok:7"));
         assert_eq!(get("SLURM_EXPORT_ENV"), Some("A=1"));
         assert_eq!(get("A"), Some("1"));
+    }
+
+    #[test]
+    fn gpu_options_checked_against_each_other_as_slurm_does() {
+        let script = "#!/bin/sh\ntrue\n";
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--gpus-per-task=1", "--cpus-per-gpu=1", "-c2", "-N1"],
+                "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
+            ),
+            (
+                &["--gpus-per-socket=1", "-N1"],
+                "--gpus-per-socket option requires --sockets-per-node specification",
+            ),
+            (
+                &[
+                    "--gpus-per-task=1",
+                    "--gpus-per-node=2",
+                    "--ntasks-per-node=1",
+                    "-N1",
+                ],
+                "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and \
+                 --gpus-per-task requested number of tasks per node differ from \
+                 --ntasks-per-node.",
+            ),
+            (
+                &["--gres=gpu:2", "--gpus=1"],
+                "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket",
+            ),
+            (
+                &["--gpus-per-socket=2", "--sockets-per-node=1", "--gpus=1"],
+                "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket",
+            ),
+            (
+                &["--gpus-per-task=1", "-n2", "--gpus=1"],
+                "Failed to validate job spec. Based on --gpus and --gpus-per-task number \
+                 of requested tasks differ from -n/--ntasks.",
+            ),
+            (
+                &["--gres=gpu:2", "--gpus=3"],
+                "Failed to validate job spec, --gpus is not multiple of \
+                 --gres=gpu/--gpus-per-node",
+            ),
+            (
+                &[
+                    "--gres=gpu:2",
+                    "--gpus-per-socket=1",
+                    "--sockets-per-node=1",
+                ],
+                "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and \
+                 --gpus-per-socket required number of sockets differ from --sockets-per-node.",
+            ),
+            (
+                &["--gres=gpu:2", "--gpus=4", "-N1"],
+                "Failed to validate job spec. Based on --gpu and --gres=gpu/--gpus-per-node \
+                 required nodes (2) doesn't fall between min_nodes (1) and max_nodes (1) \
+                 boundaries.",
+            ),
+            (
+                &["--gpus=3", "--gpus-per-task=2", "-N1"],
+                "Failed to validate job spec, --gpus not multiple of --gpus-per-task",
+            ),
+            (
+                &["--gpus=1", "-N2"],
+                "Failed to validate job spec, --gpus < -N",
+            ),
+        ];
+        for (args, want) in cases {
+            let mut args = args.to_vec();
+            args.push("x.sh");
+            assert_eq!(
+                prep(&args, script).unwrap_err().lines(),
+                [format!("sbatch: error: {want}")],
+                "{args:?}"
+            );
+        }
+        for ok in [
+            &[
+                "--gpus=8",
+                "--gpus-per-node=4",
+                "--gpus-per-task=2",
+                "-N2",
+                "-n4",
+            ][..],
+            &["--gpus-per-task=1", "--gpus-per-node=1", "-n2", "-N1"],
+            &["--cpus-per-gpu=2", "--gpus=2"],
+        ] {
+            let mut args = ok.to_vec();
+            args.push("x.sh");
+            assert!(prep(&args, script).is_ok(), "{args:?}");
+        }
+        let spec = |args: &[&str]| prep(args, script).unwrap().spec;
+        let sp = spec(&["--gpus-per-node=4", "--gres=gpu:5", "-N1", "x.sh"]);
+        assert_eq!(sp.gpus_per_node, 5);
+        let sp = spec(&[
+            "--gpus-per-task=1",
+            "--gpus-per-node=1",
+            "-n2",
+            "-N1",
+            "x.sh",
+        ]);
+        assert_eq!((sp.num_tasks, sp.num_nodes, sp.ntasks_per_node), (2, 1, 1));
+        let sp = spec(&["--gpus-per-task=1", "--gpus-per-node=2", "-n4", "x.sh"]);
+        assert_eq!((sp.num_tasks, sp.num_nodes, sp.ntasks_per_node), (4, 2, 2));
+    }
+
+    #[test]
+    fn burst_buffer_file_follows_the_interpreter_line() {
+        assert_eq!(
+            add_burst_buffer_file("#!/bin/sh\necho s\n", "echo b\nexit 0"),
+            "#!/bin/sh\necho b\nexit 0\necho s\n"
+        );
+        assert_eq!(add_burst_buffer_file("#!/bin/sh", "x\n"), "#!/bin/sh\nx\n");
+        assert_eq!(add_burst_buffer_file("#!/bin/sh\n", ""), "#!/bin/sh\n");
     }
 
     #[test]

@@ -181,7 +181,11 @@ pub const OPTIONS: &[OptDef] = &[
     .env("SBATCH_ARRAY_INX"),
     OptDef::ignored(SbatchOnly, value("batch", None)),
     OptDef::ignored(Both, value("bb", None)),
-    OptDef::ignored(Both, value("bbf", None)),
+    // sbatch splices the file into the script (`sbatch::add_burst_buffer_file`).
+    OptDef::only(SbatchOnly, value("bbf", None), |o, a| {
+        a.text(&mut o.burst_buffer_file)
+    }),
+    OptDef::ignored(SrunOnly, value("bbf", None)),
     OptDef::ignored(SrunOnly, optional("bcast", None)),
     OptDef::both(value("begin", Some('b')), |o, a| {
         TimeSpec::parse(a.value).map_err(|_| a.bad())?;
@@ -256,7 +260,10 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     })
     .env("SBATCH_GPUS_PER_NODE"),
-    OptDef::ignored(Both, value("gpus-per-socket", None)),
+    OptDef::both(value("gpus-per-socket", None), |o, a| {
+        o.gpus_per_socket = Some(a.gpus()?);
+        Ok(())
+    }),
     OptDef::both(value("gpus-per-task", None), |o, a| {
         o.gpus_per_task = Some(a.gpus()?);
         Ok(())
@@ -418,7 +425,10 @@ pub const OPTIONS: &[OptDef] = &[
     })
     .env("SBATCH_SIGNAL"),
     OptDef::ignored(SrunOnly, value("slurmd-debug", None)),
-    OptDef::ignored(Both, value("sockets-per-node", None)),
+    OptDef::both(value("sockets-per-node", None), |o, a| {
+        o.sockets_per_node = Some(a.positive()?);
+        Ok(())
+    }),
     OptDef::ignored(Both, flag("spread-job", None)),
     OptDef::ignored(Both, value("switches", None)),
     OptDef::ignored(SrunOnly, value("task-epilog", None)),
@@ -576,6 +586,11 @@ pub struct SubmitOpts {
     /// `Some(None)`: `--gres=none`.
     pub gres: Option<Option<Gpu>>,
     pub cpus_per_gpu: Option<u32>,
+    /// `--gpus-per-socket`, checked against the other GPU options (`check_gpu_counts`).
+    pub gpus_per_socket: Option<Gpu>,
+    /// `--bbf`: the burst buffer specification file's path.
+    pub burst_buffer_file: Option<String>,
+    pub sockets_per_node: Option<u32>,
     pub array: Option<String>,
     pub dependency: Option<String>,
     pub hold: bool,
@@ -956,6 +971,112 @@ fn io_path(p: &Option<String>) -> String {
     }
 }
 
+/// The GPU options against each other, as Slurm checks a job's GPU request
+/// (`gres_job_state_validate`): `--gpus` >= `--gres=gpu`/`--gpus-per-node` >=
+/// `--gpus-per-socket`, counts that divide, and the node, socket and task counts they
+/// imply against those asked for.
+fn check_gpu_counts(o: &SubmitOpts, prog: &str) -> Result<(), Exit> {
+    let count = |g: &Option<Gpu>| g.as_ref().map(|g| g.count);
+    let per_job = count(&o.gpus);
+    let per_node = [count(&o.gpus_per_node), count(&o.gres.clone().flatten())]
+        .into_iter()
+        .flatten()
+        .max();
+    let per_socket = count(&o.gpus_per_socket);
+    let per_task = count(&o.gpus_per_task);
+    let fail = |msg: &str| Err(Exit::error(prog, msg));
+    const ORDER: &str =
+        "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket";
+    if let Some(job) = per_job
+        && [per_node, per_task, per_socket]
+            .into_iter()
+            .flatten()
+            .any(|n| n > job)
+    {
+        return fail(ORDER);
+    }
+    if let Some(node) = per_node
+        && [per_task, per_socket]
+            .into_iter()
+            .flatten()
+            .any(|n| n > node)
+    {
+        return fail(ORDER);
+    }
+    if per_socket.is_some() && o.sockets_per_node.is_none() {
+        return fail("--gpus-per-socket option requires --sockets-per-node specification");
+    }
+    if o.cpus_per_gpu.is_some() && o.cpus_per_task.is_some() {
+        return fail("--cpus-per-gpu is mutually exclusive with --cpus-per-task");
+    }
+    if let (Some(job), Some(node)) = (per_job, per_node) {
+        if job % node != 0 {
+            return fail(
+                "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",
+            );
+        }
+        let nodes = job / node;
+        let least = o.nodes.unwrap_or(1);
+        let most = o.max_nodes.or(o.nodes);
+        if nodes < least || most.is_some_and(|m| nodes > m) {
+            let most = most.map_or("N/A".to_string(), |m| m.to_string());
+            return fail(&format!(
+                "Failed to validate job spec. Based on --gpu and --gres=gpu/--gpus-per-node \
+                 required nodes ({nodes}) doesn't fall between min_nodes ({least}) and \
+                 max_nodes ({most}) boundaries."
+            ));
+        }
+    }
+    if let (Some(node), Some(socket)) = (per_node, per_socket) {
+        if node % socket != 0 {
+            return fail(
+                "Failed to validate job spec, --gres=gpu/--gpus-per-node not multiple of \
+                 --gpus-per-socket.",
+            );
+        }
+        if o.sockets_per_node.is_some_and(|s| s != node / socket) {
+            return fail(
+                "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and \
+                 --gpus-per-socket required number of sockets differ from --sockets-per-node.",
+            );
+        }
+    }
+    if let Some(task) = per_task {
+        if let Some(job) = per_job {
+            if job % task != 0 {
+                return fail("Failed to validate job spec, --gpus not multiple of --gpus-per-task");
+            }
+            if o.ntasks.is_some_and(|n| n != job / task) {
+                return fail(
+                    "Failed to validate job spec. Based on --gpus and --gpus-per-task number \
+                     of requested tasks differ from -n/--ntasks.",
+                );
+            }
+        }
+        if let Some(node) = per_node {
+            if node % task != 0 {
+                return fail(
+                    "Failed to validate job spec, --gres=gpu/--gpus-per-node not multiple of \
+                     --gpus-per-task",
+                );
+            }
+            if o.ntasks_per_node.is_some_and(|n| n != node / task) {
+                return fail(
+                    "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and \
+                     --gpus-per-task requested number of tasks per node differ from \
+                     --ntasks-per-node.",
+                );
+            }
+        }
+    }
+    if let (Some(job), Some(nodes)) = (per_job, o.nodes)
+        && job < nodes
+    {
+        return fail("Failed to validate job spec, --gpus < -N");
+    }
+    Ok(())
+}
+
 /// The text Slurm prints for a time limit the job cannot have.
 const INVALID_TIME_LIMIT: &str =
     "Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)";
@@ -1048,18 +1169,31 @@ pub fn build_spec(
         None => 0,
     };
     let time_limit = deadline_limit(o, prog, ctx, begin_time)?;
+    check_gpu_counts(o, prog)?;
+    let gres = o.gres.clone().flatten();
+    // `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
+    let gpus_per_node = [&o.gpus_per_node, &gres]
+        .into_iter()
+        .flatten()
+        .map(|g| g.count)
+        .max()
+        .unwrap_or(0);
+    // GPUs per node and per task make the tasks per node, as in Slurm.
+    let ntasks_per_node = o.ntasks_per_node.or_else(|| match &o.gpus_per_task {
+        Some(t) if gpus_per_node > 0 && t.count > 0 => Some(gpus_per_node / t.count),
+        _ => None,
+    });
     let num_nodes = o
         .nodes
-        .unwrap_or_else(|| match (o.ntasks, o.ntasks_per_node) {
+        .unwrap_or_else(|| match (o.ntasks, ntasks_per_node) {
             (Some(n), Some(per)) => n.div_ceil(per),
             _ => 0,
         });
     let num_tasks = o
         .ntasks
-        .or_else(|| o.ntasks_per_node.map(|p| p * num_nodes.max(1)))
+        .or_else(|| ntasks_per_node.map(|p| p * num_nodes.max(1)))
         .or(o.nodes)
         .unwrap_or(0);
-    let gres = o.gres.clone().flatten();
     let gpu_type = [&o.gpus, &o.gpus_per_node, &o.gpus_per_task, &gres]
         .into_iter()
         .flatten()
@@ -1071,12 +1205,6 @@ pub fn build_spec(
         (None, Some(g)) => g.count * num_tasks.max(1),
         _ => 0,
     };
-    let gpus_per_node = o
-        .gpus_per_node
-        .as_ref()
-        .or(gres.as_ref())
-        .map(|g| g.count)
-        .unwrap_or(0);
     let gpus_each_node = if gpus_per_node > 0 {
         gpus_per_node
     } else {
@@ -1155,7 +1283,7 @@ pub fn build_spec(
         max_nodes: o.max_nodes.unwrap_or(0),
         num_tasks,
         cpus_per_task,
-        ntasks_per_node: o.ntasks_per_node.unwrap_or(0),
+        ntasks_per_node: ntasks_per_node.unwrap_or(0),
         mem_per_node_mb,
         mem_per_cpu_mb,
         mem_whole_node,
