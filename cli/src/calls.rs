@@ -3,6 +3,7 @@
 //! a read command's one exchange, the text of a failed call, and a node daemon's agent.
 
 use crate::client::{self, ConnectError, Ctld};
+use crate::exit::Exit;
 
 /// The words of every command for a controller it cannot reach.
 pub const CONNECT_FAILURE: &str = "Unable to contact slurm controller (connect failure)";
@@ -121,8 +122,28 @@ pub fn status_text(s: &tonic::Status) -> String {
         }
         tonic::Code::Unavailable => CONNECT_FAILURE.into(),
         _ if s.message().is_empty() => format!("{:?}", s.code()),
-        _ => s.message().to_string(),
+        // A refusal's last line is its reason; the lines before it are details
+        // (`refusal`).
+        _ => s.message().lines().last().unwrap_or_default().to_string(),
     }
+}
+
+/// A refused request as Slurm's commands print it: the controller's detail lines,
+/// each as `prog: error: detail`, then `prog: error: what: reason`.
+pub fn refusal(prog: &str, what: &str, s: &tonic::Status) -> Exit {
+    let mut lines: Vec<String> = match s.code() {
+        tonic::Code::Unavailable => Vec::new(),
+        _ => {
+            let all: Vec<&str> = s.message().lines().collect();
+            let details = &all[..all.len().saturating_sub(1)];
+            details
+                .iter()
+                .map(|d| format!("{prog}: error: {d}"))
+                .collect()
+        }
+    };
+    lines.push(format!("{prog}: error: {what}: {}", status_text(s)));
+    Exit::raw(lines.join("\n"))
 }
 
 /// One exchange of a read command with the controller: connects, then runs `call`. A

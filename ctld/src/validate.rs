@@ -8,6 +8,8 @@ use model::{ClusterState, Config, JobPayload, JobSpec};
 pub const MAX_SCRIPT_BYTES: usize = 4 << 20;
 
 /// A submit refused, with the text Slurm prints after "Batch job submission failed: ".
+/// Lines before the last are the details Slurm's controller sends with the refusal,
+/// which the commands print first, each as an error line of its own.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Rejected(pub String);
@@ -15,6 +17,17 @@ pub struct Rejected(pub String);
 fn reject<T>(msg: &str) -> Result<T, Rejected> {
     Err(Rejected(msg.to_string()))
 }
+
+/// A refusal with a detail line before it.
+fn reject_with_detail<T>(detail: &str, msg: &str) -> Result<T, Rejected> {
+    Err(Rejected(format!("{detail}\n{msg}")))
+}
+
+/// The text Slurm prints for a job no node of its partition can hold.
+const NODE_CONFIG_UNAVAILABLE: &str = "Requested node configuration is not available";
+
+/// The text Slurm prints for a partition that does not exist.
+const INVALID_PARTITION: &str = "Invalid partition name specified";
 
 /// Validates and normalizes a spec; returns it with the partition resolved and the
 /// time limit in force (minutes, `None` = unlimited).
@@ -45,14 +58,25 @@ pub fn check_submit(
             None => return reject("No partition specified or system default partition"),
         }
     } else {
-        // `-p a,b` lists partitions; the first that exists is taken.
-        let found = spec
+        // `-p a,b` lists partitions, each of which must exist, as in Slurm; the first
+        // is taken.
+        if let Some(unknown) = spec
             .partition
             .split(',')
-            .find_map(|name| state.partition(name));
-        match found {
+            .find(|name| state.partition(name).is_none())
+        {
+            return reject_with_detail(
+                &format!("invalid partition specified: {unknown}"),
+                INVALID_PARTITION,
+            );
+        }
+        match spec
+            .partition
+            .split(',')
+            .find_map(|name| state.partition(name))
+        {
             Some(p) => p,
-            None => return reject("Invalid partition name specified"),
+            None => return reject(INVALID_PARTITION),
         }
     };
     if !partition.accepts_jobs() {
@@ -72,6 +96,12 @@ pub fn check_submit(
     }
     check_node_count(partition, &spec)?;
     spec.max_nodes = most_nodes(partition, &spec);
+    // More tasks than `--ntasks-per-node` lets the nodes hold.
+    if spec.ntasks_per_node > 0
+        && spec.num_tasks > spec.ntasks_per_node * spec.max_nodes.max(spec.num_nodes)
+    {
+        return reject(NODE_CONFIG_UNAVAILABLE);
+    }
     if let Some(a) = &spec.array {
         if a.task_ids.is_empty() {
             return reject("Invalid job array specification");
@@ -103,7 +133,7 @@ pub fn check_submit(
     if let Some(list) = (!spec.nodelist.is_empty()).then_some(&spec.nodelist) {
         let names = model::hostlist::expand(list).map_err(|e| Rejected(e.to_string()))?;
         if names.iter().any(|n| !partition.nodes.contains(n)) {
-            return reject("Requested node configuration is not available");
+            return reject(NODE_CONFIG_UNAVAILABLE);
         }
     }
     model::hostlist::expand(&spec.exclude).map_err(|e| Rejected(e.to_string()))?;
@@ -128,7 +158,7 @@ pub fn check_submit(
         .filter(|n| sched::node_could_fit(n, &req) && filter.allows(n))
         .count();
     if (able as u32) < spec.num_nodes {
-        return reject("Requested node configuration is not available");
+        return reject(NODE_CONFIG_UNAVAILABLE);
     }
     Ok((spec, time_limit))
 }
@@ -208,7 +238,7 @@ fn most_nodes(partition: &model::Partition, spec: &JobSpec) -> u32 {
 /// partition must take jobs and the job's node count.
 pub fn check_partition_move(state: &ClusterState, spec: &JobSpec) -> Result<(), Rejected> {
     let Some(partition) = state.partition(&spec.partition) else {
-        return reject("Invalid partition name specified");
+        return reject(INVALID_PARTITION);
     };
     if !partition.accepts_jobs() {
         return reject(NOT_ACCEPTING);
@@ -434,25 +464,36 @@ qos = ["normal", "low"]
         let cases: Vec<(Change, &str)> = vec![
             (
                 Box::new(|j| j.partition = "nope".into()),
-                "Invalid partition name specified",
+                "invalid partition specified: nope\nInvalid partition name specified",
             ),
+            (
+                Box::new(|j| j.partition = "debug,nope".into()),
+                "invalid partition specified: nope\nInvalid partition name specified",
+            ),
+            (Box::new(|j| j.partition = "debug,debug".into()), ""),
             (
                 Box::new(|j| j.time_limit_min = Some(61)),
                 "Requested time limit is invalid",
             ),
-            (
-                Box::new(|j| j.cpus_per_task = 5),
-                "Requested node configuration is not available",
-            ),
+            (Box::new(|j| j.cpus_per_task = 5), NODE_CONFIG_UNAVAILABLE),
             (
                 Box::new(|j| j.mem_per_node_mb = 5000),
-                "Requested node configuration is not available",
+                NODE_CONFIG_UNAVAILABLE,
+            ),
+            (Box::new(|j| j.gpus_per_node = 3), NODE_CONFIG_UNAVAILABLE),
+            (Box::new(|j| j.gpu_type = "a100".into()), ""),
+            (
+                Box::new(|j| {
+                    (j.num_tasks, j.num_nodes, j.ntasks_per_node) = (2, 1, 1);
+                }),
+                NODE_CONFIG_UNAVAILABLE,
             ),
             (
-                Box::new(|j| j.gpus_per_node = 3),
-                "Requested node configuration is not available",
+                Box::new(|j| {
+                    (j.num_tasks, j.num_nodes, j.ntasks_per_node) = (2, 2, 1);
+                }),
+                "",
             ),
-            (Box::new(|j| j.gpu_type = "a100".into()), ""),
             (
                 Box::new(|j| j.num_nodes = 3),
                 "Node count specification invalid",
@@ -549,7 +590,7 @@ allow_qos = ["high"]
             let sp = check_accounting(&assocs, sp)?;
             check_partition_access(&state, &sp).map(|()| sp)
         };
-        let not_available = "Requested node configuration is not available";
+        let not_available = NODE_CONFIG_UNAVAILABLE;
         for (partition, constraint, account, qos, want) in [
             ("", "a100&ib", "ml", "", ""),
             ("", "(a100|h100)", "ml", "", ""),

@@ -64,7 +64,7 @@ pub async fn allocate(
             test_only: false,
         })
         .await
-        .map_err(|s| fail(calls::status_text(&s)))?
+        .map_err(|s| calls::refusal(prog, "Job submit/allocate failed", &s))?
         .into_inner();
     let job_id = reply.job_id;
     if say {

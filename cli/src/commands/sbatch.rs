@@ -77,6 +77,25 @@ pub fn check_script(script: &str) -> Result<(), Exit> {
     Ok(())
 }
 
+/// `--bbf`: the file's text put into the script after its `#!` line (ended by a line
+/// break), as Slurm's sbatch does (`_add_bb_to_script`).
+pub fn add_burst_buffer_file(script: &str, bbf: &str) -> String {
+    if bbf.is_empty() {
+        return script.to_string();
+    }
+    let mut bbf = bbf.to_string();
+    if !bbf.ends_with('\n') {
+        bbf.push('\n');
+    }
+    if !script.starts_with('#') {
+        return format!("{bbf}{script}");
+    }
+    match script.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{bbf}{rest}"),
+        None => format!("{script}\n{bbf}"),
+    }
+}
+
 /// The script `--wrap` stands for.
 pub fn wrap_script(cmd: &str) -> String {
     format!("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{cmd}\n")
@@ -95,7 +114,7 @@ pub fn prepare(
         return Ok(Prepared::Info(info));
     }
     let wrap = cli.get("wrap").map(str::to_string);
-    let (script, script_args, default_name) = match &wrap {
+    let (mut script, script_args, default_name) = match &wrap {
         Some(cmd) => {
             if !cli.positional.is_empty() {
                 return Err(Exit::error(
@@ -137,6 +156,13 @@ pub fn prepare(
     if o.verbose > 0 {
         eprint!("{}", o.defined_options(PROG));
     }
+    // At debug level (-vvv), as Slurm's sbatch says what it adds to the job's
+    // environment.
+    if o.verbose >= 3
+        && let Some((_, mask)) = ctx.env.iter().find(|(k, _)| k == "SLURM_UMASK")
+    {
+        eprintln!("{PROG}: debug:  propagating UMASK={mask}");
+    }
 
     if o.output.is_none() {
         o.output = Some(
@@ -147,6 +173,14 @@ pub fn prepare(
             }
             .into(),
         );
+    }
+    if let Some(path) = o.burst_buffer_file.clone() {
+        let bbf = read_script(Some(&path)).map_err(|_| {
+            Exit::raw(format!(
+                "{PROG}: fatal: Could not open burst buffer specification file {path}"
+            ))
+        })?;
+        script = add_burst_buffer_file(&script, &bbf);
     }
     let mut spec = build_spec(&o, PROG, ctx, script, script_args, &default_name)?;
     // The script file as Slurm's `Command` shows it: absolute, from where sbatch ran.
@@ -366,7 +400,7 @@ async fn submit(sub: Submission) -> ExitCode {
     };
     let reply = match client.submit_job(req).await {
         Ok(r) => r.into_inner(),
-        Err(s) => return fail(calls::status_text(&s)),
+        Err(s) => return calls::refusal(PROG, "Batch job submission failed", &s).finish(),
     };
     if sub.test_only {
         if partition.is_empty()
@@ -683,8 +717,13 @@ mod tests {
         assert_eq!((sp.time_limit_min, sp.mem_per_node_mb), (5, 200));
         assert_eq!(sp.work_dir, "/w");
         assert_eq!(sp.comment, "rule_make");
-        // The environment, where sbatch ran, and --cpus-per-task=1.
-        assert_eq!(sp.env.len(), 4);
+        // The environment, where sbatch ran, --cpus-per-task=1 and --export=ALL.
+        assert_eq!(sp.env.len(), 5);
+        assert!(
+            sp.env
+                .iter()
+                .any(|e| e.name == "SLURM_EXPORT_ENV" && e.value == "ALL")
+        );
         assert!(
             sp.env
                 .iter()
@@ -745,7 +784,180 @@ mod tests {
         .spec;
         assert_eq!(
             sp.env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
-            ["SLURM_A", "SLURM_SUBMIT_DIR", "SLURM_GET_USER_ENV"]
+            [
+                "SLURM_A",
+                "SLURM_SUBMIT_DIR",
+                "SLURM_GET_USER_ENV",
+                "SLURM_EXPORT_ENV"
+            ]
+        );
+    }
+
+    #[test]
+    fn options_in_the_job_environment() {
+        let sp = prep(
+            &[
+                "--open-mode=append",
+                "-d",
+                "afterok:7",
+                "--export=A=1",
+                "x.sh",
+            ],
+            "#!/bin/sh\ntrue\n",
+        )
+        .unwrap()
+        .spec;
+        let get = |name: &str| {
+            sp.env
+                .iter()
+                .find(|e| e.name == name)
+                .map(|e| e.value.as_str())
+        };
+        assert_eq!(get("SLURM_OPEN_MODE"), Some("a"));
+        assert_eq!(get("SLURM_JOB_DEPENDENCY"), Some("afterok:7"));
+        assert_eq!(get("SLURM_EXPORT_ENV"), Some("A=1"));
+        assert_eq!(get("A"), Some("1"));
+    }
+
+    #[test]
+    fn gpu_options_checked_against_each_other_as_slurm_does() {
+        let script = "#!/bin/sh\ntrue\n";
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--gpus-per-task=1", "--cpus-per-gpu=1", "-c2", "-N1"],
+                "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
+            ),
+            (
+                &["--gpus-per-socket=1", "-N1"],
+                "--gpus-per-socket option requires --sockets-per-node specification",
+            ),
+            (
+                &[
+                    "--gpus-per-task=1",
+                    "--gpus-per-node=2",
+                    "--ntasks-per-node=1",
+                    "-N1",
+                ],
+                "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and \
+                 --gpus-per-task requested number of tasks per node differ from \
+                 --ntasks-per-node.",
+            ),
+            (
+                &["--gres=gpu:2", "--gpus=1"],
+                "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket",
+            ),
+            (
+                &["--gpus-per-socket=2", "--sockets-per-node=1", "--gpus=1"],
+                "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket",
+            ),
+            (
+                &["--gpus-per-task=1", "-n2", "--gpus=1"],
+                "Failed to validate job spec. Based on --gpus and --gpus-per-task number \
+                 of requested tasks differ from -n/--ntasks.",
+            ),
+            (
+                &["--gres=gpu:2", "--gpus=3"],
+                "Failed to validate job spec, --gpus is not multiple of \
+                 --gres=gpu/--gpus-per-node",
+            ),
+            (
+                &[
+                    "--gres=gpu:2",
+                    "--gpus-per-socket=1",
+                    "--sockets-per-node=1",
+                ],
+                "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and \
+                 --gpus-per-socket required number of sockets differ from --sockets-per-node.",
+            ),
+            (
+                &["--gres=gpu:2", "--gpus=4", "-N1"],
+                "Failed to validate job spec. Based on --gpu and --gres=gpu/--gpus-per-node \
+                 required nodes (2) doesn't fall between min_nodes (1) and max_nodes (1) \
+                 boundaries.",
+            ),
+            (
+                &["--gpus=3", "--gpus-per-task=2", "-N1"],
+                "Failed to validate job spec, --gpus not multiple of --gpus-per-task",
+            ),
+            (
+                &["--gpus=1", "-N2"],
+                "Failed to validate job spec, --gpus < -N",
+            ),
+        ];
+        for (args, want) in cases {
+            let mut args = args.to_vec();
+            args.push("x.sh");
+            assert_eq!(
+                prep(&args, script).unwrap_err().lines(),
+                [format!("sbatch: error: {want}")],
+                "{args:?}"
+            );
+        }
+        for ok in [
+            &[
+                "--gpus=8",
+                "--gpus-per-node=4",
+                "--gpus-per-task=2",
+                "-N2",
+                "-n4",
+            ][..],
+            &["--gpus-per-task=1", "--gpus-per-node=1", "-n2", "-N1"],
+            &["--cpus-per-gpu=2", "--gpus=2"],
+        ] {
+            let mut args = ok.to_vec();
+            args.push("x.sh");
+            assert!(prep(&args, script).is_ok(), "{args:?}");
+        }
+        let spec = |args: &[&str]| prep(args, script).unwrap().spec;
+        let sp = spec(&["--gpus-per-node=4", "--gres=gpu:5", "-N1", "x.sh"]);
+        assert_eq!(sp.gpus_per_node, 5);
+        let sp = spec(&[
+            "--gpus-per-task=1",
+            "--gpus-per-node=1",
+            "-n2",
+            "-N1",
+            "x.sh",
+        ]);
+        assert_eq!((sp.num_tasks, sp.num_nodes, sp.ntasks_per_node), (2, 1, 1));
+        let sp = spec(&["--gpus-per-task=1", "--gpus-per-node=2", "-n4", "x.sh"]);
+        assert_eq!((sp.num_tasks, sp.num_nodes, sp.ntasks_per_node), (4, 2, 2));
+    }
+
+    #[test]
+    fn burst_buffer_file_follows_the_interpreter_line() {
+        assert_eq!(
+            add_burst_buffer_file("#!/bin/sh\necho s\n", "echo b\nexit 0"),
+            "#!/bin/sh\necho b\nexit 0\necho s\n"
+        );
+        assert_eq!(add_burst_buffer_file("#!/bin/sh", "x\n"), "#!/bin/sh\nx\n");
+        assert_eq!(add_burst_buffer_file("#!/bin/sh\n", ""), "#!/bin/sh\n");
+    }
+
+    #[test]
+    fn deadline_checked_and_cuts_the_limit() {
+        let script = "#!/bin/sh\ntrue\n";
+        let limit = |args: &[&str]| prep(args, script).map(|s| s.spec.time_limit_min);
+        assert_eq!(limit(&["--deadline", "now+600", "x.sh"]), Ok(10));
+        assert_eq!(limit(&["--deadline", "now+1hour", "-t5", "x.sh"]), Ok(5));
+        assert_eq!(
+            limit(&["--deadline", "now+10minutes", "-t50", "x.sh"]),
+            Ok(10)
+        );
+        let refused = |args: &[&str]| prep(args, script).unwrap_err().lines();
+        let invalid = "sbatch: error: Batch job submission failed: \
+             Requested time limit is invalid (missing or exceeds some limit)";
+        assert_eq!(
+            refused(&["--deadline", "2015-03-27T04:30:00", "-t1", "x.sh"]),
+            [invalid]
+        );
+        assert_eq!(
+            refused(&["--deadline", "now+1hour", "--time-min", "120", "x.sh"]),
+            ["sbatch: error: Batch job submission failed: \
+                 Invalid time-min specification (exceeds job's time or other limits)"]
+        );
+        assert_eq!(
+            refused(&["--begin", "now+2hour", "--deadline", "now+1hour", "x.sh"]),
+            ["sbatch: error: Incompatible begin and deadline time specification"]
         );
     }
 

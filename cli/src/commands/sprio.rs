@@ -236,6 +236,39 @@ pub struct Options {
     pub sort: Option<String>,
     pub users: Vec<String>,
     pub weights: bool,
+    /// `-v`, once per time given.
+    pub verbose: usize,
+    /// `-j`'s list and `-p`'s, as given, for `-v`'s parameters.
+    jobs_text: Option<String>,
+    partitions_text: Option<String>,
+    users_text: Option<String>,
+}
+
+/// What `-v` prints before the table, as Slurm 22.05's sprio (`_print_options`).
+pub fn parameters(opts: &Options) -> String {
+    let or_null = |v: &Option<String>| v.clone().unwrap_or_else(|| "(null)".into());
+    let rule = "-----------------------------\n";
+    let mut out = String::from(rule);
+    out.push_str(&format!("format     = {}\n", or_null(&opts.format)));
+    out.push_str(&format!(
+        "job_flag   = {}\n",
+        u8::from(opts.jobs_text.is_some())
+    ));
+    out.push_str(&format!("jobs       = {}\n", or_null(&opts.jobs_text)));
+    out.push_str(&format!(
+        "partition  = {}\n",
+        or_null(&opts.partitions_text)
+    ));
+    out.push_str(&format!("users      = {}\n", or_null(&opts.users_text)));
+    out.push_str(&format!("verbose    = {}\n", opts.verbose));
+    if opts.verbose > 1 {
+        for (i, id) in opts.jobs.iter().flatten().enumerate() {
+            out.push_str(&format!("job_list[{i}] = {id}\n"));
+        }
+    }
+    out.push_str(rule);
+    out.push('\n');
+    out
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
@@ -257,11 +290,11 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
             format!("error: Unrecognized option: {extra}"),
         ));
     }
-    let jobs = match jobs_text {
+    let jobs = match jobs_text.as_ref() {
         None => None,
         Some(text) => {
             let mut ids = Vec::new();
-            for id in args::split_list(&text) {
+            for id in args::split_list(text) {
                 match id.parse::<u32>() {
                     Ok(n) if n > 0 => ids.push(n),
                     _ => return Err(Exit::error("sprio", format!("Invalid job id: {id}"))),
@@ -299,6 +332,10 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
             .flat_map(args::split_list)
             .collect(),
         weights: p.has("weights"),
+        verbose: p.all("verbose").len(),
+        jobs_text,
+        partitions_text: (!p.all("partition").is_empty()).then(|| p.all("partition").join(",")),
+        users_text: (!p.all("user").is_empty()).then(|| p.all("user").join(",")),
     })
 }
 
@@ -315,10 +352,9 @@ pub fn request(opts: &Options) -> GetPrioritiesRequest {
 pub fn default_format(opts: &Options, w: &PriorityWeights) -> String {
     if opts.long {
         return if opts.norm {
-            "%.15i %9r %.8u %.8o %10y %10a %10b %10f %10j %10p %10n %10q %20t".into()
+            "%.15i %9r %.8u %10y %10a %10b %10f %10j %10p %10q %20t".into()
         } else {
-            "%.15i %9r %.8u %.8o %.10Y %.10S %.10A %.10B %.10F %.10J %.10P %.10n %.10Q %.11N %.20T"
-                .into()
+            "%.15i %9r %.8u %.10Y %.10S %.10A %.10B %.10F %.10J %.10P %.10Q %.11N %.20T".into()
         };
     }
     let mut f = String::from("%.15i %9r");
@@ -462,6 +498,9 @@ pub fn run(args: &[String]) -> ExitCode {
         for c in invalid {
             eprintln!("sprio: error: Invalid job format specification: {c}");
         }
+    }
+    if opts.verbose > 0 {
+        print!("{}", parameters(&opts));
     }
     let rt = client::runtime();
     let req = request(&opts);
@@ -611,11 +650,23 @@ mod tests {
         let long = out(&["-l"]);
         assert!(
             long.starts_with(
-                "          JOBID PARTITION     USER  ACCOUNT   PRIORITY       SITE        AGE      ASSOC  FAIRSHARE    JOBSIZE  PARTITION    QOSNAME        QOS        NICE                 TRES\n"
+                "          JOBID PARTITION     USER   PRIORITY       SITE        AGE      ASSOC  FAIRSHARE    JOBSIZE  PARTITION        QOS        NICE                 TRES\n"
             ),
             "{long}"
         );
-        assert!(long.contains("      alice       ml      11750          0        500          0      10000          0       1000     normal          0           0"), "{long}");
+        assert!(long.contains("      alice      11750          0        500          0      10000          0       1000          0           0"), "{long}");
+        let verbose = parse_args(&["-v".to_string(), "-j".to_string(), "7".to_string()]).unwrap();
+        assert_eq!(
+            parameters(&verbose),
+            "-----------------------------\n\
+             format     = (null)\n\
+             job_flag   = 1\n\
+             jobs       = 7\n\
+             partition  = (null)\n\
+             users      = (null)\n\
+             verbose    = 1\n\
+             -----------------------------\n\n"
+        );
         // Sorting: by priority, highest first.
         let sorted = out(&["-h", "-S", "-y", "-o", "%i"]);
         assert_eq!(sorted, "12\n7\n");

@@ -259,15 +259,41 @@ async fn outside_allocation(req: Request, env: Vec<(String, String)>) -> ExitCod
         Err(e) => return e.finish(),
     };
     let job_id = alloc.job.job_id;
+    if req.opts.verbose > 0 {
+        eprintln!("{}", allocation_line(&alloc.job));
+    }
     let env = alloc.env(env);
     let code = super::step::in_allocation(req, env, job_id).await;
     alloc.relinquish(code == ExitCode::SUCCESS).await;
     code
 }
 
+/// What `srun -v` says of the allocation it got, as Slurm's srun does:
+/// ``jobid 7: nodes(2):`n[1-2]', cpu counts: 4(x2)``.
+fn allocation_line(job: &v1::JobInfo) -> String {
+    let nodes = job.num_nodes.max(1);
+    let counts = if job.num_cpus.is_multiple_of(nodes) {
+        format!("{}(x{nodes})", job.num_cpus / nodes)
+    } else {
+        job.num_cpus.to_string()
+    };
+    format!(
+        "{PROG}: jobid {}: nodes({}):`{}', cpu counts: {counts}",
+        job.job_id, job.num_nodes, job.nodes
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verbose_names_the_allocation() {
+        assert_eq!(
+            allocation_line(&job()),
+            "srun: jobid 41: nodes(2):`gpu[01-02]', cpu counts: 4(x2)"
+        );
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

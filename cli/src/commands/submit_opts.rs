@@ -181,7 +181,11 @@ pub const OPTIONS: &[OptDef] = &[
     .env("SBATCH_ARRAY_INX"),
     OptDef::ignored(SbatchOnly, value("batch", None)),
     OptDef::ignored(Both, value("bb", None)),
-    OptDef::ignored(Both, value("bbf", None)),
+    // sbatch splices the file into the script (`sbatch::add_burst_buffer_file`).
+    OptDef::only(SbatchOnly, value("bbf", None), |o, a| {
+        a.text(&mut o.burst_buffer_file)
+    }),
+    OptDef::ignored(SrunOnly, value("bbf", None)),
     OptDef::ignored(SrunOnly, optional("bcast", None)),
     OptDef::both(value("begin", Some('b')), |o, a| {
         TimeSpec::parse(a.value).map_err(|_| a.bad())?;
@@ -216,7 +220,11 @@ pub const OPTIONS: &[OptDef] = &[
         o.cpus_per_task = Some(a.positive()?);
         Ok(())
     }),
-    OptDef::ignored(Both, value("deadline", None)),
+    OptDef::both(value("deadline", None), |o, a| {
+        TimeSpec::parse(a.value).map_err(|_| a.bad())?;
+        a.text(&mut o.deadline)
+    })
+    .env("SBATCH_DEADLINE"),
     OptDef::ignored(Both, value("delay-boot", None)),
     OptDef::both(value("dependency", Some('d')), |o, a| {
         a.text(&mut o.dependency)
@@ -252,7 +260,10 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     })
     .env("SBATCH_GPUS_PER_NODE"),
-    OptDef::ignored(Both, value("gpus-per-socket", None)),
+    OptDef::both(value("gpus-per-socket", None), |o, a| {
+        o.gpus_per_socket = Some(a.gpus()?);
+        Ok(())
+    }),
     OptDef::both(value("gpus-per-task", None), |o, a| {
         o.gpus_per_task = Some(a.gpus()?);
         Ok(())
@@ -414,7 +425,10 @@ pub const OPTIONS: &[OptDef] = &[
     })
     .env("SBATCH_SIGNAL"),
     OptDef::ignored(SrunOnly, value("slurmd-debug", None)),
-    OptDef::ignored(Both, value("sockets-per-node", None)),
+    OptDef::both(value("sockets-per-node", None), |o, a| {
+        o.sockets_per_node = Some(a.positive()?);
+        Ok(())
+    }),
     OptDef::ignored(Both, flag("spread-job", None)),
     OptDef::ignored(Both, value("switches", None)),
     OptDef::ignored(SrunOnly, value("task-epilog", None)),
@@ -433,7 +447,11 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     })
     .env("SBATCH_TIMELIMIT"),
-    OptDef::ignored(Both, value("time-min", None)),
+    OptDef::both(value("time-min", None), |o, a| {
+        let t = units::parse_time_limit(a.value).map_err(|_| a.bad())?;
+        o.time_min = t.filter(|m| *m > 0);
+        Ok(())
+    }),
     OptDef::ignored(Both, value("tmp", None)),
     OptDef::ignored(Both, value("tres-per-task", None)),
     OptDef::only(SrunOnly, flag("unbuffered", Some('u')), |o, _| {
@@ -445,10 +463,16 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(Both, flag("use-min-nodes", None)),
-    OptDef::both(flag("verbose", Some('v')), |o, _| {
-        o.verbose += 1;
+    // A flag on the command line (each one more); from `SBATCH_DEBUG`, the level itself.
+    OptDef::both(flag("verbose", Some('v')), |o, a| {
+        if a.value.is_empty() {
+            o.verbose += 1;
+        } else {
+            o.verbose = positive(a.prog, "--verbose", a.value)?;
+        }
         Ok(())
-    }),
+    })
+    .env("SBATCH_DEBUG"),
     OptDef::both(flag("version", Some('V')), |o, _| {
         o.version = true;
         Ok(())
@@ -506,7 +530,9 @@ pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
         .filter_map(|d| {
             let var = d.env?;
             let (_, v) = env.iter().find(|(k, _)| k == var)?;
-            let v = if d.spec.arg == ArgKind::None {
+            // A flag's variable only sets it, but for `SBATCH_DEBUG`, which is the
+            // verbosity level (Slurm's arg_set_verbose).
+            let v = if d.spec.arg == ArgKind::None && d.spec.long != "verbose" {
                 String::new()
             } else {
                 v.clone()
@@ -560,6 +586,11 @@ pub struct SubmitOpts {
     /// `Some(None)`: `--gres=none`.
     pub gres: Option<Option<Gpu>>,
     pub cpus_per_gpu: Option<u32>,
+    /// `--gpus-per-socket`, checked against the other GPU options (`check_gpu_counts`).
+    pub gpus_per_socket: Option<Gpu>,
+    /// `--bbf`: the burst buffer specification file's path.
+    pub burst_buffer_file: Option<String>,
+    pub sockets_per_node: Option<u32>,
     pub array: Option<String>,
     pub dependency: Option<String>,
     pub hold: bool,
@@ -570,6 +601,10 @@ pub struct SubmitOpts {
     pub comment: Option<String>,
     pub wckey: Option<String>,
     pub begin: Option<String>,
+    /// `--deadline`, as given (checked at submit: `deadline_limit`).
+    pub deadline: Option<String>,
+    /// `--time-min`, minutes.
+    pub time_min: Option<u32>,
     pub constraint: Option<String>,
     pub nodelist: Option<String>,
     pub exclude: Option<String>,
@@ -601,7 +636,7 @@ pub struct SubmitOpts {
     pub gpu_bind: Option<String>,
     pub jobid: Option<String>,
     pub cpu_bind: Option<String>,
-    /// The options given, by name in the order first given, each with its last value
+    /// The options given, by name, each with its last value
     /// (`-v`'s option dump).
     defined: Vec<(&'static str, String)>,
 }
@@ -662,6 +697,11 @@ impl SubmitOpts {
         }
         let shown = match def.spec.long {
             "verbose" => self.verbose.to_string(),
+            // Slurm shows the limit in force, as `mins2time_str` writes it.
+            "time" => match self.time_limit {
+                Some(Some(m)) => units::format_elapsed(u64::from(m) * 60),
+                _ => "UNLIMITED".to_string(),
+            },
             _ if value.is_empty() => "set".to_string(),
             _ => value.to_string(),
         };
@@ -673,11 +713,15 @@ impl SubmitOpts {
     }
 
     /// What `-v` prints first, as Slurm 22.05's sbatch and srun do (`_opt_list`): each
-    /// option given, with its value, between two rules.
+    /// option given, with its value, between two rules, in the order of the option
+    /// table (Slurm's walks its own, which is by name too).
     pub fn defined_options(&self, prog: &str) -> String {
         let rule = format!("{prog}: {:-<20} {:-<20}\n", "", "");
         let mut out = format!("{prog}: defined options\n{rule}");
-        for (name, value) in &self.defined {
+        let place = |name: &str| OPTIONS.iter().position(|d| d.spec.long == name);
+        let mut defined: Vec<&(&str, String)> = self.defined.iter().collect();
+        defined.sort_by_key(|(name, _)| place(name));
+        for (name, value) in defined {
             out.push_str(&format!("{prog}: {name:<20}: {value}\n"));
         }
         out.push_str(&rule);
@@ -773,7 +817,7 @@ pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
                 gpu_type: String::new(),
                 count: n.parse().ok()?,
             },
-            ["gpu", ty] => Gpu {
+            ["gpu", ty] if !ty.is_empty() => Gpu {
                 gpu_type: ty.to_string(),
                 count: 1,
             },
@@ -927,6 +971,172 @@ fn io_path(p: &Option<String>) -> String {
     }
 }
 
+/// The GPU options against each other, as Slurm checks a job's GPU request
+/// (`gres_job_state_validate`): `--gpus` >= `--gres=gpu`/`--gpus-per-node` >=
+/// `--gpus-per-socket`, counts that divide, and the node, socket and task counts they
+/// imply against those asked for.
+fn check_gpu_counts(o: &SubmitOpts, prog: &str) -> Result<(), Exit> {
+    let count = |g: &Option<Gpu>| g.as_ref().map(|g| g.count);
+    let per_job = count(&o.gpus);
+    let per_node = [count(&o.gpus_per_node), count(&o.gres.clone().flatten())]
+        .into_iter()
+        .flatten()
+        .max();
+    let per_socket = count(&o.gpus_per_socket);
+    let per_task = count(&o.gpus_per_task);
+    let fail = |msg: &str| Err(Exit::error(prog, msg));
+    const ORDER: &str =
+        "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket";
+    if let Some(job) = per_job
+        && [per_node, per_task, per_socket]
+            .into_iter()
+            .flatten()
+            .any(|n| n > job)
+    {
+        return fail(ORDER);
+    }
+    if let Some(node) = per_node
+        && [per_task, per_socket]
+            .into_iter()
+            .flatten()
+            .any(|n| n > node)
+    {
+        return fail(ORDER);
+    }
+    if per_socket.is_some() && o.sockets_per_node.is_none() {
+        return fail("--gpus-per-socket option requires --sockets-per-node specification");
+    }
+    if o.cpus_per_gpu.is_some() && o.cpus_per_task.is_some() {
+        return fail("--cpus-per-gpu is mutually exclusive with --cpus-per-task");
+    }
+    if let (Some(job), Some(node)) = (per_job, per_node) {
+        if job % node != 0 {
+            return fail(
+                "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",
+            );
+        }
+        let nodes = job / node;
+        let least = o.nodes.unwrap_or(1);
+        let most = o.max_nodes.or(o.nodes);
+        if nodes < least || most.is_some_and(|m| nodes > m) {
+            let most = most.map_or("N/A".to_string(), |m| m.to_string());
+            return fail(&format!(
+                "Failed to validate job spec. Based on --gpu and --gres=gpu/--gpus-per-node \
+                 required nodes ({nodes}) doesn't fall between min_nodes ({least}) and \
+                 max_nodes ({most}) boundaries."
+            ));
+        }
+    }
+    if let (Some(node), Some(socket)) = (per_node, per_socket) {
+        if node % socket != 0 {
+            return fail(
+                "Failed to validate job spec, --gres=gpu/--gpus-per-node not multiple of \
+                 --gpus-per-socket.",
+            );
+        }
+        if o.sockets_per_node.is_some_and(|s| s != node / socket) {
+            return fail(
+                "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and \
+                 --gpus-per-socket required number of sockets differ from --sockets-per-node.",
+            );
+        }
+    }
+    if let Some(task) = per_task {
+        if let Some(job) = per_job {
+            if job % task != 0 {
+                return fail("Failed to validate job spec, --gpus not multiple of --gpus-per-task");
+            }
+            if o.ntasks.is_some_and(|n| n != job / task) {
+                return fail(
+                    "Failed to validate job spec. Based on --gpus and --gpus-per-task number \
+                     of requested tasks differ from -n/--ntasks.",
+                );
+            }
+        }
+        if let Some(node) = per_node {
+            if node % task != 0 {
+                return fail(
+                    "Failed to validate job spec, --gres=gpu/--gpus-per-node not multiple of \
+                     --gpus-per-task",
+                );
+            }
+            if o.ntasks_per_node.is_some_and(|n| n != node / task) {
+                return fail(
+                    "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and \
+                     --gpus-per-task requested number of tasks per node differ from \
+                     --ntasks-per-node.",
+                );
+            }
+        }
+    }
+    if let (Some(job), Some(nodes)) = (per_job, o.nodes)
+        && job < nodes
+    {
+        return fail("Failed to validate job spec, --gpus < -N");
+    }
+    Ok(())
+}
+
+/// The text Slurm prints for a time limit the job cannot have.
+const INVALID_TIME_LIMIT: &str =
+    "Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)";
+
+/// The text Slurm prints for a `--time-min` the job cannot have.
+const INVALID_TIME_MIN: &str = "Batch job submission failed: \
+     Invalid time-min specification (exceeds job's time or other limits)";
+
+/// The time limit in force (minutes; `None`: the partition's), with `--deadline`: the
+/// deadline must follow `--begin` and leave the job `--time-min` (else one minute) from
+/// now, and the limit is cut to end by the deadline, as Slurm cuts it when the job
+/// starts.
+fn deadline_limit(
+    o: &SubmitOpts,
+    prog: &str,
+    ctx: &SubmitCtx,
+    begin_time: i64,
+) -> Result<Option<u32>, Exit> {
+    let limit = o.time_limit.flatten();
+    let Some(text) = o.deadline.as_deref() else {
+        return Ok(limit);
+    };
+    let deadline = TimeSpec::parse(text)
+        .map_err(|_| Exit::error(prog, "Invalid --deadline specification").with_code(255))?
+        .resolve(ctx.now, Toward::Future, ctx.zone);
+    if begin_time > 0 && deadline < begin_time {
+        return Err(Exit::error(
+            prog,
+            "Incompatible begin and deadline time specification",
+        ));
+    }
+    let start = begin_time.max(ctx.now);
+    let left_min = u32::try_from((deadline - start).max(0) / 60).unwrap_or(u32::MAX);
+    if left_min == 0 {
+        return Err(Exit::error(prog, INVALID_TIME_LIMIT));
+    }
+    if o.time_min.is_some_and(|m| m > left_min) {
+        return Err(Exit::error(prog, INVALID_TIME_MIN));
+    }
+    Ok(Some(limit.map_or(left_min, |l| l.min(left_min))))
+}
+
+/// What sbatch adds to the job's environment from its options (sbatch(1), "OUTPUT
+/// ENVIRONMENT VARIABLES"): `SLURM_EXPORT_ENV`, `SLURM_OPEN_MODE` and
+/// `SLURM_JOB_DEPENDENCY`.
+fn sbatch_job_env(o: &SubmitOpts) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if let Some(export) = &o.export {
+        env.push(("SLURM_EXPORT_ENV".into(), export.clone()));
+    }
+    if let Some(append) = o.open_mode_append {
+        let mode = if append { "a" } else { "t" };
+        env.push(("SLURM_OPEN_MODE".into(), mode.into()));
+    }
+    if let Some(dep) = o.dependency.as_ref().filter(|d| !d.is_empty()) {
+        env.push(("SLURM_JOB_DEPENDENCY".into(), dep.clone()));
+    }
+    env
+}
+
 /// Builds the job description from the applied options.
 pub fn build_spec(
     o: &SubmitOpts,
@@ -958,18 +1168,32 @@ pub fn build_spec(
         }
         None => 0,
     };
+    let time_limit = deadline_limit(o, prog, ctx, begin_time)?;
+    check_gpu_counts(o, prog)?;
+    let gres = o.gres.clone().flatten();
+    // `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
+    let gpus_per_node = [&o.gpus_per_node, &gres]
+        .into_iter()
+        .flatten()
+        .map(|g| g.count)
+        .max()
+        .unwrap_or(0);
+    // GPUs per node and per task make the tasks per node, as in Slurm.
+    let ntasks_per_node = o.ntasks_per_node.or_else(|| match &o.gpus_per_task {
+        Some(t) if gpus_per_node > 0 && t.count > 0 => Some(gpus_per_node / t.count),
+        _ => None,
+    });
     let num_nodes = o
         .nodes
-        .unwrap_or_else(|| match (o.ntasks, o.ntasks_per_node) {
+        .unwrap_or_else(|| match (o.ntasks, ntasks_per_node) {
             (Some(n), Some(per)) => n.div_ceil(per),
             _ => 0,
         });
     let num_tasks = o
         .ntasks
-        .or_else(|| o.ntasks_per_node.map(|p| p * num_nodes.max(1)))
+        .or_else(|| ntasks_per_node.map(|p| p * num_nodes.max(1)))
         .or(o.nodes)
         .unwrap_or(0);
-    let gres = o.gres.clone().flatten();
     let gpu_type = [&o.gpus, &o.gpus_per_node, &o.gpus_per_task, &gres]
         .into_iter()
         .flatten()
@@ -981,12 +1205,6 @@ pub fn build_spec(
         (None, Some(g)) => g.count * num_tasks.max(1),
         _ => 0,
     };
-    let gpus_per_node = o
-        .gpus_per_node
-        .as_ref()
-        .or(gres.as_ref())
-        .map(|g| g.count)
-        .unwrap_or(0);
     let gpus_each_node = if gpus_per_node > 0 {
         gpus_per_node
     } else {
@@ -1033,6 +1251,11 @@ pub fn build_spec(
     if let Some(c) = o.cpus_per_task {
         env.push(("SLURM_CPUS_PER_TASK".into(), c.to_string()));
     }
+    if prog == "sbatch" {
+        let added = sbatch_job_env(o);
+        env.retain(|(name, _)| added.iter().all(|(a, _)| a != name));
+        env.extend(added);
+    }
     let env = env
         .into_iter()
         .map(|(name, value)| v1::EnvVar { name, value })
@@ -1060,14 +1283,14 @@ pub fn build_spec(
         max_nodes: o.max_nodes.unwrap_or(0),
         num_tasks,
         cpus_per_task,
-        ntasks_per_node: o.ntasks_per_node.unwrap_or(0),
+        ntasks_per_node: ntasks_per_node.unwrap_or(0),
         mem_per_node_mb,
         mem_per_cpu_mb,
         mem_whole_node,
         gpus,
         gpus_per_node,
         gpu_type,
-        time_limit_min: o.time_limit.flatten().unwrap_or(0),
+        time_limit_min: time_limit.unwrap_or(0),
         signal: o.signal,
         requeue: o.requeue.unwrap_or(ctx.job_requeue),
         comment: o.comment.clone().unwrap_or_default(),
@@ -1155,12 +1378,27 @@ pub(crate) mod tests {
             o.defined_options("srun"),
             "srun: defined options\n\
              srun: -------------------- --------------------\n\
-             srun: verbose             : 2\n\
-             srun: ntasks              : 4\n\
              srun: label               : set\n\
+             srun: ntasks              : 4\n\
+             srun: verbose             : 2\n\
              srun: -------------------- --------------------\n\
              srun: end of defined options\n"
         );
+        // SBATCH_DEBUG is the level; the limit is shown as Slurm writes it.
+        let vars = [
+            ("SBATCH_DEBUG".to_string(), "4".to_string()),
+            ("SBATCH_TIMELIMIT".to_string(), "3".to_string()),
+        ];
+        let mut o = SubmitOpts::default();
+        o.apply_all(Command::Sbatch, &env_options(&vars), Source::Env)
+            .unwrap();
+        assert_eq!(o.verbose, 4);
+        let dump = o.defined_options("sbatch");
+        assert!(
+            dump.contains("sbatch: time                : 00:03:00\n"),
+            "{dump}"
+        );
+        assert!(dump.contains("sbatch: verbose             : 4\n"), "{dump}");
     }
 
     #[test]
@@ -1357,6 +1595,17 @@ pub(crate) mod tests {
             }))
         );
         assert_eq!(parse_gres("none"), Some(None));
+        // An empty type or count is no specification, as Slurm refuses it.
+        for bad in [
+            "gpu:",
+            "gpu::",
+            "gpu:tesla:",
+            "gpu:tesla:x",
+            "gpu:t:",
+            "gpu:t:x",
+        ] {
+            assert_eq!(parse_gres(bad), None, "{bad}");
+        }
         assert_eq!(parse_gres("foo:1"), None);
         assert_eq!(parse_gres("gpu:a100:x"), None);
         assert_eq!(parse_gres("gpu:1,gpu:2"), None);
