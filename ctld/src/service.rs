@@ -768,6 +768,7 @@ impl v1::ctld_server::Ctld for Services {
                 num_nodes: req.num_nodes,
                 ntasks_per_node: req.ntasks_per_node,
                 cpus_per_task: req.cpus_per_task,
+                overcommit: req.overcommit,
             },
             requester,
         };

@@ -8,7 +8,7 @@
 //! nodes: n1 runs tasks 0-1, n2 tasks 2-3, n3 task 4. `srun -n 5 -N 2` runs 0-2 on n1
 //! and 3-4 on n2. `srun -n 2 -c 4` runs one task on each of n1 and n2. `srun -n 9`
 //! needs 9 CPUs of 12 and is laid out 3,3,3; `srun -n 13` is refused: more processors
-//! than the job has.
+//! than the job has, unless `-O` (overcommit) lets tasks share CPUs.
 
 /// Slurm's answer to a step its job's nodes cannot take yet (ESLURM_NODES_BUSY): the
 /// controller's refusal, on which `srun` waits and asks again.
@@ -25,6 +25,8 @@ pub struct StepRequest {
     pub ntasks_per_node: u32,
     /// `-c`; 0: one.
     pub cpus_per_task: u32,
+    /// `-O`: more tasks than the job's CPUs on a node may run there.
+    pub overcommit: bool,
 }
 
 /// Why a step cannot run in its job, in Slurm's words.
@@ -79,7 +81,7 @@ pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Vec<(usize, Vec<u32>)>, 
     let mut next = 0;
     let mut out = Vec::with_capacity(counts.len());
     for (i, count) in counts.into_iter().enumerate() {
-        if u64::from(count) * u64::from(per_task) > u64::from(cpus[i]) {
+        if !req.overcommit && u64::from(count) * u64::from(per_task) > u64::from(cpus[i]) {
             return Err(StepLayoutError::TooManyCpus);
         }
         out.push((i, (next..next + count).collect()));
@@ -352,6 +354,7 @@ mod tests {
             num_nodes,
             ntasks_per_node,
             cpus_per_task,
+            overcommit: false,
         }
     }
 
@@ -376,6 +379,17 @@ mod tests {
             counts(req(13, 0, 0, 0), &job),
             Err(StepLayoutError::TooManyCpus)
         );
+        // -O: tasks share the CPUs, still spread as without it.
+        let overcommitted = StepRequest {
+            overcommit: true,
+            ..req(13, 0, 0, 0)
+        };
+        assert_eq!(counts(overcommitted, &job), Ok(vec![5, 4, 4]));
+        let one_cpu = StepRequest {
+            overcommit: true,
+            ..req(10, 1, 0, 0)
+        };
+        assert_eq!(counts(one_cpu, &[1]), Ok(vec![10]));
     }
 
     #[test]

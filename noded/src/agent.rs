@@ -166,6 +166,7 @@ impl NodeAgent for Agent {
         request: Request<Streaming<TaskInput>>,
     ) -> Result<Response<Self::RunTasksStream>, Status> {
         let who = auth::identity(&request)?;
+        let srun_addr = request.remote_addr();
         let mut input = request.into_inner();
         let launch = match input.message().await? {
             Some(TaskInput {
@@ -186,6 +187,7 @@ impl NodeAgent for Agent {
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         tokio::spawn(crate::tasks::run(
             launch,
+            srun_addr,
             input,
             tx,
             self.jobs.clone(),

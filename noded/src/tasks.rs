@@ -108,6 +108,7 @@ impl Outlet {
 /// output and exits to `out`.
 pub async fn run(
     launch: v1::TaskLaunch,
+    srun_addr: Option<std::net::SocketAddr>,
     mut input: tonic::Streaming<TaskInput>,
     out: mpsc::Sender<Answer>,
     jobs: Arc<Jobs>,
@@ -139,7 +140,14 @@ pub async fn run(
         let step = step.clone();
         let batch_here = jobs.runs_batch(job_id);
         tokio::task::spawn_blocking(move || {
-            start(&launch, &confinement, &step, pin_cpus, batch_here)
+            start(
+                &launch,
+                srun_addr,
+                &confinement,
+                &step,
+                pin_cpus,
+                batch_here,
+            )
         })
         .await
     };
@@ -173,6 +181,11 @@ pub async fn run(
     let mut terminal: Option<std::fs::File> = None;
     let mut finished = Vec::new();
     for task in started.tasks {
+        if !task.printed.is_empty() {
+            outlet
+                .send(data_message(task.task_id, false, &task.printed))
+                .await;
+        }
         let output = match task.streams {
             TaskStreams::Pipes {
                 stdin,
@@ -204,6 +217,7 @@ pub async fn run(
             task.pid,
             output,
             outlet.clone(),
+            task.epilog,
         )));
     }
     let all_done = futures_join(finished);
@@ -379,7 +393,13 @@ fn data_message(task_id: u32, stderr: bool, data: &[u8]) -> TaskOutput {
 }
 
 /// Streams a task's output and waits for it; gives its exit.
-async fn watch_task(task_id: u32, pid: Pid, output: Output, out: Outlet) -> v1::TaskExit {
+async fn watch_task(
+    task_id: u32,
+    pid: Pid,
+    output: Output,
+    out: Outlet,
+    epilog: Option<TaskScript>,
+) -> v1::TaskExit {
     let readers: Vec<tokio::task::JoinHandle<()>> = match output {
         Output::Pipes(stdout, stderr) => [(stdout, false), (stderr, true)]
             .map(|(fd, is_err)| {
@@ -433,6 +453,16 @@ async fn watch_task(task_id: u32, pid: Pid, output: Output, out: Outlet) -> v1::
     })
     .await
     .unwrap_or((0, Signal::SIGKILL as i32));
+    // Its epilog, before its end is told, as slurmstepd runs it.
+    if let Some(epilog) = epilog {
+        let ran = tokio::task::spawn_blocking(move || {
+            epilog.run(&NoIsolation::default(), Some(EPILOG_LIMIT))
+        })
+        .await;
+        if let Ok(Err(e)) = ran {
+            warn!(task_id, error = %e, "task epilog failed");
+        }
+    }
     // The output of a task that left children holding its pipes ends when they do, or
     // when the step is cleared.
     for r in readers {
@@ -449,6 +479,97 @@ struct StartedTask {
     task_id: u32,
     pid: Pid,
     streams: TaskStreams,
+    /// What its prolog's `print` lines wrote: the start of its output.
+    printed: Vec<u8>,
+    /// Its epilog, run once it has ended.
+    epilog: Option<TaskScript>,
+}
+
+/// How long a task's `--task-epilog` may run before it is killed, as slurmstepd's.
+const EPILOG_LIMIT: Duration = Duration::from_secs(5);
+
+/// A task's `--task-prolog` or `--task-epilog`: a program run as the task's user, in its
+/// environment and working directory; what it leaves in its process group is killed
+/// when it ends.
+#[derive(Clone)]
+struct TaskScript {
+    path: String,
+    env: Vec<(String, String)>,
+    work_dir: String,
+    user: RunAs,
+}
+
+impl TaskScript {
+    /// Runs it to its end (or `limit`), then kills its process group; its standard output.
+    fn run(&self, isolation: &dyn Isolation, limit: Option<Duration>) -> Result<Vec<u8>, String> {
+        use std::io::Read;
+        let program =
+            Program::for_command(std::slice::from_ref(&self.path), &self.env, &self.work_dir)
+                .map_err(|e| e.to_string())?;
+        let null = std::fs::File::open("/dev/null").map_err(|e| e.to_string())?;
+        let (out_rd, out_wr) =
+            pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
+        let pid = spawn(
+            &program,
+            &Stdio {
+                stdin: null.as_fd(),
+                stdout: out_wr.as_fd(),
+                stderr: null.as_fd(),
+                terminal: false,
+            },
+            isolation,
+            &self.user,
+        )
+        .map_err(|e| format!("{}: {e}", self.path))?;
+        drop(out_wr);
+        let reader = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = std::fs::File::from(out_rd).read_to_end(&mut text);
+            text
+        });
+        let deadline = limit.map(|l| std::time::Instant::now() + l);
+        loop {
+            let flags = deadline.map(|_| nix::sys::wait::WaitPidFlag::WNOHANG);
+            match waitpid(pid, flags) {
+                Ok(WaitStatus::StillAlive) => {
+                    if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                        let _ = killpg(pid, Signal::SIGKILL);
+                        let _ = waitpid(pid, None);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(Errno::EINTR) => {}
+                Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = killpg(pid, Signal::SIGKILL);
+        Ok(reader.join().unwrap_or_default())
+    }
+}
+
+/// Applies a task prolog's output to the task's environment, as slurmstepd reads it:
+/// `export NAME=value` sets, `unset NAME` removes, `print text` is written to the task's
+/// output; other lines mean nothing. Gives what `print` wrote.
+fn apply_prolog_output(text: &[u8], env: &mut Vec<(String, String)>) -> Vec<u8> {
+    let mut printed = Vec::new();
+    for line in String::from_utf8_lossy(text).lines() {
+        if let Some(rest) = line.strip_prefix("print ") {
+            printed.extend_from_slice(rest.as_bytes());
+            printed.push(b'\n');
+        } else if let Some(rest) = line.strip_prefix("export ") {
+            if let Some((name, value)) = rest.trim_start().split_once('=')
+                && !name.is_empty()
+            {
+                crate::env::set_var(env, name, value.to_string());
+            }
+        } else if let Some(rest) = line.strip_prefix("unset ") {
+            let name = rest.trim();
+            env.retain(|(k, _)| k != name);
+        }
+    }
+    printed
 }
 
 /// A started task's standard streams, as the daemon holds them.
@@ -606,6 +727,7 @@ fn task_numa_nodes(
 /// Builds the step's cgroup and starts every task (blocking: it forks).
 fn start(
     launch: &v1::TaskLaunch,
+    srun_addr: Option<std::net::SocketAddr>,
     confinement: &Confinement,
     step: &str,
     pin_cpus: bool,
@@ -681,6 +803,14 @@ fn start(
         set("SLURM_NODEID", launch.node_index.to_string());
         set("SLURMD_NODENAME", launch.node_name.clone());
         set("SLURM_GTIDS", gtids.clone());
+        // Where srun talks to this node from, as slurmd tells its tasks.
+        if let Some(addr) = srun_addr {
+            set("SLURM_LAUNCH_NODE_IPADDR", addr.ip().to_string());
+            set("SLURM_SRUN_COMM_PORT", addr.port().to_string());
+        }
+        // Without a topology, Slurm's address of a node is its name.
+        set("SLURM_TOPOLOGY_ADDR", launch.node_name.clone());
+        set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
         for (name, value) in mpi.task_vars(launch.job_id, launch.step_id, task_id, step_tasks) {
             set(name, value);
         }
@@ -724,8 +854,30 @@ fn start(
             own,
             cpus: task_cpu_set(launch, local as u32, pin_cpus, &cpu_bind),
         };
+        let script = |path: &str, env: &[(String, String)]| TaskScript {
+            path: path.to_string(),
+            env: env.to_vec(),
+            work_dir: launch.work_dir.clone(),
+            user: user.clone(),
+        };
+        let mut printed = Vec::new();
+        if !launch.task_prolog.is_empty() {
+            match script(&launch.task_prolog, &task_env).run(&placement, None) {
+                Ok(text) => printed = apply_prolog_output(&text, &mut task_env),
+                Err(e) => {
+                    failure = Some(format!("task prolog failed: {e}"));
+                    break;
+                }
+            }
+        }
+        let epilog =
+            (!launch.task_epilog.is_empty()).then(|| script(&launch.task_epilog, &task_env));
         match start_task(launch, &task_env, &placement, &user, task_id) {
-            Ok(t) => tasks.push(t),
+            Ok(mut t) => {
+                t.printed = printed;
+                t.epilog = epilog;
+                tasks.push(t)
+            }
             Err(e) => {
                 failure = Some(e);
                 break;
@@ -776,6 +928,8 @@ fn start_task(
             task_id,
             pid,
             streams: TaskStreams::Terminal(master),
+            printed: Vec::new(),
+            epilog: None,
         });
     }
     let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"));
@@ -796,5 +950,32 @@ fn start_task(
             stdout: out_rd,
             stderr: err_rd,
         },
+        printed: Vec::new(),
+        epilog: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_prologs_lines_shape_the_tasks_environment_and_output() {
+        let mut env = vec![
+            ("DISPLAY".to_string(), ":0".to_string()),
+            ("TEST".to_string(), "old".to_string()),
+        ];
+        let printed = apply_prolog_output(
+            b"print HEADER\nexport TEST=prolog_qa\nunset DISPLAY\nexport A=b=c\nnoise\n",
+            &mut env,
+        );
+        assert_eq!(printed, b"HEADER\n");
+        assert_eq!(
+            env,
+            [
+                ("TEST".to_string(), "prolog_qa".to_string()),
+                ("A".to_string(), "b=c".to_string())
+            ]
+        );
+    }
 }

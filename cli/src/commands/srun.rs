@@ -28,13 +28,79 @@ pub struct Request {
     pub command: Vec<String>,
 }
 
-pub fn parse(args: &[String]) -> Result<Option<Request>, Exit> {
+/// srun's input environment variables and the options they set, as Slurm 22.05's
+/// srun reads them (the command line wins). `SLURM_MPI_TYPE` and `SLURM_OPEN_MODE` are
+/// read where they are used.
+const INPUT_ENV: &[(&str, &str)] = &[
+    ("SLURM_ACCOUNT", "account"),
+    ("SLURM_CONSTRAINT", "constraint"),
+    ("SLURM_CPU_BIND", "cpu-bind"),
+    ("SLURM_DEPENDENCY", "dependency"),
+    ("SLURM_EXPORT_ENV", "export"),
+    ("SRUN_EXPORT_ENV", "export"),
+    ("SLURM_GPU_BIND", "gpu-bind"),
+    ("SLURM_KILL_BAD_EXIT", "kill-on-bad-exit"),
+    ("SLURM_LABELIO", "label"),
+    ("SLURM_OVERCOMMIT", "overcommit"),
+    ("SLURM_PARTITION", "partition"),
+    ("SLURM_QOS", "qos"),
+    ("SLURM_RESERVATION", "reservation"),
+    ("SLURM_STDERRMODE", "error"),
+    ("SLURM_STDINMODE", "input"),
+    ("SLURM_STDOUTMODE", "output"),
+    ("SLURM_TASK_EPILOG", "task-epilog"),
+    ("SLURM_TASK_PROLOG", "task-prolog"),
+    ("SLURM_TIMELIMIT", "time"),
+    ("SLURM_UNBUFFEREDIO", "unbuffered"),
+    ("SLURM_WAIT", "wait"),
+    ("SLURM_WORKING_DIR", "chdir"),
+    ("SLURMD_DEBUG", "slurmd-debug"),
+];
+
+/// The input variables of the step's shape, read as options only outside an
+/// allocation: inside one they are the job's, which `step::step_shape` reads.
+const INPUT_ENV_SHAPE: &[(&str, &str)] = &[
+    ("SLURM_NPROCS", "ntasks"),
+    ("SLURM_NTASKS", "ntasks"),
+    ("SLURM_JOB_NUM_NODES", "nodes"),
+    ("SLURM_NTASKS_PER_NODE", "ntasks-per-node"),
+    ("SRUN_CPUS_PER_TASK", "cpus-per-task"),
+];
+
+/// The options srun's input environment variables set, in the table's order.
+fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
+    let var = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let in_job = var("SLURM_JOB_ID").or_else(|| var("SLURM_JOBID")).is_some();
+    let shape = if in_job { &[][..] } else { INPUT_ENV_SHAPE };
+    INPUT_ENV
+        .iter()
+        .chain(shape)
+        .filter_map(|(k, name)| var(k).map(|v| (*name, v)))
+        .collect()
+}
+
+/// The request, or an early exit: a bad option, or `--help`, `--usage`, `--version`'s
+/// text. `env` is srun's environment, whose input variables come before the command
+/// line.
+pub fn parse(args: &[String], env: &[(String, String)]) -> Result<Request, Exit> {
     let p = opts::parse(submit_opts::specs(Command::Srun), args, true)
         .map_err(|e| Exit::usage(PROG, &e))?;
     let mut o = SubmitOpts::default();
+    o.apply_all(Command::Srun, &env_options(env), Source::Env)?;
     o.apply_all(Command::Srun, &p.opts, Source::Cli)?;
-    if o.help || o.usage || o.version {
-        return Ok(None);
+    if o.help {
+        let help = format!(
+            "{}\n{}",
+            HELP.trim_end(),
+            submit_opts::ignored_help(Command::Srun)
+        );
+        return Err(Exit::info(help));
+    }
+    if o.usage {
+        return Err(Exit::info(USAGE));
+    }
+    if o.version {
+        return Err(Exit::info(args::version_line()));
     }
     if o.verbose > 0 {
         eprint!("{}", o.defined_options(PROG));
@@ -44,10 +110,10 @@ pub fn parse(args: &[String]) -> Result<Option<Request>, Exit> {
             "{PROG}: fatal: No command given to execute."
         )));
     }
-    Ok(Some(Request {
+    Ok(Request {
         opts: o,
         command: p.positional,
-    }))
+    })
 }
 
 /// The job srun runs in, if any.
@@ -156,47 +222,216 @@ pub fn step_path(
     }
 }
 
-const HELP: &str = "Usage: srun [OPTIONS(0)...] executable(0) [args(0)...]
+/// `srun --help`, as Slurm 22.05's (its task plugins bind CPUs, not memory); the
+/// options accepted and ignored are listed after it.
+const HELP: &str = r#"Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]] [ : [OPTIONS(N)...]] executable(N) [args(N)...]
 
+Parallel run options:
+  -A, --account=name          charge job to specified account
+      --acctg-freq=<datatype>=<interval> accounting and profiling sampling
+                              intervals. Supported datatypes:
+                              task=<interval> energy=<interval>
+                              network=<interval> filesystem=<interval>
+      --bb=<spec>             burst buffer specifications
+      --bbf=<file_name>       burst buffer specification file
+      --bcast=<dest_path>     Copy executable file to compute nodes
+      --bcast-exclude=<paths> Shared object directory paths to exclude
+  -b, --begin=time            defer job until HH:MM MM/DD/YY
   -c, --cpus-per-task=ncpus   number of cpus required per task
-      --cpu-bind=...          task to cpu binding (accepted)
+      --comment=name          arbitrary comment
+      --compress[=library]    data compression library used with --bcast
+      --container             Path to OCI container bundle
+      --cpu-freq=min[-max[:gov]] requested cpu frequency (and governor)
+  -d, --dependency=type:jobid[:time] defer job until condition on jobid is satisfied
+      --deadline=time         remove the job if no ending possible before
+                              this deadline (start > (deadline - time[-min]))
+      --delay-boot=mins       delay boot for desired node features
   -D, --chdir=path            change remote current working directory
+      --export=env_vars|NONE  environment variables passed to launcher with
+                              optional values or NONE (pass no variables)
   -e, --error=err             location of stderr redirection
-      --export=env_vars|NONE  environment passed to the task
+      --epilog=program        run "program" after launching job step
+  -E, --preserve-env          env vars for node and task counts override
+                              command-line flags
+      --gres=list             required generic resources
+      --gres-flags=opts       flags related to GRES management
+  -H, --hold                  submit job in held state
   -i, --input=in              location of stdin redirection
-  -J, --job-name=jobname      name of job
+  -I, --immediate[=secs]      exit if resources not available in "secs"
       --jobid=id              run under already allocated job
-  -n, --ntasks=ntasks         number of tasks to run
-  -N, --nodes=N               number of nodes on which to run
-      --ntasks-per-node=n     number of tasks to invoke on each node
+  -J, --job-name=jobname      name of job
+  -k, --no-kill               do not kill job on node failure
   -K, --kill-on-bad-exit      kill the job if any task terminates with a
                               non-zero exit code
   -l, --label                 prepend task number to lines of stdout/err
-      --mpi=type              type of MPI being used (none, pmi2; list)
-      --pty                   run task zero in pseudo terminal mode
+  -L, --licenses=names        required license, comma separated
+  -M, --clusters=names        Comma separated list of clusters to issue
+                              commands to.  Default is current cluster.
+                              Name of 'all' will submit to run on all clusters.
+                              NOTE: SlurmDBD must up.
+  -m, --distribution=type     distribution method for processes to nodes
+                              (type = block|cyclic|arbitrary)
+      --mail-type=type        notify on state change: BEGIN, END, FAIL or ALL
+      --mail-user=user        who to send email notification for job state
+                              changes
+      --mcs-label=mcs         mcs label if mcs plugin mcs/group is used
+      --mpi=type              type of MPI being used
+      --multi-prog            if set the program name specified is the
+                              configuration specification for multiple programs
+  -n, --ntasks=ntasks         number of tasks to run
+      --nice[=value]          decrease scheduling priority by value
+      --ntasks-per-node=n     number of tasks to invoke on each node
+  -N, --nodes=N               number of nodes on which to run (N = min[-max])
   -o, --output=out            location of stdout redirection
-  -p, --partition=partition   partition requested (outside an allocation)
-  -t, --time=minutes          time limit (outside an allocation)
+  -O, --overcommit            overcommit resources
+      --overlap               Allow other steps to overlap this step
+      --het-group=value       hetjob component allocation(s) in which to launch
+                              application
+  -p, --partition=partition   partition requested
+      --power=flags           power management options
+      --priority=value        set the priority of the job to value
+      --prolog=program        run "program" before launching job step
+      --profile=value         enable acct_gather_profile for detailed data
+                              value is all or none or any combination of
+                              energy, lustre, network or task
+      --propagate[=rlimits]   propagate all [or specific list of] rlimits
+      --pty                   run task zero in pseudo terminal
+      --quit-on-interrupt     quit on single Ctrl-C
+  -q, --qos=qos               quality of service
+  -Q, --quiet                 quiet mode (suppress informational messages)
+      --reboot                reboot block before starting job
+  -r, --relative=n            run job step relative to node n of allocation
+  -s, --oversubscribe         over-subscribe resources with other jobs
+  -S, --core-spec=cores       count of reserved cores
+      --send-libs[=yes|no]    autodetect and broadcast shared objects
+      --signal=[R:]num[@time] send signal when time limit within time seconds
+      --slurmd-debug=level    slurmd debug level
+      --spread-job            spread job across as many nodes as possible
+      --switches=max-switches{@max-time-to-wait}
+                              Optimum switches and max time to wait for optimum
+      --task-epilog=program   run "program" after launching task
+      --task-prolog=program   run "program" before launching task
+      --thread-spec=threads   count of reserved threads
+  -T, --threads=threads       set srun launch fanout
+  -t, --time=minutes          time limit
+      --time-min=minutes      minimum time limit (if distinct)
   -u, --unbuffered            do not line-buffer stdout/err
+      --use-min-nodes         if a range of node counts is given, prefer the
+                              smaller count
+  -v, --verbose               verbose mode (multiple -v's increase verbosity)
+  -W, --wait=sec              seconds to wait after first task exits
+                              before killing job
+      --wckey=wckey           wckey to run job under
+  -X, --disable-status        Disable Ctrl-C status feature
+
+Constraint options:
+      --cluster-constraint=list specify a list of cluster-constraints
+      --contiguous            demand a contiguous range of nodes
+  -C, --constraint=list       specify a list of constraints
       --mem=MB                minimum amount of real memory
-      --gres=list, -G, --gpus=n  generic resources (accepted)
+      --mincpus=n             minimum number of logical processors (threads)
+                              per node
+      --reservation=name      allocate resources from named reservation
+      --tmp=MB                minimum amount of temporary disk
+  -w, --nodelist=hosts...     request a specific list of hosts
+  -x, --exclude=hosts...      exclude a specific list of hosts
+  -Z, --no-allocate           don't allocate nodes (must supply -w)
+
+Consumable resources related options:
+      --exact                 use only the resources requested for the step
+                              (by default, all non-gres resources on each node
+                              in the allocation will be used in the step)
+      --exclusive[=user]      for job allocation, this allocates nodes in
+                              in exclusive mode
+                              for job steps, this is equivalent to --exact
+      --exclusive[=mcs]       allocate nodes in exclusive mode when
+                              cpu consumable resource is enabled
+                              and mcs plugin is enabled (--exact implied)
+                              or don't share CPUs for job steps
+      --mem-per-cpu=MB        maximum amount of real memory per allocated
+                              cpu required by the job.
+                              --mem >= --mem-per-cpu if --mem is specified.
+      --resv-ports            reserve communication ports
+
+Affinity/Multi-core options: (when the task/affinity plugin is enabled)
+                              For the following 4 options, you are
+                              specifying the minimum resources available for
+                              the node(s) allocated to the job.
+      --sockets-per-node=S    number of sockets per node to allocate
+      --cores-per-socket=C    number of cores per socket to allocate
+      --threads-per-core=T    number of threads per core to allocate
+  -B  --extra-node-info=S[:C[:T]]  combine request of sockets per node,
+                              cores per socket and threads per core.
+                              Specify an asterisk (*) as a placeholder,
+                              a minimum value, or a min-max range.
+
+      --ntasks-per-core=n     number of tasks to invoke on each core
+      --ntasks-per-socket=n   number of tasks to invoke on each socket
+      --cpu-bind=             Bind tasks to CPUs
+                              (see "--cpu-bind=help" for options)
+      --hint=                 Bind tasks according to application hints
+                              (see "--hint=help" for options)
+
+GPU scheduling options:
+      --cpus-per-gpu=n        number of CPUs required per allocated GPU
+  -G, --gpus=n                count of GPUs required for the job
+      --gpu-bind=...          task to gpu binding options
+      --gpu-freq=...          frequency and voltage of GPUs
+      --gpus-per-node=n       number of GPUs required per allocated node
+      --gpus-per-socket=n     number of GPUs required per allocated socket
+      --gpus-per-task=n       number of GPUs required per spawned task
+      --mem-per-gpu=n         real memory required per allocated GPU
+
+Help options:
   -h, --help                  show this help message
-";
+      --usage                 display brief usage message
+
+Other options:
+  -V, --version               output version information and exit
+
+"#;
+
+/// `srun --usage`, as Slurm 22.05's.
+const USAGE: &str = r#"Usage: srun [-N nnodes] [-n ntasks] [-i in] [-o out] [-e err]
+            [-c ncpus] [-r n] [-p partition] [--hold] [-t minutes]
+            [-D path] [--immediate[=secs]] [--overcommit] [--overlap] [--no-kill]
+            [--oversubscribe] [--label] [--unbuffered] [-m dist] [-J jobname]
+            [--jobid=id] [--verbose] [--slurmd_debug=#] [--gres=list]
+            [-T threads] [-W sec] [--gres-flags=opts]
+            [--licenses=names] [--clusters=cluster_names]
+            [--qos=qos] [--time-min=minutes]
+            [--contiguous] [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
+            [--mpi=type] [--account=name] [--dependency=type:jobid[+time]]
+            [--kill-on-bad-exit] [--propagate[=rlimits] [--comment=name]
+            [--cpu-bind=...] [--mem-bind=...] [--network=type]
+            [--ntasks-per-node=n] [--ntasks-per-socket=n] [reservation=name]
+            [--ntasks-per-core=n] [--mem-per-cpu=MB] [--preserve-env]
+            [--profile=...] [--exact]
+            [--mail-type=type] [--mail-user=user] [--nice[=value]]
+            [--prolog=fname] [--epilog=fname]
+            [--task-prolog=fname] [--task-epilog=fname]
+            [--ctrl-comm-ifhn=addr] [--multi-prog] [--mcs-label=mcs]
+            [--cpu-freq=min[-max[:gov]]] [--power=flags] [--spread-job]
+            [--switches=max-switches{@max-time-to-wait}] [--reboot]
+            [--core-spec=cores] [--thread-spec=threads]
+            [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
+            [--bcast=<dest_path>] [--bcast-exclude=<NONE|path1,...,pathN>]
+            [--send-libs[=y|n]] [--compress[=library]]
+            [--acctg-freq=<datatype>=<interval>] [--delay-boot=mins]
+            [-w hosts...] [-x hosts...] [--use-min-nodes]
+            [--mpi-combine=yes|no] [--het-group=value]
+            [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
+            [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
+            [--mem-per-gpu=MB]
+            executable [args...]
+"#;
 
 pub fn run(args: &[String]) -> ExitCode {
-    let mut req = match parse(args) {
-        Ok(Some(r)) => r,
-        Ok(None) => {
-            if args.iter().any(|a| a == "-V" || a == "--version") {
-                print!("{}", args::version_line());
-            } else {
-                print!("{HELP}{}", submit_opts::ignored_help(Command::Srun));
-            }
-            return ExitCode::SUCCESS;
-        }
+    let env = super::sbatch::environment();
+    let mut req = match parse(args, &env) {
+        Ok(r) => r,
         Err(e) => return e.finish(),
     };
-    let env = super::sbatch::environment();
     if req.opts.mpi.is_none()
         && let Some((_, t)) = env.iter().find(|(k, _)| k == "SLURM_MPI_TYPE")
     {
@@ -327,19 +562,21 @@ mod tests {
 
     #[test]
     fn client_command_lines() {
-        let r = parse(&s(&[
-            "--unbuffered",
-            "--output",
-            "/d/%j/%j_%t_log.out",
-            "--error",
-            "/d/%j/%j_%t_log.err",
-            "python",
-            "-u",
-            "-m",
-            "submitit.core._submit",
-            "/d/%j",
-        ]))
-        .unwrap()
+        let r = parse(
+            &s(&[
+                "--unbuffered",
+                "--output",
+                "/d/%j/%j_%t_log.out",
+                "--error",
+                "/d/%j/%j_%t_log.err",
+                "python",
+                "-u",
+                "-m",
+                "submitit.core._submit",
+                "/d/%j",
+            ]),
+            &[],
+        )
         .unwrap();
         assert!(r.opts.unbuffered);
         assert_eq!(r.opts.output.as_deref(), Some("/d/%j/%j_%t_log.out"));
@@ -347,17 +584,19 @@ mod tests {
             r.command,
             ["python", "-u", "-m", "submitit.core._submit", "/d/%j"]
         );
-        let r = parse(&s(&[
-            "-n1",
-            "--cpu-bind=q",
-            "--cpus-per-task=1",
-            "--nodes=1",
-            "python",
-            "-m",
-            "snakemake",
-            "-n",
-        ]))
-        .unwrap()
+        let r = parse(
+            &s(&[
+                "-n1",
+                "--cpu-bind=q",
+                "--cpus-per-task=1",
+                "--nodes=1",
+                "python",
+                "-m",
+                "snakemake",
+                "-n",
+            ]),
+            &[],
+        )
         .unwrap();
         assert_eq!(
             (r.opts.ntasks, r.opts.cpus_per_task, r.opts.nodes),
@@ -366,30 +605,60 @@ mod tests {
         assert_eq!(r.opts.cpu_bind.as_deref(), Some("q"));
         assert_eq!(r.command, ["python", "-m", "snakemake", "-n"]);
         assert_eq!(
-            parse(&s(&["-n", "1"])).unwrap_err().lines(),
+            parse(&s(&["-n", "1"]), &[]).unwrap_err().lines(),
             ["srun: fatal: No command given to execute."]
         );
-        let r = parse(&s(&["-n", "4", "-l", "-K", "hostname"]))
-            .unwrap()
-            .unwrap();
+        let r = parse(&s(&["-n", "4", "-l", "-K", "hostname"]), &[]).unwrap();
         assert_eq!(r.opts.ntasks, Some(4));
         assert!(r.opts.label && r.opts.kill_on_bad_exit);
-        assert!(parse(&s(&["--help"])).unwrap().is_none());
+        let help = parse(&s(&["--help"]), &[]).unwrap_err();
+        assert_eq!(help.code, 0);
+        assert!(help.stdout.starts_with("Usage: srun [OPTIONS(0)..."));
+        assert!(help.stdout.contains("\nParallel run options:\n"));
+        assert!(help.stdout.contains("\n  -N, --nodes=N "));
+        let usage = parse(&s(&["--usage"]), &[]).unwrap_err();
+        assert!(usage.stdout.ends_with("            executable [args...]\n"));
     }
 
     #[test]
     fn mpi_types_are_listed_and_checked_as_slurm_does() {
-        let list = parse(&s(&["--mpi=list", "true"])).unwrap_err();
+        let list = parse(&s(&["--mpi=list", "true"]), &[]).unwrap_err();
         assert_eq!(
             (list.code, list.stdout.as_str()),
             (0, "MPI plugin types are...\n\tnone\n\tpmi2\n")
         );
         assert_eq!(
-            parse(&s(&["--mpi=pmix", "true"])).unwrap_err().lines(),
+            parse(&s(&["--mpi=pmix", "true"]), &[]).unwrap_err().lines(),
             ["srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types"]
         );
-        let r = parse(&s(&["--mpi=pmi2", "true"])).unwrap().unwrap();
+        let r = parse(&s(&["--mpi=pmi2", "true"]), &[]).unwrap();
         assert_eq!(r.opts.mpi, Some(model::step::MpiType::Pmi2));
+    }
+
+    #[test]
+    fn input_variables_come_before_the_command_line() {
+        let env = |kv: &[(&str, &str)]| -> Vec<(String, String)> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let outside = env(&[
+            ("SLURM_NPROCS", "5"),
+            ("SLURM_STDOUTMODE", "/tmp/out"),
+            ("SLURM_OVERCOMMIT", "1"),
+        ]);
+        let r = parse(&s(&["true"]), &outside).unwrap();
+        assert_eq!(r.opts.ntasks, Some(5));
+        assert_eq!(r.opts.output.as_deref(), Some("/tmp/out"));
+        assert!(r.opts.overcommit);
+        let r = parse(&s(&["-n2", "-o", "x", "true"]), &outside).unwrap();
+        assert_eq!(
+            (r.opts.ntasks, r.opts.output.as_deref()),
+            (Some(2), Some("x"))
+        );
+        // In a job, the job's counts are the step's defaults, read as the step is shaped.
+        let inside = env(&[("SLURM_JOB_ID", "4"), ("SLURM_NTASKS", "3")]);
+        assert_eq!(parse(&s(&["true"]), &inside).unwrap().opts.ntasks, None);
     }
 
     #[test]

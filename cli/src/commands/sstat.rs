@@ -79,6 +79,7 @@ const SSTAT_FIELDS: &[&str] = &[
     "MinCPU",
     "MinCPUNode",
     "MinCPUTask",
+    "Nodelist",
     "NTasks",
     "ReqCPUFreq",
     "ReqCPUFreqMin",
@@ -145,7 +146,11 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
     };
     let mut fields = Vec::new();
     for (field, width) in sacct::parse_fields(&text).map_err(|e| Exit::error(PROG, &e))? {
-        if !SSTAT_FIELDS.contains(&field.name) {
+        // sstat spells sacct's NodeList as Nodelist; field names are read in any case.
+        if !SSTAT_FIELDS
+            .iter()
+            .any(|name| name.eq_ignore_ascii_case(field.name))
+        {
             return Err(Exit::error(
                 PROG,
                 format!("Invalid field requested: \"{}\"", field.name),
@@ -440,6 +445,11 @@ mod tests {
         assert_eq!(parse_args(&sv(&["7"])).unwrap().jobs.len(), 1);
         let e = parse_args(&sv(&["-e"])).unwrap_err();
         assert!(e.stdout.contains("MaxRSS") && !e.stdout.contains("State"));
+        // Slurm 22.05's fields (Pids aside), Nodelist among them, a field to ask for.
+        assert_eq!(e.stdout.split_whitespace().count(), 50);
+        assert!(e.stdout.contains("Nodelist "));
+        let o = parse_args(&sv(&["-j", "5", "-o", "Nodelist"])).unwrap();
+        assert_eq!(o.fields[0].0.name, "NodeList");
     }
 
     #[test]

@@ -153,6 +153,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         num_nodes,
         ntasks_per_node,
         cpus_per_task,
+        overcommit: o.overcommit,
     };
     // Nodes that have not started the job yet are busy: asked again until they have,
     // as Slurm's srun does. A batch script's srun may ask before the controller has
@@ -187,6 +188,9 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         ..Default::default()
     });
     let nodes = reply.nodes;
+    if o.verbose > 0 {
+        eprint!("{}", verbose_launch(&job, step_id, &nodes));
+    }
     let base_env = task_env(o, &env, &job, step_id, &nodes);
     let work_dir = o.chdir.clone().unwrap_or_else(super::sbatch::current_dir);
     let mut sinks = match sinks(&req, &job, step_id, &nodes, &env) {
@@ -227,6 +231,8 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             cpus_per_task,
             pty: window.filter(|_| node.task_ids.contains(&0)),
             grant: node.grant.clone(),
+            task_prolog: o.task_prolog.clone().unwrap_or_default(),
+            task_epilog: o.task_epilog.clone().unwrap_or_default(),
         };
         let _ = input_tx
             .send(TaskInput {
@@ -324,6 +330,31 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
     ExitCode::from(rank)
 }
 
+/// What `srun -v` says of the job and the step's launch, as Slurm's srun does
+/// (`jobid 7: nodes(1):`node1', cpu counts: 8(x1)`, then `launching StepId=7.0 on host
+/// node1, 2 tasks: [0-1]` for each node).
+fn verbose_launch(job: &v1::JobInfo, step_id: u32, nodes: &[v1::StepNode]) -> String {
+    let num_nodes = job.num_nodes.max(1);
+    let mut out = format!(
+        "{PROG}: jobid {}: nodes({num_nodes}):`{}', cpu counts: {}(x{num_nodes})\n",
+        job.job_id,
+        job.nodes,
+        job.num_cpus / num_nodes,
+    );
+    for node in nodes {
+        let ids: Vec<String> = node.task_ids.iter().map(u32::to_string).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        out.push_str(&format!(
+            "{PROG}: launching StepId={}.{step_id} on host {}, {} tasks: {}\n",
+            job.job_id,
+            node.name,
+            node.task_ids.len(),
+            model::hostlist::fold(&ids),
+        ));
+    }
+    out
+}
+
 /// srun's exit status for a task's end: 128+signal when killed, else its exit code.
 fn exit_rank(code: i32, signal: i32) -> u8 {
     if signal != 0 {
@@ -347,7 +378,12 @@ fn step_shape(
             .find(|(n, _)| n == k)
             .and_then(|(_, v)| v.parse::<u32>().ok())
     };
-    let tasks = o.ntasks.or_else(|| var("SLURM_NTASKS")).unwrap_or(0);
+    // `--ntasks-per-node` without `-n` makes the count: per node times the nodes.
+    let tasks = match (o.ntasks, o.ntasks_per_node) {
+        (Some(n), _) => n,
+        (None, Some(_)) => 0,
+        (None, None) => var("SLURM_NTASKS").unwrap_or(0),
+    };
     let nodes = match o.nodes {
         Some(n) => n,
         None => {
@@ -640,6 +676,51 @@ mod tests {
             sinks.flush(task);
         }
         std::fs::read_to_string(&path).unwrap()
+    }
+
+    #[test]
+    fn the_steps_shape_from_the_command_line_then_the_jobs_variables() {
+        let env: Vec<(String, String)> = [("SLURM_NTASKS", "1"), ("SLURM_NNODES", "3")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let opts = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            super::super::srun::parse(&args, &[]).unwrap().opts
+        };
+        assert_eq!(step_shape(&opts(&["true"]), &env), (1, 3, 0, 0));
+        assert_eq!(step_shape(&opts(&["-n2", "true"]), &env), (2, 2, 0, 0));
+        // Per node times the nodes, not the job's task count.
+        assert_eq!(
+            step_shape(&opts(&["-N1", "--ntasks-per-node=2", "true"]), &env),
+            (0, 1, 2, 0)
+        );
+    }
+
+    #[test]
+    fn verbose_names_the_job_and_each_nodes_launch() {
+        let job = v1::JobInfo {
+            job_id: 7,
+            nodes: "node[1-2]".into(),
+            num_nodes: 2,
+            num_cpus: 16,
+            ..Default::default()
+        };
+        let node = |name: &str, task_ids: Vec<u32>| v1::StepNode {
+            name: name.into(),
+            task_ids,
+            ..Default::default()
+        };
+        assert_eq!(
+            verbose_launch(
+                &job,
+                0,
+                &[node("node1", vec![0, 1, 2]), node("node2", vec![3])]
+            ),
+            "srun: jobid 7: nodes(2):`node[1-2]', cpu counts: 8(x2)\n\
+             srun: launching StepId=7.0 on host node1, 3 tasks: [0-2]\n\
+             srun: launching StepId=7.0 on host node2, 1 tasks: 3\n"
+        );
     }
 
     #[test]

@@ -380,7 +380,12 @@ pub const OPTIONS: &[OptDef] = &[
     })
     .env("SBATCH_OPEN_MODE"),
     OptDef::both(value("output", Some('o')), |o, a| a.text(&mut o.output)),
-    OptDef::ignored(Both, flag("overcommit", Some('O'))),
+    // sbatch's -O has no effect here: its job would need a task count of its own.
+    OptDef::ignored(SbatchOnly, flag("overcommit", Some('O'))),
+    OptDef::only(SrunOnly, flag("overcommit", Some('O')), |o, _| {
+        o.overcommit = true;
+        Ok(())
+    }),
     OptDef::ignored(SrunOnly, flag("overlap", None)),
     OptDef::ignored(Both, flag("oversubscribe", Some('s'))),
     OptDef::only(SbatchOnly, flag("parsable", None), |o, _| {
@@ -431,8 +436,12 @@ pub const OPTIONS: &[OptDef] = &[
     }),
     OptDef::ignored(Both, flag("spread-job", None)),
     OptDef::ignored(Both, value("switches", None)),
-    OptDef::ignored(SrunOnly, value("task-epilog", None)),
-    OptDef::ignored(SrunOnly, value("task-prolog", None)),
+    OptDef::only(SrunOnly, value("task-epilog", None), |o, a| {
+        a.text(&mut o.task_epilog)
+    }),
+    OptDef::only(SrunOnly, value("task-prolog", None), |o, a| {
+        a.text(&mut o.task_prolog)
+    }),
     OptDef::both(flag("test-only", None), |o, _| {
         o.test_only = true;
         Ok(())
@@ -636,6 +645,14 @@ pub struct SubmitOpts {
     pub gpu_bind: Option<String>,
     pub jobid: Option<String>,
     pub cpu_bind: Option<String>,
+    /// `-O`: an allocation of one CPU per node, and steps whose tasks may outnumber
+    /// their CPUs.
+    pub overcommit: bool,
+    /// `--task-prolog`: run by the node daemon before each task; its `export`,
+    /// `unset` and `print` lines shape the task.
+    pub task_prolog: Option<String>,
+    /// `--task-epilog`: run by the node daemon after each task.
+    pub task_epilog: Option<String>,
     /// The options given, by name, each with its last value
     /// (`-v`'s option dump).
     defined: Vec<(&'static str, String)>,
@@ -759,7 +776,12 @@ fn parse_node_count(prog: &str, val: &str) -> Result<(u32, Option<u32>), Exit> {
     let min = val.split_once('-').map_or(val, |(lo, _)| lo).trim();
     let invalid =
         || Exit::error(prog, format!("\"{val}\" is not a valid node count")).with_code(255);
-    let n: u32 = min.parse().map_err(|_| invalid())?;
+    // Slurm reads a range without its least ("-3") as from 1.
+    let n: u32 = if min.is_empty() && val.contains('-') {
+        1
+    } else {
+        min.parse().map_err(|_| invalid())?
+    };
     let mut most = None;
     if let Some((_, hi)) = val.split_once('-') {
         let hi: u32 = hi.trim().parse().map_err(|_| invalid())?;
@@ -1194,6 +1216,13 @@ pub fn build_spec(
         .or_else(|| ntasks_per_node.map(|p| p * num_nodes.max(1)))
         .or(o.nodes)
         .unwrap_or(0);
+    // srun's -O: "the resources are allocated as if only one task per node is
+    // requested"; the step then runs all its tasks on them.
+    let num_tasks = if o.overcommit && num_tasks > 0 {
+        num_nodes.max(1)
+    } else {
+        num_tasks
+    };
     let gpu_type = [&o.gpus, &o.gpus_per_node, &o.gpus_per_task, &gres]
         .into_iter()
         .flatten()
@@ -1283,7 +1312,7 @@ pub fn build_spec(
         max_nodes: o.max_nodes.unwrap_or(0),
         num_tasks,
         cpus_per_task,
-        ntasks_per_node: ntasks_per_node.unwrap_or(0),
+        ntasks_per_node: ntasks_per_node.filter(|_| !o.overcommit).unwrap_or(0),
         mem_per_node_mb,
         mem_per_cpu_mb,
         mem_whole_node,
@@ -1752,6 +1781,8 @@ pub(crate) mod tests {
         o.apply(Command::Sbatch, "nodes", "3-3", Source::Cli)
             .unwrap();
         assert_eq!((o.nodes, o.max_nodes), (Some(3), None));
+        o.apply(Command::Srun, "nodes", "-3", Source::Cli).unwrap();
+        assert_eq!((o.nodes, o.max_nodes), (Some(1), Some(3)));
         assert!(
             o.apply(Command::Sbatch, "nodes", "4-2", Source::Cli)
                 .is_err()
