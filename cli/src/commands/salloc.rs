@@ -7,16 +7,24 @@
 //! until told to end, by SIGUSR1 (the command succeeded: COMPLETED) or SIGUSR2 (it
 //! failed: FAILED). Steps run in it through the node daemons, as in any job.
 //!
+//! While the command runs, salloc looks at the job every second: when it ends first
+//! (cancelled, out of time) salloc says the allocation was revoked, in Slurm's words,
+//! and signals the command's process group (`--kill-command`, else SIGHUP from a
+//! terminal and SIGTERM otherwise). salloc's input variables are sbatch's with
+//! `SALLOC_` for `SBATCH_`, and `SALLOC_DEBUG` (the verbosity).
+//!
 //! For example, `salloc -N 2 srun hostname` prints `salloc: Granted job allocation 7`,
 //! the two nodes' names, and `salloc: Relinquishing job allocation 7`.
 
 use super::sbatch::Submitter;
 use super::submit_opts::{self, Command, Source, SubmitOpts, build_spec};
+use crate::args::Info;
 use crate::calls;
 use crate::client::{self, Ctld};
 use crate::exit::Exit;
 use crate::opts;
 use proto::v1;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -47,6 +55,21 @@ pub async fn allocate(
     name: &str,
     say: bool,
 ) -> Result<Allocation, Exit> {
+    let (mut ctld, job_id) = submit(prog, o, env, name).await?;
+    let mut waiting = Waiting::new(prog, job_id, say);
+    match waiting.wait_for_start(&mut ctld).await? {
+        Started::Granted(job) => Ok(Allocation { ctld, job: *job }),
+        Started::Ended => Err(Exit::raw(revoked_line(prog, job_id))),
+    }
+}
+
+/// Submits the job holding an allocation of `o`; its id.
+async fn submit(
+    prog: &str,
+    o: &SubmitOpts,
+    env: Vec<(String, String)>,
+    name: &str,
+) -> Result<(Ctld, u32), Exit> {
     let mut o = o.clone();
     o.output = Some("/dev/null".into());
     o.error = Some("/dev/null".into());
@@ -66,51 +89,98 @@ pub async fn allocate(
         .await
         .map_err(|s| calls::refusal(prog, "Job submit/allocate failed", &s))?
         .into_inner();
-    let job_id = reply.job_id;
-    if say {
-        eprintln!("{prog}: Pending job allocation {job_id}");
+    Ok((ctld, reply.job_id))
+}
+
+/// `prog: Job allocation N has been revoked.`
+fn revoked_line(prog: &str, job_id: u32) -> String {
+    format!("{prog}: Job allocation {job_id} has been revoked.")
+}
+
+/// How the wait for an allocation ended.
+enum Started {
+    /// The job runs on its nodes.
+    Granted(Box<v1::JobInfo>),
+    /// The job ended before it started (cancelled, deadline, refused dependency).
+    Ended,
+}
+
+/// The wait of a submitted job for its start, and what the user was told of it.
+struct Waiting<'a> {
+    prog: &'a str,
+    job_id: u32,
+    say: bool,
+    /// Whether "Pending job allocation" was said.
+    told_pending: bool,
+    since: tokio::time::Instant,
+}
+
+impl<'a> Waiting<'a> {
+    fn new(prog: &'a str, job_id: u32, say: bool) -> Self {
+        Waiting {
+            prog,
+            job_id,
+            say,
+            told_pending: false,
+            since: tokio::time::Instant::now(),
+        }
     }
-    let mut told_waiting = false;
-    let mut delay = Duration::from_millis(20);
-    loop {
-        let jobs = ctld
+
+    /// The job's record, `None` once the controller no longer has it.
+    async fn job(&self, ctld: &mut Ctld) -> Result<Option<v1::JobInfo>, Exit> {
+        Ok(ctld
             .list_jobs(v1::ListJobsRequest {
                 filter: Some(v1::JobFilter {
-                    job_ids: vec![job_id.to_string()],
+                    job_ids: vec![self.job_id.to_string()],
                     ..Default::default()
                 }),
                 include_finished: true,
                 ..Default::default()
             })
             .await
-            .map_err(|s| Exit::error(prog, calls::status_text(&s)))?
+            .map_err(|s| Exit::error(self.prog, calls::status_text(&s)))?
             .into_inner()
-            .jobs;
-        let Some(job) = jobs.into_iter().next() else {
-            return Err(Exit::error(
-                prog,
-                format!("Job allocation {job_id} has been revoked."),
-            ));
-        };
-        let state = crate::jobs::job_state(&job);
-        if state == model::JobState::Running && !job.batch_host.is_empty() {
-            if say {
-                eprintln!("{prog}: Granted job allocation {job_id}");
+            .jobs
+            .into_iter()
+            .next())
+    }
+
+    /// Says that the job waits, as Slurm's salloc does when the controller does not
+    /// start it at once: at once when it waits for a reason of its own (held, a begin
+    /// time, a dependency), else after the first scheduling pass had its chance.
+    fn tell_pending(&mut self) {
+        if self.say && !self.told_pending {
+            self.told_pending = true;
+            eprintln!("{}: Pending job allocation {}", self.prog, self.job_id);
+            eprintln!(
+                "{}: job {} queued and waiting for resources",
+                self.prog, self.job_id
+            );
+        }
+    }
+
+    /// Polls until the job runs on its nodes or ends.
+    async fn wait_for_start(&mut self, ctld: &mut Ctld) -> Result<Started, Exit> {
+        let mut delay = Duration::from_millis(20);
+        loop {
+            let Some(job) = self.job(ctld).await? else {
+                return Ok(Started::Ended);
+            };
+            let state = crate::jobs::job_state(&job);
+            if state == model::JobState::Running && !job.batch_host.is_empty() {
+                return Ok(Started::Granted(Box::new(job)));
             }
-            return Ok(Allocation { ctld, job });
+            if state.is_final() {
+                return Ok(Started::Ended);
+            }
+            // A reason means a scheduling pass has seen the job and left it waiting.
+            let evaluated = !matches!(job.reason.as_str(), "" | "None");
+            if evaluated || self.since.elapsed() >= PENDING_GRACE {
+                self.tell_pending();
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(500));
         }
-        if state.is_final() {
-            return Err(Exit::error(
-                prog,
-                format!("Job allocation {job_id} has been revoked."),
-            ));
-        }
-        if say && !told_waiting {
-            told_waiting = true;
-            eprintln!("{prog}: job {job_id} queued and waiting for resources");
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_millis(500));
     }
 }
 
@@ -135,10 +205,70 @@ impl Allocation {
         if spec.ntasks_per_node > 0 {
             set("SLURM_NTASKS_PER_NODE", spec.ntasks_per_node.to_string());
         }
+        let (cpus, tasks) = per_node_counts(job);
+        set(
+            "SLURM_JOB_CPUS_PER_NODE",
+            model::step::compressed_counts(&cpus),
+        );
+        set(
+            "SLURM_TASKS_PER_NODE",
+            model::step::compressed_counts(&tasks),
+        );
         set("SLURM_JOB_NAME", spec.name.clone());
         set("SLURM_JOB_PARTITION", spec.partition.clone());
+        if !spec.account.is_empty() {
+            set("SLURM_JOB_ACCOUNT", spec.account.clone());
+        }
+        if !spec.qos.is_empty() {
+            set("SLURM_JOB_QOS", spec.qos.clone());
+        }
         set("SLURM_SUBMIT_DIR", super::sbatch::current_dir());
+        set("SLURM_SUBMIT_HOST", submit_opts::hostname());
+        let cluster = client::cluster_name();
+        if !cluster.is_empty() {
+            set("SLURM_CLUSTER_NAME", cluster);
+        }
         env
+    }
+
+    /// The job's state now; `None` when it cannot be read, and `Some(Completed)` once
+    /// the controller no longer has the job.
+    async fn current_state(&mut self) -> Option<model::JobState> {
+        let reply = self
+            .ctld
+            .list_jobs(v1::ListJobsRequest {
+                filter: Some(v1::JobFilter {
+                    job_ids: vec![self.job.job_id.to_string()],
+                    ..Default::default()
+                }),
+                include_finished: true,
+                ..Default::default()
+            })
+            .await
+            .ok()?;
+        Some(
+            reply
+                .into_inner()
+                .jobs
+                .first()
+                .map_or(model::JobState::Completed, crate::jobs::job_state),
+        )
+    }
+
+    /// Asks once for the allocation's end: COMPLETED when `ok`, else FAILED.
+    async fn end_now(&mut self, ok: bool) {
+        let signal = if ok { libc::SIGUSR1 } else { libc::SIGUSR2 };
+        let _ = self
+            .ctld
+            .signal_jobs(v1::SignalJobsRequest {
+                filter: Some(v1::JobFilter {
+                    job_ids: vec![self.job.job_id.to_string()],
+                    ..Default::default()
+                }),
+                signal,
+                batch_only: true,
+            })
+            .await;
     }
 
     /// Ends the allocation: COMPLETED when `ok`, else FAILED. The signal is sent again
@@ -190,61 +320,569 @@ impl Allocation {
     }
 }
 
+/// Each node's CPUs and tasks in an allocation (nodes get even shares of the job's
+/// CPUs): the tasks asked for spread as srun lays them out, or without `-n` as many
+/// as the CPUs hold (`-c` each).
+fn per_node_counts(job: &v1::JobInfo) -> (Vec<u32>, Vec<u32>) {
+    let spec = job.spec.clone().unwrap_or_default();
+    let nodes = job.num_nodes.max(1);
+    let cpus_per_node = (job.num_cpus / nodes).max(1);
+    let tasks = if spec.num_tasks > 0 {
+        model::step::even_counts(spec.num_tasks, nodes, spec.ntasks_per_node)
+    } else {
+        vec![(cpus_per_node / spec.cpus_per_task.max(1)).max(1); nodes as usize]
+    };
+    (vec![cpus_per_node; nodes as usize], tasks)
+}
+
 const HELP: &str = "Usage: salloc [OPTIONS(0)...] [command(0) [args(0)...]]
 
-  Takes the sbatch options that shape a job (-N, -n, -c, --mem, -G, -t, -p, -J, ...),
-  runs the command (default: $SHELL) here with SLURM_JOB_ID and the job's variables,
-  and gives the allocation back when it exits, with its exit code.
+Parallel run options:
+  -A, --account=name          charge job to specified account
+  -b, --begin=time            defer job until HH:MM MM/DD/YY
+      --bell                  ring the terminal bell when the job is allocated
+  -c, --cpus-per-task=ncpus   number of cpus required per task
+      --comment=name          arbitrary comment
+  -d, --dependency=type:jobid[:time] defer job until condition on jobid is satisfied
+  -D, --chdir=path            change working directory
+      --gres=list             required generic resources
+  -H, --hold                  submit job in held state
+  -I, --immediate[=secs]      exit if resources not available in \"secs\"
+  -J, --job-name=jobname      name of job
+  -K, --kill-command[=signal] signal to send terminating job
+  -M, --clusters=names        Comma separated list of clusters to issue
+                              commands to.  Default is current cluster.
+      --mail-type=type        notify on state change: BEGIN, END, FAIL or ALL
+      --mail-user=user        who to send email notification for job state
+                              changes
+  -n, --ntasks=N              number of processors required
+      --nice[=value]          decrease scheduling priority by value
+      --no-bell               do NOT ring the terminal bell
+      --no-shell              exit once the allocation is granted, without
+                              running a command
+      --ntasks-per-node=n     number of tasks to invoke on each node
+  -N, --nodes=N               number of nodes on which to run (N = min[-max])
+  -p, --partition=partition   partition requested
+  -q, --qos=qos               quality of service
+  -Q, --quiet                 quiet mode (suppress informational messages)
+      --signal=[R:]num[@time] send signal when time limit within time seconds
+  -t, --time=minutes          time limit
+  -v, --verbose               verbose mode (multiple -v's increase verbosity)
+      --wckey=wckey           wckey to run job under
+
+Constraint options:
+  -C, --constraint=list       specify a list of constraints
+      --mem=MB                minimum amount of real memory
+      --reservation=name      allocate resources from named reservation
+  -w, --nodelist=hosts...     request a specific list of hosts
+  -x, --exclude=hosts...      exclude a specific list of hosts
+
+Consumable resources related options:
+      --exclusive             allocate nodes in exclusive mode
+      --mem-per-cpu=MB        maximum amount of real memory per allocated
+                              cpu required by the job.
+                              --mem >= --mem-per-cpu if --mem is specified.
+
+GPU scheduling options:
+      --cpus-per-gpu=n        number of CPUs required per allocated GPU
+  -G, --gpus=n                count of GPUs required for the job
+      --gpus-per-node=n       number of GPUs required per allocated node
+      --gpus-per-task=n       number of GPUs required per spawned task
+      --mem-per-gpu=n         real memory required per allocated GPU
+
+Help options:
   -h, --help                  show this help message
+      --usage                 display brief usage message
+
+Other options:
+  -V, --version               output version information and exit
 ";
 
-pub fn run(args: &[String]) -> ExitCode {
-    let parsed = match opts::parse(submit_opts::specs(Command::Sbatch), args, true) {
-        Ok(p) => p,
-        Err(e) => return Exit::usage(PROG, &e).finish(),
-    };
-    let mut o = SubmitOpts::default();
-    if let Err(e) = o.apply_all(Command::Sbatch, &parsed.opts, Source::Cli) {
-        return e.finish();
+const USAGE: &str = "Usage: salloc [-N numnodes|[min nodes]-[max nodes]] [-n num-processors]
+              [-c cpus-per-node] [-p partition] [--hold] [-t minutes]
+              [--immediate[=secs]] [-D path] [-J jobname] [--verbose]
+              [--clusters=cluster_names] [--mem=MB] [-C list]
+              [--account=name] [--dependency=type:jobid[+time]] [--comment=name]
+              [--mail-type=type] [--mail-user=user] [--nice[=value]]
+              [--bell] [--no-bell] [--kill-command[=signal]] [--no-shell]
+              [--nodelist=hosts] [--exclude=hosts] [--mem-per-cpu=MB] [--qos=qos]
+              [--reservation=name] [--gres=list] [--exclusive]
+              [--cpus-per-gpu=n] [--gpus=n] [--gpus-per-node=n] [--gpus-per-task=n]
+              [--mem-per-gpu=MB]
+              [command [args...]]
+";
+
+/// How long a new job may wait for the controller's first scheduling pass before
+/// salloc says it is pending.
+const PENDING_GRACE: Duration = Duration::from_secs(1);
+/// After a wait this long the terminal bell rings at the grant (Slurm's
+/// DEFAULT_BELL_DELAY), unless `--bell`/`--no-bell` say otherwise.
+const BELL_DELAY: Duration = Duration::from_secs(10);
+/// How often the job is looked at while the command runs.
+const WATCH_INTERVAL: Duration = Duration::from_secs(1);
+/// Slurm's exit status for a failure of salloc itself (SLURM_EXIT_ERROR), and for an
+/// `--immediate` allocation not granted in time (SLURM_EXIT_IMMEDIATE).
+const ERROR_EXIT: u8 = 1;
+
+/// The signals that end a wait for an allocation (Slurm's list) and, once it runs,
+/// that salloc handles rather than dies of.
+const HANDLED_SIGNALS: [i32; 7] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGPIPE,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+/// The options salloc's input variables and command line give, in Slurm's order of
+/// precedence; `SALLOC_DEBUG` is the verbosity.
+fn options(
+    args: &[String],
+    env: &[(String, String)],
+) -> Result<(SubmitOpts, Vec<String>, Option<Info>), Exit> {
+    let parsed = opts::parse(submit_opts::specs(Command::Salloc), args, true)
+        .map_err(|e| Exit::usage(PROG, &e))?;
+    if let Some(info) = Info::asked(&parsed) {
+        return Ok((SubmitOpts::default(), Vec::new(), Some(info)));
     }
-    if o.help || o.usage {
-        print!("{HELP}");
-        return ExitCode::SUCCESS;
+    let mut o = SubmitOpts::default();
+    for (name, value) in submit_opts::input_env_options(Command::Salloc, env) {
+        o.apply(Command::Salloc, name, &value, Source::Env)?;
+    }
+    if let Some((_, level)) = env.iter().find(|(k, _)| k == "SALLOC_DEBUG") {
+        o.verbose = level.trim().parse().unwrap_or(0);
+    }
+    o.apply_all(Command::Salloc, &parsed.opts, Source::Cli)?;
+    Ok((o, parsed.positional, None))
+}
+
+pub fn run(args: &[String]) -> ExitCode {
+    let env = super::sbatch::environment();
+    let (o, positional, info) = match options(args, &env) {
+        Ok(x) => x,
+        Err(e) => return e.finish(),
+    };
+    if let Some(info) = info {
+        let help = format!("{HELP}{}", submit_opts::ignored_help(Command::Salloc));
+        return info.print(&help, USAGE);
     }
     if o.verbose > 0 {
         eprint!("{}", o.defined_options(PROG));
     }
-    let command = if parsed.positional.is_empty() {
+    let command = if positional.is_empty() {
         vec![std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())]
     } else {
-        parsed.positional
+        positional
     };
-    let env = super::sbatch::environment();
-    client::runtime_with_io().block_on(async move {
-        let name = submit_opts::basename(&command[0]).to_string();
-        let alloc = match allocate(PROG, &o, env.clone(), &name, true).await {
-            Ok(a) => a,
-            Err(e) => return e.finish(),
-        };
-        let job_id = alloc.job.job_id;
-        let status = tokio::process::Command::new(&command[0])
-            .args(&command[1..])
-            .env_clear()
-            .envs(alloc.env(env))
-            .status()
-            .await;
-        let code = match status {
-            Ok(s) => {
-                use std::os::unix::process::ExitStatusExt;
-                s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+    client::runtime_with_io().block_on(session(o, command, env))
+}
+
+/// One salloc: the allocation, the command in it, and its end.
+async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>) -> ExitCode {
+    let mut signals = match Signals::handle() {
+        Ok(s) => s,
+        Err(e) => return Exit::error(PROG, e).finish(),
+    };
+    if o.verbose >= 2 {
+        // The watch on the allocation (Slurm's allocation message thread) starts here.
+        eprintln!("{PROG}: debug:  Entering _msg_thr_internal");
+    }
+    let name = o
+        .job_name
+        .clone()
+        .unwrap_or_else(|| submit_opts::basename(&command[0]).to_string());
+    let (mut ctld, job_id) = match submit(PROG, &o, env.clone(), &name).await {
+        Ok(x) => x,
+        Err(e) => return e.finish(),
+    };
+    // `-I` alone asks the controller to start the job now or not at all: salloc says
+    // nothing of a wait.
+    let mut waiting = Waiting::new(PROG, job_id, o.immediate != Some(1) && !o.quiet);
+    let started = {
+        let limit = async {
+            match o.immediate {
+                Some(secs) => tokio::time::sleep(Duration::from_secs(u64::from(secs.max(1)))).await,
+                None => std::future::pending().await,
             }
-            Err(e) => {
-                eprintln!("{PROG}: error: {}: {e}", command[0]);
-                127
-            }
         };
+        tokio::select! {
+            r = waiting.wait_for_start(&mut ctld) => r,
+            _ = limit => {
+                cancel(&mut ctld, job_id).await;
+                let why = if o.immediate == Some(1) { "Requested nodes are busy" } else { "Connection timed out" };
+                return Exit::error(PROG, format!("Unable to allocate resources: {why}")).with_code(ERROR_EXIT).finish();
+            }
+            _ = signals.next() => {
+                cancel(&mut ctld, job_id).await;
+                eprintln!("{}", revoked_line(PROG, job_id));
+                eprintln!("{PROG}: Job aborted due to signal");
+                return ExitCode::from(ERROR_EXIT);
+            }
+        }
+    };
+    let job = match started {
+        Ok(Started::Granted(job)) => job,
+        Ok(Started::Ended) => {
+            eprintln!("{}", revoked_line(PROG, job_id));
+            return ExitCode::from(ERROR_EXIT);
+        }
+        Err(e) => return e.finish(),
+    };
+    if !o.quiet {
+        eprintln!("{PROG}: Granted job allocation {job_id}");
+    }
+    let waited = waiting.since.elapsed();
+    if o.bell.unwrap_or(waited > BELL_DELAY) && std::io::stdout().is_terminal() {
+        print!("\x07");
+        let _ = std::io::stdout().flush();
+    }
+    if o.no_shell {
+        return ExitCode::SUCCESS;
+    }
+    let alloc = Allocation { ctld, job: *job };
+    let mut cmd_env = alloc.env(env);
+    set_allocation_extras(&mut cmd_env, &o);
+    run_command(alloc, &o, &command, cmd_env, &mut signals).await
+}
+
+/// salloc's own additions to the job's variables (Slurm's salloc sets these from its
+/// options).
+fn set_allocation_extras(env: &mut Vec<(String, String)>, o: &SubmitOpts) {
+    let mut set = |k: &str, v: String| submit_opts::set_env(env, k, v);
+    if let Some(n) = o.ntasks {
+        set("SLURM_NTASKS", n.to_string());
+        set("SLURM_NPROCS", n.to_string());
+    }
+    if let Some(c) = o.cpus_per_task.filter(|c| *c > 1) {
+        set("SLURM_CPUS_PER_TASK", c.to_string());
+    }
+}
+
+/// Runs the command in the allocation and waits for it, watching the job meanwhile:
+/// when the job ends first (cancelled, out of time), salloc says so and signals the
+/// command, as Slurm's does. Gives the allocation back after a command that ended by
+/// itself, and exits with its status.
+async fn run_command(
+    mut alloc: Allocation,
+    o: &SubmitOpts,
+    command: &[String],
+    env: Vec<(String, String)>,
+    signals: &mut Signals,
+) -> ExitCode {
+    let job_id = alloc.job.job_id;
+    let terminal = Terminal::claim();
+    let mut child_cmd = tokio::process::Command::new(&command[0]);
+    child_cmd.args(&command[1..]).env_clear().envs(env);
+    terminal.prepare(&mut child_cmd);
+    let mut child = match child_cmd.spawn() {
+        Ok(c) => c,
+        Err(_) => {
+            terminal.restore();
+            eprintln!("{PROG}: error: Unable to exec command \"{}\"", command[0]);
+            eprintln!("{PROG}: Relinquishing job allocation {job_id}");
+            alloc.relinquish(false).await;
+            return ExitCode::from(ERROR_EXIT);
+        }
+    };
+    let pid = child.id().map(|p| p as i32);
+    let mut revoked = false;
+    let mut watch = tokio::time::interval(WATCH_INTERVAL);
+    let status = loop {
+        tokio::select! {
+            s = child.wait() => break s.ok(),
+            signo = signals.next() => {
+                if signo == libc::SIGHUP {
+                    // Slurm forwards a hangup to the command and ends its wait.
+                    signal_group(pid, libc::SIGHUP);
+                    break None;
+                }
+                // Any other handled signal gives the allocation up; the watch then
+                // sees the job end and stops the command.
+                alloc.end_now(true).await;
+            }
+            _ = watch.tick(), if !revoked => {
+                let ended = match alloc.current_state().await {
+                    Some(state) => state.is_final().then_some(state),
+                    None => None,
+                };
+                if let Some(state) = ended {
+                    revoked = true;
+                    if state == model::JobState::Timeout {
+                        eprintln!("{PROG}: Job {job_id} has exceeded its time limit and its allocation has been revoked.");
+                    } else {
+                        eprintln!("{}", revoked_line(PROG, job_id));
+                    }
+                    let signo = o.kill_command.unwrap_or(if terminal.interactive { libc::SIGHUP } else { libc::SIGTERM });
+                    if o.verbose > 0 {
+                        eprintln!("{PROG}: Sending signal {signo} to command \"{}\", pid {}", command[0], pid.unwrap_or(0));
+                    }
+                    terminal.hang_up_foreground(pid);
+                    signal_group(pid, signo);
+                }
+            }
+        }
+    };
+    terminal.restore();
+    let code = match status {
+        Some(s) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (s.code(), s.signal()) {
+                (Some(c), _) => c,
+                (None, Some(sig)) => {
+                    if o.verbose > 0 {
+                        eprintln!(
+                            "{PROG}: Command \"{}\" was terminated by signal {sig}",
+                            command[0]
+                        );
+                    }
+                    // Slurm reads these as the user's doing: a normal end.
+                    match sig {
+                        libc::SIGHUP | libc::SIGINT | libc::SIGQUIT | libc::SIGKILL => 0,
+                        _ => 1,
+                    }
+                }
+                (None, None) => 1,
+            }
+        }
+        None => 1,
+    };
+    if !revoked {
         eprintln!("{PROG}: Relinquishing job allocation {job_id}");
         alloc.relinquish(code == 0).await;
-        ExitCode::from(code.clamp(0, 255) as u8)
-    })
+    }
+    ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+/// Cancels a job that has not started.
+async fn cancel(ctld: &mut Ctld, job_id: u32) {
+    let _ = ctld
+        .signal_jobs(v1::SignalJobsRequest {
+            filter: Some(v1::JobFilter {
+                job_ids: vec![job_id.to_string()],
+                ..Default::default()
+            }),
+            signal: 0,
+            batch_only: false,
+        })
+        .await;
+}
+
+/// Sends a signal to the command's process group (it leads its own).
+fn signal_group(pid: Option<i32>, signo: i32) {
+    if let Some(pid) = pid {
+        // SAFETY: killpg has no memory effects.
+        unsafe {
+            libc::killpg(pid, signo);
+        }
+    }
+}
+
+/// The signals salloc handles, as one stream.
+struct Signals {
+    rx: tokio::sync::mpsc::UnboundedReceiver<i32>,
+}
+
+impl Signals {
+    fn handle() -> Result<Signals, String> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        for signo in HANDLED_SIGNALS {
+            let mut stream = signal(SignalKind::from_raw(signo)).map_err(|e| e.to_string())?;
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if tx.send(signo).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Ok(Signals { rx })
+    }
+
+    /// The next signal received.
+    async fn next(&mut self) -> i32 {
+        match self.rx.recv().await {
+            Some(s) => s,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// The controlling terminal, when salloc runs in its foreground (Slurm's interactive
+/// salloc): the command gets a process group of its own and the terminal's foreground
+/// while it runs, and salloc takes the foreground back after it.
+struct Terminal {
+    interactive: bool,
+}
+
+impl Terminal {
+    fn claim() -> Terminal {
+        // SAFETY: plain queries of this process and its standard input.
+        let interactive = unsafe {
+            libc::isatty(libc::STDIN_FILENO) == 1
+                && libc::tcgetpgrp(libc::STDIN_FILENO) == libc::getpgrp()
+        };
+        if interactive {
+            // SAFETY: job-control signals ignored, as Slurm's salloc ignores them, so
+            // that it may hand the terminal over and take it back.
+            unsafe {
+                libc::signal(libc::SIGTSTP, libc::SIG_IGN);
+                libc::signal(libc::SIGTTIN, libc::SIG_IGN);
+                libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+            }
+        }
+        Terminal { interactive }
+    }
+
+    /// The command leads a process group of its own, in the terminal's foreground
+    /// when salloc is interactive.
+    fn prepare(&self, cmd: &mut tokio::process::Command) {
+        cmd.process_group(0);
+        if self.interactive {
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::tcsetpgrp(libc::STDIN_FILENO, libc::getpid());
+                    libc::signal(libc::SIGTTIN, libc::SIG_DFL);
+                    libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+                    Ok(())
+                });
+            }
+        }
+    }
+
+    /// When the command started further process groups (a shell's jobs) and one of
+    /// them holds the terminal, it is hung up, as Slurm does before ending the command.
+    fn hang_up_foreground(&self, command: Option<i32>) {
+        if !self.interactive {
+            return;
+        }
+        // SAFETY: plain queries and a signal.
+        unsafe {
+            let fg = libc::tcgetpgrp(libc::STDIN_FILENO);
+            if fg > 0 && Some(fg) != command && fg != libc::getpgrp() {
+                libc::killpg(fg, libc::SIGHUP);
+            }
+        }
+    }
+
+    /// Takes the terminal's foreground back.
+    fn restore(&self) {
+        if self.interactive {
+            // SAFETY: SIGTTOU is ignored, so this returns.
+            unsafe {
+                libc::tcsetpgrp(libc::STDIN_FILENO, libc::getpgrp());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn env(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn salloc_options_and_their_input_variables() {
+        let (o, command, info) = options(
+            &s(&["--bell", "-K", "-N1", "--no-shell", "id"]),
+            &env(&[("SALLOC_ACCOUNT", "acct"), ("SALLOC_TIMELIMIT", "2")]),
+        )
+        .unwrap();
+        assert!(info.is_none());
+        assert_eq!(o.bell, Some(true));
+        assert_eq!(o.kill_command, Some(libc::SIGTERM));
+        assert!(o.no_shell);
+        assert_eq!(o.account.as_deref(), Some("acct"));
+        assert_eq!(o.time_limit, Some(Some(2)));
+        assert_eq!(command, ["id"]);
+
+        let (o, _, _) = options(
+            &s(&["--kill-command=KILL", "--no-bell", "-I", "true"]),
+            &env(&[("SALLOC_BELL", "1"), ("SALLOC_DEBUG", "2")]),
+        )
+        .unwrap();
+        // The command line wins over the variables.
+        assert_eq!(o.bell, Some(false));
+        assert_eq!(o.kill_command, Some(libc::SIGKILL));
+        assert_eq!(o.immediate, Some(1));
+        assert_eq!(o.verbose, 2);
+        // sbatch's variables are not salloc's.
+        let (o, _, _) = options(&s(&["true"]), &env(&[("SBATCH_ACCOUNT", "x")])).unwrap();
+        assert_eq!(o.account, None);
+    }
+
+    #[test]
+    fn bad_options_in_salloc_words() {
+        let e = options(&s(&["--kill-command=NOPE", "true"]), &[]).unwrap_err();
+        assert_eq!(
+            e.lines(),
+            ["salloc: error: Invalid --kill-command specification"]
+        );
+        let e = options(&s(&["--wrap=x"]), &[]).unwrap_err();
+        assert_eq!(e.lines()[0], "salloc: unrecognized option '--wrap'");
+    }
+
+    #[test]
+    fn help_usage_and_version_come_first() {
+        for (arg, info) in [
+            ("--help", Info::Help),
+            ("--usage", Info::Usage),
+            ("-V", Info::Version),
+        ] {
+            let (_, _, asked) = options(&s(&[arg, "-N1", "id"]), &[]).unwrap();
+            assert_eq!(asked, Some(info));
+        }
+        assert!(HELP.contains("Consumable resources"));
+        assert!(USAGE.starts_with("Usage: salloc [-N"));
+        assert!(USAGE.trim_end().ends_with("[command [args...]]"));
+    }
+
+    #[test]
+    fn per_node_cpus_and_tasks() {
+        let job = |num_tasks: u32, cpus_per_task: u32| v1::JobInfo {
+            num_nodes: 2,
+            num_cpus: 8,
+            spec: Some(v1::JobSpec {
+                num_tasks,
+                cpus_per_task,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(per_node_counts(&job(3, 0)), (vec![4, 4], vec![2, 1]));
+        assert_eq!(per_node_counts(&job(0, 2)), (vec![4, 4], vec![2, 2]));
+        assert_eq!(per_node_counts(&job(0, 0)), (vec![4, 4], vec![4, 4]));
+    }
+
+    #[test]
+    fn extras_follow_the_options_given() {
+        let mut o = SubmitOpts::default();
+        let mut env = Vec::new();
+        set_allocation_extras(&mut env, &o);
+        assert!(env.is_empty());
+        o.ntasks = Some(10);
+        o.cpus_per_task = Some(2);
+        set_allocation_extras(&mut env, &o);
+        assert_eq!(
+            env,
+            [
+                ("SLURM_NTASKS".to_string(), "10".to_string()),
+                ("SLURM_NPROCS".to_string(), "10".to_string()),
+                ("SLURM_CPUS_PER_TASK".to_string(), "2".to_string()),
+            ]
+        );
+    }
 }

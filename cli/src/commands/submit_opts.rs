@@ -34,6 +34,7 @@ pub enum Source {
 pub enum Command {
     Sbatch,
     Srun,
+    Salloc,
 }
 
 impl Command {
@@ -42,6 +43,7 @@ impl Command {
         match self {
             Command::Sbatch => "sbatch",
             Command::Srun => "srun",
+            Command::Salloc => "salloc",
         }
     }
 }
@@ -49,16 +51,21 @@ impl Command {
 /// Which commands take an option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Takers {
+    /// sbatch and srun; salloc takes them too.
     Both,
     Sbatch,
     Srun,
+    Salloc,
 }
 
 impl Takers {
     fn include(self, command: Command) -> bool {
         matches!(
             (self, command),
-            (Takers::Both, _) | (Takers::Sbatch, Command::Sbatch) | (Takers::Srun, Command::Srun)
+            (Takers::Both, _)
+                | (Takers::Sbatch, Command::Sbatch)
+                | (Takers::Srun, Command::Srun)
+                | (Takers::Salloc, Command::Salloc)
         )
     }
 }
@@ -168,7 +175,7 @@ impl OptDef {
     }
 }
 
-use Takers::{Both, Sbatch as SbatchOnly, Srun as SrunOnly};
+use Takers::{Both, Salloc as SallocOnly, Sbatch as SbatchOnly, Srun as SrunOnly};
 
 /// Every option of `sbatch` and `srun`, by name.
 pub const OPTIONS: &[OptDef] = &[
@@ -187,6 +194,11 @@ pub const OPTIONS: &[OptDef] = &[
     }),
     OptDef::ignored(SrunOnly, value("bbf", None)),
     OptDef::ignored(SrunOnly, optional("bcast", None)),
+    OptDef::only(SallocOnly, flag("bell", None), |o, _| {
+        o.bell = Some(true);
+        Ok(())
+    })
+    .env("SALLOC_BELL"),
     OptDef::both(value("begin", Some('b')), |o, a| {
         TimeSpec::parse(a.value).map_err(|_| a.bad())?;
         a.text(&mut o.begin)
@@ -286,11 +298,28 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(SbatchOnly, flag("ignore-pbs", None)),
-    OptDef::ignored(Both, optional("immediate", Some('I'))),
+    // Slurm reads a bare --immediate as 1 second.
+    OptDef::both(optional("immediate", Some('I')), |o, a| {
+        o.immediate = Some(if a.value.is_empty() {
+            1
+        } else {
+            a.value.trim().parse().map_err(|_| a.bad())?
+        });
+        Ok(())
+    }),
     OptDef::both(value("input", Some('i')), |o, a| a.text(&mut o.input)),
     OptDef::both(value("job-name", Some('J')), |o, a| a.text(&mut o.job_name))
         .env("SBATCH_JOB_NAME"),
     OptDef::only(SrunOnly, value("jobid", None), |o, a| a.text(&mut o.jobid)),
+    OptDef::only(SallocOnly, optional("kill-command", Some('K')), |o, a| {
+        o.kill_command = Some(if a.value.is_empty() {
+            libc::SIGTERM
+        } else {
+            parse_signal(a.value).ok_or_else(|| a.bad())?
+        });
+        Ok(())
+    })
+    .env("SALLOC_KILL_CMD"),
     OptDef::only(SrunOnly, optional("kill-on-bad-exit", Some('K')), |o, a| {
         o.kill_on_bad_exit = a.value != "0";
         Ok(())
@@ -345,6 +374,11 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(SrunOnly, flag("no-allocate", Some('Z'))),
+    OptDef::only(SallocOnly, flag("no-bell", None), |o, _| {
+        o.bell = Some(false);
+        Ok(())
+    })
+    .env("SALLOC_NO_BELL"),
     OptDef::ignored(Both, optional("no-kill", Some('k'))),
     OptDef::both(flag("no-requeue", None), |o, _| {
         o.requeue = Some(false);
@@ -353,6 +387,10 @@ pub const OPTIONS: &[OptDef] = &[
     .env("SBATCH_NO_REQUEUE"),
     OptDef::ignored(Both, value("nodefile", Some('F'))),
     OptDef::both(value("nodelist", Some('w')), |o, a| a.text(&mut o.nodelist)),
+    OptDef::only(SallocOnly, flag("no-shell", None), |o, _| {
+        o.no_shell = true;
+        Ok(())
+    }),
     OptDef::both(value("nodes", Some('N')), |o, a| {
         let (least, most) = parse_node_count(a.prog, a.value)?;
         o.nodes = Some(least);
@@ -509,9 +547,12 @@ pub fn specs(command: Command) -> &'static [OptSpec] {
         LazyLock::new(|| defs(Command::Sbatch).map(|d| d.spec).collect());
     static SRUN: LazyLock<Vec<OptSpec>> =
         LazyLock::new(|| defs(Command::Srun).map(|d| d.spec).collect());
+    static SALLOC: LazyLock<Vec<OptSpec>> =
+        LazyLock::new(|| defs(Command::Salloc).map(|d| d.spec).collect());
     match command {
         Command::Sbatch => &SBATCH,
         Command::Srun => &SRUN,
+        Command::Salloc => &SALLOC,
     }
 }
 
@@ -535,10 +576,33 @@ pub fn ignored_help(command: Command) -> String {
 /// The options sbatch's input environment variables set, in the variables' order. A
 /// flag option is set by its variable being present.
 pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
-    let mut set: Vec<(&'static str, &'static str, String)> = defs(Command::Sbatch)
+    input_env_options(Command::Sbatch, env)
+}
+
+/// The input variable of an option for `command`: sbatch's `SBATCH_X` is salloc's
+/// `SALLOC_X`; srun reads none of them.
+fn input_var(def: &OptDef, command: Command) -> Option<String> {
+    let var = def.env?;
+    match command {
+        Command::Salloc => Some(match var.strip_prefix("SBATCH_") {
+            Some(rest) => format!("SALLOC_{rest}"),
+            None => var.to_string(),
+        }),
+        _ => Some(var.to_string()),
+    }
+}
+
+/// The options `command`'s input environment variables set (`SBATCH_*` for sbatch,
+/// `SALLOC_*` for salloc), in the variables' order. A flag option is set by its
+/// variable being present.
+pub fn input_env_options(
+    command: Command,
+    env: &[(String, String)],
+) -> Vec<(&'static str, String)> {
+    let mut set: Vec<(String, &'static str, String)> = defs(command)
         .filter_map(|d| {
-            let var = d.env?;
-            let (_, v) = env.iter().find(|(k, _)| k == var)?;
+            let var = input_var(d, command)?;
+            let (_, v) = env.iter().find(|(k, _)| *k == var)?;
             // A flag's variable only sets it, but for `SBATCH_DEBUG`, which is the
             // verbosity level (Slurm's arg_set_verbose).
             let v = if d.spec.arg == ArgKind::None && d.spec.long != "verbose" {
@@ -549,7 +613,7 @@ pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
             Some((var, d.spec.long, v))
         })
         .collect();
-    set.sort_by_key(|(var, _, _)| *var);
+    set.sort_by(|a, b| a.0.cmp(&b.0));
     set.into_iter().map(|(_, long, v)| (long, v)).collect()
 }
 
@@ -653,6 +717,15 @@ pub struct SubmitOpts {
     pub task_prolog: Option<String>,
     /// `--task-epilog`: run by the node daemon after each task.
     pub task_epilog: Option<String>,
+    /// `-I, --immediate[=secs]`: give up unless the job starts within that many seconds.
+    pub immediate: Option<u32>,
+    // salloc
+    /// `--bell` (true), `--no-bell` (false); unset: ring after a wait.
+    pub bell: Option<bool>,
+    /// `--kill-command[=signal]`: the signal the command gets when the job ends first.
+    pub kill_command: Option<i32>,
+    /// `--no-shell`: take the allocation and exit.
+    pub no_shell: bool,
     /// The options given, by name, each with its last value
     /// (`-v`'s option dump).
     defined: Vec<(&'static str, String)>,
@@ -1369,7 +1442,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_option_table_names_each_option_letter_and_variable_once_per_command() {
-        for command in [Command::Sbatch, Command::Srun] {
+        for command in [Command::Sbatch, Command::Srun, Command::Salloc] {
             let defs: Vec<&OptDef> = defs(command).collect();
             let mut longs: Vec<&str> = defs.iter().map(|d| d.spec.long).collect();
             longs.sort_unstable();
@@ -1388,7 +1461,17 @@ pub(crate) mod tests {
         vars.sort_unstable();
         vars.dedup();
         assert_eq!(vars.len(), n);
-        assert!(vars.iter().all(|v| v.starts_with("SBATCH_")));
+        assert!(
+            vars.iter()
+                .all(|v| v.starts_with("SBATCH_") || v.starts_with("SALLOC_"))
+        );
+        // salloc's own variables are those of its own options.
+        for d in OPTIONS
+            .iter()
+            .filter(|d| d.env.is_some_and(|v| v.starts_with("SALLOC_")))
+        {
+            assert_eq!(d.takers, Takers::Salloc, "{}", d.spec.long);
+        }
     }
 
     #[test]
