@@ -27,7 +27,7 @@ use std::process::ExitCode;
 /// The commands this binary answers to.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "srun",
-    "salloc", "sprio", "sshare", "sstat", "sbcast", "sattach",
+    "salloc", "sprio", "sshare", "sstat", "sbcast", "sattach", "sdiag", "strigger",
 ];
 
 /// Dispatches on the program name (argv[0]) or the first argument.
@@ -98,6 +98,14 @@ const SUMMARIES: &[(&str, &str)] = &[
     ("sstat", "show what running job steps have used so far"),
     ("sbcast", "copy a file to the nodes of a running job"),
     ("sattach", "join a running job step's input and output"),
+    (
+        "sdiag",
+        "show the controller's job and scheduling statistics",
+    ),
+    (
+        "strigger",
+        "set, show and clear event triggers (not kept by this controller)",
+    ),
 ];
 
 /// `drover --help`.

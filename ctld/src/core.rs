@@ -89,6 +89,8 @@ pub struct Core {
     last_pass: Duration,
     /// The last commit failed for want of room: no pass runs until the next tick.
     store_full: bool,
+    /// What `sdiag` reports: the committed turns' job events and the passes' times.
+    statistics: Arc<crate::stats::Statistics>,
 }
 
 impl Core {
@@ -112,7 +114,14 @@ impl Core {
             sched_at: Some(Instant::now()),
             last_pass: Duration::ZERO,
             store_full: false,
+            statistics: Arc::new(crate::stats::Statistics::new(unix_now())),
         }
+    }
+
+    /// Counts into `statistics` (shared with the services that report them).
+    pub fn with_statistics(mut self, statistics: Arc<crate::stats::Statistics>) -> Core {
+        self.statistics = statistics;
+        self
     }
 
     /// Runs until every sender is gone.
@@ -169,6 +178,7 @@ impl Core {
         let multi_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         let (mut starts, mut cancels) = (0, 0);
+        let queue_length = self.state.queued_records();
         self.turn(now, |turn, _, _| {
             let plan = if multi_thread {
                 tokio::task::block_in_place(|| rules::timer::schedule(turn))
@@ -178,6 +188,7 @@ impl Core {
             (starts, cancels) = (plan.starts.len(), plan.cancels.len());
         });
         self.last_pass = started.elapsed();
+        self.statistics.pass(self.last_pass, queue_length, now);
         if starts + cancels > 0 {
             tracing::debug!(
                 started = starts,
@@ -247,6 +258,7 @@ impl Core {
             Err(e) => fatal(&e),
         }
         fail::fail_point!("after-commit", orders_node, |_| std::process::abort());
+        self.statistics.count(&events);
         if let Some(assocs) = assocs {
             let mut next = self.sched_config.as_ref().clone();
             next.assocs = assocs;

@@ -17,6 +17,7 @@ pub mod dispatch;
 pub mod reservations;
 pub mod rules;
 pub mod service;
+pub mod stats;
 pub mod store;
 pub mod users;
 pub mod validate;
@@ -126,6 +127,7 @@ pub async fn run(config: Config, reread: Option<service::ConfigSource>) -> anyho
         tls.clone(),
     );
     let (sched_tx, sched_config) = watch::channel(Arc::new(sched_config));
+    let statistics = Arc::new(stats::Statistics::new(core::unix_now()));
     let core = core::Core::new(
         state,
         config.clone(),
@@ -133,7 +135,8 @@ pub async fn run(config: Config, reread: Option<service::ConfigSource>) -> anyho
         store.clone(),
         snap_tx,
         dispatcher,
-    );
+    )
+    .with_statistics(statistics.clone());
     let mut core_task = tokio::spawn(core.run(inbox_rx));
     let services = service::Services {
         inbox: inbox_tx,
@@ -146,6 +149,7 @@ pub async fn run(config: Config, reread: Option<service::ConfigSource>) -> anyho
         users: Arc::default(),
         key: key.clone(),
         grant_ttl_s: ttl_s,
+        statistics,
     };
     let listener = tokio::net::TcpListener::bind(addr)
         .await

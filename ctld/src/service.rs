@@ -34,6 +34,8 @@ pub struct Services {
     /// Seals the steps' grants to their nodes (`v1::StepGrant`), valid this long.
     pub key: Arc<auth::Key>,
     pub grant_ttl_s: i64,
+    /// What `sdiag` reports (`GetDiagnostics`), counted by the state owner.
+    pub statistics: Arc<crate::stats::Statistics>,
 }
 
 /// The controller's config as its file says now, with the command line's overrides.
@@ -881,6 +883,46 @@ impl v1::ctld_server::Ctld for Services {
         Ok(Response::new(proto::convert::changed_to_wire(&changed)))
     }
 
+    async fn get_diagnostics(
+        &self,
+        _req: Request<v1::GetDiagnosticsRequest>,
+    ) -> Result<Response<v1::GetDiagnosticsReply>, Status> {
+        let c = self.statistics.read();
+        let snap = self.snapshot();
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let workers =
+            tokio::runtime::Handle::try_current().map_or(1, |h| h.metrics().num_workers());
+        Ok(Response::new(v1::GetDiagnosticsReply {
+            now: unix_now(),
+            data_since: c.since,
+            server_thread_count: count(workers),
+            jobs_submitted: c.submitted,
+            jobs_started: c.started,
+            jobs_completed: c.completed,
+            jobs_canceled: c.canceled,
+            jobs_failed: c.failed,
+            jobs_pending: count(snap.pending_jobs().count()),
+            jobs_running: count(snap.running_jobs().count()),
+            schedule_cycle_last_us: c.cycle_last_us,
+            schedule_cycle_max_us: c.cycle_max_us,
+            schedule_cycle_count: c.cycles,
+            schedule_cycle_sum_us: c.cycle_sum_us,
+            schedule_queue_length: c.queue_length,
+            schedule_cycle_when: c.cycle_when,
+        }))
+    }
+
+    async fn reset_diagnostics(
+        &self,
+        req: Request<v1::ResetDiagnosticsRequest>,
+    ) -> Result<Response<v1::ResetDiagnosticsReply>, Status> {
+        if !self.requester(&req)?.is_operator() {
+            return Err(status(Rejection::PermissionDenied));
+        }
+        self.statistics.reset(unix_now());
+        Ok(Response::new(v1::ResetDiagnosticsReply {}))
+    }
+
     async fn explain_job(
         &self,
         req: Request<v1::ExplainJobRequest>,
@@ -1247,6 +1289,7 @@ mod command_tests {
             users: Arc::default(),
             key: Arc::new(auth::Key::from_bytes(&[0; 32]).unwrap()),
             grant_ttl_s: 60,
+            statistics: Arc::new(crate::stats::Statistics::new(0)),
         };
         (services, rx)
     }

@@ -927,6 +927,11 @@ impl ClusterState {
         self.pending_ids.len() + self.running_ids.len()
     }
 
+    /// Pending job records that are not held (what a scheduling pass considers).
+    pub fn queued_records(&self) -> usize {
+        self.queued_ids.len()
+    }
+
     /// Jobs holding an allocation (running, suspended or completing).
     pub fn running_jobs(&self) -> impl Iterator<Item = &Job> {
         self.running_ids

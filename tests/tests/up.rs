@@ -387,7 +387,8 @@ fn drover_help_lists_every_command_and_version_names_slurms() {
     let help = String::from_utf8_lossy(&out.stdout);
     for name in [
         "up", "why", "export", "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct",
-        "sacctmgr", "sreport", "srun", "sprio", "sshare", "sstat", "sbcast", "sattach",
+        "sacctmgr", "sreport", "srun", "sprio", "sshare", "sstat", "sbcast", "sattach", "sdiag",
+        "strigger",
     ] {
         let lines = help
             .lines()

@@ -11,6 +11,7 @@ pub mod sbatch;
 pub mod sbcast;
 pub mod scancel;
 pub mod scontrol;
+pub mod sdiag;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
@@ -19,6 +20,7 @@ pub mod srun;
 pub mod sshare;
 pub mod sstat;
 pub mod step;
+pub mod strigger;
 pub mod submit_opts;
 pub mod up;
 pub mod wait;
@@ -46,6 +48,8 @@ pub fn dispatch(command: &str, args: &[String]) -> ExitCode {
         "salloc" => salloc::run(args),
         "sbcast" => sbcast::run(args),
         "sattach" => sattach::run(args),
+        "sdiag" => sdiag::run(args),
+        "strigger" => strigger::run(args),
         "up" => up::run(args),
         "why" => why::run(args),
         "keygen" => keygen::run(args),

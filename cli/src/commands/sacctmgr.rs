@@ -1462,20 +1462,16 @@ sacctmgr [<OPTION>] [<COMMAND>]
      show                     same as list
      version                  display tool version number.
 
-  valid <ENTITY> values are:
-     account    - Account, a group of users that share the fair-share and
-                  limits of an association (one per account and user).
-     association - Association, show only.
-     cluster    - Cluster: the controller's own, show only.
-     coordinator - Coordinator, a user who manages an account and the
-                  accounts below it: add and delete only.
-     qos        - Quality of Service.
-     user       - User, with a default account and an AdminLevel.
+  <ENTITY> may be \"account\", \"association\", \"cluster\", \"coordinator\",
+                  \"qos\" or \"user\"
 
+  <SPECS> are different for each command entity pair.
   list account       - Descriptions=, Format=, Names=, Organizations=,
                        Parent=, Users=, WithAssoc, WithCoordinators
-  list association   - Accounts=, Clusters=, Format=, Parent=, Users=
+  list associations  - Accounts=, Clusters=, Format=, Parent=, Users=
   list cluster       - Format=, Names=
+  add cluster        - Names= (only the controller's own cluster)
+  modify cluster     - not supported: the cluster is the controller's own
   list qos           - Format=, Names=
   list user          - Accounts=, Format=, Names=, WithAssoc,
                        WithCoordinators

@@ -264,16 +264,54 @@ async fn cancel(mut r: Request) -> ExitCode {
         if let Err(e) = jobs::check_records(PROG, &reply.jobs) {
             return e.finish();
         }
-        let mut chosen = Vec::new();
-        for j in &reply.jobs {
-            let id = cancel_id(j);
-            if r.interactive && !confirm(&id, j) {
-                continue;
+        // Only live jobs are asked about; a job named that has ended (or was never
+        // there) is an error, as Slurm's check of the ids before asking.
+        let live: Vec<&v1::JobInfo> = reply
+            .jobs
+            .iter()
+            .filter(|j| !jobs::job_state(j).is_final())
+            .collect();
+        let mut code = 0;
+        for id in &r.filter.job_ids {
+            let job_part = id.split('.').next().unwrap_or(id);
+            if !live.iter().any(|j| names_job(j, job_part)) {
+                code = 1;
+                if !r.quiet {
+                    eprintln!(
+                        "{PROG}: error: Kill job error on job id {id}: Invalid job id specified"
+                    );
+                }
             }
-            chosen.push(id);
+        }
+        let mut chosen = Vec::new();
+        for j in live {
+            // Each id named (a step, `N.S`, is asked about as a step), or the job
+            // itself when the jobs were picked by filters.
+            let named: Vec<&String> = r
+                .filter
+                .job_ids
+                .iter()
+                .filter(|id| names_job(j, id.split('.').next().unwrap_or(id)))
+                .collect();
+            if named.is_empty() {
+                let id = cancel_id(j);
+                if confirm("job_id", &id, j) {
+                    chosen.push(id);
+                }
+            }
+            for id in named {
+                let what = if id.contains('.') {
+                    "step_id"
+                } else {
+                    "job_id"
+                };
+                if confirm(what, id, j) {
+                    chosen.push(id.clone());
+                }
+            }
         }
         if chosen.is_empty() {
-            return ExitCode::SUCCESS;
+            return ExitCode::from(code);
         }
         r.filter = v1::JobFilter {
             job_ids: chosen,
@@ -289,11 +327,46 @@ async fn cancel(mut r: Request) -> ExitCode {
         Ok(rep) => rep.into_inner().results,
         Err(s) => return Exit::error(PROG, calls::status_text(&s)).finish(),
     };
+    if results.is_empty()
+        && r.verbose
+        && let Some(line) = no_match_line(&r)
+    {
+        eprintln!("{line}");
+    }
     let (lines, code) = report(&r, &results);
     for l in lines {
         eprintln!("{l}");
     }
     ExitCode::from(code)
+}
+
+/// What `-v` says when the filters matched no live job, naming them as Slurm does.
+pub fn no_match_line(r: &Request) -> Option<String> {
+    let f = &r.filter;
+    let states: Vec<String> = f
+        .states
+        .iter()
+        .filter_map(|s| v1::JobState::try_from(*s).ok())
+        .map(|s| proto::convert::state_from_wire(s).name().to_string())
+        .collect();
+    let filters = [
+        ("account", f.accounts.join(",")),
+        ("job_name", f.names.join(",")),
+        ("nodelist", f.nodes.clone()),
+        ("partition", f.partitions.join(",")),
+        ("qos", f.qos.join(",")),
+        ("reservation", f.reservations.join(",")),
+        ("state", states.join(",")),
+        ("user_name", f.users.join(",")),
+        ("wckey", f.wckeys.join(",")),
+    ];
+    let named: String = filters
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={v} "))
+        .collect();
+    (!named.is_empty())
+        .then(|| format!("{PROG}: error: No active jobs match ALL job filters, including: {named}"))
 }
 
 /// The id to cancel a listed job by: its display id, or the raw id of an array
@@ -306,11 +379,23 @@ fn cancel_id(j: &v1::JobInfo) -> String {
     }
 }
 
-fn confirm(id: &str, j: &v1::JobInfo) -> bool {
+/// Does `id` (a job id, an array's id, or `N_T`) name listed job `j`?
+fn names_job(j: &v1::JobInfo, id: &str) -> bool {
+    id == j.job_id.to_string()
+        || id == jobs::base_id(j).to_string()
+        || id == cancel_id(j)
+        || id == jobs::display_id(j)
+        || id
+            .split_once("_[")
+            .is_some_and(|(array, _)| array == jobs::base_id(j).to_string())
+}
+
+/// Asks `Cancel job_id=...` (or `step_id=`, as `what` says) until the answer is yes or no.
+fn confirm(what: &str, id: &str, j: &v1::JobInfo) -> bool {
     let spec = jobs::spec(j);
     loop {
         print!(
-            "Cancel job_id={id} name={} partition={} [y/n]? ",
+            "Cancel {what}={id} name={} partition={} [y/n]? ",
             spec.name, spec.partition
         );
         let _ = std::io::stdout().flush();
@@ -505,5 +590,16 @@ mod tests {
             report(&r, &[res("5", "Job/step already completing or completed")]),
             (vec![], 0)
         );
+    }
+
+    #[test]
+    fn filters_that_match_nothing_are_named_as_slurm_does() {
+        let r = req(&["--name=INVALID", "--qos=INVALID", "-t", "PD", "--verbose"]);
+        assert_eq!(
+            no_match_line(&r).unwrap(),
+            "scancel: error: No active jobs match ALL job filters, including: \
+             job_name=INVALID qos=INVALID state=PENDING "
+        );
+        assert_eq!(no_match_line(&req(&["12"])), None);
     }
 }

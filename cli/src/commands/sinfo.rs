@@ -559,6 +559,8 @@ pub struct Options {
     pub dead: bool,
     pub reservations: bool,
     pub iterate: Option<u64>,
+    /// `-v`: the options as Slurm 22.05's sinfo prints them first (`_print_options`).
+    pub verbose_dump: Option<String>,
 }
 
 /// Parses the command line; `env` reads SINFO_FORMAT and friends.
@@ -583,6 +585,7 @@ pub fn parse_args(
     let node_oriented = p.has("Node");
     let long = p.has("long");
     let reasons = p.has("list-reasons");
+    let mut format_text = None;
     let layout = if p.has("json") {
         Layout::Json
     } else if let Some(t) = p.get("Format").map(String::from).or_else(|| {
@@ -616,6 +619,7 @@ pub fn parse_args(
                 }
                 .to_string()
             });
+        format_text = Some(text.clone());
         let (mut fmt, bad) = format::parse_percent(&text, field_letter);
         for c in bad {
             warnings.push(format!(
@@ -666,6 +670,39 @@ pub fn parse_args(
             .map_err(|_| Exit::error("sinfo", format!("Invalid node name specified: {n}")))?,
     };
     let iterate = args::iterate_option("sinfo", &p)?;
+    let verbose_dump = p.has("verbose").then(|| {
+        let yes = |key: &str| if p.has(key) { "true" } else { "false" };
+        let given = |v: Option<&str>| v.unwrap_or("(null)").to_string();
+        let filtering = ["partition", "nodes", "states", "responding", "dead"]
+            .iter()
+            .any(|k| p.has(k));
+        let lines = [
+            ("dead", yes("dead").to_string()),
+            ("exact", u8::from(p.has("exact")).to_string()),
+            ("filtering", filtering.to_string()),
+            ("format", given(format_text.as_deref())),
+            ("iterate", iterate.unwrap_or(0).to_string()),
+            ("long", yes("long").to_string()),
+            ("no_header", yes("noheader").to_string()),
+            ("node_field", p.has("Format").to_string()),
+            ("node_format", yes("Node").to_string()),
+            ("nodes", p.get("nodes").unwrap_or("n/a").to_string()),
+            ("part_field", "false".to_string()),
+            ("partition", p.get("partition").unwrap_or("n/a").to_string()),
+            ("responding", yes("responding").to_string()),
+            ("states", given(p.get("states"))),
+            ("sort", given(p.get("sort"))),
+            ("summarize", yes("summarize").to_string()),
+            ("verbose", p.all("verbose").len().to_string()),
+        ];
+        let rule = "-----------------------------\n";
+        let mut out = String::from(rule);
+        for (name, value) in lines {
+            out.push_str(&format!("{name:<11} = {value}\n"));
+        }
+        out.push_str(rule);
+        out
+    });
     Ok(Options {
         layout,
         // A reason list groups by reason, whatever -N says.
@@ -679,6 +716,7 @@ pub fn parse_args(
         dead: p.has("dead"),
         reservations: p.has("reservation"),
         iterate,
+        verbose_dump,
     })
 }
 
@@ -906,6 +944,9 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(o) => o,
         Err(code) => return code,
     };
+    if let Some(dump) = &opts.verbose_dump {
+        print!("{dump}");
+    }
     let cluster = client::cluster_name();
     let rt = client::runtime();
     if opts.reservations {
@@ -1210,5 +1251,24 @@ mod tests {
         assert_eq!(v["nodes"].as_array().unwrap().len(), 4);
         assert_eq!(v["nodes"][2]["state"], json!(["IDLE", "DRAIN"]));
         assert_eq!(v["partitions"][0]["default"], true);
+    }
+
+    #[test]
+    fn verbose_prints_the_options_as_slurm_does() {
+        let dump = parse(&["-v", "-p", "debug"]).unwrap().verbose_dump.unwrap();
+        let lines: Vec<&str> = dump.lines().collect();
+        assert_eq!(lines.first(), Some(&"-----------------------------"));
+        for line in [
+            "dead        = false",
+            "filtering   = true",
+            "format      = %#P %.5a %.10l %.6D %.6t %N",
+            "iterate     = 0",
+            "partition   = debug",
+            "nodes       = n/a",
+            "verbose     = 1",
+        ] {
+            assert!(lines.contains(&line), "{line:?} in\n{dump}");
+        }
+        assert_eq!(parse(&[]).unwrap().verbose_dump, None);
     }
 }

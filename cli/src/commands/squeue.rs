@@ -900,6 +900,14 @@ pub fn job_json<'a>(j: &'a JobInfo, ctx: &'a Ctx) -> JobJson<'a> {
     }
 }
 
+/// The first name of `-w` that is no node of the cluster.
+fn unknown_node<'a>(asked: &'a [String], known: &[proto::v1::NodeInfo]) -> Option<&'a str> {
+    asked
+        .iter()
+        .find(|name| !known.iter().any(|n| n.name == **name))
+        .map(String::as_str)
+}
+
 pub fn run(args: &[String]) -> ExitCode {
     let (me, uid, _) = client::current_user();
     let opts = match args::parse_printing_warnings(|w| parse_args(args, &args::env_var, &me, w)) {
@@ -911,6 +919,20 @@ pub fn run(args: &[String]) -> ExitCode {
     }
     let cluster = client::cluster_name();
     let rt = client::runtime();
+    if !opts.nodes.is_empty() {
+        let known = match calls::query(&rt, "squeue", |mut c| async move {
+            c.list_nodes(proto::v1::ListNodesRequest { names: Vec::new() })
+                .await
+                .map(|r| r.into_inner().nodes)
+        }) {
+            Ok(nodes) => nodes,
+            Err(code) => return code,
+        };
+        if let Some(unknown) = unknown_node(&opts.nodes, &known) {
+            eprintln!("squeue: error: Invalid node name {unknown}");
+            return ExitCode::from(1);
+        }
+    }
     loop {
         let req = request(&opts);
         let mut reply = match calls::query(&rt, "squeue", |mut c| async move {
@@ -1644,6 +1666,23 @@ mod tests {
         assert_eq!(
             out(&["-h", "-s", "1.0", "-o", "%i"], std::slice::from_ref(&j)),
             "1.0\n"
+        );
+    }
+
+    #[test]
+    fn a_nodelist_names_only_the_clusters_nodes() {
+        let known: Vec<proto::v1::NodeInfo> = ["node1", "node2"]
+            .iter()
+            .map(|n| proto::v1::NodeInfo {
+                name: n.to_string(),
+                ..Default::default()
+            })
+            .collect();
+        let asked = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(unknown_node(&asked(&["node1", "node2"]), &known), None);
+        assert_eq!(
+            unknown_node(&asked(&["node1", "dummy_name"]), &known),
+            Some("dummy_name")
         );
     }
 }
