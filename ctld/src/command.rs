@@ -149,6 +149,9 @@ pub enum ControlOp {
 pub struct ControlJobs {
     pub op: ControlOp,
     pub job_ids: Vec<String>,
+    /// `requeue incomplete`: only running or suspended jobs are requeued; the others
+    /// are left as they are, without an error.
+    pub incomplete: bool,
     pub requester: Requester,
 }
 

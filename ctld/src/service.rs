@@ -566,6 +566,7 @@ impl v1::ctld_server::Ctld for Services {
         let cmd = command::ControlJobs {
             op,
             job_ids: req.job_ids,
+            incomplete: req.incomplete,
             requester,
         };
         let results = self.ask(|reply| Input::Control(cmd, reply)).await?;
@@ -1359,6 +1360,7 @@ mod command_tests {
             let hold = v1::ControlJobsRequest {
                 op: unknown,
                 job_ids: vec!["20".into()],
+                incomplete: false,
             };
             let refused = s.control_jobs(as_root(hold)).await.unwrap_err();
             assert_eq!(refused.code(), tonic::Code::InvalidArgument);

@@ -840,23 +840,27 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
         } else {
             v1::ControlOp::Hold
         };
-        control(s, conn, tag, op, rest, true).await;
+        control(s, conn, tag, op, rest, true, false).await;
     } else if kw(tag, "requeuehold", 11) || kw(tag, "requeue", 3) {
         let op = if kw(tag, "requeuehold", 11) {
             v1::ControlOp::RequeueHold
         } else {
             v1::ControlOp::Requeue
         };
+        // Slurm's requeue flags: `incomplete` (any prefix of it) and `State=SpecialExit`.
+        let incomplete =
+            |a: &str| !a.is_empty() && "incomplete".starts_with(&a.to_ascii_lowercase());
         let ids: Vec<String> = rest
             .iter()
-            .filter(|a| !a.to_ascii_lowercase().starts_with("state="))
+            .filter(|a| !a.to_ascii_lowercase().starts_with("state=") && !incomplete(a))
             .cloned()
             .collect();
-        control(s, conn, tag, op, &ids, false).await;
+        let only_incomplete = rest.iter().any(|a| incomplete(a));
+        control(s, conn, tag, op, &ids, false, only_incomplete).await;
     } else if kw(tag, "suspend", 2) {
-        control(s, conn, tag, v1::ControlOp::Suspend, rest, false).await;
+        control(s, conn, tag, v1::ControlOp::Suspend, rest, false, false).await;
     } else if kw(tag, "resume", 3) {
-        control(s, conn, tag, v1::ControlOp::Resume, rest, false).await;
+        control(s, conn, tag, v1::ControlOp::Resume, rest, false, false).await;
     } else if kw(tag, "update", 1) {
         if rest.is_empty() {
             s.fail(format!("too few arguments for {tag} keyword"));
@@ -906,6 +910,7 @@ async fn control(
     op: v1::ControlOp,
     args: &[String],
     hold_style: bool,
+    incomplete: bool,
 ) {
     if args.is_empty() {
         s.fail(format!("too few arguments for keyword:{tag}"));
@@ -928,6 +933,7 @@ async fn control(
         let req = v1::ControlJobsRequest {
             op: op as i32,
             job_ids: ids.clone(),
+            incomplete,
         };
         let results = match c.control_jobs(req).await {
             Ok(r) => r.into_inner().results,
@@ -1253,15 +1259,21 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
 }
 
 async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<String>) {
-    let ids = match &id {
-        Some(i) => match jobs::job_ids(i) {
+    // Job id 0 reads every job, as Slurm's scontrol does: `show job 0_3` shows every
+    // array's task 3. What follows the 0 is kept, to be read after each job's own id.
+    let any_job: Option<String> = id.as_deref().and_then(|i| {
+        let (base, rest) = i.find('_').map_or((i, ""), |at| i.split_at(at));
+        (!base.is_empty() && base.bytes().all(|b| b == b'0')).then(|| rest.to_string())
+    });
+    let ids: Vec<String> = match (&id, &any_job) {
+        (Some(i), None) => match jobs::job_ids(i) {
             Ok(ids) => ids.iter().map(ToString::to_string).collect(),
             Err(_) => {
                 s.fail("slurm_load_jobs error: Invalid job id specified");
                 return;
             }
         },
-        None => Vec::new(),
+        _ => Vec::new(),
     };
     let Some(c) = get_client(s, conn, "slurm_load_jobs error").await else {
         return;
@@ -1288,6 +1300,21 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
     if let Err(e) = jobs::check_records(PROG, &reply.jobs) {
         s.fail(e.stderr.trim_end());
         return;
+    }
+    let mut reply = reply;
+    if let Some(rest) = &any_job {
+        reply.jobs.retain(|j| {
+            model::job_id::JobIdSpec::parse(&format!("{}{rest}", jobs::base_id(j)))
+                .is_ok_and(|sp| jobs::select(&sp, j).is_some())
+        });
+        if reply.jobs.is_empty() {
+            s.failed = true;
+            s.out.push(format!(
+                "Job {} not found\n",
+                id.as_deref().unwrap_or_default()
+            ));
+            return;
+        }
     }
     if reply.jobs.is_empty() {
         if id.is_some() {

@@ -357,6 +357,13 @@ pub(super) fn request_kill(turn: &mut Turn, job_id: JobId, cause: KillCause) {
 /// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.
 pub fn control(turn: &mut Turn, cmd: ControlJobs) -> Vec<JobResult> {
     for_each_id(turn, &cmd.job_ids, &cmd.requester, |turn, id| {
+        let requeue = matches!(cmd.op, ControlOp::Requeue | ControlOp::RequeueHold);
+        if requeue && cmd.incomplete {
+            let job = owned(turn, id, &cmd.requester)?;
+            if !matches!(job.state, JobState::Running | JobState::Suspended) {
+                return Ok(());
+            }
+        }
         control_one(turn, id, cmd.op, &cmd.requester)
     })
 }

@@ -192,6 +192,7 @@ impl Env {
 
     fn control(&mut self, id: JobId, op: ControlOp) -> Decided<()> {
         let cmd = ControlJobs {
+            incomplete: false,
             op,
             job_ids: vec![id.to_string()],
             requester: who(0),
@@ -289,6 +290,31 @@ fn an_acknowledged_cancel_survives_a_restart_and_names_the_canceller() {
         (JobState::Cancelled, Some(ALICE))
     );
     assert!(job.kill.is_none());
+}
+
+#[test]
+fn requeue_incomplete_leaves_jobs_that_are_not_running_alone() {
+    let mut env = Env::new("");
+    let running = env.submit(|_| {});
+    env.start(running);
+    let done = env.submit(|_| {});
+    env.start(done);
+    env.finished(done, EndKind::Exited, 0);
+    let pending = env.submit(|s| s.hold = true);
+    let cmd = ControlJobs {
+        op: ControlOp::Requeue,
+        job_ids: vec![running.to_string(), done.to_string(), pending.to_string()],
+        incomplete: true,
+        requester: who(0),
+    };
+    let d = env.turn(|t| jobs::control(t, cmd));
+    assert!(d.answer.iter().all(|r| r.error.is_none()));
+    assert!(matches!(
+        env.job(running).kill.map(|k| k.cause),
+        Some(KillCause::Requeue { hold: false })
+    ));
+    assert_eq!(env.job(done).state, JobState::Completed);
+    assert_eq!(env.job(pending).state, JobState::Pending);
 }
 
 #[test]
@@ -424,6 +450,7 @@ fn a_cancel_wins_over_a_preemption_and_a_requeue_over_nothing_it_cannot() {
     env.scancel(id, ALICE);
     // A requeue of a job being cancelled is refused.
     let cmd = ControlJobs {
+        incomplete: false,
         op: ControlOp::Requeue,
         job_ids: vec![id.to_string()],
         requester: who(0),
@@ -758,6 +785,7 @@ fn a_refused_command_splits_no_array_task_and_a_whole_array_is_tried_task_by_tas
     });
     let control = |env: &mut Env, ids: &str, requester: u32| {
         let cmd = ControlJobs {
+            incomplete: false,
             op: ControlOp::Hold,
             job_ids: vec![ids.to_string()],
             requester: who(requester),
@@ -953,6 +981,7 @@ fn holds_and_releases_set_slurms_reasons() {
     assert!(d.effects.contains(&Effect::Launch { job_id: id }));
     // A running job cannot be held.
     let cmd = ControlJobs {
+        incomplete: false,
         op: ControlOp::Uhold,
         job_ids: vec![id.to_string()],
         requester: who(ALICE),
@@ -1283,6 +1312,7 @@ fn coordinators_act_on_their_accounts_jobs_and_operators_on_all() {
     let id = env.submit(|s| s.account = "ml".into());
     let hold = |env: &mut Env, op, who: Requester| {
         let cmd = ControlJobs {
+            incomplete: false,
             op,
             job_ids: vec![id.to_string()],
             requester: who,
