@@ -96,6 +96,17 @@ pub fn check_submit(
     }
     check_node_count(partition, &spec)?;
     spec.max_nodes = most_nodes(partition, &spec);
+    // `--mincpus`: some node of the partition must have that many.
+    let most_cpus = partition
+        .nodes
+        .iter()
+        .filter_map(|n| state.nodes.get(n))
+        .map(|n| n.cpus)
+        .max()
+        .unwrap_or(0);
+    if spec.details.min_cpus_node > most_cpus {
+        return reject(NODE_CONFIG_UNAVAILABLE);
+    }
     // More tasks than `--ntasks-per-node` lets the nodes hold.
     if spec.ntasks_per_node > 0
         && spec.num_tasks > spec.ntasks_per_node * spec.max_nodes.max(spec.num_nodes)
@@ -494,6 +505,11 @@ qos = ["normal", "low"]
                 }),
                 "",
             ),
+            (
+                Box::new(|j| j.details.min_cpus_node = 999_999),
+                NODE_CONFIG_UNAVAILABLE,
+            ),
+            (Box::new(|j| j.details.min_cpus_node = 1), ""),
             (
                 Box::new(|j| j.num_nodes = 3),
                 "Node count specification invalid",

@@ -250,6 +250,34 @@ pub struct JobSpec {
     pub mail_types: Vec<crate::mail::MailType>,
     /// `--mail-user`; empty: the job's user.
     pub mail_user: String,
+    /// What was asked as given, for `scontrol show job`.
+    pub details: RequestDetails,
+}
+
+/// Options of a request kept as the user gave them (Slurm's job details): the node
+/// constraints and the GPU options `scontrol show job` shows (`MinCPUsNode`,
+/// `MinTmpDiskNode`, `OverSubscribe`, `Contiguous`, `TresPerJob`, `CpusPerTres`, ...).
+/// The counts the scheduler works with are `JobSpec`'s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct RequestDetails {
+    /// `--mincpus`; 0: not given.
+    pub min_cpus_node: u32,
+    /// `--tmp`, MB.
+    pub tmp_disk_mb: u64,
+    /// `--oversubscribe`.
+    pub oversubscribe: bool,
+    /// `--contiguous`.
+    pub contiguous: bool,
+    /// `--gpus`, `--gpus-per-task`, `--gpus-per-socket`; 0: not given.
+    pub gpus_per_job: u32,
+    pub gpus_per_task: u32,
+    pub gpus_per_socket: u32,
+    /// `--cpus-per-gpu`, `--mem-per-gpu` (MB); 0: not given.
+    pub cpus_per_gpu: u32,
+    pub mem_per_gpu_mb: u64,
+    /// `--gpu-bind`, `--gpu-freq`, as given.
+    pub gpu_bind: String,
+    pub gpu_freq: String,
 }
 
 /// The most characters of a job's name, account, comment and other words (Slurm
@@ -289,6 +317,8 @@ impl JobSpec {
             ("Reservation", &self.reservation),
             ("Features", &self.constraint),
             ("MailUser", &self.mail_user),
+            ("TresBind", &self.details.gpu_bind),
+            ("TresFreq", &self.details.gpu_freq),
         ];
         let paths = [
             ("WorkDir", &self.work_dir),

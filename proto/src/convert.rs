@@ -151,8 +151,41 @@ pub fn spec_from_wire(w: v1::JobSpec) -> Result<(JobSpec, JobPayload), UnknownMa
         command: w.command,
         mail_types,
         mail_user: w.mail_user,
+        details: w.details.map(details_from_wire).unwrap_or_default(),
     };
     Ok((spec, payload))
+}
+
+fn details_from_wire(d: v1::RequestDetails) -> model::job::RequestDetails {
+    model::job::RequestDetails {
+        min_cpus_node: d.min_cpus_node,
+        tmp_disk_mb: d.tmp_disk_mb,
+        oversubscribe: d.oversubscribe,
+        contiguous: d.contiguous,
+        gpus_per_job: d.gpus_per_job,
+        gpus_per_task: d.gpus_per_task,
+        gpus_per_socket: d.gpus_per_socket,
+        cpus_per_gpu: d.cpus_per_gpu,
+        mem_per_gpu_mb: d.mem_per_gpu_mb,
+        gpu_bind: d.gpu_bind,
+        gpu_freq: d.gpu_freq,
+    }
+}
+
+fn details_to_wire(d: &model::job::RequestDetails) -> v1::RequestDetails {
+    v1::RequestDetails {
+        min_cpus_node: d.min_cpus_node,
+        tmp_disk_mb: d.tmp_disk_mb,
+        oversubscribe: d.oversubscribe,
+        contiguous: d.contiguous,
+        gpus_per_job: d.gpus_per_job,
+        gpus_per_task: d.gpus_per_task,
+        gpus_per_socket: d.gpus_per_socket,
+        cpus_per_gpu: d.cpus_per_gpu,
+        mem_per_gpu_mb: d.mem_per_gpu_mb,
+        gpu_bind: d.gpu_bind.clone(),
+        gpu_freq: d.gpu_freq.clone(),
+    }
 }
 
 /// Domain spec (+ payload when known) → wire spec.
@@ -225,6 +258,7 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
             .map(|&t| mail_type_to_wire(t) as i32)
             .collect(),
         mail_user: s.mail_user.clone(),
+        details: Some(details_to_wire(&s.details)),
     }
 }
 

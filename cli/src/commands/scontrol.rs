@@ -146,6 +146,7 @@ fn add_node_detail(lines: &mut Vec<String>, j: &v1::JobInfo) {
 /// The lines of `scontrol show job` for one record.
 pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) -> Vec<String> {
     let spec = j.spec.clone().unwrap_or_default();
+    let details = spec.details.clone().unwrap_or_default();
     let state = jobs::job_state(j);
     let mut first = format!("JobId={}", j.job_id);
     if j.array_job_id != 0 {
@@ -282,13 +283,22 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             spec.ntasks_per_node
         ),
         format!(
-            "MinCPUsNode={} {mem_line} MinTmpDiskNode=0",
-            spec.cpus_per_task.max(1)
+            "MinCPUsNode={} {mem_line} MinTmpDiskNode={}",
+            spec.cpus_per_task.max(details.min_cpus_node).max(1),
+            match details.tmp_disk_mb {
+                0 => "0".to_string(),
+                mb => units::format_memory_mb(mb),
+            }
         ),
         format!("Features={} DelayBoot=00:00:00", or_null(&spec.constraint)),
         format!(
-            "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
-            if spec.exclusive { "NO" } else { "OK" }
+            "OverSubscribe={} Contiguous={} Licenses=(null) Network=(null)",
+            match (spec.exclusive, details.oversubscribe) {
+                (true, _) => "NO",
+                (false, true) => "YES",
+                (false, false) => "OK",
+            },
+            u8::from(details.contiguous)
         ),
         format!("Command={}", or_null(&spec.command)),
         format!("WorkDir={}", spec.work_dir),
@@ -302,21 +312,66 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
         format!("StdOut={}", j.stdout_path),
         "Power=".into(),
     ]);
-    let per_node_gpus = spec.gpus_per_node;
-    if per_node_gpus > 0 || spec.gpus > 0 {
-        let ty = if spec.gpu_type.is_empty() {
-            String::new()
-        } else {
-            format!("{}:", spec.gpu_type)
-        };
-        if per_node_gpus > 0 {
-            lines.push(format!("TresPerNode=gres:gpu:{ty}{per_node_gpus}"));
-        } else {
-            lines.push(format!("TresPerJob=gres:gpu:{ty}{}", spec.gpus));
-        }
-    }
+    lines.extend(gpu_request_lines(&spec, &details));
     lines.push(String::new());
     lines
+}
+
+/// The GPU request as Slurm 22.05 shows it, each line when asked for: `CpusPerTres`,
+/// `MemPerTres`, `TresBind`, `TresFreq`, `TresPerJob`, `TresPerNode`,
+/// `TresPerSocket`, `TresPerTask`.
+fn gpu_request_lines(spec: &v1::JobSpec, d: &v1::RequestDetails) -> Vec<String> {
+    let ty = if spec.gpu_type.is_empty() {
+        String::new()
+    } else {
+        format!("{}:", spec.gpu_type)
+    };
+    // A job recorded before the options were kept shows its whole count per job.
+    let per_job = if d.gpus_per_job > 0 {
+        d.gpus_per_job
+    } else if spec.gpus_per_node == 0 && d.gpus_per_task == 0 {
+        spec.gpus
+    } else {
+        0
+    };
+    let given = |name: &str, value: String, n: u64| (n > 0).then(|| format!("{name}={value}"));
+    [
+        given(
+            "CpusPerTres",
+            format!("gres:gpu:{}", d.cpus_per_gpu),
+            d.cpus_per_gpu.into(),
+        ),
+        given(
+            "MemPerTres",
+            format!("gres:gpu:{}", d.mem_per_gpu_mb),
+            d.mem_per_gpu_mb,
+        ),
+        (!d.gpu_bind.is_empty()).then(|| format!("TresBind=gpu:{}", d.gpu_bind)),
+        (!d.gpu_freq.is_empty()).then(|| format!("TresFreq=gpu:{}", d.gpu_freq)),
+        given(
+            "TresPerJob",
+            format!("gres:gpu:{ty}{per_job}"),
+            per_job.into(),
+        ),
+        given(
+            "TresPerNode",
+            format!("gres:gpu:{ty}{}", spec.gpus_per_node),
+            spec.gpus_per_node.into(),
+        ),
+        given(
+            "TresPerSocket",
+            format!("gres:gpu:{ty}{}", d.gpus_per_socket),
+            d.gpus_per_socket.into(),
+        ),
+        given(
+            "TresPerTask",
+            format!("gres:gpu:{ty}{}", d.gpus_per_task),
+            d.gpus_per_task.into(),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// The lines of `scontrol show node` for one node.
@@ -1630,6 +1685,46 @@ async fn show_partitions(s: &mut Session, conn: &mut Option<client::Ctld>, name:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpu_request_shown_as_given() {
+        let spec = v1::JobSpec {
+            gpus: 8,
+            gpus_per_node: 4,
+            ..Default::default()
+        };
+        let details = v1::RequestDetails {
+            gpus_per_job: 8,
+            gpus_per_task: 2,
+            cpus_per_gpu: 1,
+            mem_per_gpu_mb: 10,
+            gpu_bind: "closest".into(),
+            gpu_freq: "medium".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            gpu_request_lines(&spec, &details),
+            [
+                "CpusPerTres=gres:gpu:1",
+                "MemPerTres=gres:gpu:10",
+                "TresBind=gpu:closest",
+                "TresFreq=gpu:medium",
+                "TresPerJob=gres:gpu:8",
+                "TresPerNode=gres:gpu:4",
+                "TresPerTask=gres:gpu:2",
+            ]
+        );
+        // A job recorded before the options were kept: its count per job.
+        let old = v1::JobSpec {
+            gpus: 2,
+            gpu_type: "h100".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            gpu_request_lines(&old, &Default::default()),
+            ["TresPerJob=gres:gpu:h100:2"]
+        );
+    }
 
     fn sv(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

@@ -215,7 +215,10 @@ pub const OPTIONS: &[OptDef] = &[
     })
     .env("SBATCH_CONSTRAINT"),
     OptDef::ignored(Both, value("container", None)),
-    OptDef::ignored(Both, flag("contiguous", None)),
+    OptDef::both(flag("contiguous", None), |o, _| {
+        o.contiguous = true;
+        Ok(())
+    }),
     OptDef::ignored(Both, value("core-spec", Some('S'))),
     OptDef::ignored(Both, value("cores-per-socket", None)),
     OptDef::only(SrunOnly, value("cpu-bind", None), |o, a| {
@@ -256,12 +259,12 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::ignored(SbatchOnly, value("export-file", None)),
     OptDef::ignored(Both, value("extra-node-info", Some('B'))),
     OptDef::ignored(Both, optional("get-user-env", None)),
-    OptDef::only(SrunOnly, value("gpu-bind", None), |o, a| {
+    OptDef::both(value("gpu-bind", None), |o, a| {
         model::step::GpuBind::parse(a.value).map_err(|e| Exit::error(a.prog, e))?;
         o.gpu_bind = Some(a.value.to_string());
         Ok(())
     }),
-    OptDef::ignored(Both, value("gpu-freq", None)),
+    OptDef::both(value("gpu-freq", None), |o, a| a.text(&mut o.gpu_freq)),
     OptDef::both(value("gpus", Some('G')), |o, a| {
         o.gpus = Some(a.gpus()?);
         Ok(())
@@ -350,7 +353,10 @@ pub const OPTIONS: &[OptDef] = &[
         .env("SBATCH_MEM_PER_CPU"),
     OptDef::both(value("mem-per-gpu", None), |o, a| a.memory(o, MemKind::Gpu))
         .env("SBATCH_MEM_PER_GPU"),
-    OptDef::ignored(Both, value("mincpus", None)),
+    OptDef::both(value("mincpus", None), |o, a| {
+        o.min_cpus = Some(a.positive()?);
+        Ok(())
+    }),
     OptDef::only(SrunOnly, value("mpi", None), |o, a| {
         if a.value.eq_ignore_ascii_case("list") {
             let types: String = model::step::MpiType::ALL
@@ -425,7 +431,10 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(SrunOnly, flag("overlap", None)),
-    OptDef::ignored(Both, flag("oversubscribe", Some('s'))),
+    OptDef::both(flag("oversubscribe", Some('s')), |o, _| {
+        o.oversubscribe = true;
+        Ok(())
+    }),
     OptDef::only(SbatchOnly, flag("parsable", None), |o, _| {
         o.parsable = true;
         Ok(())
@@ -499,7 +508,10 @@ pub const OPTIONS: &[OptDef] = &[
         o.time_min = t.filter(|m| *m > 0);
         Ok(())
     }),
-    OptDef::ignored(Both, value("tmp", None)),
+    OptDef::both(value("tmp", None), |o, a| {
+        o.tmp_mb = Some(units::parse_memory_mb(a.value).map_err(|_| a.bad())?);
+        Ok(())
+    }),
     OptDef::ignored(Both, value("tres-per-task", None)),
     OptDef::only(SrunOnly, flag("unbuffered", Some('u')), |o, _| {
         o.unbuffered = true;
@@ -661,6 +673,13 @@ pub struct SubmitOpts {
     pub cpus_per_gpu: Option<u32>,
     /// `--gpus-per-socket`, checked against the other GPU options (`check_gpu_counts`).
     pub gpus_per_socket: Option<Gpu>,
+    /// `--mincpus`, `--tmp` (MB), `--oversubscribe`, `--contiguous`, `--gpu-freq`: kept
+    /// as given (`model::job::RequestDetails`).
+    pub min_cpus: Option<u32>,
+    pub tmp_mb: Option<u64>,
+    pub oversubscribe: bool,
+    pub contiguous: bool,
+    pub gpu_freq: Option<String>,
     /// `--bbf`: the burst buffer specification file's path.
     pub burst_buffer_file: Option<String>,
     pub sockets_per_node: Option<u32>,
@@ -1420,7 +1439,29 @@ pub fn build_spec(
             .map(|&t| proto::convert::mail_type_to_wire(t) as i32)
             .collect(),
         mail_user: o.mail_user.clone().unwrap_or_default(),
+        details: Some(request_details(o, &memory)),
     })
+}
+
+/// The options `scontrol show job` shows as given.
+fn request_details(o: &SubmitOpts, memory: &Option<(MemKind, u64)>) -> v1::RequestDetails {
+    let count = |g: &Option<Gpu>| g.as_ref().map_or(0, |g| g.count);
+    v1::RequestDetails {
+        min_cpus_node: o.min_cpus.unwrap_or(0),
+        tmp_disk_mb: o.tmp_mb.unwrap_or(0),
+        oversubscribe: o.oversubscribe,
+        contiguous: o.contiguous,
+        gpus_per_job: count(&o.gpus),
+        gpus_per_task: count(&o.gpus_per_task),
+        gpus_per_socket: count(&o.gpus_per_socket),
+        cpus_per_gpu: o.cpus_per_gpu.unwrap_or(0),
+        mem_per_gpu_mb: match memory {
+            Some((MemKind::Gpu, mb)) => *mb,
+            _ => 0,
+        },
+        gpu_bind: o.gpu_bind.clone().unwrap_or_default(),
+        gpu_freq: o.gpu_freq.clone().unwrap_or_default(),
+    }
 }
 
 #[cfg(test)]

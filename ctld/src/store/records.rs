@@ -1,4 +1,4 @@
-//! The records the store keeps, format 8: types of their own, converted from and to
+//! The records the store keeps, format 9: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
@@ -6,8 +6,8 @@
 //! To change a record: copy the types of the current format into a module of their
 //! own (as `v3` keeps format 3), or, to add fields to a record, append a struct of
 //! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`], and format
-//! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, and format 8 [`JobFields8`]
-//! and [`AssociationsFields8`]: postcard writes a struct
+//! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, format 8 [`JobFields8`]
+//! and [`AssociationsFields8`], and format 9 [`JobFields9`]: postcard writes a struct
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
@@ -26,7 +26,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 8;
+pub const FORMAT: u8 = 9;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -306,11 +306,13 @@ impl From<JobSpecRecord> for JobSpec {
             nice: s.nice,
             kill_on_invalid_dep: s.kill_on_invalid_dep,
             command: s.command,
-            // Formats 5 and 6 keep them beside these fields (`JobFields5`, `JobFields6`).
+            // Formats 5, 6 and 9 keep them beside these fields (`JobFields5`,
+            // `JobFields6`, `JobFields9`).
             mem_whole_node: false,
             max_nodes: 0,
             mail_types: Vec::new(),
             mail_user: String::new(),
+            details: Default::default(),
         }
     }
 }
@@ -390,13 +392,76 @@ pub struct KillRecord {
     pub time: i64,
 }
 
-/// A job: every field of format 4, then those formats 5, 6 and 8 added.
+/// A job: every field of format 4, then those formats 5, 6, 8 and 9 added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub fields: JobFields4,
     pub added: JobFields5,
     pub added6: JobFields6,
     pub added8: JobFields8,
+    pub added9: JobFields9,
+}
+
+/// A job as format 8 wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord8 {
+    pub fields: JobFields4,
+    pub added: JobFields5,
+    pub added6: JobFields6,
+    pub added8: JobFields8,
+}
+
+/// What format 9 added to a job: the options kept as given
+/// (`model::job::RequestDetails`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields9 {
+    pub min_cpus_node: u32,
+    pub tmp_disk_mb: u64,
+    pub oversubscribe: bool,
+    pub contiguous: bool,
+    pub gpus_per_job: u32,
+    pub gpus_per_task: u32,
+    pub gpus_per_socket: u32,
+    pub cpus_per_gpu: u32,
+    pub mem_per_gpu_mb: u64,
+    pub gpu_bind: String,
+    pub gpu_freq: String,
+}
+
+impl From<&model::job::RequestDetails> for JobFields9 {
+    fn from(d: &model::job::RequestDetails) -> Self {
+        JobFields9 {
+            min_cpus_node: d.min_cpus_node,
+            tmp_disk_mb: d.tmp_disk_mb,
+            oversubscribe: d.oversubscribe,
+            contiguous: d.contiguous,
+            gpus_per_job: d.gpus_per_job,
+            gpus_per_task: d.gpus_per_task,
+            gpus_per_socket: d.gpus_per_socket,
+            cpus_per_gpu: d.cpus_per_gpu,
+            mem_per_gpu_mb: d.mem_per_gpu_mb,
+            gpu_bind: d.gpu_bind.clone(),
+            gpu_freq: d.gpu_freq.clone(),
+        }
+    }
+}
+
+impl From<JobFields9> for model::job::RequestDetails {
+    fn from(d: JobFields9) -> Self {
+        model::job::RequestDetails {
+            min_cpus_node: d.min_cpus_node,
+            tmp_disk_mb: d.tmp_disk_mb,
+            oversubscribe: d.oversubscribe,
+            contiguous: d.contiguous,
+            gpus_per_job: d.gpus_per_job,
+            gpus_per_task: d.gpus_per_task,
+            gpus_per_socket: d.gpus_per_socket,
+            cpus_per_gpu: d.cpus_per_gpu,
+            mem_per_gpu_mb: d.mem_per_gpu_mb,
+            gpu_bind: d.gpu_bind,
+            gpu_freq: d.gpu_freq,
+        }
+    }
 }
 
 /// A job as formats 6 and 7 wrote it.
@@ -601,6 +666,7 @@ impl From<&Job> for JobRecord {
                     .collect(),
                 gpu_idle_flagged: j.gpu_idle_flagged,
             },
+            added9: JobFields9::from(&j.spec.details),
         }
     }
 }
@@ -623,13 +689,25 @@ impl JobRecord {
         })
     }
 
-    /// A job record of format 6 or 7: nothing of what format 8 added was known then.
+    /// A job record of format 6 or 7: nothing of what formats 8 and 9 added was known
+    /// then.
     pub fn from_format_7(old: JobRecord7) -> JobRecord {
-        JobRecord {
+        JobRecord::from_format_8(JobRecord8 {
             fields: old.fields,
             added: old.added,
             added6: old.added6,
             added8: JobFields8::default(),
+        })
+    }
+
+    /// A job record of format 8: the options kept as given were not.
+    pub fn from_format_8(old: JobRecord8) -> JobRecord {
+        JobRecord {
+            fields: old.fields,
+            added: old.added,
+            added6: old.added6,
+            added8: old.added8,
+            added9: JobFields9::default(),
         }
     }
 
@@ -641,6 +719,7 @@ impl JobRecord {
         job.spec.mail_types = self.added6.mail_types.into_iter().map(Into::into).collect();
         job.spec.mail_user = self.added6.mail_user;
         job.gpu_idle_flagged = self.added8.gpu_idle_flagged;
+        job.spec.details = self.added9.into();
         let mut step_tasks = self.added6.step_tasks.into_iter();
         let mut step_gpu = self.added8.step_gpu.into_iter();
         for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
@@ -1486,16 +1565,18 @@ mod tests {
         // 3 nodes, mail on BEGIN and FAIL, to "al", and step 0's usage task by task
         // (one task, 0 on n1: 4096 bytes, 1000 us); then what format 8 added: step
         // 0's GPU use (60 000 GPU-ms sampled, 15 000 busy, 1 GiB, not idle) and the
-        // GPU idle flag (at 130).
+        // GPU idle flag (at 130); then what format 9 added: the options kept as given
+        // (none).
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0807070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0907070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
                 "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
-                "0101e0d4039875808080800400018402"
+                "0101e0d4039875808080800400018402",
+                "0000000000000000000000"
             )
         );
     }
@@ -1563,7 +1644,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "08026e31000480080100046831303000000001046661737401000000000000000100"
+            "09026e31000480080100046831303000000001046661737401000000000000000100"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -1577,7 +1658,7 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "08056d61696e74142801026e310104726f6f740002000300"
+            "09056d61696e74142801026e310104726f6f740002000300"
         );
         let usage = AssocUsage {
             billing: 1.5,
@@ -1586,7 +1667,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "08000000000000f83f0103637075000000000000004006"
+            "09000000000000f83f0103637075000000000000004006"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -1594,7 +1675,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "080a23212f62696e2f73680a0101410131"
+            "090a23212f62696e2f73680a0101410131"
         );
     }
 
@@ -1625,7 +1706,7 @@ mod tests {
         assert_eq!(Associations::from(record.clone()), a);
         assert_eq!(
             golden(&record),
-            "0802026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+            "0902026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
              00000102000000026d6c026d6c0108677265732f677075040000000000000000\
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\

@@ -121,6 +121,8 @@ const FORMAT_5: u8 = 5;
 const FORMAT_6: u8 = 6;
 /// Format 7 appended fields to nodes and the associations.
 const FORMAT_7: u8 = 7;
+/// Format 8 appended fields to jobs and the associations.
+const FORMAT_8: u8 = 8;
 
 /// The body of a record of the current format, or of formats 3 to 6 (which the store
 /// migrates when it opens, but a journal may still carry).
@@ -136,6 +138,7 @@ fn split_version<'b>(
                 FORMAT_5,
                 FORMAT_6,
                 FORMAT_7,
+                FORMAT_8,
                 records::FORMAT,
             ]
             .contains(&v) =>
@@ -188,14 +191,17 @@ fn job_record(
         FORMAT_6 | FORMAT_7 => Ok(JobRecord::from_format_7(records::decode_body::<
             records::JobRecord7,
         >(what, body)?)),
+        FORMAT_8 => Ok(JobRecord::from_format_8(records::decode_body::<
+            records::JobRecord8,
+        >(what, body)?)),
         _ => records::decode_body(what, body),
     }
 }
 
-/// A record of format 4 to 7, in the current format: a job, a node and the
+/// A record of format 4 to 8, in the current format: a job, a node and the
 /// associations get what later formats added, empty; the other records are the same
 /// bytes behind the new version.
-fn migrate_format_4_to_7(
+fn migrate_format_4_to_8(
     tree: TreeName,
     what: &dyn Fn() -> String,
     bytes: &[u8],
@@ -208,7 +214,7 @@ fn migrate_format_4_to_7(
         TreeName::Nodes if version < FORMAT_7 => {
             new(&records::body_with_empty::<records::NodeFields7>(body)?)
         }
-        TreeName::Accounting => {
+        TreeName::Accounting if version < FORMAT_8 => {
             let body7 = if version < FORMAT_7 {
                 records::body_with_empty::<records::AssociationsFields7>(body)?
             } else {
@@ -302,6 +308,7 @@ impl SledStore {
             Some(format) if *format == [FORMAT_5] => FORMAT_5,
             Some(format) if *format == [FORMAT_6] => FORMAT_6,
             Some(format) if *format == [FORMAT_7] => FORMAT_7,
+            Some(format) if *format == [FORMAT_8] => FORMAT_8,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -317,8 +324,8 @@ impl SledStore {
                 let what = || format!("{tree:?} {}", String::from_utf8_lossy(&key));
                 let new = match value.first() {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
-                    Some(&(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7)) => {
-                        migrate_format_4_to_7(tree, &what, &value)?
+                    Some(&(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7 | FORMAT_8)) => {
+                        migrate_format_4_to_8(tree, &what, &value)?
                     }
                     _ => continue,
                 };
@@ -722,11 +729,12 @@ mod tests {
         // A record of another format, in the middle of the scan.
         store
             .jobs
-            .insert(1500u32.to_be_bytes(), vec![9, 9])
+            .insert(1500u32.to_be_bytes(), vec![records::FORMAT + 1, 9])
             .unwrap();
         let err = store.load().err().unwrap().to_string();
         assert!(err.contains("job 1500"), "{err}");
-        assert!(err.contains("record format 9"), "{err}");
+        let format = format!("record format {}", records::FORMAT + 1);
+        assert!(err.contains(&format), "{err}");
     }
 
     /// What a crash leaves when it cuts a turn short: the turn's payloads and journal
@@ -1068,6 +1076,39 @@ mod tests {
             Some(&2)
         );
         assert_eq!(assocs.qos["normal"].gpu_idle, Default::default());
+    }
+
+    #[tokio::test]
+    async fn job_records_of_format_8_are_migrated_with_what_9_added_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            // Job 7 as format 8 wrote it (running on n1, step 0 with its usage and GPU
+            // use, flagged idle at 130).
+            let job = hex(concat!(
+                "0807070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "00000002040000000100000000000000000000010200010100000000000000000001",
+                "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
+                "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
+                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
+                "0101e0d4039875808080800400018402"
+            ));
+            store.jobs.insert(7u32.to_be_bytes(), job).unwrap();
+            store.db.insert(FORMAT_KEY, &[FORMAT_8]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let job = &loaded.jobs[0];
+        assert_eq!(
+            (job.id, job.spec.name.as_str(), job.gpu_idle_flagged),
+            (7, "train", Some(130))
+        );
+        assert_eq!(job.spec.details, Default::default());
+        assert_eq!(
+            store.jobs.get(7u32.to_be_bytes()).unwrap().unwrap()[0],
+            records::FORMAT
+        );
     }
 
     fn hex(text: &str) -> Vec<u8> {
