@@ -115,6 +115,19 @@ proptest! {
     }
 
     #[test]
+    fn multi_prog_configurations_and_log_levels_never_panic(
+        t in text("0123456789-,* \n\\'%tohelo#"),
+        task in 0u32..100,
+        ntasks in proptest::option::of(0u32..200),
+    ) {
+        let _ = model::multi_prog::task_argv(&t, task, &[]);
+        if let Ok(checked) = model::multi_prog::check(&t, "f", ntasks) {
+            prop_assert_eq!(checked.programs.len() as u32, checked.ntasks);
+        }
+        let _ = model::log_level::LogLevel::parse(&t);
+    }
+
+    #[test]
     fn any_config_text_parses_or_names_its_line(t in text("[]=\"\n abcdefghijklmnopqrstuvwxyz_0123456789.,#")) {
         if let Err(e) = model::Config::parse(&t, "drover.toml") {
             prop_assert!(e.to_string().starts_with("drover.toml:"), "{}", e);

@@ -176,10 +176,18 @@ pub async fn run(
         srun: out,
         attached,
     };
+    let log = step_log(&launch, &started.tasks);
+    if let (false, Some(first)) = (log.is_empty(), launch.task_ids.first()) {
+        outlet
+            .send(data_message(*first, true, log.as_bytes()))
+            .await;
+    }
     let pgids: Vec<Pid> = started.tasks.iter().map(|t| t.pid).collect();
     let mut stdins = Vec::new();
     let mut terminal: Option<std::fs::File> = None;
-    let mut finished = Vec::new();
+    // Each task's end, as it comes.
+    let (ended_tx, mut ended) = mpsc::channel::<v1::TaskExit>(pgids.len().max(1));
+    let mut left = pgids.len();
     for task in started.tasks {
         if !task.printed.is_empty() {
             outlet
@@ -212,31 +220,28 @@ pub async fn run(
                 Output::Terminal(master)
             }
         };
-        finished.push(tokio::spawn(watch_task(
-            task.task_id,
-            task.pid,
-            output,
-            outlet.clone(),
-            task.epilog,
-        )));
+        let watched = watch_task(task.task_id, task.pid, output, outlet.clone(), task.epilog);
+        let ended_tx = ended_tx.clone();
+        tokio::spawn(async move {
+            let _ = ended_tx.send(watched.await).await;
+        });
     }
-    let all_done = futures_join(finished);
-    tokio::pin!(all_done);
+    drop(ended_tx);
     let mut srun_gone = false;
-    loop {
+    while left > 0 {
         tokio::select! {
-            exits = &mut all_done => {
-                // What the step used here, before the exits that end srun's wait.
-                if let Some(cg) = &started.cgroup
+            exit = ended.recv() => {
+                let Some(exit) = exit else { break };
+                left -= 1;
+                // What the step used here, before the last exit, which ends srun's wait.
+                if left == 0
+                    && let Some(cg) = &started.cgroup
                     && let Some(usage) = cg.step_usage(&step, &launch.node_name)
                 {
                     let usage = proto::convert::usage_to_wire(&usage);
                     let _ = outlet.srun.send(Ok(TaskOutput { output: Some(task_output::Output::Usage(usage)) })).await;
                 }
-                for exit in exits.into_iter().flatten() {
-                    outlet.send(TaskOutput { output: Some(task_output::Output::Exit(exit)) }).await;
-                }
-                break;
+                outlet.send(TaskOutput { output: Some(task_output::Output::Exit(exit)) }).await;
             }
             Some(data) = attached_input.recv() => {
                 for s in &mut stdins {
@@ -303,13 +308,38 @@ pub async fn run(
     }
 }
 
-/// Waits for all of `handles`, in order.
-async fn futures_join(
-    handles: Vec<tokio::task::JoinHandle<v1::TaskExit>>,
-) -> Vec<Option<v1::TaskExit>> {
-    let mut out = Vec::with_capacity(handles.len());
-    for h in handles {
-        out.push(h.await.ok());
+/// What `srun --slurmd-debug` asks the node to write of the step to its stderr, as
+/// Slurm's step daemon logs there: its levels from `verbose`, each task's start from
+/// `debug`, the step's shape from `debug2`.
+fn step_log(launch: &v1::TaskLaunch, tasks: &[StartedTask]) -> String {
+    use model::log_level::LogLevel;
+    if launch.slurmd_debug == 0 {
+        return String::new();
+    }
+    let level = LogLevel::from_number(launch.slurmd_debug).step_stderr();
+    let mut out = String::new();
+    if level >= LogLevel::Verbose {
+        out.push_str(&format!(
+            "slurmstepd: debug levels are stderr='{}', logfile='info', syslog='quiet'\n",
+            level.name()
+        ));
+    }
+    if level >= LogLevel::Debug2 {
+        out.push_str(&format!(
+            "slurmstepd: debug2: StepId={}.{} runs {} tasks on {}\n",
+            launch.job_id,
+            launch.step_id,
+            tasks.len(),
+            launch.node_name
+        ));
+    }
+    if level >= LogLevel::Debug {
+        for t in tasks {
+            out.push_str(&format!(
+                "slurmstepd: debug:  task {} started, pid {}\n",
+                t.task_id, t.pid
+            ));
+        }
     }
     out
 }
@@ -906,12 +936,17 @@ fn start_task(
     user: &RunAs,
     task_id: u32,
 ) -> Result<StartedTask, String> {
-    let program =
-        Program::for_command(&launch.argv, env, &launch.work_dir).map_err(|e| e.to_string())?;
+    // With --multi-prog, the task's line of the configuration, then srun's other words.
+    let argv = if launch.multi_prog.is_empty() {
+        launch.argv.clone()
+    } else {
+        model::multi_prog::task_argv(&launch.multi_prog, task_id, &launch.argv[1..])?
+    };
+    let program = Program::for_command(&argv, env, &launch.work_dir).map_err(|e| e.to_string())?;
     let spawned = |stdio: &Stdio| {
         spawn(&program, stdio, isolation, user).map_err(|e| match e {
             crate::spawn::SpawnError::Exec(errno) => {
-                format!("execve(): {}: {}", launch.argv[0], errno.desc())
+                format!("execve(): {}: {}", argv[0], errno.desc())
             }
             e => e.to_string(),
         })

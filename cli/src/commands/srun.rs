@@ -26,6 +26,8 @@ const PROG: &str = "srun";
 pub struct Request {
     pub opts: SubmitOpts,
     pub command: Vec<String>,
+    /// `--multi-prog`: the configuration's text and each task's program.
+    pub multi_prog: Option<(String, Vec<String>)>,
 }
 
 /// srun's input environment variables and the options they set, as Slurm 22.05's
@@ -113,6 +115,7 @@ pub fn parse(args: &[String], env: &[(String, String)]) -> Result<Request, Exit>
     Ok(Request {
         opts: o,
         command: p.positional,
+        multi_prog: None,
     })
 }
 
@@ -432,6 +435,11 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(r) => r,
         Err(e) => return e.finish(),
     };
+    if req.opts.multi_prog
+        && let Err(e) = read_multi_prog(&mut req)
+    {
+        return e.finish();
+    }
     if req.opts.mpi.is_none()
         && let Some((_, t)) = env.iter().find(|(k, _)| k == "SLURM_MPI_TYPE")
     {
@@ -451,33 +459,28 @@ pub fn run(args: &[String]) -> ExitCode {
     }
 }
 
-fn signal_text(sig: i32) -> String {
-    // SAFETY: strsignal returns a pointer to a static or thread-local string.
-    let p = unsafe { libc::strsignal(sig) };
-    if p.is_null() {
-        return format!("Signal {sig}");
-    }
-    // SAFETY: non-null, NUL-terminated by contract.
-    unsafe { std::ffi::CStr::from_ptr(p) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// Reports a task that failed (`srun: error: HOST: task N: ...`) and gives srun's exit
-/// status for it: 128+signal when killed, else its exit code. `None`: it exited with 0.
-pub fn task_failure(host: &str, task: u32, code: i32, signal: i32) -> Option<u8> {
-    if signal != 0 {
-        eprintln!(
-            "{PROG}: error: {host}: task {task}: {}",
-            signal_text(signal)
-        );
-        return Some((128 + signal).clamp(0, 255) as u8);
-    }
-    if code != 0 {
-        eprintln!("{PROG}: error: {host}: task {task}: Exited with exit code {code}");
-        return Some(code.clamp(0, 255) as u8);
-    }
-    None
+/// `--multi-prog`: reads and checks the configuration the command names, as Slurm's srun
+/// does before anything runs; without `-n` the step has as many tasks as it names.
+fn read_multi_prog(req: &mut Request) -> Result<(), Exit> {
+    let name = req.command[0].clone();
+    let text = std::fs::read_to_string(&name).map_err(|_| {
+        Exit::error(
+            PROG,
+            format!("Could not open multi_prog config file {name}"),
+        )
+    })?;
+    let checked = model::multi_prog::check(&text, &name, req.opts.ntasks).map_err(|lines| {
+        Exit::raw(
+            lines
+                .iter()
+                .map(|l| format!("{PROG}: error: {l}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
+    req.opts.ntasks = Some(checked.ntasks);
+    req.multi_prog = Some((text, checked.programs));
+    Ok(())
 }
 
 /// Outside an allocation, as Slurm's srun: takes one for the step (with srun's options:

@@ -191,6 +191,17 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
     if o.verbose > 0 {
         eprint!("{}", verbose_launch(&job, step_id, &nodes));
     }
+    if o.debugger_test {
+        eprint!("{}", task_table(&req, &nodes));
+        let _ = ctld
+            .complete_step(v1::CompleteStepRequest {
+                job_id,
+                step_id,
+                ..Default::default()
+            })
+            .await;
+        return ExitCode::SUCCESS;
+    }
     let base_env = task_env(o, &env, &job, step_id, &nodes);
     let work_dir = o.chdir.clone().unwrap_or_else(super::sbatch::current_dir);
     let mut sinks = match sinks(&req, &job, step_id, &nodes, &env) {
@@ -233,6 +244,12 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             grant: node.grant.clone(),
             task_prolog: o.task_prolog.clone().unwrap_or_default(),
             task_epilog: o.task_epilog.clone().unwrap_or_default(),
+            slurmd_debug: o.slurmd_debug.map_or(0, |l| l.number()),
+            multi_prog: req
+                .multi_prog
+                .as_ref()
+                .map(|(text, _)| text.clone())
+                .unwrap_or_default(),
         };
         let _ = input_tx
             .send(TaskInput {
@@ -254,9 +271,19 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
     let mut signals = signal_stream();
 
     let total: usize = nodes.iter().map(|n| n.task_ids.len()).sum();
+    let all_tasks: Vec<u32> = nodes.iter().flat_map(|n| n.task_ids.clone()).collect();
     let mut exits: Vec<(String, v1::TaskExit)> = Vec::new();
     let kill_on_bad_exit = o.kill_on_bad_exit;
     let mut killed = false;
+    // `-W`: once the first task has ended, the others have that long.
+    let mut max_wait: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
+    // ^C, as Slurm's srun takes it: the time of the last one.
+    let mut last_interrupt: Option<std::time::Instant> = None;
+    // srun ended the step itself (^C twice, or --quit-on-interrupt): the tasks it
+    // killed are told of only with -v.
+    let mut cancelled = false;
+    // Whether the controller was asked why a task was killed.
+    let mut asked_why = false;
     // With -K, the task whose failure ended the step gives srun's exit status.
     let mut first_bad: Option<(i32, i32)> = None;
     let mut usage: Option<model::StepUsage> = None;
@@ -273,6 +300,19 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
                 }
                 Some(Event::Exit(node, exit)) => {
                     sinks.flush(exit.task_id);
+                    if exits.is_empty() && o.max_wait > 0 && exits.len() + 1 < total {
+                        let wait = std::time::Duration::from_secs(u64::from(o.max_wait));
+                        max_wait = Some(Box::pin(tokio::time::sleep(wait)));
+                    }
+                    // A task killed by no doing of srun's: the step is aborted when its
+                    // job was cancelled.
+                    if exit.exit_signal != 0 && !killed && !cancelled && !asked_why {
+                        asked_why = true;
+                        if let Some(wait) = job_ended_wait(&mut ctld, job_id).await {
+                            eprintln!("{PROG}: Job step aborted: Waiting up to {wait} seconds for job step to finish.");
+                            cancelled = true;
+                        }
+                    }
                     let bad = exit.exit_code != 0 || exit.exit_signal != 0;
                     if bad && kill_on_bad_exit && !killed {
                         killed = true;
@@ -295,7 +335,31 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
                 None => break,
             },
             Some(sig) = signals.recv() => {
-                broadcast(&links, task_input::Input::Signal(sig)).await;
+                if sig != libc::SIGINT || o.pty {
+                    broadcast(&links, task_input::Input::Signal(sig)).await;
+                    continue;
+                }
+                let again = last_interrupt.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1));
+                if o.quit_on_interrupt || again || o.disable_status {
+                    eprintln!("{PROG}: sending Ctrl-C to StepId={job_id}.{step_id}");
+                    broadcast(&links, task_input::Input::Signal(libc::SIGINT)).await;
+                    if !o.disable_status || again {
+                        eprintln!("{PROG}: forcing job termination");
+                        cancelled = true;
+                        broadcast(&links, task_input::Input::Signal(libc::SIGKILL)).await;
+                    }
+                } else {
+                    eprintln!("{PROG}: interrupt (one more within 1 sec to abort)");
+                    eprint!("{}", step_status(job_id, step_id, &all_tasks, &exits));
+                }
+                last_interrupt = Some(std::time::Instant::now());
+            }
+            () = async { max_wait.as_mut().expect("armed").await }, if max_wait.is_some() => {
+                max_wait = None;
+                eprintln!("{PROG}: First task exited {}s ago", o.max_wait);
+                eprint!("{}", step_status(job_id, step_id, &all_tasks, &exits));
+                killed = true;
+                broadcast(&links, task_input::Input::Signal(libc::SIGKILL)).await;
             }
             Some(()) = resized.recv() => {
                 if let (Some(link), Some(size)) = (&terminal_link, terminal_size()) {
@@ -306,11 +370,11 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
     }
     drop(raw);
     exits.sort_by_key(|(_, e)| e.task_id);
+    eprint!("{}", exit_report(&exits, cancelled, o.verbose > 0));
     let mut worst: Option<(i32, i32, u8)> = None;
-    for (node, e) in &exits {
-        if let Some(rank) = super::srun::task_failure(node, e.task_id, e.exit_code, e.exit_signal)
-            && worst.is_none_or(|(_, _, r)| rank > r)
-        {
+    for (_, e) in &exits {
+        let rank = exit_rank(e.exit_code, e.exit_signal);
+        if rank > 0 && worst.is_none_or(|(_, _, r)| rank > r) {
             worst = Some((e.exit_code, e.exit_signal, rank));
         }
     }
@@ -351,6 +415,178 @@ fn verbose_launch(job: &v1::JobInfo, step_id: u32, nodes: &[v1::StepNode]) -> St
             node.task_ids.len(),
             model::hostlist::fold(&ids),
         ));
+    }
+    out
+}
+
+/// `--debugger-test`: the step's tasks as a parallel debugger's table lists them (Slurm's
+/// MPIR table), each task's host and program; no task runs, so no pid is known (0).
+fn task_table(req: &Request, nodes: &[v1::StepNode]) -> String {
+    let mut out = String::new();
+    for node in nodes {
+        for &task in &node.task_ids {
+            let program = match &req.multi_prog {
+                Some((_, programs)) => programs.get(task as usize).cloned().unwrap_or_default(),
+                None => req.command[0].clone(),
+            };
+            out.push_str(&format!(
+                "{PROG}: task:{task}, host:{}, pid:0, executable:{program}\n",
+                node.name
+            ));
+        }
+    }
+    out
+}
+
+/// How long srun waits for a step whose job was cancelled (Slurm's KillWait plus 2 s),
+/// when its job ends within a moment of a task's being killed; `None` while it runs.
+async fn job_ended_wait(ctld: &mut crate::client::Ctld, job_id: u32) -> Option<u64> {
+    let ask = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter {
+            job_ids: vec![job_id.to_string()],
+            ..Default::default()
+        }),
+        include_finished: true,
+        ..Default::default()
+    };
+    let mut ended = false;
+    for _ in 0..JOB_END_POLLS {
+        let jobs = ctld.list_jobs(ask.clone()).await.ok()?.into_inner().jobs;
+        let job = jobs.first()?;
+        if crate::jobs::job_state(job) != model::JobState::Running || job.cancelled_by.is_some() {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    if !ended {
+        return None;
+    }
+    let config = ctld
+        .get_config(v1::GetConfigRequest {})
+        .await
+        .ok()?
+        .into_inner();
+    let kill_wait = config
+        .entries
+        .iter()
+        .find(|e| e.key == "KillWait")
+        .and_then(|e| e.value.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(30);
+    Some(kill_wait + 2)
+}
+
+/// How many times, 100 ms apart, srun looks whether a killed task's job has ended.
+const JOB_END_POLLS: u32 = 30;
+
+/// Task ids as Slurm writes a set of them: ranges, `0,2-9`.
+fn task_list(ids: &[u32]) -> String {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            ids[i].to_string()
+        } else {
+            format!("{}-{}", ids[i], ids[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// `task 3` or `tasks 0,2-9`.
+fn tasks_named(ids: &[u32]) -> String {
+    let s = if ids.len() == 1 { "" } else { "s" };
+    format!("task{s} {}", task_list(ids))
+}
+
+/// The step's tasks by state, as Slurm's srun prints them on ^C and at `-W`'s end
+/// (`StepId=7.0 tasks 0,2-9: running`, then those that exited abnormally, then those
+/// that exited).
+fn step_status(
+    job_id: u32,
+    step_id: u32,
+    all_tasks: &[u32],
+    exits: &[(String, v1::TaskExit)],
+) -> String {
+    let ended: BTreeMap<u32, &v1::TaskExit> = exits.iter().map(|(_, e)| (e.task_id, e)).collect();
+    let running: Vec<u32> = all_tasks
+        .iter()
+        .copied()
+        .filter(|t| !ended.contains_key(t))
+        .collect();
+    let (normal, abnormal): (Vec<&v1::TaskExit>, Vec<&v1::TaskExit>) = ended
+        .values()
+        .partition(|e| e.exit_code == 0 && e.exit_signal == 0);
+    let ids = |v: &[&v1::TaskExit]| v.iter().map(|e| e.task_id).collect::<Vec<_>>();
+    let mut out = String::new();
+    for (tasks, what) in [
+        (running, "running"),
+        (ids(&abnormal), "exited abnormally"),
+        (ids(&normal), "exited"),
+    ] {
+        if !tasks.is_empty() {
+            out.push_str(&format!(
+                "{PROG}: StepId={job_id}.{step_id} {}: {what}\n",
+                tasks_named(&tasks)
+            ));
+        }
+    }
+    out
+}
+
+/// A signal's name as strsignal gives it (`Killed`).
+fn signal_text(sig: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a static or thread-local string.
+    let p = unsafe { libc::strsignal(sig) };
+    if p.is_null() {
+        return format!("Signal {sig}");
+    }
+    // SAFETY: non-null, NUL-terminated by contract.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The lines srun prints of its tasks' ends, one per node and way of ending, as Slurm's
+/// (`srun: error: node1: tasks 0,2-9: Killed`, `... task 1: Exited with exit code 3`).
+/// Tasks that completed are told of only when `verbose`, and so are those killed once
+/// the step was `cancelled`.
+fn exit_report(exits: &[(String, v1::TaskExit)], cancelled: bool, verbose: bool) -> String {
+    let mut groups: Vec<(&str, i32, i32, Vec<u32>)> = Vec::new();
+    for (node, e) in exits {
+        match groups
+            .iter_mut()
+            .find(|g| g.0 == node && g.1 == e.exit_code && g.2 == e.exit_signal)
+        {
+            Some(g) => g.3.push(e.task_id),
+            None => groups.push((node, e.exit_code, e.exit_signal, vec![e.task_id])),
+        }
+    }
+    let mut out = String::new();
+    for (node, code, signal, tasks) in groups {
+        let tasks = tasks_named(&tasks);
+        if signal != 0 {
+            let what = signal_text(signal);
+            if !cancelled {
+                out.push_str(&format!("{PROG}: error: {node}: {tasks}: {what}\n"));
+            } else if verbose {
+                out.push_str(&format!("{PROG}: {node}: {tasks}: {what}\n"));
+            }
+        } else if code != 0 {
+            out.push_str(&format!(
+                "{PROG}: error: {node}: {tasks}: Exited with exit code {code}\n"
+            ));
+        } else if verbose {
+            out.push_str(&format!("{PROG}: {node}: {tasks}: Completed\n"));
+        }
     }
     out
 }
@@ -694,6 +930,53 @@ mod tests {
         assert_eq!(
             step_shape(&opts(&["-N1", "--ntasks-per-node=2", "true"]), &env),
             (0, 1, 2, 0)
+        );
+    }
+
+    fn exit(task_id: u32, exit_code: i32, exit_signal: i32) -> v1::TaskExit {
+        v1::TaskExit {
+            task_id,
+            exit_code,
+            exit_signal,
+        }
+    }
+
+    #[test]
+    fn task_ends_are_told_per_node_and_way_of_ending() {
+        assert_eq!(task_list(&[9, 0, 2, 3, 4, 5, 6, 7, 8]), "0,2-9");
+        assert_eq!(tasks_named(&[1]), "task 1");
+        let n = |s: &str| s.to_string();
+        let mut exits = vec![(n("node1"), exit(1, 0, 0))];
+        for t in [0, 2, 3] {
+            exits.push((n("node1"), exit(t, 0, libc::SIGKILL)));
+        }
+        exits.push((n("node2"), exit(4, 3, 0)));
+        exits.push((n("node2"), exit(5, 4, 0)));
+        assert_eq!(
+            exit_report(&exits, false, false),
+            "srun: error: node1: tasks 0,2-3: Killed\n\
+             srun: error: node2: task 4: Exited with exit code 3\n\
+             srun: error: node2: task 5: Exited with exit code 4\n"
+        );
+        // Killed by srun's own abort: said only with -v, as is a task's completion.
+        assert_eq!(
+            exit_report(&exits[..4], true, true),
+            "srun: node1: task 1: Completed\nsrun: node1: tasks 0,2-3: Killed\n"
+        );
+        assert_eq!(exit_report(&exits[..4], true, false), "");
+    }
+
+    #[test]
+    fn the_steps_status_names_running_and_ended_tasks() {
+        let exits = vec![
+            ("node1".to_string(), exit(1, 0, 0)),
+            ("node1".to_string(), exit(3, 2, 0)),
+        ];
+        assert_eq!(
+            step_status(7, 0, &[0, 1, 2, 3, 4], &exits),
+            "srun: StepId=7.0 tasks 0,2,4: running\n\
+             srun: StepId=7.0 task 3: exited abnormally\n\
+             srun: StepId=7.0 task 1: exited\n"
         );
     }
 

@@ -240,11 +240,18 @@ pub const OPTIONS: &[OptDef] = &[
         a.text(&mut o.deadline)
     })
     .env("SBATCH_DEADLINE"),
+    OptDef::only(SrunOnly, flag("debugger-test", None), |o, _| {
+        o.debugger_test = true;
+        Ok(())
+    }),
     OptDef::ignored(Both, value("delay-boot", None)),
     OptDef::both(value("dependency", Some('d')), |o, a| {
         a.text(&mut o.dependency)
     }),
-    OptDef::ignored(SrunOnly, flag("disable-status", Some('X'))),
+    OptDef::only(SrunOnly, flag("disable-status", Some('X')), |o, _| {
+        o.disable_status = true;
+        Ok(())
+    }),
     OptDef::ignored(Both, value("distribution", Some('m'))),
     OptDef::ignored(SrunOnly, value("epilog", None)),
     OptDef::both(value("error", Some('e')), |o, a| a.text(&mut o.error)),
@@ -368,7 +375,10 @@ pub const OPTIONS: &[OptDef] = &[
         o.mpi = Some(model::step::MpiType::parse(a.value).map_err(|m| Exit::error(a.prog, m))?);
         Ok(())
     }),
-    OptDef::ignored(SrunOnly, flag("multi-prog", None)),
+    OptDef::only(SrunOnly, flag("multi-prog", None), |o, _| {
+        o.multi_prog = true;
+        Ok(())
+    }),
     OptDef::ignored(Both, value("network", None)),
     // Slurm reads a bare --nice as 100 and a non-number as 0.
     OptDef::both(optional("nice", None), |o, a| {
@@ -459,6 +469,10 @@ pub const OPTIONS: &[OptDef] = &[
         o.quiet = true;
         Ok(())
     }),
+    OptDef::only(SrunOnly, flag("quit-on-interrupt", None), |o, _| {
+        o.quit_on_interrupt = true;
+        Ok(())
+    }),
     OptDef::ignored(Both, flag("reboot", None)),
     OptDef::ignored(SrunOnly, value("relative", Some('r'))),
     OptDef::both(flag("requeue", None), |o, _| {
@@ -476,7 +490,10 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     })
     .env("SBATCH_SIGNAL"),
-    OptDef::ignored(SrunOnly, value("slurmd-debug", None)),
+    OptDef::only(SrunOnly, value("slurmd-debug", None), |o, a| {
+        o.slurmd_debug = Some(model::log_level::LogLevel::parse(a.value).map_err(|_| a.bad())?);
+        Ok(())
+    }),
     OptDef::both(value("sockets-per-node", None), |o, a| {
         o.sockets_per_node = Some(a.positive()?);
         Ok(())
@@ -542,7 +559,10 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     })
     .env("SBATCH_WAIT"),
-    OptDef::ignored(SrunOnly, value("wait", Some('W'))),
+    OptDef::only(SrunOnly, value("wait", Some('W')), |o, a| {
+        o.max_wait = a.value.trim().parse().map_err(|_| a.bad())?;
+        Ok(())
+    }),
     OptDef::ignored(Both, value("wait-all-nodes", None)),
     OptDef::both(value("wckey", None), |o, a| a.text(&mut o.wckey)).env("SBATCH_WCKEY"),
     OptDef::only(SbatchOnly, value("wrap", None), |o, a| a.text(&mut o.wrap)),
@@ -745,6 +765,18 @@ pub struct SubmitOpts {
     pub kill_command: Option<i32>,
     /// `--no-shell`: take the allocation and exit.
     pub no_shell: bool,
+    /// `-W`: seconds the other tasks have once the first has ended (0: no limit).
+    pub max_wait: u32,
+    /// `--quit-on-interrupt`: one ^C ends the step.
+    pub quit_on_interrupt: bool,
+    /// `-X`: ^C goes to the tasks at once, without the step's status.
+    pub disable_status: bool,
+    /// `--multi-prog`: the command is a configuration of each task's program.
+    pub multi_prog: bool,
+    /// `--debugger-test`: the step's task table is printed instead of run.
+    pub debugger_test: bool,
+    /// `--slurmd-debug`: how much the nodes write of the step to its stderr.
+    pub slurmd_debug: Option<model::log_level::LogLevel>,
     /// The options given, by name, each with its last value
     /// (`-v`'s option dump).
     defined: Vec<(&'static str, String)>,
