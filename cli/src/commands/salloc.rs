@@ -550,6 +550,11 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
 /// salloc's own additions to the job's variables (Slurm's salloc sets these from its
 /// options).
 fn set_allocation_extras(env: &mut Vec<(String, String)>, o: &SubmitOpts) {
+    // The task count only when one was asked for: srun in the allocation then runs
+    // one task per node.
+    if o.ntasks.is_none() {
+        env.retain(|(k, _)| k != "SLURM_NTASKS" && k != "SLURM_NPROCS");
+    }
     let mut set = |k: &str, v: String| submit_opts::set_env(env, k, v);
     if let Some(n) = o.ntasks {
         set("SLURM_NTASKS", n.to_string());
@@ -870,7 +875,7 @@ mod tests {
     #[test]
     fn extras_follow_the_options_given() {
         let mut o = SubmitOpts::default();
-        let mut env = Vec::new();
+        let mut env = vec![("SLURM_NTASKS".to_string(), "1".to_string())];
         set_allocation_extras(&mut env, &o);
         assert!(env.is_empty());
         o.ntasks = Some(10);

@@ -228,7 +228,11 @@ pub const OPTIONS: &[OptDef] = &[
         o.cpus_per_task = Some(a.positive()?);
         Ok(())
     }),
-    OptDef::ignored(Both, value("deadline", None)),
+    // Checked when the job is built (`deadline_refusal`); the controller is not told.
+    OptDef::both(value("deadline", None), |o, a| {
+        TimeSpec::parse(a.value).map_err(|_| a.bad())?;
+        a.text(&mut o.deadline)
+    }),
     OptDef::ignored(Both, value("delay-boot", None)),
     OptDef::both(value("dependency", Some('d')), |o, a| {
         a.text(&mut o.dependency)
@@ -471,7 +475,11 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     })
     .env("SBATCH_TIMELIMIT"),
-    OptDef::ignored(Both, value("time-min", None)),
+    OptDef::both(value("time-min", None), |o, a| {
+        let t = units::parse_time_limit(a.value).map_err(|_| a.bad())?;
+        o.time_min = t.filter(|m| *m > 0);
+        Ok(())
+    }),
     OptDef::ignored(Both, value("tmp", None)),
     OptDef::ignored(Both, value("tres-per-task", None)),
     OptDef::only(SrunOnly, flag("unbuffered", Some('u')), |o, _| {
@@ -482,7 +490,10 @@ pub const OPTIONS: &[OptDef] = &[
         o.usage = true;
         Ok(())
     }),
-    OptDef::ignored(Both, flag("use-min-nodes", None)),
+    OptDef::both(flag("use-min-nodes", None), |o, _| {
+        o.use_min_nodes = true;
+        Ok(())
+    }),
     OptDef::both(flag("verbose", Some('v')), |o, _| {
         o.verbose += 1;
         Ok(())
@@ -614,6 +625,8 @@ pub struct SubmitOpts {
     pub nodes: Option<u32>,
     /// The most nodes of `-N min-max`, when above the least.
     pub max_nodes: Option<u32>,
+    /// `--use-min-nodes`: of a node range, the least count.
+    pub use_min_nodes: bool,
     pub mail_types: Option<Vec<model::mail::MailType>>,
     pub mail_user: Option<String>,
     pub ntasks_per_node: Option<u32>,
@@ -634,6 +647,10 @@ pub struct SubmitOpts {
     pub comment: Option<String>,
     pub wckey: Option<String>,
     pub begin: Option<String>,
+    /// `--deadline`, as given.
+    pub deadline: Option<String>,
+    /// `--time-min` in minutes (only checked against the deadline).
+    pub time_min: Option<u32>,
     pub constraint: Option<String>,
     pub nodelist: Option<String>,
     pub exclude: Option<String>,
@@ -694,6 +711,12 @@ fn gres_error(prog: &str) -> Exit {
 }
 
 impl SubmitOpts {
+    /// The most nodes of `-N min-max` sent to the controller (0: just the least);
+    /// `--use-min-nodes` keeps the least.
+    pub fn most_nodes(&self) -> u32 {
+        self.max_nodes.filter(|_| !self.use_min_nodes).unwrap_or(0)
+    }
+
     /// Applies options in order from one source.
     pub fn apply_all(
         &mut self,
@@ -1001,6 +1024,61 @@ fn io_path(p: &Option<String>) -> String {
 }
 
 /// Builds the job description from the applied options.
+/// Why a `--deadline` cannot be met, as Slurm refuses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadlineRefusal {
+    /// Before `--begin` (the command's own check).
+    BeforeBegin,
+    /// Already past, or sooner than the time limit (ESLURM_INVALID_TIME_LIMIT).
+    TimeLimit,
+    /// Sooner than `--time-min` (ESLURM_INVALID_TIME_MIN_LIMIT).
+    TimeMin,
+}
+
+impl DeadlineRefusal {
+    /// The refusal in Slurm's words, as each command says a failed submission.
+    pub fn exit(self, prog: &str) -> Exit {
+        let why = match self {
+            DeadlineRefusal::BeforeBegin => {
+                return Exit::error(prog, "Incompatible begin and deadline time specification");
+            }
+            DeadlineRefusal::TimeLimit => {
+                "Requested time limit is invalid (missing or exceeds some limit)"
+            }
+            DeadlineRefusal::TimeMin => {
+                "Invalid time-min specification (exceeds job's time or other limits)"
+            }
+        };
+        let failed = match prog {
+            "salloc" => "Job submit/allocate failed",
+            "srun" => "Unable to allocate resources",
+            _ => "Batch job submission failed",
+        };
+        Exit::error(prog, format!("{failed}: {why}"))
+    }
+}
+
+/// Slurm's checks of a deadline at submission (times in seconds, `--time-min` in
+/// minutes): not before the begin time, not past, and not sooner than the least time
+/// the job asks to run. A longer `--time` is cut to the deadline, not refused.
+pub fn deadline_refusal(
+    now: i64,
+    deadline: i64,
+    begin: i64,
+    time_min: Option<u32>,
+) -> Option<DeadlineRefusal> {
+    let minutes = |m: u32| now + i64::from(m) * 60;
+    if begin > 0 && deadline < begin {
+        Some(DeadlineRefusal::BeforeBegin)
+    } else if deadline < now {
+        Some(DeadlineRefusal::TimeLimit)
+    } else if let Some(m) = time_min {
+        (deadline < minutes(m)).then_some(DeadlineRefusal::TimeMin)
+    } else {
+        None
+    }
+}
+
 pub fn build_spec(
     o: &SubmitOpts,
     prog: &str,
@@ -1031,6 +1109,14 @@ pub fn build_spec(
         }
         None => 0,
     };
+    if let Some(d) = o.deadline.as_deref() {
+        let deadline = TimeSpec::parse(d)
+            .map_err(|_| Exit::error(prog, "Invalid --deadline specification").with_code(255))?
+            .resolve(ctx.now, Toward::Future, ctx.zone);
+        if let Some(why) = deadline_refusal(ctx.now, deadline, begin_time, o.time_min) {
+            return Err(why.exit(prog));
+        }
+    }
     let num_nodes = o
         .nodes
         .unwrap_or_else(|| match (o.ntasks, o.ntasks_per_node) {
@@ -1130,7 +1216,7 @@ pub fn build_spec(
         stdin_path: io_path(&o.input),
         open_mode_append: o.open_mode_append.unwrap_or(false),
         num_nodes,
-        max_nodes: o.max_nodes.unwrap_or(0),
+        max_nodes: o.most_nodes(),
         num_tasks,
         cpus_per_task,
         ntasks_per_node: o.ntasks_per_node.unwrap_or(0),
@@ -1322,6 +1408,31 @@ pub(crate) mod tests {
     fn basenames() {
         assert_eq!(basename("/a/b/run.sh"), "run.sh");
         assert_eq!(basename("run.sh"), "run.sh");
+    }
+
+    #[test]
+    fn deadlines_refused_as_slurm_refuses_them() {
+        use DeadlineRefusal::*;
+        let now = 1_000_000;
+        assert_eq!(deadline_refusal(now, now + 3600, 0, None), None);
+        let refusal = deadline_refusal(now, now + 3600, now + 7200, None);
+        assert_eq!(refusal, Some(BeforeBegin));
+        assert_eq!(deadline_refusal(now, now - 1, 0, None), Some(TimeLimit));
+        assert_eq!(
+            deadline_refusal(now, now + 3600, 0, Some(120)),
+            Some(TimeMin)
+        );
+        assert_eq!(deadline_refusal(now, now + 3600, now + 1, Some(20)), None);
+        assert_eq!(
+            TimeMin.exit("salloc").lines(),
+            [
+                "salloc: error: Job submit/allocate failed: Invalid time-min specification (exceeds job's time or other limits)"
+            ]
+        );
+        assert_eq!(
+            BeforeBegin.exit("sbatch").lines(),
+            ["sbatch: error: Incompatible begin and deadline time specification"]
+        );
     }
 
     #[test]
@@ -1586,6 +1697,12 @@ pub(crate) mod tests {
         o.apply(Command::Sbatch, "nodes", "3-3", Source::Cli)
             .unwrap();
         assert_eq!((o.nodes, o.max_nodes), (Some(3), None));
+        let mut o = SubmitOpts::default();
+        o.apply(Command::Salloc, "nodes", "1-2", Source::Cli)
+            .unwrap();
+        o.apply(Command::Salloc, "use-min-nodes", "", Source::Cli)
+            .unwrap();
+        assert_eq!((o.nodes, o.most_nodes()), (Some(1), 0));
         assert!(
             o.apply(Command::Sbatch, "nodes", "4-2", Source::Cli)
                 .is_err()
