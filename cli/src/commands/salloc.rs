@@ -516,8 +516,8 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
             }
             _ = signals.next() => {
                 cancel(&mut ctld, job_id).await;
-                eprintln!("{}", revoked_line(PROG, job_id));
-                eprintln!("{PROG}: Job aborted due to signal");
+                info(o.quiet, revoked_line(PROG, job_id));
+                info(o.quiet, format!("{PROG}: Job aborted due to signal"));
                 return ExitCode::from(ERROR_EXIT);
             }
         }
@@ -525,14 +525,12 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
     let job = match started {
         Ok(Started::Granted(job)) => job,
         Ok(Started::Ended) => {
-            eprintln!("{}", revoked_line(PROG, job_id));
+            info(o.quiet, revoked_line(PROG, job_id));
             return ExitCode::from(ERROR_EXIT);
         }
         Err(e) => return e.finish(),
     };
-    if !o.quiet {
-        eprintln!("{PROG}: Granted job allocation {job_id}");
-    }
+    info(o.quiet, format!("{PROG}: Granted job allocation {job_id}"));
     let waited = waiting.since.elapsed();
     if o.bell.unwrap_or(waited > BELL_DELAY) && std::io::stdout().is_terminal() {
         print!("\x07");
@@ -586,7 +584,10 @@ async fn run_command(
         Err(_) => {
             terminal.restore();
             eprintln!("{PROG}: error: Unable to exec command \"{}\"", command[0]);
-            eprintln!("{PROG}: Relinquishing job allocation {job_id}");
+            info(
+                o.quiet,
+                format!("{PROG}: Relinquishing job allocation {job_id}"),
+            );
             alloc.relinquish(false).await;
             return ExitCode::from(ERROR_EXIT);
         }
@@ -615,9 +616,9 @@ async fn run_command(
                 if let Some(state) = ended {
                     revoked = true;
                     if state == model::JobState::Timeout {
-                        eprintln!("{PROG}: Job {job_id} has exceeded its time limit and its allocation has been revoked.");
+                        info(o.quiet, format!("{PROG}: Job {job_id} has exceeded its time limit and its allocation has been revoked."));
                     } else {
-                        eprintln!("{}", revoked_line(PROG, job_id));
+                        info(o.quiet, revoked_line(PROG, job_id));
                     }
                     let signo = o.kill_command.unwrap_or(if terminal.interactive { libc::SIGHUP } else { libc::SIGTERM });
                     if o.verbose > 0 {
@@ -654,10 +655,20 @@ async fn run_command(
         None => 1,
     };
     if !revoked {
-        eprintln!("{PROG}: Relinquishing job allocation {job_id}");
+        info(
+            o.quiet,
+            format!("{PROG}: Relinquishing job allocation {job_id}"),
+        );
         alloc.relinquish(code == 0).await;
     }
     ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+/// One of salloc's informational lines, which `-Q` silences.
+fn info(quiet: bool, line: String) {
+    if !quiet {
+        eprintln!("{line}");
+    }
 }
 
 /// Cancels a job that has not started.

@@ -557,15 +557,40 @@ pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
     input_env_options(Command::Sbatch, env)
 }
 
+/// Slurm 22.05 salloc's input variables that stand for an sbatch one (`SALLOC_X` for
+/// `SBATCH_X`).
+const SALLOC_COUNTERPARTS: &[&str] = &[
+    "SALLOC_ACCOUNT",
+    "SALLOC_CLUSTERS",
+    "SALLOC_CONSTRAINT",
+    "SALLOC_CPUS_PER_GPU",
+    "SALLOC_EXCLUSIVE",
+    "SALLOC_GPUS",
+    "SALLOC_GPUS_PER_NODE",
+    "SALLOC_GPUS_PER_TASK",
+    "SALLOC_GRES",
+    "SALLOC_MEM_PER_CPU",
+    "SALLOC_MEM_PER_GPU",
+    "SALLOC_MEM_PER_NODE",
+    "SALLOC_PARTITION",
+    "SALLOC_QOS",
+    "SALLOC_RESERVATION",
+    "SALLOC_SIGNAL",
+    "SALLOC_TIMELIMIT",
+    "SALLOC_WCKEY",
+];
+
 /// The input variable of an option for `command`: sbatch's `SBATCH_X` is salloc's
-/// `SALLOC_X`; srun reads none of them.
+/// `SALLOC_X` where salloc has one; srun reads none of them.
 fn input_var(def: &OptDef, command: Command) -> Option<String> {
     let var = def.env?;
-    match command {
-        Command::Salloc => Some(match var.strip_prefix("SBATCH_") {
-            Some(rest) => format!("SALLOC_{rest}"),
-            None => var.to_string(),
-        }),
+    match (command, var.strip_prefix("SBATCH_")) {
+        (Command::Salloc, Some(rest)) => {
+            let salloc = format!("SALLOC_{rest}");
+            SALLOC_COUNTERPARTS
+                .contains(&salloc.as_str())
+                .then_some(salloc)
+        }
         _ => Some(var.to_string()),
     }
 }
@@ -1299,6 +1324,11 @@ pub(crate) mod tests {
             vars.iter()
                 .all(|v| v.starts_with("SBATCH_") || v.starts_with("SALLOC_"))
         );
+        // Each of salloc's counterparts stands for one of sbatch's.
+        for v in SALLOC_COUNTERPARTS {
+            let sbatch = v.replace("SALLOC_", "SBATCH_");
+            assert!(vars.contains(&sbatch.as_str()), "{v}");
+        }
         // salloc's own variables are those of its own options.
         for d in OPTIONS
             .iter()
