@@ -231,9 +231,10 @@ impl Allocation {
         env
     }
 
-    /// The job's state now; `None` when it cannot be read, and `Some(Completed)` once
-    /// the controller no longer has the job.
-    async fn current_state(&mut self) -> Option<model::JobState> {
+    /// The job's state now and when it is expected to end (0: not known); `None`
+    /// when it cannot be read, and `Completed` once the controller no longer has the
+    /// job.
+    async fn current(&mut self) -> Option<(model::JobState, i64)> {
         let reply = self
             .ctld
             .list_jobs(v1::ListJobsRequest {
@@ -251,7 +252,9 @@ impl Allocation {
                 .into_inner()
                 .jobs
                 .first()
-                .map_or(model::JobState::Completed, crate::jobs::job_state),
+                .map_or((model::JobState::Completed, 0), |j| {
+                    (crate::jobs::job_state(j), j.expected_end)
+                }),
         )
     }
 
@@ -418,6 +421,9 @@ const PENDING_GRACE: Duration = Duration::from_secs(1);
 /// After a wait this long the terminal bell rings at the grant (Slurm's
 /// DEFAULT_BELL_DELAY), unless `--bell`/`--no-bell` say otherwise.
 const BELL_DELAY: Duration = Duration::from_secs(10);
+/// How long before its time limit a job's salloc hears of it, with `-v` (Slurm's
+/// controller tells it from twice its 30 s period before).
+const TIME_LIMIT_WARNING: i64 = 60;
 /// How often the job is looked at while the command runs.
 const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// Slurm's exit status for a failure of salloc itself (SLURM_EXIT_ERROR), and for an
@@ -594,6 +600,7 @@ async fn run_command(
     };
     let pid = child.id().map(|p| p as i32);
     let mut revoked = false;
+    let mut told_end = 0;
     let mut watch = tokio::time::interval(WATCH_INTERVAL);
     let status = loop {
         tokio::select! {
@@ -609,10 +616,15 @@ async fn run_command(
                 alloc.end_now(true).await;
             }
             _ = watch.tick(), if !revoked => {
-                let ended = match alloc.current_state().await {
-                    Some(state) => state.is_final().then_some(state),
-                    None => None,
-                };
+                let now = alloc.current().await;
+                if let Some((_, end)) = now.filter(|(state, _)| !state.is_final()) {
+                    // Slurm's controller warns salloc within a minute of the time limit.
+                    if o.verbose > 0 && end > 0 && end <= crate::times::now() + TIME_LIMIT_WARNING && told_end != end {
+                        told_end = end;
+                        eprintln!("{PROG}: Job allocation time limit to be reached at {}", crate::times::ctime_line(end));
+                    }
+                }
+                let ended = now.and_then(|(state, _)| state.is_final().then_some(state));
                 if let Some(state) = ended {
                     revoked = true;
                     if state == model::JobState::Timeout {
