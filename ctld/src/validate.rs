@@ -143,6 +143,11 @@ pub fn check_submit(
     }
     if let Some(list) = (!spec.nodelist.is_empty()).then_some(&spec.nodelist) {
         let names = model::hostlist::expand(list).map_err(|e| Rejected(e.to_string()))?;
+        // A name the cluster does not have is a bad name; a node of another
+        // partition cannot serve this one.
+        if names.iter().any(|n| !state.nodes.contains_key(n)) {
+            return reject("Invalid node name specified");
+        }
         if names.iter().any(|n| !partition.nodes.contains(n)) {
             return reject(NODE_CONFIG_UNAVAILABLE);
         }
@@ -522,6 +527,11 @@ qos = ["normal", "low"]
                 Box::new(|j| j.dependency = "whenever".into()),
                 "Job dependency problem",
             ),
+            (
+                Box::new(|j| j.nodelist = "DUMMY_HOSTNAME".into()),
+                "Invalid node name specified",
+            ),
+            (Box::new(|j| j.nodelist = "n2".into()), ""),
             (
                 Box::new(|j| j.name = "n".repeat(1025)),
                 model::job::TOO_LONG,

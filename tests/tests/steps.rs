@@ -183,6 +183,32 @@ fn salloc_and_srun_outside_an_allocation_take_one_and_give_it_back() {
     let out = c.run(&["salloc", "sh", "-c", "exit 3"]);
     assert_eq!(out.status.code(), Some(3));
 
+    // A cancelled allocation is revoked: salloc says so, stops its command and gives
+    // nothing back.
+    let salloc = c
+        .command("salloc")
+        .args(["-J", "revoked", "sh", "-c", "sleep 60"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("salloc");
+    let mut id = String::new();
+    assert!(wait_until(T, || {
+        id = c.ok(&["squeue", "-h", "-n", "revoked", "-t", "R", "-o", "%i"]);
+        !id.trim().is_empty()
+    }));
+    let id = id.trim().to_string();
+    c.ok(&["scancel", &id]);
+    let out = salloc.wait_with_output().expect("salloc");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        stderr.contains(&format!("salloc: Job allocation {id} has been revoked.")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Relinquishing"), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+
     // srun outside an allocation: the step's output as it comes, its exit code.
     let out = c.run(&["srun", "-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME"]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

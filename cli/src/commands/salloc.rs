@@ -231,9 +231,10 @@ impl Allocation {
         env
     }
 
-    /// The job's state now; `None` when it cannot be read, and `Some(Completed)` once
-    /// the controller no longer has the job.
-    async fn current_state(&mut self) -> Option<model::JobState> {
+    /// The job's state now and when it is expected to end (0: not known); `None`
+    /// when it cannot be read, and `Completed` once the controller no longer has the
+    /// job.
+    async fn current(&mut self) -> Option<(model::JobState, i64)> {
         let reply = self
             .ctld
             .list_jobs(v1::ListJobsRequest {
@@ -251,7 +252,9 @@ impl Allocation {
                 .into_inner()
                 .jobs
                 .first()
-                .map_or(model::JobState::Completed, crate::jobs::job_state),
+                .map_or((model::JobState::Completed, 0), |j| {
+                    (crate::jobs::job_state(j), j.expected_end)
+                }),
         )
     }
 
@@ -418,6 +421,9 @@ const PENDING_GRACE: Duration = Duration::from_secs(1);
 /// After a wait this long the terminal bell rings at the grant (Slurm's
 /// DEFAULT_BELL_DELAY), unless `--bell`/`--no-bell` say otherwise.
 const BELL_DELAY: Duration = Duration::from_secs(10);
+/// How long before its time limit a job's salloc hears of it, with `-v` (Slurm's
+/// controller tells it from twice its 30 s period before).
+const TIME_LIMIT_WARNING: i64 = 60;
 /// How often the job is looked at while the command runs.
 const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// Slurm's exit status for a failure of salloc itself (SLURM_EXIT_ERROR), and for an
@@ -516,8 +522,8 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
             }
             _ = signals.next() => {
                 cancel(&mut ctld, job_id).await;
-                eprintln!("{}", revoked_line(PROG, job_id));
-                eprintln!("{PROG}: Job aborted due to signal");
+                info(o.quiet, revoked_line(PROG, job_id));
+                info(o.quiet, format!("{PROG}: Job aborted due to signal"));
                 return ExitCode::from(ERROR_EXIT);
             }
         }
@@ -525,14 +531,12 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
     let job = match started {
         Ok(Started::Granted(job)) => job,
         Ok(Started::Ended) => {
-            eprintln!("{}", revoked_line(PROG, job_id));
+            info(o.quiet, revoked_line(PROG, job_id));
             return ExitCode::from(ERROR_EXIT);
         }
         Err(e) => return e.finish(),
     };
-    if !o.quiet {
-        eprintln!("{PROG}: Granted job allocation {job_id}");
-    }
+    info(o.quiet, format!("{PROG}: Granted job allocation {job_id}"));
     let waited = waiting.since.elapsed();
     if o.bell.unwrap_or(waited > BELL_DELAY) && std::io::stdout().is_terminal() {
         print!("\x07");
@@ -550,6 +554,11 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
 /// salloc's own additions to the job's variables (Slurm's salloc sets these from its
 /// options).
 fn set_allocation_extras(env: &mut Vec<(String, String)>, o: &SubmitOpts) {
+    // The task count only when one was asked for: srun in the allocation then runs
+    // one task per node.
+    if o.ntasks.is_none() {
+        env.retain(|(k, _)| k != "SLURM_NTASKS" && k != "SLURM_NPROCS");
+    }
     let mut set = |k: &str, v: String| submit_opts::set_env(env, k, v);
     if let Some(n) = o.ntasks {
         set("SLURM_NTASKS", n.to_string());
@@ -581,13 +590,17 @@ async fn run_command(
         Err(_) => {
             terminal.restore();
             eprintln!("{PROG}: error: Unable to exec command \"{}\"", command[0]);
-            eprintln!("{PROG}: Relinquishing job allocation {job_id}");
+            info(
+                o.quiet,
+                format!("{PROG}: Relinquishing job allocation {job_id}"),
+            );
             alloc.relinquish(false).await;
             return ExitCode::from(ERROR_EXIT);
         }
     };
     let pid = child.id().map(|p| p as i32);
     let mut revoked = false;
+    let mut told_end = 0;
     let mut watch = tokio::time::interval(WATCH_INTERVAL);
     let status = loop {
         tokio::select! {
@@ -603,16 +616,21 @@ async fn run_command(
                 alloc.end_now(true).await;
             }
             _ = watch.tick(), if !revoked => {
-                let ended = match alloc.current_state().await {
-                    Some(state) => state.is_final().then_some(state),
-                    None => None,
-                };
+                let now = alloc.current().await;
+                if let Some((_, end)) = now.filter(|(state, _)| !state.is_final()) {
+                    // Slurm's controller warns salloc within a minute of the time limit.
+                    if o.verbose > 0 && end > 0 && end <= crate::times::now() + TIME_LIMIT_WARNING && told_end != end {
+                        told_end = end;
+                        eprintln!("{PROG}: Job allocation time limit to be reached at {}", crate::times::ctime_line(end));
+                    }
+                }
+                let ended = now.and_then(|(state, _)| state.is_final().then_some(state));
                 if let Some(state) = ended {
                     revoked = true;
                     if state == model::JobState::Timeout {
-                        eprintln!("{PROG}: Job {job_id} has exceeded its time limit and its allocation has been revoked.");
+                        info(o.quiet, format!("{PROG}: Job {job_id} has exceeded its time limit and its allocation has been revoked."));
                     } else {
-                        eprintln!("{}", revoked_line(PROG, job_id));
+                        info(o.quiet, revoked_line(PROG, job_id));
                     }
                     let signo = o.kill_command.unwrap_or(if terminal.interactive { libc::SIGHUP } else { libc::SIGTERM });
                     if o.verbose > 0 {
@@ -649,10 +667,20 @@ async fn run_command(
         None => 1,
     };
     if !revoked {
-        eprintln!("{PROG}: Relinquishing job allocation {job_id}");
+        info(
+            o.quiet,
+            format!("{PROG}: Relinquishing job allocation {job_id}"),
+        );
         alloc.relinquish(code == 0).await;
     }
     ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+/// One of salloc's informational lines, which `-Q` silences.
+fn info(quiet: bool, line: String) {
+    if !quiet {
+        eprintln!("{line}");
+    }
 }
 
 /// Cancels a job that has not started.
@@ -870,7 +898,7 @@ mod tests {
     #[test]
     fn extras_follow_the_options_given() {
         let mut o = SubmitOpts::default();
-        let mut env = Vec::new();
+        let mut env = vec![("SLURM_NTASKS".to_string(), "1".to_string())];
         set_allocation_extras(&mut env, &o);
         assert!(env.is_empty());
         o.ntasks = Some(10);

@@ -538,7 +538,10 @@ pub const OPTIONS: &[OptDef] = &[
         o.usage = true;
         Ok(())
     }),
-    OptDef::ignored(Both, flag("use-min-nodes", None)),
+    OptDef::both(flag("use-min-nodes", None), |o, _| {
+        o.use_min_nodes = true;
+        Ok(())
+    }),
     // A flag on the command line (each one more); from `SBATCH_DEBUG`, the level itself.
     OptDef::both(flag("verbose", Some('v')), |o, a| {
         if a.value.is_empty() {
@@ -611,15 +614,40 @@ pub fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
     input_env_options(Command::Sbatch, env)
 }
 
+/// Slurm 22.05 salloc's input variables that stand for an sbatch one (`SALLOC_X` for
+/// `SBATCH_X`).
+const SALLOC_COUNTERPARTS: &[&str] = &[
+    "SALLOC_ACCOUNT",
+    "SALLOC_CLUSTERS",
+    "SALLOC_CONSTRAINT",
+    "SALLOC_CPUS_PER_GPU",
+    "SALLOC_EXCLUSIVE",
+    "SALLOC_GPUS",
+    "SALLOC_GPUS_PER_NODE",
+    "SALLOC_GPUS_PER_TASK",
+    "SALLOC_GRES",
+    "SALLOC_MEM_PER_CPU",
+    "SALLOC_MEM_PER_GPU",
+    "SALLOC_MEM_PER_NODE",
+    "SALLOC_PARTITION",
+    "SALLOC_QOS",
+    "SALLOC_RESERVATION",
+    "SALLOC_SIGNAL",
+    "SALLOC_TIMELIMIT",
+    "SALLOC_WCKEY",
+];
+
 /// The input variable of an option for `command`: sbatch's `SBATCH_X` is salloc's
-/// `SALLOC_X`; srun reads none of them.
+/// `SALLOC_X` where salloc has one; srun reads none of them.
 fn input_var(def: &OptDef, command: Command) -> Option<String> {
     let var = def.env?;
-    match command {
-        Command::Salloc => Some(match var.strip_prefix("SBATCH_") {
-            Some(rest) => format!("SALLOC_{rest}"),
-            None => var.to_string(),
-        }),
+    match (command, var.strip_prefix("SBATCH_")) {
+        (Command::Salloc, Some(rest)) => {
+            let salloc = format!("SALLOC_{rest}");
+            SALLOC_COUNTERPARTS
+                .contains(&salloc.as_str())
+                .then_some(salloc)
+        }
         _ => Some(var.to_string()),
     }
 }
@@ -681,6 +709,8 @@ pub struct SubmitOpts {
     pub nodes: Option<u32>,
     /// The most nodes of `-N min-max`, when above the least.
     pub max_nodes: Option<u32>,
+    /// `--use-min-nodes`: of a node range, the least count.
+    pub use_min_nodes: bool,
     pub mail_types: Option<Vec<model::mail::MailType>>,
     pub mail_user: Option<String>,
     pub ntasks_per_node: Option<u32>,
@@ -797,6 +827,12 @@ fn gres_error(prog: &str) -> Exit {
 }
 
 impl SubmitOpts {
+    /// The most nodes of `-N min-max` sent to the controller (0: just the least);
+    /// `--use-min-nodes` keeps the least.
+    pub fn most_nodes(&self) -> u32 {
+        self.max_nodes.filter(|_| !self.use_min_nodes).unwrap_or(0)
+    }
+
     /// Applies options in order from one source.
     pub fn apply_all(
         &mut self,
@@ -1225,11 +1261,11 @@ fn check_gpu_counts(o: &SubmitOpts, prog: &str) -> Result<(), Exit> {
 
 /// The text Slurm prints for a time limit the job cannot have.
 const INVALID_TIME_LIMIT: &str =
-    "Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)";
+    "Requested time limit is invalid (missing or exceeds some limit)";
 
 /// The text Slurm prints for a `--time-min` the job cannot have.
-const INVALID_TIME_MIN: &str = "Batch job submission failed: \
-     Invalid time-min specification (exceeds job's time or other limits)";
+const INVALID_TIME_MIN: &str =
+    "Invalid time-min specification (exceeds job's time or other limits)";
 
 /// The time limit in force (minutes; `None`: the partition's), with `--deadline`: the
 /// deadline must follow `--begin` and leave the job `--time-min` (else one minute) from
@@ -1257,12 +1293,24 @@ fn deadline_limit(
     let start = begin_time.max(ctx.now);
     let left_min = u32::try_from((deadline - start).max(0) / 60).unwrap_or(u32::MAX);
     if left_min == 0 {
-        return Err(Exit::error(prog, INVALID_TIME_LIMIT));
+        return Err(submission_failed(prog, INVALID_TIME_LIMIT));
     }
     if o.time_min.is_some_and(|m| m > left_min) {
-        return Err(Exit::error(prog, INVALID_TIME_MIN));
+        return Err(submission_failed(prog, INVALID_TIME_MIN));
     }
     Ok(Some(limit.map_or(left_min, |l| l.min(left_min))))
+}
+
+/// A refused submission in each command's words (`sbatch: error: Batch job submission
+/// failed: WHY`, salloc's "Job submit/allocate failed", srun's "Unable to allocate
+/// resources").
+fn submission_failed(prog: &str, why: &str) -> Exit {
+    let failed = match prog {
+        "salloc" => "Job submit/allocate failed",
+        "srun" => "Unable to allocate resources",
+        _ => "Batch job submission failed",
+    };
+    Exit::error(prog, format!("{failed}: {why}"))
 }
 
 /// What sbatch adds to the job's environment from its options (sbatch(1), "OUTPUT
@@ -1314,21 +1362,6 @@ pub fn build_spec(
         }
         None => 0,
     };
-    let time_limit = deadline_limit(o, prog, ctx, begin_time)?;
-    check_gpu_counts(o, prog)?;
-    let gres = o.gres.clone().flatten();
-    // `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
-    let gpus_per_node = [&o.gpus_per_node, &gres]
-        .into_iter()
-        .flatten()
-        .map(|g| g.count)
-        .max()
-        .unwrap_or(0);
-    // GPUs per node and per task make the tasks per node, as in Slurm.
-    let ntasks_per_node = o.ntasks_per_node.or_else(|| match &o.gpus_per_task {
-        Some(t) if gpus_per_node > 0 && t.count > 0 => Some(gpus_per_node / t.count),
-        _ => None,
-    });
     let num_nodes = o
         .nodes
         .unwrap_or_else(|| match (o.ntasks, ntasks_per_node) {
@@ -1433,7 +1466,7 @@ pub fn build_spec(
         stdin_path: io_path(&o.input),
         open_mode_append: o.open_mode_append.unwrap_or(false),
         num_nodes,
-        max_nodes: o.max_nodes.unwrap_or(0),
+        max_nodes: o.most_nodes(),
         num_tasks,
         cpus_per_task,
         ntasks_per_node: ntasks_per_node.filter(|_| !o.overcommit).unwrap_or(0),
@@ -1538,6 +1571,11 @@ pub(crate) mod tests {
             vars.iter()
                 .all(|v| v.starts_with("SBATCH_") || v.starts_with("SALLOC_"))
         );
+        // Each of salloc's counterparts stands for one of sbatch's.
+        for v in SALLOC_COUNTERPARTS {
+            let sbatch = v.replace("SALLOC_", "SBATCH_");
+            assert!(vars.contains(&sbatch.as_str()), "{v}");
+        }
         // salloc's own variables are those of its own options.
         for d in OPTIONS
             .iter()
@@ -1662,6 +1700,22 @@ pub(crate) mod tests {
     fn basenames() {
         assert_eq!(basename("/a/b/run.sh"), "run.sh");
         assert_eq!(basename("run.sh"), "run.sh");
+    }
+
+    #[test]
+    fn refusals_in_each_commands_words() {
+        assert_eq!(
+            submission_failed("salloc", INVALID_TIME_MIN).lines(),
+            [
+                "salloc: error: Job submit/allocate failed: Invalid time-min specification (exceeds job's time or other limits)"
+            ]
+        );
+        assert_eq!(
+            submission_failed("sbatch", INVALID_TIME_LIMIT).lines(),
+            [
+                "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)"
+            ]
+        );
     }
 
     #[test]
@@ -1937,8 +1991,12 @@ pub(crate) mod tests {
         o.apply(Command::Sbatch, "nodes", "3-3", Source::Cli)
             .unwrap();
         assert_eq!((o.nodes, o.max_nodes), (Some(3), None));
-        o.apply(Command::Srun, "nodes", "-3", Source::Cli).unwrap();
-        assert_eq!((o.nodes, o.max_nodes), (Some(1), Some(3)));
+        let mut o = SubmitOpts::default();
+        o.apply(Command::Salloc, "nodes", "1-2", Source::Cli)
+            .unwrap();
+        o.apply(Command::Salloc, "use-min-nodes", "", Source::Cli)
+            .unwrap();
+        assert_eq!((o.nodes, o.most_nodes()), (Some(1), 0));
         assert!(
             o.apply(Command::Sbatch, "nodes", "4-2", Source::Cli)
                 .is_err()
