@@ -236,6 +236,8 @@ pub struct Options {
     pub sort: Option<String>,
     pub users: Vec<String>,
     pub weights: bool,
+    /// `-v`: the options as Slurm 22.05's sprio prints them first (`_print_options`).
+    pub verbose_dump: Option<String>,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
@@ -257,11 +259,11 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
             format!("error: Unrecognized option: {extra}"),
         ));
     }
-    let jobs = match jobs_text {
+    let jobs = match &jobs_text {
         None => None,
         Some(text) => {
             let mut ids = Vec::new();
-            for id in args::split_list(&text) {
+            for id in args::split_list(text) {
                 match id.parse::<u32>() {
                     Ok(n) if n > 0 => ids.push(n),
                     _ => return Err(Exit::error("sprio", format!("Invalid job id: {id}"))),
@@ -281,7 +283,34 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
             format!("Invalid sort specification: {bad}"),
         ));
     }
+    let verbose_dump = p.has("verbose").then(|| {
+        let given = |v: Option<String>| v.unwrap_or_else(|| "(null)".to_string());
+        let joined = |name: &str| {
+            let all = p.all(name);
+            (!all.is_empty()).then(|| all.join(","))
+        };
+        let lines = [
+            ("format", given(p.get("format").map(String::from))),
+            (
+                "job_flag",
+                u8::from(jobs.is_some() || p.has("jobs")).to_string(),
+            ),
+            ("jobs", given(jobs_text.clone().filter(|t| !t.is_empty()))),
+            ("partition", given(joined("partition"))),
+            ("users", given(joined("user"))),
+            ("verbose", p.all("verbose").len().to_string()),
+        ];
+        let rule = "-----------------------------\n";
+        let mut out = String::from(rule);
+        for (name, value) in lines {
+            out.push_str(&format!("{name:<11} = {value}\n"));
+        }
+        out.push_str(rule);
+        out.push('\n');
+        out
+    });
     Ok(Options {
+        verbose_dump,
         noheader: p.has("noheader"),
         jobs,
         long: p.has("long"),
@@ -315,10 +344,9 @@ pub fn request(opts: &Options) -> GetPrioritiesRequest {
 pub fn default_format(opts: &Options, w: &PriorityWeights) -> String {
     if opts.long {
         return if opts.norm {
-            "%.15i %9r %.8u %.8o %10y %10a %10b %10f %10j %10p %10n %10q %20t".into()
+            "%.15i %9r %.8u %10y %10a %10b %10f %10j %10p %10q %20t".into()
         } else {
-            "%.15i %9r %.8u %.8o %.10Y %.10S %.10A %.10B %.10F %.10J %.10P %.10n %.10Q %.11N %.20T"
-                .into()
+            "%.15i %9r %.8u %.10Y %.10S %.10A %.10B %.10F %.10J %.10P %.10Q %.11N %.20T".into()
         };
     }
     let mut f = String::from("%.15i %9r");
@@ -462,6 +490,9 @@ pub fn run(args: &[String]) -> ExitCode {
         for c in invalid {
             eprintln!("sprio: error: Invalid job format specification: {c}");
         }
+    }
+    if let Some(dump) = &opts.verbose_dump {
+        print!("{dump}");
     }
     let rt = client::runtime();
     let req = request(&opts);
@@ -610,12 +641,17 @@ mod tests {
         );
         let long = out(&["-l"]);
         assert!(
-            long.starts_with(
-                "          JOBID PARTITION     USER  ACCOUNT   PRIORITY       SITE        AGE      ASSOC  FAIRSHARE    JOBSIZE  PARTITION    QOSNAME        QOS        NICE                 TRES\n"
+            long.contains(
+                "             12 gpu          alice      11750          0        500          0      10000          0       1000          0           0         gres/gpu=250\n"
             ),
             "{long}"
         );
-        assert!(long.contains("      alice       ml      11750          0        500          0      10000          0       1000     normal          0           0"), "{long}");
+        assert!(
+            long.starts_with(
+                "          JOBID PARTITION     USER   PRIORITY       SITE        AGE      ASSOC  FAIRSHARE    JOBSIZE  PARTITION        QOS        NICE                 TRES\n"
+            ),
+            "{long}"
+        );
         // Sorting: by priority, highest first.
         let sorted = out(&["-h", "-S", "-y", "-o", "%i"]);
         assert_eq!(sorted, "12\n7\n");
@@ -644,5 +680,24 @@ mod tests {
         let opts = parse_args(&s(&["-p", "gpu", "--user=alice"])).unwrap();
         assert_eq!(request(&opts).partitions, vec!["gpu"]);
         assert_eq!(request(&opts).users, vec!["alice"]);
+    }
+
+    #[test]
+    fn verbose_prints_the_options_as_slurm_does() {
+        let dump = parse_args(&s(&["-v", "-j", "12"]))
+            .unwrap()
+            .verbose_dump
+            .unwrap();
+        for line in [
+            "format      = (null)",
+            "job_flag    = 1",
+            "jobs        = 12",
+            "partition   = (null)",
+            "users       = (null)",
+            "verbose     = 1",
+        ] {
+            assert!(dump.lines().any(|l| l == line), "{line:?} in\n{dump}");
+        }
+        assert_eq!(parse_args(&s(&[])).unwrap().verbose_dump, None);
     }
 }
