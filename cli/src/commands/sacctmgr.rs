@@ -154,20 +154,50 @@ fn slurm_line(message: &str) -> String {
     }
 }
 
+/// The entity `show`/`list` names, abbreviated as Slurm's sacctmgr takes it (`acc`,
+/// `assoc`, `cl`, `q`, `u`); the first keyword that matches wins, in Slurm's order.
 fn listing(word: &str) -> Option<Listing> {
-    if let Some(e) = Entity::parse(word) {
-        return match e {
-            Entity::Account => Some(Listing::Account),
-            Entity::User => Some(Listing::User),
-            Entity::Qos => Some(Listing::Qos),
-            Entity::Coordinator => None,
-        };
-    }
-    match word.to_ascii_lowercase().as_str() {
-        "association" | "associations" | "assoc" | "assocs" => Some(Listing::Assoc),
-        "cluster" | "clusters" => Some(Listing::Cluster),
-        _ => None,
-    }
+    [
+        ("accounts", 1, Some(Listing::Account)),
+        ("acct", 4, Some(Listing::Account)),
+        ("associations", 2, Some(Listing::Assoc)),
+        ("clusters", 2, Some(Listing::Cluster)),
+        ("coordinators", 2, None),
+        ("qos", 1, Some(Listing::Qos)),
+        ("users", 1, Some(Listing::User)),
+    ]
+    .into_iter()
+    .find(|(name, min, _)| keyword(word, name, *min))
+    .and_then(|(_, _, listing)| listing)
+}
+
+/// The entity `add`/`modify`/`delete` names, abbreviated as Slurm's sacctmgr takes it.
+fn entity(word: &str) -> Option<Entity> {
+    [
+        ("accounts", 1, Entity::Account),
+        ("acct", 4, Entity::Account),
+        ("coordinators", 2, Entity::Coordinator),
+        ("qos", 1, Entity::Qos),
+        ("users", 1, Entity::User),
+    ]
+    .into_iter()
+    .find(|(name, min, _)| keyword(word, name, *min))
+    .map(|(_, _, entity)| entity)
+}
+
+/// The verb, abbreviated as Slurm's sacctmgr takes it (`mod`, `del`, `cre`).
+fn action(word: &str) -> Option<Action> {
+    [
+        ("add", 3, Action::Add),
+        ("create", 3, Action::Add),
+        ("modify", 1, Action::Modify),
+        ("update", 1, Action::Modify),
+        ("delete", 3, Action::Delete),
+        ("remove", 3, Action::Delete),
+    ]
+    .into_iter()
+    .find(|(name, min, _)| keyword(word, name, *min))
+    .map(|(_, _, action)| action)
 }
 
 /// Parses `show`'s words.
@@ -246,7 +276,7 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
         _ => {}
     }
     let show = keyword(verb, "show", 3) || keyword(verb, "list", 3);
-    let action = Action::parse(verb);
+    let action = action(verb);
     if !show && action.is_none() {
         return Err(Exit::raw(format!("invalid keyword: {verb}")));
     }
@@ -267,7 +297,7 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
     if opts.readonly {
         return Err(Exit::raw("Can't run this command in readonly mode."));
     }
-    if matches!(entity.to_ascii_lowercase().as_str(), "cluster" | "clusters") {
+    if keyword(entity, "clusters", 2) {
         if action != Action::Add {
             return Err(Exit::raw(
                 " Drover keeps one cluster: it is not modified or deleted with sacctmgr",
@@ -297,7 +327,7 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
         Action::Modify => "modify",
         Action::Delete => "delete",
     };
-    let Some(entity) = Entity::parse(entity) else {
+    let Some(entity) = self::entity(entity) else {
         return Err(Exit::raw(format!(
             "No valid entity in {verb_name} command: {entity} (Account, Coordinator, QOS or User)"
         )));
@@ -2069,5 +2099,26 @@ default_qos = "high"
             refuse(tonic::Status::unavailable("down")).stderr,
             format!("sacctmgr: error: {}\n", calls::CONNECT_FAILURE)
         );
+    }
+
+    #[test]
+    fn entities_and_verbs_abbreviate_as_slurms() {
+        assert_eq!(listing("acc"), Some(Listing::Account));
+        assert_eq!(listing("assoc"), Some(Listing::Assoc));
+        assert_eq!(listing("as"), Some(Listing::Assoc));
+        assert_eq!(listing("cl"), Some(Listing::Cluster));
+        assert_eq!(listing("q"), Some(Listing::Qos));
+        assert_eq!(listing("u"), Some(Listing::User));
+        assert_eq!(listing("c"), None);
+        assert_eq!(entity("coord"), Some(Entity::Coordinator));
+        assert_eq!(entity("acct"), Some(Entity::Account));
+        assert_eq!(entity("a"), Some(Entity::Account));
+        assert_eq!(entity("co"), Some(Entity::Coordinator));
+        assert_eq!(action("mod"), Some(Action::Modify));
+        assert_eq!(action("cre"), Some(Action::Add));
+        assert_eq!(action("del"), Some(Action::Delete));
+        assert_eq!(action("de"), None);
+        let parsed = parse_args(&s(&["-i", "mod", "qos", "normal", "set", "priority=5"]));
+        assert!(parsed.is_ok(), "{parsed:?}");
     }
 }

@@ -519,7 +519,7 @@ pub fn run(args: &[String]) -> ExitCode {
 
 const USAGE: &str = "\
 Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]
-     [--federation] [--local] [--sibling] [--usage] [-hlnvVw]
+   [--federation] [--local] [--sibling] [--usage] [-hlnvVw]
 ";
 
 const HELP: &str = "\
