@@ -771,6 +771,8 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ("MaxArraySize", c.max_array_size.to_string()),
         ("MaxJobCount", c.max_job_count.to_string()),
         ("MinJobAge", format!("{} sec", c.min_job_age_s)),
+        // A job is killed at its time limit, never later.
+        ("OverTimeLimit", "0 min".into()),
         (
             "PriorityDecayHalfLife",
             duration(&p.decay_half_life, "7-00:00:00"),
@@ -787,6 +789,8 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ("PrivateData", private_data(&c.private_data)),
         ("SchedulerType", scheduler.into()),
         ("SelectType", "select/cons_tres".into()),
+        // CPUs and memory are what jobs take of a node.
+        ("SelectTypeParameters", "CR_CPU_MEMORY".into()),
         ("SlurmctldHost[0]", c.addr.clone()),
         ("SlurmdTimeout", format!("{} sec", c.node_timeout_s)),
         ("SLURM_VERSION", model::config::SLURM_VERSION.into()),

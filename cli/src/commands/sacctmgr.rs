@@ -30,6 +30,7 @@ use crate::client;
 use crate::exit::Exit;
 use crate::format::{self, Parsable, TableField};
 use crate::opts::{OptSpec, flag, value};
+use crate::times;
 use crate::words::abbreviates as keyword;
 use crate::words::atoi;
 use model::assoc::{Account, Associations, DEFAULT_QOS, Limits, Qos, ROOT};
@@ -116,6 +117,8 @@ pub enum Command {
     Change(Box<AssocChange>),
     /// `add cluster NAME...`: only the controller's own cluster exists.
     AddCluster(Vec<String>),
+    /// `show configuration`: the accounting settings, and the accounting store's.
+    ShowConfig,
 }
 
 /// The cluster as `show cluster` prints it.
@@ -154,20 +157,50 @@ fn slurm_line(message: &str) -> String {
     }
 }
 
+/// The entity `show`/`list` names, abbreviated as Slurm's sacctmgr takes it (`acc`,
+/// `assoc`, `cl`, `q`, `u`); the first keyword that matches wins, in Slurm's order.
 fn listing(word: &str) -> Option<Listing> {
-    if let Some(e) = Entity::parse(word) {
-        return match e {
-            Entity::Account => Some(Listing::Account),
-            Entity::User => Some(Listing::User),
-            Entity::Qos => Some(Listing::Qos),
-            Entity::Coordinator => None,
-        };
-    }
-    match word.to_ascii_lowercase().as_str() {
-        "association" | "associations" | "assoc" | "assocs" => Some(Listing::Assoc),
-        "cluster" | "clusters" => Some(Listing::Cluster),
-        _ => None,
-    }
+    [
+        ("accounts", 1, Some(Listing::Account)),
+        ("acct", 4, Some(Listing::Account)),
+        ("associations", 2, Some(Listing::Assoc)),
+        ("clusters", 2, Some(Listing::Cluster)),
+        ("coordinators", 2, None),
+        ("qos", 1, Some(Listing::Qos)),
+        ("users", 1, Some(Listing::User)),
+    ]
+    .into_iter()
+    .find(|(name, min, _)| keyword(word, name, *min))
+    .and_then(|(_, _, listing)| listing)
+}
+
+/// The entity `add`/`modify`/`delete` names, abbreviated as Slurm's sacctmgr takes it.
+fn entity(word: &str) -> Option<Entity> {
+    [
+        ("accounts", 1, Entity::Account),
+        ("acct", 4, Entity::Account),
+        ("coordinators", 2, Entity::Coordinator),
+        ("qos", 1, Entity::Qos),
+        ("users", 1, Entity::User),
+    ]
+    .into_iter()
+    .find(|(name, min, _)| keyword(word, name, *min))
+    .map(|(_, _, entity)| entity)
+}
+
+/// The verb, abbreviated as Slurm's sacctmgr takes it (`mod`, `del`, `cre`).
+fn action(word: &str) -> Option<Action> {
+    [
+        ("add", 3, Action::Add),
+        ("create", 3, Action::Add),
+        ("modify", 1, Action::Modify),
+        ("update", 1, Action::Modify),
+        ("delete", 3, Action::Delete),
+        ("remove", 3, Action::Delete),
+    ]
+    .into_iter()
+    .find(|(name, min, _)| keyword(word, name, *min))
+    .map(|(_, _, action)| action)
 }
 
 /// Parses `show`'s words.
@@ -246,7 +279,7 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
         _ => {}
     }
     let show = keyword(verb, "show", 3) || keyword(verb, "list", 3);
-    let action = Action::parse(verb);
+    let action = action(verb);
     if !show && action.is_none() {
         return Err(Exit::raw(format!("invalid keyword: {verb}")));
     }
@@ -254,6 +287,9 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
         return Err(Exit::raw(format!("Too few arguments for keyword:{verb}")));
     };
     let rest = &words[2..];
+    if show && keyword(entity, "configuration", 4) {
+        return Ok((opts, Command::ShowConfig));
+    }
     if show {
         let Some(what) = listing(entity) else {
             return Err(Exit::raw(format!(
@@ -267,7 +303,7 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
     if opts.readonly {
         return Err(Exit::raw("Can't run this command in readonly mode."));
     }
-    if matches!(entity.to_ascii_lowercase().as_str(), "cluster" | "clusters") {
+    if keyword(entity, "clusters", 2) {
         if action != Action::Add {
             return Err(Exit::raw(
                 " Drover keeps one cluster: it is not modified or deleted with sacctmgr",
@@ -297,7 +333,7 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
         Action::Modify => "modify",
         Action::Delete => "delete",
     };
-    let Some(entity) = Entity::parse(entity) else {
+    let Some(entity) = self::entity(entity) else {
         return Err(Exit::raw(format!(
             "No valid entity in {verb_name} command: {entity} (Account, Coordinator, QOS or User)"
         )));
@@ -1405,6 +1441,31 @@ pub fn run(args: &[String]) -> ExitCode {
     match command {
         Command::AddCluster(names) => add_cluster(&names, &client::cluster_name()).finish(),
         Command::Change(change) => run_change(&rt, &change, &opts),
+        Command::ShowConfig => {
+            let reply = match calls::query(&rt, "sacctmgr", |mut c| async move {
+                c.get_config(proto::v1::GetConfigRequest {})
+                    .await
+                    .map(|r| r.into_inner())
+            }) {
+                Ok(r) => r,
+                Err(code) => return code,
+            };
+            let addr = client::load_config()
+                .map(|c| client::ctld_addr(&c))
+                .unwrap_or_default();
+            let cluster = ClusterInfo::new(&reply.cluster_name, &addr);
+            let slurm_conf = args::env_var("SLURM_CONF");
+            print!(
+                "{}",
+                render_config(
+                    &reply.entries,
+                    &cluster,
+                    slurm_conf.as_deref(),
+                    &times::format_time(times::now())
+                )
+            );
+            ExitCode::SUCCESS
+        }
         Command::Show(show) => {
             let reply = match calls::query(&rt, "sacctmgr", |mut c| async move {
                 c.show_accounting(proto::v1::ShowAccountingRequest {})
@@ -1431,6 +1492,54 @@ pub fn run(args: &[String]) -> ExitCode {
             }
         }
     }
+}
+
+/// `show configuration`, laid out as Slurm's sacctmgr prints it: the accounting keys of
+/// the controller's config, then the accounting store's own section. The store is the
+/// controller's: its host and port are the controller's.
+pub fn render_config(
+    entries: &[proto::v1::ConfigEntry],
+    cluster: &ClusterInfo,
+    slurm_conf: Option<&str>,
+    now: &str,
+) -> String {
+    let value = |key: &str| {
+        entries
+            .iter()
+            .find(|e| e.key == key)
+            .map_or("(null)".to_string(), |e| e.value.clone())
+    };
+    let port = if cluster.port.is_empty() {
+        "(null)".to_string()
+    } else {
+        cluster.port.clone()
+    };
+    let mut out = format!("Configuration data as of {now}\n");
+    let lines = [
+        ("AccountingStorageBackupHost", "(null)".to_string()),
+        ("AccountingStorageHost", cluster.host.clone()),
+        ("AccountingStoragePort", port.clone()),
+        ("AccountingStorageType", value("AccountingStorageType")),
+        ("AuthType", value("AuthType")),
+        ("PrivateData", value("PrivateData")),
+        ("SLURM_CONF", slurm_conf.unwrap_or("(null)").to_string()),
+        ("SLURM_VERSION", value("SLURM_VERSION")),
+        ("TrackWCKey", "No".to_string()),
+    ];
+    for (key, v) in lines {
+        out.push_str(&format!("{key:<22} = {v}\n"));
+    }
+    out.push_str("\nSlurmDBD configuration:\n");
+    let dbd = [
+        ("DbdHost", cluster.host.clone()),
+        ("DbdPort", port),
+        ("SLURMDBD_CONF", "(null)".to_string()),
+        ("StorageType", "accounting_storage/drover".to_string()),
+    ];
+    for (key, v) in dbd {
+        out.push_str(&format!("{key:<22} = {v}\n"));
+    }
+    out
 }
 
 /// The help `-h`, `--help`, `--usage` and `help` print: Slurm's first lines, then what
@@ -1462,8 +1571,8 @@ sacctmgr [<OPTION>] [<COMMAND>]
      show                     same as list
      version                  display tool version number.
 
-  <ENTITY> may be \"account\", \"association\", \"cluster\", \"coordinator\",
-                  \"qos\" or \"user\"
+  <ENTITY> may be \"account\", \"association\", \"cluster\", \"configuration\",
+                  \"coordinator\", \"qos\" or \"user\"
 
   <SPECS> are different for each command entity pair.
   list account       - Descriptions=, Format=, Names=, Organizations=,
@@ -1472,6 +1581,7 @@ sacctmgr [<OPTION>] [<COMMAND>]
   list cluster       - Format=, Names=
   add cluster        - Names= (only the controller's own cluster)
   modify cluster     - not supported: the cluster is the controller's own
+  list configuration - (no options): the accounting settings
   list qos           - Format=, Names=
   list user          - Accounts=, Format=, Names=, WithAssoc,
                        WithCoordinators
@@ -2069,5 +2179,54 @@ default_qos = "high"
             refuse(tonic::Status::unavailable("down")).stderr,
             format!("sacctmgr: error: {}\n", calls::CONNECT_FAILURE)
         );
+    }
+
+    #[test]
+    fn entities_and_verbs_abbreviate_as_slurms() {
+        assert_eq!(listing("acc"), Some(Listing::Account));
+        assert_eq!(listing("assoc"), Some(Listing::Assoc));
+        assert_eq!(listing("as"), Some(Listing::Assoc));
+        assert_eq!(listing("cl"), Some(Listing::Cluster));
+        assert_eq!(listing("q"), Some(Listing::Qos));
+        assert_eq!(listing("u"), Some(Listing::User));
+        assert_eq!(listing("c"), None);
+        assert_eq!(entity("coord"), Some(Entity::Coordinator));
+        assert_eq!(entity("acct"), Some(Entity::Account));
+        assert_eq!(entity("a"), Some(Entity::Account));
+        assert_eq!(entity("co"), Some(Entity::Coordinator));
+        assert_eq!(action("mod"), Some(Action::Modify));
+        assert_eq!(action("cre"), Some(Action::Add));
+        assert_eq!(action("del"), Some(Action::Delete));
+        assert_eq!(action("de"), None);
+        let parsed = parse_args(&s(&["-i", "mod", "qos", "normal", "set", "priority=5"]));
+        assert!(parsed.is_ok(), "{parsed:?}");
+    }
+
+    #[test]
+    fn show_config_names_the_accounting_settings_and_store() {
+        assert!(matches!(
+            parse_args(&s(&["show", "config"])).unwrap().1,
+            Command::ShowConfig
+        ));
+        let entries = vec![proto::v1::ConfigEntry {
+            key: "AccountingStorageType".into(),
+            value: "accounting_storage/slurmdbd".into(),
+        }];
+        let text = render_config(
+            &entries,
+            &ClusterInfo::new("c", "ctl:6817"),
+            Some("/etc/slurm.conf"),
+            "NOW",
+        );
+        for line in [
+            "Configuration data as of NOW",
+            "AccountingStorageType  = accounting_storage/slurmdbd",
+            "SLURM_CONF             = /etc/slurm.conf",
+            "SlurmDBD configuration:",
+            "DbdHost                = ctl",
+            "DbdPort                = 6817",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        }
     }
 }

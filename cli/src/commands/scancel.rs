@@ -165,6 +165,8 @@ pub fn report(r: &Request, results: &[v1::JobResult]) -> (Vec<String>, u8) {
             if r.verbose {
                 lines.push(if r.signal == 0 {
                     format!("{PROG}: Terminating job {}", res.job_id)
+                } else if r.batch {
+                    format!("{PROG}: Signal {} to batch job {}", r.signal, res.job_id)
                 } else {
                     format!("{PROG}: Signal {} to job {}", r.signal, res.job_id)
                 });
@@ -601,5 +603,13 @@ mod tests {
              job_name=INVALID qos=INVALID state=PENDING "
         );
         assert_eq!(no_match_line(&req(&["12"])), None);
+    }
+
+    #[test]
+    fn verbose_names_a_signal_to_the_batch_shell() {
+        let r = req(&["--batch", "--signal=STOP", "-v", "7"]);
+        let (lines, code) = report(&r, &[res("7", "")]);
+        assert_eq!(lines, vec!["scancel: Signal 19 to batch job 7"]);
+        assert_eq!(code, 0);
     }
 }

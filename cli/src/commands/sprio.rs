@@ -236,39 +236,8 @@ pub struct Options {
     pub sort: Option<String>,
     pub users: Vec<String>,
     pub weights: bool,
-    /// `-v`, once per time given.
-    pub verbose: usize,
-    /// `-j`'s list and `-p`'s, as given, for `-v`'s parameters.
-    jobs_text: Option<String>,
-    partitions_text: Option<String>,
-    users_text: Option<String>,
-}
-
-/// What `-v` prints before the table, as Slurm 22.05's sprio (`_print_options`).
-pub fn parameters(opts: &Options) -> String {
-    let or_null = |v: &Option<String>| v.clone().unwrap_or_else(|| "(null)".into());
-    let rule = "-----------------------------\n";
-    let mut out = String::from(rule);
-    out.push_str(&format!("format     = {}\n", or_null(&opts.format)));
-    out.push_str(&format!(
-        "job_flag   = {}\n",
-        u8::from(opts.jobs_text.is_some())
-    ));
-    out.push_str(&format!("jobs       = {}\n", or_null(&opts.jobs_text)));
-    out.push_str(&format!(
-        "partition  = {}\n",
-        or_null(&opts.partitions_text)
-    ));
-    out.push_str(&format!("users      = {}\n", or_null(&opts.users_text)));
-    out.push_str(&format!("verbose    = {}\n", opts.verbose));
-    if opts.verbose > 1 {
-        for (i, id) in opts.jobs.iter().flatten().enumerate() {
-            out.push_str(&format!("job_list[{i}] = {id}\n"));
-        }
-    }
-    out.push_str(rule);
-    out.push('\n');
-    out
+    /// `-v`: the options as Slurm 22.05's sprio prints them first (`_print_options`).
+    pub verbose_dump: Option<String>,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
@@ -290,7 +259,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
             format!("error: Unrecognized option: {extra}"),
         ));
     }
-    let jobs = match jobs_text.as_ref() {
+    let jobs = match &jobs_text {
         None => None,
         Some(text) => {
             let mut ids = Vec::new();
@@ -314,7 +283,34 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
             format!("Invalid sort specification: {bad}"),
         ));
     }
+    let verbose_dump = p.has("verbose").then(|| {
+        let given = |v: Option<String>| v.unwrap_or_else(|| "(null)".to_string());
+        let joined = |name: &str| {
+            let all = p.all(name);
+            (!all.is_empty()).then(|| all.join(","))
+        };
+        let lines = [
+            ("format", given(p.get("format").map(String::from))),
+            (
+                "job_flag",
+                u8::from(jobs.is_some() || p.has("jobs")).to_string(),
+            ),
+            ("jobs", given(jobs_text.clone().filter(|t| !t.is_empty()))),
+            ("partition", given(joined("partition"))),
+            ("users", given(joined("user"))),
+            ("verbose", p.all("verbose").len().to_string()),
+        ];
+        let rule = "-----------------------------\n";
+        let mut out = String::from(rule);
+        for (name, value) in lines {
+            out.push_str(&format!("{name:<11} = {value}\n"));
+        }
+        out.push_str(rule);
+        out.push('\n');
+        out
+    });
     Ok(Options {
+        verbose_dump,
         noheader: p.has("noheader"),
         jobs,
         long: p.has("long"),
@@ -332,10 +328,6 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
             .flat_map(args::split_list)
             .collect(),
         weights: p.has("weights"),
-        verbose: p.all("verbose").len(),
-        jobs_text,
-        partitions_text: (!p.all("partition").is_empty()).then(|| p.all("partition").join(",")),
-        users_text: (!p.all("user").is_empty()).then(|| p.all("user").join(",")),
     })
 }
 
@@ -499,8 +491,8 @@ pub fn run(args: &[String]) -> ExitCode {
             eprintln!("sprio: error: Invalid job format specification: {c}");
         }
     }
-    if opts.verbose > 0 {
-        print!("{}", parameters(&opts));
+    if let Some(dump) = &opts.verbose_dump {
+        print!("{dump}");
     }
     let rt = client::runtime();
     let req = request(&opts);
@@ -527,7 +519,7 @@ pub fn run(args: &[String]) -> ExitCode {
 
 const USAGE: &str = "\
 Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]
-     [--federation] [--local] [--sibling] [--usage] [-hlnvVw]
+   [--federation] [--local] [--sibling] [--usage] [-hlnvVw]
 ";
 
 const HELP: &str = "\
@@ -649,23 +641,16 @@ mod tests {
         );
         let long = out(&["-l"]);
         assert!(
+            long.contains(
+                "             12 gpu          alice      11750          0        500          0      10000          0       1000          0           0         gres/gpu=250\n"
+            ),
+            "{long}"
+        );
+        assert!(
             long.starts_with(
                 "          JOBID PARTITION     USER   PRIORITY       SITE        AGE      ASSOC  FAIRSHARE    JOBSIZE  PARTITION        QOS        NICE                 TRES\n"
             ),
             "{long}"
-        );
-        assert!(long.contains("      alice      11750          0        500          0      10000          0       1000          0           0"), "{long}");
-        let verbose = parse_args(&["-v".to_string(), "-j".to_string(), "7".to_string()]).unwrap();
-        assert_eq!(
-            parameters(&verbose),
-            "-----------------------------\n\
-             format     = (null)\n\
-             job_flag   = 1\n\
-             jobs       = 7\n\
-             partition  = (null)\n\
-             users      = (null)\n\
-             verbose    = 1\n\
-             -----------------------------\n\n"
         );
         // Sorting: by priority, highest first.
         let sorted = out(&["-h", "-S", "-y", "-o", "%i"]);
@@ -695,5 +680,24 @@ mod tests {
         let opts = parse_args(&s(&["-p", "gpu", "--user=alice"])).unwrap();
         assert_eq!(request(&opts).partitions, vec!["gpu"]);
         assert_eq!(request(&opts).users, vec!["alice"]);
+    }
+
+    #[test]
+    fn verbose_prints_the_options_as_slurm_does() {
+        let dump = parse_args(&s(&["-v", "-j", "12"]))
+            .unwrap()
+            .verbose_dump
+            .unwrap();
+        for line in [
+            "format      = (null)",
+            "job_flag    = 1",
+            "jobs        = 12",
+            "partition   = (null)",
+            "users       = (null)",
+            "verbose     = 1",
+        ] {
+            assert!(dump.lines().any(|l| l == line), "{line:?} in\n{dump}");
+        }
+        assert_eq!(parse_args(&s(&[])).unwrap().verbose_dump, None);
     }
 }

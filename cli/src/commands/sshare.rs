@@ -137,6 +137,23 @@ pub struct Options {
     pub users: Vec<String>,
     /// `-U`: user rows only.
     pub users_only: bool,
+    pub verbose: bool,
+}
+
+/// What `-v` says first on stderr: the users and accounts asked for, as Slurm's sshare.
+pub fn requested_lines(opts: &Options) -> String {
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "\t: all\n".to_string()
+        } else {
+            items.iter().map(|i| format!("\t: {i}\n")).collect()
+        }
+    };
+    format!(
+        "Users requested:\n{}Accounts requested:\n{}",
+        list(&opts.users),
+        list(&opts.accounts)
+    )
 }
 
 pub fn parse_args(args: &[String], me: &str) -> Result<Options, Exit> {
@@ -187,6 +204,7 @@ pub fn parse_args(args: &[String], me: &str) -> Result<Options, Exit> {
         },
         users: if all { Vec::new() } else { users },
         users_only: p.has("Users"),
+        verbose: p.has("verbose"),
     };
     fields(&opts, "fair_tree").map_err(|e| Exit::error("sshare", &e))?;
     Ok(opts)
@@ -337,6 +355,9 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(o) => o,
         Err(early) => return early.finish(),
     };
+    if opts.verbose {
+        eprint!("{}", requested_lines(&opts));
+    }
     let rt = client::runtime();
     let reply = match calls::query(&rt, "sshare", |mut c| async move {
         c.get_shares(proto::v1::GetSharesRequest {})
@@ -524,5 +545,20 @@ mod tests {
         assert!(o.all && o.users.is_empty());
         let o = parse_args(&s(&["-u", "x,y"]), "me").unwrap();
         assert_eq!(o.users, vec!["x", "y"]);
+    }
+
+    #[test]
+    fn verbose_names_the_users_and_accounts_requested() {
+        let opts = parse_args(&s(&["-v", "-A", "ml"]), "alice").unwrap();
+        assert_eq!(
+            requested_lines(&opts),
+            "Users requested:\n\t: alice\nAccounts requested:\n\t: ml\n"
+        );
+        let all = parse_args(&s(&["-a"]), "alice").unwrap();
+        assert!(!all.verbose);
+        assert_eq!(
+            requested_lines(&all),
+            "Users requested:\n\t: all\nAccounts requested:\n\t: all\n"
+        );
     }
 }
