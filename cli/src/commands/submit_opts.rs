@@ -1260,8 +1260,7 @@ fn check_gpu_counts(o: &SubmitOpts, prog: &str) -> Result<(), Exit> {
 }
 
 /// The text Slurm prints for a time limit the job cannot have.
-const INVALID_TIME_LIMIT: &str =
-    "Requested time limit is invalid (missing or exceeds some limit)";
+const INVALID_TIME_LIMIT: &str = "Requested time limit is invalid (missing or exceeds some limit)";
 
 /// The text Slurm prints for a `--time-min` the job cannot have.
 const INVALID_TIME_MIN: &str =
@@ -1362,6 +1361,21 @@ pub fn build_spec(
         }
         None => 0,
     };
+    let time_limit = deadline_limit(o, prog, ctx, begin_time)?;
+    check_gpu_counts(o, prog)?;
+    let gres = o.gres.clone().flatten();
+    // `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
+    let gpus_per_node = [&o.gpus_per_node, &gres]
+        .into_iter()
+        .flatten()
+        .map(|g| g.count)
+        .max()
+        .unwrap_or(0);
+    // GPUs per node and per task make the tasks per node, as in Slurm.
+    let ntasks_per_node = o.ntasks_per_node.or_else(|| match &o.gpus_per_task {
+        Some(t) if gpus_per_node > 0 && t.count > 0 => Some(gpus_per_node / t.count),
+        _ => None,
+    });
     let num_nodes = o
         .nodes
         .unwrap_or_else(|| match (o.ntasks, ntasks_per_node) {
