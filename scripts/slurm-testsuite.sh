@@ -50,9 +50,14 @@ if [ ! -d "$src" ]; then
   fi
   [ -n "$found" ] || { echo "slurm-testsuite: no Debian apt sources on this system" >&2; exit 1; }
   apt_opts=(-q -o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/sources"
-    -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache")
+    -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
+    # The files are the caller's, under a directory apt's own user may not enter.
+    -o "APT::Sandbox::User=$(id -un)")
   apt-get "${apt_opts[@]}" update >/dev/null
-  (cd "$work" && apt-get "${apt_opts[@]}" source --download-only 'slurm-wlm=22.05.8*' >/dev/null 2>&1)
+  # Debian 12's slurm-wlm is 22.05.8 (with Debian's patches, which the tarball leaves out).
+  (cd "$work" && apt-get "${apt_opts[@]}" source --download-only slurm-wlm >/dev/null 2>&1)
+  [ -f "$work/slurm-wlm_22.05.8.orig.tar.gz" ] ||
+    { echo "slurm-testsuite: Debian's apt sources have no slurm-wlm 22.05.8" >&2; exit 1; }
   tar -C "$work" -xzf "$work"/slurm-wlm_22.05.8.orig.tar.gz
   [ -d "$src" ] || { echo "slurm-testsuite: $src missing after unpacking" >&2; exit 1; }
 fi
