@@ -520,8 +520,9 @@ pub fn timestamp(t: Time, zone: &dyn LocalZone) -> String {
     )
 }
 
-/// A Unix time as `ctime` prints one, the date line of `squeue -l` and `sinfo -l`:
-/// `Mon Nov 30 04:32:41 2026`.
+/// A Unix time as Slurm's `slurm_ctime2` prints one (`%a %b %d %T %Y`, the day of
+/// the month in two digits): the date line of `squeue -l` and `sinfo -l`, salloc's
+/// time limit warning. `Mon Nov 30 04:32:41 2026`, `Sun Dec 06 04:50:16 2026`.
 pub fn ctime(t: Time, zone: &dyn LocalZone) -> String {
     const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
     const MONTHS: [&str; 12] = [
@@ -529,7 +530,7 @@ pub fn ctime(t: Time, zone: &dyn LocalZone) -> String {
     ];
     let d = zone.civil(t);
     format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        "{} {} {:02} {:02}:{:02}:{:02} {}",
         DAYS[d.weekday().to_monday_zero_offset() as usize],
         MONTHS[(d.month() - 1) as usize],
         d.day(),
@@ -580,7 +581,7 @@ mod tests {
         assert_eq!(ctime(NOW, &TimeZone::UTC), "Mon Nov 30 04:50:16 2026");
         assert_eq!(
             ctime(NOW + 6 * 86400, &TimeZone::UTC),
-            "Sun Dec  6 04:50:16 2026"
+            "Sun Dec 06 04:50:16 2026"
         );
     }
 

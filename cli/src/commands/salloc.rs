@@ -847,6 +847,8 @@ mod tests {
         assert_eq!(o.kill_command, Some(libc::SIGKILL));
         assert_eq!(o.immediate, Some(1));
         assert_eq!(o.verbose, 2);
+        let (o, _, _) = options(&s(&["--immediate=0", "true"]), &[]).unwrap();
+        assert_eq!(o.immediate, None);
         // sbatch's variables are not salloc's.
         let (o, _, _) = options(&s(&["true"]), &env(&[("SBATCH_ACCOUNT", "x")])).unwrap();
         assert_eq!(o.account, None);

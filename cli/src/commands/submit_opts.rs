@@ -308,13 +308,13 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(SbatchOnly, flag("ignore-pbs", None)),
-    // Slurm reads a bare --immediate as 1 second.
+    // Slurm reads a bare --immediate as 1 second, and 0 as no limit.
     OptDef::both(optional("immediate", Some('I')), |o, a| {
-        o.immediate = Some(if a.value.is_empty() {
-            1
+        o.immediate = if a.value.is_empty() {
+            Some(1)
         } else {
-            a.value.trim().parse().map_err(|_| a.bad())?
-        });
+            Some(a.value.trim().parse::<u32>().map_err(|_| a.bad())?).filter(|s| *s > 0)
+        };
         Ok(())
     }),
     OptDef::both(value("input", Some('i')), |o, a| a.text(&mut o.input)),
