@@ -200,9 +200,12 @@ pub async fn run(
                 stdout,
                 stderr,
             } => {
-                match tokio::net::unix::pipe::Sender::from_owned_fd(stdin) {
-                    Ok(s) => stdins.push(Stdin::Pipe(s)),
-                    Err(e) => warn!(error = %e, "cannot write a task's stdin"),
+                // srun -i N: the other tasks read end-of-file at once.
+                if launch.stdin_task.is_none_or(|t| t == task.task_id) {
+                    match tokio::net::unix::pipe::Sender::from_owned_fd(stdin) {
+                        Ok(s) => stdins.push(Stdin::Pipe(s)),
+                        Err(e) => warn!(error = %e, "cannot write a task's stdin"),
+                    }
                 }
                 Output::Pipes(stdout, stderr)
             }
