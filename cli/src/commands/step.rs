@@ -246,6 +246,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             task_epilog: o.task_epilog.clone().unwrap_or_default(),
             slurmd_debug: o.slurmd_debug.map_or(0, |l| l.number()),
             stdin_task: selected_task(&o.input),
+            rlimits: own_rlimits(),
             multi_prog: req
                 .multi_prog
                 .as_ref()
@@ -773,6 +774,26 @@ fn sinks(
     Ok(s)
 }
 
+/// srun's soft resource limits, which its tasks start with (Slurm's default
+/// PropagateResourceLimits=ALL).
+fn own_rlimits() -> Vec<v1::TaskRlimit> {
+    model::step::Rlimit::ALL
+        .into_iter()
+        .filter_map(|r| {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit writes one rlimit, which `limit` is.
+            let got = unsafe { libc::getrlimit(r.linux_resource() as _, &mut limit) };
+            (got == 0).then(|| v1::TaskRlimit {
+                kind: proto::convert::rlimit_to_wire(r) as i32,
+                soft: limit.rlim_cur,
+            })
+        })
+        .collect()
+}
+
 /// The task `-i`, `-o` or `-e` names by number, as Slurm's srun reads `--output=4`.
 fn selected_task(p: &Option<String>) -> Option<u32> {
     p.as_deref()
@@ -1017,6 +1038,30 @@ mod tests {
         assert_eq!(s.dest[&(0, true)], null);
         assert_eq!(s.dest[&(1, false)], None);
         assert_eq!(s.dest[&(1, true)], None);
+    }
+
+    #[test]
+    fn srun_passes_on_its_soft_limits_by_linuxs_numbers() {
+        use model::step::Rlimit;
+        let linux = [
+            (Rlimit::Cpu, libc::RLIMIT_CPU),
+            (Rlimit::Fsize, libc::RLIMIT_FSIZE),
+            (Rlimit::Data, libc::RLIMIT_DATA),
+            (Rlimit::Stack, libc::RLIMIT_STACK),
+            (Rlimit::Core, libc::RLIMIT_CORE),
+            (Rlimit::Rss, libc::RLIMIT_RSS),
+            (Rlimit::Nproc, libc::RLIMIT_NPROC),
+            (Rlimit::Nofile, libc::RLIMIT_NOFILE),
+            (Rlimit::Memlock, libc::RLIMIT_MEMLOCK),
+            (Rlimit::As, libc::RLIMIT_AS),
+        ];
+        for (r, number) in linux {
+            assert_eq!(r.linux_resource(), number, "{r:?}");
+            let wire = proto::convert::rlimit_to_wire(r) as i32;
+            assert_eq!(proto::convert::rlimit_from_wire(wire), Some(r));
+        }
+        assert_eq!(proto::convert::rlimit_from_wire(0), None);
+        assert_eq!(own_rlimits().len(), Rlimit::ALL.len());
     }
 
     #[test]
