@@ -90,6 +90,43 @@ pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Vec<(usize, Vec<u32>)>, 
     Ok(out)
 }
 
+/// A resource limit srun passes on to its tasks, as Slurm's default
+/// PropagateResourceLimits=ALL does: each task starts with srun's soft limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rlimit {
+    Cpu,
+    Fsize,
+    Data,
+    Stack,
+    Core,
+    Rss,
+    Nproc,
+    Nofile,
+    Memlock,
+    As,
+}
+
+impl Rlimit {
+    /// Every limit srun passes on, in Linux's order.
+    pub const ALL: [Rlimit; 10] = [
+        Rlimit::Cpu,
+        Rlimit::Fsize,
+        Rlimit::Data,
+        Rlimit::Stack,
+        Rlimit::Core,
+        Rlimit::Rss,
+        Rlimit::Nproc,
+        Rlimit::Nofile,
+        Rlimit::Memlock,
+        Rlimit::As,
+    ];
+
+    /// Its resource number in Linux's `getrlimit(2)` (`RLIMIT_CORE` is 4).
+    pub fn linux_resource(self) -> u32 {
+        self as u32
+    }
+}
+
 /// `--cpu-bind`: which of its node's step CPUs each task runs on.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum CpuBind {

@@ -200,9 +200,12 @@ pub async fn run(
                 stdout,
                 stderr,
             } => {
-                match tokio::net::unix::pipe::Sender::from_owned_fd(stdin) {
-                    Ok(s) => stdins.push(Stdin::Pipe(s)),
-                    Err(e) => warn!(error = %e, "cannot write a task's stdin"),
+                // srun -i N: the other tasks read end-of-file at once.
+                if launch.stdin_task.is_none_or(|t| t == task.task_id) {
+                    match tokio::net::unix::pipe::Sender::from_owned_fd(stdin) {
+                        Ok(s) => stdins.push(Stdin::Pipe(s)),
+                        Err(e) => warn!(error = %e, "cannot write a task's stdin"),
+                    }
                 }
                 Output::Pipes(stdout, stderr)
             }
@@ -687,6 +690,8 @@ struct TaskPlacement<'a> {
     /// The `cgroup.procs` files of the task's cgroup.
     own: Option<Vec<OwnedFd>>,
     cpus: Option<nix::sched::CpuSet>,
+    /// srun's soft resource limits: (Linux resource, limit).
+    rlimits: &'a [(u32, u64)],
 }
 
 impl Isolation for TaskPlacement<'_> {
@@ -700,6 +705,31 @@ impl Isolation for TaskPlacement<'_> {
         match &self.own {
             Some(procs) => cgroup::join(procs)?,
             None => self.step.enter_child()?,
+        }
+        // srun's limits, raising the hard one where the daemon may (as slurmstepd, a
+        // limit it cannot set is left as it was).
+        for &(resource, soft) in self.rlimits {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit and setrlimit read and write one rlimit; both are
+            // async-signal-safe system calls.
+            unsafe {
+                if libc::getrlimit(resource as _, &mut limit) == 0 {
+                    let wanted = libc::rlimit {
+                        rlim_cur: soft,
+                        rlim_max: limit.rlim_max.max(soft),
+                    };
+                    if libc::setrlimit(resource as _, &wanted) != 0 {
+                        let capped = libc::rlimit {
+                            rlim_cur: soft.min(limit.rlim_max),
+                            rlim_max: limit.rlim_max,
+                        };
+                        libc::setrlimit(resource as _, &capped);
+                    }
+                }
+            }
         }
         match &self.cpus {
             Some(set) => nix::sched::sched_setaffinity(Pid::from_raw(0), set),
@@ -823,6 +853,13 @@ fn start(
     let step_tasks = crate::env::get_var(&env, "SLURM_STEP_NUM_TASKS")
         .and_then(|n| n.parse().ok())
         .unwrap_or(launch.task_ids.len() as u32);
+    let rlimits: Vec<(u32, u64)> = launch
+        .rlimits
+        .iter()
+        .filter_map(|l| {
+            proto::convert::rlimit_from_wire(l.kind).map(|r| (r.linux_resource(), l.soft))
+        })
+        .collect();
     let mut tasks = Vec::new();
     let mut failure = None;
     for (local, &task_id) in local_ids {
@@ -883,6 +920,7 @@ fn start(
             step: &*isolation,
             own,
             cpus: task_cpu_set(launch, local as u32, pin_cpus, &cpu_bind),
+            rlimits: &rlimits,
         };
         let script = |path: &str, env: &[(String, String)]| TaskScript {
             path: path.to_string(),

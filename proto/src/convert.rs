@@ -85,6 +85,31 @@ pub fn mail_type_to_wire(t: MailType) -> v1::MailType {
     }
 }
 
+/// A task resource limit on the wire.
+pub fn rlimit_to_wire(r: model::step::Rlimit) -> v1::RlimitKind {
+    use model::step::Rlimit as R;
+    use v1::RlimitKind as W;
+    match r {
+        R::Cpu => W::Cpu,
+        R::Fsize => W::Fsize,
+        R::Data => W::Data,
+        R::Stack => W::Stack,
+        R::Core => W::Core,
+        R::Rss => W::Rss,
+        R::Nproc => W::Nproc,
+        R::Nofile => W::Nofile,
+        R::Memlock => W::Memlock,
+        R::As => W::As,
+    }
+}
+
+/// A task resource limit from the wire; `None` for one unset or unknown.
+pub fn rlimit_from_wire(kind: i32) -> Option<model::step::Rlimit> {
+    model::step::Rlimit::ALL
+        .into_iter()
+        .find(|r| rlimit_to_wire(*r) as i32 == kind)
+}
+
 /// Wire spec → domain spec and payload (script and environment); a mail type this
 /// side does not know is refused.
 pub fn spec_from_wire(w: v1::JobSpec) -> Result<(JobSpec, JobPayload), UnknownMailType> {

@@ -245,6 +245,8 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             task_prolog: o.task_prolog.clone().unwrap_or_default(),
             task_epilog: o.task_epilog.clone().unwrap_or_default(),
             slurmd_debug: o.slurmd_debug.map_or(0, |l| l.number()),
+            stdin_task: selected_task(&o.input),
+            rlimits: own_rlimits(),
             multi_prog: req
                 .multi_prog
                 .as_ref()
@@ -738,9 +740,13 @@ fn sinks(
     let mut s = Sinks::own_streams(o.label, !o.unbuffered && !o.pty);
     for (index, node) in nodes.iter().enumerate() {
         for &task in &node.task_ids {
-            let path = |p: &Option<String>| {
-                p.as_deref()
-                    .map(|p| step_path(p, job, step_id, &node.name, index as u32, task))
+            // A task's number: that task's stream is srun's, the others' go nowhere.
+            let path = |p: &Option<String>| match selected_task(p) {
+                Some(t) if t == task => None,
+                Some(_) => Some("/dev/null".to_string()),
+                None => p
+                    .as_deref()
+                    .map(|p| step_path(p, job, step_id, &node.name, index as u32, task)),
             };
             // With --pty only task 0's output is shown, as Slurm's.
             let quiet = (o.pty && task != 0).then(|| "/dev/null".to_string());
@@ -768,6 +774,33 @@ fn sinks(
     Ok(s)
 }
 
+/// srun's soft resource limits, which its tasks start with (Slurm's default
+/// PropagateResourceLimits=ALL).
+fn own_rlimits() -> Vec<v1::TaskRlimit> {
+    model::step::Rlimit::ALL
+        .into_iter()
+        .filter_map(|r| {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit writes one rlimit, which `limit` is.
+            let got = unsafe { libc::getrlimit(r.linux_resource() as _, &mut limit) };
+            (got == 0).then(|| v1::TaskRlimit {
+                kind: proto::convert::rlimit_to_wire(r) as i32,
+                soft: limit.rlim_cur,
+            })
+        })
+        .collect()
+}
+
+/// The task `-i`, `-o` or `-e` names by number, as Slurm's srun reads `--output=4`.
+fn selected_task(p: &Option<String>) -> Option<u32> {
+    p.as_deref()
+        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|p| p.parse().ok())
+}
+
 /// Reads srun's stdin (or `-i FILE`) on a thread of its own and sends it to every task;
 /// an empty chunk says it ended.
 fn forward_stdin(
@@ -778,7 +811,12 @@ fn forward_stdin(
     nodes: &[v1::StepNode],
 ) {
     let senders: Vec<NodeLink> = links.to_vec();
-    let input = req.opts.input.as_deref().map(|p| {
+    let file = req
+        .opts
+        .input
+        .as_deref()
+        .filter(|_| selected_task(&req.opts.input).is_none());
+    let input = file.map(|p| {
         let node = nodes.first().map(|n| n.name.as_str()).unwrap_or("");
         step_path(p, job, step_id, node, 0, 0)
     });
@@ -978,6 +1016,52 @@ mod tests {
              srun: StepId=7.0 task 3: exited abnormally\n\
              srun: StepId=7.0 task 1: exited\n"
         );
+    }
+
+    #[test]
+    fn a_task_number_for_output_shows_that_tasks_alone() {
+        assert_eq!(selected_task(&Some("4".into())), Some(4));
+        assert_eq!(selected_task(&Some("out-%t".into())), None);
+        let args: Vec<String> = ["-o", "1", "-n2", "env"]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        let req = super::super::srun::parse(&args, &[]).unwrap();
+        let node = v1::StepNode {
+            name: "n1".into(),
+            task_ids: vec![0, 1],
+            ..Default::default()
+        };
+        let s = sinks(&req, &v1::JobInfo::default(), 0, &[node], &[]).unwrap();
+        let null = Some("/dev/null".to_string());
+        assert_eq!(s.dest[&(0, false)], null);
+        assert_eq!(s.dest[&(0, true)], null);
+        assert_eq!(s.dest[&(1, false)], None);
+        assert_eq!(s.dest[&(1, true)], None);
+    }
+
+    #[test]
+    fn srun_passes_on_its_soft_limits_by_linuxs_numbers() {
+        use model::step::Rlimit;
+        let linux = [
+            (Rlimit::Cpu, libc::RLIMIT_CPU),
+            (Rlimit::Fsize, libc::RLIMIT_FSIZE),
+            (Rlimit::Data, libc::RLIMIT_DATA),
+            (Rlimit::Stack, libc::RLIMIT_STACK),
+            (Rlimit::Core, libc::RLIMIT_CORE),
+            (Rlimit::Rss, libc::RLIMIT_RSS),
+            (Rlimit::Nproc, libc::RLIMIT_NPROC),
+            (Rlimit::Nofile, libc::RLIMIT_NOFILE),
+            (Rlimit::Memlock, libc::RLIMIT_MEMLOCK),
+            (Rlimit::As, libc::RLIMIT_AS),
+        ];
+        for (r, number) in linux {
+            assert_eq!(r.linux_resource(), number, "{r:?}");
+            let wire = proto::convert::rlimit_to_wire(r) as i32;
+            assert_eq!(proto::convert::rlimit_from_wire(wire), Some(r));
+        }
+        assert_eq!(proto::convert::rlimit_from_wire(0), None);
+        assert_eq!(own_rlimits().len(), Rlimit::ALL.len());
     }
 
     #[test]
