@@ -248,7 +248,13 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::ignored(Both, value("extra-node-info", Some('B'))),
     OptDef::ignored(Both, optional("get-user-env", None)),
     OptDef::both(value("gpu-bind", None), |o, a| {
-        model::step::GpuBind::parse(a.value).map_err(|e| Exit::error(a.prog, e))?;
+        model::step::GpuBind::parse(a.value).map_err(|e| {
+            let lines: Vec<String> = e
+                .lines()
+                .map(|l| format!("{}: error: {l}", a.prog))
+                .collect();
+            Exit::raw(lines.join("\n"))
+        })?;
         o.gpu_bind = Some(a.value.to_string());
         Ok(())
     }),
