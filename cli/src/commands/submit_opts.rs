@@ -1110,19 +1110,17 @@ const INVALID_TIME_LIMIT: &str =
 const INVALID_TIME_MIN: &str = "Batch job submission failed: \
      Invalid time-min specification (exceeds job's time or other limits)";
 
-/// The time limit in force (minutes; `None`: the partition's), with `--deadline`: the
-/// deadline must follow `--begin` and leave the job `--time-min` (else one minute) from
-/// now, and the limit is cut to end by the deadline, as Slurm cuts it when the job
-/// starts.
-fn deadline_limit(
+/// `--deadline` as a time (0: none), checked: it must follow `--begin` and leave the
+/// job `--time-min` (else one minute) from now. The controller cuts the job's limit
+/// to it when the job starts.
+fn checked_deadline(
     o: &SubmitOpts,
     prog: &str,
     ctx: &SubmitCtx,
     begin_time: i64,
-) -> Result<Option<u32>, Exit> {
-    let limit = o.time_limit.flatten();
+) -> Result<i64, Exit> {
     let Some(text) = o.deadline.as_deref() else {
-        return Ok(limit);
+        return Ok(0);
     };
     let deadline = TimeSpec::parse(text)
         .map_err(|_| Exit::error(prog, "Invalid --deadline specification").with_code(255))?
@@ -1141,7 +1139,7 @@ fn deadline_limit(
     if o.time_min.is_some_and(|m| m > left_min) {
         return Err(Exit::error(prog, INVALID_TIME_MIN));
     }
-    Ok(Some(limit.map_or(left_min, |l| l.min(left_min))))
+    Ok(deadline)
 }
 
 /// What sbatch adds to the job's environment from its options (sbatch(1), "OUTPUT
@@ -1193,7 +1191,7 @@ pub fn build_spec(
         }
         None => 0,
     };
-    let time_limit = deadline_limit(o, prog, ctx, begin_time)?;
+    let deadline = checked_deadline(o, prog, ctx, begin_time)?;
     check_gpu_counts(o, prog)?;
     let gres = o.gres.clone().flatten();
     // `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
@@ -1315,7 +1313,7 @@ pub fn build_spec(
         gpus,
         gpus_per_node,
         gpu_type,
-        time_limit_min: time_limit.unwrap_or(0),
+        time_limit_min: o.time_limit.flatten().unwrap_or(0),
         signal: o.signal,
         requeue: o.requeue.unwrap_or(ctx.job_requeue),
         comment: o.comment.clone().unwrap_or_default(),
@@ -1343,7 +1341,10 @@ pub fn build_spec(
             .map(|&t| proto::convert::mail_type_to_wire(t) as i32)
             .collect(),
         mail_user: o.mail_user.clone().unwrap_or_default(),
-        details: Some(request_details(o, &memory)),
+        details: Some(v1::RequestDetails {
+            deadline,
+            ..request_details(o, &memory)
+        }),
     })
 }
 
@@ -1365,6 +1366,8 @@ fn request_details(o: &SubmitOpts, memory: &Option<(MemKind, u64)>) -> v1::Reque
         },
         gpu_bind: o.gpu_bind.clone().unwrap_or_default(),
         gpu_freq: o.gpu_freq.clone().unwrap_or_default(),
+        deadline: 0,
+        time_min: o.time_min.unwrap_or(0),
     }
 }
 
