@@ -283,6 +283,9 @@ pub struct RequestDetails {
     pub deadline: Time,
     /// `--time-min`, minutes; 0: not given.
     pub time_min: u32,
+    /// `--overcommit`: `-c` CPUs on each node, whatever the task count, and steps may
+    /// run more tasks than the job's CPUs.
+    pub overcommit: bool,
 }
 
 /// The most characters of a job's name, account, comment and other words (Slurm
@@ -353,6 +356,9 @@ impl JobSpec {
 
     /// CPUs the whole job needs: tasks × cpus per task.
     pub fn total_cpus(&self) -> u32 {
+        if self.details.overcommit {
+            return self.num_nodes.max(1) * self.cpus_per_task.max(1);
+        }
         self.num_tasks.max(1) * self.cpus_per_task.max(1)
     }
 
@@ -364,7 +370,10 @@ impl JobSpec {
 
     /// `per_node_cpus_mem` on `nodes` nodes (a count in the `-N min-max` range).
     pub fn per_node_cpus_mem_on(&self, nodes: u32) -> (u32, u64) {
-        let cpus = if self.ntasks_per_node > 0 {
+        let cpus = if self.details.overcommit {
+            // sbatch(1): "allocated as if only one task per node is requested".
+            self.cpus_per_task.max(1)
+        } else if self.ntasks_per_node > 0 {
             self.ntasks_per_node * self.cpus_per_task.max(1)
         } else {
             self.total_cpus().div_ceil(nodes.max(1))
@@ -861,6 +870,19 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overcommit_asks_cpus_per_task_on_each_node() {
+        let mut spec = JobSpec {
+            num_tasks: 10,
+            num_nodes: 2,
+            cpus_per_task: 2,
+            ..JobSpec::default()
+        };
+        assert_eq!((spec.total_cpus(), spec.per_node_cpus_mem().0), (20, 10));
+        spec.details.overcommit = true;
+        assert_eq!((spec.total_cpus(), spec.per_node_cpus_mem().0), (4, 2));
+    }
 
     #[test]
     fn a_deadline_ends_pending_jobs_and_cuts_limits() {

@@ -171,6 +171,7 @@ fn details_from_wire(d: v1::RequestDetails) -> model::job::RequestDetails {
         gpu_freq: d.gpu_freq,
         deadline: d.deadline,
         time_min: d.time_min,
+        overcommit: d.overcommit,
     }
 }
 
@@ -189,6 +190,7 @@ fn details_to_wire(d: &model::job::RequestDetails) -> v1::RequestDetails {
         gpu_freq: d.gpu_freq.clone(),
         deadline: d.deadline,
         time_min: d.time_min,
+        overcommit: d.overcommit,
     }
 }
 

@@ -392,7 +392,11 @@ pub const OPTIONS: &[OptDef] = &[
     })
     .env("SBATCH_OPEN_MODE"),
     OptDef::both(value("output", Some('o')), |o, a| a.text(&mut o.output)),
-    OptDef::ignored(Both, flag("overcommit", Some('O'))),
+    OptDef::both(flag("overcommit", Some('O')), |o, _| {
+        o.overcommit = true;
+        Ok(())
+    })
+    .env("SBATCH_OVERCOMMIT"),
     OptDef::ignored(SrunOnly, flag("overlap", None)),
     OptDef::both(flag("oversubscribe", Some('s')), |o, _| {
         o.oversubscribe = true;
@@ -613,6 +617,8 @@ pub struct SubmitOpts {
     pub oversubscribe: bool,
     pub contiguous: bool,
     pub gpu_freq: Option<String>,
+    /// `--overcommit`.
+    pub overcommit: bool,
     /// `--bbf`: the burst buffer specification file's path.
     pub burst_buffer_file: Option<String>,
     pub sockets_per_node: Option<u32>,
@@ -1143,8 +1149,8 @@ fn checked_deadline(
 }
 
 /// What sbatch adds to the job's environment from its options (sbatch(1), "OUTPUT
-/// ENVIRONMENT VARIABLES"): `SLURM_EXPORT_ENV`, `SLURM_OPEN_MODE` and
-/// `SLURM_JOB_DEPENDENCY`.
+/// ENVIRONMENT VARIABLES"): `SLURM_EXPORT_ENV`, `SLURM_OPEN_MODE`,
+/// `SLURM_JOB_DEPENDENCY` and `SLURM_OVERCOMMIT`.
 fn sbatch_job_env(o: &SubmitOpts) -> Vec<(String, String)> {
     let mut env = Vec::new();
     if let Some(export) = &o.export {
@@ -1156,6 +1162,9 @@ fn sbatch_job_env(o: &SubmitOpts) -> Vec<(String, String)> {
     }
     if let Some(dep) = o.dependency.as_ref().filter(|d| !d.is_empty()) {
         env.push(("SLURM_JOB_DEPENDENCY".into(), dep.clone()));
+    }
+    if o.overcommit {
+        env.push(("SLURM_OVERCOMMIT".into(), "1".into()));
     }
     env
 }
@@ -1368,6 +1377,7 @@ fn request_details(o: &SubmitOpts, memory: &Option<(MemKind, u64)>) -> v1::Reque
         gpu_freq: o.gpu_freq.clone().unwrap_or_default(),
         deadline: 0,
         time_min: o.time_min.unwrap_or(0),
+        overcommit: o.overcommit,
     }
 }
 
