@@ -278,6 +278,14 @@ pub struct RequestDetails {
     /// `--gpu-bind`, `--gpu-freq`, as given.
     pub gpu_bind: String,
     pub gpu_freq: String,
+    /// `--deadline`; 0: none. A pending job that can no longer run by then ends
+    /// DEADLINE, and a job's time limit is cut at its start to end by then.
+    pub deadline: Time,
+    /// `--time-min`, minutes; 0: not given.
+    pub time_min: u32,
+    /// `--overcommit`: `-c` CPUs on each node, whatever the task count, and steps may
+    /// run more tasks than the job's CPUs.
+    pub overcommit: bool,
 }
 
 /// The most characters of a job's name, account, comment and other words (Slurm
@@ -348,6 +356,9 @@ impl JobSpec {
 
     /// CPUs the whole job needs: tasks × cpus per task.
     pub fn total_cpus(&self) -> u32 {
+        if self.details.overcommit {
+            return self.num_nodes.max(1) * self.cpus_per_task.max(1);
+        }
         self.num_tasks.max(1) * self.cpus_per_task.max(1)
     }
 
@@ -359,7 +370,10 @@ impl JobSpec {
 
     /// `per_node_cpus_mem` on `nodes` nodes (a count in the `-N min-max` range).
     pub fn per_node_cpus_mem_on(&self, nodes: u32) -> (u32, u64) {
-        let cpus = if self.ntasks_per_node > 0 {
+        let cpus = if self.details.overcommit {
+            // sbatch(1): "allocated as if only one task per node is requested".
+            self.cpus_per_task.max(1)
+        } else if self.ntasks_per_node > 0 {
             self.ntasks_per_node * self.cpus_per_task.max(1)
         } else {
             self.total_cpus().div_ceil(nodes.max(1))
@@ -709,6 +723,29 @@ impl Job {
         }
     }
 
+    /// `--deadline`: whether the job, not started at `now`, can still run by then:
+    /// its `--time-min` (else a minute) must fit before it. A job without one can.
+    ///
+    /// Example: deadline at 1000 and `--time-min=10` can run at 400, not at 401.
+    pub fn could_finish_by_deadline(&self, now: Time) -> bool {
+        let deadline = self.spec.details.deadline;
+        deadline == 0 || deadline - now >= Time::from(self.spec.details.time_min.max(1)) * 60
+    }
+
+    /// At its start at `now`: the time limit cut to end by the `--deadline`, in whole
+    /// minutes, as Slurm cuts it.
+    pub fn cut_limit_to_deadline(&mut self, now: Time) {
+        let deadline = self.spec.details.deadline;
+        if deadline == 0 {
+            return;
+        }
+        let left = u32::try_from(((deadline - now) / 60).max(1)).unwrap_or(u32::MAX);
+        self.time_limit_min = Some(self.time_limit_min.map_or(left, |l| l.min(left)));
+        if let Some(s) = self.time_limit_s {
+            self.time_limit_s = Some(s.min(left.saturating_mul(60)));
+        }
+    }
+
     /// True for the record that still stands for several pending array tasks.
     pub fn is_array_meta(&self) -> bool {
         self.array_job_id != 0 && self.array_task_id.is_none()
@@ -833,6 +870,39 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overcommit_asks_cpus_per_task_on_each_node() {
+        let mut spec = JobSpec {
+            num_tasks: 10,
+            num_nodes: 2,
+            cpus_per_task: 2,
+            ..JobSpec::default()
+        };
+        assert_eq!((spec.total_cpus(), spec.per_node_cpus_mem().0), (20, 10));
+        spec.details.overcommit = true;
+        assert_eq!((spec.total_cpus(), spec.per_node_cpus_mem().0), (4, 2));
+    }
+
+    #[test]
+    fn a_deadline_ends_pending_jobs_and_cuts_limits() {
+        let mut spec = JobSpec::default();
+        spec.details.deadline = 1000;
+        spec.details.time_min = 10;
+        let job = Job::new(1, spec.clone(), 0, Some(30));
+        assert!(job.could_finish_by_deadline(400));
+        assert!(!job.could_finish_by_deadline(401));
+        let mut started = job.clone();
+        started.cut_limit_to_deadline(400);
+        assert_eq!(started.time_limit_min, Some(10));
+        let mut unlimited = Job::new(2, spec, 0, None);
+        unlimited.cut_limit_to_deadline(0);
+        assert_eq!(unlimited.time_limit_min, Some(16));
+        let mut free = Job::new(3, JobSpec::default(), 0, Some(5));
+        assert!(free.could_finish_by_deadline(i64::MAX / 2));
+        free.cut_limit_to_deadline(100);
+        assert_eq!(free.time_limit_min, Some(5));
+    }
 
     #[test]
     fn fields_over_slurms_sizes_are_named() {

@@ -50,6 +50,8 @@ pub enum Reason {
     JobLaunchFailure,
     /// Ended: its node failed.
     NodeDown,
+    /// Ended: it could not finish by its `--deadline`.
+    DeadLine,
 }
 
 /// Who sets the limit.
@@ -281,6 +283,7 @@ one_word_reasons!(
     OutOfMemory,
     JobLaunchFailure,
     NodeDown,
+    DeadLine,
 );
 
 impl Reason {
@@ -330,8 +333,8 @@ mod tests {
             assert_eq!(Reason::parse(name), Some(r), "{name}");
             assert!(names.insert(name), "{name} twice");
         }
-        // 18 words, 27 limits of each scope and 6 per-user limits of a QOS.
-        assert_eq!(names.len(), 18 + 2 * 27 + 6);
+        // 19 words, 27 limits of each scope and 6 per-user limits of a QOS.
+        assert_eq!(names.len(), 19 + 2 * 27 + 6);
         assert_eq!(Reason::parse("bogus"), None);
         assert_eq!(Reason::parse("resources"), None);
         assert_eq!(Reason::parse_any_case("resources"), Some(Reason::Resources));

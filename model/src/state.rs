@@ -403,6 +403,7 @@ impl ClusterState {
                 job.kill = None;
                 job.launched = false;
                 job.start_time = *time;
+                job.cut_limit_to_deadline(*time);
                 job.end_time = 0;
                 job.planned_start = 0;
                 job.planned_nodes.clear();

@@ -213,11 +213,16 @@ pub enum GpuBind {
     Single(u32),
     /// Task `i` (on its node) the GPU at position `list[i % len]` of the step's GPUs.
     Map(Vec<u32>),
+    /// Task `i` (on its node) the GPUs whose positions are the bits of
+    /// `masks[i % len]`.
+    Mask(Vec<u64>),
 }
 
 impl GpuBind {
-    /// Slurm's syntax: `none`, `closest`, `single:N`, `map_gpu:0,1`, with an optional
-    /// `verbose,` in front.
+    /// Slurm's syntax: `none`, `closest`, `single:N`, `map_gpu:0,1`, `mask_gpu:0x3,0xc`
+    /// (each item may end `*count`, repeated), with an optional `verbose,` in front.
+    /// A list item with a character its base has not gives Slurm's two lines:
+    /// `Failed to validate NaN, offending character is N`, then the argument refused.
     pub fn parse(text: &str) -> Result<GpuBind, String> {
         let bad = || format!("Invalid --gpu-bind argument: {text}");
         let t = text.strip_prefix("verbose,").unwrap_or(text);
@@ -230,14 +235,45 @@ impl GpuBind {
                 .filter(|n| *n > 0)
                 .map(GpuBind::Single)
                 .ok_or_else(bad),
-            Some(("map_gpu", list)) => list
-                .split(',')
-                .map(|i| i.trim().parse::<u32>().map_err(|_| bad()))
+            Some(("map_gpu", list)) => bind_list(list, 10)
+                .map_err(|e| format!("{e}\n{}", bad()))?
+                .into_iter()
+                .map(|n| u32::try_from(n).map_err(|_| bad()))
                 .collect::<Result<Vec<_>, _>>()
                 .map(GpuBind::Map),
+            Some(("mask_gpu", list)) => bind_list(list, 16)
+                .map(GpuBind::Mask)
+                .map_err(|e| format!("{e}\n{}", bad())),
             _ => Err(bad()),
         }
     }
+}
+
+/// The numbers of a `map_gpu`/`mask_gpu` list in `radix` (hexadecimal ones may start
+/// `0x`), each `n*count` repeated; an item with another character is refused with
+/// Slurm's words (its `_valid_num_list`).
+fn bind_list(list: &str, radix: u32) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for item in list.split(',') {
+        let digits = if radix == 16 {
+            item.strip_prefix("0x")
+                .or_else(|| item.strip_prefix("0X"))
+                .unwrap_or(item)
+        } else {
+            item
+        };
+        if let Some(c) = digits.chars().find(|c| !c.is_digit(radix) && *c != '*') {
+            return Err(format!(
+                "Failed to validate {item}, offending character is {c}"
+            ));
+        }
+        let (number, count) = digits.split_once('*').unwrap_or((digits, "1"));
+        let invalid = || format!("Failed to validate {item}");
+        let number = u64::from_str_radix(number, radix).map_err(|_| invalid())?;
+        let count: usize = count.parse().map_err(|_| invalid())?;
+        out.extend(std::iter::repeat_n(number, count.min(1024)));
+    }
+    Ok(out)
 }
 
 /// The GPUs (node indices) task `local` (its rank on the node) sees, of the step's GPUs
@@ -250,6 +286,13 @@ pub fn task_gpus(gpus: &[u32], local: u32, gpus_per_task: u32, bind: &GpuBind) -
     let at = |k: u32| gpus[k as usize % gpus.len()];
     match bind {
         GpuBind::Map(list) if !list.is_empty() => vec![at(list[local as usize % list.len()])],
+        GpuBind::Mask(masks) if !masks.is_empty() => {
+            let mask = masks[local as usize % masks.len()];
+            (0..gpus.len().min(64) as u32)
+                .filter(|k| mask & (1 << k) != 0)
+                .map(at)
+                .collect()
+        }
         GpuBind::Single(n) => vec![at(local / n)],
         GpuBind::Closest => vec![at(local)],
         _ if gpus_per_task > 0 => (0..gpus_per_task)
@@ -463,9 +506,26 @@ mod tests {
         assert_eq!(GpuBind::parse("map_gpu:0,1"), Ok(GpuBind::Map(vec![0, 1])));
         assert_eq!(GpuBind::parse("closest"), Ok(GpuBind::Closest));
         assert_eq!(
-            GpuBind::parse("mask_gpu:0x1"),
-            Err("Invalid --gpu-bind argument: mask_gpu:0x1".into())
+            GpuBind::parse("mask_gpu:0x1,0xc"),
+            Ok(GpuBind::Mask(vec![1, 12]))
         );
+        assert_eq!(
+            task_gpus(&gpus, 1, 0, &GpuBind::Mask(vec![1, 12])),
+            vec![6, 7]
+        );
+        assert_eq!(
+            GpuBind::parse("map_gpu:1*2,0"),
+            Ok(GpuBind::Map(vec![1, 1, 0]))
+        );
+        for arg in ["verbose,mask_gpu:NaN", "verbose,map_gpu:NaN"] {
+            assert_eq!(
+                GpuBind::parse(arg),
+                Err(format!(
+                    "Failed to validate NaN, offending character is N\n\
+                     Invalid --gpu-bind argument: {arg}"
+                ))
+            );
+        }
         assert!(GpuBind::parse("single:0").is_err());
     }
 

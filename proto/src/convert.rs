@@ -194,6 +194,9 @@ fn details_from_wire(d: v1::RequestDetails) -> model::job::RequestDetails {
         mem_per_gpu_mb: d.mem_per_gpu_mb,
         gpu_bind: d.gpu_bind,
         gpu_freq: d.gpu_freq,
+        deadline: d.deadline,
+        time_min: d.time_min,
+        overcommit: d.overcommit,
     }
 }
 
@@ -210,6 +213,9 @@ fn details_to_wire(d: &model::job::RequestDetails) -> v1::RequestDetails {
         mem_per_gpu_mb: d.mem_per_gpu_mb,
         gpu_bind: d.gpu_bind.clone(),
         gpu_freq: d.gpu_freq.clone(),
+        deadline: d.deadline,
+        time_min: d.time_min,
+        overcommit: d.overcommit,
     }
 }
 

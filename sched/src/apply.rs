@@ -76,7 +76,12 @@ impl Plan {
                 state,
                 Event::JobEnded {
                     job_id: cancel.job_id,
-                    state: JobState::Cancelled,
+                    // A job past its deadline ends DEADLINE, as Slurm's.
+                    state: if cancel.reason == model::Reason::DeadLine {
+                        JobState::Deadline
+                    } else {
+                        JobState::Cancelled
+                    },
                     exit_code: 0,
                     exit_signal: 0,
                     time: now,

@@ -30,6 +30,9 @@ pub fn check(state: &ClusterState, job: &Job, now: Time) -> Eligibility {
     if job.spec.begin_time > now {
         return Wait(Reason::BeginTime);
     }
+    if !job.could_finish_by_deadline(now) {
+        return Eligibility::Cancel(Reason::DeadLine);
+    }
     match dependency::evaluate(state, job) {
         DepStatus::Satisfied => {}
         DepStatus::Waiting => return Wait(Reason::Dependency),

@@ -704,3 +704,29 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_job_past_its_deadline_ends_deadline_and_one_started_has_its_limit_cut() {
+    let mut s = cluster(&[("n1", 2, 1000, 0)]);
+    submit(&mut s, 1, |j| j.details.deadline = 100);
+    submit(&mut s, 2, |j| j.details.deadline = 100 + 600);
+    let plan = schedule(&s, 100, &SchedConfig::default());
+    assert_eq!(
+        plan.cancels,
+        [Cancel {
+            job_id: 1,
+            reason: Reason::DeadLine
+        }]
+    );
+    plan.apply(&mut s, 100);
+    let ended = s.job(1).unwrap();
+    assert_eq!(
+        (ended.state, ended.reason),
+        (JobState::Deadline, Reason::DeadLine)
+    );
+    let started = s.job(2).unwrap();
+    assert_eq!(
+        (started.state, started.time_limit_min),
+        (JobState::Running, Some(10))
+    );
+}

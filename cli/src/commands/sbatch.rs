@@ -934,14 +934,18 @@ mod tests {
     }
 
     #[test]
-    fn deadline_checked_and_cuts_the_limit() {
+    fn deadline_checked_and_kept() {
         let script = "#!/bin/sh\ntrue\n";
-        let limit = |args: &[&str]| prep(args, script).map(|s| s.spec.time_limit_min);
-        assert_eq!(limit(&["--deadline", "now+600", "x.sh"]), Ok(10));
-        assert_eq!(limit(&["--deadline", "now+1hour", "-t5", "x.sh"]), Ok(5));
+        let sp = prep(
+            &["--deadline", "now+600", "--time-min=5", "-t50", "x.sh"],
+            script,
+        )
+        .unwrap()
+        .spec;
+        let details = sp.details.unwrap();
         assert_eq!(
-            limit(&["--deadline", "now+10minutes", "-t50", "x.sh"]),
-            Ok(10)
+            (sp.time_limit_min, details.deadline - NOW, details.time_min),
+            (50, 600, 5)
         );
         let refused = |args: &[&str]| prep(args, script).unwrap_err().lines();
         let invalid = "sbatch: error: Batch job submission failed: \

@@ -212,9 +212,13 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             j.exit_signal
         ),
         format!(
-            "RunTime={} TimeLimit={} TimeMin=N/A",
+            "RunTime={} TimeLimit={} TimeMin={}",
             units::format_elapsed(j.run_secs.max(0) as u64),
-            elapsed_limit(spec.time_limit_min)
+            elapsed_limit(spec.time_limit_min),
+            match details.time_min {
+                0 => "N/A".to_string(),
+                m => elapsed_limit(m),
+            }
         ),
         format!(
             "SubmitTime={} EligibleTime={}",
@@ -223,9 +227,13 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
         ),
         format!("AccrueTime={}", fmt(j.eligible_time)),
         format!(
-            "StartTime={} EndTime={} Deadline=N/A",
+            "StartTime={} EndTime={} Deadline={}",
             fmt(start_time),
-            fmt(j.expected_end)
+            fmt(j.expected_end),
+            match details.deadline {
+                0 => "N/A".to_string(),
+                t => fmt(t),
+            }
         ),
         format!(
             "SuspendTime={} SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
@@ -1777,6 +1785,30 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn request_details_shown_as_slurm_does() {
+        let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
+        let mut job = sample_job();
+        let spec = job.spec.as_mut().unwrap();
+        spec.details = Some(v1::RequestDetails {
+            time_min: 5,
+            min_cpus_node: 4,
+            tmp_disk_mb: 2,
+            oversubscribe: true,
+            contiguous: true,
+            ..Default::default()
+        });
+        let text = render(&job_lines(&job, &names), false);
+        for want in [
+            "TimeMin=00:05:00\n",
+            "MinCPUsNode=4 ",
+            "MinTmpDiskNode=2M\n",
+            "OverSubscribe=YES Contiguous=1 ",
+        ] {
+            assert!(text.contains(want), "{want} in {text}");
         }
     }
 

@@ -267,7 +267,13 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::ignored(Both, value("extra-node-info", Some('B'))),
     OptDef::ignored(Both, optional("get-user-env", None)),
     OptDef::both(value("gpu-bind", None), |o, a| {
-        model::step::GpuBind::parse(a.value).map_err(|e| Exit::error(a.prog, e))?;
+        model::step::GpuBind::parse(a.value).map_err(|e| {
+            let lines: Vec<String> = e
+                .lines()
+                .map(|l| format!("{}: error: {l}", a.prog))
+                .collect();
+            Exit::raw(lines.join("\n"))
+        })?;
         o.gpu_bind = Some(a.value.to_string());
         Ok(())
     }),
@@ -434,12 +440,11 @@ pub const OPTIONS: &[OptDef] = &[
     })
     .env("SBATCH_OPEN_MODE"),
     OptDef::both(value("output", Some('o')), |o, a| a.text(&mut o.output)),
-    // sbatch's -O has no effect here: its job would need a task count of its own.
-    OptDef::ignored(SbatchOnly, flag("overcommit", Some('O'))),
-    OptDef::only(SrunOnly, flag("overcommit", Some('O')), |o, _| {
+    OptDef::both(flag("overcommit", Some('O')), |o, _| {
         o.overcommit = true;
         Ok(())
-    }),
+    })
+    .env("SBATCH_OVERCOMMIT"),
     OptDef::ignored(SrunOnly, flag("overlap", None)),
     OptDef::both(flag("oversubscribe", Some('s')), |o, _| {
         o.oversubscribe = true;
@@ -1266,19 +1271,17 @@ const INVALID_TIME_LIMIT: &str = "Requested time limit is invalid (missing or ex
 const INVALID_TIME_MIN: &str =
     "Invalid time-min specification (exceeds job's time or other limits)";
 
-/// The time limit in force (minutes; `None`: the partition's), with `--deadline`: the
-/// deadline must follow `--begin` and leave the job `--time-min` (else one minute) from
-/// now, and the limit is cut to end by the deadline, as Slurm cuts it when the job
-/// starts.
-fn deadline_limit(
+/// `--deadline` as a time (0: none), checked: it must follow `--begin` and leave the
+/// job `--time-min` (else one minute) from now. The controller cuts the job's limit
+/// to it when the job starts.
+fn checked_deadline(
     o: &SubmitOpts,
     prog: &str,
     ctx: &SubmitCtx,
     begin_time: i64,
-) -> Result<Option<u32>, Exit> {
-    let limit = o.time_limit.flatten();
+) -> Result<i64, Exit> {
     let Some(text) = o.deadline.as_deref() else {
-        return Ok(limit);
+        return Ok(0);
     };
     let deadline = TimeSpec::parse(text)
         .map_err(|_| Exit::error(prog, "Invalid --deadline specification").with_code(255))?
@@ -1297,7 +1300,7 @@ fn deadline_limit(
     if o.time_min.is_some_and(|m| m > left_min) {
         return Err(submission_failed(prog, INVALID_TIME_MIN));
     }
-    Ok(Some(limit.map_or(left_min, |l| l.min(left_min))))
+    Ok(deadline)
 }
 
 /// A refused submission in each command's words (`sbatch: error: Batch job submission
@@ -1313,8 +1316,8 @@ fn submission_failed(prog: &str, why: &str) -> Exit {
 }
 
 /// What sbatch adds to the job's environment from its options (sbatch(1), "OUTPUT
-/// ENVIRONMENT VARIABLES"): `SLURM_EXPORT_ENV`, `SLURM_OPEN_MODE` and
-/// `SLURM_JOB_DEPENDENCY`.
+/// ENVIRONMENT VARIABLES"): `SLURM_EXPORT_ENV`, `SLURM_OPEN_MODE`,
+/// `SLURM_JOB_DEPENDENCY` and `SLURM_OVERCOMMIT`.
 fn sbatch_job_env(o: &SubmitOpts) -> Vec<(String, String)> {
     let mut env = Vec::new();
     if let Some(export) = &o.export {
@@ -1326,6 +1329,9 @@ fn sbatch_job_env(o: &SubmitOpts) -> Vec<(String, String)> {
     }
     if let Some(dep) = o.dependency.as_ref().filter(|d| !d.is_empty()) {
         env.push(("SLURM_JOB_DEPENDENCY".into(), dep.clone()));
+    }
+    if o.overcommit {
+        env.push(("SLURM_OVERCOMMIT".into(), "1".into()));
     }
     env
 }
@@ -1361,7 +1367,7 @@ pub fn build_spec(
         }
         None => 0,
     };
-    let time_limit = deadline_limit(o, prog, ctx, begin_time)?;
+    let deadline = checked_deadline(o, prog, ctx, begin_time)?;
     check_gpu_counts(o, prog)?;
     let gres = o.gres.clone().flatten();
     // `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
@@ -1387,13 +1393,6 @@ pub fn build_spec(
         .or_else(|| ntasks_per_node.map(|p| p * num_nodes.max(1)))
         .or(o.nodes)
         .unwrap_or(0);
-    // srun's -O: "the resources are allocated as if only one task per node is
-    // requested"; the step then runs all its tasks on them.
-    let num_tasks = if o.overcommit && num_tasks > 0 {
-        num_nodes.max(1)
-    } else {
-        num_tasks
-    };
     let gpu_type = [&o.gpus, &o.gpus_per_node, &o.gpus_per_task, &gres]
         .into_iter()
         .flatten()
@@ -1483,14 +1482,14 @@ pub fn build_spec(
         max_nodes: o.most_nodes(),
         num_tasks,
         cpus_per_task,
-        ntasks_per_node: ntasks_per_node.filter(|_| !o.overcommit).unwrap_or(0),
+        ntasks_per_node: ntasks_per_node.unwrap_or(0),
         mem_per_node_mb,
         mem_per_cpu_mb,
         mem_whole_node,
         gpus,
         gpus_per_node,
         gpu_type,
-        time_limit_min: time_limit.unwrap_or(0),
+        time_limit_min: o.time_limit.flatten().unwrap_or(0),
         signal: o.signal,
         requeue: o.requeue.unwrap_or(ctx.job_requeue),
         comment: o.comment.clone().unwrap_or_default(),
@@ -1518,7 +1517,10 @@ pub fn build_spec(
             .map(|&t| proto::convert::mail_type_to_wire(t) as i32)
             .collect(),
         mail_user: o.mail_user.clone().unwrap_or_default(),
-        details: Some(request_details(o, &memory)),
+        details: Some(v1::RequestDetails {
+            deadline,
+            ..request_details(o, &memory)
+        }),
     })
 }
 
@@ -1540,6 +1542,9 @@ fn request_details(o: &SubmitOpts, memory: &Option<(MemKind, u64)>) -> v1::Reque
         },
         gpu_bind: o.gpu_bind.clone().unwrap_or_default(),
         gpu_freq: o.gpu_freq.clone().unwrap_or_default(),
+        deadline: 0,
+        time_min: o.time_min.unwrap_or(0),
+        overcommit: o.overcommit,
     }
 }
 

@@ -541,7 +541,18 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
         return Err(wrong_state(model::step::NODES_BUSY));
     }
     let alloc = job.alloc.clone().unwrap_or_default().nodes;
-    let cpus: Vec<u32> = alloc.iter().map(|n| n.cpus).collect();
+    // An `--overcommit` job's steps may run more tasks than its CPUs, as Slurm's
+    // (its srun inherits SLURM_OVERCOMMIT): the CPUs bound no task count.
+    let cpus: Vec<u32> = alloc
+        .iter()
+        .map(|n| {
+            if job.spec.details.overcommit {
+                u32::MAX
+            } else {
+                n.cpus
+            }
+        })
+        .collect();
     let layout =
         model::step::layout(cmd.request, &cpus).map_err(|e| Rejection::invalid(e.to_string()))?;
     let num_tasks = layout.iter().map(|(_, t)| t.len() as u32).sum::<u32>();

@@ -828,6 +828,35 @@ fn a_refused_command_splits_no_array_task_and_a_whole_array_is_tried_task_by_tas
 }
 
 #[test]
+fn an_overcommitted_jobs_steps_may_run_more_tasks_than_its_cpus() {
+    use crate::command::CreateStep;
+    let mut env = Env::new("");
+    let id = env.submit(|s| {
+        s.num_tasks = 10;
+        s.details.overcommit = true;
+    });
+    env.start(id);
+    let started = env
+        .turn(|t| {
+            jobs::create_step(
+                t,
+                CreateStep {
+                    job_id: id,
+                    name: "s".into(),
+                    request: model::step::StepRequest {
+                        num_tasks: 10,
+                        ..Default::default()
+                    },
+                    requester: who(ALICE),
+                },
+            )
+        })
+        .answer
+        .unwrap();
+    assert_eq!(started.nodes[0].1.len(), 10);
+}
+
+#[test]
 fn a_step_ends_once_and_only_a_step_that_exists() {
     use crate::command::{CompleteStep, CreateStep};
     let mut env = Env::new("");

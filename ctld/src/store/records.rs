@@ -426,6 +426,9 @@ pub struct JobFields9 {
     pub mem_per_gpu_mb: u64,
     pub gpu_bind: String,
     pub gpu_freq: String,
+    pub deadline: i64,
+    pub time_min: u32,
+    pub overcommit: bool,
 }
 
 impl From<&model::job::RequestDetails> for JobFields9 {
@@ -442,6 +445,9 @@ impl From<&model::job::RequestDetails> for JobFields9 {
             mem_per_gpu_mb: d.mem_per_gpu_mb,
             gpu_bind: d.gpu_bind.clone(),
             gpu_freq: d.gpu_freq.clone(),
+            deadline: d.deadline,
+            time_min: d.time_min,
+            overcommit: d.overcommit,
         }
     }
 }
@@ -460,6 +466,9 @@ impl From<JobFields9> for model::job::RequestDetails {
             mem_per_gpu_mb: d.mem_per_gpu_mb,
             gpu_bind: d.gpu_bind,
             gpu_freq: d.gpu_freq,
+            deadline: d.deadline,
+            time_min: d.time_min,
+            overcommit: d.overcommit,
         }
     }
 }
@@ -1576,7 +1585,7 @@ mod tests {
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
                 "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
                 "0101e0d4039875808080800400018402",
-                "0000000000000000000000"
+                "0000000000000000000000000000"
             )
         );
     }
