@@ -266,12 +266,13 @@ async fn cancel(mut r: Request) -> ExitCode {
         if let Err(e) = jobs::check_records(PROG, &reply.jobs) {
             return e.finish();
         }
-        // Only live jobs are asked about; a job named that has ended (or was never
-        // there) is an error, as Slurm's check of the ids before asking.
+        // Only live jobs are asked about; a job named that has ended, is being
+        // cancelled (Slurm's CANCELLED+COMPLETING) or was never there is an error, as
+        // Slurm's check of the ids before asking.
         let live: Vec<&v1::JobInfo> = reply
             .jobs
             .iter()
-            .filter(|j| !jobs::job_state(j).is_final())
+            .filter(|j| !jobs::job_state(j).is_final() && !j.cancelling)
             .collect();
         let mut code = 0;
         for id in &r.filter.job_ids {
