@@ -163,12 +163,17 @@ pub fn report(r: &Request, results: &[v1::JobResult]) -> (Vec<String>, u8) {
     for res in results {
         if res.error.is_empty() {
             if r.verbose {
+                let what = if res.job_id.contains('.') {
+                    "step"
+                } else {
+                    "job"
+                };
                 lines.push(if r.signal == 0 {
-                    format!("{PROG}: Terminating job {}", res.job_id)
+                    format!("{PROG}: Terminating {what} {}", res.job_id)
                 } else if r.batch {
                     format!("{PROG}: Signal {} to batch job {}", r.signal, res.job_id)
                 } else {
-                    format!("{PROG}: Signal {} to job {}", r.signal, res.job_id)
+                    format!("{PROG}: Signal {} to {what} {}", r.signal, res.job_id)
                 });
             }
             continue;
