@@ -144,11 +144,19 @@ impl Dispatcher {
                         let req = v1::SuspendJobRequest { job_id, resume };
                         client.suspend_job(req).await.map(|_| ())
                     }
-                    Order::Kill | Order::Signal { .. } | Order::SignalAll { .. } => {
-                        let (signal, batch_only, full) = match order {
-                            Order::Kill => (0, false, false),
-                            Order::Signal { signal, batch_only } => (signal, batch_only, false),
-                            Order::SignalAll { signal } => (signal, false, true),
+                    Order::Kill
+                    | Order::Signal { .. }
+                    | Order::SignalAll { .. }
+                    | Order::SignalStep { .. } => {
+                        let (signal, batch_only, full, step_id) = match order {
+                            Order::Kill => (0, false, false, None),
+                            Order::Signal { signal, batch_only } => {
+                                (signal, batch_only, false, None)
+                            }
+                            Order::SignalAll { signal } => (signal, false, true, None),
+                            Order::SignalStep { step_id, signal } => {
+                                (signal, false, false, Some(step_id))
+                            }
                             Order::Suspend | Order::Resume => unreachable!(),
                         };
                         let req = v1::SignalJobRequest {
@@ -157,6 +165,7 @@ impl Dispatcher {
                             batch_only,
                             kill_wait_secs,
                             full,
+                            step_id,
                         };
                         client.signal_job(req).await.map(|_| ())
                     }

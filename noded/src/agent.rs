@@ -216,11 +216,15 @@ impl NodeAgent for Agent {
     ) -> Result<Response<SignalJobReply>, Status> {
         from_controller(&request)?;
         let req = request.into_inner();
-        let found = self
-            .jobs
-            .signal(req.job_id, req.signal, req.batch_only, req.full)
-            .await
-            .map_err(|e| to_status(&e))?;
+        let found = match req.step_id {
+            Some(step_id) => self.jobs.signal_step(req.job_id, step_id, req.signal),
+            None => {
+                self.jobs
+                    .signal(req.job_id, req.signal, req.batch_only, req.full)
+                    .await
+            }
+        }
+        .map_err(|e| to_status(&e))?;
         Ok(Response::new(SignalJobReply { found }))
     }
 

@@ -478,6 +478,40 @@ impl Jobs {
         Ok(true)
     }
 
+    /// `scancel JOB.STEP`: `signal` (0: SIGKILL, the step's cancel) to the processes of
+    /// the step's tasks here, found in the step's cgroup. False when none runs here (or
+    /// the node confines no jobs in cgroups).
+    pub fn signal_step(&self, job_id: JobId, step_id: u32, signal: i32) -> Result<bool, JobsError> {
+        let sig = if signal == 0 {
+            Signal::SIGKILL
+        } else {
+            Signal::try_from(signal).map_err(|_| JobsError::BadSignal(signal))?
+        };
+        let Some(placement) = self.confinement().cgroup else {
+            return Ok(false);
+        };
+        let Ok(cg) = JobCgroup::new(
+            &placement.hierarchy,
+            &placement.prefix,
+            &self.node_name,
+            job_id,
+        ) else {
+            return Ok(false);
+        };
+        let procs = cg.step_processes(&format!("step_{step_id}"));
+        info!(
+            job_id,
+            step_id,
+            signal = sig.as_str(),
+            tasks = procs.len(),
+            "signalling step"
+        );
+        for pid in &procs {
+            let _ = kill(Pid::from_raw(*pid as i32), sig);
+        }
+        Ok(!procs.is_empty())
+    }
+
     /// Finds the jobs of an earlier daemon in the spool: live supervisors are watched,
     /// ended jobs reported. Returns how many jobs were found.
     pub fn recover(self: &Arc<Self>) -> Result<usize, SpoolError> {

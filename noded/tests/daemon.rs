@@ -315,6 +315,7 @@ fn signal(job_id: u32, signal: i32) -> SignalJobRequest {
         batch_only: false,
         kill_wait_secs: 5,
         full: false,
+        step_id: None,
     }
 }
 

@@ -424,6 +424,13 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
         // Set by the controller's listing, which knows the guarantees.
         borrowed: String::new(),
         gpu_idle_flagged: j.gpu_idle_flagged.unwrap_or(0),
+        cancelling: matches!(
+            j.kill,
+            Some(model::KillRequest {
+                cause: model::KillCause::Cancel { .. },
+                ..
+            })
+        ),
     }
 }
 

@@ -68,6 +68,15 @@ fn submit_run_watch_and_account() {
             .any(|r| r.starts_with(&format!("{id}.batch|batch|COMPLETED|0:0"))),
         "{acct}"
     );
+    // The controller's statistics count the job from its submit to its end.
+    let diag = c.ok(&["sdiag"]);
+    for line in [
+        "Jobs submitted: 1",
+        "Jobs started:   1",
+        "Jobs completed: 1",
+    ] {
+        assert!(diag.lines().any(|l| l == line), "{line:?} in\n{diag}");
+    }
 }
 
 #[test]

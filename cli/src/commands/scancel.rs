@@ -163,12 +163,17 @@ pub fn report(r: &Request, results: &[v1::JobResult]) -> (Vec<String>, u8) {
     for res in results {
         if res.error.is_empty() {
             if r.verbose {
+                let what = if res.job_id.contains('.') {
+                    "step"
+                } else {
+                    "job"
+                };
                 lines.push(if r.signal == 0 {
-                    format!("{PROG}: Terminating job {}", res.job_id)
+                    format!("{PROG}: Terminating {what} {}", res.job_id)
                 } else if r.batch {
                     format!("{PROG}: Signal {} to batch job {}", r.signal, res.job_id)
                 } else {
-                    format!("{PROG}: Signal {} to job {}", r.signal, res.job_id)
+                    format!("{PROG}: Signal {} to {what} {}", r.signal, res.job_id)
                 });
             }
             continue;
@@ -266,12 +271,13 @@ async fn cancel(mut r: Request) -> ExitCode {
         if let Err(e) = jobs::check_records(PROG, &reply.jobs) {
             return e.finish();
         }
-        // Only live jobs are asked about; a job named that has ended (or was never
-        // there) is an error, as Slurm's check of the ids before asking.
+        // Only live jobs are asked about; a job named that has ended, is being
+        // cancelled (Slurm's CANCELLED+COMPLETING) or was never there is an error, as
+        // Slurm's check of the ids before asking.
         let live: Vec<&v1::JobInfo> = reply
             .jobs
             .iter()
-            .filter(|j| !jobs::job_state(j).is_final())
+            .filter(|j| !jobs::job_state(j).is_final() && !j.cancelling)
             .collect();
         let mut code = 0;
         for id in &r.filter.job_ids {

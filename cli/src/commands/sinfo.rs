@@ -709,7 +709,12 @@ pub fn parse_args(
         node_oriented: node_oriented && !reasons,
         noheader: p.has("noheader"),
         long,
-        partitions: p.get("partition").map(split_list).unwrap_or_default(),
+        partitions: p
+            .get("partition")
+            .map(String::from)
+            .or_else(|| env("SINFO_PARTITION"))
+            .map(|v| split_list(&v))
+            .unwrap_or_default(),
         nodes,
         states,
         responding: p.has("responding"),
@@ -1270,5 +1275,14 @@ mod tests {
             assert!(lines.contains(&line), "{line:?} in\n{dump}");
         }
         assert_eq!(parse(&[]).unwrap().verbose_dump, None);
+    }
+
+    #[test]
+    fn the_partition_comes_from_sinfo_partition_unless_given() {
+        let env = |name: &str| (name == "SINFO_PARTITION").then(|| "gpu".to_string());
+        let o = parse_args(&s(&[]), &env, &mut Vec::new()).unwrap();
+        assert_eq!(o.partitions, ["gpu"]);
+        let o = parse_args(&s(&["-p", "debug"]), &env, &mut Vec::new()).unwrap();
+        assert_eq!(o.partitions, ["debug"]);
     }
 }

@@ -372,14 +372,23 @@ pub fn parse_args(
         ) + "-----------------------------\n\n\n"
     });
 
+    let given_or_env = |option: &str, var: &str| {
+        p.get(option)
+            .map(String::from)
+            .or_else(|| env(var))
+            .map(|v| split_list(&v))
+            .unwrap_or_default()
+    };
     Ok(Options {
         jobs,
         steps,
         users,
-        names: p.get("name").map(split_list).unwrap_or_default(),
-        partitions: p.get("partition").map(split_list).unwrap_or_default(),
-        accounts: p.get("accounts").map(split_list).unwrap_or_default(),
-        qos: p.get("qos").map(split_list).unwrap_or_default(),
+        // The command line wins over SQUEUE_NAMES, SQUEUE_PARTITION, SQUEUE_ACCOUNT
+        // and SQUEUE_QOS.
+        names: given_or_env("name", "SQUEUE_NAMES"),
+        partitions: given_or_env("partition", "SQUEUE_PARTITION"),
+        accounts: given_or_env("accounts", "SQUEUE_ACCOUNT"),
+        qos: given_or_env("qos", "SQUEUE_QOS"),
         reservation: p.get("reservation").map(String::from),
         nodes,
         states,
@@ -1684,5 +1693,24 @@ mod tests {
             unknown_node(&asked(&["node1", "dummy_name"]), &known),
             Some("dummy_name")
         );
+    }
+
+    #[test]
+    fn filters_come_from_squeue_variables_unless_given() {
+        let env = |name: &str| match name {
+            "SQUEUE_PARTITION" => Some("gpu".to_string()),
+            "SQUEUE_ACCOUNT" => Some("ml,cv".to_string()),
+            "SQUEUE_QOS" => Some("high".to_string()),
+            "SQUEUE_NAMES" => Some("train".to_string()),
+            _ => None,
+        };
+        let mut w = Vec::new();
+        let o = parse_args(&s(&[]), &env, "alice", &mut w).unwrap();
+        assert_eq!(o.partitions, ["gpu"]);
+        assert_eq!(o.accounts, ["ml", "cv"]);
+        assert_eq!(o.qos, ["high"]);
+        assert_eq!(o.names, ["train"]);
+        let o = parse_args(&s(&["-p", "debug"]), &env, "alice", &mut w).unwrap();
+        assert_eq!(o.partitions, ["debug"]);
     }
 }

@@ -277,6 +277,10 @@ pub fn signal(turn: &mut Turn, cmd: SignalJobs) -> Vec<JobResult> {
     }
     let mut results = Vec::new();
     for text in &cmd.job_ids {
+        if let Some(result) = signal_step(turn, text, &cmd) {
+            results.push(result);
+            continue;
+        }
         match resolve_ids(turn, text, &cmd.requester) {
             Ok(ids) => {
                 let ids: Vec<JobId> = ids
@@ -297,6 +301,48 @@ pub fn signal(turn: &mut Turn, cmd: SignalJobs) -> Vec<JobResult> {
         }
     }
     results
+}
+
+/// `scancel JOB.STEP`: the signal (a cancel: SIGKILL) to a running step's tasks, on
+/// each node the step runs on; `None` when `text` names no step.
+fn signal_step(turn: &mut Turn, text: &str, cmd: &SignalJobs) -> Option<JobResult> {
+    let spec = JobIdSpec::parse(text).ok()?;
+    let step = spec.step()?;
+    let mut order_step = || -> Result<(), Rejection> {
+        let model::job_id::StepId::Numbered(step_id) = step else {
+            return Err(invalid_id());
+        };
+        let job_text = spec.without_step().to_string();
+        let ids = resolve_ids(turn, &job_text, &cmd.requester)?;
+        let [id] = ids[..] else {
+            return Err(invalid_id());
+        };
+        let job = owned(turn, id, &cmd.requester)?;
+        if job.state.is_final() {
+            return Err(wrong_state("Job/step already completing or completed"));
+        }
+        let nodes = job
+            .steps
+            .iter()
+            .find(|s| s.id == Some(step_id) && !s.state.is_final())
+            .map(|s| s.nodes.clone())
+            .ok_or_else(invalid_id)?;
+        for node in nodes {
+            turn.effects.push(super::Effect::Order {
+                job_id: id,
+                node,
+                order: Order::SignalStep {
+                    step_id,
+                    signal: cmd.signal,
+                },
+            });
+        }
+        Ok(())
+    };
+    Some(JobResult {
+        job_id: text.to_string(),
+        error: order_step().err(),
+    })
 }
 
 fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Rejection> {

@@ -63,6 +63,8 @@ pub enum Order {
     /// A signal to every process of the job, the batch shell included (the SIGTERM a
     /// preempted job gets when its grace time starts).
     SignalAll { signal: i32 },
+    /// `scancel JOB.STEP`: a signal to the tasks of one step (0: SIGKILL, its cancel).
+    SignalStep { step_id: u32, signal: i32 },
     /// Stop (SIGSTOP) the job's processes.
     Suspend,
     /// Continue (SIGCONT) them.

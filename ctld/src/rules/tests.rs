@@ -1693,3 +1693,61 @@ fn a_warning_policy_only_flags_and_a_busy_job_is_left_alone() {
     assert_eq!(env.job(idle).gpu_idle_flagged, Some(1_000));
     assert_eq!(env.job(idle).kill, None);
 }
+
+#[test]
+fn scancel_of_a_step_orders_its_nodes_to_signal_its_tasks_only() {
+    use crate::command::CreateStep;
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    env.start(id);
+    let started = env
+        .turn(|t| {
+            jobs::create_step(
+                t,
+                CreateStep {
+                    job_id: id,
+                    name: "s".into(),
+                    request: model::step::StepRequest {
+                        num_tasks: 1,
+                        ..Default::default()
+                    },
+                    requester: who(ALICE),
+                },
+            )
+        })
+        .answer
+        .unwrap();
+    let step = started.step_id;
+    let signal = |text: String| SignalJobs {
+        job_ids: vec![text],
+        filter: JobFilter::default(),
+        signal: 0,
+        batch_only: false,
+        requester: who(ALICE),
+    };
+    let d = env.turn(|t| jobs::signal(t, signal(format!("{id}.{step}"))));
+    assert!(d.answer.iter().all(|r| r.error.is_none()), "{:?}", d.answer);
+    assert!(d.events.is_empty(), "the job goes on: {:?}", d.events);
+    assert!(
+        d.effects.iter().any(|e| matches!(
+            e,
+            Effect::Order {
+                order: Order::SignalStep { step_id, signal: 0 },
+                ..
+            } if *step_id == step
+        )),
+        "{:?}",
+        d.effects
+    );
+    // A step that is not there is an invalid id.
+    let d = env.turn(|t| jobs::signal(t, signal(format!("{id}.{}", step + 5))));
+    assert_eq!(
+        d.answer[0]
+            .error
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
+        Some("Invalid job id specified")
+    );
+    assert!(d.effects.is_empty());
+}
