@@ -30,10 +30,13 @@ pub enum JobState {
     Requeued,
     BootFail,
     Deadline,
+    /// Requeued and held by `scontrol requeuehold State=SpecialExit` (Slurm's
+    /// JOB_SPECIAL_EXIT): it waits, as a held pending job, until `scontrol release`.
+    SpecialExit,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 14] = [
+    pub const ALL: [JobState; 15] = [
         JobState::Pending,
         JobState::Running,
         JobState::Suspended,
@@ -48,13 +51,23 @@ impl JobState {
         JobState::Requeued,
         JobState::BootFail,
         JobState::Deadline,
+        JobState::SpecialExit,
     ];
 
     pub fn is_final(self) -> bool {
         !matches!(
             self,
-            JobState::Pending | JobState::Running | JobState::Suspended | JobState::Completing
+            JobState::Pending
+                | JobState::Running
+                | JobState::Suspended
+                | JobState::Completing
+                | JobState::SpecialExit
         )
+    }
+
+    /// Waiting to run: pending, or held in SPECIAL_EXIT.
+    pub fn is_waiting(self) -> bool {
+        matches!(self, JobState::Pending | JobState::SpecialExit)
     }
 
     /// Slurm's long name (`squeue %T`, `sacct State`).
@@ -74,6 +87,7 @@ impl JobState {
             JobState::Requeued => "REQUEUED",
             JobState::BootFail => "BOOT_FAIL",
             JobState::Deadline => "DEADLINE",
+            JobState::SpecialExit => "SPECIAL_EXIT",
         }
     }
 
@@ -94,6 +108,7 @@ impl JobState {
             JobState::Requeued => "RQ",
             JobState::BootFail => "BF",
             JobState::Deadline => "DL",
+            JobState::SpecialExit => "SE",
         }
     }
 
@@ -167,6 +182,8 @@ pub enum KillCause {
     Requeue { hold: bool },
     /// Its preemption's grace time is over (the job's `preemption` says how it ends).
     Preempt,
+    /// `scontrol requeuehold State=SpecialExit`: the job goes back held in SPECIAL_EXIT.
+    RequeueSpecialExit,
 }
 
 /// An acknowledged kill of a running job, kept in the job's record so that it survives

@@ -23,6 +23,7 @@ pub fn state_to_wire(s: JobState) -> v1::JobState {
         JobState::Requeued => v1::JobState::Requeued,
         JobState::BootFail => v1::JobState::BootFail,
         JobState::Deadline => v1::JobState::Deadline,
+        JobState::SpecialExit => v1::JobState::SpecialExit,
     }
 }
 
@@ -42,6 +43,7 @@ pub fn state_from_wire(s: v1::JobState) -> JobState {
         v1::JobState::Requeued => JobState::Requeued,
         v1::JobState::BootFail => JobState::BootFail,
         v1::JobState::Deadline => JobState::Deadline,
+        v1::JobState::SpecialExit => JobState::SpecialExit,
     }
 }
 
