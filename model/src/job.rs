@@ -757,6 +757,20 @@ impl Job {
         self.state == JobState::Pending
     }
 
+    /// The state listings show: a running job whose requeue was acknowledged is
+    /// COMPLETING until its node reports its end (Slurm's PENDING|COMPLETING), never
+    /// RUNNING again before it is requeued.
+    pub fn shown_state(&self) -> JobState {
+        match self.kill.map(|k| k.cause) {
+            Some(KillCause::Requeue { .. } | KillCause::RequeueSpecialExit)
+                if !self.state.is_final() =>
+            {
+                JobState::Completing
+            }
+            _ => self.state,
+        }
+    }
+
     /// The `JobState` text as sacct prints it: `CANCELLED by 0`.
     pub fn sacct_state(&self) -> String {
         match (self.state, self.cancelled_by) {
@@ -850,6 +864,25 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_running_job_being_requeued_shows_completing() {
+        let mut job = Job::new(1, JobSpec::default(), 0, None);
+        job.state = JobState::Running;
+        assert_eq!(job.shown_state(), JobState::Running);
+        for cause in [
+            KillCause::Requeue { hold: false },
+            KillCause::RequeueSpecialExit,
+        ] {
+            job.kill = Some(KillRequest { cause, time: 5 });
+            assert_eq!(job.shown_state(), JobState::Completing);
+        }
+        job.kill = Some(KillRequest {
+            cause: KillCause::Cancel { by: 0 },
+            time: 5,
+        });
+        assert_eq!(job.shown_state(), JobState::Running);
+    }
 
     #[test]
     fn fields_over_slurms_sizes_are_named() {

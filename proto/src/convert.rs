@@ -305,7 +305,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
         } else {
             String::new()
         },
-        state: state_to_wire(j.state) as i32,
+        state: state_to_wire(j.shown_state()) as i32,
         reason: j.reason.name().to_string(),
         submit_time: j.submit_time,
         eligible_time: j.submit_time.max(spec.begin_time),
@@ -479,7 +479,7 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>, now: Time) 
         } else {
             String::new()
         },
-        state: state_to_wire(j.state) as i32,
+        state: state_to_wire(j.shown_state()) as i32,
         reason: strings.intern(j.reason.name()),
         submit_time: j.submit_time,
         start_time: j.start_time,
