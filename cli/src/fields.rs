@@ -505,7 +505,7 @@ pub fn id_order(j: &JobInfo) -> (u32, i64) {
 /// Slurm's numeric order of job states (`-S t`).
 fn state_rank(j: &JobInfo, _: &Ctx) -> i64 {
     match state(j) {
-        JobState::Pending | JobState::Requeued => 0,
+        JobState::Pending | JobState::Requeued | JobState::SpecialExit => 0,
         JobState::Running => 1,
         JobState::Suspended => 2,
         JobState::Completed | JobState::Completing => 3,
@@ -1126,6 +1126,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
                         | JobState::Timeout
                         | JobState::OutOfMemory
                         | JobState::Deadline
+                        | JobState::SpecialExit
                         | JobState::Failed
                 ) {
                     Cell::cut(format!("({})", jobs::reason(j)))

@@ -141,6 +141,8 @@ pub enum ControlOp {
     Release,
     Requeue,
     RequeueHold,
+    /// `requeuehold State=SpecialExit`: requeued and held in SPECIAL_EXIT.
+    RequeueSpecialExit,
     Suspend,
     Resume,
 }

@@ -557,6 +557,7 @@ impl v1::ctld_server::Ctld for Services {
             Ok(v1::ControlOp::Release) => Op::Release,
             Ok(v1::ControlOp::Requeue) => Op::Requeue,
             Ok(v1::ControlOp::RequeueHold) => Op::RequeueHold,
+            Ok(v1::ControlOp::RequeueSpecialExit) => Op::RequeueSpecialExit,
             Ok(v1::ControlOp::Suspend) => Op::Suspend,
             Ok(v1::ControlOp::Resume) => Op::Resume,
             Ok(v1::ControlOp::Unspecified) | Err(_) => {

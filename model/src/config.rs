@@ -367,6 +367,11 @@ pub struct ControllerConfig {
     /// `--no-requeue` is requeued when its node fails. True by default, as Slurm's
     /// (JobRequeue=1).
     pub job_requeue: bool,
+    /// A job requeued by `scontrol requeue` (`requeuehold`, or for holding idle GPUs)
+    /// may start again only this long after its requeue finished: its begin time moves
+    /// there (Slurm's batch requeue delay, 121 s). Requeues by preemption or node
+    /// failure start at once.
+    pub requeue_delay_s: u32,
     /// Slurm's PrivateData: what users see only of their own (and, as coordinators,
     /// their accounts'; operators see all): `jobs` (squeue, sacct, scontrol show job),
     /// `usage` (sshare's other users' rows).
@@ -398,6 +403,7 @@ impl Default for ControllerConfig {
             state_min_free_mb: 64,
             return_to_service: 0,
             job_requeue: true,
+            requeue_delay_s: 121,
             private_data: Vec::new(),
         }
     }

@@ -191,7 +191,7 @@ mod tests {
             JobFilter::parse_states(&["r".into(), "CD".into()]).unwrap(),
             vec![JobState::Running, JobState::Completed]
         );
-        assert_eq!(JobFilter::parse_states(&["all".into()]).unwrap().len(), 14);
+        assert_eq!(JobFilter::parse_states(&["all".into()]).unwrap().len(), 15);
         assert!(JobFilter::parse_states(&["bogus".into()]).is_err());
     }
 }

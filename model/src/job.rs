@@ -30,10 +30,13 @@ pub enum JobState {
     Requeued,
     BootFail,
     Deadline,
+    /// Requeued and held by `scontrol requeuehold State=SpecialExit` (Slurm's
+    /// JOB_SPECIAL_EXIT): it waits, as a held pending job, until `scontrol release`.
+    SpecialExit,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 14] = [
+    pub const ALL: [JobState; 15] = [
         JobState::Pending,
         JobState::Running,
         JobState::Suspended,
@@ -48,13 +51,23 @@ impl JobState {
         JobState::Requeued,
         JobState::BootFail,
         JobState::Deadline,
+        JobState::SpecialExit,
     ];
 
     pub fn is_final(self) -> bool {
         !matches!(
             self,
-            JobState::Pending | JobState::Running | JobState::Suspended | JobState::Completing
+            JobState::Pending
+                | JobState::Running
+                | JobState::Suspended
+                | JobState::Completing
+                | JobState::SpecialExit
         )
+    }
+
+    /// Waiting to run: pending, or held in SPECIAL_EXIT.
+    pub fn is_waiting(self) -> bool {
+        matches!(self, JobState::Pending | JobState::SpecialExit)
     }
 
     /// Slurm's long name (`squeue %T`, `sacct State`).
@@ -74,6 +87,7 @@ impl JobState {
             JobState::Requeued => "REQUEUED",
             JobState::BootFail => "BOOT_FAIL",
             JobState::Deadline => "DEADLINE",
+            JobState::SpecialExit => "SPECIAL_EXIT",
         }
     }
 
@@ -94,6 +108,7 @@ impl JobState {
             JobState::Requeued => "RQ",
             JobState::BootFail => "BF",
             JobState::Deadline => "DL",
+            JobState::SpecialExit => "SE",
         }
     }
 
@@ -167,6 +182,8 @@ pub enum KillCause {
     Requeue { hold: bool },
     /// Its preemption's grace time is over (the job's `preemption` says how it ends).
     Preempt,
+    /// `scontrol requeuehold State=SpecialExit`: the job goes back held in SPECIAL_EXIT.
+    RequeueSpecialExit,
 }
 
 /// An acknowledged kill of a running job, kept in the job's record so that it survives
@@ -777,6 +794,20 @@ impl Job {
         self.state == JobState::Pending
     }
 
+    /// The state listings show: a running job whose requeue was acknowledged is
+    /// COMPLETING until its node reports its end (Slurm's PENDING|COMPLETING), never
+    /// RUNNING again before it is requeued.
+    pub fn shown_state(&self) -> JobState {
+        match self.kill.map(|k| k.cause) {
+            Some(KillCause::Requeue { .. } | KillCause::RequeueSpecialExit)
+                if !self.state.is_final() =>
+            {
+                JobState::Completing
+            }
+            _ => self.state,
+        }
+    }
+
     /// The `JobState` text as sacct prints it: `CANCELLED by 0`.
     pub fn sacct_state(&self) -> String {
         match (self.state, self.cancelled_by) {
@@ -902,6 +933,25 @@ mod tests {
         assert!(free.could_finish_by_deadline(i64::MAX / 2));
         free.cut_limit_to_deadline(100);
         assert_eq!(free.time_limit_min, Some(5));
+    }
+
+    #[test]
+    fn a_running_job_being_requeued_shows_completing() {
+        let mut job = Job::new(1, JobSpec::default(), 0, None);
+        job.state = JobState::Running;
+        assert_eq!(job.shown_state(), JobState::Running);
+        for cause in [
+            KillCause::Requeue { hold: false },
+            KillCause::RequeueSpecialExit,
+        ] {
+            job.kill = Some(KillRequest { cause, time: 5 });
+            assert_eq!(job.shown_state(), JobState::Completing);
+        }
+        job.kill = Some(KillRequest {
+            cause: KillCause::Cancel { by: 0 },
+            time: 5,
+        });
+        assert_eq!(job.shown_state(), JobState::Running);
     }
 
     #[test]

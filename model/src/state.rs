@@ -33,6 +33,12 @@ pub enum Event {
         task_id: u32,
         new_id: JobId,
     },
+    /// A pending task still in its array's record is cancelled: it leaves the array's
+    /// pending set and keeps no record of its own (as Slurm clears its bit).
+    ArrayTaskCancelled {
+        array_id: JobId,
+        task_id: u32,
+    },
     JobStarted {
         job_id: JobId,
         alloc: Allocation,
@@ -65,6 +71,10 @@ pub enum Event {
         job_id: JobId,
         time: Time,
         hold: bool,
+        /// `requeuehold State=SpecialExit`: the job waits held in SPECIAL_EXIT.
+        special_exit: bool,
+        /// It may not start before this time (`scontrol requeue`'s delay).
+        not_before: Option<Time>,
     },
     /// The scheduler chose a running job to make room for `preemptor` (CANCEL or
     /// REQUEUE): it is being terminated, and its end (`JobEnded` PREEMPTED or
@@ -196,6 +206,7 @@ impl Event {
         match self {
             Event::JobSubmitted { job } => Some(job.id),
             Event::ArrayTaskSplit { new_id, .. } => Some(*new_id),
+            Event::ArrayTaskCancelled { array_id, .. } => Some(*array_id),
             Event::JobStarted { job_id, .. }
             | Event::JobEnded { job_id, .. }
             | Event::JobLaunched { job_id, .. }
@@ -383,6 +394,15 @@ impl ClusterState {
                 self.next_job_id = self.next_job_id.max(new_id + 1);
                 self.jobs.insert(*new_id, Arc::new(task));
             }
+            Event::ArrayTaskCancelled { array_id, task_id } => {
+                let Some(meta) = self.job_mut(*array_id) else {
+                    return;
+                };
+                // The last pending task stays: it is the array's record itself.
+                if meta.pending_tasks.len() > 1 {
+                    meta.pending_tasks.remove(task_id);
+                }
+            }
             Event::JobStarted {
                 job_id,
                 alloc,
@@ -468,11 +488,25 @@ impl ClusterState {
                     }
                 }
             }
-            Event::JobRequeued { job_id, time, hold } => {
+            Event::JobRequeued {
+                job_id,
+                time,
+                hold,
+                special_exit,
+                not_before,
+            } => {
                 let Some(job) = self.job_mut(*job_id) else {
                     return;
                 };
-                job.state = JobState::Pending;
+                let hold = &(*hold || *special_exit);
+                job.state = if *special_exit {
+                    JobState::SpecialExit
+                } else {
+                    JobState::Pending
+                };
+                if let Some(t) = not_before {
+                    job.spec.begin_time = job.spec.begin_time.max(*t);
+                }
                 job.restart_count += 1;
                 job.alloc = None;
                 job.submit_time = *time;
@@ -587,6 +621,10 @@ impl ClusterState {
                 };
                 job.held = *held;
                 job.reason = *reason;
+                if !*held && job.state == JobState::SpecialExit {
+                    // `scontrol release` lets a job held in SPECIAL_EXIT run again.
+                    job.state = JobState::Pending;
+                }
                 if *held {
                     // Passes skip held jobs: drop the plan they had.
                     job.planned_start = 0;
@@ -1101,6 +1139,8 @@ mod tests {
             job_id: 1,
             time: 41,
             hold: false,
+            special_exit: false,
+            not_before: None,
         });
         let j = s.job(1).unwrap();
         assert_eq!(

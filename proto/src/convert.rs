@@ -23,6 +23,7 @@ pub fn state_to_wire(s: JobState) -> v1::JobState {
         JobState::Requeued => v1::JobState::Requeued,
         JobState::BootFail => v1::JobState::BootFail,
         JobState::Deadline => v1::JobState::Deadline,
+        JobState::SpecialExit => v1::JobState::SpecialExit,
     }
 }
 
@@ -42,6 +43,7 @@ pub fn state_from_wire(s: v1::JobState) -> JobState {
         v1::JobState::Requeued => JobState::Requeued,
         v1::JobState::BootFail => JobState::BootFail,
         v1::JobState::Deadline => JobState::Deadline,
+        v1::JobState::SpecialExit => JobState::SpecialExit,
     }
 }
 
@@ -334,7 +336,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
         } else {
             String::new()
         },
-        state: state_to_wire(j.state) as i32,
+        state: state_to_wire(j.shown_state()) as i32,
         reason: j.reason.name().to_string(),
         submit_time: j.submit_time,
         eligible_time: j.submit_time.max(spec.begin_time),
@@ -515,7 +517,7 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>, now: Time) 
         } else {
             String::new()
         },
-        state: state_to_wire(j.state) as i32,
+        state: state_to_wire(j.shown_state()) as i32,
         reason: strings.intern(j.reason.name()),
         submit_time: j.submit_time,
         start_time: j.start_time,

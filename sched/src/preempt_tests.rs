@@ -534,6 +534,8 @@ fn a_requeued_victim_waits_behind_its_preemptor() {
         job_id: 3,
         time: 101,
         hold: false,
+        special_exit: false,
+        not_before: None,
     });
     // Even when the victim would rank first (here: every job has the same priority,
     // and it has the lower id), its preemptor goes first.

@@ -270,7 +270,11 @@ fn dependencies_hold_and_release() {
 
 #[test]
 fn requeue_runs_a_job_again() {
-    let c = Cluster::start(ClusterSpec::default());
+    let c = Cluster::start(ClusterSpec {
+        // The requeued job runs again at once rather than after Slurm's delay.
+        controller_extra: "requeue_delay_s = 0\n".into(),
+        ..ClusterSpec::default()
+    });
     let id = c.sbatch(
         &["-o", "rq.out", "--open-mode=append"],
         "echo run-$SLURM_RESTART_COUNT; sleep 300",

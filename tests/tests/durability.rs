@@ -288,6 +288,8 @@ fn with_crash(c: &Cluster, crash: Crash, command: &[&str]) {
 fn acknowledged_cancels_and_requeues_survive_a_controller_crash_at_any_point() {
     let c = Cluster::start(ClusterSpec {
         nodes: 1,
+        // The requeued job runs again at once rather than after Slurm's delay.
+        controller_extra: "requeue_delay_s = 0\n".into(),
         ..ClusterSpec::default()
     });
     for crash in [Crash::KillAfterAnswer, Crash::AfterCommit, Crash::AfterAck] {

@@ -196,8 +196,7 @@ pub fn parse_args(
             match JobState::parse(&s) {
                 Some(st) => states.push(st),
                 // States Drover never enters: accepted, match nothing.
-                None if ["RS", "RESIZING", "RH", "SE"]
-                    .contains(&s.to_ascii_uppercase().as_str()) => {}
+                None if ["RS", "RESIZING", "RH"].contains(&s.to_ascii_uppercase().as_str()) => {}
                 None => {
                     return Err(Exit {
                         code: 1,
@@ -1358,7 +1357,7 @@ mod tests {
         assert_eq!(parse(&["-s", "sleepy"]).unwrap_err().code, 1);
         assert_eq!(
             parse(&["-s", "r,RQ,resizing,se"]).unwrap().states,
-            [JobState::Running, JobState::Requeued]
+            [JobState::Running, JobState::Requeued, JobState::SpecialExit]
         );
         // Only states no job is ever in: no job, not every job.
         assert_eq!(

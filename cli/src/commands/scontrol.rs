@@ -905,21 +905,12 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
         };
         control(s, conn, tag, op, rest, true, false).await;
     } else if kw(tag, "requeuehold", 11) || kw(tag, "requeue", 3) {
-        let op = if kw(tag, "requeuehold", 11) {
-            v1::ControlOp::RequeueHold
-        } else {
-            v1::ControlOp::Requeue
-        };
-        // Slurm's requeue flags: `incomplete` (any prefix of it) and `State=SpecialExit`.
-        let incomplete =
-            |a: &str| !a.is_empty() && "incomplete".starts_with(&a.to_ascii_lowercase());
-        let ids: Vec<String> = rest
-            .iter()
-            .filter(|a| !a.to_ascii_lowercase().starts_with("state=") && !incomplete(a))
-            .cloned()
-            .collect();
-        let only_incomplete = rest.iter().any(|a| incomplete(a));
-        control(s, conn, tag, op, &ids, false, only_incomplete).await;
+        match requeue_request(kw(tag, "requeuehold", 11), rest) {
+            Ok((op, ids, only_incomplete)) => {
+                control(s, conn, tag, op, &ids, false, only_incomplete).await
+            }
+            Err(e) => s.fail(e),
+        }
     } else if kw(tag, "suspend", 2) {
         control(s, conn, tag, v1::ControlOp::Suspend, rest, false, false).await;
     } else if kw(tag, "resume", 3) {
@@ -964,6 +955,38 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
     } else {
         s.fail(format!("invalid keyword: {tag}"));
     }
+}
+
+/// `requeue` and `requeuehold`'s words: the operation, the job ids and whether only
+/// incomplete jobs are requeued. Slurm's flags: `incomplete` (any prefix of it) and
+/// `State=SpecialExit` (`requeuehold` only: the job is held in SPECIAL_EXIT).
+fn requeue_request(
+    hold: bool,
+    args: &[String],
+) -> Result<(v1::ControlOp, Vec<String>, bool), String> {
+    let mut op = if hold {
+        v1::ControlOp::RequeueHold
+    } else {
+        v1::ControlOp::Requeue
+    };
+    let incomplete = |a: &str| !a.is_empty() && "incomplete".starts_with(&a.to_ascii_lowercase());
+    let mut ids = Vec::new();
+    let mut only_incomplete = false;
+    for arg in args {
+        match arg.split_once('=') {
+            Some((key, state)) if key.eq_ignore_ascii_case("state") => {
+                if !state.eq_ignore_ascii_case("specialexit") {
+                    return Err(format!("Invalid state specification {state}"));
+                }
+                if hold {
+                    op = v1::ControlOp::RequeueSpecialExit;
+                }
+            }
+            _ if incomplete(arg) => only_incomplete = true,
+            _ => ids.push(arg.clone()),
+        }
+    }
+    Ok((op, ids, only_incomplete))
 }
 
 async fn control(
@@ -2165,6 +2188,27 @@ mod tests {
         j.array_job_id = 7;
         j.array_task_id = Some(3);
         assert!(step_lines(&j, &step)[0].starts_with("StepId=7_3.0 "));
+    }
+
+    #[test]
+    fn requeue_words_name_the_operation_and_the_jobs() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            requeue_request(true, &words(&["State=SpecialExit", "7"])),
+            Ok((v1::ControlOp::RequeueSpecialExit, words(&["7"]), false))
+        );
+        assert_eq!(
+            requeue_request(false, &words(&["inc", "7", "8_1"])),
+            Ok((v1::ControlOp::Requeue, words(&["7", "8_1"]), true))
+        );
+        assert_eq!(
+            requeue_request(true, &words(&["7"])),
+            Ok((v1::ControlOp::RequeueHold, words(&["7"]), false))
+        );
+        assert_eq!(
+            requeue_request(true, &words(&["state=Bogus", "7"])),
+            Err("Invalid state specification Bogus".to_string())
+        );
     }
 
     #[test]

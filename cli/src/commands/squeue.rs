@@ -418,8 +418,6 @@ fn parse_states(text: &str) -> Result<States, Exit> {
                 "STAGE_OUT",
                 "RS",
                 "RESIZING",
-                "SE",
-                "SPECIAL_EXIT",
                 "ST",
                 "STOPPED",
                 "SI",

@@ -133,6 +133,39 @@ pub fn estimate(
 /// splitting pending array tasks into records of their own when named alone. Nothing
 /// is split unless every task named exists and `who` may change the array.
 pub fn resolve_ids(turn: &mut Turn, text: &str, who: &Requester) -> Result<Vec<JobId>, Rejection> {
+    let (array_id, named) = resolve_named(turn, text, who)?;
+    let mut out = Vec::new();
+    for n in named {
+        let pending = turn
+            .state
+            .job(array_id)
+            .map_or(0, |m| m.pending_tasks.len());
+        match n {
+            Ok(id) => out.push(id),
+            // The last pending task stays in the array's record.
+            Err(_) if pending == 1 => out.push(array_id),
+            Err(task) => {
+                let new_id = turn.state.next_job_id;
+                turn.emit(Event::ArrayTaskSplit {
+                    array_id,
+                    task_id: task,
+                    new_id,
+                });
+                out.push(new_id);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The records a job id names (`Ok`), and the array's pending tasks it names that
+/// have no record of their own yet (`Err(task)`), with the array's id. Naming such a
+/// task asks for the right to change the array's record.
+fn resolve_named(
+    turn: &Turn,
+    text: &str,
+    who: &Requester,
+) -> Result<(JobId, Vec<Result<JobId, u32>>), Rejection> {
     let spec = JobIdSpec::parse(text).map_err(|_| invalid_id())?;
     if spec.step().is_some() {
         return Err(invalid_id());
@@ -152,11 +185,12 @@ pub fn resolve_ids(turn: &mut Turn, text: &str, who: &Requester) -> Result<Vec<J
             .map(|(id, _)| *id)
             .collect()
     };
+    let all = |ids: Vec<JobId>| (array_id, ids.into_iter().map(Ok).collect());
     let tasks = match spec.tasks() {
         // A plain id names a job, or every record of the array it starts.
-        Tasks::Unnamed if job.array_job_id == base => return Ok(records_of_array(turn)),
-        Tasks::Unnamed => return Ok(vec![base]),
-        Tasks::Every if job.array_job_id != 0 => return Ok(records_of_array(turn)),
+        Tasks::Unnamed if job.array_job_id == base => return Ok(all(records_of_array(turn))),
+        Tasks::Unnamed => return Ok(all(vec![base])),
+        Tasks::Every if job.array_job_id != 0 => return Ok(all(records_of_array(turn))),
         Tasks::Every => return Err(invalid_id()),
         Tasks::Listed { ids, .. } => ids.clone(),
     };
@@ -190,28 +224,35 @@ pub fn resolve_ids(turn: &mut Turn, text: &str, who: &Requester) -> Result<Vec<J
     {
         return Err(Rejection::PermissionDenied);
     }
-    let mut out = Vec::new();
+    Ok((array_id, named))
+}
+
+/// A cancel's records: the pending tasks it names that are still in their array's
+/// record leave it without a record of their own (the array's last pending task is the
+/// record itself, cancelled as one); the records named are returned.
+fn cancel_pending_tasks(
+    turn: &mut Turn,
+    text: &str,
+    cmd: &SignalJobs,
+) -> Result<Vec<JobId>, Rejection> {
+    let (array_id, named) = resolve_named(turn, text, &cmd.requester)?;
+    let mut records = Vec::new();
     for n in named {
-        let pending = turn
-            .state
-            .job(array_id)
-            .map_or(0, |m| m.pending_tasks.len());
-        match n {
-            Ok(id) => out.push(id),
-            // The last pending task stays in the array's record.
-            Err(_) if pending == 1 => out.push(array_id),
-            Err(task) => {
-                let new_id = turn.state.next_job_id;
-                turn.emit(Event::ArrayTaskSplit {
-                    array_id,
-                    task_id: task,
-                    new_id,
-                });
-                out.push(new_id);
-            }
+        let Err(task_id) = n else {
+            records.extend(n.ok());
+            continue;
+        };
+        let Some(meta) = turn.state.job(array_id) else {
+            continue;
+        };
+        if meta.pending_tasks.len() == 1 {
+            records.push(array_id);
+        } else if cmd.filter.matches(meta) {
+            turn.emit(Event::ArrayTaskCancelled { array_id, task_id });
+            turn.reschedule = true;
         }
     }
-    Ok(out)
+    Ok(records)
 }
 
 /// The job named, if `who` may change it.
@@ -281,7 +322,12 @@ pub fn signal(turn: &mut Turn, cmd: SignalJobs) -> Vec<JobResult> {
             results.push(result);
             continue;
         }
-        match resolve_ids(turn, text, &cmd.requester) {
+        let resolved = if cmd.signal == 0 {
+            cancel_pending_tasks(turn, text, &cmd)
+        } else {
+            resolve_ids(turn, text, &cmd.requester)
+        };
+        match resolved {
             Ok(ids) => {
                 let ids: Vec<JobId> = ids
                     .into_iter()
@@ -349,7 +395,7 @@ fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Reject
     let job = owned(turn, id, &cmd.requester)?;
     match (job.state, cmd.signal) {
         (s, _) if s.is_final() => Err(wrong_state("Job/step already completing or completed")),
-        (JobState::Pending, 0) => {
+        (s, 0) if s.is_waiting() => {
             turn.emit(Event::JobEnded {
                 job_id: id,
                 state: JobState::Cancelled,
@@ -362,7 +408,7 @@ fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Reject
             turn.reschedule = true;
             Ok(())
         }
-        (JobState::Pending, _) => Err(wrong_state("Job is pending execution")),
+        (s, _) if s.is_waiting() => Err(wrong_state("Job is pending execution")),
         (_, 0) => {
             // A repeated cancel keeps the first canceller; a cancel overrides a
             // requeue or a preemption's kill.
@@ -400,10 +446,27 @@ pub(super) fn request_kill(turn: &mut Turn, job_id: JobId, cause: KillCause) {
     });
 }
 
+/// The end of an admin's requeue (`scontrol requeue`, `requeuehold`, an idle-GPU
+/// requeue) at `time`: the job may start again only `requeue_delay_s` later, as Slurm
+/// holds a requeued batch job back.
+pub(super) fn requeued_by_admin(turn: &Turn, job_id: JobId, time: Time, cause: KillCause) -> Event {
+    let delay = Time::from(turn.config.controller.requeue_delay_s);
+    Event::JobRequeued {
+        job_id,
+        time,
+        hold: matches!(cause, KillCause::Requeue { hold: true }),
+        special_exit: cause == KillCause::RequeueSpecialExit,
+        not_before: Some(time + delay),
+    }
+}
+
 /// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.
 pub fn control(turn: &mut Turn, cmd: ControlJobs) -> Vec<JobResult> {
     for_each_id(turn, &cmd.job_ids, &cmd.requester, |turn, id| {
-        let requeue = matches!(cmd.op, ControlOp::Requeue | ControlOp::RequeueHold);
+        let requeue = matches!(
+            cmd.op,
+            ControlOp::Requeue | ControlOp::RequeueHold | ControlOp::RequeueSpecialExit
+        );
         if requeue && cmd.incomplete {
             let job = owned(turn, id, &cmd.requester)?;
             if !matches!(job.state, JobState::Running | JobState::Suspended) {
@@ -426,7 +489,7 @@ fn control_one(
     let not_pending = || wrong_state("Job is no longer pending execution");
     match op {
         ControlOp::Hold | ControlOp::Uhold => {
-            if state != JobState::Pending {
+            if !state.is_waiting() {
                 return Err(not_pending());
             }
             let reason = if op == ControlOp::Hold && who.is_operator() {
@@ -441,7 +504,7 @@ fn control_one(
             });
         }
         ControlOp::Release => {
-            if state != JobState::Pending {
+            if !state.is_waiting() {
                 return Err(not_pending());
             }
             turn.emit(Event::JobHeld {
@@ -451,23 +514,26 @@ fn control_one(
             });
             turn.reschedule = true;
         }
-        ControlOp::Requeue | ControlOp::RequeueHold => {
-            let hold = op == ControlOp::RequeueHold;
+        ControlOp::Requeue | ControlOp::RequeueHold | ControlOp::RequeueSpecialExit => {
+            let cause = if op == ControlOp::RequeueSpecialExit {
+                KillCause::RequeueSpecialExit
+            } else {
+                KillCause::Requeue {
+                    hold: op == ControlOp::RequeueHold,
+                }
+            };
             match state {
-                JobState::Pending => return Err(wrong_state("Job is pending execution")),
+                s if s.is_waiting() => return Err(wrong_state("Job is pending execution")),
                 JobState::Running | JobState::Suspended | JobState::Completing => {
                     if matches!(job.kill.map(|k| k.cause), Some(KillCause::Cancel { .. })) {
                         return Err(wrong_state("Job/step already completing or completed"));
                     }
-                    request_kill(turn, id, KillCause::Requeue { hold });
+                    request_kill(turn, id, cause);
                     turn.order(id, Order::Kill);
                 }
                 _ => {
-                    turn.emit(Event::JobRequeued {
-                        job_id: id,
-                        time: now,
-                        hold,
-                    });
+                    let requeued = requeued_by_admin(turn, id, now, cause);
+                    turn.emit(requeued);
                     turn.reschedule = true;
                 }
             }
@@ -487,7 +553,7 @@ fn control_one(
                     job_id: id,
                     time: now,
                 }),
-                (JobState::Pending, _) => return Err(wrong_state("Job is pending execution")),
+                (s, _) if s.is_waiting() => return Err(wrong_state("Job is pending execution")),
                 (_, false) => return Err(wrong_state("Job is not running")),
                 (_, true) => return Err(wrong_state("Job is not suspended")),
             }

@@ -379,6 +379,8 @@ pub fn launch_failed(
             job_id,
             time: turn.now,
             hold: false,
+            special_exit: false,
+            not_before: None,
         });
     }
     turn.emit(Event::NodeDown {
@@ -426,12 +428,8 @@ pub fn job_finished(turn: &mut Turn, end: JobEnd) {
         });
     }
     match kill {
-        Some(KillCause::Requeue { hold }) => {
-            turn.emit(Event::JobRequeued {
-                job_id: id,
-                time,
-                hold,
-            });
+        Some(cause @ (KillCause::Requeue { .. } | KillCause::RequeueSpecialExit)) => {
+            turn.emit(super::jobs::requeued_by_admin(turn, id, time, cause));
             return;
         }
         Some(KillCause::Cancel { by }) => {
@@ -457,6 +455,8 @@ pub fn job_finished(turn: &mut Turn, end: JobEnd) {
             job_id: id,
             time,
             hold: false,
+            special_exit: false,
+            not_before: None,
         });
         return;
     }
@@ -513,6 +513,8 @@ fn end_preempted(turn: &mut Turn, id: JobId, time: Time, exit_code: i32, exit_si
                 job_id: id,
                 time,
                 hold: false,
+                special_exit: false,
+                not_before: None,
             });
         }
         Some(PreemptMode::Cancel) => {
@@ -542,11 +544,9 @@ pub(super) fn end_lost_job(turn: &mut Turn, id: JobId) {
     let now = turn.now;
     let requeue = job.spec.requeue;
     match job.kill.map(|k| k.cause) {
-        Some(KillCause::Requeue { hold }) => turn.emit(Event::JobRequeued {
-            job_id: id,
-            time: now,
-            hold,
-        }),
+        Some(cause @ (KillCause::Requeue { .. } | KillCause::RequeueSpecialExit)) => {
+            turn.emit(super::jobs::requeued_by_admin(turn, id, now, cause))
+        }
         Some(KillCause::Cancel { by }) => turn.emit(Event::JobEnded {
             job_id: id,
             state: JobState::Cancelled,
@@ -566,6 +566,8 @@ pub(super) fn end_lost_job(turn: &mut Turn, id: JobId) {
                     job_id: id,
                     time: now,
                     hold: false,
+                    special_exit: false,
+                    not_before: None,
                 });
             } else {
                 tracing::warn!(job_id = id, "job lost with its node; NODE_FAIL");

@@ -1751,3 +1751,93 @@ fn scancel_of_a_step_orders_its_nodes_to_signal_its_tasks_only() {
     );
     assert!(d.effects.is_empty());
 }
+
+#[test]
+fn a_requeued_job_waits_the_requeue_delay_and_other_requeues_do_not() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    env.start(id);
+    env.control(id, ControlOp::Requeue);
+    env.finished(id, EndKind::Cancelled, 0);
+    let job = env.job(id);
+    assert_eq!(job.state, JobState::Pending);
+    assert_eq!(job.spec.begin_time, env.now + 121);
+    let _ = env.turn(timer::schedule);
+    assert_eq!(env.job(id).state, JobState::Pending);
+    assert_eq!(env.job(id).reason, Reason::BeginTime);
+    env.now += 121;
+    let _ = env.turn(timer::schedule);
+    assert_eq!(env.job(id).state, JobState::Running);
+
+    let mut env = Env::new("");
+    env.config.controller.requeue_delay_s = 0;
+    let id = env.submit(|_| {});
+    env.start(id);
+    env.control(id, ControlOp::Requeue);
+    env.finished(id, EndKind::Cancelled, 0);
+    let _ = env.turn(timer::schedule);
+    assert_eq!(env.job(id).state, JobState::Running);
+}
+
+#[test]
+fn requeuehold_special_exit_holds_the_job_until_it_is_released() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    env.start(id);
+    env.finished(id, EndKind::Exited, 0);
+    env.control(id, ControlOp::RequeueSpecialExit);
+    let job = env.job(id);
+    assert_eq!((job.state, job.held), (JobState::SpecialExit, true));
+    assert_eq!(job.reason, Reason::JobHeldUser);
+    env.now += 1_000;
+    let _ = env.turn(timer::schedule);
+    assert_eq!(env.job(id).state, JobState::SpecialExit);
+    env.control(id, ControlOp::Release);
+    let _ = env.turn(timer::schedule);
+    assert_eq!(env.job(id).state, JobState::Running);
+
+    // A running job goes to SPECIAL_EXIT when its node reports its end; a job in
+    // SPECIAL_EXIT can be cancelled.
+    env.control(id, ControlOp::RequeueSpecialExit);
+    assert_eq!(env.job(id).state, JobState::Running);
+    env.finished(id, EndKind::Cancelled, 0);
+    assert_eq!(env.job(id).state, JobState::SpecialExit);
+    env.scancel(id, 0);
+    assert_eq!(env.job(id).state, JobState::Cancelled);
+}
+
+#[test]
+fn a_cancelled_pending_array_task_leaves_the_array_without_a_record() {
+    let mut env = Env::new("");
+    let array = env.submit(|s| {
+        s.hold = true;
+        s.array = Some(model::ArraySpec {
+            task_ids: vec![1, 2, 3],
+            max_running: 0,
+        })
+    });
+    let records = env.state.jobs.len();
+    let cancel = |env: &mut Env, ids: &str| {
+        let cmd = SignalJobs {
+            job_ids: vec![ids.to_string()],
+            filter: JobFilter::default(),
+            signal: 0,
+            batch_only: false,
+            requester: who(ALICE),
+        };
+        let d = env.turn(|t| jobs::signal(t, cmd));
+        assert!(d.answer.iter().all(|r| r.error.is_none()), "{:?}", d.answer);
+    };
+    cancel(&mut env, &format!("{array}_3"));
+    assert_eq!(env.state.jobs.len(), records);
+    let meta = env.job(array);
+    assert_eq!(
+        meta.pending_tasks.iter().copied().collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert_eq!(meta.state, JobState::Pending);
+    // Cancelling the rest: the last task is the array's record, cancelled.
+    cancel(&mut env, &format!("{array}_[1-2]"));
+    assert_eq!(env.state.jobs.len(), records);
+    assert_eq!(env.job(array).state, JobState::Cancelled);
+}

@@ -69,6 +69,8 @@ pub enum JobStateRecord {
     Requeued,
     BootFail,
     Deadline,
+    /// Appended: records of earlier formats never hold it, so their bytes are unchanged.
+    SpecialExit,
 }
 
 impl From<JobState> for JobStateRecord {
@@ -89,6 +91,7 @@ impl From<JobState> for JobStateRecord {
             JobState::Requeued => R::Requeued,
             JobState::BootFail => R::BootFail,
             JobState::Deadline => R::Deadline,
+            JobState::SpecialExit => R::SpecialExit,
         }
     }
 }
@@ -111,6 +114,7 @@ impl From<JobStateRecord> for JobState {
             R::Requeued => JobState::Requeued,
             R::BootFail => JobState::BootFail,
             R::Deadline => JobState::Deadline,
+            R::SpecialExit => JobState::SpecialExit,
         }
     }
 }
@@ -381,9 +385,15 @@ pub struct PreemptionRecord {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum KillCauseRecord {
-    Cancel { by: u32 },
-    Requeue { hold: bool },
+    Cancel {
+        by: u32,
+    },
+    Requeue {
+        hold: bool,
+    },
     Preempt,
+    /// Appended: records of earlier formats never hold it, so their bytes are unchanged.
+    RequeueSpecialExit,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -841,6 +851,7 @@ impl From<&Job> for JobFields4 {
                     KillCause::Cancel { by } => KillCauseRecord::Cancel { by },
                     KillCause::Requeue { hold } => KillCauseRecord::Requeue { hold },
                     KillCause::Preempt => KillCauseRecord::Preempt,
+                    KillCause::RequeueSpecialExit => KillCauseRecord::RequeueSpecialExit,
                 },
                 time: k.time,
             }),
@@ -904,6 +915,7 @@ impl JobFields4 {
                     KillCauseRecord::Cancel { by } => KillCause::Cancel { by },
                     KillCauseRecord::Requeue { hold } => KillCause::Requeue { hold },
                     KillCauseRecord::Preempt => KillCause::Preempt,
+                    KillCauseRecord::RequeueSpecialExit => KillCause::RequeueSpecialExit,
                 },
                 time: k.time,
             }),
@@ -1562,6 +1574,21 @@ mod tests {
         });
         job.gpu_idle_flagged = Some(130);
         job
+    }
+
+    #[test]
+    fn appended_state_and_kill_variants_leave_the_earlier_ones_bytes() {
+        // Only appended: every earlier variant keeps its index, so records written
+        // before SPECIAL_EXIT existed read as they did.
+        let state = |r: JobStateRecord| hex(&postcard::to_stdvec(&r).unwrap());
+        let kill = |r: KillCauseRecord| hex(&postcard::to_stdvec(&r).unwrap());
+        assert_eq!(state(JobStateRecord::Deadline), "0d");
+        assert_eq!(state(JobStateRecord::SpecialExit), "0e");
+        assert_eq!(kill(KillCauseRecord::Preempt), "02");
+        assert_eq!(kill(KillCauseRecord::RequeueSpecialExit), "03");
+        for state in JobState::ALL {
+            assert_eq!(JobState::from(JobStateRecord::from(state)), state);
+        }
     }
 
     #[test]

@@ -159,6 +159,11 @@ fn rows() -> Vec<Row> {
             &["node_timeout_s", "from 0 to 4294967295"],
         ),
         row(
+            "[controller]\nrequeue_delay_s = -1\n",
+            2,
+            &["requeue_delay_s", "from 0 to 4294967295"],
+        ),
+        row(
             "[controller]\nnode_timeout_s = \"30s\"\n",
             2,
             &["node_timeout_s: invalid type: string"],
