@@ -773,6 +773,7 @@ impl v1::ctld_server::Ctld for Services {
                 ntasks_per_node: req.ntasks_per_node,
                 cpus_per_task: req.cpus_per_task,
                 overcommit: req.overcommit,
+                exclusive: req.exclusive,
             },
             requester,
         };

@@ -27,6 +27,9 @@ pub struct StepRequest {
     pub cpus_per_task: u32,
     /// `-O`: more tasks than the job's CPUs on a node may run there.
     pub overcommit: bool,
+    /// `--exclusive`: the step takes only the CPUs its tasks need, none that another
+    /// running step of the job holds, and waits for them (`exclusive_layout`).
+    pub exclusive: bool,
 }
 
 /// Why a step cannot run in its job, in Slurm's words.
@@ -40,9 +43,13 @@ pub enum StepLayoutError {
     Impossible,
 }
 
+/// A step's tasks, node by node: (index of the node in the job's allocation, global
+/// task ids), in node order.
+pub type Layout = Vec<(usize, Vec<u32>)>;
+
 /// The tasks of each node of the step: (index of the node in the job's allocation,
 /// global task ids), in node order. `cpus` are the job's CPUs on each of its nodes.
-pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Vec<(usize, Vec<u32>)>, StepLayoutError> {
+pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Layout, StepLayoutError> {
     let allocated = cpus.len() as u32;
     if allocated == 0 {
         return Err(StepLayoutError::Impossible);
@@ -88,6 +95,51 @@ pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Vec<(usize, Vec<u32>)>, 
         next += count;
     }
     Ok(out)
+}
+
+/// The CPUs of each of its job's nodes (`job_nodes`, in the job's order) that the job's
+/// running steps hold. A step's CPUs are taken as spread evenly over its nodes, as
+/// `layout` spreads its tasks (rounded up: a node is never counted freer than it is).
+pub fn held_cpus<'a>(
+    job_nodes: &[&str],
+    running: impl IntoIterator<Item = &'a crate::Step>,
+) -> Vec<u32> {
+    let mut held = vec![0u32; job_nodes.len()];
+    for step in running {
+        let share = step.cpus.div_ceil((step.nodes.len() as u32).max(1));
+        for node in &step.nodes {
+            if let Some(i) = job_nodes.iter().position(|n| n == node) {
+                held[i] = held[i].saturating_add(share);
+            }
+        }
+    }
+    held
+}
+
+/// `srun --exclusive`: the step laid out (as `layout`) on the CPUs of its job that its
+/// running steps do not hold (`held`, node by node). An error: the step can never run in
+/// its job; `Ok(None)`: not yet, its nodes are busy (Slurm's ESLURM_NODES_BUSY).
+pub fn exclusive_layout(
+    req: StepRequest,
+    cpus: &[u32],
+    held: &[u32],
+) -> Result<Option<Layout>, StepLayoutError> {
+    layout(req, cpus)?;
+    let per_task = req.cpus_per_task.max(1);
+    let free: Vec<(usize, u32)> = cpus
+        .iter()
+        .zip(held)
+        .enumerate()
+        .map(|(i, (c, h))| (i, c.saturating_sub(*h)))
+        .filter(|(_, f)| *f >= per_task)
+        .collect();
+    if free.is_empty() {
+        return Ok(None);
+    }
+    let free_cpus: Vec<u32> = free.iter().map(|(_, f)| *f).collect();
+    Ok(layout(req, &free_cpus)
+        .ok()
+        .map(|l| l.into_iter().map(|(i, tasks)| (free[i].0, tasks)).collect()))
 }
 
 /// A resource limit srun passes on to its tasks, as Slurm's default
@@ -435,7 +487,55 @@ mod tests {
             ntasks_per_node,
             cpus_per_task,
             overcommit: false,
+            exclusive: false,
         }
+    }
+
+    fn running(nodes: &[&str], cpus: u32) -> crate::Step {
+        crate::Step {
+            id: Some(0),
+            name: "s".into(),
+            state: crate::JobState::Running,
+            start_time: 0,
+            end_time: 0,
+            exit_code: 0,
+            exit_signal: 0,
+            num_tasks: 1,
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            cpus,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn an_exclusive_step_takes_the_cpus_no_running_step_holds() {
+        let job_nodes = ["n1", "n2", "n3", "n4"];
+        let cpus = [1, 1, 1, 1];
+        let one = req(1, 0, 0, 0);
+        let steps = [running(&["n1"], 1), running(&["n2"], 1)];
+        let held = held_cpus(&job_nodes, &steps);
+        assert_eq!(held, vec![1, 1, 0, 0]);
+        assert_eq!(
+            exclusive_layout(one, &cpus, &held),
+            Ok(Some(vec![(2, vec![0])]))
+        );
+        // All held: the step waits.
+        assert_eq!(exclusive_layout(one, &cpus, &[1, 1, 1, 1]), Ok(None));
+        // Two nodes asked, one free: waits too.
+        assert_eq!(
+            exclusive_layout(req(2, 2, 0, 0), &cpus, &[1, 1, 1, 0]),
+            Ok(None)
+        );
+        // More than the job has: never.
+        assert_eq!(
+            exclusive_layout(req(5, 0, 0, 0), &cpus, &[0; 4]),
+            Err(StepLayoutError::TooManyCpus)
+        );
+        // A step on two nodes holds half its CPUs on each.
+        assert_eq!(
+            held_cpus(&job_nodes, &[running(&["n3", "n4"], 4)]),
+            vec![0, 0, 2, 2]
+        );
     }
 
     fn counts(r: StepRequest, cpus: &[u32]) -> Result<Vec<usize>, StepLayoutError> {

@@ -810,6 +810,9 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ("KillWait", format!("{} sec", c.kill_wait_s)),
         ("MaxArraySize", c.max_array_size.to_string()),
         ("MaxJobCount", c.max_job_count.to_string()),
+        // Slurm's default, reported for the tools that read it; a step's tasks per
+        // node are not counted against it (docs/controller.md).
+        ("MaxTasksPerNode", "512".into()),
         ("MinJobAge", format!("{} sec", c.min_job_age_s)),
         // A job is killed at its time limit, never later.
         ("OverTimeLimit", "0 min".into()),

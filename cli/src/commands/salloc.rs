@@ -57,7 +57,10 @@ pub async fn allocate(
 ) -> Result<Allocation, Exit> {
     let (mut ctld, job_id) = submit(prog, o, env, name).await?;
     let mut waiting = Waiting::new(prog, job_id, say);
-    match waiting.wait_for_start(&mut ctld).await? {
+    match waiting
+        .wait_for_start_within(&mut ctld, o.immediate)
+        .await?
+    {
         Started::Granted(job) => Ok(Allocation { ctld, job: *job }),
         Started::Ended => Err(Exit::raw(revoked_line(prog, job_id))),
     }
@@ -156,6 +159,34 @@ impl<'a> Waiting<'a> {
                 "{}: job {} queued and waiting for resources",
                 self.prog, self.job_id
             );
+        }
+    }
+
+    /// `wait_for_start` bounded by `--immediate`'s seconds: past them the job is
+    /// cancelled and the command fails with Slurm's words.
+    async fn wait_for_start_within(
+        &mut self,
+        ctld: &mut Ctld,
+        immediate: Option<u32>,
+    ) -> Result<Started, Exit> {
+        let Some(secs) = immediate else {
+            return self.wait_for_start(ctld).await;
+        };
+        let limit = Duration::from_secs(u64::from(secs.max(1)));
+        match tokio::time::timeout(limit, self.wait_for_start(ctld)).await {
+            Ok(started) => started,
+            Err(_) => {
+                cancel(ctld, self.job_id).await;
+                let why = if secs == 1 {
+                    "Requested nodes are busy"
+                } else {
+                    "Connection timed out"
+                };
+                Err(
+                    Exit::error(self.prog, format!("Unable to allocate resources: {why}"))
+                        .with_code(ERROR_EXIT),
+                )
+            }
         }
     }
 
@@ -507,19 +538,8 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
     // nothing of a wait.
     let mut waiting = Waiting::new(PROG, job_id, o.immediate != Some(1) && !o.quiet);
     let started = {
-        let limit = async {
-            match o.immediate {
-                Some(secs) => tokio::time::sleep(Duration::from_secs(u64::from(secs.max(1)))).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            r = waiting.wait_for_start(&mut ctld) => r,
-            _ = limit => {
-                cancel(&mut ctld, job_id).await;
-                let why = if o.immediate == Some(1) { "Requested nodes are busy" } else { "Connection timed out" };
-                return Exit::error(PROG, format!("Unable to allocate resources: {why}")).with_code(ERROR_EXIT).finish();
-            }
+            r = waiting.wait_for_start_within(&mut ctld, o.immediate) => r,
             _ = signals.next() => {
                 cancel(&mut ctld, job_id).await;
                 info(o.quiet, revoked_line(PROG, job_id));

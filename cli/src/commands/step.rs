@@ -154,6 +154,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         ntasks_per_node,
         cpus_per_task,
         overcommit: o.overcommit,
+        exclusive: o.exclusive,
     };
     // Nodes that have not started the job yet are busy: asked again until they have,
     // as Slurm's srun does. A batch script's srun may ask before the controller has

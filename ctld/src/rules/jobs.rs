@@ -665,13 +665,44 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
             }
         })
         .collect();
-    let layout =
-        model::step::layout(cmd.request, &cpus).map_err(|e| Rejection::invalid(e.to_string()))?;
-    let num_tasks = layout.iter().map(|(_, t)| t.len() as u32).sum::<u32>();
-    let nodes: Vec<(model::NodeAllocation, Vec<u32>)> = layout
-        .into_iter()
-        .map(|(i, tasks)| (alloc[i].clone(), tasks))
-        .collect();
+    let refused = |e: model::step::StepLayoutError| Rejection::invalid(e.to_string());
+    let nodes: Vec<(model::NodeAllocation, Vec<u32>)> = if cmd.request.exclusive {
+        // Only the CPUs its tasks need, of those no running step holds: the step's
+        // share of each node is that many of the job's CPUs, after the held ones.
+        let names: Vec<&str> = alloc.iter().map(|n| n.node.as_str()).collect();
+        let running = job
+            .steps
+            .iter()
+            .filter(|s| s.id.is_some() && s.state == JobState::Running);
+        let held = model::step::held_cpus(&names, running);
+        let layout = model::step::exclusive_layout(cmd.request, &cpus, &held)
+            .map_err(refused)?
+            .ok_or_else(|| wrong_state(model::step::NODES_BUSY))?;
+        let per_task = cmd.request.cpus_per_task.max(1);
+        layout
+            .into_iter()
+            .map(|(i, tasks)| {
+                let mut share = alloc[i].clone();
+                share.cpus = (tasks.len() as u32 * per_task).min(alloc[i].cpus);
+                share.cpu_ids = alloc[i]
+                    .cpu_ids
+                    .iter()
+                    .copied()
+                    .cycle()
+                    .skip(held[i] as usize)
+                    .take(share.cpus as usize)
+                    .collect();
+                (share, tasks)
+            })
+            .collect()
+    } else {
+        model::step::layout(cmd.request, &cpus)
+            .map_err(refused)?
+            .into_iter()
+            .map(|(i, tasks)| (alloc[i].clone(), tasks))
+            .collect()
+    };
+    let num_tasks = nodes.iter().map(|(_, t)| t.len() as u32).sum::<u32>();
     let step_id = job.next_step_id;
     let step = model::Step {
         id: Some(step_id),

@@ -931,6 +931,44 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
 }
 
 #[test]
+fn an_exclusive_step_waits_for_cpus_no_running_step_holds() {
+    use crate::command::{CompleteStep, CreateStep};
+    let mut env = Env::new("");
+    let id = env.submit(|s| s.cpus_per_task = 2);
+    env.start(id);
+    let create = || CreateStep {
+        job_id: id,
+        name: "s".into(),
+        request: model::step::StepRequest {
+            num_tasks: 1,
+            exclusive: true,
+            ..Default::default()
+        },
+        requester: who(ALICE),
+    };
+    let first = env.turn(|t| jobs::create_step(t, create())).answer.unwrap();
+    let second = env.turn(|t| jobs::create_step(t, create())).answer.unwrap();
+    // Each holds one CPU of its own.
+    assert_eq!(first.nodes[0].0.cpus, 1);
+    assert_eq!(second.nodes[0].0.cpus, 1);
+    assert_ne!(first.nodes[0].0.cpu_ids, second.nodes[0].0.cpu_ids);
+    // The job's two CPUs are held: a third waits, nothing recorded.
+    let d = env.turn(|t| jobs::create_step(t, create()));
+    assert!(d.events.is_empty());
+    assert_eq!(d.answer.unwrap_err().to_string(), model::step::NODES_BUSY);
+    let end = CompleteStep {
+        job_id: id,
+        step_id: first.step_id,
+        exit_code: 0,
+        exit_signal: 0,
+        usage: None,
+        requester: who(ALICE),
+    };
+    env.turn(|t| jobs::complete_step(t, end)).answer.unwrap();
+    assert!(env.turn(|t| jobs::create_step(t, create())).answer.is_ok());
+}
+
+#[test]
 fn the_batch_step_keeps_what_its_node_measured() {
     let mut env = Env::new("");
     let id = env.submit(|_| {});
