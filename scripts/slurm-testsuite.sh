@@ -137,8 +137,9 @@ done
 # The daemons under Slurm's names, for the tests that look for them.
 ln -sf "$bin/drover-ctld" "$cluster/sbin/slurmctld"
 ln -sf "$bin/drover-noded" "$cluster/sbin/slurmd"
+# slurm.conf gives times as plain numbers, where `show config` adds their unit.
 scontrol show config | sed -n 's/^\([A-Za-z][A-Za-z0-9]*\) *= \(.*\)$/\1=\2/p' |
-  grep -v '=(null)$' >"$cluster/etc/slurm.conf"
+  sed 's/=\([0-9][0-9]*\) \(sec\|min\)$/=\1/' | grep -v '=(null)$' >"$cluster/etc/slurm.conf"
 cat >>"$cluster/etc/slurm.conf" <<EOF
 NodeName=node[1-4] CPUs=8 RealMemory=16000 Gres=gpu:h100:4 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
