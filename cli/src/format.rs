@@ -13,6 +13,19 @@
 //!   says left, values longer than the column end in `+`, a header line and a dash line;
 //!   `--parsable`/`--parsable2` print `|`-separated values instead.
 
+/// The parameters a read command's `-v` prints before its output, as Slurm's
+/// `_print_options` of squeue, sinfo and sprio: `name = value` lines, the names in 11
+/// columns, between two rules.
+pub fn option_dump<N: AsRef<str>>(lines: &[(N, String)]) -> String {
+    const RULE: &str = "-----------------------------\n";
+    let mut out = String::from(RULE);
+    for (name, value) in lines {
+        out.push_str(&format!("{:<11} = {value}\n", name.as_ref()));
+    }
+    out.push_str(RULE);
+    out
+}
+
 /// How wide a column is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Width {

@@ -695,13 +695,7 @@ pub fn parse_args(
             ("summarize", yes("summarize").to_string()),
             ("verbose", p.all("verbose").len().to_string()),
         ];
-        let rule = "-----------------------------\n";
-        let mut out = String::from(rule);
-        for (name, value) in lines {
-            out.push_str(&format!("{name:<11} = {value}\n"));
-        }
-        out.push_str(rule);
-        out
+        crate::format::option_dump(&lines)
     });
     Ok(Options {
         layout,

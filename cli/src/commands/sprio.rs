@@ -300,14 +300,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
             ("users", given(joined("user"))),
             ("verbose", p.all("verbose").len().to_string()),
         ];
-        let rule = "-----------------------------\n";
-        let mut out = String::from(rule);
-        for (name, value) in lines {
-            out.push_str(&format!("{name:<11} = {value}\n"));
-        }
-        out.push_str(rule);
-        out.push('\n');
-        out
+        crate::format::option_dump(&lines) + "\n"
     });
     Ok(Options {
         verbose_dump,

@@ -334,7 +334,7 @@ pub fn parse_args(
             .get("format")
             .map(String::from)
             .or_else(|| env("SQUEUE_FORMAT"));
-        [
+        let lines = [
             ("all", yes("all").to_string()),
             ("array", yes("array").to_string()),
             ("federation", yes("federation").to_string()),
@@ -364,12 +364,8 @@ pub fn parse_args(
             ),
             ("users", given(user_text.as_deref())),
             ("verbose", p.all("verbose").len().to_string()),
-        ]
-        .iter()
-        .fold(
-            String::from("-----------------------------\n"),
-            |out, (k, v)| out + &format!("{k:<11} = {v}\n"),
-        ) + "-----------------------------\n\n\n"
+        ];
+        crate::format::option_dump(&lines) + "\n\n"
     });
 
     let given_or_env = |option: &str, var: &str| {
