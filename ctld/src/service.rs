@@ -738,6 +738,25 @@ impl v1::ctld_server::Ctld for Services {
         _req: Request<v1::GetConfigRequest>,
     ) -> Result<Response<v1::GetConfigReply>, Status> {
         let mut reply = proto::convert::config_to_wire(&self.config);
+        // Accounting is enforced (associations, their limits and QOS) once an account
+        // besides root exists: Slurm's AccountingStorageEnforce says which it is now.
+        let enforce = if self.sched().assocs.enforced {
+            "associations,limits,qos"
+        } else {
+            "none"
+        };
+        let at = reply
+            .entries
+            .iter()
+            .position(|e| e.key.as_str() > "AccountingStorageEnforce")
+            .unwrap_or(reply.entries.len());
+        reply.entries.insert(
+            at,
+            v1::ConfigEntry {
+                key: "AccountingStorageEnforce".into(),
+                value: enforce.into(),
+            },
+        );
         reply.config_file = self
             .config_file
             .as_ref()
@@ -1250,6 +1269,25 @@ mod command_tests {
         let refused = s.submit_job(Request::new(submit(0))).await.unwrap_err();
         assert_eq!(refused.code(), tonic::Code::Unauthenticated);
         assert!(rx.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn show_config_says_whether_accounting_is_enforced_and_names_the_file() {
+        let (s, _rx) = services();
+        let reply = s
+            .get_config(Request::new(v1::GetConfigRequest {}))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            (
+                reply.entries[0].key.as_str(),
+                reply.entries[0].value.as_str()
+            ),
+            ("AccountingStorageEnforce", "none")
+        );
+        assert_eq!(reply.entries[1].key, "AccountingStorageType");
+        assert_eq!(reply.config_file, "");
     }
 
     #[tokio::test]
