@@ -1,5 +1,6 @@
 //! What the commands that show nodes (sinfo, scontrol) need to present a node record:
-//! its state (checked when a reply arrives), its S:C:T and its GRES.
+//! its state (checked when a reply arrives), its S:C:T, its GRES, its address and the
+//! version its daemon answers as.
 
 use crate::exit::Exit;
 use proto::v1::NodeInfo;
@@ -29,6 +30,40 @@ pub fn check_node_states(command: &str, nodes: &[NodeInfo]) -> Result<(), Exit> 
 /// S:C:T and `scontrol show node` both read it.
 pub fn socket_core_thread(n: &NodeInfo) -> (u32, u32, u32) {
     (n.cpus.max(1), 1, 1)
+}
+
+/// A node's NodeAddr as Slurm's: the host its daemon answers on (the daemon's address
+/// without its port), or its name before the daemon registered.
+pub fn node_addr(n: &NodeInfo) -> String {
+    match n.addr.rsplit_once(':') {
+        Some((host, _)) if !host.is_empty() => host.to_string(),
+        _ if !n.addr.is_empty() => n.addr.clone(),
+        _ => n.name.clone(),
+    }
+}
+
+/// The version a node's daemon answers as (Slurm's, `SLURM_VERSION`), `N/A` before it
+/// registered.
+pub fn node_version(n: &NodeInfo) -> &'static str {
+    if n.addr.is_empty() {
+        "N/A"
+    } else {
+        model::config::SLURM_VERSION
+    }
+}
+
+/// A node's FreeMem as Slurm prints it: MB, `N/A` before its daemon said.
+pub fn free_mem(n: &NodeInfo) -> String {
+    n.load
+        .map_or_else(|| "N/A".into(), |l| l.free_mem_mb.to_string())
+}
+
+/// A node's CPULoad as Slurm prints it: `1.25`, `N/A` before its daemon said.
+pub fn cpu_load(n: &NodeInfo) -> String {
+    n.load.map_or_else(
+        || "N/A".into(),
+        |l| format!("{}.{:02}", l.cpu_load_centi / 100, l.cpu_load_centi % 100),
+    )
 }
 
 /// A node's GPUs as Slurm's GRES, one term per type: `gpu:h100:4`, `gpu:4`,
@@ -94,6 +129,39 @@ mod tests {
         assert_eq!(
             check_node_states("sinfo", &[newer]).unwrap_err().stderr,
             "sinfo: error: node n1: unknown allocation 9 from the controller\n"
+        );
+    }
+
+    #[test]
+    fn node_addr_is_the_host_without_the_port() {
+        let mut n = NodeInfo {
+            name: "node1".into(),
+            ..NodeInfo::default()
+        };
+        assert_eq!((node_addr(&n).as_str(), node_version(&n)), ("node1", "N/A"));
+        n.addr = "127.0.0.1:7811".into();
+        assert_eq!(
+            (node_addr(&n).as_str(), node_version(&n)),
+            ("127.0.0.1", "22.05.8")
+        );
+        n.addr = "[::1]:7811".into();
+        assert_eq!(node_addr(&n), "[::1]");
+    }
+
+    #[test]
+    fn load_reads_as_slurm_prints_it() {
+        let mut n = NodeInfo::default();
+        assert_eq!(
+            (free_mem(&n).as_str(), cpu_load(&n).as_str()),
+            ("N/A", "N/A")
+        );
+        n.load = Some(proto::v1::NodeLoad {
+            free_mem_mb: 15012,
+            cpu_load_centi: 105,
+        });
+        assert_eq!(
+            (free_mem(&n).as_str(), cpu_load(&n).as_str()),
+            ("15012", "1.05")
         );
     }
 }

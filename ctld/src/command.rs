@@ -245,6 +245,8 @@ pub struct Registration {
     pub features: Vec<String>,
     pub boot_time: Time,
     pub jobs: Vec<JobOnNode>,
+    /// Its free memory and load, when it said.
+    pub load: Option<model::node::NodeLoad>,
 }
 
 /// A node daemon's heartbeat: the jobs it has, and what its health check said.
@@ -254,6 +256,8 @@ pub struct Heartbeat {
     /// The health check failed: its output. Empty: healthy.
     pub unhealthy: String,
     pub jobs: Vec<JobOnNode>,
+    /// Its free memory and load, when it said.
+    pub load: Option<model::node::NodeLoad>,
 }
 
 /// What the controller tells a node that registers or heartbeats: the corrections

@@ -267,11 +267,18 @@ impl Core {
                 .send_replace(self.sched_config.clone());
         }
         // Readers see the turn before its callers hear of it: a caller's next read
-        // shows what it was told. Heartbeats change nothing a reader needs at once.
-        if events
-            .iter()
-            .any(|e| !matches!(e, Event::NodeHeartbeat { .. }))
-        {
+        // shows what it was told. Heartbeats change nothing a reader needs at once,
+        // but a node's first load: readers then see it, refreshed with later turns.
+        let publish = {
+            let published = self.snapshot.borrow();
+            events.iter().any(|e| match e {
+                Event::NodeHeartbeat { name, load, .. } => {
+                    load.is_some() && published.nodes.get(name).is_some_and(|n| n.load.is_none())
+                }
+                _ => true,
+            })
+        };
+        if publish {
             self.snapshot.send_replace(Arc::new(self.state.clone()));
         }
         for ack in acks {
@@ -293,7 +300,8 @@ impl Core {
     }
 
     /// Back to the state of the last published snapshot (the last turn committed),
-    /// keeping the nodes' heartbeat times, which heartbeats move without a commit;
+    /// keeping the nodes' heartbeat times and loads, which heartbeats move without a
+    /// commit;
     /// `store_full`: because the store's disk is full.
     fn undo_turn(&mut self, store_full: bool) {
         self.store_full |= store_full;
@@ -301,6 +309,7 @@ impl Core {
         for (name, node) in &mut state.nodes {
             if let Some(now) = self.state.nodes.get(name) {
                 node.last_heartbeat = now.last_heartbeat;
+                node.load = now.load;
             }
         }
         self.state = state;

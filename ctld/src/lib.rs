@@ -40,7 +40,7 @@ pub const MAX_REQUEST_BYTES: usize = 8 << 20;
 const RESERVED_FILES: u64 = 256;
 
 /// Opens the store, restores the state and serves until the process is stopped.
-pub async fn run(config: Config, reread: Option<service::ConfigSource>) -> anyhow::Result<()> {
+pub async fn run(config: Config, config_file: Option<service::ConfigFile>) -> anyhow::Result<()> {
     let state_dir = PathBuf::from(&config.state_dir).join("ctld");
     std::fs::create_dir_all(&state_dir)
         .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
@@ -143,7 +143,7 @@ pub async fn run(config: Config, reread: Option<service::ConfigSource>) -> anyho
         snapshot: snap_rx,
         store,
         config: config.clone(),
-        reread,
+        config_file,
         sched_config,
         estimates: Arc::new(tokio::sync::Semaphore::new(1)),
         users: Arc::default(),

@@ -50,6 +50,9 @@ async fn main() -> anyhow::Result<()> {
     // Fault injection for tests: the points `FAILPOINTS` names (none by default).
     let _faults = fail::FailScenario::setup();
     let args = Args::parse();
+    // Named as an absolute path, as Slurm names its config file.
+    let path = std::fs::canonicalize(&args.config)
+        .map_or_else(|_| args.config.clone(), |p| p.display().to_string());
     let read = move || -> anyhow::Result<model::Config> {
         let text = std::fs::read_to_string(&args.config)
             .with_context(|| format!("cannot read {}", args.config))?;
@@ -64,7 +67,9 @@ async fn main() -> anyhow::Result<()> {
     };
     let config = read()?;
     // `scontrol reconfigure` reads the file again, with the same overrides.
-    let reread: ctld::service::ConfigSource =
-        Arc::new(move || read().map_err(|e| format!("{e:#}")));
-    ctld::run(config, Some(reread)).await
+    let file = ctld::service::ConfigFile {
+        path,
+        read: Arc::new(move || read().map_err(|e| format!("{e:#}"))),
+    };
+    ctld::run(config, Some(file)).await
 }

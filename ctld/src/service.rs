@@ -22,8 +22,9 @@ pub struct Services {
     pub snapshot: watch::Receiver<Arc<ClusterState>>,
     pub store: Arc<dyn Store>,
     pub config: Arc<Config>,
-    /// Reads the config file again (`scontrol reconfigure`); none: nothing to read.
-    pub reread: Option<ConfigSource>,
+    /// The config file the controller read (`scontrol reconfigure` reads it again);
+    /// none: the config came from no file.
+    pub config_file: Option<ConfigFile>,
     /// Priority weights and associations (as the last `sacctmgr` change left them),
     /// for the priority, fair-share and accounting reads.
     pub sched_config: watch::Receiver<Arc<sched::SchedConfig>>,
@@ -40,6 +41,14 @@ pub struct Services {
 
 /// The controller's config as its file says now, with the command line's overrides.
 pub type ConfigSource = Arc<dyn Fn() -> Result<Config, String> + Send + Sync>;
+
+/// The controller's config file: its path, which `scontrol show config` names
+/// (Slurm's `SLURM_CONF`), and how to read it again.
+#[derive(Clone)]
+pub struct ConfigFile {
+    pub path: String,
+    pub read: ConfigSource,
+}
 
 /// A refusal as a gRPC status, the one place where that mapping is made.
 pub fn status(r: Rejection) -> Status {
@@ -729,7 +738,32 @@ impl v1::ctld_server::Ctld for Services {
         &self,
         _req: Request<v1::GetConfigRequest>,
     ) -> Result<Response<v1::GetConfigReply>, Status> {
-        Ok(Response::new(proto::convert::config_to_wire(&self.config)))
+        let mut reply = proto::convert::config_to_wire(&self.config);
+        // Accounting is enforced (associations, their limits and QOS) once an account
+        // besides root exists: Slurm's AccountingStorageEnforce says which it is now.
+        let enforce = if self.sched().assocs.enforced {
+            "associations,limits,qos"
+        } else {
+            "none"
+        };
+        let at = reply
+            .entries
+            .iter()
+            .position(|e| e.key.as_str() > "AccountingStorageEnforce")
+            .unwrap_or(reply.entries.len());
+        reply.entries.insert(
+            at,
+            v1::ConfigEntry {
+                key: "AccountingStorageEnforce".into(),
+                value: enforce.into(),
+            },
+        );
+        reply.config_file = self
+            .config_file
+            .as_ref()
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
+        Ok(Response::new(reply))
     }
 
     /// `scontrol reconfigure`, for root and administrators: the config file is read
@@ -744,10 +778,10 @@ impl v1::ctld_server::Ctld for Services {
         if who.uid != 0 && who.level < model::assoc::AdminLevel::Administrator {
             return Err(status(Rejection::PermissionDenied));
         }
-        let Some(reread) = &self.reread else {
+        let Some(file) = &self.config_file else {
             return Ok(Response::new(v1::ReconfigureReply {}));
         };
-        let config = reread().map_err(Status::invalid_argument)?;
+        let config = (file.read)().map_err(Status::invalid_argument)?;
         if config != *self.config {
             return Err(Status::failed_precondition(
                 "the configuration file changed: its changes take effect when the controller restarts",
@@ -1069,6 +1103,7 @@ impl v1::node_control_server::NodeControl for Services {
             features: req.features,
             boot_time: req.boot_time,
             jobs: jobs_from_wire(req.jobs),
+            load: req.load.map(proto::convert::load_from_wire),
         };
         let orders = self.ask(|reply| Input::Register(reg, reply)).await?;
         Ok(Response::new(v1::RegisterReply {
@@ -1086,6 +1121,7 @@ impl v1::node_control_server::NodeControl for Services {
             node: req.node_name,
             unhealthy: req.unhealthy,
             jobs: jobs_from_wire(req.jobs),
+            load: req.load.map(proto::convert::load_from_wire),
         };
         let orders = self.ask(|reply| Input::Heartbeat(hb, reply)).await?;
         Ok(Response::new(v1::HeartbeatReply {
@@ -1238,13 +1274,35 @@ mod command_tests {
     }
 
     #[tokio::test]
+    async fn show_config_says_whether_accounting_is_enforced_and_names_the_file() {
+        let (s, _rx) = services();
+        let reply = s
+            .get_config(Request::new(v1::GetConfigRequest {}))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            (
+                reply.entries[0].key.as_str(),
+                reply.entries[0].value.as_str()
+            ),
+            ("AccountingStorageEnforce", "none")
+        );
+        assert_eq!(reply.entries[1].key, "AccountingStorageType");
+        assert_eq!(reply.config_file, "");
+    }
+
+    #[tokio::test]
     async fn reconfigure_takes_an_unchanged_file_and_refuses_others() {
         let (mut s, _rx) = services();
         let file = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let read = file.clone();
-        s.reread = Some(Arc::new(move || {
-            Config::parse(&read.lock().unwrap(), "t.toml").map_err(|e| e.to_string())
-        }));
+        s.config_file = Some(ConfigFile {
+            path: "t.toml".into(),
+            read: Arc::new(move || {
+                Config::parse(&read.lock().unwrap(), "t.toml").map_err(|e| e.to_string())
+            }),
+        });
         let ask = |uid| as_user(uid, v1::ReconfigureRequest {});
         s.reconfigure(ask(0)).await.unwrap();
         let refused = s.reconfigure(ask(1000)).await.unwrap_err();
@@ -1287,7 +1345,7 @@ mod command_tests {
             store: Arc::new(NoStore),
             sched_config: watch::channel(Arc::new(sched::SchedConfig::from_config(&config))).1,
             config: Arc::new(config),
-            reread: None,
+            config_file: None,
             estimates: Arc::new(Semaphore::new(1)),
             users: Arc::default(),
             key: Arc::new(auth::Key::from_bytes(&[0; 32]).unwrap()),

@@ -171,6 +171,19 @@ pub struct Node {
     pub reason_uid: u32,
     pub boot_time: Time,
     pub last_heartbeat: Time,
+    /// What its daemon's last heartbeat said of its load (not stored: the next
+    /// heartbeat says it again); none: nothing yet.
+    pub load: Option<NodeLoad>,
+}
+
+/// A node's free memory and load, as its daemon measures them: Slurm's FreeMem and
+/// CPULoad.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeLoad {
+    /// Free memory, in MB.
+    pub free_mem_mb: u64,
+    /// The load average, in hundredths (CPULoad=1.25 is 125).
+    pub cpu_load_centi: u32,
 }
 
 impl Node {
@@ -190,6 +203,7 @@ impl Node {
             reason_uid: 0,
             boot_time: 0,
             last_heartbeat: 0,
+            load: None,
         }
     }
 

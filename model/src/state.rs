@@ -176,6 +176,8 @@ pub enum Event {
     NodeHeartbeat {
         name: String,
         time: Time,
+        /// Its free memory and load, when its daemon said.
+        load: Option<crate::node::NodeLoad>,
     },
     NodeDown {
         name: String,
@@ -742,9 +744,12 @@ impl ClusterState {
                     node.reason.clear();
                 }
             }
-            Event::NodeHeartbeat { name, time } => {
+            Event::NodeHeartbeat { name, time, load } => {
                 if let Some(node) = self.nodes.get_mut(name) {
                     node.last_heartbeat = *time;
+                    if load.is_some() {
+                        node.load = *load;
+                    }
                 }
             }
             Event::NodeDown { name, reason, time } => {

@@ -49,6 +49,7 @@ pub async fn run(
                 node_name: reg.node_name.clone(),
                 jobs: jobs.on_node(),
                 unhealthy: health.unhealthy(),
+                load: crate::procfs::load().map(proto::convert::load_to_wire),
             };
             match ctld.heartbeat(req).await {
                 Ok(reply) => {
@@ -89,6 +90,7 @@ async fn register(jobs: &Jobs, ctld: &mut Controller, reg: &Registration) -> Reg
             boot_time: reg.boot_time,
             features: reg.resources.features.clone(),
             numa_nodes: proto::convert::numa_cpus_to_wire(&reg.resources.numa_cpus),
+            load: crate::procfs::load().map(proto::convert::load_to_wire),
         };
         match ctld.register(req).await {
             Ok(reply) => {

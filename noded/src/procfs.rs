@@ -103,9 +103,29 @@ pub fn boot_time() -> Option<i64> {
 
 /// `MemTotal` of a `/proc/meminfo` text, in MB.
 pub fn parse_meminfo_mb(text: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    meminfo_field_mb(text, "MemTotal:")
+}
+
+fn meminfo_field_mb(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024)
+}
+
+/// The 5-minute load average of a `/proc/loadavg` text, in hundredths (Slurm's
+/// cpu_load, from the same average).
+pub fn parse_loadavg_centi(text: &str) -> Option<u32> {
+    let five: f64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some((five * 100.0).round() as u32)
+}
+
+/// The host's free memory (`MemFree`, as Slurm's FreeMem) and load now.
+pub fn load() -> Option<model::node::NodeLoad> {
+    let meminfo = fs::read_to_string("/proc/meminfo").ok()?;
+    Some(model::node::NodeLoad {
+        free_mem_mb: meminfo_field_mb(&meminfo, "MemFree:")?,
+        cpu_load_centi: parse_loadavg_centi(&fs::read_to_string("/proc/loadavg").ok()?)?,
+    })
 }
 
 /// The host's memory in MB.
@@ -129,6 +149,12 @@ mod tests {
         let meminfo = "MemTotal:       24683748 kB\nMemFree:        23934496 kB\n";
         assert_eq!(parse_meminfo_mb(meminfo), Some(24105));
         assert_eq!(parse_meminfo_mb("nothing"), None);
+        assert_eq!(meminfo_field_mb(meminfo, "MemFree:"), Some(23373));
+        assert_eq!(
+            parse_loadavg_centi("0.52 1.25 0.98 2/311 4242\n"),
+            Some(125)
+        );
+        assert_eq!(parse_loadavg_centi("garbage"), None);
     }
 
     #[test]

@@ -745,6 +745,21 @@ pub fn node_to_wire(n: &Node, usage: &model::NodeUsage, partitions: Vec<String>)
         reason_time: n.reason_time,
         reason_uid: n.reason_uid,
         features: n.features.clone(),
+        load: n.load.map(load_to_wire),
+    }
+}
+
+pub fn load_to_wire(l: model::node::NodeLoad) -> v1::NodeLoad {
+    v1::NodeLoad {
+        free_mem_mb: l.free_mem_mb,
+        cpu_load_centi: l.cpu_load_centi,
+    }
+}
+
+pub fn load_from_wire(l: v1::NodeLoad) -> model::node::NodeLoad {
+    model::node::NodeLoad {
+        free_mem_mb: l.free_mem_mb,
+        cpu_load_centi: l.cpu_load_centi,
     }
 }
 
@@ -848,6 +863,8 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
                 value,
             })
             .collect(),
+        // The controller names the file it read.
+        config_file: String::new(),
     }
 }
 

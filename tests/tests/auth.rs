@@ -196,12 +196,22 @@ async fn hand_made_requests_without_a_valid_credential_change_nothing() {
 
     // The node daemon launches only the controller's jobs, and a step only with the
     // controller's grant.
-    let node_addr = c.ok(&["scontrol", "show", "node", "tn1"]);
-    let agent_addr = node_addr
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("NodeAddr="))
-        .map(str::to_string);
-    let agent_addr = agent_addr.unwrap_or_default();
+    // Its agent's host:port, as the controller lists it (`NodeAddr` is the host alone).
+    let listed = ctld
+        .list_nodes(with(
+            v1::ListNodesRequest {
+                names: vec!["tn1".into()],
+            },
+            &credential_of(&c, &alice),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let agent_addr = listed
+        .nodes
+        .first()
+        .map(|n| n.addr.clone())
+        .unwrap_or_default();
     let mut agent = NodeAgentClient::connect(format!("http://{agent_addr}"))
         .await
         .unwrap();

@@ -426,21 +426,26 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
     let mut lines = vec![
         format!("NodeName={} Arch=x86_64 CoresPerSocket={cores} ", n.name),
         format!(
-            "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=N/A",
-            n.cpus_alloc, n.cpus, n.cpus
+            "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad={}",
+            n.cpus_alloc,
+            n.cpus,
+            n.cpus,
+            nodes::cpu_load(n)
         ),
         format!("AvailableFeatures={features}"),
         format!("ActiveFeatures={features}"),
         format!("Gres={gres}"),
         format!(
             "NodeAddr={} NodeHostName={} Version={}",
-            n.addr,
+            nodes::node_addr(n),
             n.name,
-            env!("CARGO_PKG_VERSION")
+            nodes::node_version(n)
         ),
         format!(
-            "RealMemory={} AllocMem={} FreeMem=N/A Sockets={sockets} Boards=1",
-            n.memory_mb, n.memory_alloc_mb
+            "RealMemory={} AllocMem={} FreeMem={} Sockets={sockets} Boards=1",
+            n.memory_mb,
+            n.memory_alloc_mb,
+            nodes::free_mem(n)
         ),
         format!(
             "State={} ThreadsPerCore={threads} TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
@@ -537,13 +542,36 @@ pub fn partition_lines(p: &v1::PartitionInfo, mem_mb: u64) -> Vec<String> {
 }
 
 /// `scontrol show config`: a header, `Key = Value` with the key in 23 columns, a blank
-/// line. The cluster name is added when the controller's list lacks it.
-pub fn config_text(reply: &v1::GetConfigReply, now: i64, only: Option<&str>) -> String {
+/// line. The cluster name is added when the controller's list lacks it, and
+/// `SLURM_CONF` before `SLURM_VERSION`, as Slurm lists them: the file named by the
+/// client's `SLURM_CONF` (`slurm_conf_env`) when set, as Slurm's clients find their
+/// config, else the controller's config file.
+pub fn config_text(
+    reply: &v1::GetConfigReply,
+    now: i64,
+    only: Option<&str>,
+    slurm_conf_env: Option<&str>,
+) -> String {
     let mut entries: Vec<(String, String)> = reply
         .entries
         .iter()
         .map(|e| (e.key.clone(), e.value.clone()))
         .collect();
+    if !entries.iter().any(|(k, _)| k == "SLURM_CONF") {
+        let file =
+            slurm_conf_env
+                .filter(|f| !f.is_empty())
+                .unwrap_or(if reply.config_file.is_empty() {
+                    "(null)"
+                } else {
+                    &reply.config_file
+                });
+        let at = entries
+            .iter()
+            .position(|(k, _)| k == "SLURM_VERSION")
+            .unwrap_or(entries.len());
+        entries.insert(at, ("SLURM_CONF".into(), file.to_string()));
+    }
     if !entries.iter().any(|(k, _)| k == "ClusterName") {
         let at = entries
             .iter()
@@ -1295,8 +1323,12 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
         };
         match c.get_config(v1::GetConfigRequest {}).await {
             Ok(r) => {
-                s.out
-                    .push(config_text(&r.into_inner(), times::now(), val.as_deref()));
+                s.out.push(config_text(
+                    &r.into_inner(),
+                    times::now(),
+                    val.as_deref(),
+                    args::env_var("SLURM_CONF").as_deref(),
+                ));
                 s.out
                     .push(format!("Slurmctld(primary) at {} is UP\n", ctld_host()));
             }
@@ -1951,17 +1983,26 @@ mod tests {
                     value: "300 sec".into(),
                 },
             ],
+            config_file: "/etc/drover.toml".into(),
         };
-        let text = config_text(&reply, 0, None);
+        let text = config_text(&reply, 0, None, None);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "Configuration data as of Unknown");
         assert_eq!(lines[1], "AccountingStorageType   = none");
         assert_eq!(lines[2], "ClusterName             = drover");
         assert_eq!(lines[3], "MaxArraySize            = 1001");
         assert_eq!(lines[4], "MinJobAge               = 300 sec");
-        assert_eq!(lines[5], "");
+        assert_eq!(lines[5], "SLURM_CONF              = /etc/drover.toml");
+        assert_eq!(lines[6], "");
+        // The client's SLURM_CONF names the file it reads.
+        assert!(
+            config_text(&reply, 0, None, Some("/etc/slurm/slurm.conf"))
+                .contains("\nSLURM_CONF              = /etc/slurm/slurm.conf\n")
+        );
         assert_eq!(
-            config_text(&reply, 0, Some("minjobage")).lines().nth(1),
+            config_text(&reply, 0, Some("minjobage"), None)
+                .lines()
+                .nth(1),
             Some("MinJobAge               = 300 sec")
         );
     }

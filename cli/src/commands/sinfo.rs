@@ -288,10 +288,7 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
         Cell::whole(
             l.nodes
                 .iter()
-                .map(|n| match n.addr.rsplit_once(':') {
-                    Some((host, _)) if !host.is_empty() => host.to_string(),
-                    _ => n.name.clone(),
-                })
+                .map(nodes::node_addr)
                 .collect::<Vec<_>>()
                 .join(","),
         )
@@ -352,8 +349,12 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
             _ => "Unknown".into(),
         })
     }),
-    node(Some('e'), &["freemem"], "FREE_MEM", |_, _| constant("N/A")),
-    node(Some('O'), &["cpusload"], "CPU_LOAD", |_, _| constant("N/A")),
+    node(Some('e'), &["freemem"], "FREE_MEM", |l, _| {
+        node_or(l, "N/A", nodes::free_mem)
+    }),
+    node(Some('O'), &["cpusload"], "CPU_LOAD", |l, _| {
+        node_or(l, "N/A", nodes::cpu_load)
+    }),
     // Features are static here: the active ones are the available ones.
     node(Some('f'), &["features"], "AVAIL_FEATURES", |l, _| {
         features(l)
@@ -420,7 +421,9 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
     partition(Some('M'), &["preemptmode"], "PREEMPT_MODE", |_, _| {
         constant("OFF")
     }),
-    node(Some('v'), &["version"], "VERSION", |_, _| constant("N/A")),
+    node(Some('v'), &["version"], "VERSION", |l, _| {
+        node_or(l, "N/A", |n| nodes::node_version(n).into())
+    }),
     node(Some('V'), &["cluster"], "CLUSTER", |_, ctx| {
         Cell::cut(ctx.cluster.clone())
     }),

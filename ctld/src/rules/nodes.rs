@@ -123,6 +123,14 @@ pub fn register(turn: &mut Turn, reg: Registration) -> NodeOrders {
         time: turn.now,
         returns_to_service,
     });
+    // Its load, as a heartbeat brings it (not stored).
+    if reg.load.is_some() {
+        turn.emit(Event::NodeHeartbeat {
+            name: reg.node.clone(),
+            time: turn.now,
+            load: reg.load,
+        });
+    }
     if !lacking.is_empty() {
         tracing::warn!(node = %reg.node, "node has less than configured");
         drain_for(turn, &reg.node, &lacking.join(", "));
@@ -199,6 +207,7 @@ pub fn heartbeat(turn: &mut Turn, hb: Heartbeat) -> NodeOrders {
     turn.emit(Event::NodeHeartbeat {
         name: hb.node.clone(),
         time: turn.now,
+        load: hb.load,
     });
     if !hb.unhealthy.is_empty() {
         drain_for(turn, &hb.node, &hb.unhealthy);

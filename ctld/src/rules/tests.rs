@@ -101,6 +101,7 @@ impl Env {
             features: vec![],
             boot_time: 1,
             jobs: jobs.to_vec(),
+            load: None,
         };
         self.turn(|t| nodes::register(t, reg)).answer
     }
@@ -114,6 +115,7 @@ impl Env {
             node: node.into(),
             unhealthy: String::new(),
             jobs: jobs.to_vec(),
+            load: None,
         };
         self.turn(|t| nodes::heartbeat(t, hb))
     }
@@ -375,6 +377,7 @@ fn a_launch_never_confirmed_is_sent_again_and_a_confirmed_one_is_lost() {
                 features: vec![],
                 boot_time: 1,
                 jobs: vec![],
+                load: None,
             },
         )
     });
@@ -1099,6 +1102,7 @@ fn a_node_that_registers_less_than_configured_is_drained_with_what_it_lacks() {
         features: vec![],
         boot_time: 2,
         jobs: vec![],
+        load: None,
     };
     let d = env.turn(|t| nodes::register(t, short.clone()));
     assert_eq!(d.events.len(), 2, "{:?}", d.events);
@@ -1126,6 +1130,7 @@ fn a_node_schedules_by_the_numa_cpus_it_found_when_they_fit_what_it_is_declared(
         features: vec![],
         boot_time: 2,
         jobs: vec![],
+        load: None,
     };
     env.turn(|t| nodes::register(t, reg(vec![vec![0, 2], vec![1, 3]])));
     let n1 = &env.state.nodes["n1"];
@@ -1167,6 +1172,7 @@ fn a_failed_health_check_drains_the_node_with_its_output() {
         node: "n2".into(),
         unhealthy: "ERROR: /scratch is not mounted".into(),
         jobs: vec![],
+        load: None,
     };
     env.turn(|t| nodes::heartbeat(t, hb));
     let n = &env.state.nodes["n2"];
@@ -1175,6 +1181,41 @@ fn a_failed_health_check_drains_the_node_with_its_output() {
         "{n:?}"
     );
     assert!(!env.state.nodes["n1"].drain);
+}
+
+#[test]
+fn a_heartbeat_brings_the_nodes_free_memory_and_load() {
+    let mut env = Env::new("");
+    let load = model::node::NodeLoad {
+        free_mem_mb: 12000,
+        cpu_load_centi: 125,
+    };
+    for (said, kept) in [(Some(load), Some(load)), (None, Some(load))] {
+        let hb = Heartbeat {
+            node: "n2".into(),
+            unhealthy: String::new(),
+            jobs: vec![],
+            load: said,
+        };
+        env.turn(|t| nodes::heartbeat(t, hb));
+        assert_eq!(env.state.nodes["n2"].load, kept);
+    }
+    assert_eq!(env.state.nodes["n1"].load, None);
+    // A registration brings it too.
+    let reg = Registration {
+        node: "n1".into(),
+        addr: "n1:1".into(),
+        cpus: 4,
+        memory_mb: 4096,
+        gpus: vec![],
+        numa_cpus: vec![],
+        features: vec![],
+        boot_time: 1,
+        jobs: vec![],
+        load: Some(load),
+    };
+    env.turn(|t| nodes::register(t, reg));
+    assert_eq!(env.state.nodes["n1"].load, Some(load));
 }
 
 #[test]

@@ -1047,6 +1047,8 @@ impl From<NodeRecord> for Node {
             reason_uid: n.reason_uid,
             boot_time: n.boot_time,
             last_heartbeat: n.last_heartbeat,
+            // Not stored: the next heartbeat says it again.
+            load: None,
         }
     }
 }
