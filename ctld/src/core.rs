@@ -332,6 +332,7 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
     let mut reservations = BTreeSet::new();
     let mut usage = BTreeSet::new();
     let mut purged = Vec::new();
+    let mut triggers = BTreeSet::new();
     let mut only_submits = true;
     for event in events.iter().filter(|e| e.persisted()) {
         if let Event::JobsPurged { job_ids } = event {
@@ -355,6 +356,7 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
         if let Some(name) = event.node_name() {
             nodes.insert(name.to_string());
         }
+        triggers.extend(event.trigger_ids());
         only_submits &= matches!(event, Event::JobSubmitted { .. });
     }
     Batch {
@@ -381,6 +383,10 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
             .collect(),
         assocs: None,
         purged,
+        triggers: triggers
+            .into_iter()
+            .map(|id| (id, state.triggers.get(&id).cloned()))
+            .collect(),
     }
 }
 

@@ -92,6 +92,14 @@ impl Dispatcher {
                 user,
                 subject,
             } => self.mail(&node, user, subject, state),
+            Effect::RunTrigger { trigger, argument } => {
+                tracing::warn!(
+                    trigger = trigger.id,
+                    program = %trigger.spec.program,
+                    %argument,
+                    "trigger fired; its program is not run: no node daemon runs trigger programs yet"
+                );
+            }
         }
     }
 
