@@ -46,6 +46,8 @@ pub enum Input {
     Heartbeat(Heartbeat, Reply<NodeOrders>),
     JobFinished(JobEnd, Reply<()>),
     ChangeReservation(ChangeReservation, Reply<String>),
+    SetTrigger(crate::command::SetTrigger, Reply<u32>),
+    ClearTriggers(crate::command::ClearTriggers, Reply<()>),
     /// `sacctmgr`: the last input of its turn, so that the next sees the change.
     ChangeAccounting(ChangeAccounting, Reply<model::assoc_change::Changed>),
     /// A node confirmed it started this run of a job.
@@ -453,6 +455,14 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
         }
         Input::ChangeAccounting(cmd, reply) => {
             let r = rules::accounting::change(turn, cmd);
+            answer(acks, reply, r);
+        }
+        Input::SetTrigger(cmd, reply) => {
+            let r = rules::triggers::set(turn, cmd);
+            answer(acks, reply, r);
+        }
+        Input::ClearTriggers(cmd, reply) => {
+            let r = rules::triggers::clear(turn, cmd);
             answer(acks, reply, r);
         }
         Input::Launched {

@@ -50,6 +50,8 @@ pub enum Effect {
     /// Run a fired trigger's program as its owner, with `argument` (a node's name or
     /// a job's id).
     RunTrigger {
+        /// The node whose daemon runs it: the first that answers.
+        node: String,
         trigger: Box<model::trigger::Trigger>,
         argument: String,
     },
@@ -190,7 +192,12 @@ impl<'a> Turn<'a> {
             if !trigger.spec.perm {
                 removed.push(id);
             }
+            let Some(node) = triggers::runner(self.state) else {
+                tracing::warn!(trigger = id, "trigger fired, but no node answers to run it");
+                continue;
+            };
             self.effects.push(Effect::RunTrigger {
+                node,
                 trigger: Box::new(trigger.clone()),
                 argument,
             });

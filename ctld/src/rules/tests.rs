@@ -1757,7 +1757,9 @@ fn fired(effects: &[Effect]) -> Vec<(u32, String)> {
     effects
         .iter()
         .filter_map(|e| match e {
-            Effect::RunTrigger { trigger, argument } => Some((trigger.id, argument.clone())),
+            Effect::RunTrigger {
+                trigger, argument, ..
+            } => Some((trigger.id, argument.clone())),
             _ => None,
         })
         .collect()
@@ -1822,6 +1824,10 @@ fn node_triggers_are_roots_and_fire_once_as_a_node_goes_down_drains_and_comes_up
     assert!(d.events.contains(&Event::TriggersRemoved {
         ids: vec![any_down]
     }));
+    // A trigger's program runs on a node that answers: n1 comes back.
+    env.turn(|t| nodes::update_nodes(t, update("n1", NodeAction::Resume, "")))
+        .answer
+        .unwrap();
     // n2 stops heartbeating: its down trigger fires; a node already down fires nothing.
     env.now += 31;
     env.heartbeat("n1", &[]);

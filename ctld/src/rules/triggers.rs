@@ -1,7 +1,8 @@
 //! `strigger`'s triggers: which of them an event or a tick fires, and with what
 //! argument (the node's name, or the job's id). A fired trigger is removed unless it
-//! is permanent (`--flags=perm`); its program is an effect, run by the shell as the
-//! trigger's owner.
+//! is permanent (`--flags=perm`); its program is an effect, run as the trigger's
+//! owner by the daemon of the first node that answers (only node daemons start
+//! processes), since Drover's controller host runs none of them.
 //!
 //! Worked example: trigger 4 (`--node=n[1-2] --down`) and node n2, UP, that stops
 //! heartbeating: `NodeDown { n2 }` fires it with argument `n2` (`TriggersRemoved
@@ -58,6 +59,15 @@ pub fn tick_fires(trigger: &Trigger, state: &ClusterState, since: Time, now: Tim
         let at = end.saturating_add(Time::from(trigger.spec.offset));
         at <= now && (!trigger.spec.perm || since < at)
     })
+}
+
+/// The node whose daemon runs a fired trigger's program: the first that answers.
+pub fn runner(state: &ClusterState) -> Option<String> {
+    state
+        .nodes
+        .values()
+        .find(|n| n.health == NodeHealth::Up)
+        .map(|n| n.name.clone())
 }
 
 /// The argument a fired trigger's program gets: the node's name or the job's id.
