@@ -57,7 +57,8 @@ pub enum TriggerEvent {
     Up,
     /// A node becomes DRAINED.
     Drained,
-    /// A node stays IDLE for at least the offset.
+    /// A node stays IDLE for at least the offset (refused by Drover's controller,
+    /// which does not keep how long a node has been idle).
     Idle,
     /// The job finishes.
     Fini,

@@ -1803,6 +1803,10 @@ fn node_triggers_are_roots_and_fire_once_as_a_node_goes_down_drains_and_comes_up
         env.set_trigger(trigger_spec(n2(), E::Down), ALICE),
         Err(Rejection::PermissionDenied)
     );
+    assert!(matches!(
+        env.set_trigger(trigger_spec(n2(), E::Idle), 0),
+        Err(Rejection::Invalid(_))
+    ));
     let down = env.set_trigger(trigger_spec(n2(), E::Down), 0).unwrap();
     let any_down = env
         .set_trigger(trigger_spec(R::Nodes(None), E::Down), 0)

@@ -80,7 +80,8 @@ pub fn argument(trigger: &Trigger, node: Option<&str>) -> String {
 
 /// `strigger --set`: the new trigger's id. A trigger on nodes is only root's (Slurm's
 /// SlurmUser's); one on a job needs a job that exists and has not ended, owned by the
-/// requester unless they are root.
+/// requester unless they are root. `--idle` is refused: the controller does not keep
+/// how long a node has been idle.
 pub fn set(turn: &mut Turn, cmd: SetTrigger) -> Result<u32, Rejection> {
     let SetTrigger {
         spec,
@@ -95,6 +96,11 @@ pub fn set(turn: &mut Turn, cmd: SetTrigger) -> Result<u32, Rejection> {
     if !spec.program.starts_with('/') {
         return Err(Rejection::invalid(
             "The --program value must start with \"/\"",
+        ));
+    }
+    if spec.event == TriggerEvent::Idle {
+        return Err(Rejection::invalid(
+            "--idle triggers are not supported by this controller",
         ));
     }
     match &spec.resource {
