@@ -179,7 +179,19 @@ impl<'a> Turn<'a> {
                 _ => None,
             })
             .collect();
+        let at = self.events.len() - 1;
         self.fire(fired);
+        // A job's triggers left once it ends (permanent ones, unreached limits) go.
+        let outlived: Vec<u32> = self
+            .state
+            .triggers
+            .values()
+            .filter(|t| triggers::outlived_by(t, &self.events[at]))
+            .map(|t| t.id)
+            .collect();
+        if !outlived.is_empty() {
+            self.emit(Event::TriggersRemoved { ids: outlived });
+        }
     }
 
     /// Runs the programs of fired triggers and removes those not permanent.

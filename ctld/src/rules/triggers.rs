@@ -2,7 +2,8 @@
 //! argument (the node's name, or the job's id). A fired trigger is removed unless it
 //! is permanent (`--flags=perm`); its program is an effect, run as the trigger's
 //! owner by the daemon of the first node that answers (only node daemons start
-//! processes), since Drover's controller host runs none of them.
+//! processes), since Drover's controller host runs none of them. A job's triggers
+//! go when it ends, fired or not.
 //!
 //! Worked example: trigger 4 (`--node=n[1-2] --down`) and node n2, UP, that stops
 //! heartbeating: `NodeDown { n2 }` fires it with argument `n2` (`TriggersRemoved
@@ -36,6 +37,15 @@ pub fn job_event_fires(trigger: &Trigger, event: &Event) -> bool {
         (Event::JobEnded { job_id, .. }, TriggerResource::Job(id), TriggerEvent::Fini) => {
             job_id == id
         }
+        _ => false,
+    }
+}
+
+/// Does `event` leave `trigger` with nothing to wait for: a job's other triggers go
+/// when it ends, fired or not (a `--time` trigger whose limit was not reached).
+pub fn outlived_by(trigger: &Trigger, event: &Event) -> bool {
+    match (event, &trigger.spec.resource) {
+        (Event::JobEnded { job_id, .. }, TriggerResource::Job(id)) => job_id == id,
         _ => false,
     }
 }
