@@ -385,6 +385,10 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
             .collect(),
         assocs: None,
         purged,
+        next_trigger_id: events
+            .iter()
+            .any(|e| matches!(e, Event::TriggerSet { .. }))
+            .then_some(state.next_trigger_id),
         triggers: triggers
             .into_iter()
             .map(|id| (id, state.triggers.get(&id).cloned()))

@@ -275,6 +275,8 @@ pub struct Restored {
     pub assocs: Option<crate::assoc::Associations>,
     /// The triggers `strigger --set` left, by id.
     pub triggers: Vec<crate::trigger::Trigger>,
+    /// The id the next trigger gets (0: not kept; then above the kept ones).
+    pub next_trigger_id: u32,
 }
 
 /// Resources in use on a node, derived from the running jobs.
@@ -827,6 +829,7 @@ impl ClusterState {
             .map(|r| (r.name.clone(), r))
             .collect();
         state.usage = kept.usage.into_iter().collect();
+        state.next_trigger_id = kept.next_trigger_id.max(1);
         for trigger in kept.triggers {
             state.next_trigger_id = state.next_trigger_id.max(trigger.id + 1);
             state.triggers.insert(trigger.id, trigger);

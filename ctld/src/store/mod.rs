@@ -61,6 +61,8 @@ pub struct Batch {
     pub purged: Vec<JobId>,
     /// A trigger as it now stands, or `None`: cleared or fired.
     pub triggers: Vec<(u32, Option<Trigger>)>,
+    /// The id the next trigger gets, when the turn set one.
+    pub next_trigger_id: Option<u32>,
 }
 
 impl Batch {
@@ -73,6 +75,7 @@ impl Batch {
             && self.assocs.is_none()
             && self.purged.is_empty()
             && self.triggers.is_empty()
+            && self.next_trigger_id.is_none()
     }
 }
 

@@ -1056,6 +1056,12 @@ pub struct TriggerRecord {
     pub user: String,
 }
 
+/// The id the next trigger gets (key `next_id` of the tree `triggers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextTriggerRecord {
+    pub id: u32,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TriggerEventRecord {
     Down,
@@ -1756,6 +1762,7 @@ mod tests {
         for t in [t, n] {
             assert_eq!(Trigger::from(TriggerRecord::from(&t)), t);
         }
+        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "09ac02");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! written once at submit), `nodes` (name → node record), `reservations` (name →
 //! reservation), `usage` (account `\0` user → decayed usage of that association),
 //! `accounting` (`associations` → the accounts, users and QOS `sacctmgr` keeps),
-//! `triggers` (big-endian trigger id → `strigger`'s trigger). Keys
+//! `triggers` (big-endian trigger id → `strigger`'s trigger; `next_id` → the id the
+//! next one gets). Keys
 //! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is a
 //! `records` type behind a one-byte format version; the default tree holds the
 //! store's `format` and the journal. The records of one turn become durable with one
@@ -37,8 +38,8 @@
 //! engine in doubt; the caller stops, and a restart recovers what was flushed.
 
 use super::records::{
-    self, AssociationsRecord, JobFields4, JobRecord, JobRecord5, NodeRecord, PayloadRecord,
-    ReservationRecord, TriggerRecord, UsageRecord,
+    self, AssociationsRecord, JobFields4, JobRecord, JobRecord5, NextTriggerRecord, NodeRecord,
+    PayloadRecord, ReservationRecord, TriggerRecord, UsageRecord,
 };
 use super::{Batch, Store, StoreError, v3};
 use model::usage::AssocKey;
@@ -85,6 +86,9 @@ enum TreeName {
     Accounting = 5,
     Triggers = 6,
 }
+
+/// The key of the next trigger id in the `triggers` tree (trigger ids are 4 bytes).
+const NEXT_TRIGGER_KEY: &[u8] = b"next_id";
 
 /// The key of the associations in the `accounting` tree.
 const ASSOCIATIONS_KEY: &[u8] = b"associations";
@@ -477,6 +481,13 @@ fn puts(batch: &Batch) -> Result<(Vec<Put>, Vec<Put>), StoreError> {
             .transpose()?;
         others.push((TreeName::Triggers as u8, id.to_be_bytes().to_vec(), value));
     }
+    if let Some(next) = batch.next_trigger_id {
+        others.push((
+            TreeName::Triggers as u8,
+            NEXT_TRIGGER_KEY.to_vec(),
+            Some(records::encode(&NextTriggerRecord { id: next })?),
+        ));
+    }
     if let Some(assocs) = &batch.assocs {
         others.push((
             TreeName::Accounting as u8,
@@ -509,8 +520,13 @@ impl Store for SledStore {
             reservations.push(decode::<ReservationRecord>(&what, &v)?.into());
         }
         let mut triggers = Vec::new();
+        let mut next_trigger_id = 0;
         for item in self.triggers.iter() {
             let (k, v) = item?;
+            if k.as_ref() == NEXT_TRIGGER_KEY {
+                next_trigger_id = decode::<NextTriggerRecord>(&|| "next trigger id".into(), &v)?.id;
+                continue;
+            }
             let what = || format!("trigger {}", String::from_utf8_lossy(&k));
             triggers.push(decode::<TriggerRecord>(&what, &v)?.into());
         }
@@ -539,6 +555,7 @@ impl Store for SledStore {
             usage,
             assocs,
             triggers,
+            next_trigger_id,
         })
     }
 
@@ -699,12 +716,15 @@ mod tests {
             store.commit(batch).unwrap();
             let batch = Batch {
                 triggers: vec![(1, None)],
+                next_trigger_id: Some(5),
                 ..Batch::default()
             };
             store.commit(batch).unwrap();
         }
         let store = reopen(dir.path()).await;
-        assert_eq!(store.load().unwrap().triggers, vec![trigger(2)]);
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.triggers, vec![trigger(2)]);
+        assert_eq!(loaded.next_trigger_id, 5);
     }
 
     #[tokio::test]
