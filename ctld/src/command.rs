@@ -92,6 +92,22 @@ impl From<crate::validate::Rejected> for Rejection {
     }
 }
 
+/// `strigger --set`: a trigger, owned by the requester.
+#[derive(Debug, Clone)]
+pub struct SetTrigger {
+    pub spec: model::trigger::TriggerSpec,
+    pub requester: Requester,
+    /// The requester's group, that the program runs with.
+    pub gid: u32,
+}
+
+/// `strigger --clear`: which of the requester's triggers to remove.
+#[derive(Debug, Clone)]
+pub struct ClearTriggers {
+    pub filter: model::trigger::TriggerFilter,
+    pub requester: Requester,
+}
+
 /// `sacctmgr add|modify|delete`: a change to the accounts, users and QOS.
 #[derive(Debug, Clone)]
 pub struct ChangeAccounting {

@@ -46,6 +46,8 @@ pub enum Input {
     Heartbeat(Heartbeat, Reply<NodeOrders>),
     JobFinished(JobEnd, Reply<()>),
     ChangeReservation(ChangeReservation, Reply<String>),
+    SetTrigger(crate::command::SetTrigger, Reply<u32>),
+    ClearTriggers(crate::command::ClearTriggers, Reply<()>),
     /// `sacctmgr`: the last input of its turn, so that the next sees the change.
     ChangeAccounting(ChangeAccounting, Reply<model::assoc_change::Changed>),
     /// A node confirmed it started this run of a job.
@@ -341,6 +343,7 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
     let mut reservations = BTreeSet::new();
     let mut usage = BTreeSet::new();
     let mut purged = Vec::new();
+    let mut triggers = BTreeSet::new();
     let mut only_submits = true;
     for event in events.iter().filter(|e| e.persisted()) {
         if let Event::JobsPurged { job_ids } = event {
@@ -364,6 +367,7 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
         if let Some(name) = event.node_name() {
             nodes.insert(name.to_string());
         }
+        triggers.extend(event.trigger_ids());
         only_submits &= matches!(event, Event::JobSubmitted { .. });
     }
     Batch {
@@ -390,6 +394,14 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
             .collect(),
         assocs: None,
         purged,
+        next_trigger_id: events
+            .iter()
+            .any(|e| matches!(e, Event::TriggerSet { .. }))
+            .then_some(state.next_trigger_id),
+        triggers: triggers
+            .into_iter()
+            .map(|id| (id, state.triggers.get(&id).cloned()))
+            .collect(),
     }
 }
 
@@ -456,6 +468,14 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
         }
         Input::ChangeAccounting(cmd, reply) => {
             let r = rules::accounting::change(turn, cmd);
+            answer(acks, reply, r);
+        }
+        Input::SetTrigger(cmd, reply) => {
+            let r = rules::triggers::set(turn, cmd);
+            answer(acks, reply, r);
+        }
+        Input::ClearTriggers(cmd, reply) => {
+            let r = rules::triggers::clear(turn, cmd);
             answer(acks, reply, r);
         }
         Input::Launched {

@@ -92,6 +92,11 @@ impl Dispatcher {
                 user,
                 subject,
             } => self.mail(&node, user, subject, state),
+            Effect::RunTrigger {
+                node,
+                trigger,
+                argument,
+            } => self.run_trigger(&node, &trigger, argument, state),
         }
     }
 
@@ -114,6 +119,43 @@ impl Dispatcher {
             };
             if let Err(e) = client.send_mail(req).await {
                 tracing::warn!(node = %node, %subject, error = %e.message(), "mail not sent");
+            }
+        });
+    }
+
+    /// Hands a fired trigger's program to a node daemon, once.
+    fn run_trigger(
+        &mut self,
+        node: &str,
+        trigger: &model::trigger::Trigger,
+        argument: String,
+        state: &ClusterState,
+    ) {
+        let client = state
+            .nodes
+            .get(node)
+            .filter(|n| !n.addr.is_empty())
+            .and_then(|n| self.client(&n.addr));
+        let Some(mut client) = client else {
+            tracing::warn!(
+                node,
+                trigger = trigger.id,
+                "trigger program not run: the node has no address"
+            );
+            return;
+        };
+        let node = node.to_string();
+        let req = v1::RunTriggerRequest {
+            trigger_id: trigger.id,
+            program: trigger.spec.program.clone(),
+            argument,
+            uid: trigger.uid,
+            gid: trigger.gid,
+        };
+        tokio::spawn(async move {
+            let id = req.trigger_id;
+            if let Err(e) = client.run_trigger(req).await {
+                tracing::warn!(node = %node, trigger = id, error = %e.message(), "trigger program not run");
             }
         });
     }

@@ -920,6 +920,57 @@ impl v1::ctld_server::Ctld for Services {
         Ok(Response::new(proto::convert::changed_to_wire(&changed)))
     }
 
+    async fn set_trigger(
+        &self,
+        req: Request<v1::SetTriggerRequest>,
+    ) -> Result<Response<v1::SetTriggerReply>, Status> {
+        let requester = self.requester(&req)?;
+        let gid = auth::identity(&req)?.gid;
+        let spec = req
+            .into_inner()
+            .spec
+            .ok_or_else(|| invalid("a trigger needs a spec".into()))?;
+        let spec = proto::convert::trigger_spec_from_wire(spec).map_err(invalid)?;
+        let cmd = command::SetTrigger {
+            spec,
+            requester,
+            gid,
+        };
+        let id = self.ask(|reply| Input::SetTrigger(cmd, reply)).await?;
+        Ok(Response::new(v1::SetTriggerReply { id }))
+    }
+
+    async fn get_triggers(
+        &self,
+        _req: Request<v1::GetTriggersRequest>,
+    ) -> Result<Response<v1::GetTriggersReply>, Status> {
+        let snap = self.snapshot();
+        let triggers = snap
+            .triggers
+            .values()
+            .map(proto::convert::trigger_to_wire)
+            .collect();
+        Ok(Response::new(v1::GetTriggersReply { triggers }))
+    }
+
+    async fn clear_triggers(
+        &self,
+        req: Request<v1::ClearTriggersRequest>,
+    ) -> Result<Response<v1::ClearTriggersReply>, Status> {
+        let requester = self.requester(&req)?;
+        let w = req.into_inner();
+        let cmd = command::ClearTriggers {
+            filter: model::trigger::TriggerFilter {
+                id: w.id,
+                job_id: w.job_id,
+                uid: w.uid,
+            },
+            requester,
+        };
+        self.ask(|reply| Input::ClearTriggers(cmd, reply)).await?;
+        Ok(Response::new(v1::ClearTriggersReply {}))
+    }
+
     async fn get_diagnostics(
         &self,
         _req: Request<v1::GetDiagnosticsRequest>,

@@ -26,6 +26,7 @@ pub mod state;
 pub mod step;
 pub mod timespec;
 pub mod tres;
+pub mod trigger;
 pub mod units;
 pub mod usage;
 

@@ -191,6 +191,14 @@ pub enum Event {
     ReservationDeleted {
         name: String,
     },
+    /// `strigger --set`: a new trigger (its id is below `next_trigger_id` after).
+    TriggerSet {
+        trigger: Box<crate::trigger::Trigger>,
+    },
+    /// `strigger --clear`, or triggers that fired and are not permanent.
+    TriggersRemoved {
+        ids: Vec<u32>,
+    },
     /// An admin drains, resumes or downs a node.
     NodeAdmin {
         name: String,
@@ -246,6 +254,15 @@ impl Event {
         }
     }
 
+    /// The trigger records this event changes (set, or removed).
+    pub fn trigger_ids(&self) -> Vec<u32> {
+        match self {
+            Event::TriggerSet { trigger } => vec![trigger.id],
+            Event::TriggersRemoved { ids } => ids.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The node record this event changes, if any.
     pub fn node_name(&self) -> Option<&str> {
         match self {
@@ -269,6 +286,10 @@ pub struct Restored {
     /// The associations kept since `sacctmgr` first changed them (none: the config's
     /// seed them).
     pub assocs: Option<crate::assoc::Associations>,
+    /// The triggers `strigger --set` left, by id.
+    pub triggers: Vec<crate::trigger::Trigger>,
+    /// The id the next trigger gets (0: not kept; then above the kept ones).
+    pub next_trigger_id: u32,
 }
 
 /// Resources in use on a node, derived from the running jobs.
@@ -289,6 +310,10 @@ pub struct ClusterState {
     pub next_job_id: JobId,
     /// Decayed usage per association, charged as jobs end (`UsageCharged`).
     pub usage: BTreeMap<AssocKey, AssocUsage>,
+    /// `strigger`'s triggers, by id.
+    pub triggers: BTreeMap<u32, crate::trigger::Trigger>,
+    /// The id the next trigger gets.
+    pub next_trigger_id: u32,
     /// Ids of pending and of allocated jobs, so that a scheduling pass does not walk
     /// every finished job kept for `sacct`. Kept by `apply`, `insert_job` and
     /// `remove_job`; persistent sets, so snapshots stay cheap.
@@ -307,6 +332,8 @@ impl ClusterState {
             reservations: BTreeMap::new(),
             next_job_id: 1,
             usage: BTreeMap::new(),
+            triggers: BTreeMap::new(),
+            next_trigger_id: 1,
             pending_ids: imbl::OrdSet::new(),
             queued_ids: imbl::OrdSet::new(),
             running_ids: imbl::OrdSet::new(),
@@ -766,6 +793,15 @@ impl ClusterState {
             Event::ReservationDeleted { name } => {
                 self.reservations.remove(name);
             }
+            Event::TriggerSet { trigger } => {
+                self.next_trigger_id = self.next_trigger_id.max(trigger.id + 1);
+                self.triggers.insert(trigger.id, trigger.as_ref().clone());
+            }
+            Event::TriggersRemoved { ids } => {
+                for id in ids {
+                    self.triggers.remove(id);
+                }
+            }
             Event::JobsPurged { job_ids } => {
                 for id in job_ids {
                     if self.job(*id).is_some_and(|j| j.state.is_final()) {
@@ -836,6 +872,11 @@ impl ClusterState {
             .map(|r| (r.name.clone(), r))
             .collect();
         state.usage = kept.usage.into_iter().collect();
+        state.next_trigger_id = kept.next_trigger_id.max(1);
+        for trigger in kept.triggers {
+            state.next_trigger_id = state.next_trigger_id.max(trigger.id + 1);
+            state.triggers.insert(trigger.id, trigger);
+        }
         for job in kept.jobs {
             state.insert_job(job);
         }

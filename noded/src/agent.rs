@@ -346,6 +346,27 @@ impl NodeAgent for Agent {
         }
     }
 
+    async fn run_trigger(
+        &self,
+        request: Request<v1::RunTriggerRequest>,
+    ) -> Result<Response<v1::RunTriggerReply>, Status> {
+        from_controller(&request)?;
+        let req = request.into_inner();
+        let user = crate::user::RunAs::for_job(req.uid, req.gid, &[])
+            .map_err(|e| Status::failed_precondition(e.to_string()))?;
+        // The program runs on after the answer: the controller does not wait for it.
+        tokio::spawn(async move {
+            let id = req.trigger_id;
+            match crate::trigger::run(&req.program, &req.argument, user).await {
+                Ok(()) => {
+                    tracing::info!(trigger = id, program = %req.program, "trigger program ran")
+                }
+                Err(e) => warn!(trigger = id, error = %e, "trigger program failed"),
+            }
+        });
+        Ok(Response::new(v1::RunTriggerReply {}))
+    }
+
     async fn suspend_job(
         &self,
         request: Request<SuspendJobRequest>,

@@ -40,6 +40,7 @@ pub mod status;
 pub mod supervisor;
 pub mod tasks;
 pub mod topology;
+pub mod trigger;
 pub mod user;
 
 /// Unix time in seconds, read from the system clock.

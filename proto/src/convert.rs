@@ -1969,3 +1969,109 @@ mod tests {
         assert_eq!(associations_from_wire(reply), Ok(a));
     }
 }
+
+/// A trigger's spec for the wire.
+pub fn trigger_spec_to_wire(s: &model::trigger::TriggerSpec) -> v1::TriggerSpec {
+    use model::trigger::{TriggerEvent as E, TriggerResource as R};
+    use v1::trigger_spec::Resource;
+    v1::TriggerSpec {
+        resource: Some(match &s.resource {
+            R::Job(id) => Resource::JobId(*id),
+            R::Nodes(list) => Resource::Nodes(v1::TriggerNodes { list: list.clone() }),
+        }),
+        event: match s.event {
+            E::Down => v1::TriggerEvent::Down,
+            E::Up => v1::TriggerEvent::Up,
+            E::Drained => v1::TriggerEvent::Drained,
+            E::Idle => v1::TriggerEvent::Idle,
+            E::Fini => v1::TriggerEvent::Fini,
+            E::Time => v1::TriggerEvent::Time,
+        } as i32,
+        offset: s.offset,
+        program: s.program.clone(),
+        perm: s.perm,
+    }
+}
+
+/// A trigger's spec from the wire; an unknown or unset event, or no resource, is
+/// refused.
+pub fn trigger_spec_from_wire(w: v1::TriggerSpec) -> Result<model::trigger::TriggerSpec, String> {
+    use model::trigger::{TriggerEvent as E, TriggerResource as R};
+    use v1::trigger_spec::Resource;
+    let resource = match w.resource {
+        Some(Resource::JobId(id)) => R::Job(id),
+        Some(Resource::Nodes(n)) => R::Nodes(n.list),
+        None => return Err("a trigger needs a job or nodes".into()),
+    };
+    let event = match v1::TriggerEvent::try_from(w.event) {
+        Ok(v1::TriggerEvent::Down) => E::Down,
+        Ok(v1::TriggerEvent::Up) => E::Up,
+        Ok(v1::TriggerEvent::Drained) => E::Drained,
+        Ok(v1::TriggerEvent::Idle) => E::Idle,
+        Ok(v1::TriggerEvent::Fini) => E::Fini,
+        Ok(v1::TriggerEvent::Time) => E::Time,
+        Ok(v1::TriggerEvent::Unspecified) | Err(_) => {
+            return Err(format!("unknown trigger event {}", w.event));
+        }
+    };
+    Ok(model::trigger::TriggerSpec {
+        resource,
+        event,
+        offset: w.offset,
+        program: w.program,
+        perm: w.perm,
+    })
+}
+
+/// A kept trigger for the wire.
+pub fn trigger_to_wire(t: &model::trigger::Trigger) -> v1::TriggerInfo {
+    v1::TriggerInfo {
+        id: t.id,
+        spec: Some(trigger_spec_to_wire(&t.spec)),
+        uid: t.uid,
+        user: t.user.clone(),
+    }
+}
+
+#[cfg(test)]
+mod trigger_tests {
+    use super::*;
+    use model::trigger::{TriggerEvent, TriggerResource, TriggerSpec};
+
+    #[test]
+    fn trigger_specs_go_and_come_back_and_unknown_events_are_refused() {
+        for event in TriggerEvent::ALL {
+            for resource in [
+                TriggerResource::Job(4),
+                TriggerResource::Nodes(None),
+                TriggerResource::Nodes(Some("n[1-2]".into())),
+            ] {
+                let spec = TriggerSpec {
+                    resource,
+                    event,
+                    offset: -60,
+                    program: "/bin/true".into(),
+                    perm: true,
+                };
+                assert_eq!(
+                    trigger_spec_from_wire(trigger_spec_to_wire(&spec)),
+                    Ok(spec)
+                );
+            }
+        }
+        let mut w = trigger_spec_to_wire(&TriggerSpec {
+            resource: TriggerResource::Job(1),
+            event: TriggerEvent::Fini,
+            offset: 0,
+            program: "/x".into(),
+            perm: false,
+        });
+        w.event = 0;
+        assert!(trigger_spec_from_wire(w.clone()).is_err());
+        w.event = 99;
+        assert!(trigger_spec_from_wire(w.clone()).is_err());
+        w.event = v1::TriggerEvent::Fini as i32;
+        w.resource = None;
+        assert!(trigger_spec_from_wire(w).is_err());
+    }
+}

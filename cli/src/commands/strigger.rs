@@ -1,13 +1,20 @@
 //! `strigger`: Slurm's event triggers. This command takes Slurm 22.05's options and
 //! checks them with Slurm's words (`--set` needs an event and an absolute `--program`
 //! that exists, `--fini` and `--time` a `--jobid`, `--offset` stays within ±32000),
-//! and answers `--help`, `--usage` and `--version`. Drover's controller keeps no
-//! triggers yet: a valid `--set`, `--get` or `--clear` says so and fails
-//! (`docs/slurm-compat.md`).
+//! and answers `--help`, `--usage` and `--version`. `--set` asks the controller for a
+//! trigger on nodes (`--down`, `--up`, `--drained`, `--idle`) or on a job (`--fini`,
+//! `--time`), one per event given; `--get` lists the controller's triggers in Slurm's
+//! table, filtered as Slurm's strigger filters them; `--clear` removes them by
+//! `--id`, `--jobid` or `--user`. Slurm's other events (the controllers', the
+//! database's, `--reconfig`, `--fail`, ...) are refused.
 
-use crate::args;
 use crate::exit::Exit;
 use crate::opts::{OptSpec, flag, optional, value};
+use crate::{args, calls, client};
+use model::trigger::{
+    MAX_OFFSET, Trigger, TriggerEvent, TriggerFilter, TriggerResource, TriggerSpec,
+};
+use proto::v1;
 use std::process::ExitCode;
 
 const SPECS: &[OptSpec] = &[
@@ -151,16 +158,41 @@ Help options:
 ";
 
 /// What the command line asks of the controller's triggers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Set,
-    Get,
-    Clear,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// One trigger for each event asked for.
+    Set(Vec<TriggerSpec>),
+    Get(Listing),
+    Clear(TriggerFilter),
+}
+
+/// `--get`'s filters and header.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub filter: TriggerFilter,
+    /// Only triggers of these events (none given: all).
+    pub events: Vec<TriggerEvent>,
+    /// `--node`: only triggers on nodes.
+    pub nodes_only: bool,
+    pub no_header: bool,
+}
+
+/// A checked command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub request: Request,
+    pub verbose: bool,
+    pub quiet: bool,
 }
 
 /// Parses and checks the command line as Slurm's strigger does; `program_exists` says
-/// whether `--program`'s file (without its arguments) is a regular file.
-pub fn parse_args(args: &[String], program_exists: &dyn Fn(&str) -> bool) -> Result<Mode, Exit> {
+/// whether `--program`'s file (without its arguments) is a regular file, and
+/// `user_id` resolves a user name or id.
+pub fn parse_args(
+    args: &[String],
+    program_exists: &dyn Fn(&str) -> bool,
+    user_id: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Command, Exit> {
     let p = args::parse_command_line("strigger", args, SPECS, ALIASES, HELP, USAGE)?;
     if let Some(extra) = p.positional.first() {
         return Err(Exit::usage(
@@ -168,15 +200,11 @@ pub fn parse_args(args: &[String], program_exists: &dyn Fn(&str) -> bool) -> Res
             format!("Invalid argument: {extra}"),
         ));
     }
-    let modes: Vec<Mode> = p
+    let modes: Vec<&str> = p
         .opts
         .iter()
-        .filter_map(|(name, _)| match *name {
-            "set" => Some(Mode::Set),
-            "get" => Some(Mode::Get),
-            "clear" => Some(Mode::Clear),
-            _ => None,
-        })
+        .map(|(name, _)| *name)
+        .filter(|name| matches!(*name, "set" | "get" | "clear"))
         .collect();
     let [mode] = modes.as_slice() else {
         return Err(Exit::error(
@@ -184,12 +212,13 @@ pub fn parse_args(args: &[String], program_exists: &dyn Fn(&str) -> bool) -> Res
             "You must use exactly one of the following options: --set, --get or --clear",
         ));
     };
-    let mode = *mode;
-    if let Some(id) = p.get("id")
-        && id.parse::<u32>().is_err()
-    {
-        return Err(Exit::error("strigger", format!("Invalid trigger id: {id}")));
-    }
+    let id = match p.get("id") {
+        Some(id) => Some(
+            id.parse::<u32>()
+                .map_err(|_| Exit::error("strigger", format!("Invalid trigger id: {id}")))?,
+        ),
+        None => None,
+    };
     let job_id = match p.get("jobid") {
         Some(j) => match j.parse::<u32>() {
             Ok(n) if n > 0 => Some(n),
@@ -203,13 +232,25 @@ pub fn parse_args(args: &[String], program_exists: &dyn Fn(&str) -> bool) -> Res
             .map_err(|_| Exit::error("strigger", format!("Invalid offset value: {o}")))?,
         None => 0,
     };
-    if mode == Mode::Clear && p.get("id").is_none() && job_id.is_none() && !p.has("user") {
+    let perm = match p.get("flags") {
+        Some(f) if f.len() >= 4 && f[..4].eq_ignore_ascii_case("perm") => true,
+        Some(f) => return Err(Exit::error("strigger", format!("Invalid flags {f}"))),
+        None => false,
+    };
+    let uid = match p.get("user") {
+        Some(u) => {
+            Some(user_id(u).ok_or_else(|| Exit::error("strigger", format!("Invalid user {u}")))?)
+        }
+        None => None,
+    };
+    if *mode == "clear" && id.is_none() && job_id.is_none() && uid.is_none() {
         return Err(Exit::error(
             "strigger",
             "You must specify a --id, --jobid, or --user to clear",
         ));
     }
-    if mode == Mode::Set {
+    let mut program = String::new();
+    if *mode == "set" {
         if !EVENTS.iter().any(|e| p.has(e)) {
             return Err(Exit::error(
                 "strigger",
@@ -222,7 +263,7 @@ pub fn parse_args(args: &[String], program_exists: &dyn Fn(&str) -> bool) -> Res
                  --primary_database_failure, or \n--primary_database_resumed_operation)",
             ));
         }
-        let Some(program) = p.get("program") else {
+        let Some(given) = p.get("program") else {
             return Err(Exit::error(
                 "strigger",
                 "You must specify a --program value",
@@ -231,51 +272,235 @@ pub fn parse_args(args: &[String], program_exists: &dyn Fn(&str) -> bool) -> Res
         if (p.has("fini") || p.has("time")) && job_id.is_none() {
             return Err(Exit::error("strigger", "You must specify a --jobid value"));
         }
-        if !program.starts_with('/') {
+        if !given.starts_with('/') {
             return Err(Exit::error(
                 "strigger",
                 "The --program value must start with \"/\"",
             ));
         }
-        let file = program.split_whitespace().next().unwrap_or(program);
+        let file = given.split_whitespace().next().unwrap_or(given);
         if !program_exists(file) {
             return Err(Exit::error(
                 "strigger",
                 "Invalid --program value, file not found",
             ));
         }
+        program = given.to_string();
     }
-    if !(-32000..=32000).contains(&offset) {
+    if !(-i64::from(MAX_OFFSET)..=i64::from(MAX_OFFSET)).contains(&offset) {
         return Err(Exit::error(
             "strigger",
             "The --offset parameter must be between +/-32000",
         ));
     }
-    Ok(mode)
+    let events: Vec<TriggerEvent> = TriggerEvent::ALL
+        .into_iter()
+        .filter(|e| p.has(e.word()))
+        .collect();
+    let request = match *mode {
+        "set" => {
+            if let Some(other) = EVENTS
+                .iter()
+                .find(|e| p.has(e) && TriggerEvent::from_word(e).is_none())
+            {
+                return Err(Exit::error(
+                    "strigger",
+                    format!("--{other} triggers are not supported by this controller"),
+                ));
+            }
+            let resource = match (job_id, p.get("node")) {
+                (Some(job), _) => TriggerResource::Job(job),
+                (None, Some(list)) if !list.is_empty() => {
+                    TriggerResource::Nodes(Some(list.to_string()))
+                }
+                (None, _) => TriggerResource::Nodes(None),
+            };
+            Request::Set(
+                events
+                    .into_iter()
+                    .map(|event| TriggerSpec {
+                        resource: resource.clone(),
+                        event,
+                        offset: offset as i32,
+                        program: program.clone(),
+                        perm,
+                    })
+                    .collect(),
+            )
+        }
+        "get" => Request::Get(Listing {
+            filter: TriggerFilter { id, job_id, uid },
+            events,
+            nodes_only: p.has("node"),
+            no_header: p.has("noheader"),
+        }),
+        _ => Request::Clear(TriggerFilter { id, job_id, uid }),
+    };
+    Ok(Command {
+        request,
+        verbose: p.has("verbose"),
+        quiet: p.has("quiet"),
+    })
+}
+
+/// `--get`'s header, as Slurm's strigger prints it.
+pub const HEADER: &str =
+    "TRIG_ID RES_TYPE   RES_ID TYPE                                OFFSET USER     FLAGS PROGRAM";
+
+/// One `--get` line.
+pub fn listing_line(t: &Trigger) -> String {
+    format!(
+        "{:>7} {:<9} {:>7} {:<35} {:>6} {:<8} {:<5} {}",
+        t.id,
+        t.spec.resource.type_word(),
+        t.spec.resource.id_word(),
+        t.spec.event.word(),
+        t.spec.offset,
+        t.user,
+        if t.spec.perm { "PERM" } else { "" },
+        t.spec.program
+    )
+}
+
+/// The `--get` listing of the triggers `listing` selects (nothing at all when none).
+pub fn render(triggers: &[Trigger], listing: &Listing) -> String {
+    let mut out = String::new();
+    let chosen = triggers.iter().filter(|t| {
+        listing.filter.matches(t)
+            && (listing.events.is_empty() || listing.events.contains(&t.spec.event))
+            && (!listing.nodes_only || matches!(t.spec.resource, TriggerResource::Nodes(_)))
+    });
+    for (n, t) in chosen.enumerate() {
+        if n == 0 && !listing.no_header {
+            out.push_str(HEADER);
+            out.push('\n');
+        }
+        out.push_str(&listing_line(t));
+        out.push('\n');
+    }
+    out
+}
+
+fn user_id(user: &str) -> Option<u32> {
+    match user.parse::<u32>() {
+        Ok(uid) => Some(uid),
+        Err(_) => nix::unistd::User::from_name(user)
+            .ok()
+            .flatten()
+            .map(|u| u.uid.as_raw()),
+    }
 }
 
 pub fn run(args: &[String]) -> ExitCode {
     let is_file = |path: &str| std::fs::metadata(path).is_ok_and(|m| m.is_file());
-    let mode = match parse_args(args, &is_file) {
-        Ok(m) => m,
+    let cmd = match parse_args(args, &is_file, &user_id) {
+        Ok(c) => c,
         Err(early) => return early.finish(),
     };
-    let call = match mode {
-        Mode::Set => "slurm_set_trigger",
-        Mode::Get => "slurm_get_triggers",
-        Mode::Clear => "slurm_clear_trigger",
+    let rt = client::runtime();
+    let (call, reply) = match &cmd.request {
+        Request::Set(specs) => (
+            "slurm_set_trigger",
+            rt.block_on(async {
+                let mut c = calls::connect().await?;
+                for spec in specs {
+                    let req = v1::SetTriggerRequest {
+                        spec: Some(proto::convert::trigger_spec_to_wire(spec)),
+                    };
+                    c.set_trigger(req)
+                        .await
+                        .map_err(|s| calls::status_text(&s))?;
+                }
+                Ok::<String, String>(String::new())
+            }),
+        ),
+        Request::Get(listing) => (
+            "slurm_get_triggers",
+            rt.block_on(async {
+                let mut c = calls::connect().await?;
+                let reply = c
+                    .get_triggers(v1::GetTriggersRequest {})
+                    .await
+                    .map_err(|s| calls::status_text(&s))?
+                    .into_inner();
+                let triggers = reply
+                    .triggers
+                    .into_iter()
+                    .map(trigger_from_wire)
+                    .collect::<Result<Vec<_>, String>>()?;
+                Ok::<String, String>(render(&triggers, listing))
+            }),
+        ),
+        Request::Clear(filter) => (
+            "slurm_clear_trigger",
+            rt.block_on(async {
+                let mut c = calls::connect().await?;
+                let req = v1::ClearTriggersRequest {
+                    id: filter.id,
+                    job_id: filter.job_id,
+                    uid: filter.uid,
+                };
+                c.clear_triggers(req)
+                    .await
+                    .map_err(|s| calls::status_text(&s))?;
+                Ok::<String, String>(String::new())
+            }),
+        ),
     };
-    eprintln!("{call}: Triggers are not supported by this controller");
-    ExitCode::from(1)
+    match reply {
+        Ok(out) => {
+            print!("{out}");
+            if cmd.verbose {
+                match &cmd.request {
+                    Request::Set(_) => eprintln!("strigger: trigger set"),
+                    Request::Clear(f) => match (f.job_id, f.uid) {
+                        (Some(job), _) => eprintln!("strigger: triggers for job {job} cleared"),
+                        (None, Some(uid)) => {
+                            eprintln!("strigger: triggers for user {uid} cleared")
+                        }
+                        (None, None) => {
+                            eprintln!("strigger: trigger {} cleared", f.id.unwrap_or_default())
+                        }
+                    },
+                    Request::Get(_) => {}
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        // Slurm's strigger says nothing of a failed clear with --quiet.
+        Err(_) if cmd.quiet && matches!(cmd.request, Request::Clear(_)) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{call}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A kept trigger from the controller's answer.
+fn trigger_from_wire(w: v1::TriggerInfo) -> Result<Trigger, String> {
+    let spec = w
+        .spec
+        .ok_or_else(|| "a trigger without a spec".to_string())?;
+    Ok(Trigger {
+        id: w.id,
+        spec: proto::convert::trigger_spec_from_wire(spec)?,
+        uid: w.uid,
+        gid: 0,
+        user: w.user,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(v: &[&str]) -> Result<Mode, Exit> {
+    fn parse(v: &[&str]) -> Result<Command, Exit> {
         let args: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-        parse_args(&args, &|p| p == "/bin/true")
+        let users = |u: &str| match u {
+            "ada" => Some(1000),
+            _ => u.parse().ok(),
+        };
+        parse_args(&args, &|p| p == "/bin/true", &users)
     }
 
     fn error(v: &[&str]) -> String {
@@ -294,12 +519,20 @@ mod tests {
 
     #[test]
     fn a_trigger_is_checked_with_slurms_words() {
-        assert_eq!(
-            parse(&["--set", "--down", "--program=/bin/true"]).unwrap(),
-            Mode::Set
-        );
-        assert_eq!(parse(&["--get", "-n"]).unwrap(), Mode::Get);
-        assert_eq!(parse(&["--clear", "--id=3"]).unwrap(), Mode::Clear);
+        assert!(matches!(
+            parse(&["--set", "--down", "--program=/bin/true"])
+                .unwrap()
+                .request,
+            Request::Set(_)
+        ));
+        assert!(matches!(
+            parse(&["--get", "-n"]).unwrap().request,
+            Request::Get(_)
+        ));
+        assert!(matches!(
+            parse(&["--clear", "--id=3"]).unwrap().request,
+            Request::Clear(_)
+        ));
         assert!(error(&[]).contains("exactly one of the following options"));
         assert!(error(&["--get", "--set"]).contains("exactly one of the following options"));
         assert!(error(&["--set", "--program=/bin/true"]).contains("You must specify a trigger"));
@@ -315,5 +548,111 @@ mod tests {
                 .contains("between +/-32000")
         );
         assert!(error(&["--clear"]).contains("--id, --jobid, or --user"));
+        assert!(error(&["--get", "--user=nobody_here"]).contains("Invalid user nobody_here"));
+        assert!(
+            error(&["--set", "--up", "--flags=x", "-p", "/bin/true"]).contains("Invalid flags x")
+        );
+        assert!(
+            error(&["--set", "--reconfig", "-p", "/bin/true"])
+                .contains("--reconfig triggers are not supported")
+        );
+    }
+
+    #[test]
+    fn set_makes_one_trigger_per_event_on_the_job_or_the_nodes() {
+        let Request::Set(specs) = parse(&[
+            "--set",
+            "--node=n[1-2]",
+            "--down",
+            "--drained",
+            "--flags=PERM",
+            "-p",
+            "/bin/true",
+        ])
+        .unwrap()
+        .request
+        else {
+            panic!()
+        };
+        let events: Vec<TriggerEvent> = specs.iter().map(|s| s.event).collect();
+        assert_eq!(events, [TriggerEvent::Down, TriggerEvent::Drained]);
+        assert!(
+            specs
+                .iter()
+                .all(|s| s.perm && s.resource == TriggerResource::Nodes(Some("n[1-2]".into())))
+        );
+        let Request::Set(specs) = parse(&["--set", "-n", "--idle", "-o", "600", "-p", "/bin/true"])
+            .unwrap()
+            .request
+        else {
+            panic!()
+        };
+        assert_eq!(specs[0].resource, TriggerResource::Nodes(None));
+        assert_eq!(specs[0].offset, 600);
+        let Request::Set(specs) = parse(&[
+            "--set",
+            "--jobid=7",
+            "--time",
+            "--offset=-90",
+            "-p",
+            "/bin/true",
+        ])
+        .unwrap()
+        .request
+        else {
+            panic!()
+        };
+        assert_eq!(
+            specs,
+            [TriggerSpec {
+                resource: TriggerResource::Job(7),
+                event: TriggerEvent::Time,
+                offset: -90,
+                program: "/bin/true".into(),
+                perm: false,
+            }]
+        );
+        let Request::Clear(filter) = parse(&["--clear", "--user=ada"]).unwrap().request else {
+            panic!()
+        };
+        assert_eq!(filter.uid, Some(1000));
+    }
+
+    #[test]
+    fn get_lists_in_slurms_table_only_what_its_filters_select() {
+        let trigger = |id, resource, event, perm| Trigger {
+            id,
+            spec: TriggerSpec {
+                resource,
+                event,
+                offset: -90,
+                program: "/home/ada/t".into(),
+                perm,
+            },
+            uid: 1000,
+            gid: 1000,
+            user: "ada".into(),
+        };
+        let all = [
+            trigger(1, TriggerResource::Job(12), TriggerEvent::Time, false),
+            trigger(2, TriggerResource::Nodes(None), TriggerEvent::Down, true),
+        ];
+        let Request::Get(listing) = parse(&["--get"]).unwrap().request else {
+            panic!()
+        };
+        assert_eq!(
+            render(&all, &listing),
+            "TRIG_ID RES_TYPE   RES_ID TYPE                                OFFSET USER     FLAGS PROGRAM\n\
+             \x20     1 job            12 time                                   -90 ada            /home/ada/t\n\
+             \x20     2 node            * down                                   -90 ada      PERM  /home/ada/t\n"
+        );
+        let Request::Get(listing) = parse(&["--get", "--down", "-N"]).unwrap().request else {
+            panic!()
+        };
+        assert_eq!(render(&all, &listing).lines().count(), 1);
+        let Request::Get(listing) = parse(&["--get", "--jobid=13"]).unwrap().request else {
+            panic!()
+        };
+        assert_eq!(render(&all, &listing), "");
     }
 }

@@ -19,13 +19,15 @@
 //! - `accounting`: `sacctmgr`'s changes to the accounts, users and QOS;
 //! - `timer`: the periodic tick (grace times, reservations, silent nodes) and the
 //!   scheduling pass;
-//! - `mail`: the mail a turn's events send (`--mail-type`).
+//! - `mail`: the mail a turn's events send (`--mail-type`);
+//! - `triggers`: which of `strigger`'s triggers an event or a tick fires.
 
 pub mod accounting;
 pub mod jobs;
 pub mod mail;
 pub mod nodes;
 pub mod timer;
+pub mod triggers;
 
 #[cfg(test)]
 mod tests;
@@ -44,6 +46,14 @@ pub enum Effect {
         job_id: JobId,
         node: String,
         order: Order,
+    },
+    /// Run a fired trigger's program as its owner, with `argument` (a node's name or
+    /// a job's id).
+    RunTrigger {
+        /// The node whose daemon runs it: the first that answers.
+        node: String,
+        trigger: Box<model::trigger::Trigger>,
+        argument: String,
     },
     /// Mail `user` about a job with `subject`, through `node`'s MailProg.
     Mail {
@@ -137,6 +147,10 @@ impl<'a> Turn<'a> {
         if let Some(mail) = mail::for_event(self.state, &event) {
             self.effects.push(mail);
         }
+        let node_before = event
+            .node_name()
+            .filter(|_| !self.state.triggers.is_empty())
+            .and_then(|name| self.state.nodes.get(name).cloned());
         self.state.apply(&event);
         // The rules' tests check every change, not only every turn.
         #[cfg(test)]
@@ -144,6 +158,65 @@ impl<'a> Turn<'a> {
             panic!("after {event:?}: {broken}");
         }
         self.events.push(event);
+        if self.state.triggers.is_empty() {
+            return;
+        }
+        let node_after = node_before
+            .as_ref()
+            .and_then(|b| self.state.nodes.get(&b.name));
+        let last = self.events.last().expect("just pushed");
+        let fired: Vec<(u32, String)> = self
+            .state
+            .triggers
+            .values()
+            .filter_map(|t| match (&node_before, node_after) {
+                (Some(before), Some(after)) if triggers::node_change_fires(t, before, after) => {
+                    Some((t.id, triggers::argument(t, Some(&after.name))))
+                }
+                _ if triggers::job_event_fires(t, last) => {
+                    Some((t.id, triggers::argument(t, None)))
+                }
+                _ => None,
+            })
+            .collect();
+        let at = self.events.len() - 1;
+        self.fire(fired);
+        // A job's triggers left once it ends (permanent ones, unreached limits) go.
+        let outlived: Vec<u32> = self
+            .state
+            .triggers
+            .values()
+            .filter(|t| triggers::outlived_by(t, &self.events[at]))
+            .map(|t| t.id)
+            .collect();
+        if !outlived.is_empty() {
+            self.emit(Event::TriggersRemoved { ids: outlived });
+        }
+    }
+
+    /// Runs the programs of fired triggers and removes those not permanent.
+    pub fn fire(&mut self, fired: Vec<(u32, String)>) {
+        let mut removed = Vec::new();
+        for (id, argument) in fired {
+            let Some(trigger) = self.state.triggers.get(&id) else {
+                continue;
+            };
+            if !trigger.spec.perm {
+                removed.push(id);
+            }
+            let Some(node) = triggers::runner(self.state) else {
+                tracing::warn!(trigger = id, "trigger fired, but no node answers to run it");
+                continue;
+            };
+            self.effects.push(Effect::RunTrigger {
+                node,
+                trigger: Box::new(trigger.clone()),
+                argument,
+            });
+        }
+        if !removed.is_empty() {
+            self.emit(Event::TriggersRemoved { ids: removed });
+        }
     }
 
     /// Orders the node that runs the job's batch step; nothing when it has none.

@@ -244,6 +244,8 @@ impl Env {
             reservations: self.state.reservations.values().cloned().collect(),
             usage: self.state.usage.clone().into_iter().collect(),
             assocs: None,
+            triggers: self.state.triggers.values().cloned().collect(),
+            next_trigger_id: self.state.next_trigger_id,
         };
         self.state = ClusterState::restored(
             self.config.node_list(),
@@ -1919,4 +1921,200 @@ fn a_cancelled_pending_array_task_leaves_the_array_without_a_record() {
     cancel(&mut env, &format!("{array}_[1-2]"));
     assert_eq!(env.state.jobs.len(), records);
     assert_eq!(env.job(array).state, JobState::Cancelled);
+}
+
+fn fired(effects: &[Effect]) -> Vec<(u32, String)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::RunTrigger {
+                trigger, argument, ..
+            } => Some((trigger.id, argument.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn trigger_spec(
+    resource: model::trigger::TriggerResource,
+    event: model::trigger::TriggerEvent,
+) -> model::trigger::TriggerSpec {
+    model::trigger::TriggerSpec {
+        resource,
+        event,
+        offset: 0,
+        program: "/bin/true".into(),
+        perm: false,
+    }
+}
+
+impl Env {
+    fn set_trigger(
+        &mut self,
+        spec: model::trigger::TriggerSpec,
+        uid: u32,
+    ) -> Result<u32, crate::command::Rejection> {
+        let cmd = crate::command::SetTrigger {
+            spec,
+            requester: who(uid),
+            gid: uid,
+        };
+        self.turn(|t| super::triggers::set(t, cmd)).answer
+    }
+}
+
+#[test]
+fn node_triggers_are_roots_and_fire_once_as_a_node_goes_down_drains_and_comes_up() {
+    use crate::command::{NodeAction, Rejection, UpdateNodes};
+    use model::trigger::{TriggerEvent as E, TriggerResource as R};
+    let mut env = Env::new("");
+    let n2 = || R::Nodes(Some("n2".into()));
+    assert_eq!(
+        env.set_trigger(trigger_spec(n2(), E::Down), ALICE),
+        Err(Rejection::PermissionDenied)
+    );
+    assert!(matches!(
+        env.set_trigger(trigger_spec(n2(), E::Idle), 0),
+        Err(Rejection::Invalid(_))
+    ));
+    let down = env.set_trigger(trigger_spec(n2(), E::Down), 0).unwrap();
+    let any_down = env
+        .set_trigger(trigger_spec(R::Nodes(None), E::Down), 0)
+        .unwrap();
+    let mut perm = trigger_spec(R::Nodes(None), E::Drained);
+    perm.perm = true;
+    let drained = env.set_trigger(perm, 0).unwrap();
+    let up = env.set_trigger(trigger_spec(n2(), E::Up), 0).unwrap();
+    assert_eq!((down, any_down, drained, up), (1, 2, 3, 4));
+    let update = |nodes: &str, action, reason: &str| UpdateNodes {
+        nodes: nodes.into(),
+        action,
+        reason: reason.into(),
+        requester: who(0),
+    };
+    // n1 going down fires only the trigger on every node, which goes.
+    let d = env.turn(|t| nodes::update_nodes(t, update("n1", NodeAction::Down, "fan")));
+    assert_eq!(fired(&d.effects), [(any_down, "n1".to_string())]);
+    assert!(d.events.contains(&Event::TriggersRemoved {
+        ids: vec![any_down]
+    }));
+    // A trigger's program runs on a node that answers: n1 comes back.
+    env.turn(|t| nodes::update_nodes(t, update("n1", NodeAction::Resume, "")))
+        .answer
+        .unwrap();
+    // n2 stops heartbeating: its down trigger fires; a node already down fires nothing.
+    env.now += 31;
+    env.heartbeat("n1", &[]);
+    let d = env.turn(|t| timer::tick(t, t.now));
+    assert_eq!(fired(&d.effects), [(down, "n2".to_string())]);
+    let d = env.turn(|t| timer::tick(t, t.now));
+    assert!(fired(&d.effects).is_empty());
+    // It answers again: up (with ReturnToService=1). Drains fire the permanent trigger each time.
+    env.config.controller.return_to_service = 1;
+    let d = env.turn(|t| {
+        nodes::register(
+            t,
+            crate::command::Registration {
+                node: "n2".into(),
+                addr: "n2:1".into(),
+                cpus: 4,
+                memory_mb: 4096,
+                gpus: vec![],
+                numa_cpus: vec![],
+                features: vec![],
+                boot_time: 1,
+                jobs: vec![],
+            },
+        )
+    });
+    assert_eq!(fired(&d.effects), [(up, "n2".to_string())]);
+    assert_eq!(env.state.nodes["n2"].health, model::NodeHealth::Up);
+    assert!(!env.state.triggers.contains_key(&up));
+    for node in ["n2", "n1"] {
+        let d = env.turn(|t| nodes::update_nodes(t, update(node, NodeAction::Drain, "disk")));
+        assert_eq!(fired(&d.effects), [(drained, node.to_string())]);
+    }
+    assert_eq!(
+        env.state.triggers.keys().copied().collect::<Vec<_>>(),
+        [drained]
+    );
+    // Kept across a restart, and the ids of those gone are not given again.
+    env.restart();
+    assert_eq!(
+        env.state.triggers.keys().copied().collect::<Vec<_>>(),
+        [drained]
+    );
+    assert_eq!(env.set_trigger(trigger_spec(n2(), E::Up), 0), Ok(5));
+}
+
+#[test]
+fn job_triggers_fire_at_the_jobs_end_or_before_its_limit_and_are_cleared_by_their_owner() {
+    use crate::command::{ClearTriggers, Rejection};
+    use model::trigger::{TriggerEvent as E, TriggerFilter, TriggerResource as R};
+    let mut env = Env::new("");
+    let id = env.submit(|s| s.time_limit_min = Some(10));
+    assert_eq!(
+        env.set_trigger(trigger_spec(R::Job(id), E::Fini), 2000),
+        Err(Rejection::PermissionDenied)
+    );
+    assert_eq!(
+        env.set_trigger(trigger_spec(R::Job(99), E::Fini), ALICE),
+        Err(Rejection::NotFound("Invalid job id specified".into()))
+    );
+    let fini = env
+        .set_trigger(trigger_spec(R::Job(id), E::Fini), ALICE)
+        .unwrap();
+    let mut early = trigger_spec(R::Job(id), E::Time);
+    early.offset = -60;
+    let time = env.set_trigger(early, ALICE).unwrap();
+    let spare = env
+        .set_trigger(trigger_spec(R::Job(id), E::Time), 0)
+        .unwrap();
+    // Alice may not clear root's trigger; root may.
+    let clear = |filter: TriggerFilter, uid: u32| ClearTriggers {
+        filter,
+        requester: who(uid),
+    };
+    let by_id = TriggerFilter {
+        id: Some(spare),
+        ..Default::default()
+    };
+    let d = env.turn(|t| super::triggers::clear(t, clear(by_id.clone(), ALICE)));
+    assert_eq!(d.answer, Err(Rejection::NotFound("No such process".into())));
+    let d = env.turn(|t| super::triggers::clear(t, clear(by_id, 0)));
+    assert_eq!(d.answer, Ok(()));
+    // The time trigger fires 60 s before the limit, at the first tick that reaches it.
+    env.start(id);
+    let start = env.job(id).start_time;
+    let alive = |env: &mut Env| {
+        let ran = env.on_node(id);
+        let node = env.node_of(id);
+        for n in ["n1", "n2"] {
+            env.heartbeat(
+                n,
+                if n == node {
+                    std::slice::from_ref(&ran)
+                } else {
+                    &[]
+                },
+            );
+        }
+    };
+    env.now = start + 539;
+    alive(&mut env);
+    let d = env.turn(|t| timer::tick(t, t.now - 1));
+    assert!(
+        fired(&d.effects).is_empty(),
+        "{:?} {:?}",
+        d.effects,
+        env.job(id)
+    );
+    env.now = start + 545;
+    alive(&mut env);
+    let d = env.turn(|t| timer::tick(t, t.now - 6));
+    assert_eq!(fired(&d.effects), [(time, id.to_string())]);
+    let end = env.job_end(id, EndKind::Exited, 0);
+    let d = env.turn(|t| nodes::job_finished(t, end));
+    assert_eq!(fired(&d.effects), [(fini, id.to_string())]);
+    assert!(env.state.triggers.is_empty(), "{:?}", env.state.triggers);
 }

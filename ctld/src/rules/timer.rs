@@ -94,6 +94,14 @@ pub fn tick(turn: &mut Turn, since: Time) {
     }
     let reached = super::mail::time_limits(turn.state, since, now);
     turn.effects.extend(reached);
+    let timed: Vec<(u32, String)> = turn
+        .state
+        .triggers
+        .values()
+        .filter(|t| super::triggers::tick_fires(t, turn.state, since, now))
+        .map(|t| (t.id, super::triggers::argument(t, None)))
+        .collect();
+    turn.fire(timed);
     let graced: Vec<JobId> = turn
         .state
         .running_jobs()

@@ -5,7 +5,8 @@
 //!
 //! What is kept: job records, their payloads (script and environment, written once at
 //! submit), node records, reservations, the decayed usage of each association, and
-//! the associations themselves (accounts, users, QOS: what `sacctmgr` changes), as
+//! the associations themselves (accounts, users, QOS: what `sacctmgr` changes) and
+//! `strigger`'s triggers, as
 //! the record types of `records` (format 7; stores of formats 3 to 6 are migrated
 //! when opened, see `v3` and `sled`). A commit takes the records one turn of the state owner changed
 //! and returns once they survive a crash of the controller; the caller acknowledges
@@ -19,6 +20,7 @@ mod v3;
 pub use self::sled::SledStore;
 
 use model::assoc::Associations;
+use model::trigger::Trigger;
 use model::usage::{AssocKey, AssocUsage};
 use model::{Job, JobId, JobPayload, Node, Reservation, Restored};
 use std::sync::Arc;
@@ -57,6 +59,10 @@ pub struct Batch {
     pub assocs: Option<Arc<Associations>>,
     /// Finished jobs purged (`purge_job_after`): their records and payloads go.
     pub purged: Vec<JobId>,
+    /// A trigger as it now stands, or `None`: cleared or fired.
+    pub triggers: Vec<(u32, Option<Trigger>)>,
+    /// The id the next trigger gets, when the turn set one.
+    pub next_trigger_id: Option<u32>,
 }
 
 impl Batch {
@@ -68,6 +74,8 @@ impl Batch {
             && self.usage.is_empty()
             && self.assocs.is_none()
             && self.purged.is_empty()
+            && self.triggers.is_empty()
+            && self.next_trigger_id.is_none()
     }
 }
 

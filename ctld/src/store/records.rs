@@ -18,6 +18,7 @@ use super::StoreError;
 use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
 use model::gpu_use::{GpuIdleAction, GpuIdlePolicy, GpuUse};
 use model::mail::MailType;
+use model::trigger::{Trigger, TriggerEvent, TriggerResource, TriggerSpec};
 use model::usage::AssocUsage;
 use model::{
     Allocation, ArraySpec, Job, JobPayload, JobSpec, JobState, KillCause, KillRequest, Node,
@@ -1053,6 +1054,98 @@ impl From<NodeRecord> for Node {
     }
 }
 
+/// A `strigger` trigger (tree `triggers`, big-endian id → record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerRecord {
+    pub id: u32,
+    /// `None`: a trigger on nodes (`node_list` then names them, empty for all).
+    pub job_id: Option<u32>,
+    pub node_list: Option<String>,
+    pub event: TriggerEventRecord,
+    pub offset: i32,
+    pub program: String,
+    pub perm: bool,
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+}
+
+/// The id the next trigger gets (key `next_id` of the tree `triggers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextTriggerRecord {
+    pub id: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TriggerEventRecord {
+    Down,
+    Up,
+    Drained,
+    Idle,
+    Fini,
+    Time,
+}
+
+impl From<&Trigger> for TriggerRecord {
+    fn from(t: &Trigger) -> Self {
+        use TriggerEvent as E;
+        use TriggerEventRecord as R;
+        let (job_id, node_list) = match &t.spec.resource {
+            TriggerResource::Job(id) => (Some(*id), None),
+            TriggerResource::Nodes(list) => (None, list.clone()),
+        };
+        TriggerRecord {
+            id: t.id,
+            job_id,
+            node_list,
+            event: match t.spec.event {
+                E::Down => R::Down,
+                E::Up => R::Up,
+                E::Drained => R::Drained,
+                E::Idle => R::Idle,
+                E::Fini => R::Fini,
+                E::Time => R::Time,
+            },
+            offset: t.spec.offset,
+            program: t.spec.program.clone(),
+            perm: t.spec.perm,
+            uid: t.uid,
+            gid: t.gid,
+            user: t.user.clone(),
+        }
+    }
+}
+
+impl From<TriggerRecord> for Trigger {
+    fn from(r: TriggerRecord) -> Self {
+        use TriggerEvent as E;
+        use TriggerEventRecord as R;
+        Trigger {
+            id: r.id,
+            spec: TriggerSpec {
+                resource: match r.job_id {
+                    Some(id) => TriggerResource::Job(id),
+                    None => TriggerResource::Nodes(r.node_list),
+                },
+                event: match r.event {
+                    R::Down => E::Down,
+                    R::Up => E::Up,
+                    R::Drained => E::Drained,
+                    R::Idle => E::Idle,
+                    R::Fini => E::Fini,
+                    R::Time => E::Time,
+                },
+                offset: r.offset,
+                program: r.program,
+                perm: r.perm,
+            },
+            uid: r.uid,
+            gid: r.gid,
+            user: r.user,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReservationFlagRecord {
     Maint,
@@ -1668,6 +1761,37 @@ mod tests {
         record.fields.reason = "Bogus".into();
         let err = record.into_job(&|| "job 7".into()).unwrap_err().to_string();
         assert!(err.contains("job 7") && err.contains("Bogus"), "{err}");
+    }
+
+    #[test]
+    fn a_trigger_record_keeps_its_bytes() {
+        let t = Trigger {
+            id: 3,
+            spec: TriggerSpec {
+                resource: TriggerResource::Job(12),
+                event: TriggerEvent::Fini,
+                offset: -5,
+                program: "/bin/x".into(),
+                perm: true,
+            },
+            uid: 1000,
+            gid: 100,
+            user: "ada".into(),
+        };
+        let bytes = golden(&TriggerRecord::from(&t));
+        assert_eq!(bytes, "0903010c000409062f62696e2f7801e8076403616461");
+        let n = Trigger {
+            spec: TriggerSpec {
+                resource: TriggerResource::Nodes(Some("n[1-2]".into())),
+                event: TriggerEvent::Down,
+                ..t.spec.clone()
+            },
+            ..t.clone()
+        };
+        for t in [t, n] {
+            assert_eq!(Trigger::from(TriggerRecord::from(&t)), t);
+        }
+        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "09ac02");
     }
 
     #[test]

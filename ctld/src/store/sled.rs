@@ -3,7 +3,9 @@
 //! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
 //! written once at submit), `nodes` (name → node record), `reservations` (name →
 //! reservation), `usage` (account `\0` user → decayed usage of that association),
-//! `accounting` (`associations` → the accounts, users and QOS `sacctmgr` keeps). Keys
+//! `accounting` (`associations` → the accounts, users and QOS `sacctmgr` keeps),
+//! `triggers` (big-endian trigger id → `strigger`'s trigger; `next_id` → the id the
+//! next one gets). Keys
 //! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is a
 //! `records` type behind a one-byte format version; the default tree holds the
 //! store's `format` and the journal. The records of one turn become durable with one
@@ -36,8 +38,8 @@
 //! engine in doubt; the caller stops, and a restart recovers what was flushed.
 
 use super::records::{
-    self, AssociationsRecord, JobFields4, JobRecord, JobRecord5, NodeRecord, PayloadRecord,
-    ReservationRecord, UsageRecord,
+    self, AssociationsRecord, JobFields4, JobRecord, JobRecord5, NextTriggerRecord, NodeRecord,
+    PayloadRecord, ReservationRecord, TriggerRecord, UsageRecord,
 };
 use super::{Batch, Store, StoreError, v3};
 use model::usage::AssocKey;
@@ -61,6 +63,7 @@ pub struct SledStore {
     reservations: sled::Tree,
     usage: sled::Tree,
     accounting: sled::Tree,
+    triggers: sled::Tree,
     /// Whether the journal key holds a turn (so a turn without a journal removes it).
     journal_written: AtomicBool,
     /// Below this many free bytes on the state's file system, commits are refused.
@@ -81,19 +84,24 @@ enum TreeName {
     Reservations = 3,
     Usage = 4,
     Accounting = 5,
+    Triggers = 6,
 }
+
+/// The key of the next trigger id in the `triggers` tree (trigger ids are 4 bytes).
+const NEXT_TRIGGER_KEY: &[u8] = b"next_id";
 
 /// The key of the associations in the `accounting` tree.
 const ASSOCIATIONS_KEY: &[u8] = b"associations";
 
 impl TreeName {
-    const ALL: [TreeName; 6] = [
+    const ALL: [TreeName; 7] = [
         TreeName::Jobs,
         TreeName::Payloads,
         TreeName::Nodes,
         TreeName::Reservations,
         TreeName::Usage,
         TreeName::Accounting,
+        TreeName::Triggers,
     ];
 
     fn from_number(n: u8) -> Option<TreeName> {
@@ -251,6 +259,7 @@ impl SledStore {
             reservations: db.open_tree("reservations")?,
             usage: db.open_tree("usage")?,
             accounting: db.open_tree("accounting")?,
+            triggers: db.open_tree("triggers")?,
             journal_written: false.into(),
             dir: dir.to_path_buf(),
             min_free_bytes,
@@ -269,6 +278,7 @@ impl SledStore {
             TreeName::Reservations => &self.reservations,
             TreeName::Usage => &self.usage,
             TreeName::Accounting => &self.accounting,
+            TreeName::Triggers => &self.triggers,
         }
     }
 
@@ -464,6 +474,20 @@ fn puts(batch: &Batch) -> Result<(Vec<Put>, Vec<Put>), StoreError> {
         others.push((TreeName::Jobs as u8, key.clone(), None));
         others.push((TreeName::Payloads as u8, key, None));
     }
+    for (id, trigger) in &batch.triggers {
+        let value = trigger
+            .as_ref()
+            .map(|t| records::encode(&TriggerRecord::from(t)))
+            .transpose()?;
+        others.push((TreeName::Triggers as u8, id.to_be_bytes().to_vec(), value));
+    }
+    if let Some(next) = batch.next_trigger_id {
+        others.push((
+            TreeName::Triggers as u8,
+            NEXT_TRIGGER_KEY.to_vec(),
+            Some(records::encode(&NextTriggerRecord { id: next })?),
+        ));
+    }
     if let Some(assocs) = &batch.assocs {
         others.push((
             TreeName::Accounting as u8,
@@ -495,6 +519,17 @@ impl Store for SledStore {
             let what = || format!("reservation {}", String::from_utf8_lossy(&k));
             reservations.push(decode::<ReservationRecord>(&what, &v)?.into());
         }
+        let mut triggers = Vec::new();
+        let mut next_trigger_id = 0;
+        for item in self.triggers.iter() {
+            let (k, v) = item?;
+            if k.as_ref() == NEXT_TRIGGER_KEY {
+                next_trigger_id = decode::<NextTriggerRecord>(&|| "next trigger id".into(), &v)?.id;
+                continue;
+            }
+            let what = || format!("trigger {}", String::from_utf8_lossy(&k));
+            triggers.push(decode::<TriggerRecord>(&what, &v)?.into());
+        }
         let mut usage = Vec::new();
         for item in self.usage.iter() {
             let (k, v) = item?;
@@ -519,6 +554,8 @@ impl Store for SledStore {
             reservations,
             usage,
             assocs,
+            triggers,
+            next_trigger_id,
         })
     }
 
@@ -651,6 +688,43 @@ mod tests {
         assert_eq!(ids, vec![2]);
         assert!(store.payload(1).unwrap().is_none());
         assert!(store.payload(2).unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn triggers_survive_reopen_and_a_cleared_one_is_gone() {
+        use model::trigger::{Trigger, TriggerEvent, TriggerResource, TriggerSpec};
+        let trigger = |id: u32| Trigger {
+            id,
+            spec: TriggerSpec {
+                resource: TriggerResource::Nodes(None),
+                event: TriggerEvent::Down,
+                offset: 0,
+                program: "/bin/true".into(),
+                perm: false,
+            },
+            uid: 0,
+            gid: 0,
+            user: "root".into(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            let batch = Batch {
+                triggers: vec![(1, Some(trigger(1))), (2, Some(trigger(2)))],
+                ..Batch::default()
+            };
+            store.commit(batch).unwrap();
+            let batch = Batch {
+                triggers: vec![(1, None)],
+                next_trigger_id: Some(5),
+                ..Batch::default()
+            };
+            store.commit(batch).unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.triggers, vec![trigger(2)]);
+        assert_eq!(loaded.next_trigger_id, 5);
     }
 
     #[tokio::test]
