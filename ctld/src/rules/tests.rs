@@ -2024,6 +2024,7 @@ fn node_triggers_are_roots_and_fire_once_as_a_node_goes_down_drains_and_comes_up
                 features: vec![],
                 boot_time: 1,
                 jobs: vec![],
+                load: None,
             },
         )
     });
