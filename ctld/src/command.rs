@@ -320,6 +320,23 @@ pub struct JobEnd {
     pub batch_usage: Option<model::StepUsage>,
 }
 
+/// `scontrol create|update|delete partition`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionOp {
+    Create,
+    Update,
+    Delete,
+}
+
+/// A partition change: scontrol's `PartitionName=x Key=Value...` words, parsed by
+/// `model::partition_change` in the rule.
+#[derive(Debug, Clone)]
+pub struct ChangePartition {
+    pub op: PartitionOp,
+    pub words: Vec<String>,
+    pub requester: Requester,
+}
+
 /// `scontrol create|update|delete reservation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReservationOp {

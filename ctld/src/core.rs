@@ -48,6 +48,7 @@ pub enum Input {
     ChangeReservation(ChangeReservation, Reply<String>),
     SetTrigger(crate::command::SetTrigger, Reply<u32>),
     ClearTriggers(crate::command::ClearTriggers, Reply<()>),
+    ChangePartition(crate::command::ChangePartition, Reply<String>),
     /// `sacctmgr`: the last input of its turn, so that the next sees the change.
     ChangeAccounting(ChangeAccounting, Reply<model::assoc_change::Changed>),
     /// A node confirmed it started this run of a job.
@@ -341,6 +342,7 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
     let mut jobs = BTreeSet::new();
     let mut nodes = BTreeSet::new();
     let mut reservations = BTreeSet::new();
+    let mut partitions = BTreeSet::new();
     let mut usage = BTreeSet::new();
     let mut purged = Vec::new();
     let mut triggers = BTreeSet::new();
@@ -364,6 +366,9 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
         if let Some(name) = event.reservation_name() {
             reservations.insert(name.to_string());
         }
+        if let Some(name) = event.partition_name() {
+            partitions.insert(name.to_string());
+        }
         if let Some(name) = event.node_name() {
             nodes.insert(name.to_string());
         }
@@ -386,6 +391,13 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
             .map(|name| {
                 let r = state.reservations.get(&name).cloned();
                 (name, r)
+            })
+            .collect(),
+        partitions: partitions
+            .into_iter()
+            .map(|name| {
+                let p = state.partition(&name).cloned();
+                (name, p)
             })
             .collect(),
         usage: usage
@@ -464,6 +476,10 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
         }
         Input::ChangeReservation(cmd, reply) => {
             let r = jobs::change_reservation(turn, cmd);
+            answer(acks, reply, r);
+        }
+        Input::ChangePartition(cmd, reply) => {
+            let r = jobs::change_partition(turn, cmd);
             answer(acks, reply, r);
         }
         Input::ChangeAccounting(cmd, reply) => {

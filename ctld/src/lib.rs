@@ -14,6 +14,7 @@ pub mod command;
 pub mod connections;
 pub mod core;
 pub mod dispatch;
+pub mod partitions;
 pub mod reservations;
 pub mod rules;
 pub mod service;

@@ -856,6 +856,29 @@ impl v1::ctld_server::Ctld for Services {
         }))
     }
 
+    async fn change_partition(
+        &self,
+        req: Request<v1::ChangePartitionRequest>,
+    ) -> Result<Response<v1::ChangePartitionReply>, Status> {
+        let requester = self.requester(&req)?;
+        let req = req.into_inner();
+        let op = match v1::PartitionOp::try_from(req.op) {
+            Ok(v1::PartitionOp::Create) => command::PartitionOp::Create,
+            Ok(v1::PartitionOp::Update) => command::PartitionOp::Update,
+            Ok(v1::PartitionOp::Delete) => command::PartitionOp::Delete,
+            Ok(v1::PartitionOp::Unspecified) | Err(_) => {
+                return Err(invalid(format!("unknown partition operation {}", req.op)));
+            }
+        };
+        let cmd = command::ChangePartition {
+            op,
+            words: req.words,
+            requester,
+        };
+        let name = self.ask(|reply| Input::ChangePartition(cmd, reply)).await?;
+        Ok(Response::new(v1::ChangePartitionReply { name }))
+    }
+
     async fn change_reservation(
         &self,
         req: Request<v1::ChangeReservationRequest>,

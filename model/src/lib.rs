@@ -18,6 +18,7 @@ pub mod log_level;
 pub mod mail;
 pub mod multi_prog;
 pub mod node;
+pub mod partition_change;
 pub mod pattern;
 pub mod reason;
 pub mod reservation;

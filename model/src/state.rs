@@ -199,6 +199,15 @@ pub enum Event {
     TriggersRemoved {
         ids: Vec<u32>,
     },
+    /// `scontrol create|update partition`: the partition as it now stands (made or
+    /// changed at run time, kept by the store over the config's).
+    PartitionSet {
+        partition: Box<Partition>,
+    },
+    /// `scontrol delete partition`.
+    PartitionDeleted {
+        name: String,
+    },
     /// An admin drains, resumes or downs a node.
     NodeAdmin {
         name: String,
@@ -263,6 +272,15 @@ impl Event {
         }
     }
 
+    /// The run-time partition this event changes, if any.
+    pub fn partition_name(&self) -> Option<&str> {
+        match self {
+            Event::PartitionSet { partition } => Some(&partition.name),
+            Event::PartitionDeleted { name } => Some(name),
+            _ => None,
+        }
+    }
+
     /// The node record this event changes, if any.
     pub fn node_name(&self) -> Option<&str> {
         match self {
@@ -281,6 +299,8 @@ pub struct Restored {
     pub jobs: Vec<Job>,
     pub nodes: Vec<Node>,
     pub reservations: Vec<Reservation>,
+    /// Partitions made or changed at run time (`scontrol create|update partition`).
+    pub partitions: Vec<Partition>,
     /// Decayed usage per (account, user).
     pub usage: Vec<(AssocKey, AssocUsage)>,
     /// The associations kept since `sacctmgr` first changed them (none: the config's
@@ -802,6 +822,24 @@ impl ClusterState {
                     self.triggers.remove(id);
                 }
             }
+            Event::PartitionSet { partition } => {
+                if partition.is_default {
+                    for p in &mut self.partitions {
+                        p.is_default = false;
+                    }
+                }
+                match self
+                    .partitions
+                    .iter_mut()
+                    .find(|p| p.name == partition.name)
+                {
+                    Some(p) => *p = partition.as_ref().clone(),
+                    None => self.partitions.push(partition.as_ref().clone()),
+                }
+            }
+            Event::PartitionDeleted { name } => {
+                self.partitions.retain(|p| &p.name != name);
+            }
             Event::JobsPurged { job_ids } => {
                 for id in job_ids {
                     if self.job(*id).is_some_and(|j| j.state.is_final()) {
@@ -852,6 +890,12 @@ impl ClusterState {
         now: Time,
     ) -> ClusterState {
         let mut state = ClusterState::new(nodes, partitions);
+        // A partition changed at run time wins over the config's of its name.
+        for partition in kept.partitions {
+            state.apply(&Event::PartitionSet {
+                partition: Box::new(partition),
+            });
+        }
         for mut node in kept.nodes {
             node.health = if node.health == NodeHealth::Down && node.reason != NOT_RESPONDING {
                 NodeHealth::Down

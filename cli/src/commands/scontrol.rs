@@ -963,6 +963,8 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
         }
     } else if kw(tag, "completing", 2) {
         completing(s, conn).await;
+    } else if (kw(tag, "create", 2) || kw(tag, "delete", 3)) && names_partition(rest) {
+        partition_change(s, conn, tag, rest).await;
     } else if kw(tag, "create", 2) || kw(tag, "delete", 3) {
         reservation_change(s, conn, tag, rest).await;
     } else if kw(tag, "write", 2) {
@@ -1079,6 +1081,15 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
     };
     if is("ReservationName", 3) {
         return reservation_change(s, conn, "update", args).await;
+    }
+    if args.first().is_some_and(|a| {
+        kw(
+            a.split_once('=').map_or(a.as_str(), |(k, _)| k),
+            "PartitionName",
+            3,
+        )
+    }) {
+        return partition_change(s, conn, "update", args).await;
     }
     if is("JobId", 3) || is("JobName", 3) {
         let u = match parse_job_update(args, times::now()) {
@@ -1615,6 +1626,68 @@ async fn show_nodes(s: &mut Session, conn: &mut Option<client::Ctld>, name: Opti
     s.records_read(nodes.len());
     for n in &nodes {
         s.out.push(render(&node_lines(n), s.one_liner));
+    }
+}
+
+/// Whether the words after `create` or `delete` name a partition: `partition=x`,
+/// `PartitionName=x`, or `partition x`.
+fn names_partition(rest: &[String]) -> bool {
+    rest.first().is_some_and(|w| {
+        let k = w.split_once('=').map_or(w.as_str(), |(k, _)| k);
+        k.eq_ignore_ascii_case("partition") || k.eq_ignore_ascii_case("partitionname")
+    })
+}
+
+/// `create partition=x K=V...` (or `PartitionName=x`), `update PartitionName=x K=V...`
+/// (routed here by `update`), `delete partition=x` (or `delete partition x`). The
+/// words are checked here with the controller's grammar, for scontrol's own errors.
+async fn partition_change(
+    s: &mut Session,
+    conn: &mut Option<client::Ctld>,
+    tag: &str,
+    rest: &[String],
+) {
+    let op = if kw(tag, "create", 2) {
+        v1::PartitionOp::Create
+    } else if kw(tag, "update", 1) {
+        v1::PartitionOp::Update
+    } else {
+        v1::PartitionOp::Delete
+    };
+    let words = match rest {
+        [what, name] if op == v1::PartitionOp::Delete && !what.contains('=') => {
+            vec![format!("PartitionName={name}")]
+        }
+        other => other.to_vec(),
+    };
+    let name = match model::partition_change::parse(&words) {
+        Ok(change) => change.name,
+        Err(model::partition_change::PartitionChangeError::NoName) => {
+            s.fail("PartitionName must be given.");
+            return;
+        }
+        Err(e) => {
+            s.fail(format!("{e}"));
+            s.fail("Request aborted");
+            return;
+        }
+    };
+    let Some(c) = get_client(s, conn, "slurm_update error").await else {
+        return;
+    };
+    if let Err(e) = c
+        .change_partition(v1::ChangePartitionRequest {
+            op: op as i32,
+            words,
+        })
+        .await
+    {
+        let text = calls::status_text(&e);
+        s.fail(match op {
+            v1::PartitionOp::Create => format!("Error creating the partition: {text}"),
+            v1::PartitionOp::Delete => format!("delete_partition {name}: {text}"),
+            _ => format!("slurm_update error: {text}"),
+        });
     }
 }
 

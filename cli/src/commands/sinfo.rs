@@ -572,7 +572,20 @@ pub fn parse_args(
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Result<Options, Exit> {
+    if env("SINFO_ALL").is_some() && env("SINFO_PARTITION").is_some() {
+        return Err(Exit::error(
+            "sinfo",
+            "Conflicting options, SINFO_ALL and SINFO_PARTITION, specified. \
+             Please choose one or the other.",
+        ));
+    }
     let p = args::parse_command_line("sinfo", args, SPECS, ALIASES, HELP, USAGE)?;
+    if p.has("all") && p.has("partition") {
+        return Err(Exit::error(
+            "sinfo",
+            "Conflicting options, -a and -p, specified. Please choose one or the other.",
+        ));
+    }
     if let Some(extra) = p.positional.first() {
         return Err(Exit::usage(
             "sinfo",
@@ -709,7 +722,8 @@ pub fn parse_args(
         partitions: p
             .get("partition")
             .map(String::from)
-            .or_else(|| env("SINFO_PARTITION"))
+            // -a shows every partition, SINFO_PARTITION's too.
+            .or_else(|| env("SINFO_PARTITION").filter(|_| !p.has("all")))
             .map(|v| split_list(&v))
             .unwrap_or_default(),
         nodes,
@@ -1281,5 +1295,24 @@ mod tests {
         assert_eq!(o.partitions, ["gpu"]);
         let o = parse_args(&s(&["-p", "debug"]), &env, &mut Vec::new()).unwrap();
         assert_eq!(o.partitions, ["debug"]);
+        let o = parse_args(&s(&["-a"]), &env, &mut Vec::new()).unwrap();
+        assert!(o.partitions.is_empty());
+    }
+
+    #[test]
+    fn all_and_a_partition_conflict_as_options_and_as_variables() {
+        let none = |_: &str| None;
+        let e = parse_args(&s(&["-a", "-p", "debug"]), &none, &mut Vec::new()).unwrap_err();
+        assert!(
+            format!("{e:?}").contains("Conflicting options, -a and -p"),
+            "{e:?}"
+        );
+        let both =
+            |name: &str| matches!(name, "SINFO_ALL" | "SINFO_PARTITION").then(|| "gpu".to_string());
+        let e = parse_args(&s(&[]), &both, &mut Vec::new()).unwrap_err();
+        assert!(
+            format!("{e:?}").contains("Conflicting options, SINFO_ALL and SINFO_PARTITION"),
+            "{e:?}"
+        );
     }
 }

@@ -754,6 +754,18 @@ pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) -> Result<(), Rejection
 }
 
 /// `scontrol create|update|delete reservation`: the reservation's name.
+/// `scontrol create|update|delete partition`: the partition's name.
+pub fn change_partition(
+    turn: &mut Turn,
+    cmd: crate::command::ChangePartition,
+) -> Result<String, Rejection> {
+    let event = crate::partitions::change(turn.state, &cmd)?;
+    let name = event.partition_name().unwrap_or_default().to_string();
+    turn.emit(event);
+    turn.reschedule = true;
+    Ok(name)
+}
+
 pub fn change_reservation(turn: &mut Turn, cmd: ChangeReservation) -> Result<String, Rejection> {
     let event = crate::reservations::change(turn.state, &cmd, turn.now)?;
     let name = event.reservation_name().unwrap_or_default().to_string();

@@ -242,6 +242,16 @@ impl Env {
                 .collect(),
             nodes: self.state.nodes.values().cloned().collect(),
             reservations: self.state.reservations.values().cloned().collect(),
+            // What the store keeps: the partitions changed at run time.
+            partitions: {
+                let configured = self.config.partition_list();
+                self.state
+                    .partitions
+                    .iter()
+                    .filter(|p| !configured.contains(p))
+                    .cloned()
+                    .collect()
+            },
             usage: self.state.usage.clone().into_iter().collect(),
             assocs: None,
             triggers: self.state.triggers.values().cloned().collect(),
@@ -2118,4 +2128,88 @@ fn job_triggers_fire_at_the_jobs_end_or_before_its_limit_and_are_cleared_by_thei
     let d = env.turn(|t| nodes::job_finished(t, end));
     assert_eq!(fired(&d.effects), [(fini, id.to_string())]);
     assert!(env.state.triggers.is_empty(), "{:?}", env.state.triggers);
+}
+
+#[test]
+fn operators_create_update_and_delete_partitions_and_a_restart_keeps_them() {
+    use crate::command::Rejection;
+    use crate::command::{ChangePartition, PartitionOp};
+    let mut env = Env::new("");
+    let change = |env: &mut Env, op: PartitionOp, words: &str, uid: u32| {
+        let cmd = ChangePartition {
+            op,
+            words: words.split_whitespace().map(String::from).collect(),
+            requester: who(uid),
+        };
+        env.turn(|t| jobs::change_partition(t, cmd)).answer
+    };
+    assert_eq!(
+        change(
+            &mut env,
+            PartitionOp::Create,
+            "PartitionName=extra Nodes=n1",
+            ALICE
+        ),
+        Err(Rejection::PermissionDenied)
+    );
+    assert_eq!(
+        change(
+            &mut env,
+            PartitionOp::Create,
+            "partition=extra nodes=n1 MaxTime=30",
+            0
+        ),
+        Ok("extra".into())
+    );
+    assert_eq!(env.state.partition("extra").unwrap().nodes, ["n1"]);
+    assert_eq!(env.state.partition("extra").unwrap().max_time_min, Some(30));
+    assert!(
+        change(
+            &mut env,
+            PartitionOp::Create,
+            "PartitionName=extra Nodes=n1",
+            0
+        )
+        .is_err()
+    );
+    assert_eq!(
+        change(
+            &mut env,
+            PartitionOp::Update,
+            "PartitionName=extra Nodes=nosuch",
+            0
+        ),
+        Err(Rejection::Invalid("Invalid node name specified".into()))
+    );
+    assert_eq!(
+        change(
+            &mut env,
+            PartitionOp::Update,
+            "PartitionName=ghost Nodes=n1",
+            0
+        ),
+        Err(Rejection::NotFound(
+            "Invalid partition name specified".into()
+        ))
+    );
+    change(
+        &mut env,
+        PartitionOp::Update,
+        "PartitionName=extra Nodes=n[1-2]",
+        0,
+    )
+    .unwrap();
+    env.restart();
+    assert_eq!(env.state.partition("extra").unwrap().nodes, ["n1", "n2"]);
+
+    // A job in it holds it; once the job ends it may go.
+    let id = env.submit(|s| s.partition = "extra".into());
+    assert_eq!(
+        change(&mut env, PartitionOp::Delete, "PartitionName=extra", 0),
+        Err(Rejection::WrongState("Partition is in use".into()))
+    );
+    env.scancel(id, 0);
+    change(&mut env, PartitionOp::Delete, "PartitionName=extra", 0).unwrap();
+    assert!(env.state.partition("extra").is_none());
+    assert!(env.state.partition("p").is_some());
 }

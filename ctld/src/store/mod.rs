@@ -54,6 +54,8 @@ pub struct Batch {
     pub nodes: Vec<Node>,
     /// A reservation as it now stands, or `None`: deleted.
     pub reservations: Vec<(String, Option<Reservation>)>,
+    /// A run-time partition as it now stands, or `None`: deleted.
+    pub partitions: Vec<(String, Option<model::config::Partition>)>,
     pub usage: Vec<(AssocKey, AssocUsage)>,
     /// The associations as a `sacctmgr` change left them.
     pub assocs: Option<Arc<Associations>>,
@@ -71,6 +73,7 @@ impl Batch {
             && self.jobs.is_empty()
             && self.nodes.is_empty()
             && self.reservations.is_empty()
+            && self.partitions.is_empty()
             && self.usage.is_empty()
             && self.assocs.is_none()
             && self.purged.is_empty()

@@ -16,6 +16,7 @@
 
 use super::StoreError;
 use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
+use model::config::Partition;
 use model::gpu_use::{GpuIdleAction, GpuIdlePolicy, GpuUse};
 use model::mail::MailType;
 use model::trigger::{Trigger, TriggerEvent, TriggerResource, TriggerSpec};
@@ -1156,6 +1157,103 @@ pub enum ReservationFlagRecord {
     Overlap,
 }
 
+/// A partition's state, as the store keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PartitionStateRecord {
+    Up,
+    Down,
+    Drain,
+    Inactive,
+}
+
+/// A partition's OverSubscribe, as the store keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OverSubscribeRecord {
+    No,
+    Yes,
+    Exclusive,
+}
+
+/// A partition made or changed at run time (`scontrol create|update partition`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionRecord {
+    pub name: String,
+    pub nodes: Vec<String>,
+    pub is_default: bool,
+    pub max_time_min: Option<u32>,
+    pub default_time_min: Option<u32>,
+    pub max_nodes: u32,
+    pub state: PartitionStateRecord,
+    pub priority_job_factor: u32,
+    pub priority_tier: u32,
+    pub allow_accounts: Vec<String>,
+    pub deny_accounts: Vec<String>,
+    pub allow_qos: Vec<String>,
+    pub oversubscribe: OverSubscribeRecord,
+}
+
+impl From<&Partition> for PartitionRecord {
+    fn from(p: &Partition) -> Self {
+        use PartitionStateRecord as S;
+        PartitionRecord {
+            name: p.name.clone(),
+            nodes: p.nodes.clone(),
+            is_default: p.is_default,
+            max_time_min: p.max_time_min,
+            default_time_min: p.default_time_min,
+            max_nodes: p.max_nodes,
+            state: match p.state.as_str() {
+                "DOWN" => S::Down,
+                "DRAIN" => S::Drain,
+                "INACTIVE" => S::Inactive,
+                _ => S::Up,
+            },
+            priority_job_factor: p.priority_job_factor,
+            priority_tier: p.priority_tier,
+            allow_accounts: p.allow_accounts.clone(),
+            deny_accounts: p.deny_accounts.clone(),
+            allow_qos: p.allow_qos.clone(),
+            oversubscribe: match p.oversubscribe.as_str() {
+                "YES" => OverSubscribeRecord::Yes,
+                "EXCLUSIVE" => OverSubscribeRecord::Exclusive,
+                _ => OverSubscribeRecord::No,
+            },
+        }
+    }
+}
+
+impl From<PartitionRecord> for Partition {
+    fn from(r: PartitionRecord) -> Self {
+        use PartitionStateRecord as S;
+        Partition {
+            name: r.name,
+            nodes: r.nodes,
+            is_default: r.is_default,
+            max_time_min: r.max_time_min,
+            default_time_min: r.default_time_min,
+            max_nodes: r.max_nodes,
+            state: match r.state {
+                S::Up => "UP",
+                S::Down => "DOWN",
+                S::Drain => "DRAIN",
+                S::Inactive => "INACTIVE",
+            }
+            .into(),
+            priority_job_factor: r.priority_job_factor,
+            priority_tier: r.priority_tier,
+            allow_accounts: r.allow_accounts,
+            deny_accounts: r.deny_accounts,
+            allow_qos: r.allow_qos,
+            oversubscribe: match r.oversubscribe {
+                OverSubscribeRecord::No => "NO",
+                OverSubscribeRecord::Yes => "YES",
+                OverSubscribeRecord::Exclusive => "EXCLUSIVE",
+            }
+            .into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReservationRecord {
     pub name: String,
@@ -1822,6 +1920,12 @@ mod tests {
             golden(&ReservationRecord::from(&r)),
             "09056d61696e74142801026e310104726f6f740002000300"
         );
+        let mut p = Partition::open("p1", vec!["n1".into()], true);
+        p.max_time_min = Some(30);
+        p.state = "DOWN".into();
+        let record = PartitionRecord::from(&p);
+        assert_eq!(Partition::from(record.clone()), p);
+        assert_eq!(golden(&record), "0902703101026e3101011e000001010100000000");
         let usage = AssocUsage {
             billing: 1.5,
             tres: [("cpu".to_string(), 2.0)].into(),

@@ -2,10 +2,11 @@
 //!
 //! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
 //! written once at submit), `nodes` (name → node record), `reservations` (name →
-//! reservation), `usage` (account `\0` user → decayed usage of that association),
-//! `accounting` (`associations` → the accounts, users and QOS `sacctmgr` keeps),
-//! `triggers` (big-endian trigger id → `strigger`'s trigger; `next_id` → the id the
-//! next one gets). Keys
+//! reservation), `partitions` (name → a partition made or changed at run time), `usage`
+//! (account `\0` user → decayed usage of that association), `accounting`
+//! (`associations` → the accounts, users and QOS `sacctmgr` keeps), `triggers`
+//! (big-endian trigger id → `strigger`'s trigger; `next_id` → the id the next one
+//! gets). Keys
 //! of jobs are big-endian ids, so a scan returns jobs in id order. Every record is a
 //! `records` type behind a one-byte format version; the default tree holds the
 //! store's `format` and the journal. The records of one turn become durable with one
@@ -39,7 +40,7 @@
 
 use super::records::{
     self, AssociationsRecord, JobFields4, JobRecord, JobRecord5, NextTriggerRecord, NodeRecord,
-    PayloadRecord, ReservationRecord, TriggerRecord, UsageRecord,
+    PartitionRecord, PayloadRecord, ReservationRecord, TriggerRecord, UsageRecord,
 };
 use super::{Batch, Store, StoreError, v3};
 use model::usage::AssocKey;
@@ -61,6 +62,7 @@ pub struct SledStore {
     payloads: sled::Tree,
     nodes: sled::Tree,
     reservations: sled::Tree,
+    partitions: sled::Tree,
     usage: sled::Tree,
     accounting: sled::Tree,
     triggers: sled::Tree,
@@ -85,6 +87,7 @@ enum TreeName {
     Usage = 4,
     Accounting = 5,
     Triggers = 6,
+    Partitions = 7,
 }
 
 /// The key of the next trigger id in the `triggers` tree (trigger ids are 4 bytes).
@@ -94,7 +97,7 @@ const NEXT_TRIGGER_KEY: &[u8] = b"next_id";
 const ASSOCIATIONS_KEY: &[u8] = b"associations";
 
 impl TreeName {
-    const ALL: [TreeName; 7] = [
+    const ALL: [TreeName; 8] = [
         TreeName::Jobs,
         TreeName::Payloads,
         TreeName::Nodes,
@@ -102,6 +105,7 @@ impl TreeName {
         TreeName::Usage,
         TreeName::Accounting,
         TreeName::Triggers,
+        TreeName::Partitions,
     ];
 
     fn from_number(n: u8) -> Option<TreeName> {
@@ -257,6 +261,7 @@ impl SledStore {
             payloads: db.open_tree("payloads")?,
             nodes: db.open_tree("nodes")?,
             reservations: db.open_tree("reservations")?,
+            partitions: db.open_tree("partitions")?,
             usage: db.open_tree("usage")?,
             accounting: db.open_tree("accounting")?,
             triggers: db.open_tree("triggers")?,
@@ -279,6 +284,7 @@ impl SledStore {
             TreeName::Usage => &self.usage,
             TreeName::Accounting => &self.accounting,
             TreeName::Triggers => &self.triggers,
+            TreeName::Partitions => &self.partitions,
         }
     }
 
@@ -462,6 +468,13 @@ fn puts(batch: &Batch) -> Result<(Vec<Put>, Vec<Put>), StoreError> {
             value,
         ));
     }
+    for (name, p) in &batch.partitions {
+        let value = p
+            .as_ref()
+            .map(|p| records::encode(&PartitionRecord::from(p)))
+            .transpose()?;
+        others.push((TreeName::Partitions as u8, name.as_bytes().to_vec(), value));
+    }
     for (key, usage) in &batch.usage {
         others.push((
             TreeName::Usage as u8,
@@ -530,6 +543,12 @@ impl Store for SledStore {
             let what = || format!("trigger {}", String::from_utf8_lossy(&k));
             triggers.push(decode::<TriggerRecord>(&what, &v)?.into());
         }
+        let mut partitions = Vec::new();
+        for item in self.partitions.iter() {
+            let (k, v) = item?;
+            let what = || format!("partition {}", String::from_utf8_lossy(&k));
+            partitions.push(decode::<PartitionRecord>(&what, &v)?.into());
+        }
         let mut usage = Vec::new();
         for item in self.usage.iter() {
             let (k, v) = item?;
@@ -552,6 +571,7 @@ impl Store for SledStore {
             jobs,
             nodes,
             reservations,
+            partitions,
             usage,
             assocs,
             triggers,
@@ -665,6 +685,37 @@ mod tests {
         assert_eq!(loaded.nodes[0].name, "n1");
         assert_eq!(store.payload(1).unwrap().unwrap().script, "#!/bin/sh\n");
         assert!(store.payload(2).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn run_time_partitions_survive_reopen_and_a_deleted_one_is_gone() {
+        use model::config::Partition;
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            let mut short = Partition::open("short", vec!["n1".into()], false);
+            short.max_time_min = Some(30);
+            let batch = Batch {
+                partitions: vec![
+                    ("short".into(), Some(short)),
+                    ("gone".into(), Some(Partition::open("gone", vec![], false))),
+                ],
+                ..Batch::default()
+            };
+            store.commit(batch).unwrap();
+            store
+                .commit(Batch {
+                    partitions: vec![("gone".into(), None)],
+                    ..Batch::default()
+                })
+                .unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.partitions.len(), 1);
+        assert_eq!(loaded.partitions[0].name, "short");
+        assert_eq!(loaded.partitions[0].max_time_min, Some(30));
+        assert_eq!(loaded.partitions[0].nodes, ["n1"]);
     }
 
     #[tokio::test]

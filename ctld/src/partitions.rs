@@ -1,0 +1,55 @@
+//! `scontrol create|update|delete partition`: applies scontrol's words
+//! (`model::partition_change`) to the cluster's partitions, as the event to apply, or
+//! Slurm's error for the request. Only operators change partitions; a partition that
+//! still holds pending or running jobs is not deleted ("Partition is in use").
+
+use crate::command::{ChangePartition, PartitionOp, Rejection};
+use model::config::Partition;
+use model::partition_change::{self, PartitionChangeError};
+use model::{ClusterState, Event};
+
+/// The event for a change, or Slurm's error for it.
+pub fn change(state: &ClusterState, req: &ChangePartition) -> Result<Event, Rejection> {
+    if !req.requester.is_operator() {
+        return Err(Rejection::PermissionDenied);
+    }
+    let invalid_name = || Rejection::NotFound("Invalid partition name specified".into());
+    let change = partition_change::parse(&req.words).map_err(|e| match e {
+        PartitionChangeError::NoName => invalid_name(),
+        other => Rejection::Invalid(other.to_string()),
+    })?;
+    let all_nodes: Vec<String> = state.nodes.keys().cloned().collect();
+    let existing = state.partition(&change.name);
+    match req.op {
+        PartitionOp::Delete => {
+            if existing.is_none() {
+                return Err(invalid_name());
+            }
+            let in_use = state
+                .jobs
+                .values()
+                .any(|j| !j.state.is_final() && j.spec.partition == change.name);
+            if in_use {
+                return Err(Rejection::WrongState("Partition is in use".into()));
+            }
+            Ok(Event::PartitionDeleted { name: change.name })
+        }
+        PartitionOp::Create | PartitionOp::Update => {
+            let mut partition = match (req.op, existing) {
+                (PartitionOp::Create, Some(_)) => return Err(invalid_name()),
+                (PartitionOp::Update, None) => return Err(invalid_name()),
+                (_, Some(p)) => p.clone(),
+                (_, None) => Partition::open(&change.name, Vec::new(), false),
+            };
+            change
+                .apply_to(&mut partition, &all_nodes)
+                .map_err(|e| Rejection::Invalid(e.to_string()))?;
+            if partition.default_time_min.is_none() {
+                partition.default_time_min = partition.max_time_min;
+            }
+            Ok(Event::PartitionSet {
+                partition: Box::new(partition),
+            })
+        }
+    }
+}
