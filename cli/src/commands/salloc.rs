@@ -587,6 +587,9 @@ fn set_allocation_extras(env: &mut Vec<(String, String)>, o: &SubmitOpts) {
     if let Some(c) = o.cpus_per_task.filter(|c| *c > 1) {
         set("SLURM_CPUS_PER_TASK", c.to_string());
     }
+    if o.overcommit {
+        set("SLURM_OVERCOMMIT", "1".to_string());
+    }
 }
 
 /// Runs the command in the allocation and waits for it, watching the job meanwhile:
@@ -925,6 +928,7 @@ mod tests {
         assert!(env.is_empty());
         o.ntasks = Some(10);
         o.cpus_per_task = Some(2);
+        o.overcommit = true;
         set_allocation_extras(&mut env, &o);
         assert_eq!(
             env,
@@ -932,6 +936,7 @@ mod tests {
                 ("SLURM_NTASKS".to_string(), "10".to_string()),
                 ("SLURM_NPROCS".to_string(), "10".to_string()),
                 ("SLURM_CPUS_PER_TASK".to_string(), "2".to_string()),
+                ("SLURM_OVERCOMMIT".to_string(), "1".to_string()),
             ]
         );
     }
