@@ -30,15 +30,39 @@ pub fn bin_dir() -> PathBuf {
     dir
 }
 
-/// Ports nobody listens on right now.
+/// Ports nobody listens on right now, below the kernel's ephemeral range (32768 and
+/// up by default): a port the kernel handed out for `127.0.0.1:0` may be given to an
+/// outgoing connection (a client of the daemons the test starts) before the daemon
+/// that is meant to listen on it binds it. Each call takes the next ports of one
+/// sequence, which starts at a place of this process's own, so that tests running side
+/// by side never pick the same ones.
 pub fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 10_000;
+    const SPAN: u32 = 22_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        (std::process::id() * 997) % SPAN,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    let mut ports = Vec::with_capacity(n);
+    for _ in 0..SPAN {
+        if ports.len() == n {
+            break;
+        }
+        let port = (FIRST + NEXT.fetch_add(1, Ordering::SeqCst) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            ports.push(port);
+        }
+    }
+    assert_eq!(
+        ports.len(),
+        n,
+        "no {n} free ports below the ephemeral range"
+    );
+    ports
 }
 
 /// Polls `f` every 20 ms until it returns true or the deadline passes.
