@@ -137,6 +137,8 @@ pub fn parse_fields(list: &str) -> Result<Vec<(&'static Sacct, i32)>, String> {
 /// Everything the command line asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// `-v`: say which accounting store answers, as Slurm's sacct does first.
+    pub verbose: bool,
     pub fields: Vec<(&'static Sacct, i32)>,
     /// The command line chose the fields (`-o`, `-b`, `-l`), not SACCT_FORMAT or the
     /// default.
@@ -276,6 +278,7 @@ pub fn parse_args(
             .collect::<Vec<_>>()
     };
     Ok(Options {
+        verbose: p.has("verbose"),
         fields,
         fields_given,
         noheader: p.has("noheader"),
@@ -864,6 +867,13 @@ fn context(program: &str, jobs: &[JobInfo], now: i64, cluster: String) -> Result
 pub fn run(args: &[String]) -> ExitCode {
     match select("sacct", args) {
         Ok((opts, jobs, ctx)) => {
+            if opts.verbose {
+                // The controller keeps the accounting records, standing in for the
+                // slurmdbd that `scontrol show config`'s AccountingStorageType names.
+                eprintln!(
+                    "sacct: accounting_storage/slurmdbd: init: Accounting storage SLURMDBD plugin loaded"
+                );
+            }
             print!("{}", render(&opts, &jobs, &ctx));
             ExitCode::SUCCESS
         }
@@ -969,6 +979,13 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Options, Exit> {
         parse_args(&s(args), &|_| None, NOW, 1000, "alice")
+    }
+
+    #[test]
+    fn verbose_is_taken_in_its_short_and_long_forms() {
+        assert!(!parse(&[]).unwrap().verbose);
+        assert!(parse(&["-v"]).unwrap().verbose);
+        assert!(parse(&["--verbose", "-X"]).unwrap().verbose);
     }
 
     fn ctx() -> Ctx {
