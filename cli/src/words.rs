@@ -22,6 +22,15 @@ pub fn abbreviates(text: &str, keyword: &str, min: usize) -> bool {
     text.len() >= min.min(keyword.len()) && starts_with_ci(keyword, text)
 }
 
+/// The value of the first `(keyword, min, value)` of `table` that `text` abbreviates
+/// (`abbreviates`): Slurm's commands try their keywords in order.
+pub fn abbreviated<T: Copy>(text: &str, table: &[(&str, usize, T)]) -> Option<T> {
+    table
+        .iter()
+        .find(|(keyword, min, _)| abbreviates(text, keyword, *min))
+        .map(|(_, _, value)| *value)
+}
+
 /// C's `atoi`: an optional sign and the leading digits, 0 for none (`%-12` is -12).
 pub fn atoi(text: &str) -> i32 {
     let text = text.trim_start();
@@ -94,6 +103,16 @@ mod tests {
         assert_eq!(strip_prefix_ci("jobé=1", "jobid="), None);
         assert!(starts_with_ci("JobName", "jobn"));
         assert!(!starts_with_ci("Job", "jobn"));
+    }
+
+    #[test]
+    fn the_first_keyword_abbreviated_wins() {
+        let table = [("delete", 3, 1), ("default", 3, 2), ("down", 1, 3)];
+        assert_eq!(abbreviated("DEL", &table), Some(1));
+        assert_eq!(abbreviated("defa", &table), Some(2));
+        assert_eq!(abbreviated("de", &table), None);
+        assert_eq!(abbreviated("d", &table), Some(3));
+        assert_eq!(abbreviated("up", &table), None);
     }
 
     #[test]

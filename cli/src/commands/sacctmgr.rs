@@ -31,8 +31,8 @@ use crate::exit::Exit;
 use crate::format::{self, Parsable, TableField};
 use crate::opts::{OptSpec, flag, value};
 use crate::times;
-use crate::words::abbreviates as keyword;
 use crate::words::atoi;
+use crate::words::{abbreviated, abbreviates as keyword};
 use model::assoc::{Account, Associations, DEFAULT_QOS, Limits, Qos, ROOT};
 use model::assoc_change::{
     Action, AssocChange, Changed, Entity, LimitKind, LimitValue, Settings, admin_level_name,
@@ -160,47 +160,48 @@ fn slurm_line(message: &str) -> String {
 /// The entity `show`/`list` names, abbreviated as Slurm's sacctmgr takes it (`acc`,
 /// `assoc`, `cl`, `q`, `u`); the first keyword that matches wins, in Slurm's order.
 fn listing(word: &str) -> Option<Listing> {
-    [
-        ("accounts", 1, Some(Listing::Account)),
-        ("acct", 4, Some(Listing::Account)),
-        ("associations", 2, Some(Listing::Assoc)),
-        ("clusters", 2, Some(Listing::Cluster)),
-        ("coordinators", 2, None),
-        ("qos", 1, Some(Listing::Qos)),
-        ("users", 1, Some(Listing::User)),
-    ]
-    .into_iter()
-    .find(|(name, min, _)| keyword(word, name, *min))
-    .and_then(|(_, _, listing)| listing)
+    abbreviated(
+        word,
+        &[
+            ("accounts", 1, Some(Listing::Account)),
+            ("acct", 4, Some(Listing::Account)),
+            ("associations", 2, Some(Listing::Assoc)),
+            ("clusters", 2, Some(Listing::Cluster)),
+            ("coordinators", 2, None),
+            ("qos", 1, Some(Listing::Qos)),
+            ("users", 1, Some(Listing::User)),
+        ],
+    )
+    .flatten()
 }
 
 /// The entity `add`/`modify`/`delete` names, abbreviated as Slurm's sacctmgr takes it.
 fn entity(word: &str) -> Option<Entity> {
-    [
-        ("accounts", 1, Entity::Account),
-        ("acct", 4, Entity::Account),
-        ("coordinators", 2, Entity::Coordinator),
-        ("qos", 1, Entity::Qos),
-        ("users", 1, Entity::User),
-    ]
-    .into_iter()
-    .find(|(name, min, _)| keyword(word, name, *min))
-    .map(|(_, _, entity)| entity)
+    abbreviated(
+        word,
+        &[
+            ("accounts", 1, Entity::Account),
+            ("acct", 4, Entity::Account),
+            ("coordinators", 2, Entity::Coordinator),
+            ("qos", 1, Entity::Qos),
+            ("users", 1, Entity::User),
+        ],
+    )
 }
 
 /// The verb, abbreviated as Slurm's sacctmgr takes it (`mod`, `del`, `cre`).
 fn action(word: &str) -> Option<Action> {
-    [
-        ("add", 3, Action::Add),
-        ("create", 3, Action::Add),
-        ("modify", 1, Action::Modify),
-        ("update", 1, Action::Modify),
-        ("delete", 3, Action::Delete),
-        ("remove", 3, Action::Delete),
-    ]
-    .into_iter()
-    .find(|(name, min, _)| keyword(word, name, *min))
-    .map(|(_, _, action)| action)
+    abbreviated(
+        word,
+        &[
+            ("add", 3, Action::Add),
+            ("create", 3, Action::Add),
+            ("modify", 1, Action::Modify),
+            ("update", 1, Action::Modify),
+            ("delete", 3, Action::Delete),
+            ("remove", 3, Action::Delete),
+        ],
+    )
 }
 
 /// Parses `show`'s words.
