@@ -82,7 +82,8 @@ async fn submit(
     let mut spec = build_spec(&o, prog, &ctx, HOLD_SCRIPT.to_string(), Vec::new(), name)?;
     // An interactive allocation is not requeued (JobRequeue is for batch jobs).
     spec.requeue = false;
-    let fail = |e: String| Exit::error(prog, format!("Job submit/allocate failed: {e}"));
+    let failure = submit_opts::submit_failure(prog);
+    let fail = |e: String| Exit::error(prog, format!("{failure}: {e}"));
     let mut ctld = calls::connect().await.map_err(fail)?;
     let reply = ctld
         .submit_job(v1::SubmitJobRequest {
@@ -90,7 +91,7 @@ async fn submit(
             test_only: false,
         })
         .await
-        .map_err(|s| calls::refusal(prog, "Job submit/allocate failed", &s))?
+        .map_err(|s| calls::refusal(prog, failure, &s))?
         .into_inner();
     Ok((ctld, reply.job_id))
 }

@@ -386,8 +386,8 @@ pub fn run(args: &[String]) -> ExitCode {
 }
 
 async fn submit(sub: Submission) -> ExitCode {
-    let fail =
-        |msg: String| Exit::error(PROG, format!("Batch job submission failed: {msg}")).finish();
+    let failure = submit_opts::submit_failure(PROG);
+    let fail = |msg: String| Exit::error(PROG, format!("{failure}: {msg}")).finish();
     let mut client = match calls::connect().await {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -400,7 +400,7 @@ async fn submit(sub: Submission) -> ExitCode {
     };
     let reply = match client.submit_job(req).await {
         Ok(r) => r.into_inner(),
-        Err(s) => return calls::refusal(PROG, "Batch job submission failed", &s).finish(),
+        Err(s) => return calls::refusal(PROG, failure, &s).finish(),
     };
     if sub.test_only {
         if partition.is_empty()

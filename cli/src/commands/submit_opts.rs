@@ -956,10 +956,7 @@ fn parse_node_count(prog: &str, val: &str) -> Result<(u32, Option<u32>), Exit> {
         most = (hi > n).then_some(hi);
     }
     if n == 0 {
-        return Err(Exit::error(
-            prog,
-            "Batch job submission failed: Node count specification invalid",
-        ));
+        return Err(submission_failed(prog, "Node count specification invalid"));
     }
     Ok((n, most))
 }
@@ -1303,16 +1300,21 @@ fn checked_deadline(
     Ok(deadline)
 }
 
-/// A refused submission in each command's words (`sbatch: error: Batch job submission
-/// failed: WHY`, salloc's "Job submit/allocate failed", srun's "Unable to allocate
-/// resources").
-fn submission_failed(prog: &str, why: &str) -> Exit {
-    let failed = match prog {
+/// How each command says its submission was refused, before the reason: sbatch's
+/// "Batch job submission failed", salloc's "Job submit/allocate failed", srun's
+/// "Unable to allocate resources".
+pub fn submit_failure(prog: &str) -> &'static str {
+    match prog {
         "salloc" => "Job submit/allocate failed",
         "srun" => "Unable to allocate resources",
         _ => "Batch job submission failed",
-    };
-    Exit::error(prog, format!("{failed}: {why}"))
+    }
+}
+
+/// A refused submission in `prog`'s words (`sbatch: error: Batch job submission
+/// failed: WHY`).
+fn submission_failed(prog: &str, why: &str) -> Exit {
+    Exit::error(prog, format!("{}: {why}", submit_failure(prog)))
 }
 
 /// What sbatch adds to the job's environment from its options (sbatch(1), "OUTPUT
@@ -1351,12 +1353,10 @@ pub fn build_spec(
         None => ctx.cwd.to_string(),
     };
     let array = match o.array.as_deref() {
-        Some(a) => Some(model::job::parse_array(a, ctx.max_array_size).map_err(|_| {
-            Exit::error(
-                prog,
-                "Batch job submission failed: Invalid job array specification",
-            )
-        })?),
+        Some(a) => Some(
+            model::job::parse_array(a, ctx.max_array_size)
+                .map_err(|_| submission_failed(prog, "Invalid job array specification"))?,
+        ),
         None => None,
     };
     let begin_time = match o.begin.as_deref() {
@@ -1723,6 +1723,10 @@ pub(crate) mod tests {
 
     #[test]
     fn refusals_in_each_commands_words() {
+        assert_eq!(
+            submission_failed("srun", "Node count specification invalid").lines(),
+            ["srun: error: Unable to allocate resources: Node count specification invalid"]
+        );
         assert_eq!(
             submission_failed("salloc", INVALID_TIME_MIN).lines(),
             [
