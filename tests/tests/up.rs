@@ -73,6 +73,24 @@ fn idle_nodes(dir: &std::path::Path, n: usize) -> bool {
     })
 }
 
+/// Waits until `drover up` says the cluster is up, which it does once every daemon
+/// listens: a daemon that dies before then makes it stop the cluster as one that
+/// did not start. False if it exits first.
+fn says_up(child: &mut std::process::Child) -> bool {
+    use std::io::BufRead;
+    // The pipe stays open (only the reader is dropped): `drover up` writes to it again
+    // when it stops.
+    let mut out = std::io::BufReader::new(child.stdout.as_mut().unwrap());
+    let mut line = String::new();
+    while out.read_line(&mut line).unwrap_or(0) > 0 {
+        if line.contains("press Ctrl-C to stop") {
+            return true;
+        }
+        line.clear();
+    }
+    false
+}
+
 /// Waits until job `id` of the cluster in `dir` is COMPLETED; false if it never is.
 fn completes(dir: &std::path::Path, id: &str) -> bool {
     wait_until(T, || {
@@ -164,6 +182,7 @@ fn node_daemons(up: u32) -> Vec<i32> {
 fn a_node_daemon_that_dies_takes_down_its_node_only() {
     let dir = tempfile::tempdir().unwrap();
     let (mut up, _) = up_on_free_ports(dir.path(), 4);
+    assert!(says_up(&mut up));
     assert!(idle_nodes(dir.path(), 2));
     let daemons = node_daemons(up.id());
     assert_eq!(daemons.len(), 2, "{daemons:?}");
