@@ -149,6 +149,12 @@ pub fn prepare(
             .with_code(255));
         }
         o.apply_all(Command::Sbatch, &parsed.opts, Source::Script)?;
+        // LSF's `#BSUB` lines after, as Slurm's sbatch reads them.
+        let lsf = submit_opts::lsf_directive_words(&script)
+            .map_err(|e| Exit::error(PROG, e).with_code(255))?;
+        let parsed = opts::parse(submit_opts::specs(Command::Sbatch), &lsf, false)
+            .map_err(|e| Exit::usage(PROG, &e).with_code(255))?;
+        o.apply_all(Command::Sbatch, &parsed.opts, Source::Script)?;
     }
     let env_opts = submit_opts::env_options(ctx.env);
     o.apply_all(Command::Sbatch, &env_opts, Source::Env)?;

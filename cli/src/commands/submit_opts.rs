@@ -1099,9 +1099,14 @@ pub fn export_env(spec: Option<&str>, env: &[(String, String)]) -> Vec<(String, 
 /// line that is neither blank nor a comment. Words split at blanks; double or single
 /// quotes group, a backslash escapes, and an unquoted `#` starts a comment.
 pub fn directive_words(script: &str) -> Vec<String> {
+    magic_words(script, "#SBATCH")
+}
+
+/// The words of a script's lines that start with `magic`, before its first command.
+fn magic_words(script: &str, magic: &str) -> Vec<String> {
     let mut words = Vec::new();
     for line in script.lines() {
-        if let Some(rest) = line.strip_prefix("#SBATCH") {
+        if let Some(rest) = line.strip_prefix(magic) {
             words.extend(split_words(rest, true));
             continue;
         }
@@ -1111,6 +1116,63 @@ pub fn directive_words(script: &str) -> Vec<String> {
         }
     }
     words
+}
+
+/// A script's `#BSUB` lines (LSF's directives) as the sbatch options Slurm's sbatch
+/// reads them as: `-J name`, `-o`/`-e` files, `-q` partition, `-m "hosts"` (a node
+/// list), `-n` tasks, `-W` minutes, `-M` memory per CPU in KB, `-x` exclusive. A value
+/// may follow its letter or be the next word. Any other option is refused.
+///
+/// Example: `#BSUB -J x -W10 -M4096 -m"n1 n2" -x` is `--job-name=x --time=10
+/// --mem-per-cpu=4 --nodelist=n1,n2 --exclusive`.
+pub fn lsf_directive_words(script: &str) -> Result<Vec<String>, String> {
+    let words = magic_words(script, "#BSUB");
+    let mut out = Vec::new();
+    let mut rest = words.iter();
+    while let Some(word) = rest.next() {
+        let letter = word
+            .strip_prefix('-')
+            .and_then(|w| w.chars().next())
+            .ok_or_else(|| format!("Invalid directive found in batch script: {word}"))?;
+        if letter == 'x' && word.len() == 2 {
+            out.push("--exclusive".to_string());
+            continue;
+        }
+        let option = match letter {
+            'J' => "job-name",
+            'o' => "output",
+            'e' => "error",
+            'q' => "partition",
+            'm' => "nodelist",
+            'n' => "ntasks",
+            'W' => "time",
+            'M' => "mem-per-cpu",
+            _ => return Err(format!("Unrecognized command line parameter {word}")),
+        };
+        let value = match &word[2..] {
+            "" => rest
+                .next()
+                .cloned()
+                .ok_or_else(|| format!("option requires an argument -- '{letter}'"))?,
+            v => v.to_string(),
+        };
+        let value = match letter {
+            'm' => value.split_whitespace().collect::<Vec<_>>().join(","),
+            'M' => {
+                let kb: u64 = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("Invalid memory limit: {value}"))?;
+                if kb < 1024 {
+                    continue;
+                }
+                (kb / 1024).to_string()
+            }
+            _ => value,
+        };
+        out.push(format!("--{option}={value}"));
+    }
+    Ok(out)
 }
 
 /// This machine's host name.
@@ -1930,6 +1992,37 @@ pub(crate) mod tests {
             directive_words("#!/bin/sh\n  #SBATCH -p x\n"),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn lsf_directives_are_read_as_slurms_sbatch_reads_them() {
+        let script = "#!/bin/sh\n#BSUB -o/dev/null -e /tmp/err\n#BSUB -m\"n1 n2\"\n\
+                      #BSUB -J job -M4096\n#BSUB -W1 -x -qdebug -n 2\nsleep 1\n#BSUB -J late\n";
+        assert_eq!(
+            lsf_directive_words(script).unwrap(),
+            [
+                "--output=/dev/null",
+                "--error=/tmp/err",
+                "--nodelist=n1,n2",
+                "--job-name=job",
+                "--mem-per-cpu=4",
+                "--time=1",
+                "--exclusive",
+                "--partition=debug",
+                "--ntasks=2",
+            ]
+        );
+        for (bad, says) in [
+            ("#BSUB -Z 3\n", "Unrecognized command line parameter -Z"),
+            ("#BSUB -J\n", "option requires an argument -- 'J'"),
+            ("#BSUB -Mlots\n", "Invalid memory limit: lots"),
+            (
+                "#BSUB job\n",
+                "Invalid directive found in batch script: job",
+            ),
+        ] {
+            assert_eq!(lsf_directive_words(bad).unwrap_err(), says);
+        }
     }
 
     #[test]
