@@ -14,6 +14,25 @@ pub async fn connect() -> Result<Ctld, String> {
     client::connect().await.map_err(|e| connect_error_text(&e))
 }
 
+/// Makes `call` on `ctld`, and once more on a new connection (which then replaces it)
+/// where the first was lost. A command that runs long (srun while its tasks run) makes
+/// no call for minutes, and its connection answers no keepalive between calls
+/// (`crate::connection`), so the controller closes it. Only for calls that may be made
+/// twice (a query, or a report the controller takes once).
+pub async fn again_if_lost<T, F, Fut>(ctld: &mut Ctld, mut call: F) -> Result<T, tonic::Status>
+where
+    F: FnMut(Ctld) -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    match call(ctld.clone()).await {
+        Err(lost) if lost.code() == tonic::Code::Unavailable => {
+            *ctld = connect().await.map_err(|_| lost)?;
+            call(ctld.clone()).await.map(tonic::Response::into_inner)
+        }
+        r => r.map(tonic::Response::into_inner),
+    }
+}
+
 /// What a command prints for a failed connect.
 fn connect_error_text(e: &ConnectError) -> String {
     match e {

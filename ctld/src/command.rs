@@ -214,6 +214,18 @@ pub struct CreateStep {
     pub name: String,
     /// `-n`, `-N`, `--ntasks-per-node`, `-c`.
     pub request: model::step::StepRequest,
+    /// `-t`: the step's own time limit, in minutes.
+    pub time_limit_min: Option<u32>,
+    pub requester: Requester,
+}
+
+/// `scontrol update StepId=JOB[.STEP] TimeLimit=`: the time limit of one running step
+/// of a job, or (`step_id` `None`) of all of them.
+#[derive(Debug, Clone)]
+pub struct UpdateStep {
+    pub job_id: JobId,
+    pub step_id: Option<u32>,
+    pub time_limit: model::job_update::TimeLimitChange,
     pub requester: Requester,
 }
 

@@ -19,7 +19,7 @@
 use crate::command::{
     ChangeAccounting, ChangeReservation, CompleteStep, ControlJobs, CreateStep, Heartbeat, JobEnd,
     JobResult, NodeOrders, Registration, Rejection, SignalJobs, StartedStep, Submit, Submitted,
-    UpdateJobs, UpdateNodes,
+    UpdateJobs, UpdateNodes, UpdateStep,
 };
 use crate::dispatch::Dispatcher;
 use crate::rules::{self, Turn};
@@ -42,6 +42,7 @@ pub enum Input {
     UpdateNodes(UpdateNodes, Reply<()>),
     CreateStep(CreateStep, Reply<StartedStep>),
     CompleteStep(CompleteStep, Reply<()>),
+    UpdateStep(UpdateStep, Reply<()>),
     Register(Registration, Reply<NodeOrders>),
     Heartbeat(Heartbeat, Reply<NodeOrders>),
     JobFinished(JobEnd, Reply<()>),
@@ -458,6 +459,10 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
         }
         Input::CompleteStep(cmd, reply) => {
             let r = jobs::complete_step(turn, cmd);
+            answer(acks, reply, r);
+        }
+        Input::UpdateStep(cmd, reply) => {
+            let r = jobs::update_step(turn, cmd);
             answer(acks, reply, r);
         }
         Input::Register(reg, reply) => {

@@ -666,7 +666,16 @@ impl v1::ctld_server::Ctld for Services {
                     .filter(|p| p.nodes.contains(&n.name))
                     .map(|p| p.name.clone())
                     .collect();
-                proto::convert::node_to_wire(n, usage.get(&n.name).unwrap_or(&empty), parts)
+                let tmp_disk_mb = self
+                    .config
+                    .node_entry(&n.name)
+                    .map_or(0, |e| e.tmp_disk_mb());
+                proto::convert::node_to_wire(
+                    n,
+                    usage.get(&n.name).unwrap_or(&empty),
+                    parts,
+                    tmp_disk_mb,
+                )
             })
             .collect();
         Ok(Response::new(v1::ListNodesReply { nodes }))
@@ -809,6 +818,7 @@ impl v1::ctld_server::Ctld for Services {
                 overcommit: req.overcommit,
                 exclusive: req.exclusive,
             },
+            time_limit_min: req.time_limit_min,
             requester,
         };
         let started = self.ask(|reply| Input::CreateStep(cmd, reply)).await?;
@@ -1151,6 +1161,23 @@ impl v1::ctld_server::Ctld for Services {
         };
         self.ask(|reply| Input::CompleteStep(cmd, reply)).await?;
         Ok(Response::new(v1::CompleteStepReply {}))
+    }
+
+    async fn update_step(
+        &self,
+        req: Request<v1::UpdateStepRequest>,
+    ) -> Result<Response<v1::UpdateStepReply>, Status> {
+        let requester = self.requester(&req)?;
+        let req = req.into_inner();
+        let cmd = command::UpdateStep {
+            job_id: req.job_id,
+            step_id: req.step_id,
+            time_limit: proto::convert::time_limit_change_from_wire(req.time_limit)
+                .map_err(Status::invalid_argument)?,
+            requester,
+        };
+        self.ask(|reply| Input::UpdateStep(cmd, reply)).await?;
+        Ok(Response::new(v1::UpdateStepReply {}))
     }
 }
 

@@ -107,6 +107,17 @@ pub fn check_submit(
     if spec.details.min_cpus_node > most_cpus {
         return reject(NODE_CONFIG_UNAVAILABLE);
     }
+    // `--tmp`: likewise, some node's TmpDisk.
+    let most_tmp = partition
+        .nodes
+        .iter()
+        .filter_map(|n| config.node_entry(n))
+        .map(|e| e.tmp_disk_mb())
+        .max()
+        .unwrap_or(0);
+    if spec.details.tmp_disk_mb > most_tmp {
+        return reject(NODE_CONFIG_UNAVAILABLE);
+    }
     // More tasks than `--ntasks-per-node` lets the nodes hold.
     if spec.ntasks_per_node > 0
         && spec.num_tasks > spec.ntasks_per_node * spec.max_nodes.max(spec.num_nodes)
@@ -327,6 +338,7 @@ cpus = 4
 memory = "4G"
 gpus = 2
 gpu_type = "h100"
+tmp_disk = "2G"
 [[partitions]]
 name = "debug"
 nodes = "n[1-2]"
@@ -515,6 +527,11 @@ qos = ["normal", "low"]
                 NODE_CONFIG_UNAVAILABLE,
             ),
             (Box::new(|j| j.details.min_cpus_node = 1), ""),
+            (
+                Box::new(|j| j.details.tmp_disk_mb = 2049),
+                NODE_CONFIG_UNAVAILABLE,
+            ),
+            (Box::new(|j| j.details.tmp_disk_mb = 2048), ""),
             (
                 Box::new(|j| j.num_nodes = 3),
                 "Node count specification invalid",

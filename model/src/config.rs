@@ -475,6 +475,11 @@ pub struct NodeConfig {
     /// limit (`CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`). Default: not known, no limit.
     #[serde(default)]
     pub gpu_memory: String,
+    /// Slurm's `TmpDisk`: the temporary disk space of each node of the entry (`100G`,
+    /// MB without a unit); jobs that ask `--tmp` for more than any node of their
+    /// partition has are refused. Default: 0.
+    #[serde(default)]
+    pub tmp_disk: String,
     /// The node daemons of this entry report what it declares instead of what they
     /// find on their host (Slurm's `SlurmdParameters=config_overrides`): for emulated
     /// and test clusters, whose nodes are more than their host. Their GPUs are then the
@@ -601,6 +606,11 @@ impl NodeConfig {
             .into_iter()
             .filter_map(|(g, _)| files.get(g as usize).cloned())
             .collect()
+    }
+
+    /// `tmp_disk` in MB; 0 without one (assumes `check` passed).
+    pub fn tmp_disk_mb(&self) -> u64 {
+        units::parse_memory_mb(&self.tmp_disk).unwrap_or(0)
     }
 
     /// The memory of each GPU device of one node of this entry in MB, by device index

@@ -501,6 +501,54 @@ pub struct Step {
     /// What it used, as the nodes' cgroups counted it; `None` until it ended on
     /// nodes that count (cgroups off: never).
     pub usage: Option<StepUsage>,
+    /// Its own time limit in minutes (`srun -t` inside an allocation, `scontrol update
+    /// StepId=`); `None`: only its job's limit bounds it. As in Slurm, it may be
+    /// longer than the job's.
+    pub time_limit_min: Option<u32>,
+    /// It ran past its own limit and was killed for it: it ends TIMEOUT.
+    pub timed_out: bool,
+}
+
+impl Step {
+    /// Has this running step (not the batch step) run past its own time limit at
+    /// `now`, not yet killed for it? A limit of 0 minutes is none, as Slurm reads it.
+    ///
+    /// ```
+    /// # use model::{JobState, Step};
+    /// let mut s = Step::started(Some(0), "sleep", 100);
+    /// s.time_limit_min = Some(1);
+    /// assert!(!s.time_limit_reached(159));
+    /// assert!(s.time_limit_reached(160));
+    /// s.timed_out = true;
+    /// assert!(!s.time_limit_reached(200));
+    /// ```
+    pub fn time_limit_reached(&self, now: Time) -> bool {
+        self.id.is_some()
+            && self.state == JobState::Running
+            && !self.timed_out
+            && self
+                .time_limit_min
+                .is_some_and(|m| m > 0 && now >= self.start_time + i64::from(m) * 60)
+    }
+
+    /// A step that starts at `start_time`, running, with nothing else known yet.
+    pub fn started(id: Option<u32>, name: &str, start_time: Time) -> Step {
+        Step {
+            id,
+            name: name.to_string(),
+            state: JobState::Running,
+            start_time,
+            end_time: 0,
+            exit_code: 0,
+            exit_signal: 0,
+            num_tasks: 0,
+            nodes: Vec::new(),
+            cpus: 0,
+            usage: None,
+            time_limit_min: None,
+            timed_out: false,
+        }
+    }
 }
 
 /// What a step used (sacct's MaxRSS, MaxRSSNode, TotalCPU, UserCPU, SystemCPU; sstat's

@@ -26,6 +26,37 @@ pub enum TimeLimitChange {
     Subtract(u32),
 }
 
+impl TimeLimitChange {
+    /// The limit this change makes of `current` (`None`: UNLIMITED), a job's or a
+    /// step's. Only an operator raises a limit.
+    pub fn apply(self, current: Option<u32>, operator: bool) -> Result<Option<u32>, UpdateError> {
+        let new = match self {
+            TimeLimitChange::Set(l) => l,
+            TimeLimitChange::Add(n) => {
+                let current = current.ok_or_else(|| {
+                    invalid("TimeLimit increment not possible for an UNLIMITED job")
+                })?;
+                Some(current.saturating_add(n))
+            }
+            TimeLimitChange::Subtract(n) => {
+                let current = current.ok_or_else(|| {
+                    invalid("TimeLimit decrement not possible for an UNLIMITED job")
+                })?;
+                if n > current {
+                    return Err(invalid(format!(
+                        "TimeLimit decrement larger than current time limit ({n} > {current})"
+                    )));
+                }
+                Some(current - n)
+            }
+        };
+        if !operator && new.unwrap_or(u32::MAX) > current.unwrap_or(u32::MAX) {
+            return Err(UpdateError::PermissionDenied);
+        }
+        Ok(new)
+    }
+}
+
 /// One change of a job's request, by Slurm's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobChange {
@@ -202,32 +233,7 @@ pub fn apply(
             ));
         }
         match change {
-            JobChange::TimeLimit(t) => {
-                let new = match *t {
-                    TimeLimitChange::Set(l) => l,
-                    TimeLimitChange::Add(n) => {
-                        let current = limit.ok_or_else(|| {
-                            invalid("TimeLimit increment not possible for an UNLIMITED job")
-                        })?;
-                        Some(current.saturating_add(n))
-                    }
-                    TimeLimitChange::Subtract(n) => {
-                        let current = limit.ok_or_else(|| {
-                            invalid("TimeLimit decrement not possible for an UNLIMITED job")
-                        })?;
-                        if n > current {
-                            return Err(invalid(format!(
-                                "TimeLimit decrement larger than current time limit ({n} > {current})"
-                            )));
-                        }
-                        Some(current - n)
-                    }
-                };
-                if !operator && new.unwrap_or(u32::MAX) > limit.unwrap_or(u32::MAX) {
-                    return Err(UpdateError::PermissionDenied);
-                }
-                limit = new;
-            }
+            JobChange::TimeLimit(t) => limit = t.apply(limit, operator)?,
             JobChange::Name(v) => spec.name.clone_from(v),
             JobChange::Comment(v) => spec.comment.clone_from(v),
             JobChange::Partition(v) => spec.partition.clone_from(v),

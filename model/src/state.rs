@@ -138,6 +138,18 @@ pub enum Event {
         exit_signal: i32,
         time: Time,
     },
+    /// `scontrol update StepId=`: a running step's own time limit (`None`: only the
+    /// job's).
+    StepTimeLimitSet {
+        job_id: JobId,
+        step_id: u32,
+        time_limit_min: Option<u32>,
+    },
+    /// A step ran past its own time limit and is killed: it ends TIMEOUT.
+    StepTimedOut {
+        job_id: JobId,
+        step_id: u32,
+    },
     /// Every GPU of the job had been idle for its QOS's `gpu_idle_limit`: the job is
     /// flagged (`model::gpu_use`).
     JobGpuIdleFlagged {
@@ -239,6 +251,8 @@ impl Event {
             | Event::JobPendingReason { job_id, .. }
             | Event::StepStarted { job_id, .. }
             | Event::StepEnded { job_id, .. }
+            | Event::StepTimeLimitSet { job_id, .. }
+            | Event::StepTimedOut { job_id, .. }
             | Event::StepUsageMeasured { job_id, .. }
             | Event::JobGpuIdleFlagged { job_id, .. } => Some(*job_id),
             _ => None,
@@ -410,6 +424,11 @@ impl ClusterState {
         self.jobs.get_mut(&id).map(Arc::make_mut)
     }
 
+    fn step_mut(&mut self, job_id: JobId, step_id: u32) -> Option<&mut Step> {
+        let job = self.job_mut(job_id)?;
+        job.steps.iter_mut().find(|s| s.id == Some(step_id))
+    }
+
     /// Applies one event. Events that refer to unknown jobs or nodes change nothing.
     pub fn apply(&mut self, event: &Event) {
         self.apply_inner(event);
@@ -483,23 +502,12 @@ impl ClusterState {
                 job.stderr_path = stderr_path.clone();
                 job.steps
                     .retain(|s| s.id.is_some() && s.start_time >= *time);
+                let first = alloc.nodes.first();
                 job.steps.push(Step {
-                    id: None,
-                    name: "batch".into(),
-                    state: JobState::Running,
-                    start_time: *time,
-                    end_time: 0,
-                    exit_code: 0,
-                    exit_signal: 0,
                     num_tasks: 1,
-                    nodes: alloc
-                        .nodes
-                        .first()
-                        .map(|n| n.node.clone())
-                        .into_iter()
-                        .collect(),
-                    cpus: alloc.nodes.first().map_or(0, |n| n.cpus),
-                    usage: None,
+                    nodes: first.map(|n| n.node.clone()).into_iter().collect(),
+                    cpus: first.map_or(0, |n| n.cpus),
+                    ..Step::started(None, "batch", *time)
                 });
             }
             Event::JobEnded {
@@ -737,7 +745,9 @@ impl ClusterState {
                     return;
                 };
                 if let Some(step) = job.steps.iter_mut().find(|s| s.id == Some(*step_id)) {
-                    step.state = if *exit_code == 0 && *exit_signal == 0 {
+                    step.state = if step.timed_out {
+                        JobState::Timeout
+                    } else if *exit_code == 0 && *exit_signal == 0 {
                         JobState::Completed
                     } else if *exit_signal != 0 {
                         JobState::Cancelled
@@ -747,6 +757,20 @@ impl ClusterState {
                     step.exit_code = *exit_code;
                     step.exit_signal = *exit_signal;
                     step.end_time = *time;
+                }
+            }
+            Event::StepTimeLimitSet {
+                job_id,
+                step_id,
+                time_limit_min,
+            } => {
+                if let Some(step) = self.step_mut(*job_id, *step_id) {
+                    step.time_limit_min = *time_limit_min;
+                }
+            }
+            Event::StepTimedOut { job_id, step_id } => {
+                if let Some(step) = self.step_mut(*job_id, *step_id) {
+                    step.timed_out = true;
                 }
             }
             Event::UsageCharged {

@@ -493,17 +493,10 @@ mod tests {
 
     fn running(nodes: &[&str], cpus: u32) -> crate::Step {
         crate::Step {
-            id: Some(0),
-            name: "s".into(),
-            state: crate::JobState::Running,
-            start_time: 0,
-            end_time: 0,
-            exit_code: 0,
-            exit_signal: 0,
             num_tasks: 1,
             nodes: nodes.iter().map(|n| n.to_string()).collect(),
             cpus,
-            usage: None,
+            ..crate::Step::started(Some(0), "s", 0)
         }
     }
 

@@ -397,6 +397,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
                     cpus
                 },
                 usage: s.usage.as_ref().map(usage_to_wire),
+                time_limit_min: s.time_limit_min,
             })
             .collect(),
         suspend_time: j.suspend_time,
@@ -712,10 +713,17 @@ pub fn node_state_from_wire(n: &v1::NodeInfo) -> Result<NodeState, UnknownNodeSt
     })
 }
 
-/// A node as clients see it, given what is allocated on it.
-pub fn node_to_wire(n: &Node, usage: &model::NodeUsage, partitions: Vec<String>) -> v1::NodeInfo {
+/// A node as clients see it, given what is allocated on it, its partitions and its
+/// config entry's TmpDisk.
+pub fn node_to_wire(
+    n: &Node,
+    usage: &model::NodeUsage,
+    partitions: Vec<String>,
+    tmp_disk_mb: u64,
+) -> v1::NodeInfo {
     let state = n.state(usage.cpus, usage.jobs);
     v1::NodeInfo {
+        tmp_disk_mb,
         name: n.name.clone(),
         addr: n.addr.clone(),
         health: health_to_wire(state.health) as i32,
@@ -926,20 +934,42 @@ pub fn share_to_wire(r: &model::factors::ShareRow) -> v1::ShareInfo {
     }
 }
 
+/// A new time limit (a job's or a step's) on the wire.
+pub fn time_limit_change_to_wire(t: model::job_update::TimeLimitChange) -> v1::TimeLimitChange {
+    use model::job_update::TimeLimitChange as T;
+    use v1::time_limit_change::Limit as L;
+    v1::TimeLimitChange {
+        limit: Some(match t {
+            T::Set(Some(m)) => L::Minutes(m),
+            T::Set(None) => L::Unlimited(true),
+            T::Add(m) => L::AddMinutes(m),
+            T::Subtract(m) => L::SubtractMinutes(m),
+        }),
+    }
+}
+
+/// A new time limit from the wire; an empty or unknown one is refused.
+pub fn time_limit_change_from_wire(
+    t: Option<v1::TimeLimitChange>,
+) -> Result<model::job_update::TimeLimitChange, String> {
+    use model::job_update::TimeLimitChange as T;
+    use v1::time_limit_change::Limit as L;
+    let unknown = || "unknown time limit change".to_string();
+    Ok(match t.and_then(|t| t.limit).ok_or_else(unknown)? {
+        L::Minutes(m) => T::Set(Some(m)),
+        L::Unlimited(true) => T::Set(None),
+        L::Unlimited(false) => return Err(unknown()),
+        L::AddMinutes(m) => T::Add(m),
+        L::SubtractMinutes(m) => T::Subtract(m),
+    })
+}
+
 /// `scontrol update job`'s changes on the wire.
 pub fn job_change_to_wire(c: &model::job_update::JobChange) -> v1::JobChange {
-    use model::job_update::{JobChange as C, TimeLimitChange as T};
+    use model::job_update::JobChange as C;
     use v1::job_change::Change as W;
-    use v1::time_limit_change::Limit as L;
     let change = match c {
-        C::TimeLimit(t) => W::TimeLimit(v1::TimeLimitChange {
-            limit: Some(match *t {
-                T::Set(Some(m)) => L::Minutes(m),
-                T::Set(None) => L::Unlimited(true),
-                T::Add(m) => L::AddMinutes(m),
-                T::Subtract(m) => L::SubtractMinutes(m),
-            }),
-        }),
+        C::TimeLimit(t) => W::TimeLimit(time_limit_change_to_wire(*t)),
         C::Name(v) => W::Name(v.clone()),
         C::Comment(v) => W::Comment(v.clone()),
         C::Partition(v) => W::Partition(v.clone()),
@@ -970,17 +1000,10 @@ pub fn job_change_to_wire(c: &model::job_update::JobChange) -> v1::JobChange {
 /// A change from the wire; one this version does not know (an empty or unknown
 /// `oneof`) is refused.
 pub fn job_change_from_wire(c: v1::JobChange) -> Result<model::job_update::JobChange, String> {
-    use model::job_update::{JobChange as C, TimeLimitChange as T};
+    use model::job_update::JobChange as C;
     use v1::job_change::Change as W;
-    use v1::time_limit_change::Limit as L;
     Ok(match c.change.ok_or("unknown job change")? {
-        W::TimeLimit(t) => C::TimeLimit(match t.limit.ok_or("unknown time limit change")? {
-            L::Minutes(m) => T::Set(Some(m)),
-            L::Unlimited(true) => T::Set(None),
-            L::Unlimited(false) => return Err("unknown time limit change".into()),
-            L::AddMinutes(m) => T::Add(m),
-            L::SubtractMinutes(m) => T::Subtract(m),
-        }),
+        W::TimeLimit(t) => C::TimeLimit(time_limit_change_from_wire(Some(t))?),
         W::Name(v) => C::Name(v),
         W::Comment(v) => C::Comment(v),
         W::Partition(v) => C::Partition(v),
@@ -1845,7 +1868,7 @@ mod tests {
             jobs: 1,
             ..Default::default()
         };
-        let wire = node_to_wire(&node, &usage, Vec::new());
+        let wire = node_to_wire(&node, &usage, Vec::new(), 0);
         let state = node_state_from_wire(&wire).unwrap();
         assert_eq!(state, node.state(2, 1));
         assert_eq!(state.long(), "draining");

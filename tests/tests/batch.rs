@@ -156,6 +156,30 @@ fn output_patterns_directives_and_append() {
     let id = c.sbatch(&["-o", "log.txt"], "echo truncated");
     c.wait_state(id, "COMPLETED", T);
     assert_eq!(read(c.work.join("log.txt")), "truncated\n");
+
+    // LSF's directives, as Slurm's sbatch reads them: under the `#SBATCH` ones.
+    let body = "#SBATCH -J fromsbatch\n#BSUB -J fromlsf -o lsf-%j.out -W 7 -M 2048\n\
+                #BSUB -m \"tn2\" -x\necho ran on $SLURMD_NODENAME";
+    let id = c.sbatch(&[], body);
+    c.wait_state(id, "COMPLETED", T);
+    assert_eq!(read(c.work.join(format!("lsf-{id}.out"))), "ran on tn2\n");
+    let shown = c.ok(&["scontrol", "show", "job", &id.to_string()]);
+    for field in [
+        "JobName=fromlsf",
+        "TimeLimit=00:07:00",
+        "MinMemoryCPU=2M",
+        "OverSubscribe=NO",
+    ] {
+        assert!(shown.contains(field), "{field} in {shown}");
+    }
+    let script = c.work.join("lsf-bad.sh");
+    std::fs::write(&script, "#!/bin/sh\n#BSUB -Z 1\ntrue\n").unwrap();
+    let bad = c.run(&["sbatch", script.to_str().unwrap()]);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("Unrecognized command line parameter -Z"),
+        "{bad:?}"
+    );
 }
 
 #[test]
@@ -374,6 +398,11 @@ fn bad_input_is_refused_and_changes_nothing() {
             vec!["sbatch", "-N", "9", s],
             "Node count specification invalid",
         ),
+        // Each node has 1G of TmpDisk.
+        (
+            vec!["sbatch", "--tmp=1025M", s],
+            "Requested node configuration is not available",
+        ),
         // Three nodes of two GPUs: five spread over three nodes, seven fit nowhere.
         (
             vec!["sbatch", "--gpus=7", s],
@@ -430,8 +459,13 @@ fn nodes_drain_and_resume() {
         "State=DRAIN",
         "Reason=maintenance",
     ]);
-    let info = c.ok(&["sinfo", "-h", "-N", "-o", "%N %T"]);
-    assert!(info.lines().any(|l| l.trim() == "tn1 drained"), "{info}");
+    let info = c.ok(&["sinfo", "-h", "-N", "-o", "%N %T %d"]);
+    assert!(
+        info.lines().any(|l| l.trim() == "tn1 drained 1024"),
+        "{info}"
+    );
+    let shown = c.ok(&["scontrol", "show", "node", "tn1"]);
+    assert!(shown.contains(" TmpDisk=1024 "), "{shown}");
     let reasons = c.ok(&["sinfo", "-R", "-h"]);
     assert!(reasons.contains("maintenance"), "{reasons}");
     let ids: Vec<u32> = (0..3).map(|_| c.sbatch(&["-c", "1"], "sleep 1")).collect();

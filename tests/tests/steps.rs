@@ -122,6 +122,75 @@ fn a_bad_exit_kills_the_step_and_a_cancel_reaches_every_node() {
     );
 }
 
+/// `srun -t` inside a job gives the step a time limit of its own, which `scontrol show
+/// step` shows and `scontrol update StepId=` moves; a step that runs out is killed and
+/// ends TIMEOUT, and its job goes on (what Slurm's test2.13 and test12.8 check).
+#[test]
+fn a_step_past_its_own_time_limit_ends_timeout_and_its_job_goes_on() {
+    let c = Cluster::start(ClusterSpec::default());
+    let id = c.sbatch(
+        &["-t", "10", "-o", "job.out"],
+        "srun -t 3 sh -c 'echo started > started; exec sleep 300'
+         echo step=$? > after
+",
+    );
+    assert!(
+        wait_until(T, || read(&c, "started") == "started\n"),
+        "the step never started; logs:\n{}",
+        c.logs()
+    );
+    let step = format!("{id}.0");
+    let limit = || {
+        let shown = c.ok(&["scontrol", "show", "step", &step]);
+        shown
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("TimeLimit="))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(limit(), "00:03:00");
+    // Without a step: every running step of the job; relative: from its own limit.
+    c.ok(&[
+        "scontrol",
+        "update",
+        &format!("StepId={id}"),
+        "TimeLimit=-2",
+    ]);
+    assert_eq!(limit(), "00:01:00");
+    let bad = c.run(&[
+        "scontrol",
+        "update",
+        &format!("StepId={id}.x"),
+        "TimeLimit=1",
+    ]);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("Invalid StepID parameter"),
+        "{bad:?}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(120), || !read(&c, "after").is_empty()),
+        "the step outlived its limit; logs:\n{}",
+        c.logs()
+    );
+    assert_ne!(read(&c, "after"), "step=0\n");
+    c.wait_state(id, "COMPLETED", T);
+    let acct = c.ok(&[
+        "sacct",
+        "-n",
+        "-P",
+        "-j",
+        &id.to_string(),
+        "-o",
+        "JobID,State",
+    ]);
+    assert!(
+        acct.lines().any(|l| l == format!("{step}|TIMEOUT")),
+        "{acct}\n{}",
+        read(&c, "job.out")
+    );
+}
+
 #[test]
 fn a_task_count_beyond_one_node_spreads_over_several() {
     // Three nodes of 4 CPUs and 2 GPUs.

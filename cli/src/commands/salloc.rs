@@ -267,21 +267,22 @@ impl Allocation {
     /// when it cannot be read, and `Completed` once the controller no longer has the
     /// job.
     async fn current(&mut self) -> Option<(model::JobState, i64)> {
-        let reply = self
-            .ctld
-            .list_jobs(v1::ListJobsRequest {
-                filter: Some(v1::JobFilter {
-                    job_ids: vec![self.job.job_id.to_string()],
-                    ..Default::default()
-                }),
-                include_finished: true,
+        let ask = v1::ListJobsRequest {
+            filter: Some(v1::JobFilter {
+                job_ids: vec![self.job.job_id.to_string()],
                 ..Default::default()
-            })
-            .await
-            .ok()?;
+            }),
+            include_finished: true,
+            ..Default::default()
+        };
+        let reply = calls::again_if_lost(&mut self.ctld, |mut c| {
+            let ask = ask.clone();
+            async move { c.list_jobs(ask).await }
+        })
+        .await
+        .ok()?;
         Some(
             reply
-                .into_inner()
                 .jobs
                 .first()
                 .map_or((model::JobState::Completed, 0), |j| {
@@ -292,38 +293,39 @@ impl Allocation {
 
     /// Asks once for the allocation's end: COMPLETED when `ok`, else FAILED.
     async fn end_now(&mut self, ok: bool) {
-        let signal = if ok { libc::SIGUSR1 } else { libc::SIGUSR2 };
-        let _ = self
-            .ctld
-            .signal_jobs(v1::SignalJobsRequest {
-                filter: Some(v1::JobFilter {
-                    job_ids: vec![self.job.job_id.to_string()],
-                    ..Default::default()
-                }),
-                signal,
-                batch_only: true,
-            })
-            .await;
+        let filter = v1::JobFilter {
+            job_ids: vec![self.job.job_id.to_string()],
+            ..Default::default()
+        };
+        self.ask_end(&filter, ok).await;
+    }
+
+    /// The signal that ends the holding script: SIGUSR1 for COMPLETED, SIGUSR2 for
+    /// FAILED. salloc may have made no call for as long as its command ran: a lost
+    /// connection is replaced.
+    async fn ask_end(&mut self, filter: &v1::JobFilter, ok: bool) {
+        let ask = v1::SignalJobsRequest {
+            filter: Some(filter.clone()),
+            signal: if ok { libc::SIGUSR1 } else { libc::SIGUSR2 },
+            batch_only: true,
+        };
+        let _ = calls::again_if_lost(&mut self.ctld, |mut c| {
+            let ask = ask.clone();
+            async move { c.signal_jobs(ask).await }
+        })
+        .await;
     }
 
     /// Ends the allocation: COMPLETED when `ok`, else FAILED. The signal is sent again
     /// until the job has ended: one that reaches the node before the holding script
     /// runs is lost.
     pub async fn relinquish(mut self, ok: bool) {
-        let signal = if ok { libc::SIGUSR1 } else { libc::SIGUSR2 };
         let filter = v1::JobFilter {
             job_ids: vec![self.job.job_id.to_string()],
             ..Default::default()
         };
         for _ in 0..RELINQUISH_TRIES {
-            let _ = self
-                .ctld
-                .signal_jobs(v1::SignalJobsRequest {
-                    filter: Some(filter.clone()),
-                    signal,
-                    batch_only: true,
-                })
-                .await;
+            self.ask_end(&filter, ok).await;
             let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
             while tokio::time::Instant::now() < deadline {
                 let reply = self

@@ -448,8 +448,9 @@ pub fn node_lines(n: &v1::NodeInfo) -> Vec<String> {
             nodes::free_mem(n)
         ),
         format!(
-            "State={} ThreadsPerCore={threads} TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
-            nodes::node_state(n).flags().join("+")
+            "State={} ThreadsPerCore={threads} TmpDisk={} Weight=1 Owner=N/A MCS_label=N/A",
+            nodes::node_state(n).flags().join("+"),
+            n.tmp_disk_mb
         ),
         format!("Partitions={} ", n.partitions.join(",")),
         format!(
@@ -1091,6 +1092,9 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
     }) {
         return partition_change(s, conn, "update", args).await;
     }
+    if is("StepId", 4) {
+        return step_update(s, conn, args).await;
+    }
     if is("JobId", 3) || is("JobName", 3) {
         let u = match parse_job_update(args, times::now()) {
             Ok(u) => u,
@@ -1189,6 +1193,70 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             "No valid entity in update command".to_string(),
             "Input line must include \"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or \"SlurmctldDebug\"".to_string(),
         ]);
+    }
+}
+
+/// What `update StepId=JOB[.STEP] TimeLimit=...` asks: the job, the step (none: every
+/// running step of the job) and the new limit; or the lines Slurm's scontrol prints
+/// when it refuses the words.
+fn parse_step_update(
+    args: &[String],
+) -> Result<(u32, Option<u32>, model::job_update::TimeLimitChange), Vec<String>> {
+    let aborted = |line: String| vec![line, "Request aborted".to_string()];
+    let (mut ids, mut limit) = (None, None);
+    for a in args {
+        let Some((k, v)) = a.split_once('=') else {
+            return Err(aborted(format!("Invalid input: {a}")));
+        };
+        if kw(k, "StepId", 4) {
+            let (job, step) = v.split_once('.').map_or((v, None), |(j, s)| (j, Some(s)));
+            let job = job.parse::<u32>().ok().filter(|j| *j > 0);
+            let step = step.map(|s| s.parse::<u32>().ok());
+            match (job, step) {
+                (Some(job), None) => ids = Some((job, None)),
+                (Some(job), Some(Some(step))) => ids = Some((job, Some(step))),
+                _ => return Err(aborted(format!("Invalid StepID parameter: {a}"))),
+            }
+        } else if kw(k, "TimeLimit", 2) {
+            match model::job_update::JobChange::parse("TimeLimit", v, 0, times::zone()) {
+                Ok(model::job_update::JobChange::TimeLimit(t)) => limit = Some(t),
+                _ => return Err(vec![format!("{PROG}: error: Invalid TimeLimit value")]),
+            }
+        } else {
+            return Err(aborted(format!(
+                "Update of this parameter is not supported: {a}"
+            )));
+        }
+    }
+    match (ids, limit) {
+        (Some((job, step)), Some(limit)) => Ok((job, step, limit)),
+        (None, _) => Err(aborted("StepId must be specified".to_string())),
+        (Some(_), None) => Err(aborted("No changes specified".to_string())),
+    }
+}
+
+/// `update StepId=...`: a running step's own time limit, as Slurm's `scontrol update
+/// step` sets it (a relative limit moves the step's current one, which is its job's
+/// until it has one of its own).
+async fn step_update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String]) {
+    let (job_id, step_id, limit) = match parse_step_update(args) {
+        Ok(u) => u,
+        Err(lines) => {
+            s.failed = true;
+            s.err.extend(lines);
+            return;
+        }
+    };
+    let Some(c) = get_client(s, conn, "slurm_update error").await else {
+        return;
+    };
+    let req = v1::UpdateStepRequest {
+        job_id,
+        step_id,
+        time_limit: Some(proto::convert::time_limit_change_to_wire(limit)),
+    };
+    if let Err(st) = c.update_step(req).await {
+        s.fail(format!("slurm_update error: {}", calls::status_text(&st)));
     }
 }
 
@@ -1478,8 +1546,8 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
     }
 }
 
-/// A step's record as Slurm's `scontrol show step` prints it. A step's own time limit
-/// is not kept: `TimeLimit` is its job's.
+/// A step's record as Slurm's `scontrol show step` prints it: `TimeLimit` is the step's
+/// own, or its job's where it has none.
 pub fn step_lines(j: &v1::JobInfo, step: &v1::StepInfo) -> Vec<String> {
     let spec = j.spec.clone().unwrap_or_default();
     let id = if j.array_job_id != 0
@@ -1495,7 +1563,7 @@ pub fn step_lines(j: &v1::JobInfo, step: &v1::StepInfo) -> Vec<String> {
             "StepId={id} UserId={} StartTime={} TimeLimit={}",
             spec.uid,
             format_time(step.start_time),
-            elapsed_limit(spec.time_limit_min)
+            elapsed_limit(step.time_limit_min.unwrap_or(spec.time_limit_min))
         ),
         format!(
             "State={} Partition={} NodeList={}",

@@ -377,7 +377,9 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
     node(Some('Z'), &["threads"], "THREADS", |l, _| {
         node_or(l, "1", |n| nodes::socket_core_thread(n).2.to_string())
     }),
-    node(Some('d'), &["disk"], "TMP_DISK", |_, _| constant("0")),
+    node(Some('d'), &["disk"], "TMP_DISK", |l, _| {
+        on_node(l, |n| n.tmp_disk_mb.to_string())
+    }),
     node(Some('w'), &["weight"], "WEIGHT", |_, _| constant("1")),
     partition(Some('s'), &["size"], "JOB_SIZE", |l, _| {
         Cell::cut(match l.part.as_ref().map(|p| p.max_nodes) {

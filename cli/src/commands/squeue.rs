@@ -1307,17 +1307,10 @@ mod tests {
             cpu_ids: vec![0, 1, 2, 3],
         };
         let step = |id: Option<u32>, state| model::Step {
-            id,
-            name: "python".into(),
             state,
-            start_time: NOW - 50,
-            end_time: 0,
             exit_code: 3,
-            exit_signal: 0,
             num_tasks: 4,
-            nodes: Vec::new(),
-            cpus: 0,
-            usage: None,
+            ..model::Step::started(id, "python", NOW - 50)
         };
         let mut running = model::Job::new(21, spec.clone(), NOW - 500, Some(60));
         running.state = JobState::Running;

@@ -155,6 +155,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         cpus_per_task,
         overcommit: o.overcommit,
         exclusive: o.exclusive,
+        time_limit_min: o.time_limit.flatten(),
     };
     // Nodes that have not started the job yet are busy: asked again until they have,
     // as Slurm's srun does. A batch script's srun may ask before the controller has
@@ -385,15 +386,19 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         Some((code, signal)) => (code, signal, exit_rank(code, signal)),
         None => worst.unwrap_or((0, 0, 0)),
     };
-    let _ = ctld
-        .complete_step(v1::CompleteStepRequest {
-            job_id,
-            step_id,
-            exit_code,
-            exit_signal,
-            usage: usage.as_ref().map(proto::convert::usage_to_wire),
-        })
-        .await;
+    let end = v1::CompleteStepRequest {
+        job_id,
+        step_id,
+        exit_code,
+        exit_signal,
+        usage: usage.as_ref().map(proto::convert::usage_to_wire),
+    };
+    // Told twice, the controller keeps the first report.
+    let _ = calls::again_if_lost(&mut ctld, |mut c| {
+        let end = end.clone();
+        async move { c.complete_step(end).await }
+    })
+    .await;
     ExitCode::from(rank)
 }
 
@@ -454,7 +459,13 @@ async fn job_ended_wait(ctld: &mut crate::client::Ctld, job_id: u32) -> Option<u
     };
     let mut ended = false;
     for _ in 0..JOB_END_POLLS {
-        let jobs = ctld.list_jobs(ask.clone()).await.ok()?.into_inner().jobs;
+        let jobs = calls::again_if_lost(ctld, |mut c| {
+            let ask = ask.clone();
+            async move { c.list_jobs(ask).await }
+        })
+        .await
+        .ok()?
+        .jobs;
         let job = jobs.first()?;
         if crate::jobs::job_state(job) != model::JobState::Running || job.cancelled_by.is_some() {
             ended = true;

@@ -10,7 +10,7 @@
 use super::{Order, Turn};
 use crate::command::{
     ChangeReservation, CompleteStep, ControlJobs, ControlOp, CreateStep, JobResult, Rejection,
-    Requester, SignalJobs, StartedStep, Submit, Submitted, UpdateJobs,
+    Requester, SignalJobs, StartedStep, Submit, Submitted, UpdateJobs, UpdateStep,
 };
 use crate::validate;
 use model::job_id::{JobIdSpec, Tasks};
@@ -584,24 +584,29 @@ pub fn update(turn: &mut Turn, cmd: UpdateJobs) -> Vec<JobResult> {
     results
 }
 
+/// Why `scontrol update` cannot make a change, in the controller's terms.
+fn update_refused(e: model::job_update::UpdateError) -> Rejection {
+    use model::job_update::UpdateError;
+    match e {
+        UpdateError::PermissionDenied => Rejection::PermissionDenied,
+        UpdateError::WrongState(text) => Rejection::WrongState(text),
+        e @ (UpdateError::Invalid(_) | UpdateError::Unsupported(_)) => {
+            Rejection::Invalid(e.to_string())
+        }
+    }
+}
+
 fn update_one(
     turn: &mut Turn,
     id: JobId,
     changes: &[JobChange],
     who: &Requester,
 ) -> Result<(), Rejection> {
-    use model::job_update::UpdateError;
     let job = owned(turn, id, who)?;
     let old_assoc = (job.spec.account.clone(), job.spec.qos.clone());
     let old_partition = job.spec.partition.clone();
     let (mut spec, limit) =
-        model::job_update::apply(job, changes, who.is_operator()).map_err(|e| match e {
-            UpdateError::PermissionDenied => Rejection::PermissionDenied,
-            UpdateError::WrongState(text) => Rejection::WrongState(text),
-            e @ (UpdateError::Invalid(_) | UpdateError::Unsupported(_)) => {
-                Rejection::Invalid(e.to_string())
-            }
-        })?;
+        model::job_update::apply(job, changes, who.is_operator()).map_err(update_refused)?;
     let invalid = |text: &str| Err(Rejection::invalid(text));
     for change in changes {
         match change {
@@ -705,17 +710,11 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
     let num_tasks = nodes.iter().map(|(_, t)| t.len() as u32).sum::<u32>();
     let step_id = job.next_step_id;
     let step = model::Step {
-        id: Some(step_id),
-        name: cmd.name,
-        state: JobState::Running,
-        start_time: turn.now,
-        end_time: 0,
-        exit_code: 0,
-        exit_signal: 0,
         num_tasks,
         nodes: nodes.iter().map(|(n, _)| n.node.clone()).collect(),
         cpus: nodes.iter().map(|(n, _)| n.cpus).sum(),
-        usage: None,
+        time_limit_min: cmd.time_limit_min,
+        ..model::Step::started(Some(step_id), &cmd.name, turn.now)
     };
     turn.emit(Event::StepStarted {
         job_id: cmd.job_id,
@@ -750,6 +749,49 @@ pub fn complete_step(turn: &mut Turn, cmd: CompleteStep) -> Result<(), Rejection
         exit_signal: cmd.exit_signal,
         time,
     });
+    Ok(())
+}
+
+/// `scontrol update StepId=JOB[.STEP] TimeLimit=`: the new limit of the step, or of
+/// every running step of the job. A step without a limit of its own has its job's; as
+/// for a job, only an operator raises it. A step that ended, or a job with no running
+/// step, is refused with Slurm's words.
+pub fn update_step(turn: &mut Turn, cmd: UpdateStep) -> Result<(), Rejection> {
+    let job = owned(turn, cmd.job_id, &cmd.requester)?;
+    if job.state.is_final() {
+        return Err(wrong_state("Job/step already completing or completed"));
+    }
+    let steps: Vec<&model::Step> = job
+        .steps
+        .iter()
+        .filter(|s| s.id.is_some() && (cmd.step_id.is_none() || s.id == cmd.step_id))
+        .filter(|s| s.state == JobState::Running)
+        .collect();
+    if steps.is_empty() {
+        return Err(invalid_id());
+    }
+    let mut limits = Vec::with_capacity(steps.len());
+    for step in steps {
+        let current = step.time_limit_min.or(job.time_limit_min);
+        let limit = cmd
+            .time_limit
+            .apply(current, cmd.requester.is_operator())
+            .map_err(update_refused)?;
+        limits.push((step.id.unwrap_or_default(), limit));
+    }
+    for (step_id, time_limit_min) in limits {
+        tracing::info!(
+            job_id = cmd.job_id,
+            step_id,
+            ?time_limit_min,
+            "step time limit updated"
+        );
+        turn.emit(Event::StepTimeLimitSet {
+            job_id: cmd.job_id,
+            step_id,
+            time_limit_min,
+        });
+    }
     Ok(())
 }
 

@@ -862,6 +862,7 @@ fn an_overcommitted_jobs_steps_may_run_more_tasks_than_its_cpus() {
                         num_tasks: 10,
                         ..Default::default()
                     },
+                    time_limit_min: None,
                     requester: who(ALICE),
                 },
             )
@@ -884,6 +885,7 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
             num_tasks,
             ..Default::default()
         },
+        time_limit_min: None,
         requester: who(ALICE),
     };
     // More tasks than the job's CPUs: refused, nothing recorded.
@@ -959,6 +961,7 @@ fn an_exclusive_step_waits_for_cpus_no_running_step_holds() {
             exclusive: true,
             ..Default::default()
         },
+        time_limit_min: None,
         requester: who(ALICE),
     };
     let first = env.turn(|t| jobs::create_step(t, create())).answer.unwrap();
@@ -981,6 +984,133 @@ fn an_exclusive_step_waits_for_cpus_no_running_step_holds() {
     };
     env.turn(|t| jobs::complete_step(t, end)).answer.unwrap();
     assert!(env.turn(|t| jobs::create_step(t, create())).answer.is_ok());
+}
+
+#[test]
+fn a_step_past_its_own_time_limit_is_killed_once_and_ends_timeout() {
+    use crate::command::{CompleteStep, CreateStep};
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let node = env.start(id);
+    let create = |time_limit_min| CreateStep {
+        job_id: id,
+        name: "sleep".into(),
+        request: model::step::StepRequest {
+            num_tasks: 1,
+            ..Default::default()
+        },
+        time_limit_min,
+        requester: who(ALICE),
+    };
+    let limited = env.turn(|t| jobs::create_step(t, create(Some(1))));
+    let limited = limited.answer.unwrap();
+    let free = env
+        .turn(|t| jobs::create_step(t, create(None)))
+        .answer
+        .unwrap();
+    let killed = |d: &Decided<()>| -> Vec<u32> {
+        d.effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Order {
+                    order: Order::SignalStep { step_id, signal: 0 },
+                    ..
+                } => Some(*step_id),
+                _ => None,
+            })
+            .collect()
+    };
+    // The node keeps answering: only the step's limit ends anything.
+    let tick_at = |env: &mut Env, now| {
+        env.now = now;
+        let job = env.on_node(id);
+        env.heartbeat(&node, &[job]);
+        env.turn(|t| timer::tick(t, t.now))
+    };
+    let started = env.now;
+    assert!(killed(&tick_at(&mut env, started + 59)).is_empty());
+    let d = tick_at(&mut env, started + 60);
+    assert_eq!(killed(&d), vec![limited.step_id]);
+    // What was decided survives a restart: the next tick does not kill it again.
+    env.restart();
+    assert!(killed(&tick_at(&mut env, started + 65)).is_empty());
+    let end = |step_id| CompleteStep {
+        job_id: id,
+        step_id,
+        exit_code: 0,
+        exit_signal: 9,
+        usage: None,
+        requester: who(ALICE),
+    };
+    env.turn(|t| jobs::complete_step(t, end(limited.step_id)))
+        .answer
+        .unwrap();
+    env.turn(|t| jobs::complete_step(t, end(free.step_id)))
+        .answer
+        .unwrap();
+    let state = |step| {
+        let job = env.job(id);
+        job.steps.iter().find(|s| s.id == Some(step)).unwrap().state
+    };
+    assert_eq!(state(limited.step_id), JobState::Timeout);
+    assert_eq!(state(free.step_id), JobState::Cancelled);
+    assert_eq!(env.job(id).state, JobState::Running);
+}
+
+#[test]
+fn a_steps_time_limit_is_lowered_by_its_owner_and_raised_by_an_operator_only() {
+    use crate::command::{CreateStep, UpdateStep};
+    use model::job_update::TimeLimitChange;
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    env.start(id);
+    let create = || CreateStep {
+        job_id: id,
+        name: "s".into(),
+        request: model::step::StepRequest {
+            num_tasks: 1,
+            ..Default::default()
+        },
+        time_limit_min: None,
+        requester: who(ALICE),
+    };
+    let step = env.turn(|t| jobs::create_step(t, create())).answer.unwrap();
+    let update = |step_id, time_limit, uid| UpdateStep {
+        job_id: id,
+        step_id,
+        time_limit,
+        requester: who(uid),
+    };
+    let limit = |env: &Env| {
+        env.job(id)
+            .steps
+            .iter()
+            .find(|s| s.id == Some(step.step_id))
+            .unwrap()
+            .time_limit_min
+    };
+    // Without a limit of its own a step has its job's (the default 10 minutes): moved
+    // from there.
+    let d = env.turn(|t| {
+        jobs::update_step(
+            t,
+            update(Some(step.step_id), TimeLimitChange::Subtract(4), ALICE),
+        )
+    });
+    d.answer.unwrap();
+    assert_eq!(limit(&env), Some(6));
+    let d = env.turn(|t| jobs::update_step(t, update(None, TimeLimitChange::Add(1), ALICE)));
+    assert!(matches!(
+        d.answer,
+        Err(crate::command::Rejection::PermissionDenied)
+    ));
+    assert!(d.events.is_empty());
+    let d = env.turn(|t| jobs::update_step(t, update(None, TimeLimitChange::Set(Some(30)), 0)));
+    d.answer.unwrap();
+    assert_eq!(limit(&env), Some(30));
+    let d = env.turn(|t| jobs::update_step(t, update(Some(7), TimeLimitChange::Set(Some(1)), 0)));
+    assert!(d.answer.is_err() && d.events.is_empty());
+    assert_eq!(limit(&env), Some(30));
 }
 
 #[test]
@@ -1467,6 +1597,7 @@ fn a_step_waits_until_its_jobs_node_has_taken_the_launch() {
         job_id: id,
         name: "s".into(),
         request: model::step::StepRequest::default(),
+        time_limit_min: None,
         requester: who(ALICE),
     };
     // Running, but its node has not confirmed the launch: busy, nothing recorded.
@@ -1802,6 +1933,7 @@ fn scancel_of_a_step_orders_its_nodes_to_signal_its_tasks_only() {
                         num_tasks: 1,
                         ..Default::default()
                     },
+                    time_limit_min: None,
                     requester: who(ALICE),
                 },
             )

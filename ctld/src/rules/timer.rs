@@ -2,7 +2,8 @@
 //!
 //! The tick kills preempted jobs whose grace time is over (a kill request in their
 //! record, so that a restart does not forget it), drops reservations that ended, sets
-//! DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs, mails
+//! DOWN the nodes silent for longer than `node_timeout_s`, ending their jobs, kills the
+//! steps that ran past their own time limit, mails
 //! the jobs that passed a share of their time limit since the tick before, and once a
 //! minute purges finished jobs older than `purge_job_after` and their steps older than
 //! `purge_step_after` (handing the records to the shell to archive first, with
@@ -21,6 +22,34 @@ use model::{Event, JobId, JobState, KillCause, NodeHealth, PreemptMode, Time};
 
 /// Most finished jobs one tick purges: a large backlog goes over several ticks.
 const PURGE_BATCH: usize = 10_000;
+
+/// Steps run past their own time limit (`srun -t`) are killed on each of their nodes
+/// and end TIMEOUT; their job goes on, as in Slurm.
+fn kill_steps_past_their_limit(turn: &mut Turn) {
+    let now = turn.now;
+    let over: Vec<(JobId, u32, Vec<String>)> = turn
+        .state
+        .running_jobs()
+        .filter(|j| j.state == JobState::Running)
+        .flat_map(|j| {
+            j.steps
+                .iter()
+                .filter(|s| s.time_limit_reached(now))
+                .map(|s| (j.id, s.id.unwrap_or_default(), s.nodes.clone()))
+        })
+        .collect();
+    for (job_id, step_id, nodes) in over {
+        tracing::info!(job_id, step_id, "step time limit reached: killing the step");
+        turn.emit(Event::StepTimedOut { job_id, step_id });
+        for node in nodes {
+            turn.effects.push(super::Effect::Order {
+                job_id,
+                node,
+                order: Order::SignalStep { step_id, signal: 0 },
+            });
+        }
+    }
+}
 
 /// Retention, in one scan of the records: finished jobs that ended before
 /// `purge_job_after` ago leave the state and the store (Slurm's PurgeJobAfter), but the
@@ -118,6 +147,7 @@ pub fn tick(turn: &mut Turn, since: Time) {
         super::jobs::request_kill(turn, id, KillCause::Preempt);
         turn.order(id, Order::Kill);
     }
+    kill_steps_past_their_limit(turn);
     let expired: Vec<String> = turn
         .state
         .reservations

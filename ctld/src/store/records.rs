@@ -1,4 +1,4 @@
-//! The records the store keeps, format 9: types of their own, converted from and to
+//! The records the store keeps, format 10: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
@@ -7,7 +7,8 @@
 //! own (as `v3` keeps format 3), or, to add fields to a record, append a struct of
 //! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`], and format
 //! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, format 8 [`JobFields8`]
-//! and [`AssociationsFields8`], and format 9 [`JobFields9`]: postcard writes a struct
+//! and [`AssociationsFields8`], format 9 [`JobFields9`] and format 10
+//! [`JobFields10`]: postcard writes a struct
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
@@ -28,7 +29,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 9;
+pub const FORMAT: u8 = 10;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -373,6 +374,8 @@ impl From<StepRecord> for Step {
             nodes: Vec::new(),
             cpus: 0,
             usage: None,
+            time_limit_min: None,
+            timed_out: false,
         }
     }
 }
@@ -404,7 +407,7 @@ pub struct KillRecord {
     pub time: i64,
 }
 
-/// A job: every field of format 4, then those formats 5, 6, 8 and 9 added.
+/// A job: every field of format 4, then those formats 5, 6, 8, 9 and 10 added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub fields: JobFields4,
@@ -412,6 +415,30 @@ pub struct JobRecord {
     pub added6: JobFields6,
     pub added8: JobFields8,
     pub added9: JobFields9,
+    pub added10: JobFields10,
+}
+
+/// A job as format 9 wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord9 {
+    pub fields: JobFields4,
+    pub added: JobFields5,
+    pub added6: JobFields6,
+    pub added8: JobFields8,
+    pub added9: JobFields9,
+}
+
+/// What format 10 added to a job: its steps' own time limits, one per step in their
+/// order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields10 {
+    pub step_limits: Vec<StepLimitRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepLimitRecord {
+    pub time_limit_min: Option<u32>,
+    pub timed_out: bool,
 }
 
 /// A job as format 8 wrote it.
@@ -688,6 +715,16 @@ impl From<&Job> for JobRecord {
                 gpu_idle_flagged: j.gpu_idle_flagged,
             },
             added9: JobFields9::from(&j.spec.details),
+            added10: JobFields10 {
+                step_limits: j
+                    .steps
+                    .iter()
+                    .map(|s| StepLimitRecord {
+                        time_limit_min: s.time_limit_min,
+                        timed_out: s.timed_out,
+                    })
+                    .collect(),
+            },
         }
     }
 }
@@ -723,12 +760,24 @@ impl JobRecord {
 
     /// A job record of format 8: the options kept as given were not.
     pub fn from_format_8(old: JobRecord8) -> JobRecord {
-        JobRecord {
+        JobRecord::from_format_9(JobRecord9 {
             fields: old.fields,
             added: old.added,
             added6: old.added6,
             added8: old.added8,
             added9: JobFields9::default(),
+        })
+    }
+
+    /// A job record of format 9: its steps had no time limits of their own.
+    pub fn from_format_9(old: JobRecord9) -> JobRecord {
+        JobRecord {
+            fields: old.fields,
+            added: old.added,
+            added6: old.added6,
+            added8: old.added8,
+            added9: old.added9,
+            added10: JobFields10::default(),
         }
     }
 
@@ -743,7 +792,12 @@ impl JobRecord {
         job.spec.details = self.added9.into();
         let mut step_tasks = self.added6.step_tasks.into_iter();
         let mut step_gpu = self.added8.step_gpu.into_iter();
+        let mut step_limits = self.added10.step_limits.into_iter();
         for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
+            if let Some(limit) = step_limits.next() {
+                step.time_limit_min = limit.time_limit_min;
+                step.timed_out = limit.timed_out;
+            }
             let gpu = step_gpu.next().flatten().map(Into::into);
             step.nodes = added.nodes;
             step.cpus = added.cpus;
@@ -1740,16 +1794,11 @@ mod tests {
         });
         job.launched = true;
         job.steps.push(Step {
-            id: Some(0),
-            name: "s".into(),
-            state: JobState::Running,
-            start_time: 110,
-            end_time: 0,
-            exit_code: 0,
-            exit_signal: 0,
             num_tasks: 2,
             nodes: vec!["n1".into()],
             cpus: 8,
+            time_limit_min: Some(5),
+            timed_out: true,
             usage: Some(model::StepUsage {
                 max_rss_bytes: 4096,
                 max_rss_node: "n1".into(),
@@ -1764,6 +1813,7 @@ mod tests {
                     idle_ms: 0,
                 }),
             }),
+            ..Step::started(Some(0), "s", 110)
         });
         job.gpu_idle_flagged = Some(130);
         job
@@ -1795,17 +1845,19 @@ mod tests {
         // (one task, 0 on n1: 4096 bytes, 1000 us); then what format 8 added: step
         // 0's GPU use (60 000 GPU-ms sampled, 15 000 busy, 1 GiB, not idle) and the
         // GPU idle flag (at 130); then what format 9 added: the options kept as given
-        // (none).
+        // (none); then what format 10 added: step 0's own time limit (5 minutes), run
+        // out.
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0907070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0a07070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
                 "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
                 "0101e0d4039875808080800400018402",
-                "0000000000000000000000000000"
+                "0000000000000000000000000000",
+                "01010501"
             )
         );
     }
@@ -1877,7 +1929,7 @@ mod tests {
             user: "ada".into(),
         };
         let bytes = golden(&TriggerRecord::from(&t));
-        assert_eq!(bytes, "0903010c000409062f62696e2f7801e8076403616461");
+        assert_eq!(bytes, "0a03010c000409062f62696e2f7801e8076403616461");
         let n = Trigger {
             spec: TriggerSpec {
                 resource: TriggerResource::Nodes(Some("n[1-2]".into())),
@@ -1889,7 +1941,7 @@ mod tests {
         for t in [t, n] {
             assert_eq!(Trigger::from(TriggerRecord::from(&t)), t);
         }
-        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "09ac02");
+        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0aac02");
     }
 
     #[test]
@@ -1904,7 +1956,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "09026e31000480080100046831303000000001046661737401000000000000000100"
+            "0a026e31000480080100046831303000000001046661737401000000000000000100"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -1918,14 +1970,14 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "09056d61696e74142801026e310104726f6f740002000300"
+            "0a056d61696e74142801026e310104726f6f740002000300"
         );
         let mut p = Partition::open("p1", vec!["n1".into()], true);
         p.max_time_min = Some(30);
         p.state = "DOWN".into();
         let record = PartitionRecord::from(&p);
         assert_eq!(Partition::from(record.clone()), p);
-        assert_eq!(golden(&record), "0902703101026e3101011e000001010100000000");
+        assert_eq!(golden(&record), "0a02703101026e3101011e000001010100000000");
         let usage = AssocUsage {
             billing: 1.5,
             tres: [("cpu".to_string(), 2.0)].into(),
@@ -1933,7 +1985,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "09000000000000f83f0103637075000000000000004006"
+            "0a000000000000f83f0103637075000000000000004006"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -1941,7 +1993,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "090a23212f62696e2f73680a0101410131"
+            "0a0a23212f62696e2f73680a0101410131"
         );
     }
 
@@ -1972,7 +2024,7 @@ mod tests {
         assert_eq!(Associations::from(record.clone()), a);
         assert_eq!(
             golden(&record),
-            "0902026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+            "0a02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
              00000102000000026d6c026d6c0108677265732f677075040000000000000000\
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\

@@ -135,6 +135,8 @@ const FORMAT_6: u8 = 6;
 const FORMAT_7: u8 = 7;
 /// Format 8 appended fields to jobs and the associations.
 const FORMAT_8: u8 = 8;
+/// Format 9 appended the options kept as given to jobs.
+const FORMAT_9: u8 = 9;
 
 /// The body of a record of the current format, or of formats 3 to 6 (which the store
 /// migrates when it opens, but a journal may still carry).
@@ -151,6 +153,7 @@ fn split_version<'b>(
                 FORMAT_6,
                 FORMAT_7,
                 FORMAT_8,
+                FORMAT_9,
                 records::FORMAT,
             ]
             .contains(&v) =>
@@ -206,14 +209,17 @@ fn job_record(
         FORMAT_8 => Ok(JobRecord::from_format_8(records::decode_body::<
             records::JobRecord8,
         >(what, body)?)),
+        FORMAT_9 => Ok(JobRecord::from_format_9(records::decode_body::<
+            records::JobRecord9,
+        >(what, body)?)),
         _ => records::decode_body(what, body),
     }
 }
 
-/// A record of format 4 to 8, in the current format: a job, a node and the
+/// A record of format 4 to 9, in the current format: a job, a node and the
 /// associations get what later formats added, empty; the other records are the same
 /// bytes behind the new version.
-fn migrate_format_4_to_8(
+fn migrate_format_4_to_9(
     tree: TreeName,
     what: &dyn Fn() -> String,
     bytes: &[u8],
@@ -325,6 +331,7 @@ impl SledStore {
             Some(format) if *format == [FORMAT_6] => FORMAT_6,
             Some(format) if *format == [FORMAT_7] => FORMAT_7,
             Some(format) if *format == [FORMAT_8] => FORMAT_8,
+            Some(format) if *format == [FORMAT_9] => FORMAT_9,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -340,8 +347,8 @@ impl SledStore {
                 let what = || format!("{tree:?} {}", String::from_utf8_lossy(&key));
                 let new = match value.first() {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
-                    Some(&(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7 | FORMAT_8)) => {
-                        migrate_format_4_to_8(tree, &what, &value)?
+                    Some(&(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7 | FORMAT_8 | FORMAT_9)) => {
+                        migrate_format_4_to_9(tree, &what, &value)?
                     }
                     _ => continue,
                 };
@@ -1230,6 +1237,38 @@ mod tests {
             (7, "train", Some(130))
         );
         assert_eq!(job.spec.details, Default::default());
+        assert_eq!(
+            store.jobs.get(7u32.to_be_bytes()).unwrap().unwrap()[0],
+            records::FORMAT
+        );
+    }
+
+    #[tokio::test]
+    async fn job_records_of_format_9_are_migrated_with_steps_of_no_limit_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            // Job 7 as format 9 wrote it: format 8's bytes, then no options as given.
+            let job = hex(concat!(
+                "0907070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "00000002040000000100000000000000000000010200010100000000000000000001",
+                "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
+                "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
+                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
+                "0101e0d4039875808080800400018402",
+                "0000000000000000000000000000"
+            ));
+            store.jobs.insert(7u32.to_be_bytes(), job).unwrap();
+            store.db.insert(FORMAT_KEY, &[FORMAT_9]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let step = &loaded.jobs[0].steps[0];
+        assert_eq!(
+            (step.id, step.num_tasks, step.time_limit_min, step.timed_out),
+            (Some(0), 2, None, false)
+        );
         assert_eq!(
             store.jobs.get(7u32.to_be_bytes()).unwrap().unwrap()[0],
             records::FORMAT

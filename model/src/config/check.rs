@@ -921,6 +921,12 @@ fn check_gpu_topology(n: &NodeConfig, at: &KeyPath) -> Checked {
             format!("invalid memory `{}` (as `80G`)", n.gpu_memory),
         ));
     }
+    if !n.tmp_disk.is_empty() && crate::units::parse_memory_mb(&n.tmp_disk).is_err() {
+        return Err(Invalid::new(
+            &at.key("tmp_disk"),
+            format!("invalid size `{}` (as `100G`)", n.tmp_disk),
+        ));
+    }
     check_mig(n, at)?;
     let mut taken = n.mig_gpu_count().min(n.gpus);
     for (per_gpu_key, gpus_key, per_gpu, gpus_set, count) in [

@@ -243,6 +243,11 @@ fn rows() -> Vec<Row> {
             &["memory: invalid memory specification `8Q`"],
         ),
         row(
+            "[[nodes]]\nnames = \"g1\"\ncpus = 4\nmemory = \"8G\"\ntmp_disk = \"lots\"\n",
+            5,
+            &["tmp_disk: invalid size `lots` (as `100G`)"],
+        ),
+        row(
             "[[nodes]]\nnames = \"g1\"\ncpus = 4\nmemory = \"0\"\n",
             4,
             &["memory: must be more than 0"],
