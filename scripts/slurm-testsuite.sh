@@ -78,6 +78,8 @@ if [ "$profile" = release ]; then "$repo/scripts/build.sh" --release; else "$rep
 bin=$repo/target/$profile
 rm -rf "$cluster"
 mkdir -p "$cluster/etc" "$cluster/sbin"
+# What a slurmd here would report as its TmpDisk: the size of /tmp, in MB.
+tmp_mb=$(df -Pm /tmp | awk 'NR == 2 { print $2 }')
 cat >"$cluster/drover.toml" <<EOF
 # Slurm's test suite: shaped like the reference Slurm 22.05 cluster.
 cluster_name = "drover"
@@ -98,6 +100,7 @@ memory = "16000M"
 gpus = 4
 gpu_type = "h100"
 config_overrides = true
+tmp_disk = "${tmp_mb}M"
 
 [[partitions]]
 name = "debug"

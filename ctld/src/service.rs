@@ -669,7 +669,8 @@ impl v1::ctld_server::Ctld for Services {
                 let tmp_disk_mb = self
                     .config
                     .node_entry(&n.name)
-                    .map_or(0, |e| e.tmp_disk_mb());
+                    .and_then(|e| e.tmp_disk_mb())
+                    .unwrap_or(0);
                 proto::convert::node_to_wire(
                     n,
                     usage.get(&n.name).unwrap_or(&empty),

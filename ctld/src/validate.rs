@@ -107,15 +107,14 @@ pub fn check_submit(
     if spec.details.min_cpus_node > most_cpus {
         return reject(NODE_CONFIG_UNAVAILABLE);
     }
-    // `--tmp`: likewise, some node's TmpDisk.
+    // `--tmp`: likewise, some node's TmpDisk; a node whose entry declares none may
+    // have any.
     let most_tmp = partition
         .nodes
         .iter()
-        .filter_map(|n| config.node_entry(n))
-        .map(|e| e.tmp_disk_mb())
-        .max()
-        .unwrap_or(0);
-    if spec.details.tmp_disk_mb > most_tmp {
+        .map(|n| config.node_entry(n).and_then(|e| e.tmp_disk_mb()))
+        .try_fold(0, |most, tmp| tmp.map(|t| most.max(t)));
+    if most_tmp.is_some_and(|most| spec.details.tmp_disk_mb > most) {
         return reject(NODE_CONFIG_UNAVAILABLE);
     }
     // More tasks than `--ntasks-per-node` lets the nodes hold.
@@ -582,6 +581,17 @@ qos = ["normal", "low"]
             check_submit(&s, &c, sp, &big).unwrap_err().0,
             "The job's environment is too large to start it with"
         );
+        // A node whose entry declares no TmpDisk may have any: `--tmp` is not checked.
+        let undeclared = Config::parse(
+            "[[nodes]]\nnames = \"n1\"\ncpus = 4\nmemory = \"4G\"\n\
+             [[partitions]]\nname = \"debug\"\nnodes = \"n1\"\n",
+            "t",
+        )
+        .unwrap();
+        let s = ClusterState::new(undeclared.node_list(), undeclared.partition_list());
+        let (mut sp, p) = spec();
+        sp.details.tmp_disk_mb = 999_999;
+        assert!(check_submit(&s, &undeclared, sp, &p).is_ok());
     }
 
     #[test]

@@ -477,7 +477,8 @@ pub struct NodeConfig {
     pub gpu_memory: String,
     /// Slurm's `TmpDisk`: the temporary disk space of each node of the entry (`100G`,
     /// MB without a unit); jobs that ask `--tmp` for more than any node of their
-    /// partition has are refused. Default: 0.
+    /// partition has are refused. Default: not declared, shown as 0, and `--tmp` is
+    /// not checked against it.
     #[serde(default)]
     pub tmp_disk: String,
     /// The node daemons of this entry report what it declares instead of what they
@@ -608,9 +609,10 @@ impl NodeConfig {
             .collect()
     }
 
-    /// `tmp_disk` in MB; 0 without one (assumes `check` passed).
-    pub fn tmp_disk_mb(&self) -> u64 {
-        units::parse_memory_mb(&self.tmp_disk).unwrap_or(0)
+    /// `tmp_disk` in MB; `None` where the entry declares none (assumes `check`
+    /// passed).
+    pub fn tmp_disk_mb(&self) -> Option<u64> {
+        units::parse_memory_mb(&self.tmp_disk).ok()
     }
 
     /// The memory of each GPU device of one node of this entry in MB, by device index

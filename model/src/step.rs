@@ -279,7 +279,7 @@ impl GpuBind {
         let bad = || format!("Invalid --gpu-bind argument: {text}");
         let t = text.strip_prefix("verbose,").unwrap_or(text);
         match t.split_once(':') {
-            None if t == "none" => Ok(GpuBind::None),
+            None if t == "none" || t == "verbose" => Ok(GpuBind::None),
             None if t == "closest" => Ok(GpuBind::Closest),
             Some(("single", n)) => n
                 .parse()
@@ -299,6 +299,41 @@ impl GpuBind {
             _ => Err(bad()),
         }
     }
+}
+
+/// Does `--gpu-bind` ask each task to report its GPUs (`verbose`, alone or first)?
+pub fn gpu_bind_verbose(text: &str) -> bool {
+    text == "verbose" || text.starts_with("verbose,")
+}
+
+/// The line a task of a `--gpu-bind=verbose` step writes to its standard error, as
+/// Slurm's does: the GPUs it may use and the step's GPUs on its node as hexadecimal
+/// masks of node indices, the position of its first GPU among the step's, its GPUs by
+/// node index, and as it sees them (`CUDA_VISIBLE_DEVICES`).
+///
+/// ```
+/// let line = model::step::gpu_bind_report(&[0, 1], &[1], "1");
+/// assert_eq!(line, "gpu-bind: usable_gres=0x2; bit_alloc=0x3; local_inx=1; global_list=1; local_list=1\n");
+/// ```
+pub fn gpu_bind_report(step_gpus: &[u32], task_gpus: &[u32], visible: &str) -> String {
+    let mask = |gpus: &[u32]| {
+        let bits = gpus
+            .iter()
+            .filter(|g| **g < 128)
+            .fold(0u128, |m, g| m | (1 << g));
+        format!("0x{bits:x}")
+    };
+    let local_inx = task_gpus
+        .first()
+        .and_then(|g| step_gpus.iter().position(|s| s == g))
+        .unwrap_or(0);
+    let global: Vec<String> = task_gpus.iter().map(u32::to_string).collect();
+    format!(
+        "gpu-bind: usable_gres={}; bit_alloc={}; local_inx={local_inx}; global_list={}; local_list={visible}\n",
+        mask(task_gpus),
+        mask(step_gpus),
+        global.join(",")
+    )
 }
 
 /// The numbers of a `map_gpu`/`mask_gpu` list in `radix` (hexadecimal ones may start
@@ -598,6 +633,9 @@ mod tests {
         assert_eq!(GpuBind::parse("verbose,single:2"), Ok(GpuBind::Single(2)));
         assert_eq!(GpuBind::parse("map_gpu:0,1"), Ok(GpuBind::Map(vec![0, 1])));
         assert_eq!(GpuBind::parse("closest"), Ok(GpuBind::Closest));
+        assert_eq!(GpuBind::parse("verbose"), Ok(GpuBind::None));
+        assert!(gpu_bind_verbose("verbose,closest") && gpu_bind_verbose("verbose"));
+        assert!(!gpu_bind_verbose("closest") && !gpu_bind_verbose("verbosely"));
         assert_eq!(
             GpuBind::parse("mask_gpu:0x1,0xc"),
             Ok(GpuBind::Mask(vec![1, 12]))

@@ -430,9 +430,13 @@ impl Jobs {
         true
     }
 
-    /// `scancel -s SIG`: 0 cancels; another signal goes to the job's steps (every
-    /// process but the batch shell), with `batch_only` to the batch shell alone, with
-    /// `full` to all of them. False when the job is not running here.
+    /// `scancel -s SIG`: 0 cancels; another signal goes to the job's steps, with
+    /// `batch_only` to the batch shell alone, with `full` to every process of the
+    /// batch script. Where jobs are confined in cgroups, the steps are the tasks in the
+    /// job's step cgroups here, as Slurm's slurmstepd signals them: neither srun nor
+    /// anything else the batch script runs (they are the batch step's). Without
+    /// cgroups, every process of the batch script's group but the shell. False when
+    /// the job neither runs here nor has a step here.
     pub async fn signal(
         &self,
         job_id: JobId,
@@ -444,6 +448,27 @@ impl Jobs {
             return Ok(self.cancel(job_id));
         }
         let sig = Signal::try_from(signal).map_err(|_| JobsError::BadSignal(signal))?;
+        if !batch_only
+            && !full
+            && let Some(cg) = self.job_cgroup(job_id)
+        {
+            let steps = cg.steps();
+            let tasks: Vec<u32> = steps
+                .iter()
+                .filter(|s| s.as_str() != crate::cgroup::BATCH_STEP)
+                .flat_map(|s| cg.step_processes(s))
+                .collect();
+            info!(
+                job_id,
+                signal = sig.as_str(),
+                tasks = tasks.len(),
+                "signalling the job's steps"
+            );
+            for pid in &tasks {
+                let _ = kill(Pid::from_raw(*pid as i32), sig);
+            }
+            return Ok(!tasks.is_empty() || self.table().contains_key(&job_id));
+        }
         let dir = match self.table().get(&job_id) {
             Some(e) if e.phase != Phase::Reporting => e.dir.clone(),
             _ => return Ok(false),
@@ -478,6 +503,18 @@ impl Jobs {
         Ok(true)
     }
 
+    /// The job's cgroups here; `None` where the node confines no jobs in cgroups.
+    fn job_cgroup(&self, job_id: JobId) -> Option<JobCgroup> {
+        let placement = self.confinement().cgroup?;
+        JobCgroup::new(
+            &placement.hierarchy,
+            &placement.prefix,
+            &self.node_name,
+            job_id,
+        )
+        .ok()
+    }
+
     /// `scancel JOB.STEP`: `signal` (0: SIGKILL, the step's cancel) to the processes of
     /// the step's tasks here, found in the step's cgroup. False when none runs here (or
     /// the node confines no jobs in cgroups).
@@ -487,15 +524,7 @@ impl Jobs {
         } else {
             Signal::try_from(signal).map_err(|_| JobsError::BadSignal(signal))?
         };
-        let Some(placement) = self.confinement().cgroup else {
-            return Ok(false);
-        };
-        let Ok(cg) = JobCgroup::new(
-            &placement.hierarchy,
-            &placement.prefix,
-            &self.node_name,
-            job_id,
-        ) else {
+        let Some(cg) = self.job_cgroup(job_id) else {
             return Ok(false);
         };
         let procs = cg.step_processes(&format!("step_{step_id}"));

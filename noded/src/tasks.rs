@@ -194,6 +194,11 @@ pub async fn run(
                 .send(data_message(task.task_id, false, &task.printed))
                 .await;
         }
+        if !task.reported.is_empty() {
+            outlet
+                .send(data_message(task.task_id, true, &task.reported))
+                .await;
+        }
         let output = match task.streams {
             TaskStreams::Pipes {
                 stdin,
@@ -514,6 +519,8 @@ struct StartedTask {
     streams: TaskStreams,
     /// What its prolog's `print` lines wrote: the start of its output.
     printed: Vec<u8>,
+    /// What it says first on its standard error (`--gpu-bind=verbose`'s line).
+    reported: Vec<u8>,
     /// Its epilog, run once it has ended.
     epilog: Option<TaskScript>,
 }
@@ -864,6 +871,7 @@ fn start(
     let mut failure = None;
     for (local, &task_id) in local_ids {
         let mut task_env = env.clone();
+        let mut reported = Vec::new();
         let mut set = |k: &str, v: String| crate::env::set_var(&mut task_env, k, v);
         set("SLURM_PROCID", task_id.to_string());
         set("SLURM_LOCALID", local.to_string());
@@ -899,6 +907,10 @@ fn start(
                 ),
             };
             let visible = crate::env::cuda_visible_devices(&info, &mine);
+            if model::step::gpu_bind_verbose(&launch.gpu_bind) {
+                reported =
+                    model::step::gpu_bind_report(&launch.gpu_indices, &mine, &visible).into_bytes();
+            }
             set("CUDA_VISIBLE_DEVICES", visible.clone());
             set("GPU_DEVICE_ORDINAL", visible);
         }
@@ -943,6 +955,7 @@ fn start(
         match start_task(launch, &task_env, &placement, &user, task_id) {
             Ok(mut t) => {
                 t.printed = printed;
+                t.reported = reported;
                 t.epilog = epilog;
                 tasks.push(t)
             }
@@ -1002,6 +1015,7 @@ fn start_task(
             pid,
             streams: TaskStreams::Terminal(master),
             printed: Vec::new(),
+            reported: Vec::new(),
             epilog: None,
         });
     }
@@ -1024,6 +1038,7 @@ fn start_task(
             stderr: err_rd,
         },
         printed: Vec::new(),
+        reported: Vec::new(),
         epilog: None,
     })
 }

@@ -191,6 +191,45 @@ fn a_step_past_its_own_time_limit_ends_timeout_and_its_job_goes_on() {
     );
 }
 
+/// `scancel -s SIG` reaches each task of the job's running steps on every node once,
+/// as Slurm's slurmstepd delivers it: neither srun (which would pass it on a second
+/// time, or die of it before it is ready) nor the batch shell gets it.
+#[test]
+fn a_signal_reaches_each_task_of_a_running_step_once() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        ..ClusterSpec::default()
+    });
+    let id = c.sbatch(
+        &["-N", "2", "-n", "2", "-o", "job.out"],
+        "trap 'echo shell >> shell-got' USR1\n\
+         srun sh -c 'trap \"echo got >> got-$SLURM_PROCID\" USR1; \
+         echo ready > ready-$SLURM_PROCID; while :; do sleep 0.1; done'\n",
+    );
+    assert!(
+        wait_until(T, || !read(&c, "ready-0").is_empty()
+            && !read(&c, "ready-1").is_empty()),
+        "the step never started; logs:\n{}",
+        c.logs()
+    );
+    c.ok(&["scancel", "--signal=USR1", &id.to_string()]);
+    assert!(
+        wait_until(T, || read(&c, "got-0") == "got\n"
+            && read(&c, "got-1") == "got\n"),
+        "a task missed the signal: {:?} {:?}; {}",
+        read(&c, "got-0"),
+        read(&c, "got-1"),
+        read(&c, "job.out")
+    );
+    c.ok(&["scancel", &id.to_string()]);
+    c.wait_state(id, "CANCELLED", T);
+    assert_eq!(
+        (read(&c, "got-0"), read(&c, "got-1")),
+        ("got\n".into(), "got\n".into())
+    );
+    assert_eq!(read(&c, "shell-got"), "");
+}
+
 #[test]
 fn a_task_count_beyond_one_node_spreads_over_several() {
     // Three nodes of 4 CPUs and 2 GPUs.
@@ -312,6 +351,7 @@ fn each_task_sees_its_own_gpus_with_gpus_per_task() {
         "echo job=$SLURM_JOB_GPUS\n\
          srun -l --gpus-per-task=1 sh -c 'echo $CUDA_VISIBLE_DEVICES'\n\
          srun -l --gpu-bind=map_gpu:1 sh -c 'echo map=$CUDA_VISIBLE_DEVICES'\n\
+         srun -l --gpu-bind=verbose,map_gpu:0 true\n\
          srun --gpu-bind=bogus true; echo bad=$?",
     );
     c.wait_state(id, "COMPLETED", T);
@@ -329,6 +369,20 @@ fn each_task_sees_its_own_gpus_with_gpus_per_task() {
     assert!(lines.contains(&format!("1: {}", job[1])), "{out}");
     assert!(lines.contains(&format!("0: map={}", job[1])), "{out}");
     assert!(lines.contains(&format!("1: map={}", job[1])), "{out}");
+    // `verbose`: each task says which of the step's GPUs it may use, as Slurm's do.
+    for task in 0..2 {
+        let said = format!(
+            "{task}: gpu-bind: usable_gres=0x{:x}; bit_alloc=0x{:x}; local_inx=0; global_list={}; local_list=",
+            1u32 << job[0].parse::<u32>().unwrap(),
+            job.iter()
+                .fold(0u32, |m, g| m | 1 << g.parse::<u32>().unwrap()),
+            job[0]
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with(&said)),
+            "{said} in {out}"
+        );
+    }
     assert!(out.contains("Invalid --gpu-bind argument: bogus"), "{out}");
     assert!(out.contains("bad=1"), "{out}");
 }

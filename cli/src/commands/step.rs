@@ -190,6 +190,15 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         ..Default::default()
     });
     let nodes = reply.nodes;
+    // A step without its own `--gpu-bind` binds as its job asked, as Slurm's steps
+    // inherit the job's.
+    let gpu_bind = o.gpu_bind.clone().unwrap_or_else(|| {
+        job.spec
+            .as_ref()
+            .and_then(|s| s.details.as_ref())
+            .map(|d| d.gpu_bind.clone())
+            .unwrap_or_default()
+    });
     if o.verbose > 0 {
         eprint!("{}", verbose_launch(&job, step_id, &nodes));
     }
@@ -239,7 +248,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             gpu_indices: node.gpu_indices.clone(),
             node_name: node.name.clone(),
             gpus_per_task: o.gpus_per_task.as_ref().map_or(0, |g| g.count),
-            gpu_bind: o.gpu_bind.clone().unwrap_or_default(),
+            gpu_bind: gpu_bind.clone(),
             cpu_bind: o.cpu_bind.clone().unwrap_or_default(),
             cpus_per_task,
             pty: window.filter(|_| node.task_ids.contains(&0)),

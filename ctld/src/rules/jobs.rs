@@ -425,13 +425,17 @@ fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Reject
             Ok(())
         }
         (_, signal) => {
-            turn.order(
-                id,
-                Order::Signal {
-                    signal,
-                    batch_only: cmd.batch_only,
-                },
-            );
+            let order = Order::Signal {
+                signal,
+                batch_only: cmd.batch_only,
+            };
+            // `-b`: the batch shell, on the batch node; else the job's steps, on
+            // every node they may run on.
+            if cmd.batch_only {
+                turn.order(id, order);
+            } else {
+                turn.order_every_node(id, order);
+            }
             Ok(())
         }
     }

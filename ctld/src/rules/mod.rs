@@ -230,6 +230,24 @@ impl<'a> Turn<'a> {
         }
     }
 
+    /// Tells every node of the job's allocation (a signal for the job's steps, which
+    /// may run on any of them).
+    pub fn order_every_node(&mut self, job_id: JobId, order: Order) {
+        let nodes: Vec<String> = self
+            .state
+            .job(job_id)
+            .and_then(|j| j.alloc.as_ref())
+            .map(|a| a.nodes.iter().map(|n| n.node.clone()).collect())
+            .unwrap_or_default();
+        for node in nodes {
+            self.effects.push(Effect::Order {
+                job_id,
+                node,
+                order,
+            });
+        }
+    }
+
     /// Launches the job's current run on its batch node.
     pub fn launch(&mut self, job_id: JobId) {
         self.effects.push(Effect::Launch { job_id });

@@ -1917,6 +1917,39 @@ fn a_warning_policy_only_flags_and_a_busy_job_is_left_alone() {
 }
 
 #[test]
+fn a_signal_reaches_the_steps_on_every_node_and_a_batch_signal_the_batch_node_only() {
+    let mut env = Env::new("");
+    let id = env.submit(|s| s.num_nodes = 2);
+    env.start(id);
+    let signal = |batch_only| SignalJobs {
+        job_ids: vec![id.to_string()],
+        filter: JobFilter::default(),
+        signal: libc::SIGUSR1,
+        batch_only,
+        requester: who(ALICE),
+    };
+    let ordered = |effects: &[Effect]| -> Vec<String> {
+        let mut nodes: Vec<String> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Order {
+                    node,
+                    order: Order::Signal { signal, .. },
+                    ..
+                } if *signal == libc::SIGUSR1 => Some(node.clone()),
+                _ => None,
+            })
+            .collect();
+        nodes.sort();
+        nodes
+    };
+    let d = env.turn(|t| jobs::signal(t, signal(false)));
+    assert_eq!(ordered(&d.effects), ["n1", "n2"]);
+    let d = env.turn(|t| jobs::signal(t, signal(true)));
+    assert_eq!(ordered(&d.effects), [env.node_of(id)]);
+}
+
+#[test]
 fn scancel_of_a_step_orders_its_nodes_to_signal_its_tasks_only() {
     use crate::command::CreateStep;
     let mut env = Env::new("");
