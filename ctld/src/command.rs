@@ -340,12 +340,12 @@ pub enum PartitionOp {
     Delete,
 }
 
-/// A partition change: scontrol's `PartitionName=x Key=Value...` words, parsed by
-/// `model::partition_change` in the rule.
+/// A partition change: the partition's name and what to set (as scontrol parsed its
+/// `PartitionName=x Key=Value...` words with `model::partition_change`).
 #[derive(Debug, Clone)]
 pub struct ChangePartition {
     pub op: PartitionOp,
-    pub words: Vec<String>,
+    pub change: model::partition_change::PartitionChange,
     pub requester: Requester,
 }
 

@@ -1,11 +1,10 @@
-//! `scontrol create|update|delete partition`: applies scontrol's words
+//! `scontrol create|update|delete partition`: applies a change scontrol parsed
 //! (`model::partition_change`) to the cluster's partitions, as the event to apply, or
 //! Slurm's error for the request. Only operators change partitions; a partition that
 //! still holds pending or running jobs is not deleted ("Partition is in use").
 
 use crate::command::{ChangePartition, PartitionOp, Rejection};
 use model::config::Partition;
-use model::partition_change::{self, PartitionChangeError};
 use model::{ClusterState, Event};
 
 /// The event for a change, or Slurm's error for it.
@@ -14,10 +13,10 @@ pub fn change(state: &ClusterState, req: &ChangePartition) -> Result<Event, Reje
         return Err(Rejection::PermissionDenied);
     }
     let invalid_name = || Rejection::NotFound("Invalid partition name specified".into());
-    let change = partition_change::parse(&req.words).map_err(|e| match e {
-        PartitionChangeError::NoName => invalid_name(),
-        other => Rejection::Invalid(other.to_string()),
-    })?;
+    let change = &req.change;
+    if change.name.is_empty() {
+        return Err(invalid_name());
+    }
     let all_nodes: Vec<String> = state.nodes.keys().cloned().collect();
     let existing = state.partition(&change.name);
     match req.op {
@@ -32,7 +31,9 @@ pub fn change(state: &ClusterState, req: &ChangePartition) -> Result<Event, Reje
             if in_use {
                 return Err(Rejection::WrongState("Partition is in use".into()));
             }
-            Ok(Event::PartitionDeleted { name: change.name })
+            Ok(Event::PartitionDeleted {
+                name: change.name.clone(),
+            })
         }
         PartitionOp::Create | PartitionOp::Update => {
             let mut partition = match (req.op, existing) {

@@ -881,9 +881,11 @@ impl v1::ctld_server::Ctld for Services {
                 return Err(invalid(format!("unknown partition operation {}", req.op)));
             }
         };
+        let change =
+            proto::convert::partition_change_from_wire(req.name, req.fields).map_err(invalid)?;
         let cmd = command::ChangePartition {
             op,
-            words: req.words,
+            change,
             requester,
         };
         let name = self.ask(|reply| Input::ChangePartition(cmd, reply)).await?;

@@ -934,6 +934,87 @@ pub fn share_to_wire(r: &model::factors::ShareRow) -> v1::ShareInfo {
     }
 }
 
+/// `scontrol create|update|delete partition`'s change on the wire: its name, then the
+/// fields it sets.
+pub fn partition_change_to_wire(
+    c: &model::partition_change::PartitionChange,
+) -> (String, Vec<v1::PartitionField>) {
+    use model::partition_change::PartitionField as F;
+    use v1::partition_field::Field as W;
+    let time = |t: Option<u32>| v1::PartitionTime {
+        limit: Some(match t {
+            Some(m) => v1::partition_time::Limit::Minutes(m),
+            None => v1::partition_time::Limit::Unlimited(true),
+        }),
+    };
+    let names = |l: &[String]| v1::NameList { names: l.to_vec() };
+    let fields = c
+        .fields
+        .iter()
+        .map(|f| v1::PartitionField {
+            field: Some(match f {
+                F::Nodes(v) => W::Nodes(v.clone()),
+                F::MaxTime(t) => W::MaxTime(time(*t)),
+                F::DefaultTime(t) => W::DefaultTime(time(*t)),
+                F::MaxNodes(n) => W::MaxNodes(*n),
+                F::State(v) => W::State(v.clone()),
+                F::Default(d) => W::IsDefault(*d),
+                F::PriorityJobFactor(n) => W::PriorityJobFactor(*n),
+                F::PriorityTier(n) => W::PriorityTier(*n),
+                F::AllowAccounts(l) => W::AllowAccounts(names(l)),
+                F::DenyAccounts(l) => W::DenyAccounts(names(l)),
+                F::AllowQos(l) => W::AllowQos(names(l)),
+                F::OverSubscribe(v) => W::Oversubscribe(v.clone()),
+            }),
+        })
+        .collect();
+    (c.name.clone(), fields)
+}
+
+/// A partition change from the wire. An empty or unknown field, a time that is
+/// neither minutes nor UNLIMITED, and a state or OverSubscribe value Slurm does not
+/// know are refused.
+pub fn partition_change_from_wire(
+    name: String,
+    fields: Vec<v1::PartitionField>,
+) -> Result<model::partition_change::PartitionChange, String> {
+    use model::config::{OVERSUBSCRIBE, PARTITION_STATES};
+    use model::partition_change::PartitionField as F;
+    use v1::partition_field::Field as W;
+    let time = |t: v1::PartitionTime| match t.limit {
+        Some(v1::partition_time::Limit::Minutes(m)) => Ok(Some(m)),
+        Some(v1::partition_time::Limit::Unlimited(true)) => Ok(None),
+        _ => Err("unknown partition time limit".to_string()),
+    };
+    let known = |v: String, words: &[&str], what: &str| {
+        if words.contains(&v.as_str()) {
+            Ok(v)
+        } else {
+            Err(format!("unknown partition {what} `{v}`"))
+        }
+    };
+    let fields = fields
+        .into_iter()
+        .map(|f| {
+            Ok(match f.field.ok_or("unknown partition field")? {
+                W::Nodes(v) => F::Nodes(v),
+                W::MaxTime(t) => F::MaxTime(time(t)?),
+                W::DefaultTime(t) => F::DefaultTime(time(t)?),
+                W::MaxNodes(n) => F::MaxNodes(n),
+                W::State(v) => F::State(known(v, &PARTITION_STATES, "state")?),
+                W::IsDefault(d) => F::Default(d),
+                W::PriorityJobFactor(n) => F::PriorityJobFactor(n),
+                W::PriorityTier(n) => F::PriorityTier(n),
+                W::AllowAccounts(l) => F::AllowAccounts(l.names),
+                W::DenyAccounts(l) => F::DenyAccounts(l.names),
+                W::AllowQos(l) => F::AllowQos(l.names),
+                W::Oversubscribe(v) => F::OverSubscribe(known(v, &OVERSUBSCRIBE, "OverSubscribe")?),
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(model::partition_change::PartitionChange { name, fields })
+}
+
 /// A new time limit (a job's or a step's) on the wire.
 pub fn time_limit_change_to_wire(t: model::job_update::TimeLimitChange) -> v1::TimeLimitChange {
     use model::job_update::TimeLimitChange as T;
@@ -2096,5 +2177,35 @@ mod trigger_tests {
         w.event = v1::TriggerEvent::Fini as i32;
         w.resource = None;
         assert!(trigger_spec_from_wire(w).is_err());
+    }
+
+    #[test]
+    fn partition_changes_cross_the_wire_typed_and_unknown_values_are_refused() {
+        let words: Vec<String> = "PartitionName=p Nodes=n[1-2] MaxTime=30 DefaultTime=UNLIMITED \
+             MaxNodes=2 State=DOWN Default=YES Priority=3 AllowAccounts=a,b DenyAccounts=c \
+             AllowQos=q OverSubscribe=EXCLUSIVE"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let change = model::partition_change::parse(&words).unwrap();
+        let (name, fields) = partition_change_to_wire(&change);
+        assert_eq!(fields.len(), change.fields.len());
+        assert_eq!(partition_change_from_wire(name, fields).unwrap(), change);
+        use v1::partition_field::Field as W;
+        for bad in [
+            None,
+            Some(W::State("SLEEPY".into())),
+            Some(W::Oversubscribe("MAYBE".into())),
+            Some(W::MaxTime(v1::PartitionTime { limit: None })),
+            Some(W::MaxTime(v1::PartitionTime {
+                limit: Some(v1::partition_time::Limit::Unlimited(false)),
+            })),
+        ] {
+            let fields = vec![v1::PartitionField { field: bad.clone() }];
+            assert!(
+                partition_change_from_wire("p".into(), fields).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 }

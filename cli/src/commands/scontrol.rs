@@ -1728,8 +1728,8 @@ async fn partition_change(
         }
         other => other.to_vec(),
     };
-    let name = match model::partition_change::parse(&words) {
-        Ok(change) => change.name,
+    let change = match model::partition_change::parse(&words) {
+        Ok(change) => change,
         Err(model::partition_change::PartitionChangeError::NoName) => {
             s.fail("PartitionName must be given.");
             return;
@@ -1743,10 +1743,12 @@ async fn partition_change(
     let Some(c) = get_client(s, conn, "slurm_update error").await else {
         return;
     };
+    let (name, fields) = proto::convert::partition_change_to_wire(&change);
     if let Err(e) = c
         .change_partition(v1::ChangePartitionRequest {
             op: op as i32,
-            words,
+            name: name.clone(),
+            fields,
         })
         .await
     {

@@ -2301,9 +2301,10 @@ fn operators_create_update_and_delete_partitions_and_a_restart_keeps_them() {
     use crate::command::{ChangePartition, PartitionOp};
     let mut env = Env::new("");
     let change = |env: &mut Env, op: PartitionOp, words: &str, uid: u32| {
+        let words: Vec<String> = words.split_whitespace().map(String::from).collect();
         let cmd = ChangePartition {
             op,
-            words: words.split_whitespace().map(String::from).collect(),
+            change: model::partition_change::parse(&words).unwrap(),
             requester: who(uid),
         };
         env.turn(|t| jobs::change_partition(t, cmd)).answer
