@@ -464,9 +464,7 @@ impl Jobs {
                 tasks = tasks.len(),
                 "signalling the job's steps"
             );
-            for pid in &tasks {
-                let _ = kill(Pid::from_raw(*pid as i32), sig);
-            }
+            kill_each(&tasks, sig);
             return Ok(!tasks.is_empty() || self.table().contains_key(&job_id));
         }
         let dir = match self.table().get(&job_id) {
@@ -535,9 +533,7 @@ impl Jobs {
             tasks = procs.len(),
             "signalling step"
         );
-        for pid in &procs {
-            let _ = kill(Pid::from_raw(*pid as i32), sig);
-        }
+        kill_each(&procs, sig);
         Ok(!procs.is_empty())
     }
 
@@ -760,5 +756,12 @@ fn lost_status(dir: &JobDir, cancelled: bool, why: &str) -> JobStatus {
         message,
         drain_reason: String::new(),
         batch_usage: None,
+    }
+}
+
+/// `sig` to each of `pids`; one that has gone since it was listed is skipped.
+fn kill_each(pids: &[u32], sig: Signal) {
+    for pid in pids {
+        let _ = kill(Pid::from_raw(*pid as i32), sig);
     }
 }

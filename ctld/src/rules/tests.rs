@@ -42,6 +42,21 @@ fn who(uid: u32) -> crate::command::Requester {
     }
 }
 
+/// Alice's `srun` in job `id`: a step named `s` of `num_tasks` tasks, with no time limit
+/// of its own.
+fn srun(id: JobId, num_tasks: u32) -> crate::command::CreateStep {
+    crate::command::CreateStep {
+        job_id: id,
+        name: "s".into(),
+        request: model::step::StepRequest {
+            num_tasks,
+            ..Default::default()
+        },
+        time_limit_min: None,
+        requester: who(ALICE),
+    }
+}
+
 struct Env {
     state: ClusterState,
     config: Config,
@@ -844,7 +859,6 @@ fn a_refused_command_splits_no_array_task_and_a_whole_array_is_tried_task_by_tas
 
 #[test]
 fn an_overcommitted_jobs_steps_may_run_more_tasks_than_its_cpus() {
-    use crate::command::CreateStep;
     let mut env = Env::new("");
     let id = env.submit(|s| {
         s.num_tasks = 10;
@@ -852,21 +866,7 @@ fn an_overcommitted_jobs_steps_may_run_more_tasks_than_its_cpus() {
     });
     env.start(id);
     let started = env
-        .turn(|t| {
-            jobs::create_step(
-                t,
-                CreateStep {
-                    job_id: id,
-                    name: "s".into(),
-                    request: model::step::StepRequest {
-                        num_tasks: 10,
-                        ..Default::default()
-                    },
-                    time_limit_min: None,
-                    requester: who(ALICE),
-                },
-            )
-        })
+        .turn(|t| jobs::create_step(t, srun(id, 10)))
         .answer
         .unwrap();
     assert_eq!(started.nodes[0].1.len(), 10);
@@ -874,20 +874,11 @@ fn an_overcommitted_jobs_steps_may_run_more_tasks_than_its_cpus() {
 
 #[test]
 fn a_step_ends_once_and_only_a_step_that_exists() {
-    use crate::command::{CompleteStep, CreateStep};
+    use crate::command::CompleteStep;
     let mut env = Env::new("");
     let id = env.submit(|_| {});
     env.start(id);
-    let create = |num_tasks| CreateStep {
-        job_id: id,
-        name: "s".into(),
-        request: model::step::StepRequest {
-            num_tasks,
-            ..Default::default()
-        },
-        time_limit_min: None,
-        requester: who(ALICE),
-    };
+    let create = |num_tasks| srun(id, num_tasks);
     // More tasks than the job's CPUs: refused, nothing recorded.
     let d = env.turn(|t| jobs::create_step(t, create(1000)));
     assert!(d.events.is_empty());
@@ -949,20 +940,14 @@ fn a_step_ends_once_and_only_a_step_that_exists() {
 
 #[test]
 fn an_exclusive_step_waits_for_cpus_no_running_step_holds() {
-    use crate::command::{CompleteStep, CreateStep};
+    use crate::command::CompleteStep;
     let mut env = Env::new("");
     let id = env.submit(|s| s.cpus_per_task = 2);
     env.start(id);
-    let create = || CreateStep {
-        job_id: id,
-        name: "s".into(),
-        request: model::step::StepRequest {
-            num_tasks: 1,
-            exclusive: true,
-            ..Default::default()
-        },
-        time_limit_min: None,
-        requester: who(ALICE),
+    let create = || {
+        let mut step = srun(id, 1);
+        step.request.exclusive = true;
+        step
     };
     let first = env.turn(|t| jobs::create_step(t, create())).answer.unwrap();
     let second = env.turn(|t| jobs::create_step(t, create())).answer.unwrap();
@@ -993,14 +978,8 @@ fn a_step_past_its_own_time_limit_is_killed_once_and_ends_timeout() {
     let id = env.submit(|_| {});
     let node = env.start(id);
     let create = |time_limit_min| CreateStep {
-        job_id: id,
-        name: "sleep".into(),
-        request: model::step::StepRequest {
-            num_tasks: 1,
-            ..Default::default()
-        },
         time_limit_min,
-        requester: who(ALICE),
+        ..srun(id, 1)
     };
     let limited = env.turn(|t| jobs::create_step(t, create(Some(1))));
     let limited = limited.answer.unwrap();
@@ -1059,22 +1038,15 @@ fn a_step_past_its_own_time_limit_is_killed_once_and_ends_timeout() {
 
 #[test]
 fn a_steps_time_limit_is_lowered_by_its_owner_and_raised_by_an_operator_only() {
-    use crate::command::{CreateStep, UpdateStep};
+    use crate::command::UpdateStep;
     use model::job_update::TimeLimitChange;
     let mut env = Env::new("");
     let id = env.submit(|_| {});
     env.start(id);
-    let create = || CreateStep {
-        job_id: id,
-        name: "s".into(),
-        request: model::step::StepRequest {
-            num_tasks: 1,
-            ..Default::default()
-        },
-        time_limit_min: None,
-        requester: who(ALICE),
-    };
-    let step = env.turn(|t| jobs::create_step(t, create())).answer.unwrap();
+    let step = env
+        .turn(|t| jobs::create_step(t, srun(id, 1)))
+        .answer
+        .unwrap();
     let update = |step_id, time_limit, uid| UpdateStep {
         job_id: id,
         step_id,
@@ -1590,16 +1562,10 @@ fn coordinators_act_on_their_accounts_jobs_and_operators_on_all() {
 
 #[test]
 fn a_step_waits_until_its_jobs_node_has_taken_the_launch() {
-    use crate::command::{CreateStep, Rejection};
+    use crate::command::Rejection;
     let mut env = Env::new("");
     let id = env.submit(|_| {});
-    let create = || CreateStep {
-        job_id: id,
-        name: "s".into(),
-        request: model::step::StepRequest::default(),
-        time_limit_min: None,
-        requester: who(ALICE),
-    };
+    let create = || srun(id, 0);
     // Running, but its node has not confirmed the launch: busy, nothing recorded.
     env.turn(timer::schedule);
     assert_eq!(env.job(id).state, model::JobState::Running);
@@ -1951,26 +1917,11 @@ fn a_signal_reaches_the_steps_on_every_node_and_a_batch_signal_the_batch_node_on
 
 #[test]
 fn scancel_of_a_step_orders_its_nodes_to_signal_its_tasks_only() {
-    use crate::command::CreateStep;
     let mut env = Env::new("");
     let id = env.submit(|_| {});
     env.start(id);
     let started = env
-        .turn(|t| {
-            jobs::create_step(
-                t,
-                CreateStep {
-                    job_id: id,
-                    name: "s".into(),
-                    request: model::step::StepRequest {
-                        num_tasks: 1,
-                        ..Default::default()
-                    },
-                    time_limit_min: None,
-                    requester: who(ALICE),
-                },
-            )
-        })
+        .turn(|t| jobs::create_step(t, srun(id, 1)))
         .answer
         .unwrap();
     let step = started.step_id;
