@@ -216,6 +216,8 @@ pub struct CreateStep {
     pub request: model::step::StepRequest,
     /// `-t`: the step's own time limit, in minutes.
     pub time_limit_min: Option<u32>,
+    /// Its GPU options, as srun was given them.
+    pub gpu_request: model::StepGpuRequest,
     pub requester: Requester,
 }
 

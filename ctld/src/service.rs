@@ -820,6 +820,7 @@ impl v1::ctld_server::Ctld for Services {
                 exclusive: req.exclusive,
             },
             time_limit_min: req.time_limit_min,
+            gpu_request: proto::convert::step_gpu_request_from_wire(req.gpu_request),
             requester,
         };
         let started = self.ask(|reply| Input::CreateStep(cmd, reply)).await?;

@@ -507,6 +507,25 @@ pub struct Step {
     pub time_limit_min: Option<u32>,
     /// It ran past its own limit and was killed for it: it ends TIMEOUT.
     pub timed_out: bool,
+    /// What it asked of GPUs, as srun was given it.
+    pub gpu_request: StepGpuRequest,
+}
+
+/// What a step asked of GPUs, as srun was given it: `scontrol show step`'s
+/// `CpusPerTres`, `MemPerTres`, `TresBind`, `TresFreq`, `TresPerStep`, `TresPerNode`,
+/// `TresPerSocket` and `TresPerTask`. Zero or empty: not asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct StepGpuRequest {
+    pub gpu_type: String,
+    /// `--gpus`, for the whole step.
+    pub gpus: u32,
+    pub gpus_per_node: u32,
+    pub gpus_per_socket: u32,
+    pub gpus_per_task: u32,
+    pub cpus_per_gpu: u32,
+    pub mem_per_gpu_mb: u64,
+    pub gpu_bind: String,
+    pub gpu_freq: String,
 }
 
 impl Step {
@@ -547,6 +566,7 @@ impl Step {
             usage: None,
             time_limit_min: None,
             timed_out: false,
+            gpu_request: StepGpuRequest::default(),
         }
     }
 }

@@ -34,7 +34,8 @@ pub mod usage;
 pub use config::{Config, ConfigError, Partition};
 pub use job::{
     Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, KillCause, KillRequest,
-    NodeAllocation, PreemptMode, Preemption, SignalSpec, Step, StepUsage, TaskUsage, Time,
+    NodeAllocation, PreemptMode, Preemption, SignalSpec, Step, StepGpuRequest, StepUsage,
+    TaskUsage, Time,
 };
 pub use node::{GpuDevice, Node, NodeAlloc, NodeHealth, NodeState, NodeWord};
 pub use reason::Reason;

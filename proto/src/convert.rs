@@ -398,6 +398,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
                 },
                 usage: s.usage.as_ref().map(usage_to_wire),
                 time_limit_min: s.time_limit_min,
+                gpu_request: Some(step_gpu_request_to_wire(&s.gpu_request)),
             })
             .collect(),
         suspend_time: j.suspend_time,
@@ -931,6 +932,37 @@ pub fn share_to_wire(r: &model::factors::ShareRow) -> v1::ShareInfo {
         fairshare: r.fairshare,
         grp_tres_mins: model::tres::format_counts_raw(&r.grp_tres_mins),
         tres_run_mins: model::tres::format_counts_raw(&r.tres_run_mins),
+    }
+}
+
+/// A step's GPU request on the wire.
+pub fn step_gpu_request_to_wire(r: &model::StepGpuRequest) -> v1::StepGpuRequest {
+    v1::StepGpuRequest {
+        gpu_type: r.gpu_type.clone(),
+        gpus: r.gpus,
+        gpus_per_node: r.gpus_per_node,
+        gpus_per_socket: r.gpus_per_socket,
+        gpus_per_task: r.gpus_per_task,
+        cpus_per_gpu: r.cpus_per_gpu,
+        mem_per_gpu_mb: r.mem_per_gpu_mb,
+        gpu_bind: r.gpu_bind.clone(),
+        gpu_freq: r.gpu_freq.clone(),
+    }
+}
+
+/// A step's GPU request from the wire (absent: none asked).
+pub fn step_gpu_request_from_wire(r: Option<v1::StepGpuRequest>) -> model::StepGpuRequest {
+    let r = r.unwrap_or_default();
+    model::StepGpuRequest {
+        gpu_type: r.gpu_type,
+        gpus: r.gpus,
+        gpus_per_node: r.gpus_per_node,
+        gpus_per_socket: r.gpus_per_socket,
+        gpus_per_task: r.gpus_per_task,
+        cpus_per_gpu: r.cpus_per_gpu,
+        mem_per_gpu_mb: r.mem_per_gpu_mb,
+        gpu_bind: r.gpu_bind,
+        gpu_freq: r.gpu_freq,
     }
 }
 

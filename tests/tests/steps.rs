@@ -327,6 +327,24 @@ fn salloc_and_srun_outside_an_allocation_take_one_and_give_it_back() {
         c.logs()
     );
     assert_eq!(sorted_lines(&stdout), ["0: tn1", "1: tn2"]);
+    // The step keeps what it asked of GPUs: `scontrol show step` shows it.
+    let out = c.run(&[
+        "srun",
+        "--gpus=1",
+        "--gpu-freq=medium",
+        "sh",
+        "-c",
+        "scontrol show step $SLURM_JOB_ID.$SLURM_STEP_ID",
+    ]);
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = shown.lines().map(str::trim).collect();
+    assert!(lines.contains(&"TresFreq=gpu:medium"), "{shown}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("TresPerStep=cpu:") && l.ends_with(",gres:gpu:1")),
+        "{shown}"
+    );
     let out = c.run(&["srun", "sh", "-c", "exit 4"]);
     assert_eq!(out.status.code(), Some(4));
     // (sacct -s without -S looks at this very second, as Slurm's: not used here.)

@@ -329,11 +329,6 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
 /// `MemPerTres`, `TresBind`, `TresFreq`, `TresPerJob`, `TresPerNode`,
 /// `TresPerSocket`, `TresPerTask`.
 fn gpu_request_lines(spec: &v1::JobSpec, d: &v1::RequestDetails) -> Vec<String> {
-    let ty = if spec.gpu_type.is_empty() {
-        String::new()
-    } else {
-        format!("{}:", spec.gpu_type)
-    };
     // A job recorded before the options were kept shows its whole count per job.
     let per_job = if d.gpus_per_job > 0 {
         d.gpus_per_job
@@ -342,39 +337,94 @@ fn gpu_request_lines(spec: &v1::JobSpec, d: &v1::RequestDetails) -> Vec<String> 
     } else {
         0
     };
+    let ty = gres_type(&spec.gpu_type);
+    asked_lines(&GpuAsked {
+        gpu_type: &spec.gpu_type,
+        cpus_per_gpu: d.cpus_per_gpu,
+        mem_per_gpu_mb: d.mem_per_gpu_mb,
+        gpu_bind: &d.gpu_bind,
+        gpu_freq: &d.gpu_freq,
+        whole: (per_job > 0).then(|| format!("TresPerJob=gres:gpu:{ty}{per_job}")),
+        gpus_per_node: spec.gpus_per_node,
+        gpus_per_socket: d.gpus_per_socket,
+        gpus_per_task: d.gpus_per_task,
+    })
+}
+
+/// A step's GPU request, as its `scontrol show step` lines: those of a job's, with
+/// `TresPerStep=cpu:N,gres:gpu:M` for the whole step.
+fn step_gpu_request_lines(step: &v1::StepInfo) -> Vec<String> {
+    let r = step.gpu_request.clone().unwrap_or_default();
+    let ty = gres_type(&r.gpu_type);
+    asked_lines(&GpuAsked {
+        gpu_type: &r.gpu_type,
+        cpus_per_gpu: r.cpus_per_gpu,
+        mem_per_gpu_mb: r.mem_per_gpu_mb,
+        gpu_bind: &r.gpu_bind,
+        gpu_freq: &r.gpu_freq,
+        whole: (r.gpus > 0)
+            .then(|| format!("TresPerStep=cpu:{},gres:gpu:{ty}{}", step.num_cpus, r.gpus)),
+        gpus_per_node: r.gpus_per_node,
+        gpus_per_socket: r.gpus_per_socket,
+        gpus_per_task: r.gpus_per_task,
+    })
+}
+
+/// `TYPE:` of a GPU type in a TRES word; nothing for none.
+fn gres_type(gpu_type: &str) -> String {
+    if gpu_type.is_empty() {
+        String::new()
+    } else {
+        format!("{gpu_type}:")
+    }
+}
+
+/// What a job or a step asked of GPUs, as `scontrol show` prints it.
+struct GpuAsked<'a> {
+    gpu_type: &'a str,
+    cpus_per_gpu: u32,
+    mem_per_gpu_mb: u64,
+    gpu_bind: &'a str,
+    gpu_freq: &'a str,
+    /// The whole request's line (`TresPerJob=...`, `TresPerStep=...`), if asked.
+    whole: Option<String>,
+    gpus_per_node: u32,
+    gpus_per_socket: u32,
+    gpus_per_task: u32,
+}
+
+/// Each asked field on a line of its own, in Slurm's order.
+fn asked_lines(a: &GpuAsked) -> Vec<String> {
+    let ty = gres_type(a.gpu_type);
     let given = |name: &str, value: String, n: u64| (n > 0).then(|| format!("{name}={value}"));
     [
         given(
             "CpusPerTres",
-            format!("gres:gpu:{}", d.cpus_per_gpu),
-            d.cpus_per_gpu.into(),
+            format!("gres:gpu:{}", a.cpus_per_gpu),
+            a.cpus_per_gpu.into(),
         ),
         given(
             "MemPerTres",
-            format!("gres:gpu:{}", d.mem_per_gpu_mb),
-            d.mem_per_gpu_mb,
+            format!("gres:gpu:{}", a.mem_per_gpu_mb),
+            a.mem_per_gpu_mb,
         ),
-        (!d.gpu_bind.is_empty()).then(|| format!("TresBind=gpu:{}", d.gpu_bind)),
-        (!d.gpu_freq.is_empty()).then(|| format!("TresFreq=gpu:{}", d.gpu_freq)),
-        given(
-            "TresPerJob",
-            format!("gres:gpu:{ty}{per_job}"),
-            per_job.into(),
-        ),
+        (!a.gpu_bind.is_empty()).then(|| format!("TresBind=gpu:{}", a.gpu_bind)),
+        (!a.gpu_freq.is_empty()).then(|| format!("TresFreq=gpu:{}", a.gpu_freq)),
+        a.whole.clone(),
         given(
             "TresPerNode",
-            format!("gres:gpu:{ty}{}", spec.gpus_per_node),
-            spec.gpus_per_node.into(),
+            format!("gres:gpu:{ty}{}", a.gpus_per_node),
+            a.gpus_per_node.into(),
         ),
         given(
             "TresPerSocket",
-            format!("gres:gpu:{ty}{}", d.gpus_per_socket),
-            d.gpus_per_socket.into(),
+            format!("gres:gpu:{ty}{}", a.gpus_per_socket),
+            a.gpus_per_socket.into(),
         ),
         given(
             "TresPerTask",
-            format!("gres:gpu:{ty}{}", d.gpus_per_task),
-            d.gpus_per_task.into(),
+            format!("gres:gpu:{ty}{}", a.gpus_per_task),
+            a.gpus_per_task.into(),
         ),
     ]
     .into_iter()
@@ -1579,8 +1629,11 @@ pub fn step_lines(j: &v1::JobInfo, step: &v1::StepInfo) -> Vec<String> {
         "ResvPorts=(null)".to_string(),
         "CPUFreqReq=Default Dist=Block".to_string(),
         format!("SrunHost:Pid={}:0", spec.submit_host),
-        String::new(),
     ]
+    .into_iter()
+    .chain(step_gpu_request_lines(step))
+    .chain([String::new()])
+    .collect()
 }
 
 /// `show step [JOBID[_TASK][.STEP]]`: the running steps of running jobs.
@@ -2372,6 +2425,42 @@ mod tests {
         j.array_job_id = 7;
         j.array_task_id = Some(3);
         assert!(step_lines(&j, &step)[0].starts_with("StepId=7_3.0 "));
+        // Its GPU request, each field on a line of its own after SrunHost, as Slurm's.
+        assert_eq!(
+            lines[lines.len() - 2],
+            format!("SrunHost:Pid={}:0", j.spec.as_ref().unwrap().submit_host)
+        );
+        let step = v1::StepInfo {
+            gpu_request: Some(v1::StepGpuRequest {
+                gpus: 8,
+                gpus_per_node: 4,
+                gpus_per_task: 2,
+                cpus_per_gpu: 1,
+                mem_per_gpu_mb: 10,
+                gpu_bind: "closest".into(),
+                gpu_freq: "medium".into(),
+                ..Default::default()
+            }),
+            ..step
+        };
+        let lines = step_lines(&j, &step);
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("SrunHost"))
+            .unwrap();
+        assert_eq!(
+            lines[at + 1..],
+            [
+                "CpusPerTres=gres:gpu:1",
+                "MemPerTres=gres:gpu:10",
+                "TresBind=gpu:closest",
+                "TresFreq=gpu:medium",
+                "TresPerStep=cpu:4,gres:gpu:8",
+                "TresPerNode=gres:gpu:4",
+                "TresPerTask=gres:gpu:2",
+                "",
+            ]
+        );
     }
 
     #[test]

@@ -156,6 +156,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         overcommit: o.overcommit,
         exclusive: o.exclusive,
         time_limit_min: o.time_limit.flatten(),
+        gpu_request: Some(super::submit_opts::step_gpu_request(o, PROG)),
     };
     // Nodes that have not started the job yet are busy: asked again until they have,
     // as Slurm's srun does. A batch script's srun may ask before the controller has

@@ -1587,6 +1587,39 @@ pub fn build_spec(
 }
 
 /// The options `scontrol show job` shows as given.
+/// What a step (srun) asks of GPUs, as it was given: `scontrol show step`'s TRES
+/// fields. `--mem-per-gpu` counts only where no other memory option overrides it.
+pub fn step_gpu_request(o: &SubmitOpts, prog: &str) -> v1::StepGpuRequest {
+    let count = |g: &Option<Gpu>| g.as_ref().map_or(0, |g| g.count);
+    let gres = o.gres.clone().flatten();
+    let gpu_type = [
+        &o.gpus,
+        &o.gpus_per_node,
+        &o.gpus_per_task,
+        &o.gpus_per_socket,
+        &gres,
+    ]
+    .into_iter()
+    .flatten()
+    .map(|g| g.gpu_type.clone())
+    .find(|t| !t.is_empty())
+    .unwrap_or_default();
+    v1::StepGpuRequest {
+        gpu_type,
+        gpus: count(&o.gpus),
+        gpus_per_node: count(&o.gpus_per_node).max(count(&gres)),
+        gpus_per_socket: count(&o.gpus_per_socket),
+        gpus_per_task: count(&o.gpus_per_task),
+        cpus_per_gpu: o.cpus_per_gpu.unwrap_or(0),
+        mem_per_gpu_mb: match o.memory(prog) {
+            Ok(Some((MemKind::Gpu, mb))) => mb,
+            _ => 0,
+        },
+        gpu_bind: o.gpu_bind.clone().unwrap_or_default(),
+        gpu_freq: o.gpu_freq.clone().unwrap_or_default(),
+    }
+}
+
 fn request_details(o: &SubmitOpts, memory: &Option<(MemKind, u64)>) -> v1::RequestDetails {
     let count = |g: &Option<Gpu>| g.as_ref().map_or(0, |g| g.count);
     v1::RequestDetails {

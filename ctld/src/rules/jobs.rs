@@ -718,6 +718,7 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
         nodes: nodes.iter().map(|(n, _)| n.node.clone()).collect(),
         cpus: nodes.iter().map(|(n, _)| n.cpus).sum(),
         time_limit_min: cmd.time_limit_min,
+        gpu_request: cmd.gpu_request,
         ..model::Step::started(Some(step_id), &cmd.name, turn.now)
     };
     turn.emit(Event::StepStarted {

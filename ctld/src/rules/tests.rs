@@ -53,6 +53,7 @@ fn srun(id: JobId, num_tasks: u32) -> crate::command::CreateStep {
             ..Default::default()
         },
         time_limit_min: None,
+        gpu_request: Default::default(),
         requester: who(ALICE),
     }
 }

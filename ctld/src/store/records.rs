@@ -376,6 +376,7 @@ impl From<StepRecord> for Step {
             usage: None,
             time_limit_min: None,
             timed_out: false,
+            gpu_request: Default::default(),
         }
     }
 }
@@ -428,17 +429,63 @@ pub struct JobRecord9 {
     pub added9: JobFields9,
 }
 
-/// What format 10 added to a job: its steps' own time limits, one per step in their
-/// order.
+/// What format 10 added to a job: its steps' own time limits and GPU requests, one
+/// per step in their order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct JobFields10 {
-    pub step_limits: Vec<StepLimitRecord>,
+    pub steps: Vec<StepFields10>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StepLimitRecord {
+pub struct StepFields10 {
     pub time_limit_min: Option<u32>,
     pub timed_out: bool,
+    pub gpu_request: StepGpuRequestRecord,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepGpuRequestRecord {
+    pub gpu_type: String,
+    pub gpus: u32,
+    pub gpus_per_node: u32,
+    pub gpus_per_socket: u32,
+    pub gpus_per_task: u32,
+    pub cpus_per_gpu: u32,
+    pub mem_per_gpu_mb: u64,
+    pub gpu_bind: String,
+    pub gpu_freq: String,
+}
+
+impl From<&model::StepGpuRequest> for StepGpuRequestRecord {
+    fn from(r: &model::StepGpuRequest) -> Self {
+        StepGpuRequestRecord {
+            gpu_type: r.gpu_type.clone(),
+            gpus: r.gpus,
+            gpus_per_node: r.gpus_per_node,
+            gpus_per_socket: r.gpus_per_socket,
+            gpus_per_task: r.gpus_per_task,
+            cpus_per_gpu: r.cpus_per_gpu,
+            mem_per_gpu_mb: r.mem_per_gpu_mb,
+            gpu_bind: r.gpu_bind.clone(),
+            gpu_freq: r.gpu_freq.clone(),
+        }
+    }
+}
+
+impl From<StepGpuRequestRecord> for model::StepGpuRequest {
+    fn from(r: StepGpuRequestRecord) -> Self {
+        model::StepGpuRequest {
+            gpu_type: r.gpu_type,
+            gpus: r.gpus,
+            gpus_per_node: r.gpus_per_node,
+            gpus_per_socket: r.gpus_per_socket,
+            gpus_per_task: r.gpus_per_task,
+            cpus_per_gpu: r.cpus_per_gpu,
+            mem_per_gpu_mb: r.mem_per_gpu_mb,
+            gpu_bind: r.gpu_bind,
+            gpu_freq: r.gpu_freq,
+        }
+    }
 }
 
 /// A job as format 8 wrote it.
@@ -716,12 +763,13 @@ impl From<&Job> for JobRecord {
             },
             added9: JobFields9::from(&j.spec.details),
             added10: JobFields10 {
-                step_limits: j
+                steps: j
                     .steps
                     .iter()
-                    .map(|s| StepLimitRecord {
+                    .map(|s| StepFields10 {
                         time_limit_min: s.time_limit_min,
                         timed_out: s.timed_out,
+                        gpu_request: (&s.gpu_request).into(),
                     })
                     .collect(),
             },
@@ -792,11 +840,12 @@ impl JobRecord {
         job.spec.details = self.added9.into();
         let mut step_tasks = self.added6.step_tasks.into_iter();
         let mut step_gpu = self.added8.step_gpu.into_iter();
-        let mut step_limits = self.added10.step_limits.into_iter();
+        let mut steps10 = self.added10.steps.into_iter();
         for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
-            if let Some(limit) = step_limits.next() {
-                step.time_limit_min = limit.time_limit_min;
-                step.timed_out = limit.timed_out;
+            if let Some(added10) = steps10.next() {
+                step.time_limit_min = added10.time_limit_min;
+                step.timed_out = added10.timed_out;
+                step.gpu_request = added10.gpu_request.into();
             }
             let gpu = step_gpu.next().flatten().map(Into::into);
             step.nodes = added.nodes;
@@ -1846,7 +1895,7 @@ mod tests {
         // 0's GPU use (60 000 GPU-ms sampled, 15 000 busy, 1 GiB, not idle) and the
         // GPU idle flag (at 130); then what format 9 added: the options kept as given
         // (none); then what format 10 added: step 0's own time limit (5 minutes), run
-        // out.
+        // out, and its GPU request (none).
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
@@ -1857,7 +1906,8 @@ mod tests {
                 "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
                 "0101e0d4039875808080800400018402",
                 "0000000000000000000000000000",
-                "01010501"
+                "01010501",
+                "000000000000000000"
             )
         );
     }
