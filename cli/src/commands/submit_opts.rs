@@ -1431,14 +1431,7 @@ pub fn build_spec(
     };
     let deadline = checked_deadline(o, prog, ctx, begin_time)?;
     check_gpu_counts(o, prog)?;
-    let gres = o.gres.clone().flatten();
-    // `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
-    let gpus_per_node = [&o.gpus_per_node, &gres]
-        .into_iter()
-        .flatten()
-        .map(|g| g.count)
-        .max()
-        .unwrap_or(0);
+    let gpus_per_node = gpus_per_node(o);
     // GPUs per node and per task make the tasks per node, as in Slurm.
     let ntasks_per_node = o.ntasks_per_node.or_else(|| match &o.gpus_per_task {
         Some(t) if gpus_per_node > 0 && t.count > 0 => Some(gpus_per_node / t.count),
@@ -1455,12 +1448,7 @@ pub fn build_spec(
         .or_else(|| ntasks_per_node.map(|p| p * num_nodes.max(1)))
         .or(o.nodes)
         .unwrap_or(0);
-    let gpu_type = [&o.gpus, &o.gpus_per_node, &o.gpus_per_task, &gres]
-        .into_iter()
-        .flatten()
-        .map(|g| g.gpu_type.clone())
-        .find(|t| !t.is_empty())
-        .unwrap_or_default();
+    let gpu_type = gpu_type(o);
     let gpus = match (&o.gpus, &o.gpus_per_task) {
         (Some(g), _) => g.count,
         (None, Some(g)) => g.count * num_tasks.max(1),
@@ -1587,12 +1575,20 @@ pub fn build_spec(
 }
 
 /// The options `scontrol show job` shows as given.
-/// What a step (srun) asks of GPUs, as it was given: `scontrol show step`'s TRES
-/// fields. `--mem-per-gpu` counts only where no other memory option overrides it.
-pub fn step_gpu_request(o: &SubmitOpts, prog: &str) -> v1::StepGpuRequest {
-    let count = |g: &Option<Gpu>| g.as_ref().map_or(0, |g| g.count);
+/// `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
+fn gpus_per_node(o: &SubmitOpts) -> u32 {
+    [&o.gpus_per_node, &o.gres.clone().flatten()]
+        .into_iter()
+        .flatten()
+        .map(|g| g.count)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The GPU type of the first GPU option that names one; empty: any.
+fn gpu_type(o: &SubmitOpts) -> String {
     let gres = o.gres.clone().flatten();
-    let gpu_type = [
+    [
         &o.gpus,
         &o.gpus_per_node,
         &o.gpus_per_task,
@@ -1603,11 +1599,17 @@ pub fn step_gpu_request(o: &SubmitOpts, prog: &str) -> v1::StepGpuRequest {
     .flatten()
     .map(|g| g.gpu_type.clone())
     .find(|t| !t.is_empty())
-    .unwrap_or_default();
+    .unwrap_or_default()
+}
+
+/// What a step (srun) asks of GPUs, as it was given: `scontrol show step`'s TRES
+/// fields. `--mem-per-gpu` counts only where no other memory option overrides it.
+pub fn step_gpu_request(o: &SubmitOpts, prog: &str) -> v1::StepGpuRequest {
+    let count = |g: &Option<Gpu>| g.as_ref().map_or(0, |g| g.count);
     v1::StepGpuRequest {
-        gpu_type,
+        gpu_type: gpu_type(o),
         gpus: count(&o.gpus),
-        gpus_per_node: count(&o.gpus_per_node).max(count(&gres)),
+        gpus_per_node: gpus_per_node(o),
         gpus_per_socket: count(&o.gpus_per_socket),
         gpus_per_task: count(&o.gpus_per_task),
         cpus_per_gpu: o.cpus_per_gpu.unwrap_or(0),
