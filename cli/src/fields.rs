@@ -251,6 +251,17 @@ const fn sacct(sacct: Sacct) -> JobFieldDef {
 
 use Needs::{Full, Summary};
 
+/// The order of a sort by priority: the row's partition's PriorityTier (with
+/// `squeue -P`), then the job's priority.
+fn priority_order(j: &JobInfo, ctx: &Ctx) -> i64 {
+    let tier = ctx
+        .partition_tiers
+        .get(&spec(j).partition)
+        .copied()
+        .unwrap_or(0);
+    (i64::from(tier) << 32) | i64::from(j.priority)
+}
+
 fn spec(j: &JobInfo) -> &JobSpec {
     jobs::spec(j)
 }
@@ -803,7 +814,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         sq(Some('Q'), &["prioritylong"], "PRIORITY", Summary, |j, _| {
             Cell::cut(j.priority.to_string())
         })
-        .sorted(|j, _| i64::from(j.priority)),
+        .sorted(priority_order),
         sa("Priority", 10, |j, _| j.priority.to_string()),
     ),
     both(
@@ -1110,7 +1121,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
                 f64::from(j.priority) / f64::from(u32::MAX)
             ))
         })
-        .sorted(|j, _| i64::from(j.priority)),
+        .sorted(priority_order),
     ),
     squeue(
         sq(

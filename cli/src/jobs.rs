@@ -221,6 +221,9 @@ pub struct Ctx {
     pub now: i64,
     pub names: Names,
     pub cluster: String,
+    /// `squeue --priority`: each partition's PriorityTier, which orders its rows
+    /// before their jobs' priorities (empty otherwise).
+    pub partition_tiers: std::collections::BTreeMap<String, u32>,
 }
 
 /// A job's or step's TRES as the commands show them: `cpu`, `mem` (when known), `node`,

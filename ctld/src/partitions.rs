@@ -14,7 +14,7 @@ pub fn change(state: &ClusterState, req: &ChangePartition) -> Result<Event, Reje
     }
     let invalid_name = || Rejection::NotFound("Invalid partition name specified".into());
     let change = &req.change;
-    if change.name.is_empty() {
+    if !model::config::is_name(&change.name) {
         return Err(invalid_name());
     }
     let all_nodes: Vec<String> = state.nodes.keys().cloned().collect();
@@ -27,7 +27,7 @@ pub fn change(state: &ClusterState, req: &ChangePartition) -> Result<Event, Reje
             let in_use = state
                 .jobs
                 .values()
-                .any(|j| !j.state.is_final() && j.spec.partition == change.name);
+                .any(|j| !j.state.is_final() && j.in_partition(&change.name));
             if in_use {
                 return Err(Rejection::WrongState("Partition is in use".into()));
             }

@@ -52,33 +52,59 @@ pub fn check_submit(
     if spec.work_dir.is_empty() {
         return reject("Invalid working directory");
     }
-    let partition = if spec.partition.is_empty() {
+    // `-p a,b` lists partitions, each of which must exist, as in Slurm's.
+    let list = spec.partition_list();
+    spec.set_partition_list(&list);
+    if spec.partition.is_empty() {
         match state.default_partition() {
-            Some(p) => p,
+            Some(p) => spec.partition = p.name.clone(),
             None => return reject("No partition specified or system default partition"),
         }
-    } else {
-        // `-p a,b` lists partitions, each of which must exist, as in Slurm; the first
-        // is taken.
-        if let Some(unknown) = spec
-            .partition
-            .split(',')
-            .find(|name| state.partition(name).is_none())
-        {
-            return reject_with_detail(
-                &format!("invalid partition specified: {unknown}"),
-                INVALID_PARTITION,
-            );
+    }
+    let mut partitions = Vec::new();
+    for name in spec.partitions() {
+        match state.partition(name) {
+            Some(p) => partitions.push(p),
+            None => {
+                return reject_with_detail(
+                    &format!("invalid partition specified: {name}"),
+                    INVALID_PARTITION,
+                );
+            }
         }
-        match spec
-            .partition
-            .split(',')
-            .find_map(|name| state.partition(name))
-        {
-            Some(p) => p,
-            None => return reject(INVALID_PARTITION),
+    }
+    // The job takes the first partition that can hold it, and may also start in the
+    // others that can (Slurm's EnforcePartLimits=ANY); when none can, the first one's
+    // refusal is the answer.
+    let mut fitted: Option<(JobSpec, Option<u32>)> = None;
+    let mut more_partitions = Vec::new();
+    let mut refusal = None;
+    for partition in partitions {
+        match check_in_partition(state, config, partition, spec.clone()) {
+            Ok(fit) if fitted.is_none() => fitted = Some(fit),
+            Ok(_) => more_partitions.push(partition.name.clone()),
+            Err(e) => {
+                refusal.get_or_insert(e);
+            }
         }
-    };
+    }
+    match fitted {
+        Some((mut spec, time_limit)) => {
+            spec.more_partitions = more_partitions;
+            Ok((spec, time_limit))
+        }
+        None => Err(refusal.unwrap_or_else(|| Rejected(INVALID_PARTITION.into()))),
+    }
+}
+
+/// The checks of a submit against one of its partitions; the spec with that
+/// partition, its node counts resolved, and the time limit in force.
+fn check_in_partition(
+    state: &ClusterState,
+    config: &Config,
+    partition: &model::config::Partition,
+    mut spec: JobSpec,
+) -> Result<(JobSpec, Option<u32>), Rejected> {
     if !partition.accepts_jobs() {
         return reject(NOT_ACCEPTING);
     }
@@ -263,13 +289,16 @@ fn most_nodes(partition: &model::Partition, spec: &JobSpec) -> u32 {
 /// A pending job moved to another partition (`scontrol update Partition=`): the
 /// partition must take jobs and the job's node count.
 pub fn check_partition_move(state: &ClusterState, spec: &JobSpec) -> Result<(), Rejected> {
-    let Some(partition) = state.partition(&spec.partition) else {
-        return reject(INVALID_PARTITION);
-    };
-    if !partition.accepts_jobs() {
-        return reject(NOT_ACCEPTING);
+    for name in spec.partitions() {
+        let Some(partition) = state.partition(name) else {
+            return reject(INVALID_PARTITION);
+        };
+        if !partition.accepts_jobs() {
+            return reject(NOT_ACCEPTING);
+        }
+        check_node_count(partition, spec)?;
     }
-    check_node_count(partition, spec)
+    Ok(())
 }
 
 /// The text Slurm prints for a partition that takes no jobs.
@@ -277,15 +306,15 @@ const NOT_ACCEPTING: &str = "Partition in use is not accepting jobs (state INACT
 
 /// The partition's AllowAccounts/DenyAccounts and AllowQos against a job whose
 /// account and QOS are resolved (after `check_accounting`), with Slurm's messages.
+/// A job of several partitions must be allowed in each.
 pub fn check_partition_access(state: &ClusterState, spec: &JobSpec) -> Result<(), Rejected> {
-    let Some(partition) = state.partition(&spec.partition) else {
-        return Ok(());
-    };
-    if !partition.allows_account(&spec.account) {
-        return reject(INVALID_ACCOUNT);
-    }
-    if !partition.allows_qos(&spec.qos) {
-        return reject(INVALID_QOS);
+    for partition in spec.partitions().filter_map(|name| state.partition(name)) {
+        if !partition.allows_account(&spec.account) {
+            return reject(INVALID_ACCOUNT);
+        }
+        if !partition.allows_qos(&spec.qos) {
+            return reject(INVALID_QOS);
+        }
     }
     Ok(())
 }
@@ -375,6 +404,42 @@ default_time = "10"
         assert_eq!(out.partition, "debug");
         assert_eq!(limit, Some(10));
         assert_eq!(out.num_tasks, 1);
+    }
+
+    #[test]
+    fn a_list_of_partitions_keeps_those_that_can_hold_the_job() {
+        let (mut s, c) = state();
+        // `small` has one node, `wide` both, and `half` takes at most one node.
+        for (name, nodes, max_nodes) in [
+            ("small", "n1", 0),
+            ("wide", "n1,n2", 0),
+            ("half", "n1,n2", 1),
+        ] {
+            let mut p = model::Partition::open(name, vec![], false);
+            p.nodes = nodes.split(',').map(String::from).collect();
+            p.max_nodes = max_nodes;
+            s.apply(&model::Event::PartitionSet {
+                partition: Box::new(p),
+            });
+        }
+        let submit = |list: &str, nodes: u32| {
+            let (mut sp, p) = spec();
+            sp.partition = list.into();
+            sp.num_nodes = nodes;
+            check_submit(&s, &c, sp, &p).map(|(out, _)| out.partition_list())
+        };
+        assert_eq!(submit("small,wide,small", 1).unwrap(), "small,wide");
+        // Two nodes: `small` and `half` cannot hold it, `wide` can.
+        assert_eq!(submit("small,wide,half", 2).unwrap(), "wide");
+        // None can: the first one's refusal.
+        assert_eq!(
+            submit("small,half", 2).unwrap_err().0,
+            "Node count specification invalid"
+        );
+        assert_eq!(
+            submit("wide,nope", 1).unwrap_err().0,
+            "invalid partition specified: nope\nInvalid partition name specified"
+        );
     }
 
     #[test]

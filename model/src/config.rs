@@ -19,7 +19,7 @@
 //! ```
 
 mod check;
-pub(crate) use check::is_name;
+pub use check::is_name;
 mod locate;
 #[cfg(test)]
 mod refused;

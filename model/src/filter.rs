@@ -49,7 +49,7 @@ impl JobFilter {
                 u == spec.user || u.parse::<u32>().ok() == Some(spec.uid)
             })
             && any(&self.names, &|n| n == spec.name)
-            && any(&self.partitions, &|p| p == spec.partition)
+            && any(&self.partitions, &|p| job.in_partition(p))
             && any(&self.accounts, &|a| a.eq_ignore_ascii_case(&spec.account))
             && any(&self.qos, &|q| q.eq_ignore_ascii_case(&spec.qos))
             && any(&self.reservations, &|r| r == spec.reservation)

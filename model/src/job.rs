@@ -220,7 +220,13 @@ pub struct JobSpec {
     pub gid: u32,
     pub user: String,
     pub account: String,
+    /// The partition the job runs (or ran) in; while it is pending, the first of the
+    /// partitions it may start in.
     pub partition: String,
+    /// `-p a,b,c`: the other partitions a pending job may start in, in the order
+    /// given. Starting in one of them makes it `partition`, and the list keeps the
+    /// rest (`ClusterState::apply`'s `JobPartitionChosen`).
+    pub more_partitions: Vec<String>,
     pub qos: String,
     pub script_args: Vec<String>,
     pub work_dir: String,
@@ -322,7 +328,46 @@ pub const MAX_ENV_BYTES: usize = 2 << 20;
 /// Slurm's words for a value over its size (ESLURM_PATHNAME_TOO_LONG).
 pub const TOO_LONG: &str = "Pathname of a file, directory or other parameter too long";
 
+/// The separator of a partition list (`-p a,b`), in Slurm's syntax.
+pub const PARTITION_LIST_SEPARATOR: char = ',';
+
 impl JobSpec {
+    /// Every partition the job may run in: `partition`, then `more_partitions`.
+    pub fn partitions(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.partition.as_str())
+            .chain(self.more_partitions.iter().map(String::as_str))
+    }
+
+    /// The partitions as Slurm writes a list of them: `debug,gpu`.
+    pub fn partition_list(&self) -> String {
+        let mut list = self.partition.clone();
+        for p in &self.more_partitions {
+            list.push(PARTITION_LIST_SEPARATOR);
+            list.push_str(p);
+        }
+        list
+    }
+
+    /// Sets `partition` and `more_partitions` from a list as Slurm writes it
+    /// (`debug,gpu`); empty names are dropped, and a name given twice counts once.
+    ///
+    /// Example: `"gpu,,debug,gpu"` gives `partition` gpu and `more_partitions`
+    /// `[debug]`; `""` gives an empty `partition` (the cluster's default).
+    pub fn set_partition_list(&mut self, list: &str) {
+        let mut names: Vec<String> = Vec::new();
+        for name in list
+            .split(PARTITION_LIST_SEPARATOR)
+            .filter(|n| !n.is_empty())
+        {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+        let mut names = names.into_iter();
+        self.partition = names.next().unwrap_or_default();
+        self.more_partitions = names.collect();
+    }
+
     /// The first field longer than its limit (`MAX_WORD_CHARS`, `MAX_PATH_CHARS`,
     /// `MAX_LIST_CHARS`), by its Slurm name; `None` when every one fits.
     ///
@@ -862,6 +907,27 @@ impl Job {
         self.state == JobState::Pending
     }
 
+    /// The partition listings show (Slurm's `Partition`): every partition a pending
+    /// job may start in (`debug,gpu`), else the one it runs or ran in.
+    pub fn partition_shown(&self) -> std::borrow::Cow<'_, str> {
+        if self.is_pending() && !self.spec.more_partitions.is_empty() {
+            self.spec.partition_list().into()
+        } else {
+            self.spec.partition.as_str().into()
+        }
+    }
+
+    /// Is `name` one of the partitions the job is in: the one it runs in, or while it
+    /// is pending, any it may start in (`squeue -p`, `scontrol show partition`'s
+    /// counts)?
+    pub fn in_partition(&self, name: &str) -> bool {
+        if self.is_pending() {
+            self.spec.partitions().any(|p| p == name)
+        } else {
+            self.spec.partition == name
+        }
+    }
+
     /// The state listings show: a running job whose requeue was acknowledged is
     /// COMPLETING until its node reports its end (Slurm's PENDING|COMPLETING), never
     /// RUNNING again before it is requeued.
@@ -969,6 +1035,23 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_lists_as_slurm_writes_them() {
+        let mut spec = JobSpec::default();
+        spec.set_partition_list("gpu,,debug,gpu");
+        assert_eq!(spec.partition, "gpu");
+        assert_eq!(spec.more_partitions, ["debug"]);
+        assert_eq!(spec.partition_list(), "gpu,debug");
+        assert_eq!(spec.partitions().collect::<Vec<_>>(), ["gpu", "debug"]);
+        spec.set_partition_list("debug");
+        assert_eq!(
+            (spec.partition.as_str(), spec.more_partitions.len()),
+            ("debug", 0)
+        );
+        spec.set_partition_list("");
+        assert_eq!(spec.partition_list(), "");
+    }
 
     #[test]
     fn overcommit_asks_cpus_per_task_on_each_node() {

@@ -236,7 +236,7 @@ pub fn apply(
             JobChange::TimeLimit(t) => limit = t.apply(limit, operator)?,
             JobChange::Name(v) => spec.name.clone_from(v),
             JobChange::Comment(v) => spec.comment.clone_from(v),
-            JobChange::Partition(v) => spec.partition.clone_from(v),
+            JobChange::Partition(v) => spec.set_partition_list(v),
             JobChange::Nice(n) => {
                 if *n < 0 && !operator {
                     return Err(UpdateError::PermissionDenied);

@@ -39,6 +39,13 @@ pub enum Event {
         array_id: JobId,
         task_id: u32,
     },
+    /// A job of several partitions (`-p a,b`) starts in `partition`, one of them: it
+    /// becomes the job's partition, and the others stay in their order (a requeued
+    /// job may start in any of them again).
+    JobPartitionChosen {
+        job_id: JobId,
+        partition: String,
+    },
     JobStarted {
         job_id: JobId,
         alloc: Allocation,
@@ -239,6 +246,7 @@ impl Event {
             Event::ArrayTaskSplit { new_id, .. } => Some(*new_id),
             Event::ArrayTaskCancelled { array_id, .. } => Some(*array_id),
             Event::JobStarted { job_id, .. }
+            | Event::JobPartitionChosen { job_id, .. }
             | Event::JobEnded { job_id, .. }
             | Event::JobLaunched { job_id, .. }
             | Event::JobKillRequested { job_id, .. }
@@ -469,6 +477,19 @@ impl ClusterState {
                 // The last pending task stays: it is the array's record itself.
                 if meta.pending_tasks.len() > 1 {
                     meta.pending_tasks.remove(task_id);
+                }
+            }
+            Event::JobPartitionChosen { job_id, partition } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                let spec = &mut job.spec;
+                if spec.partition != *partition
+                    && let Some(i) = spec.more_partitions.iter().position(|p| p == partition)
+                {
+                    let before = std::mem::replace(&mut spec.partition, partition.clone());
+                    spec.more_partitions.remove(i);
+                    spec.more_partitions.insert(0, before);
                 }
             }
             Event::JobStarted {

@@ -133,6 +133,7 @@ pub fn spec_from_wire(w: v1::JobSpec) -> Result<(JobSpec, JobPayload), UnknownMa
         user: w.user,
         account: w.account,
         partition: w.partition,
+        more_partitions: w.more_partitions,
         qos: w.qos,
         script_args: w.script_args,
         work_dir: w.work_dir,
@@ -230,6 +231,7 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
         user: s.user.clone(),
         account: s.account.clone(),
         partition: s.partition.clone(),
+        more_partitions: s.more_partitions.clone(),
         qos: s.qos.clone(),
         script: payload.map(|p| p.script.clone()).unwrap_or_default(),
         script_args: s.script_args.clone(),
@@ -317,6 +319,11 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
     };
     let mut wire_spec = spec_to_wire(spec, payload);
     wire_spec.time_limit_min = j.time_limit_min.unwrap_or(0);
+    // What listings show: a pending job's every partition, as Slurm's list.
+    if j.is_pending() && !spec.more_partitions.is_empty() {
+        wire_spec.partition = j.partition_shown().into_owned();
+        wire_spec.more_partitions.clear();
+    }
     let batch_host = alloc
         .and_then(|a| a.nodes.first())
         .map(|n| n.node.as_str())
@@ -474,6 +481,9 @@ pub struct StringTable<'a> {
     /// repeat a few users, accounts, partitions and reasons, and a hit here costs one
     /// comparison instead of a hash and a probe.
     recent: [Option<(&'a str, u32)>; 16],
+    /// Strings made for the reply rather than borrowed from the jobs (a pending job's
+    /// partition list).
+    owned: rustc_hash::FxHashMap<String, u32>,
     /// Strings interned since the last `take_new`.
     new: Vec<String>,
 }
@@ -490,7 +500,7 @@ impl<'a> StringTable<'a> {
         let i = match self.index.get(s) {
             Some(&i) => i,
             None => {
-                let i = self.index.len() as u32;
+                let i = self.len();
                 self.new.push(s.to_string());
                 self.index.insert(s, i);
                 i
@@ -498,6 +508,26 @@ impl<'a> StringTable<'a> {
         };
         self.recent[slot] = Some((s, i));
         i
+    }
+
+    /// The index of `s`, borrowed or made for the reply, added on first use.
+    pub fn intern_cow(&mut self, s: std::borrow::Cow<'a, str>) -> u32 {
+        match s {
+            std::borrow::Cow::Borrowed(s) => self.intern(s),
+            std::borrow::Cow::Owned(s) => {
+                if let Some(&i) = self.index.get(s.as_str()).or(self.owned.get(&s)) {
+                    return i;
+                }
+                let i = self.len();
+                self.new.push(s.clone());
+                self.owned.insert(s, i);
+                i
+            }
+        }
+    }
+
+    fn len(&self) -> u32 {
+        (self.index.len() + self.owned.len()) as u32
     }
 
     /// The strings interned since the last call, in index order.
@@ -538,7 +568,7 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>, now: Time) 
         uid: spec.uid,
         gid: spec.gid,
         account: strings.intern(&spec.account),
-        partition: strings.intern(&spec.partition),
+        partition: strings.intern_cow(j.partition_shown()),
         qos: strings.intern(&spec.qos),
         time_limit_min: j.time_limit_min.unwrap_or(0),
         reservation: strings.intern(&spec.reservation),

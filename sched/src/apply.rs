@@ -43,6 +43,15 @@ impl Plan {
                 );
                 id = new_id;
             }
+            if let Some(partition) = &start.partition {
+                emit(
+                    state,
+                    Event::JobPartitionChosen {
+                        job_id: id,
+                        partition: partition.clone(),
+                    },
+                );
+            }
             let Some(job) = state.job(id) else {
                 continue;
             };
@@ -188,6 +197,7 @@ mod tests {
         });
         let start = |task| Plan {
             starts: vec![Start {
+                partition: None,
                 job_id: 5,
                 array_task: Some(task),
                 alloc: on("n1"),

@@ -89,25 +89,54 @@ impl<'a, 's> Planner<'a, 's> {
         job: &'s Job,
         req: &PerNode,
     ) -> Decision {
+        match self.start_now(profile, p, job, req) {
+            Some(alloc) => Decision::Start(alloc),
+            None => self.wait(profile, p, job, req),
+        }
+    }
+
+    /// Starts the job now in partition `p` if it fits there, taking its room in the
+    /// profile; `None` leaves the profile and the policy's state as they were (a job
+    /// of several partitions tries each before it waits).
+    pub fn start_now(
+        &mut self,
+        profile: &mut Profile<'s>,
+        p: usize,
+        job: &'s Job,
+        req: &PerNode,
+    ) -> Option<Allocation> {
+        if self.config.policy == Policy::Fcfs && self.blocked[p] {
+            return None;
+        }
         let now = profile.now;
         let dur = job_duration(job);
+        // `-N min-max`: as many nodes as are free now, else the least, as Slurm.
+        let mut counts = job.spec.node_counts().filter(|&n| n <= req.most_nodes);
+        let chosen = counts.find_map(|n| {
+            let wider = (n != req.nodes).then(|| req.on_nodes(&job.spec, n));
+            self.fits_now(profile, p, job, wider.as_ref().unwrap_or(req), dur)
+        })?;
+        let end = now.saturating_add(dur).min(FOREVER);
+        let alloc = allocation(profile, &chosen);
+        for (slot, used) in &chosen {
+            profile.take(*slot, now, end, used);
+        }
+        Some(alloc)
+    }
+
+    /// The job did not start now (`start_now`) in partition `p`: its reason, and the
+    /// reservation the policy makes for it there, if any.
+    pub fn wait(
+        &mut self,
+        profile: &mut Profile<'s>,
+        p: usize,
+        job: &'s Job,
+        req: &PerNode,
+    ) -> Decision {
         if self.config.policy == Policy::Fcfs && self.blocked[p] {
             return wait(Reason::Priority);
         }
-        // `-N min-max`: as many nodes as are free now, else the least, as Slurm.
-        let mut counts = job.spec.node_counts().filter(|&n| n <= req.most_nodes);
-        let now_fit = counts.find_map(|n| {
-            let wider = (n != req.nodes).then(|| req.on_nodes(&job.spec, n));
-            self.fits_now(profile, p, job, wider.as_ref().unwrap_or(req), dur)
-        });
-        if let Some(chosen) = now_fit {
-            let end = now.saturating_add(dur).min(FOREVER);
-            let alloc = allocation(profile, &chosen);
-            for (slot, used) in &chosen {
-                profile.take(*slot, now, end, used);
-            }
-            return Decision::Start(alloc);
-        }
+        let dur = job_duration(job);
         let first = !self.blocked[p];
         self.blocked[p] = true;
         let reason = if first {

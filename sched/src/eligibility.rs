@@ -48,10 +48,17 @@ pub fn check(state: &ClusterState, job: &Job, now: Time) -> Eligibility {
             Some(_) => {}
         }
     }
-    match state.partition(&job.spec.partition) {
-        None => Wait(Reason::PartitionDown),
-        Some(p) if p.state == "INACTIVE" => Wait(Reason::PartitionInactive),
-        Some(p) if !p.schedules_jobs() => Wait(Reason::PartitionDown),
-        Some(_) => Eligibility::Eligible,
+    // A job of several partitions (`-p a,b`) waits only while none of them
+    // schedules jobs, with the first one's reason.
+    let mut why = None;
+    for name in job.spec.partitions() {
+        let reason = match state.partition(name) {
+            None => Reason::PartitionDown,
+            Some(p) if p.state == "INACTIVE" => Reason::PartitionInactive,
+            Some(p) if !p.schedules_jobs() => Reason::PartitionDown,
+            Some(_) => return Eligibility::Eligible,
+        };
+        why.get_or_insert(reason);
     }
+    Wait(why.unwrap_or(Reason::PartitionDown))
 }

@@ -41,6 +41,9 @@ use std::collections::BTreeMap;
 pub struct Start {
     /// The record to start; for an array with pending tasks, the array's record.
     pub job_id: JobId,
+    /// For a job of several partitions (`-p a,b`) that starts in one other than its
+    /// first: that partition.
+    pub partition: Option<String>,
     /// For arrays: the task that starts (split off the array record unless last).
     pub array_task: Option<u32>,
     pub alloc: Allocation,
@@ -228,11 +231,20 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                 continue;
             }
         }
-        let Some(p) = state
-            .partitions
-            .iter()
-            .position(|p| p.name == job.spec.partition)
-        else {
+        // The partitions it may start in now, in its order: a job of several
+        // (`-p a,b`) starts in the first where it fits, and otherwise waits in the
+        // first of them.
+        let partitions: Vec<usize> = job
+            .spec
+            .partitions()
+            .filter_map(|name| {
+                state
+                    .partitions
+                    .iter()
+                    .position(|p| p.name == name && p.schedules_jobs())
+            })
+            .collect();
+        let Some(&p) = partitions.first() else {
             pend(Reason::PartitionDown, 0, String::new());
             continue;
         };
@@ -241,8 +253,6 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             continue;
         }
         let mut req = per_node_request(job);
-        // OverSubscribe=EXCLUSIVE: every job of the partition gets whole nodes.
-        req.exclusive |= state.partitions[p].exclusive();
         // `-N min-max`: no more nodes than its limits allow (the least passed above).
         if req.most_nodes > req.nodes {
             req.most_nodes = job
@@ -251,6 +261,12 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                 .find(|&n| n == req.nodes || limits.check(&job.on_nodes(n)).is_none())
                 .unwrap_or(req.nodes);
         }
+        // OverSubscribe=EXCLUSIVE: every job of the partition gets whole nodes.
+        let request_in = |p: usize| PerNode {
+            exclusive: req.exclusive || state.partitions[p].exclusive(),
+            ..req.clone()
+        };
+        let req = request_in(p);
         // An array record starts as many of its tasks as fit and the throttle allows.
         let meta = job.is_array_meta();
         let tasks = std::iter::once(None)
@@ -271,7 +287,24 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                 waiting = Some((reason, 0, String::new()));
                 break;
             }
-            match planner.place(&mut profile, p, job, &req) {
+            // The first of its partitions where it starts now, else it waits in its
+            // first.
+            let started = partitions.iter().find_map(|&q| {
+                let other;
+                let req = if q == p {
+                    &req
+                } else {
+                    other = request_in(q);
+                    &other
+                };
+                let alloc = planner.start_now(&mut profile, q, job, req)?;
+                Some((q, alloc))
+            });
+            let (q, decision) = match started {
+                Some((q, alloc)) => (q, Decision::Start(alloc)),
+                None => (p, planner.wait(&mut profile, p, job, &req)),
+            };
+            match decision {
                 Decision::Start(alloc) => {
                     if job.array_job_id != 0 {
                         *array_running.entry(job.array_job_id).or_default() += 1;
@@ -280,8 +313,10 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                     if let Some(p) = preemptor.as_mut() {
                         p.started(job, &alloc);
                     }
+                    let partition = &state.partitions[q].name;
                     plan.starts.push(Start {
                         job_id: job.id,
+                        partition: (*partition != job.spec.partition).then(|| partition.clone()),
                         array_task: task,
                         alloc,
                     });

@@ -49,7 +49,16 @@ fn render(plan: &Plan) -> String {
             .map(|n| format!("{}:c{}m{}g{:?}", n.node, n.cpus, n.mem_mb, n.gpus))
             .collect();
         let task = s.array_task.map(|t| format!("_{t}")).unwrap_or_default();
-        out.push_str(&format!("start {}{task} {}\n", s.job_id, nodes.join(" ")));
+        let other = s
+            .partition
+            .as_ref()
+            .map(|p| format!(" in {p}"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "start {}{task} {}{other}\n",
+            s.job_id,
+            nodes.join(" ")
+        ));
     }
     for (id, p) in &plan.pending {
         out.push_str(&format!("pend {id} {}", p.reason));
@@ -729,4 +738,70 @@ fn a_job_past_its_deadline_ends_deadline_and_one_started_has_its_limit_cut() {
         (started.state, started.time_limit_min),
         (JobState::Running, Some(10))
     );
+}
+
+/// Partition `p` on n1 and `q` on n2, each of 2 CPUs.
+fn two_partitions() -> ClusterState {
+    let mut s = cluster(&[("n1", 2, 1000, 0), ("n2", 2, 1000, 0)]);
+    for (name, node) in [("p", "n1"), ("q", "n2")] {
+        s.apply(&Event::PartitionSet {
+            partition: Box::new(model::Partition::open(name, vec![node.into()], false)),
+        });
+    }
+    s
+}
+
+#[test]
+fn a_job_of_two_partitions_starts_in_the_first_where_it_fits() {
+    let mut s = two_partitions();
+    submit(&mut s, 1, |j| j.cpus_per_task = 2);
+    // Job 2 lists p then q: p is full, q is free.
+    submit(&mut s, 2, |j| {
+        j.cpus_per_task = 2;
+        j.more_partitions = vec!["q".into()];
+    });
+    // Job 3 lists q then p: both are taken by then.
+    submit(&mut s, 3, |j| {
+        j.partition = "q".into();
+        j.more_partitions = vec!["p".into()];
+    });
+    let plan = schedule(&s, 100, &config(Policy::Easy));
+    assert_eq!(
+        render(&plan),
+        "start 1 n1:c2m0g[]\nstart 2 n2:c2m0g[] in q\npend 3 Resources\n"
+    );
+    // Applied, job 2 runs in q and keeps p as the other partition of its list.
+    plan.apply(&mut s, 100);
+    let two = s.job(2).unwrap();
+    assert_eq!(
+        (
+            two.spec.partition.as_str(),
+            two.spec.more_partitions.clone()
+        ),
+        ("q", vec!["p".to_string()])
+    );
+    assert_eq!(two.partition_shown(), "q");
+    let three = s.job(3).unwrap();
+    assert_eq!(three.partition_shown(), "q,p");
+    assert!(three.in_partition("p") && !two.in_partition("p"));
+}
+
+#[test]
+fn a_job_of_two_partitions_waits_only_while_both_are_down() {
+    let mut s = two_partitions();
+    submit(&mut s, 1, |j| j.more_partitions = vec!["q".into()]);
+    let mut down = s.partition("p").unwrap().clone();
+    down.state = "DOWN".into();
+    s.apply(&Event::PartitionSet {
+        partition: Box::new(down),
+    });
+    let plan = schedule(&s, 100, &config(Policy::Easy));
+    assert_eq!(render(&plan), "start 1 n2:c1m0g[] in q\n");
+    let mut down = s.partition("q").unwrap().clone();
+    down.state = "DOWN".into();
+    s.apply(&Event::PartitionSet {
+        partition: Box::new(down),
+    });
+    let plan = schedule(&s, 100, &config(Policy::Easy));
+    assert_eq!(render(&plan), "pend 1 PartitionDown\n");
 }

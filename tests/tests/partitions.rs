@@ -65,3 +65,62 @@ fn a_partition_made_at_run_time_runs_jobs_and_outlives_a_restart_until_deleted()
         String::from_utf8_lossy(&out.stdout).contains("Partition extra not found")
     }));
 }
+
+#[test]
+fn a_job_of_two_partitions_runs_in_the_one_with_room_and_a_pending_one_lists_both() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        cpus: 1,
+        ..ClusterSpec::default()
+    });
+    c.ok(&[
+        "scontrol",
+        "create",
+        "partition=one",
+        "Nodes=tn1",
+        "Priority=1",
+    ]);
+    c.ok(&[
+        "scontrol",
+        "create",
+        "partition=two",
+        "Nodes=tn2",
+        "Priority=2",
+    ]);
+    // tn1 is busy until the gate file exists.
+    let gate = c.path().join("gate");
+    let blocker = c.sbatch(
+        &["-p", "one"],
+        &format!("while [ ! -e {} ]; do sleep 0.1; done", gate.display()),
+    );
+    c.wait_state(blocker, "RUNNING", T);
+
+    let both = c.sbatch(&["-p", "one,two"], "true");
+    c.wait_state(both, "COMPLETED", T);
+    assert_eq!(c.field(both, "NodeList"), "tn2");
+    assert_eq!(c.field(both, "Partition"), "two");
+
+    // Held, it waits in either: listings show both, `squeue -P` one row for each,
+    // in the order of their tiers, and the list outlives a restart.
+    let held = c.sbatch(&["-p", "two,one", "-H"], "true");
+    let id = held.to_string();
+    assert_eq!(c.squeue_field(held, "%P"), "two,one");
+    let show = c.ok(&["scontrol", "show", "job", &id]);
+    assert!(show.contains("Partition=two,one "), "{show}");
+    let rows = c.ok(&["squeue", "-P", "-S", "p", "-h", "-j", &id, "-o", "%P"]);
+    assert_eq!(rows, "one\ntwo\n");
+    let in_one = c.ok(&["squeue", "-h", "-p", "one", "-t", "PD", "-o", "%i"]);
+    assert_eq!(in_one.trim(), id);
+    c.kill_ctld();
+    c.start_ctld();
+    assert!(wait_until(T, || c
+        .run(&["squeue", "-h", "-j", &id, "-o", "%P"])
+        .stdout
+        == b"two,one\n"));
+    // Released while tn1 is still busy, it starts in `two`, its first.
+    c.ok(&["scontrol", "release", &id]);
+    c.wait_state(held, "COMPLETED", T);
+    assert_eq!(c.field(held, "Partition"), "two");
+    std::fs::write(&gate, "").unwrap();
+    c.wait_state(blocker, "COMPLETED", T);
+}

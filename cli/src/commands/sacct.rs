@@ -861,6 +861,7 @@ fn context(program: &str, jobs: &[JobInfo], now: i64, cluster: String) -> Result
         now,
         names,
         cluster,
+        partition_tiers: Default::default(),
     })
 }
 
@@ -993,6 +994,7 @@ mod tests {
             now: NOW,
             names: Names::default(),
             cluster: "drover".into(),
+            partition_tiers: Default::default(),
         }
     }
 

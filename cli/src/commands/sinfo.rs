@@ -1008,6 +1008,7 @@ pub fn run(args: &[String]) -> ExitCode {
             now,
             names,
             cluster: cluster.clone(),
+            partition_tiers: Default::default(),
         };
         let text = render(&opts, &parts, &nodes, &ctx);
         if !args::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
@@ -1129,6 +1130,7 @@ mod tests {
             now: 1_800_000_000,
             names,
             cluster: "drover".into(),
+            partition_tiers: Default::default(),
         }
     }
 

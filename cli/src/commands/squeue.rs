@@ -148,6 +148,9 @@ pub struct Options {
     pub iterate: Option<u64>,
     /// `-v`: the options as Slurm 22.05's squeue prints them first (`_print_options`).
     pub verbose_dump: Option<String>,
+    /// `-P`: a pending job of several partitions gets a row for each, and a sort by
+    /// priority orders rows by their partition's PriorityTier first.
+    pub priority: bool,
 }
 
 /// Parses the command line. `env` reads the environment (SQUEUE_FORMAT, ...); `me` is
@@ -395,6 +398,7 @@ pub fn parse_args(
         sort,
         iterate,
         verbose_dump,
+        priority: p.has("priority") || env("SQUEUE_PRIORITY").is_some(),
     })
 }
 
@@ -563,6 +567,7 @@ pub fn render_summaries(
         Layout::Jobs(fmt)
             if opts.jobs.is_none()
                 && !opts.array
+                && !opts.priority
                 && !fmt
                     .columns
                     .iter()
@@ -705,7 +710,18 @@ fn compare_rows(
 pub fn rows<'a>(opts: &Options, jobs: &'a [JobInfo], ctx: &Ctx) -> Vec<JobRef<'a>> {
     let mut out: Vec<JobRef<'a>> = Vec::new();
     for job in jobs.iter().filter_map(|j| filter(opts, j)) {
-        if opts.array && jobs::is_array_meta(&job) {
+        let list = &jobs::spec(&job).partition;
+        if opts.priority && list.contains(model::job::PARTITION_LIST_SEPARATOR) {
+            // `-P`: a row for each partition of a pending job's list (those `-p`
+            // asked for, when it did).
+            for name in list.split(model::job::PARTITION_LIST_SEPARATOR) {
+                if opts.partitions.is_empty() || opts.partitions.iter().any(|p| p == name) {
+                    let mut row = JobInfo::clone(&job);
+                    row.spec.get_or_insert_default().partition = name.to_string();
+                    out.push(JobRef::Owned(Box::new(row)));
+                }
+            }
+        } else if opts.array && jobs::is_array_meta(&job) {
             for t in jobs::pending_tasks(&job) {
                 out.push(JobRef::Owned(Box::new(jobs::narrow_array(&job, &[t]))));
             }
@@ -936,6 +952,23 @@ pub fn run(args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     }
+    // `-P`: the partitions' tiers, which order the rows of a sort by priority.
+    let mut partition_tiers = std::collections::BTreeMap::new();
+    if opts.priority {
+        match calls::query(&rt, "squeue", |mut c| async move {
+            c.list_partitions(proto::v1::ListPartitionsRequest {})
+                .await
+                .map(|r| r.into_inner().partitions)
+        }) {
+            Ok(parts) => {
+                partition_tiers = parts
+                    .into_iter()
+                    .map(|p| (p.name, p.priority_tier))
+                    .collect()
+            }
+            Err(code) => return code,
+        }
+    }
     loop {
         let req = request(&opts);
         let mut reply = match calls::query(&rt, "squeue", |mut c| async move {
@@ -998,6 +1031,7 @@ pub fn run(args: &[String]) -> ExitCode {
             },
             names,
             cluster: cluster.clone(),
+            partition_tiers: partition_tiers.clone(),
         };
         let text = if reply.summaries.is_empty() {
             render(&opts, &reply.jobs, &ctx)
@@ -1138,7 +1172,30 @@ mod tests {
             now: NOW,
             names: Names::default(),
             cluster: "drover".into(),
+            partition_tiers: Default::default(),
         }
+    }
+
+    #[test]
+    fn priority_lists_a_pending_job_once_per_partition_in_tier_order() {
+        let mut multi = job(5, "multi", W::Pending);
+        multi.spec.as_mut().unwrap().partition = "high,low".into();
+        let jobs = [multi, running(6, "run", 10, "n1")];
+        let mut ctx = ctx();
+        ctx.partition_tiers = [("low".to_string(), 1), ("high".to_string(), 2)].into();
+        let show = |args: &[&str]| render(&parse(args).unwrap(), &jobs, &ctx);
+        assert_eq!(
+            show(&["-P", "-S", "p,i", "-h", "-o", "%i %P"]),
+            "6 debug\n5 low\n5 high\n"
+        );
+        // The controller sent the jobs of `-p low`; the rows are that partition's.
+        let opts = parse(&["-P", "-h", "-o", "%i %P", "-p", "low"]).unwrap();
+        assert_eq!(render(&opts, &jobs[..1], &ctx), "5 low\n");
+        // Without -P: one row, every partition.
+        assert_eq!(
+            show(&["-S", "i", "-h", "-o", "%i %P"]),
+            "5 high,low\n6 debug\n"
+        );
     }
 
     /// What squeue prints for `args` when the controller holds `jobs`.

@@ -340,6 +340,7 @@ pub fn run(args: &[String]) -> ExitCode {
         },
         names: Names::resolve(std::iter::empty(), std::iter::empty()),
         cluster: client::cluster_name(),
+        partition_tiers: Default::default(),
     };
     print!("{}", render(&opts, &picked, &live, &ctx));
     ExitCode::SUCCESS
@@ -420,6 +421,7 @@ mod tests {
             now: 100,
             names: Names::resolve(std::iter::empty(), std::iter::empty()),
             cluster: "c".into(),
+            partition_tiers: Default::default(),
         }
     }
 

@@ -1518,7 +1518,9 @@ pub fn build_spec(
         gid: ctx.gid,
         user: ctx.user.to_string(),
         account: o.account.clone().unwrap_or_default(),
+        // `-p a,b` as given: the controller reads the list.
         partition: o.partition.clone().unwrap_or_default(),
+        more_partitions: Vec::new(),
         qos: o.qos.clone().unwrap_or_default(),
         script,
         script_args,

@@ -614,7 +614,11 @@ fn update_one(
     let invalid = |text: &str| Err(Rejection::invalid(text));
     for change in changes {
         match change {
-            JobChange::Partition(p) if turn.state.partition(p).is_none() => {
+            JobChange::Partition(list)
+                if list
+                    .split(model::job::PARTITION_LIST_SEPARATOR)
+                    .any(|p| turn.state.partition(p).is_none()) =>
+            {
                 return invalid("Invalid partition name specified");
             }
             JobChange::Dependency(d) if !d.is_empty() && sched::dependency::parse(d).is_err() => {
@@ -628,7 +632,7 @@ fn update_one(
             _ => {}
         }
     }
-    let moved = spec.partition != old_partition;
+    let moved = spec.partition != old_partition || spec.more_partitions != job.spec.more_partitions;
     if moved {
         validate::check_partition_move(turn.state, &spec)?;
     }

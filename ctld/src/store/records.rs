@@ -172,6 +172,9 @@ pub struct JobSpecRecord {
     pub gid: u32,
     pub user: String,
     pub account: String,
+    /// The job's partition, then the others a pending job may start in, as Slurm
+    /// writes a partition list (`gpu,debug`): a job of one partition has the bytes of
+    /// the formats before lists, which had no comma in a partition's name.
     pub partition: String,
     pub qos: String,
     pub script_args: Vec<String>,
@@ -217,7 +220,7 @@ impl From<&JobSpec> for JobSpecRecord {
             gid: s.gid,
             user: s.user.clone(),
             account: s.account.clone(),
-            partition: s.partition.clone(),
+            partition: s.partition_list(),
             qos: s.qos.clone(),
             script_args: s.script_args.clone(),
             work_dir: s.work_dir.clone(),
@@ -265,13 +268,14 @@ impl From<&JobSpec> for JobSpecRecord {
 
 impl From<JobSpecRecord> for JobSpec {
     fn from(s: JobSpecRecord) -> Self {
-        JobSpec {
+        let mut spec = JobSpec {
             name: s.name,
             uid: s.uid,
             gid: s.gid,
             user: s.user,
             account: s.account,
-            partition: s.partition,
+            partition: String::new(),
+            more_partitions: Vec::new(),
             qos: s.qos,
             script_args: s.script_args,
             work_dir: s.work_dir,
@@ -320,7 +324,9 @@ impl From<JobSpecRecord> for JobSpec {
             mail_types: Vec::new(),
             mail_user: String::new(),
             details: Default::default(),
-        }
+        };
+        spec.set_partition_list(&s.partition);
+        spec
     }
 }
 
@@ -1922,6 +1928,19 @@ mod tests {
                 planned_start: 0,
                 ..job
             }
+        );
+    }
+
+    #[test]
+    fn a_pending_job_of_several_partitions_reads_back_with_its_list() {
+        let mut job = sample_job();
+        job.spec.more_partitions = vec!["debug".into(), "big".into()];
+        let record = JobRecord::from(&job);
+        assert_eq!(record.fields.spec.partition, "gpu,debug,big");
+        let back = record.into_job(&|| "job 7".into()).unwrap();
+        assert_eq!(
+            back.spec.partitions().collect::<Vec<_>>(),
+            ["gpu", "debug", "big"]
         );
     }
 

@@ -80,8 +80,9 @@ fn within(at: &KeyPath, value: u32, range: RangeInclusive<u32>, unit: &str) -> C
     ))
 }
 
-/// A name of one word: no spaces, no commas (lists of names are comma-separated).
-pub(crate) fn is_name(name: &str) -> bool {
+/// A name of one word: no spaces, no commas (lists of names are comma-separated,
+/// as in `-p debug,gpu`).
+pub fn is_name(name: &str) -> bool {
     !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == ',')
 }
 
