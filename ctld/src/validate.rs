@@ -111,10 +111,20 @@ fn check_in_partition(
     spec.partition = partition.name.clone();
     spec.num_tasks = spec.num_tasks.max(1);
     spec.cpus_per_task = spec.cpus_per_task.max(1);
-    if spec.num_nodes == 0 {
-        spec.num_nodes = fewest_nodes(state, partition, &spec);
+    let nodes_given = spec.num_nodes > 0;
+    if !nodes_given {
+        // `--nodelist` without `-N`: every node it names, and more if the request
+        // needs them (Slurm's "the job will contain all of these hosts").
+        let listed = model::hostlist::expand(&spec.nodelist).map_or(0, |l| l.len() as u32);
+        spec.num_nodes = fewest_nodes(state, partition, &spec).max(listed);
     }
-    if spec.num_nodes > spec.num_tasks && spec.ntasks_per_node == 0 {
+    // More nodes than tasks: a task on each, as Slurm's default. Nodes taken only to
+    // hold the CPUs of the job's GPUs (`--gpus=2 --cpus-per-gpu=8` on 8-CPU nodes)
+    // hold those CPUs, not more tasks.
+    if spec.num_nodes > spec.num_tasks
+        && spec.ntasks_per_node == 0
+        && (nodes_given || spec.details.cpus_per_gpu == 0)
+    {
         spec.num_tasks = spec.num_nodes;
     }
     if spec.mem_per_cpu_mb > 0 && spec.mem_per_node_mb > 0 {
@@ -470,6 +480,17 @@ default_time = "10"
                 j.num_nodes = 2;
             }),
             Ok(2)
+        );
+        // `--gpus=2 --cpus-per-gpu=4`: one task of 8 CPUs, whose CPUs two nodes hold;
+        // the nodes hold CPUs, not more tasks.
+        let (mut sp, p) = spec();
+        sp.gpus = 2;
+        sp.cpus_per_task = 8;
+        sp.details.cpus_per_gpu = 4;
+        let (out, _) = check_submit(&s, &c, sp, &p).unwrap();
+        assert_eq!(
+            (out.num_nodes, out.num_tasks, out.per_node_cpus_mem().0),
+            (2, 1, 4)
         );
     }
 

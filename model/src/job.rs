@@ -453,13 +453,30 @@ impl JobSpec {
         self.gpus_on_each_of(self.num_nodes)
     }
 
-    /// `gpus_on_each_node` on `nodes` nodes.
+    /// `gpus_on_each_node` on `nodes` nodes: the most any one of them takes.
     pub fn gpus_on_each_of(&self, nodes: u32) -> u32 {
+        self.gpus_on_node(0, nodes)
+    }
+
+    /// GPUs on all of `nodes` nodes together (`gpus_on_node` summed).
+    pub fn gpus_over(&self, nodes: u32) -> u32 {
         if self.gpus_per_node > 0 {
-            self.gpus_per_node
+            self.gpus_per_node * nodes.max(1)
         } else {
-            self.gpus.div_ceil(nodes.max(1))
+            self.gpus
         }
+    }
+
+    /// GPUs on the `i`-th of `nodes` nodes: `--gpus-per-node`, else `--gpus` spread
+    /// with the larger shares first, as Slurm's cons_tres spreads them.
+    ///
+    /// Example: `--gpus=7 -N2` takes 4 and 3; `--gpus=5 -N4` takes 2, 1, 1 and 1.
+    pub fn gpus_on_node(&self, i: u32, nodes: u32) -> u32 {
+        if self.gpus_per_node > 0 {
+            return self.gpus_per_node;
+        }
+        let nodes = nodes.max(1);
+        self.gpus / nodes + u32::from(i < self.gpus % nodes)
     }
 
     /// The node counts the job may start on, most first: `max_nodes` down to
@@ -1035,6 +1052,28 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpus_spread_over_nodes_with_the_larger_shares_first() {
+        let spec = |gpus, gpus_per_node| JobSpec {
+            gpus,
+            gpus_per_node,
+            ..JobSpec::default()
+        };
+        let shares = |s: &JobSpec, nodes| {
+            (0..nodes)
+                .map(|i| s.gpus_on_node(i, nodes))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shares(&spec(7, 0), 2), [4, 3]);
+        assert_eq!(shares(&spec(5, 0), 4), [2, 1, 1, 1]);
+        assert_eq!(shares(&spec(8, 0), 2), [4, 4]);
+        assert_eq!(shares(&spec(0, 3), 2), [3, 3]);
+        assert_eq!(spec(7, 0).gpus_on_each_of(2), 4);
+        for (s, nodes) in [(spec(7, 0), 2), (spec(5, 0), 4), (spec(0, 3), 2)] {
+            assert_eq!(s.gpus_over(nodes), shares(&s, nodes).iter().sum::<u32>());
+        }
+    }
 
     #[test]
     fn partition_lists_as_slurm_writes_them() {

@@ -32,6 +32,23 @@ pub struct StepRequest {
     pub exclusive: bool,
 }
 
+impl StepRequest {
+    /// A task's CPUs asked through `--cpus-per-gpu` (which `-c` cannot join) stop at
+    /// the most one of the job's nodes has (`cpus`, per node): the job took those
+    /// CPUs for its GPUs, spread over its nodes as Slurm's cons_tres spreads them.
+    ///
+    /// Example: `srun --gpus=2 --cpus-per-gpu=8` on 8-CPU nodes gets two nodes and
+    /// 16 CPUs, and its one task runs with the 8 of its node.
+    pub fn within_a_node(mut self, cpus_per_gpu: u32, cpus: &[u32]) -> StepRequest {
+        if cpus_per_gpu > 0
+            && let Some(&most) = cpus.iter().max()
+        {
+            self.cpus_per_task = self.cpus_per_task.min(most.max(1));
+        }
+        self
+    }
+}
+
 /// Why a step cannot run in its job, in Slurm's words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StepLayoutError {
@@ -497,6 +514,22 @@ impl MpiType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpus_asked_for_gpus_stop_at_a_node() {
+        let one_task = StepRequest {
+            num_tasks: 1,
+            cpus_per_task: 16,
+            ..StepRequest::default()
+        };
+        // `--gpus=2 --cpus-per-gpu=8` on two 8-CPU nodes: its task runs with 8.
+        let fitted = one_task.within_a_node(8, &[8, 8]);
+        assert_eq!(fitted.cpus_per_task, 8);
+        assert_eq!(layout(fitted, &[8, 8]), Ok(vec![(0, vec![0])]));
+        // `-c 16` is the user's: too many for a node.
+        let asked = one_task.within_a_node(0, &[8, 8]);
+        assert_eq!(layout(asked, &[8, 8]), Err(StepLayoutError::TooManyCpus));
+    }
 
     #[test]
     fn closest_gpus_are_those_on_the_tasks_numa_nodes() {

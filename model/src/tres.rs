@@ -189,8 +189,7 @@ pub fn format_weights(weights: &TresWeights) -> String {
 }
 
 /// What a pending job asks for, the way the scheduler places it: CPUs and memory per
-/// node times its nodes, GPUs per node times its nodes (also by type when it names
-/// one).
+/// node times its nodes, GPUs over its nodes (also by type when it names one).
 pub fn job_request(spec: &JobSpec) -> TresCounts {
     let nodes = spec.num_nodes.max(1);
     let (cpus_per_node, mem_per_node) = spec.per_node_cpus_mem();
@@ -200,7 +199,7 @@ pub fn job_request(spec: &JobSpec) -> TresCounts {
     if mem_per_node > 0 {
         out.insert("mem".into(), mem_per_node * u64::from(nodes));
     }
-    let gpus = u64::from(spec.gpus_on_each_node()) * u64::from(nodes);
+    let gpus = u64::from(spec.gpus_over(nodes));
     if gpus > 0 {
         for name in device_tres(&spec.gpu_type) {
             out.insert(name, gpus);

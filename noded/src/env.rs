@@ -144,6 +144,13 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
         if spec.gpus_per_node > 0 {
             set("SLURM_GPUS_PER_NODE", spec.gpus_per_node.to_string());
         }
+        // Read again by the job's sruns, whose tasks then get that many each.
+        if spec.details.gpus_per_task > 0 {
+            set(
+                "SLURM_GPUS_PER_TASK",
+                spec.details.gpus_per_task.to_string(),
+            );
+        }
         set("SLURM_GPUS_ON_NODE", req.gpu_indices.len().to_string());
         set("SLURM_JOB_GPUS", list);
         let visible = cuda_visible_devices(req, &req.gpu_indices);
@@ -602,6 +609,10 @@ mod tests {
         assert_eq!(get(&env, "SLURM_MEM_PER_NODE"), None);
         assert_eq!(get(&env, "SLURM_GPUS"), None, "only --gpus sets SLURM_GPUS");
         assert_eq!(get(&env, "SLURM_GPUS_PER_NODE"), Some("2"));
+        assert_eq!(get(&env, "SLURM_GPUS_PER_TASK"), None);
+        info.spec.details.gpus_per_task = 1;
+        let env = slurm_env(&info, "gpu01");
+        assert_eq!(get(&env, "SLURM_GPUS_PER_TASK"), Some("1"));
     }
 
     #[test]

@@ -112,10 +112,11 @@ impl<'a, 's> Planner<'a, 's> {
         let dur = job_duration(job);
         // `-N min-max`: as many nodes as are free now, else the least, as Slurm.
         let mut counts = job.spec.node_counts().filter(|&n| n <= req.most_nodes);
-        let chosen = counts.find_map(|n| {
+        let mut chosen = counts.find_map(|n| {
             let wider = (n != req.nodes).then(|| req.on_nodes(&job.spec, n));
             self.fits_now(profile, p, job, wider.as_ref().unwrap_or(req), dur)
         })?;
+        spread_gpus(&job.spec, req, &mut chosen);
         let end = now.saturating_add(dur).min(FOREVER);
         let alloc = allocation(profile, &chosen);
         for (slot, used) in &chosen {
@@ -153,8 +154,9 @@ impl<'a, 's> Planner<'a, 's> {
             }
         };
         if may_reserve
-            && let Some((start, chosen)) = self.earliest_cached(profile, p, job, req, dur)
+            && let Some((start, mut chosen)) = self.earliest_cached(profile, p, job, req, dur)
         {
+            spread_gpus(&job.spec, req, &mut chosen);
             let end = start.saturating_add(dur).min(FOREVER);
             for (slot, used) in &chosen {
                 profile.take(*slot, start, end, used);
@@ -431,6 +433,25 @@ fn wait(reason: Reason) -> Decision {
 /// forever without one.
 pub fn job_duration(job: &Job) -> Time {
     job.time_limit_secs().map_or(FOREVER, |d| d.max(1))
+}
+
+/// `--gpus=N` over several nodes: each node found with the most any one takes keeps
+/// its share (`JobSpec::gpus_on_node`, the larger shares first), giving back the
+/// GPUs of the highest indices.
+///
+/// Example: `--gpus=7 -N2` is placed on two nodes with 4 free GPUs each, and keeps
+/// 4 and 3 of them. An exclusive job keeps every GPU of its nodes.
+fn spread_gpus(spec: &model::JobSpec, req: &PerNode, chosen: &mut [(usize, Free)]) {
+    if spec.gpus_per_node > 0 || spec.gpus == 0 || req.exclusive {
+        return;
+    }
+    let nodes = chosen.len() as u32;
+    for (i, (_, used)) in chosen.iter_mut().enumerate() {
+        let share = spec.gpus_on_node(i as u32, nodes);
+        while used.gpus.count_ones() > share {
+            used.gpus &= !(1u64 << (63 - used.gpus.leading_zeros()));
+        }
+    }
 }
 
 fn allocation(profile: &Profile, chosen: &[(usize, Free)]) -> Allocation {

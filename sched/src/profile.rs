@@ -453,6 +453,15 @@ impl Slot<'_> {
                 }
             };
         }
+        if req.exclusive {
+            // Slurm's `--exclusive`: all of the node's GPUs too (whole ones, not the
+            // shares of a shared one).
+            let shares = self
+                .shared_wholes
+                .iter()
+                .fold(0, |all, &(_, shares)| all | shares);
+            gpus |= self.usable_gpus(free.gpus) & !shares;
+        }
         let (cpus, mem_mb) = if req.exclusive {
             (
                 i64::from(node.cpus),

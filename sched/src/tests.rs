@@ -805,3 +805,20 @@ fn a_job_of_two_partitions_waits_only_while_both_are_down() {
     let plan = schedule(&s, 100, &config(Policy::Easy));
     assert_eq!(render(&plan), "pend 1 PartitionDown\n");
 }
+
+#[test]
+fn gpus_of_a_job_spread_over_its_nodes_with_the_larger_shares_first() {
+    let mut s = cluster(&[("n1", 8, 1000, 4), ("n2", 8, 1000, 4)]);
+    submit(&mut s, 1, |j| {
+        j.num_nodes = 2;
+        j.num_tasks = 2;
+        j.gpus = 7;
+    });
+    // The GPU the first job leaves is the second's.
+    submit(&mut s, 2, |j| j.gpus = 1);
+    let plan = schedule(&s, 100, &config(Policy::Easy));
+    assert_eq!(
+        render(&plan),
+        "start 1 n1:c1m0g[0, 1, 2, 3] n2:c1m0g[0, 1, 2]\nstart 2 n2:c1m0g[3]\n"
+    );
+}

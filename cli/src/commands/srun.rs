@@ -41,6 +41,7 @@ const INPUT_ENV: &[(&str, &str)] = &[
     ("SLURM_EXPORT_ENV", "export"),
     ("SRUN_EXPORT_ENV", "export"),
     ("SLURM_GPU_BIND", "gpu-bind"),
+    ("SLURM_GPUS_PER_TASK", "gpus-per-task"),
     ("SLURM_KILL_BAD_EXIT", "kill-on-bad-exit"),
     ("SLURM_LABELIO", "label"),
     ("SLURM_OVERCOMMIT", "overcommit"),

@@ -647,12 +647,10 @@ fn step_shape(
     let nodes = match o.nodes {
         Some(n) => n,
         None => {
+            // Fewer tasks than the allocation's nodes (`-n`, or SLURM_NTASKS from
+            // an allocation whose nodes hold CPUs for its GPUs) run on as many nodes.
             let n = var("SLURM_NNODES").unwrap_or(0);
-            if o.ntasks.is_some() && tasks > 0 {
-                n.min(tasks)
-            } else {
-                n
-            }
+            if tasks > 0 { n.min(tasks) } else { n }
         }
     };
     let per_node = match o.ntasks_per_node {
@@ -984,7 +982,10 @@ mod tests {
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
             super::super::srun::parse(&args, &[]).unwrap().opts
         };
-        assert_eq!(step_shape(&opts(&["true"]), &env), (1, 3, 0, 0));
+        // One task of the job's: on one of its nodes (as in a job whose nodes hold
+        // the CPUs of its GPUs).
+        assert_eq!(step_shape(&opts(&["true"]), &env), (1, 1, 0, 0));
+        assert_eq!(step_shape(&opts(&["-N3", "true"]), &env), (1, 3, 0, 0));
         assert_eq!(step_shape(&opts(&["-n2", "true"]), &env), (2, 2, 0, 0));
         // Per node times the nodes, not the job's task count.
         assert_eq!(

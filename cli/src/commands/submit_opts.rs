@@ -1576,13 +1576,18 @@ pub fn build_spec(
     })
 }
 
-/// The options `scontrol show job` shows as given.
-/// `--gpus-per-node` and `--gres=gpu`: the larger, as both ask it of every node.
+/// GPUs asked of every node: the largest of `--gpus-per-node`, `--gres=gpu` and
+/// `--gpus-per-socket` times `--sockets-per-node` (which it needs).
 fn gpus_per_node(o: &SubmitOpts) -> u32 {
+    let per_socket = o
+        .gpus_per_socket
+        .as_ref()
+        .map(|g| g.count * o.sockets_per_node.unwrap_or(1));
     [&o.gpus_per_node, &o.gres.clone().flatten()]
         .into_iter()
         .flatten()
         .map(|g| g.count)
+        .chain(per_socket)
         .max()
         .unwrap_or(0)
 }
@@ -1624,6 +1629,7 @@ pub fn step_gpu_request(o: &SubmitOpts, prog: &str) -> v1::StepGpuRequest {
     }
 }
 
+/// The options `scontrol show job` shows as given.
 fn request_details(o: &SubmitOpts, memory: &Option<(MemKind, u64)>) -> v1::RequestDetails {
     let count = |g: &Option<Gpu>| g.as_ref().map_or(0, |g| g.count);
     v1::RequestDetails {

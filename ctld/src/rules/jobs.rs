@@ -679,7 +679,10 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
         })
         .collect();
     let refused = |e: model::step::StepLayoutError| Rejection::invalid(e.to_string());
-    let nodes: Vec<(model::NodeAllocation, Vec<u32>)> = if cmd.request.exclusive {
+    let request = cmd
+        .request
+        .within_a_node(cmd.gpu_request.cpus_per_gpu, &cpus);
+    let nodes: Vec<(model::NodeAllocation, Vec<u32>)> = if request.exclusive {
         // Only the CPUs its tasks need, of those no running step holds: the step's
         // share of each node is that many of the job's CPUs, after the held ones.
         let names: Vec<&str> = alloc.iter().map(|n| n.node.as_str()).collect();
@@ -688,10 +691,10 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
             .iter()
             .filter(|s| s.id.is_some() && s.state == JobState::Running);
         let held = model::step::held_cpus(&names, running);
-        let layout = model::step::exclusive_layout(cmd.request, &cpus, &held)
+        let layout = model::step::exclusive_layout(request, &cpus, &held)
             .map_err(refused)?
             .ok_or_else(|| wrong_state(model::step::NODES_BUSY))?;
-        let per_task = cmd.request.cpus_per_task.max(1);
+        let per_task = request.cpus_per_task.max(1);
         layout
             .into_iter()
             .map(|(i, tasks)| {
@@ -709,7 +712,7 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
             })
             .collect()
     } else {
-        model::step::layout(cmd.request, &cpus)
+        model::step::layout(request, &cpus)
             .map_err(refused)?
             .into_iter()
             .map(|(i, tasks)| (alloc[i].clone(), tasks))
