@@ -68,6 +68,10 @@ pub enum Rejection {
     /// Not now: the job or node is in the wrong state for it.
     #[error("{0}")]
     WrongState(String),
+    /// Not yet: the job cannot take it while it waits or starts; asked again later,
+    /// it may (Slurm's ESLURM_TRANSITION_STATE_NO_UPDATE, which scancel retries).
+    #[error("Job can not be altered now, try again later")]
+    NotYet,
     /// The state store has no room for the change: nothing was changed, and writes
     /// are refused until space is freed.
     #[error("state store full: {0}")]

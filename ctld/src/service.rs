@@ -57,7 +57,7 @@ pub fn status(r: Rejection) -> Status {
         Rejection::Invalid(_) => Status::invalid_argument(text),
         Rejection::NotFound(_) => Status::not_found(text),
         Rejection::PermissionDenied => Status::permission_denied(text),
-        Rejection::WrongState(_) => Status::failed_precondition(text),
+        Rejection::WrongState(_) | Rejection::NotYet => Status::failed_precondition(text),
         Rejection::StoreFull(_) | Rejection::Busy => Status::resource_exhausted(text),
         Rejection::ShuttingDown => Status::unavailable(text),
     }
@@ -68,6 +68,7 @@ fn results_to_wire(results: Vec<command::JobResult>) -> Vec<v1::JobResult> {
         .into_iter()
         .map(|r| v1::JobResult {
             job_id: r.job_id,
+            try_again: matches!(r.error, Some(Rejection::NotYet)),
             error: r.error.map(|e| e.to_string()).unwrap_or_default(),
         })
         .collect()

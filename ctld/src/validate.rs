@@ -481,6 +481,8 @@ default_time = "10"
             }),
             Ok(2)
         );
+        // `--nodelist` without `-N`: every node it names.
+        assert_eq!(nodes_for(&|j| j.nodelist = "n[1-2]".into()), Ok(2));
         // `--gpus=2 --cpus-per-gpu=4`: one task of 8 CPUs, whose CPUs two nodes hold;
         // the nodes hold CPUs, not more tasks.
         let (mut sp, p) = spec();

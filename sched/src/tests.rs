@@ -822,3 +822,14 @@ fn gpus_of_a_job_spread_over_its_nodes_with_the_larger_shares_first() {
         "start 1 n1:c1m0g[0, 1, 2, 3] n2:c1m0g[0, 1, 2]\nstart 2 n2:c1m0g[3]\n"
     );
 }
+
+#[test]
+fn an_exclusive_job_gets_every_gpu_of_its_node() {
+    let mut s = cluster(&[("n1", 2, 1000, 4)]);
+    submit(&mut s, 1, |j| {
+        j.gpus = 1;
+        j.exclusive = true;
+    });
+    let plan = schedule(&s, 100, &config(Policy::Easy));
+    assert_eq!(render(&plan), "start 1 n1:c2m0g[0, 1, 2, 3]\n");
+}

@@ -152,6 +152,10 @@ pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
 }
 
 /// Errors that mean the job is gone rather than that the request failed.
+/// How many times scancel asks for a job in a transitional state (Slurm's
+/// MAX_CANCEL_RETRY).
+const MAX_CANCEL_RETRY: u64 = 10;
+
 fn job_gone(err: &str) -> bool {
     err == "Invalid job id specified" || err.contains("already completing or completed")
 }
@@ -331,10 +335,46 @@ async fn cancel(mut r: Request) -> ExitCode {
         signal: r.signal,
         batch_only: r.batch,
     };
-    let results = match client.signal_jobs(req).await {
+    let mut results = match client.signal_jobs(req.clone()).await {
         Ok(rep) => rep.into_inner().results,
         Err(s) => return Exit::error(PROG, calls::status_text(&s)).finish(),
     };
+    // Jobs that cannot take a signal yet (waiting, or starting) are asked again
+    // after 5, 6, ... seconds, as Slurm's scancel does (MAX_CANCEL_RETRY tries).
+    for attempt in 0..MAX_CANCEL_RETRY - 1 {
+        let mut again: Vec<String> = Vec::new();
+        for res in results.iter().filter(|res| res.try_again) {
+            if !again.contains(&res.job_id) {
+                again.push(res.job_id.clone());
+            }
+        }
+        if again.is_empty() {
+            break;
+        }
+        if r.verbose {
+            // Slurm's words, spelling included.
+            eprintln!("{PROG}: Job is in transistional state, retrying");
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(5 + attempt)).await;
+        let retry = v1::SignalJobsRequest {
+            filter: Some(v1::JobFilter {
+                job_ids: again,
+                ..Default::default()
+            }),
+            ..req.clone()
+        };
+        let answers = match calls::again_if_lost(&mut client, |mut c| {
+            let retry = retry.clone();
+            async move { c.signal_jobs(retry).await }
+        })
+        .await
+        {
+            Ok(rep) => rep.results,
+            Err(s) => return Exit::error(PROG, calls::status_text(&s)).finish(),
+        };
+        results.retain(|res| !res.try_again);
+        results.extend(answers);
+    }
     if results.is_empty()
         && r.verbose
         && let Some(line) = no_match_line(&r)

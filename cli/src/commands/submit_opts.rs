@@ -2069,6 +2069,19 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn gpus_asked_of_each_node() {
+        let mut o = SubmitOpts::default();
+        for (k, v) in [("gpus-per-socket", "1"), ("sockets-per-node", "2")] {
+            o.apply(Command::Sbatch, k, v, Source::Cli).unwrap();
+        }
+        assert_eq!(gpus_per_node(&o), 2);
+        // The largest of what is asked of every node.
+        o.apply(Command::Sbatch, "gpus-per-node", "3", Source::Cli)
+            .unwrap();
+        assert_eq!(gpus_per_node(&o), 3);
+    }
+
+    #[test]
     fn option_values_and_errors() {
         let mut o = SubmitOpts::default();
         let e = |o: &mut SubmitOpts, k: &str, v: &str| {

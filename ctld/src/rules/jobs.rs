@@ -408,7 +408,11 @@ fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Reject
             turn.reschedule = true;
             Ok(())
         }
-        (s, _) if s.is_waiting() => Err(wrong_state("Job is pending execution")),
+        // A signal reaches the tasks of running steps: not yet to a job that waits
+        // or whose start its node has not confirmed (Slurm's transitional state,
+        // which scancel asks again after).
+        (s, _) if s.is_waiting() => Err(Rejection::NotYet),
+        (JobState::Running, signal) if signal != 0 && !job.launched => Err(Rejection::NotYet),
         (_, 0) => {
             // A repeated cancel keeps the first canceller; a cancel overrides a
             // requeue or a preemption's kill.

@@ -1917,6 +1917,39 @@ fn a_signal_reaches_the_steps_on_every_node_and_a_batch_signal_the_batch_node_on
 }
 
 #[test]
+fn a_signal_waits_for_the_job_to_start_and_its_node_to_confirm_it() {
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let signal = |signal| SignalJobs {
+        job_ids: vec![id.to_string()],
+        filter: JobFilter::default(),
+        signal,
+        batch_only: false,
+        requester: who(ALICE),
+    };
+    let answer = |env: &mut Env, sig| {
+        let d = env.turn(|t| jobs::signal(t, signal(sig)));
+        d.answer.into_iter().next().and_then(|r| r.error)
+    };
+    // Pending: not yet (scancel asks again), and nothing is ordered.
+    let d = env.turn(|t| jobs::signal(t, signal(libc::SIGUSR1)));
+    assert_eq!(d.answer[0].error, Some(crate::command::Rejection::NotYet));
+    assert!(d.effects.is_empty(), "{:?}", d.effects);
+    // Started, its launch not confirmed: not yet either.
+    env.turn(timer::schedule);
+    assert!(!env.job(id).launched);
+    assert_eq!(
+        answer(&mut env, libc::SIGUSR1),
+        Some(crate::command::Rejection::NotYet)
+    );
+    let run = env.job(id).restart_count;
+    env.turn(|t| nodes::launched(t, id, run));
+    assert_eq!(answer(&mut env, libc::SIGUSR1), None);
+    // A cancel never waits.
+    assert_eq!(answer(&mut env, 0), None);
+}
+
+#[test]
 fn scancel_of_a_step_orders_its_nodes_to_signal_its_tasks_only() {
     let mut env = Env::new("");
     let id = env.submit(|_| {});
