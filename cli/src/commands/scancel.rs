@@ -479,6 +479,7 @@ mod tests {
         v1::JobResult {
             job_id: id.into(),
             error: err.into(),
+            try_again: false,
         }
     }
 
