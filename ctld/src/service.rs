@@ -725,7 +725,7 @@ impl v1::ctld_server::Ctld for Services {
                 is_default: p.is_default,
                 max_time_min: p.max_time_min.unwrap_or(0),
                 default_time_min: p.default_time_min.unwrap_or(0),
-                state: p.state.clone(),
+                state: p.state.name().to_string(),
                 total_cpus: p
                     .nodes
                     .iter()
@@ -739,7 +739,7 @@ impl v1::ctld_server::Ctld for Services {
                 allow_accounts: p.allow_accounts.join(","),
                 deny_accounts: p.deny_accounts.join(","),
                 allow_qos: p.allow_qos.join(","),
-                oversubscribe: p.oversubscribe.clone(),
+                oversubscribe: p.oversubscribe.name().to_string(),
             })
             .collect();
         Ok(Response::new(v1::ListPartitionsReply { partitions }))

@@ -763,11 +763,80 @@ pub struct PartitionConfig {
     pub oversubscribe: String,
 }
 
-/// `[[partitions]] oversubscribe` values.
-pub const OVERSUBSCRIBE: [&str; 3] = ["NO", "YES", "EXCLUSIVE"];
+/// A partition's state (Slurm's `State=`): whether it takes jobs and schedules them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum PartitionState {
+    /// Takes jobs and starts them.
+    #[default]
+    Up,
+    /// Takes jobs, starts none.
+    Down,
+    /// Takes no new jobs, starts those it has.
+    Drain,
+    /// Takes no jobs and starts none.
+    Inactive,
+}
 
-/// `[[partitions]] state` values.
-pub const PARTITION_STATES: [&str; 4] = ["UP", "DOWN", "DRAIN", "INACTIVE"];
+impl PartitionState {
+    pub const ALL: [PartitionState; 4] = [Self::Up, Self::Down, Self::Drain, Self::Inactive];
+
+    /// Slurm's word for it: `UP`, `DOWN`, `DRAIN` or `INACTIVE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Up => "UP",
+            Self::Down => "DOWN",
+            Self::Drain => "DRAIN",
+            Self::Inactive => "INACTIVE",
+        }
+    }
+
+    /// A state by its word, in any case; `None` for a word that names none.
+    pub fn parse(word: &str) -> Option<PartitionState> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.name().eq_ignore_ascii_case(word))
+    }
+
+    pub fn accepts_jobs(self) -> bool {
+        matches!(self, Self::Up | Self::Down)
+    }
+
+    pub fn schedules_jobs(self) -> bool {
+        matches!(self, Self::Up | Self::Drain)
+    }
+}
+
+/// A partition's OverSubscribe: whether its jobs share nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum OverSubscribe {
+    /// Jobs share nodes, never CPUs (Slurm's default).
+    #[default]
+    No,
+    /// As `No`: Drover never shares CPUs.
+    Yes,
+    /// Every job gets whole nodes.
+    Exclusive,
+}
+
+impl OverSubscribe {
+    pub const ALL: [OverSubscribe; 3] = [Self::No, Self::Yes, Self::Exclusive];
+
+    /// Slurm's word for it: `NO`, `YES` or `EXCLUSIVE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::No => "NO",
+            Self::Yes => "YES",
+            Self::Exclusive => "EXCLUSIVE",
+        }
+    }
+
+    /// A value by its word, in any case; `None` for a word that names none.
+    pub fn parse(word: &str) -> Option<OverSubscribe> {
+        Self::ALL
+            .into_iter()
+            .find(|o| o.name().eq_ignore_ascii_case(word))
+    }
+}
 
 fn no() -> String {
     "NO".into()
@@ -802,7 +871,7 @@ pub struct Partition {
     pub max_time_min: Option<u32>,
     pub default_time_min: Option<u32>,
     pub max_nodes: u32,
-    pub state: String,
+    pub state: PartitionState,
     pub priority_job_factor: u32,
     pub priority_tier: u32,
     /// AllowAccounts; empty: all.
@@ -811,8 +880,7 @@ pub struct Partition {
     pub deny_accounts: Vec<String>,
     /// AllowQos; empty: all.
     pub allow_qos: Vec<String>,
-    /// OverSubscribe, upper case: `NO`, `YES` or `EXCLUSIVE`.
-    pub oversubscribe: String,
+    pub oversubscribe: OverSubscribe,
 }
 
 impl Partition {
@@ -826,19 +894,19 @@ impl Partition {
             max_time_min: None,
             default_time_min: None,
             max_nodes: 0,
-            state: "UP".into(),
+            state: PartitionState::Up,
             priority_job_factor: 1,
             priority_tier: 1,
             allow_accounts: Vec::new(),
             deny_accounts: Vec::new(),
             allow_qos: Vec::new(),
-            oversubscribe: "NO".into(),
+            oversubscribe: OverSubscribe::No,
         }
     }
 
     /// OverSubscribe=EXCLUSIVE: every job gets whole nodes.
     pub fn exclusive(&self) -> bool {
-        self.oversubscribe == "EXCLUSIVE"
+        self.oversubscribe == OverSubscribe::Exclusive
     }
 
     /// May jobs of this account use the partition (AllowAccounts, DenyAccounts)?
@@ -855,10 +923,10 @@ impl Partition {
     }
 
     pub fn accepts_jobs(&self) -> bool {
-        self.state == "UP" || self.state == "DOWN"
+        self.state.accepts_jobs()
     }
     pub fn schedules_jobs(&self) -> bool {
-        self.state == "UP" || self.state == "DRAIN"
+        self.state.schedules_jobs()
     }
 }
 
@@ -957,13 +1025,14 @@ impl Config {
                     max_time_min: max,
                     default_time_min: default_time,
                     max_nodes: p.max_nodes,
-                    state: p.state.clone(),
+                    // A checked config names a known state and OverSubscribe.
+                    state: PartitionState::parse(&p.state).unwrap_or_default(),
                     priority_job_factor: p.priority_job_factor,
                     priority_tier: p.priority_tier,
                     allow_accounts: p.allow_accounts.clone(),
                     deny_accounts: p.deny_accounts.clone(),
                     allow_qos: p.allow_qos.clone(),
-                    oversubscribe: p.oversubscribe.to_ascii_uppercase(),
+                    oversubscribe: OverSubscribe::parse(&p.oversubscribe).unwrap_or_default(),
                 }
             })
             .collect()
@@ -1760,7 +1829,7 @@ gpu_type = "h100"
         let c = Config::parse(&text, "t.toml").unwrap();
         let parts = c.partition_list();
         assert!(parts[0].exclusive() && !parts[1].exclusive());
-        assert_eq!(parts[1].oversubscribe, "NO");
+        assert_eq!(parts[1].oversubscribe, OverSubscribe::No);
         assert!(parts[0].allows_account("ml") && !parts[0].allows_account("guests"));
         assert!(parts[1].allows_account("ml") && !parts[1].allows_account("guests"));
         assert!(parts[0].allows_qos("high") && !parts[0].allows_qos("low"));

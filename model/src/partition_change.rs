@@ -2,7 +2,7 @@
 //! partition) and how they change a [`Partition`]. The controller parses them once,
 //! with the state's node names at hand for `Nodes=ALL` and unknown hosts.
 
-use crate::config::{OVERSUBSCRIBE, PARTITION_STATES, Partition};
+use crate::config::{OverSubscribe, Partition, PartitionState};
 use crate::{hostlist, units};
 
 /// One field a change sets.
@@ -14,14 +14,14 @@ pub enum PartitionField {
     MaxTime(Option<u32>),
     DefaultTime(Option<u32>),
     MaxNodes(u32),
-    State(String),
+    State(PartitionState),
     Default(bool),
     PriorityJobFactor(u32),
     PriorityTier(u32),
     AllowAccounts(Vec<String>),
     DenyAccounts(Vec<String>),
     AllowQos(Vec<String>),
-    OverSubscribe(String),
+    OverSubscribe(OverSubscribe),
 }
 
 /// A partition's name and the fields to set.
@@ -96,13 +96,10 @@ pub fn parse(words: &[String]) -> Result<PartitionChange, PartitionChangeError> 
                 number(word, v)?;
                 continue;
             }
-            "state" => {
-                let up = v.to_ascii_uppercase();
-                if !PARTITION_STATES.contains(&up.as_str()) {
-                    return Err(PartitionChangeError::Invalid(word.clone()));
-                }
-                PartitionField::State(up)
-            }
+            "state" => PartitionField::State(
+                PartitionState::parse(v)
+                    .ok_or_else(|| PartitionChangeError::Invalid(word.clone()))?,
+            ),
             "default" => PartitionField::Default(yes_no(word, v)?),
             "priority" => PartitionField::PriorityJobFactor(number(word, v)?),
             "priorityjobfactor" => PartitionField::PriorityJobFactor(number(word, v)?),
@@ -110,13 +107,19 @@ pub fn parse(words: &[String]) -> Result<PartitionChange, PartitionChangeError> 
             "allowaccounts" => PartitionField::AllowAccounts(list(v)),
             "denyaccounts" => PartitionField::DenyAccounts(list(v)),
             "allowqos" => PartitionField::AllowQos(list(v)),
+            // `YES:4`, `FORCE:2`: neither the job count after the colon nor FORCE
+            // (taken as YES) matters to Drover, which never shares CPUs.
             "oversubscribe" | "shared" => {
-                let up = v.to_ascii_uppercase();
-                let up = up.split(':').next().unwrap_or_default().to_string();
-                if !OVERSUBSCRIBE.contains(&up.as_str()) && up != "FORCE" {
-                    return Err(PartitionChangeError::Invalid(word.clone()));
-                }
-                PartitionField::OverSubscribe(if up == "FORCE" { "YES".into() } else { up })
+                let value = v.split(':').next().unwrap_or_default();
+                let value = if value.eq_ignore_ascii_case("FORCE") {
+                    "YES"
+                } else {
+                    value
+                };
+                PartitionField::OverSubscribe(
+                    OverSubscribe::parse(value)
+                        .ok_or_else(|| PartitionChangeError::Invalid(word.clone()))?,
+                )
             }
             _ => return Err(PartitionChangeError::Unsupported(word.clone())),
         };
@@ -159,14 +162,14 @@ impl PartitionChange {
                 PartitionField::MaxTime(t) => p.max_time_min = *t,
                 PartitionField::DefaultTime(t) => p.default_time_min = *t,
                 PartitionField::MaxNodes(n) => p.max_nodes = *n,
-                PartitionField::State(s) => p.state = s.clone(),
+                PartitionField::State(s) => p.state = *s,
                 PartitionField::Default(d) => p.is_default = *d,
                 PartitionField::PriorityJobFactor(n) => p.priority_job_factor = *n,
                 PartitionField::PriorityTier(n) => p.priority_tier = *n,
                 PartitionField::AllowAccounts(l) => p.allow_accounts = l.clone(),
                 PartitionField::DenyAccounts(l) => p.deny_accounts = l.clone(),
                 PartitionField::AllowQos(l) => p.allow_qos = l.clone(),
-                PartitionField::OverSubscribe(o) => p.oversubscribe = o.clone(),
+                PartitionField::OverSubscribe(o) => p.oversubscribe = *o,
             }
         }
         Ok(())
@@ -192,7 +195,7 @@ mod tests {
         c.apply_to(&mut p, &all).unwrap();
         assert_eq!(p.nodes, ["node1", "node2"]);
         assert_eq!(p.max_time_min, Some(30));
-        assert_eq!(p.state, "DOWN");
+        assert_eq!(p.state, PartitionState::Down);
         let c = parse(&words(
             "partition=p2 nodes=ALL maxtime=unlimited priority=2",
         ))

@@ -1019,14 +1019,14 @@ pub fn partition_change_to_wire(
                 F::MaxTime(t) => W::MaxTime(time(*t)),
                 F::DefaultTime(t) => W::DefaultTime(time(*t)),
                 F::MaxNodes(n) => W::MaxNodes(*n),
-                F::State(v) => W::State(v.clone()),
+                F::State(v) => W::State(partition_state_to_wire(*v) as i32),
                 F::Default(d) => W::IsDefault(*d),
                 F::PriorityJobFactor(n) => W::PriorityJobFactor(*n),
                 F::PriorityTier(n) => W::PriorityTier(*n),
                 F::AllowAccounts(l) => W::AllowAccounts(names(l)),
                 F::DenyAccounts(l) => W::DenyAccounts(names(l)),
                 F::AllowQos(l) => W::AllowQos(names(l)),
-                F::OverSubscribe(v) => W::Oversubscribe(v.clone()),
+                F::OverSubscribe(v) => W::Oversubscribe(oversubscribe_to_wire(*v) as i32),
             }),
         })
         .collect();
@@ -1040,20 +1040,12 @@ pub fn partition_change_from_wire(
     name: String,
     fields: Vec<v1::PartitionField>,
 ) -> Result<model::partition_change::PartitionChange, String> {
-    use model::config::{OVERSUBSCRIBE, PARTITION_STATES};
     use model::partition_change::PartitionField as F;
     use v1::partition_field::Field as W;
     let time = |t: v1::PartitionTime| match t.limit {
         Some(v1::partition_time::Limit::Minutes(m)) => Ok(Some(m)),
         Some(v1::partition_time::Limit::Unlimited(true)) => Ok(None),
         _ => Err("unknown partition time limit".to_string()),
-    };
-    let known = |v: String, words: &[&str], what: &str| {
-        if words.contains(&v.as_str()) {
-            Ok(v)
-        } else {
-            Err(format!("unknown partition {what} `{v}`"))
-        }
     };
     let fields = fields
         .into_iter()
@@ -1063,18 +1055,60 @@ pub fn partition_change_from_wire(
                 W::MaxTime(t) => F::MaxTime(time(t)?),
                 W::DefaultTime(t) => F::DefaultTime(time(t)?),
                 W::MaxNodes(n) => F::MaxNodes(n),
-                W::State(v) => F::State(known(v, &PARTITION_STATES, "state")?),
+                W::State(v) => F::State(partition_state_from_wire(v)?),
                 W::IsDefault(d) => F::Default(d),
                 W::PriorityJobFactor(n) => F::PriorityJobFactor(n),
                 W::PriorityTier(n) => F::PriorityTier(n),
                 W::AllowAccounts(l) => F::AllowAccounts(l.names),
                 W::DenyAccounts(l) => F::DenyAccounts(l.names),
                 W::AllowQos(l) => F::AllowQos(l.names),
-                W::Oversubscribe(v) => F::OverSubscribe(known(v, &OVERSUBSCRIBE, "OverSubscribe")?),
+                W::Oversubscribe(v) => F::OverSubscribe(oversubscribe_from_wire(v)?),
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(model::partition_change::PartitionChange { name, fields })
+}
+
+pub fn partition_state_to_wire(s: model::config::PartitionState) -> v1::PartitionState {
+    use model::config::PartitionState as S;
+    match s {
+        S::Up => v1::PartitionState::Up,
+        S::Down => v1::PartitionState::Down,
+        S::Drain => v1::PartitionState::Drain,
+        S::Inactive => v1::PartitionState::Inactive,
+    }
+}
+
+/// A partition state from the wire; an unknown or unset one is refused.
+pub fn partition_state_from_wire(v: i32) -> Result<model::config::PartitionState, String> {
+    use model::config::PartitionState as S;
+    match v1::PartitionState::try_from(v) {
+        Ok(v1::PartitionState::Up) => Ok(S::Up),
+        Ok(v1::PartitionState::Down) => Ok(S::Down),
+        Ok(v1::PartitionState::Drain) => Ok(S::Drain),
+        Ok(v1::PartitionState::Inactive) => Ok(S::Inactive),
+        _ => Err(format!("unknown partition state {v}")),
+    }
+}
+
+pub fn oversubscribe_to_wire(o: model::config::OverSubscribe) -> v1::OverSubscribe {
+    use model::config::OverSubscribe as O;
+    match o {
+        O::No => v1::OverSubscribe::No,
+        O::Yes => v1::OverSubscribe::Yes,
+        O::Exclusive => v1::OverSubscribe::Exclusive,
+    }
+}
+
+/// An OverSubscribe from the wire; an unknown or unset one is refused.
+pub fn oversubscribe_from_wire(v: i32) -> Result<model::config::OverSubscribe, String> {
+    use model::config::OverSubscribe as O;
+    match v1::OverSubscribe::try_from(v) {
+        Ok(v1::OverSubscribe::No) => Ok(O::No),
+        Ok(v1::OverSubscribe::Yes) => Ok(O::Yes),
+        Ok(v1::OverSubscribe::Exclusive) => Ok(O::Exclusive),
+        _ => Err(format!("unknown partition OverSubscribe {v}")),
+    }
 }
 
 /// A new time limit (a job's or a step's) on the wire.
@@ -2256,8 +2290,10 @@ mod trigger_tests {
         use v1::partition_field::Field as W;
         for bad in [
             None,
-            Some(W::State("SLEEPY".into())),
-            Some(W::Oversubscribe("MAYBE".into())),
+            Some(W::State(0)),
+            Some(W::State(99)),
+            Some(W::Oversubscribe(0)),
+            Some(W::Oversubscribe(99)),
             Some(W::MaxTime(v1::PartitionTime { limit: None })),
             Some(W::MaxTime(v1::PartitionTime {
                 limit: Some(v1::partition_time::Limit::Unlimited(false)),

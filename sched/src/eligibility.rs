@@ -54,7 +54,9 @@ pub fn check(state: &ClusterState, job: &Job, now: Time) -> Eligibility {
     for name in job.spec.partitions() {
         let reason = match state.partition(name) {
             None => Reason::PartitionDown,
-            Some(p) if p.state == "INACTIVE" => Reason::PartitionInactive,
+            Some(p) if p.state == model::config::PartitionState::Inactive => {
+                Reason::PartitionInactive
+            }
             Some(p) if !p.schedules_jobs() => Reason::PartitionDown,
             Some(_) => return Eligibility::Eligible,
         };

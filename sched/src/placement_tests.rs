@@ -228,7 +228,7 @@ fn constraints_pick_nodes_with_the_features() {
 #[test]
 fn exclusive_partitions_give_whole_nodes() {
     let mut s = cluster(&[N("n1", 4, Vec::new(), &[]), N("n2", 4, Vec::new(), &[])]);
-    s.partitions[0].oversubscribe = "EXCLUSIVE".into();
+    s.partitions[0].oversubscribe = model::config::OverSubscribe::Exclusive;
     for id in 1..=3 {
         submit(&mut s, id, |j| j.cpus_per_task = 1);
     }

@@ -17,7 +17,7 @@
 
 use super::StoreError;
 use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
-use model::config::Partition;
+use model::config::{OverSubscribe, Partition, PartitionState};
 use model::gpu_use::{GpuIdleAction, GpuIdlePolicy, GpuUse};
 use model::mail::MailType;
 use model::trigger::{Trigger, TriggerEvent, TriggerResource, TriggerSpec};
@@ -1311,21 +1311,21 @@ impl From<&Partition> for PartitionRecord {
             max_time_min: p.max_time_min,
             default_time_min: p.default_time_min,
             max_nodes: p.max_nodes,
-            state: match p.state.as_str() {
-                "DOWN" => S::Down,
-                "DRAIN" => S::Drain,
-                "INACTIVE" => S::Inactive,
-                _ => S::Up,
+            state: match p.state {
+                PartitionState::Up => S::Up,
+                PartitionState::Down => S::Down,
+                PartitionState::Drain => S::Drain,
+                PartitionState::Inactive => S::Inactive,
             },
             priority_job_factor: p.priority_job_factor,
             priority_tier: p.priority_tier,
             allow_accounts: p.allow_accounts.clone(),
             deny_accounts: p.deny_accounts.clone(),
             allow_qos: p.allow_qos.clone(),
-            oversubscribe: match p.oversubscribe.as_str() {
-                "YES" => OverSubscribeRecord::Yes,
-                "EXCLUSIVE" => OverSubscribeRecord::Exclusive,
-                _ => OverSubscribeRecord::No,
+            oversubscribe: match p.oversubscribe {
+                OverSubscribe::No => OverSubscribeRecord::No,
+                OverSubscribe::Yes => OverSubscribeRecord::Yes,
+                OverSubscribe::Exclusive => OverSubscribeRecord::Exclusive,
             },
         }
     }
@@ -1342,23 +1342,21 @@ impl From<PartitionRecord> for Partition {
             default_time_min: r.default_time_min,
             max_nodes: r.max_nodes,
             state: match r.state {
-                S::Up => "UP",
-                S::Down => "DOWN",
-                S::Drain => "DRAIN",
-                S::Inactive => "INACTIVE",
-            }
-            .into(),
+                S::Up => PartitionState::Up,
+                S::Down => PartitionState::Down,
+                S::Drain => PartitionState::Drain,
+                S::Inactive => PartitionState::Inactive,
+            },
             priority_job_factor: r.priority_job_factor,
             priority_tier: r.priority_tier,
             allow_accounts: r.allow_accounts,
             deny_accounts: r.deny_accounts,
             allow_qos: r.allow_qos,
             oversubscribe: match r.oversubscribe {
-                OverSubscribeRecord::No => "NO",
-                OverSubscribeRecord::Yes => "YES",
-                OverSubscribeRecord::Exclusive => "EXCLUSIVE",
-            }
-            .into(),
+                OverSubscribeRecord::No => OverSubscribe::No,
+                OverSubscribeRecord::Yes => OverSubscribe::Yes,
+                OverSubscribeRecord::Exclusive => OverSubscribe::Exclusive,
+            },
         }
     }
 }
@@ -2043,7 +2041,7 @@ mod tests {
         );
         let mut p = Partition::open("p1", vec!["n1".into()], true);
         p.max_time_min = Some(30);
-        p.state = "DOWN".into();
+        p.state = PartitionState::Down;
         let record = PartitionRecord::from(&p);
         assert_eq!(Partition::from(record.clone()), p);
         assert_eq!(golden(&record), "0a02703101026e3101011e000001010100000000");

@@ -11,8 +11,8 @@
 
 use super::locate::KeyPath;
 use super::{
-    Config, FAIRSHARE_ALGORITHMS, NodeConfig, OVERSUBSCRIBE, PARTITION_STATES, PREEMPT_TYPES,
-    PRIORITY_TYPES, PartitionConfig, SCHEDULER_POLICIES, parse_indices,
+    Config, FAIRSHARE_ALGORITHMS, NodeConfig, OverSubscribe, PREEMPT_TYPES, PRIORITY_TYPES,
+    PartitionConfig, PartitionState, SCHEDULER_POLICIES, parse_indices,
 };
 use crate::constraint::Constraint;
 use crate::job::{MAX_ARRAY_SIZE, PreemptMode};
@@ -391,12 +391,10 @@ impl Config {
                     ));
                 }
             }
-            one_of(
-                &at.key("state"),
-                &p.state,
-                &PARTITION_STATES,
-                "partition state",
-            )?;
+            if PartitionState::parse(&p.state).is_none() {
+                let names = PartitionState::ALL.map(PartitionState::name);
+                one_of(&at.key("state"), &p.state, &names, "partition state")?;
+            }
             within(
                 &at.key("priority_job_factor"),
                 p.priority_job_factor,
@@ -427,7 +425,7 @@ impl Config {
         at: &KeyPath,
         qos: &BTreeSet<&str>,
     ) -> Checked {
-        if !OVERSUBSCRIBE.contains(&p.oversubscribe.to_ascii_uppercase().as_str()) {
+        if OverSubscribe::parse(&p.oversubscribe).is_none() {
             return Err(Invalid::new(
                 &at.key("oversubscribe"),
                 format!(
