@@ -26,6 +26,9 @@ fn reject_with_detail<T>(detail: &str, msg: &str) -> Result<T, Rejected> {
 /// The text Slurm prints for a job no node of its partition can hold.
 const NODE_CONFIG_UNAVAILABLE: &str = "Requested node configuration is not available";
 
+/// The text Slurm prints for a job asking more CPUs than its partition has.
+const TOO_MANY_CPUS: &str = "More processors requested than permitted";
+
 /// The text Slurm prints for a partition that does not exist.
 const INVALID_PARTITION: &str = "Invalid partition name specified";
 
@@ -129,6 +132,17 @@ fn check_in_partition(
     }
     if spec.mem_per_cpu_mb > 0 && spec.mem_per_node_mb > 0 {
         return reject("--mem and --mem-per-cpu are mutually exclusive");
+    }
+    // Each node takes a CPU at least: more nodes than the partition has CPUs is
+    // more processors than it permits, as Slurm says first.
+    let partition_cpus: u64 = partition
+        .nodes
+        .iter()
+        .filter_map(|n| state.nodes.get(n))
+        .map(|n| u64::from(n.cpus))
+        .sum();
+    if u64::from(spec.num_nodes) > partition_cpus {
+        return reject(TOO_MANY_CPUS);
     }
     check_node_count(partition, &spec)?;
     spec.max_nodes = most_nodes(partition, &spec);
@@ -622,6 +636,11 @@ qos = ["normal", "low"]
             (
                 Box::new(|j| j.num_nodes = 3),
                 "Node count specification invalid",
+            ),
+            (
+                // More nodes than the partition's 8 CPUs (`-N 1k`).
+                Box::new(|j| j.num_nodes = 1024),
+                TOO_MANY_CPUS,
             ),
             (
                 Box::new(|j| j.dependency = "afterok:99".into()),

@@ -81,20 +81,6 @@ impl<'a, 's> Planner<'a, 's> {
         }
     }
 
-    /// Decides for one job (or the next task of an array) of partition `p`.
-    pub fn place(
-        &mut self,
-        profile: &mut Profile<'s>,
-        p: usize,
-        job: &'s Job,
-        req: &PerNode,
-    ) -> Decision {
-        match self.start_now(profile, p, job, req) {
-            Some(alloc) => Decision::Start(alloc),
-            None => self.wait(profile, p, job, req),
-        }
-    }
-
     /// Starts the job now in partition `p` if it fits there, taking its room in the
     /// profile; `None` leaves the profile and the policy's state as they were (a job
     /// of several partitions tries each before it waits).

@@ -254,7 +254,7 @@ pub const OPTIONS: &[OptDef] = &[
     }),
     OptDef::ignored(Both, value("distribution", Some('m'))),
     OptDef::ignored(SrunOnly, value("epilog", None)),
-    OptDef::both(value("error", Some('e')), |o, a| a.text(&mut o.error)),
+    OptDef::both(value("error", Some('e')), |o, a| a.text(&mut o.error)).env("SBATCH_ERROR"),
     OptDef::ignored(SrunOnly, flag("exact", None)),
     OptDef::both(value("exclude", Some('x')), |o, a| a.text(&mut o.exclude)),
     OptDef::both(optional("exclusive", None), |o, _| {
@@ -323,7 +323,7 @@ pub const OPTIONS: &[OptDef] = &[
         };
         Ok(())
     }),
-    OptDef::both(value("input", Some('i')), |o, a| a.text(&mut o.input)),
+    OptDef::both(value("input", Some('i')), |o, a| a.text(&mut o.input)).env("SBATCH_INPUT"),
     OptDef::both(value("job-name", Some('J')), |o, a| a.text(&mut o.job_name))
         .env("SBATCH_JOB_NAME"),
     OptDef::only(SrunOnly, value("jobid", None), |o, a| a.text(&mut o.jobid)),
@@ -439,7 +439,7 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     })
     .env("SBATCH_OPEN_MODE"),
-    OptDef::both(value("output", Some('o')), |o, a| a.text(&mut o.output)),
+    OptDef::both(value("output", Some('o')), |o, a| a.text(&mut o.output)).env("SBATCH_OUTPUT"),
     OptDef::both(flag("overcommit", Some('O')), |o, _| {
         o.overcommit = true;
         Ok(())
@@ -935,21 +935,30 @@ impl SubmitOpts {
     }
 }
 
-/// `N` or `min-max` (the minimum is used).
-/// `-N`: a count, or `min-max`; the least, and the most when above it.
+/// `-N`: a count, or `min-max`; the least, and the most when above it. Counts may
+/// end in `k` or `m` (`-N 2k`: 2048 nodes), as Slurm's.
 fn parse_node_count(prog: &str, val: &str) -> Result<(u32, Option<u32>), Exit> {
     let min = val.split_once('-').map_or(val, |(lo, _)| lo).trim();
     let invalid =
         || Exit::error(prog, format!("\"{val}\" is not a valid node count")).with_code(255);
+    // A count with Slurm's suffixes: `k` times 1024, `m` times 1048576.
+    let count = |text: &str| -> Option<u32> {
+        let (digits, times) = match text.chars().last()? {
+            'k' | 'K' => (&text[..text.len() - 1], 1 << 10),
+            'm' | 'M' => (&text[..text.len() - 1], 1 << 20),
+            _ => (text, 1),
+        };
+        digits.parse::<u32>().ok()?.checked_mul(times)
+    };
     // Slurm reads a range without its least ("-3") as from 1.
     let n: u32 = if min.is_empty() && val.contains('-') {
         1
     } else {
-        min.parse().map_err(|_| invalid())?
+        count(min).ok_or_else(invalid)?
     };
     let mut most = None;
     if let Some((_, hi)) = val.split_once('-') {
-        let hi: u32 = hi.trim().parse().map_err(|_| invalid())?;
+        let hi: u32 = count(hi.trim()).ok_or_else(invalid)?;
         if hi < n {
             return Err(invalid());
         }
@@ -1808,12 +1817,16 @@ pub(crate) mod tests {
             ("SBATCH_TIMELIMIT", "10"),
             ("SBATCH_REQUEUE", "whatever"),
             ("SBATCH_ACCOUNT", "ml"),
+            ("SBATCH_OUTPUT", "out.%j"),
+            ("SBATCH_ERROR", "err.%j"),
             ("HOME", "/root"),
         ]));
         assert_eq!(
             set,
             [
                 ("account", "ml".to_string()),
+                ("error", "err.%j".to_string()),
+                ("output", "out.%j".to_string()),
                 ("requeue", String::new()),
                 ("time", "10".to_string())
             ]
@@ -2117,6 +2130,14 @@ pub(crate) mod tests {
             e(&mut o, "nodes", "x"),
             ["sbatch: error: \"x\" is not a valid node count"]
         );
+        assert_eq!(
+            e(&mut o, "nodes", "9999999m"),
+            ["sbatch: error: \"9999999m\" is not a valid node count"]
+        );
+        let counts = |v: &str| parse_node_count("sbatch", v).ok();
+        assert_eq!(counts("2k"), Some((2048, None)));
+        assert_eq!(counts("1-1M"), Some((1, Some(1 << 20))));
+        assert_eq!(counts("3x"), None);
         assert_eq!(
             e(&mut o, "gpus", "x:y:z"),
             ["sbatch: error: Invalid generic resource (gres) specification"]
