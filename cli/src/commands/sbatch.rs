@@ -149,10 +149,28 @@ pub fn prepare(
             .with_code(255));
         }
         o.apply_all(Command::Sbatch, &parsed.opts, Source::Script)?;
-        // LSF's `#BSUB` lines after, as Slurm's sbatch reads them.
-        let lsf = submit_opts::lsf_directive_words(&script)
-            .map_err(|e| Exit::error(PROG, e).with_code(255))?;
-        let parsed = opts::parse(submit_opts::specs(Command::Sbatch), &lsf, false)
+        // PBS's `#PBS` lines (unless `--ignore-pbs` or SBATCH_IGNORE_PBS says not)
+        // and LSF's `#BSUB` lines after, as Slurm's sbatch reads them.
+        let ignore_pbs = o.ignore_pbs
+            || cli.has("ignore-pbs")
+            || ctx.env.iter().any(|(k, v)| {
+                k == "SBATCH_IGNORE_PBS"
+                    && !["0", "no", "false"]
+                        .iter()
+                        .any(|off| v.eq_ignore_ascii_case(off))
+            });
+        let mut foreign = Vec::new();
+        if !ignore_pbs {
+            foreign.extend(
+                submit_opts::pbs_directive_words(&script)
+                    .map_err(|e| Exit::error(PROG, e).with_code(255))?,
+            );
+        }
+        foreign.extend(
+            submit_opts::lsf_directive_words(&script)
+                .map_err(|e| Exit::error(PROG, e).with_code(255))?,
+        );
+        let parsed = opts::parse(submit_opts::specs(Command::Sbatch), &foreign, false)
             .map_err(|e| Exit::usage(PROG, &e).with_code(255))?;
         o.apply_all(Command::Sbatch, &parsed.opts, Source::Script)?;
     }
@@ -797,6 +815,26 @@ mod tests {
                 "SLURM_EXPORT_ENV"
             ]
         );
+    }
+
+    #[test]
+    fn pbs_directives_count_unless_ignored() {
+        let script = "#!/bin/sh\n#SBATCH -t 5\n#PBS -N pbs -l walltime=10\ntrue\n";
+        let name = |args: &[&str], vars: &[(&str, &str)]| {
+            let sp = prep_env(args, script, vars).unwrap().spec;
+            (sp.name, sp.time_limit_min)
+        };
+        assert_eq!(name(&["x.sh"], &[]), ("pbs".to_string(), 10));
+        assert_eq!(
+            name(&["x.sh"], &[("SBATCH_IGNORE_PBS", "0")]),
+            ("pbs".to_string(), 10)
+        );
+        for (args, vars) in [
+            (&["--ignore-pbs", "x.sh"][..], &[][..]),
+            (&["x.sh"][..], &[("SBATCH_IGNORE_PBS", "1")][..]),
+        ] {
+            assert_eq!(name(args, vars), ("x.sh".to_string(), 5));
+        }
     }
 
     #[test]

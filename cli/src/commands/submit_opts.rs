@@ -313,7 +313,10 @@ pub const OPTIONS: &[OptDef] = &[
         o.hold = true;
         Ok(())
     }),
-    OptDef::ignored(SbatchOnly, flag("ignore-pbs", None)),
+    OptDef::only(SbatchOnly, flag("ignore-pbs", None), |o, _| {
+        o.ignore_pbs = true;
+        Ok(())
+    }),
     // Slurm reads a bare --immediate as 1 second, and 0 as no limit.
     OptDef::both(optional("immediate", Some('I')), |o, a| {
         o.immediate = if a.value.is_empty() {
@@ -699,6 +702,8 @@ enum MemKind {
 /// The options as typed values, after every source has been applied.
 #[derive(Debug, Clone, Default)]
 pub struct SubmitOpts {
+    /// `--ignore-pbs`: the script's `#PBS` lines are not read.
+    pub ignore_pbs: bool,
     pub job_name: Option<String>,
     pub output: Option<String>,
     pub error: Option<String>,
@@ -1182,6 +1187,192 @@ pub fn lsf_directive_words(script: &str) -> Result<Vec<String>, String> {
         out.push(format!("--{option}={value}"));
     }
     Ok(out)
+}
+
+/// A script's `#PBS` lines (PBS and Torque directives) as the sbatch options Slurm's
+/// sbatch reads them as: `-N` name, `-o`/`-e` files, `-A` account, `-q` partition,
+/// `-a` begin, `-h` hold, `-J`/`-t` array, `-m` mail events, `-M` mail user, `-p`
+/// nice, `-v` export, `-W depend=`, and `-l` resources (below). The options Slurm
+/// ignores (`-c -C -I -j -k -r -S -u -V -z`, other `-W` attributes) are ignored; any
+/// other is refused. A value may follow its letter or be the next word.
+///
+/// `-l` takes `nodes=N[:ppn=M][+...]` (nodes, and M tasks on each), `walltime=`,
+/// `cput=`, `pcput=` (time), `mem=` and `file=` (memory and tmp, a trailing `b`
+/// dropped), `ncpus=`, `mpiprocs=`, `select=` (PBS Pro), `naccelerators=`,
+/// `accelerator=true` (GPUs), `nice=` and `proc=` (a feature); others are ignored,
+/// as Slurm does.
+///
+/// Example: `#PBS -N x -l nodes=3:ppn=2,mem=1024mb,walltime=1:00:00` is
+/// `--job-name=x --nodes=3 --ntasks=6 --mem=1024m --time=1:00:00`.
+pub fn pbs_directive_words(script: &str) -> Result<Vec<String>, String> {
+    let words = magic_words(script, "#PBS");
+    let mut out = Vec::new();
+    let mut rest = words.iter();
+    while let Some(word) = rest.next() {
+        let Some(letters) = word.strip_prefix('-').filter(|l| !l.is_empty()) else {
+            return Err(format!("Invalid argument: {word}"));
+        };
+        let letter = letters.chars().next().unwrap_or_default();
+        if matches!(letter, 'h' | 'I' | 'V' | 'z') {
+            if letter == 'h' {
+                out.push("--hold".to_string());
+            }
+            continue;
+        }
+        if !"aAcCejJklmMNopqrStuvW".contains(letter) {
+            return Err(format!("Unrecognized command line parameter -{letter}"));
+        }
+        let value = match &letters[letter.len_utf8()..] {
+            "" => rest
+                .next()
+                .cloned()
+                .ok_or_else(|| format!("option requires an argument -- '{letter}'"))?,
+            v => v.to_string(),
+        };
+        let option = match letter {
+            'a' => "begin",
+            'A' => "account",
+            'e' => "error",
+            'o' => "output",
+            'J' | 't' => "array",
+            'M' => "mail-user",
+            'N' => "job-name",
+            'p' => "nice",
+            'q' => "partition",
+            'v' => "export",
+            'l' => {
+                out.extend(pbs_resources(&value));
+                continue;
+            }
+            'm' => match pbs_mail_types(&value) {
+                Some(types) => {
+                    out.push(format!("--mail-type={types}"));
+                    continue;
+                }
+                None => continue,
+            },
+            'W' => match value.split_once('=') {
+                Some((key, deps)) if key.eq_ignore_ascii_case("depend") => {
+                    out.push(format!("--dependency={deps}"));
+                    continue;
+                }
+                _ => continue,
+            },
+            // Checkpoints, directories, joins, keeps, reruns, shells and users.
+            _ => continue,
+        };
+        out.push(format!("--{option}={value}"));
+    }
+    Ok(out)
+}
+
+/// `#PBS -m`'s letters as `--mail-type` events: `b` BEGIN, `e` END, `a` FAIL, `n`
+/// none; `None` when it names none.
+fn pbs_mail_types(letters: &str) -> Option<String> {
+    let has = |c: char| letters.contains(c) || letters.contains(c.to_ascii_uppercase());
+    if has('n') {
+        return Some("NONE".into());
+    }
+    let types: Vec<&str> = [('b', "BEGIN"), ('e', "END"), ('a', "FAIL")]
+        .into_iter()
+        .filter(|(c, _)| has(*c))
+        .map(|(_, t)| t)
+        .collect();
+    (!types.is_empty()).then(|| types.join(","))
+}
+
+/// `#PBS -l`'s resource list as sbatch options (`pbs_directive_words`).
+fn pbs_resources(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut gpus = 0;
+    // PBS Pro's `select=N:ncpus=C:mpiprocs=T`: C CPUs for T tasks on each node.
+    let (mut ncpus, mut mpiprocs, mut select) = (None, None, false);
+    let strip_b = |v: &str| {
+        v.strip_suffix(['b', 'B'])
+            .map(str::to_string)
+            .unwrap_or_else(|| v.to_string())
+    };
+    for item in list.split(',') {
+        // PBS Pro's chunks (`select=`, `ncpus=`, `mpiprocs=`) end at a colon too; the
+        // others at the next comma only (`walltime=1:00:00`, `nodes=2:ppn=4`).
+        let chunk = ["select=", "ncpus=", "mpiprocs="].iter().any(|k| {
+            item.get(..k.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(k))
+        });
+        let parts: Vec<&str> = if chunk {
+            item.split(':').collect()
+        } else {
+            vec![item]
+        };
+        for part in parts {
+            let Some((key, value)) = part.split_once('=') else {
+                continue;
+            };
+            match key.to_ascii_lowercase().as_str() {
+                "accelerator" if value.eq_ignore_ascii_case("true") => gpus = gpus.max(1),
+                "cput" | "pcput" | "walltime" => out.push(format!("--time={value}")),
+                "file" => out.push(format!("--tmp={}", strip_b(value))),
+                "mem" => out.push(format!("--mem={}", strip_b(value))),
+                "mpiprocs" => {
+                    mpiprocs = value.parse::<u32>().ok();
+                    out.push(format!("--ntasks-per-node={value}"));
+                }
+                "naccelerators" => out.push(format!("--gpus={value}")),
+                "ncpus" => {
+                    ncpus = value.parse::<u32>().ok();
+                    out.push(format!("--mincpus={value}"));
+                }
+                "nice" => out.push(format!("--nice={value}")),
+                "nodes" => out.extend(pbs_nodes(value)),
+                "proc" => out.push(format!("--constraint={value}")),
+                "select" => {
+                    select = true;
+                    out.push(format!("--nodes={value}"));
+                }
+                _ => {}
+            }
+        }
+    }
+    if let (true, Some(cpus), Some(tasks)) = (select, ncpus, mpiprocs)
+        && tasks > 0
+        && cpus > tasks
+    {
+        out.push(format!("--cpus-per-task={}", cpus / tasks));
+    }
+    if gpus > 0 {
+        out.push(format!("--gres=gpu:{gpus}"));
+    }
+    out
+}
+
+/// `nodes=`'s value: node counts and names joined by `+` or `:`, and `ppn=M` tasks
+/// on each node (`3:ppn=2` is 3 nodes and 6 tasks; `n1+n2` two named nodes).
+fn pbs_nodes(value: &str) -> Vec<String> {
+    let (mut count, mut ppn, mut names) = (0u32, 0u32, Vec::new());
+    for part in value.split(['+', ':']) {
+        let number = |t: &str| {
+            let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u32>().unwrap_or(0)
+        };
+        if let Some(tasks) = part.strip_prefix("ppn=") {
+            ppn += number(tasks);
+        } else if part.starts_with(|c: char| c.is_ascii_digit()) {
+            count += number(part);
+        } else if part.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            names.push(part);
+        }
+    }
+    let mut out = Vec::new();
+    if count > 0 {
+        out.push(format!("--nodes={count}"));
+    }
+    if ppn > 0 {
+        out.push(format!("--ntasks={}", ppn * count.max(1)));
+    }
+    if !names.is_empty() {
+        out.push(format!("--nodelist={}", model::hostlist::fold(&names)));
+    }
+    out
 }
 
 /// This machine's host name.
@@ -1787,7 +1978,7 @@ pub(crate) mod tests {
         assert!(!o.wait);
         let help = ignored_help(Command::Sbatch);
         assert!(
-            help.contains(" --mcs-label") && help.contains(" --ignore-pbs"),
+            help.contains(" --mcs-label") && !help.contains(" --ignore-pbs"),
             "{help}"
         );
         assert!(
@@ -2048,6 +2239,47 @@ pub(crate) mod tests {
             directive_words("#!/bin/sh\n  #SBATCH -p x\n"),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn pbs_directives_are_read_as_slurms_sbatch_reads_them() {
+        let script = "#!/bin/sh\n#PBS -N job -o/tmp/out -q debug\n\
+                      #PBS -l nodes=3+ppn=2,mem=1024mb,walltime=1:00:00,vmem=9gb\n\
+                      #PBS -m ae -M me@x -h -j oe -W depend=afterok:5 -W umask=022\n\
+                      #PBS -l select=2:ncpus=8:mpiprocs=4 -l naccelerators=2\n\
+                      sleep 1\n#PBS -N late\n";
+        assert_eq!(
+            pbs_directive_words(script).unwrap(),
+            [
+                "--job-name=job",
+                "--output=/tmp/out",
+                "--partition=debug",
+                "--nodes=3",
+                "--ntasks=6",
+                "--mem=1024m",
+                "--time=1:00:00",
+                "--mail-type=END,FAIL",
+                "--mail-user=me@x",
+                "--hold",
+                "--dependency=afterok:5",
+                "--nodes=2",
+                "--mincpus=8",
+                "--ntasks-per-node=4",
+                "--cpus-per-task=2",
+                "--gpus=2",
+            ]
+        );
+        assert_eq!(
+            pbs_directive_words("#PBS -l nodes=n1+n2:ppn=2 -m n\n").unwrap(),
+            ["--ntasks=2", "--nodelist=n[1-2]", "--mail-type=NONE"]
+        );
+        for (bad, says) in [
+            ("#PBS -Z 3\n", "Unrecognized command line parameter -Z"),
+            ("#PBS -N\n", "option requires an argument -- 'N'"),
+            ("#PBS job\n", "Invalid argument: job"),
+        ] {
+            assert_eq!(pbs_directive_words(bad).unwrap_err(), says);
+        }
     }
 
     #[test]
