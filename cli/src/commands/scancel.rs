@@ -156,6 +156,39 @@ pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
 /// MAX_CANCEL_RETRY).
 const MAX_CANCEL_RETRY: u64 = 10;
 
+/// Asks again (`ask`, with their ids) for the jobs whose answer said they cannot take
+/// the signal yet (waiting, or starting), after `wait`ing 5, 6, ... seconds, as
+/// Slurm's scancel does, until every answer is final or `MAX_CANCEL_RETRY` tries were
+/// made; the answers, the last one for each job.
+async fn ask_again_while_transitional<Ask, AskFut, Wait, WaitFut>(
+    mut results: Vec<v1::JobResult>,
+    mut ask: Ask,
+    mut wait: Wait,
+) -> Result<Vec<v1::JobResult>, tonic::Status>
+where
+    Ask: FnMut(Vec<String>) -> AskFut,
+    AskFut: std::future::Future<Output = Result<Vec<v1::JobResult>, tonic::Status>>,
+    Wait: FnMut(std::time::Duration) -> WaitFut,
+    WaitFut: std::future::Future<Output = ()>,
+{
+    for attempt in 0..MAX_CANCEL_RETRY - 1 {
+        let mut again: Vec<String> = Vec::new();
+        for res in results.iter().filter(|res| res.try_again) {
+            if !again.contains(&res.job_id) {
+                again.push(res.job_id.clone());
+            }
+        }
+        if again.is_empty() {
+            break;
+        }
+        wait(std::time::Duration::from_secs(5 + attempt)).await;
+        let answers = ask(again).await?;
+        results.retain(|res| !res.try_again);
+        results.extend(answers);
+    }
+    Ok(results)
+}
+
 fn job_gone(err: &str) -> bool {
     err == "Invalid job id specified" || err.contains("already completing or completed")
 }
@@ -335,46 +368,45 @@ async fn cancel(mut r: Request) -> ExitCode {
         signal: r.signal,
         batch_only: r.batch,
     };
-    let mut results = match client.signal_jobs(req.clone()).await {
+    let results = match client.signal_jobs(req.clone()).await {
         Ok(rep) => rep.into_inner().results,
         Err(s) => return Exit::error(PROG, calls::status_text(&s)).finish(),
     };
-    // Jobs that cannot take a signal yet (waiting, or starting) are asked again
-    // after 5, 6, ... seconds, as Slurm's scancel does (MAX_CANCEL_RETRY tries).
-    for attempt in 0..MAX_CANCEL_RETRY - 1 {
-        let mut again: Vec<String> = Vec::new();
-        for res in results.iter().filter(|res| res.try_again) {
-            if !again.contains(&res.job_id) {
-                again.push(res.job_id.clone());
+    let verbose = r.verbose;
+    let results = match ask_again_while_transitional(
+        results,
+        |again| {
+            let retry = v1::SignalJobsRequest {
+                filter: Some(v1::JobFilter {
+                    job_ids: again,
+                    ..Default::default()
+                }),
+                ..req.clone()
+            };
+            // A new connection for each ask, when the idle one was closed meanwhile.
+            let mut client = client.clone();
+            async move {
+                calls::again_if_lost(&mut client, |mut c| {
+                    let retry = retry.clone();
+                    async move { c.signal_jobs(retry).await }
+                })
+                .await
+                .map(|rep| rep.results)
             }
-        }
-        if again.is_empty() {
-            break;
-        }
-        if r.verbose {
-            // Slurm's words, spelling included.
-            eprintln!("{PROG}: Job is in transistional state, retrying");
-        }
-        tokio::time::sleep(std::time::Duration::from_secs(5 + attempt)).await;
-        let retry = v1::SignalJobsRequest {
-            filter: Some(v1::JobFilter {
-                job_ids: again,
-                ..Default::default()
-            }),
-            ..req.clone()
-        };
-        let answers = match calls::again_if_lost(&mut client, |mut c| {
-            let retry = retry.clone();
-            async move { c.signal_jobs(retry).await }
-        })
-        .await
-        {
-            Ok(rep) => rep.results,
-            Err(s) => return Exit::error(PROG, calls::status_text(&s)).finish(),
-        };
-        results.retain(|res| !res.try_again);
-        results.extend(answers);
-    }
+        },
+        |wait| {
+            if verbose {
+                // Slurm's words, spelling included.
+                eprintln!("{PROG}: Job is in transistional state, retrying");
+            }
+            tokio::time::sleep(wait)
+        },
+    )
+    .await
+    {
+        Ok(results) => results,
+        Err(s) => return Exit::error(PROG, calls::status_text(&s)).finish(),
+    };
     if results.is_empty()
         && r.verbose
         && let Some(line) = no_match_line(&r)
@@ -473,6 +505,48 @@ mod tests {
             Parsed::Cancel(r) => *r,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn jobs_in_a_transitional_state_are_asked_again_after_five_six_seconds() {
+        let not_yet = |id: &str| v1::JobResult {
+            try_again: true,
+            ..res(id, "Job can not be altered now, try again later")
+        };
+        let mut asked: Vec<Vec<String>> = Vec::new();
+        let mut waited = Vec::new();
+        // Job 7 takes it at the second retry, job 8 at once, job 9 never.
+        let mut answers = vec![
+            vec![not_yet("7"), not_yet("9")],
+            vec![res("7", ""), not_yet("9")],
+        ]
+        .into_iter();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let results = rt
+            .block_on(ask_again_while_transitional(
+                vec![not_yet("7"), res("8", ""), not_yet("9")],
+                |ids| {
+                    asked.push(ids.clone());
+                    let answer = answers
+                        .next()
+                        .unwrap_or_else(|| ids.iter().map(|id| not_yet(id)).collect());
+                    async move { Ok(answer) }
+                },
+                |d| {
+                    waited.push(d.as_secs());
+                    async {}
+                },
+            ))
+            .unwrap();
+        assert_eq!(waited, (5..14).collect::<Vec<u64>>());
+        assert_eq!(asked[0], ["7", "9"]);
+        assert_eq!(asked[2], ["9"]);
+        let last = |id: &str| results.iter().find(|r| r.job_id == id).unwrap().clone();
+        assert!(last("7").error.is_empty() && last("8").error.is_empty());
+        assert!(last("9").try_again);
+        assert_eq!(results.len(), 3);
     }
 
     fn res(id: &str, err: &str) -> v1::JobResult {
