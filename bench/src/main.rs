@@ -486,6 +486,7 @@ async fn api_submits(
                 let req = v1::SubmitJobRequest {
                     spec: Some(spec.clone()),
                     test_only: false,
+                    het_components: Vec::new(),
                 };
                 client.submit_job(req).await?;
             }
@@ -511,6 +512,7 @@ async fn submit_to_running(addr: &str, work: &std::path::Path, n: usize) -> Resu
             .submit_job(v1::SubmitJobRequest {
                 spec: Some(spec(work, &script, false)),
                 test_only: false,
+                het_components: Vec::new(),
             })
             .await?;
         let acked = unix_nanos()?;
@@ -538,6 +540,7 @@ async fn end_to_end(addr: &str, work: &std::path::Path, n: usize) -> Result<f64>
             .submit_job(v1::SubmitJobRequest {
                 spec: Some(spec(work, "#!/bin/sh\ntrue\n", false)),
                 test_only: false,
+                het_components: Vec::new(),
             })
             .await?;
         ids.push(r.into_inner().job_id.to_string());

@@ -561,6 +561,7 @@ mod tests {
                 ..Default::default()
             }),
             test_only: false,
+            het_components: Vec::new(),
         }
     }
 

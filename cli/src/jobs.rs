@@ -110,8 +110,12 @@ pub fn task_str(job: &JobInfo) -> &str {
         .unwrap_or(s)
 }
 
-/// `12`, `12_3`, or `12_[3-9%2]` for a pending array remainder.
+/// `12`, `12_3`, or `12_[3-9%2]` for a pending array remainder; `7+1` for a
+/// component of a heterogeneous job.
 pub fn display_id(job: &JobInfo) -> String {
+    if let Some(het) = job.het {
+        return proto::convert::het_from_wire(het).name();
+    }
     job_id::record_id(
         job.job_id,
         job.array_job_id,

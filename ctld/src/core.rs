@@ -36,6 +36,8 @@ pub type Reply<T> = oneshot::Sender<Result<T, Rejection>>;
 /// its answer.
 pub enum Input {
     Submit(Box<Submit>, Reply<Submitted>),
+    /// A heterogeneous job's components, the leader first.
+    SubmitHet(Vec<Submit>, Reply<Submitted>),
     Signal(SignalJobs, Reply<Vec<JobResult>>),
     Control(ControlJobs, Reply<Vec<JobResult>>),
     Update(UpdateJobs, Reply<Vec<JobResult>>),
@@ -435,6 +437,10 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
             // Fault injection (inert unless `FAILPOINTS` names it): a bug in a rule.
             fail::fail_point!("submit-panics", |_| panic!("fault point submit-panics"));
             let r = jobs::submit(turn, *cmd);
+            answer(acks, reply, r);
+        }
+        Input::SubmitHet(components, reply) => {
+            let r = jobs::submit_het(turn, components);
             answer(acks, reply, r);
         }
         Input::Signal(cmd, reply) => {

@@ -492,17 +492,35 @@ impl v1::ctld_server::Ctld for Services {
         let spec = req
             .spec
             .ok_or_else(|| Status::invalid_argument("missing job spec"))?;
-        let (mut spec, payload) = proto::convert::spec_from_wire(spec)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        // A job runs as who submitted it; only root submits for another user.
-        if who.uid != 0 {
-            if spec.uid != who.uid {
-                return Err(status(Rejection::PermissionDenied));
+        let submit_of = |spec: v1::JobSpec| -> Result<command::Submit, Status> {
+            let (mut spec, payload) = proto::convert::spec_from_wire(spec)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            // A job runs as who submitted it; only root submits for another user.
+            if who.uid != 0 {
+                if spec.uid != who.uid {
+                    return Err(status(Rejection::PermissionDenied));
+                }
+                spec.gid = who.gid;
+                spec.user = self.users.name(who.uid);
             }
-            spec.gid = who.gid;
-            spec.user = self.users.name(who.uid);
+            Ok(command::Submit { spec, payload })
+        };
+        let submit = submit_of(spec)?;
+        if !req.het_components.is_empty() && !req.test_only {
+            let mut components = vec![submit];
+            for spec in req.het_components {
+                components.push(submit_of(spec)?);
+            }
+            let submitted = self
+                .ask(|reply| Input::SubmitHet(components, reply))
+                .await?;
+            return Ok(Response::new(v1::SubmitJobReply {
+                job_id: submitted.job_id,
+                estimated_start: 0,
+                estimated_nodes: String::new(),
+                cluster_name: self.config.cluster_name.clone(),
+            }));
         }
-        let submit = command::Submit { spec, payload };
         let submitted = if req.test_only {
             // Off the state owner's turn: a pass over a copy of the snapshot, one
             // estimate at a time.
@@ -1369,6 +1387,7 @@ mod command_tests {
                 ..Default::default()
             }),
             test_only: false,
+            het_components: Vec::new(),
         };
         let refused = s.submit_job(as_user(1000, submit(0))).await.unwrap_err();
         assert_eq!(refused.code(), tonic::Code::PermissionDenied);

@@ -806,6 +806,43 @@ pub struct Job {
     /// When its QOS's GPU idle policy flagged it: every GPU of it had been idle for
     /// the QOS's `gpu_idle_limit` (`model::gpu_use`). Kept once set, for `sacct`.
     pub gpu_idle_flagged: Option<Time>,
+    /// Set for a component of a heterogeneous job.
+    pub het: Option<HetJob>,
+}
+
+/// A component of a heterogeneous job (`sbatch` with `#SBATCH hetjob` lines): the jobs
+/// `leader` to `leader + count - 1` of one submission start together, the leader
+/// (offset 0) runs the batch script, and the others end with it.
+///
+/// Example: a script of three components submitted as job 7 gives jobs 7, 8 and 9,
+/// which Slurm names `7+0`, `7+1` and `7+2`, each with HetJobIdSet `7-9`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HetJob {
+    pub leader: JobId,
+    pub offset: u32,
+    pub count: u32,
+}
+
+impl HetJob {
+    /// The ids of every component, the leader first.
+    pub fn ids(&self) -> std::ops::Range<JobId> {
+        self.leader..self.leader + self.count
+    }
+
+    /// Slurm's HetJobIdSet: the components' ids as a range (`7-9`).
+    pub fn id_set(&self) -> String {
+        let last = self.leader + self.count.max(1) - 1;
+        if last == self.leader {
+            self.leader.to_string()
+        } else {
+            format!("{}-{last}", self.leader)
+        }
+    }
+
+    /// The component's name in Slurm's listings: `7+1`.
+    pub fn name(&self) -> String {
+        format!("{}+{}", self.leader, self.offset)
+    }
 }
 
 impl Job {
@@ -858,6 +895,7 @@ impl Job {
             kill: None,
             launched: false,
             gpu_idle_flagged: None,
+            het: None,
             spec,
         }
     }

@@ -442,6 +442,23 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
                 ..
             })
         ),
+        het: j.het.map(het_to_wire),
+    }
+}
+
+pub fn het_to_wire(h: model::job::HetJob) -> v1::HetJob {
+    v1::HetJob {
+        leader: h.leader,
+        offset: h.offset,
+        count: h.count,
+    }
+}
+
+pub fn het_from_wire(h: v1::HetJob) -> model::job::HetJob {
+    model::job::HetJob {
+        leader: h.leader,
+        offset: h.offset,
+        count: h.count,
     }
 }
 
@@ -577,6 +594,7 @@ pub fn job_to_summary<'a>(j: &'a Job, strings: &mut StringTable<'a>, now: Time) 
         run_secs: j.run_secs(now),
         time_left_secs: j.time_left(now),
         expected_end: j.expected_end().unwrap_or(0),
+        het: j.het.map(het_to_wire),
     }
 }
 

@@ -33,6 +33,7 @@ fn sample_submit() -> Vec<u8> {
             ..Default::default()
         }),
         test_only: false,
+        het_components: Vec::new(),
     })
 }
 

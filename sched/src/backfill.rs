@@ -54,6 +54,7 @@ struct RequestKey {
 }
 
 /// The policy's state during one pass.
+#[derive(Clone)]
 pub struct Planner<'a, 's> {
     config: &'a BackfillConfig,
     state: &'s ClusterState,

@@ -207,6 +207,36 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     };
     let mut pending: Vec<(JobId, Pending)> = Vec::with_capacity(queue.len());
     for (job, _priority) in queue {
+        // A heterogeneous job starts whole when its leader's turn comes, or not at all.
+        if let Some(het) = job.het {
+            if het.offset == 0 {
+                let members: Vec<&Job> = het
+                    .ids()
+                    .filter_map(|id| state.job(id))
+                    .filter(|j| j.is_pending())
+                    .collect();
+                match start_together(state, now, &members, &mut profile, &mut planner, &limits) {
+                    Ok(starts) => {
+                        for start in starts {
+                            let member = members.iter().find(|m| m.id == start.job_id);
+                            if let Some(m) = member {
+                                limits.charge(m, &start.alloc);
+                            }
+                            plan.starts.push(start);
+                        }
+                    }
+                    Err(reason) => pending.extend(members.iter().map(|m| {
+                        let waiting = Pending {
+                            reason,
+                            planned_start: 0,
+                            planned_nodes: String::new(),
+                        };
+                        (m.id, waiting)
+                    })),
+                }
+            }
+            continue;
+        }
         let mut pend = |reason: Reason, planned_start: Time, planned_nodes: String| {
             pending.push((
                 job.id,
@@ -234,16 +264,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         // The partitions it may start in now, in its order: a job of several
         // (`-p a,b`) starts in the first where it fits, and otherwise waits in the
         // first of them.
-        let partitions: Vec<usize> = job
-            .spec
-            .partitions()
-            .filter_map(|name| {
-                state
-                    .partitions
-                    .iter()
-                    .position(|p| p.name == name && p.schedules_jobs())
-            })
-            .collect();
+        let partitions = partitions_of(state, job);
         let Some(&p) = partitions.first() else {
             pend(Reason::PartitionDown, 0, String::new());
             continue;
@@ -348,6 +369,72 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     pending.sort_unstable_by_key(|(id, _)| *id);
     plan.pending = pending.into_iter().collect();
     plan
+}
+
+/// The partitions a job may start in now, in its order (`-p a,b`), by their index.
+fn partitions_of(state: &ClusterState, job: &Job) -> Vec<usize> {
+    job.spec
+        .partitions()
+        .filter_map(|name| {
+            state
+                .partitions
+                .iter()
+                .position(|p| p.name == name && p.schedules_jobs())
+        })
+        .collect()
+}
+
+/// Starts every component of a heterogeneous job now, each in the first of its
+/// partitions where it fits, or none: the profile and the planner are left as they
+/// were, and the reason all of them wait is answered.
+fn start_together<'s>(
+    state: &'s ClusterState,
+    now: Time,
+    members: &[&'s Job],
+    profile: &mut profile::Profile<'s>,
+    planner: &mut backfill::Planner<'_, 's>,
+    limits: &limits::LimitTracker,
+) -> Result<Vec<Start>, Reason> {
+    for member in members {
+        match eligibility::check(state, member, now) {
+            Eligibility::Eligible => {}
+            Eligibility::Wait(reason) | Eligibility::Cancel(reason) => return Err(reason),
+        }
+        if let Some(reason) = limits.check(member) {
+            return Err(reason);
+        }
+    }
+    let count = members.first().and_then(|m| m.het).map_or(0, |h| h.count);
+    if members.len() as u32 != count {
+        // A component ended before the others started: they cannot start whole.
+        return Err(Reason::Resources);
+    }
+    let (before, planned) = (profile.clone(), planner.clone());
+    let mut starts = Vec::with_capacity(members.len());
+    for member in members {
+        let req = per_node_request(member);
+        let started = partitions_of(state, member).into_iter().find_map(|p| {
+            let req = PerNode {
+                exclusive: req.exclusive || state.partitions[p].exclusive(),
+                ..req.clone()
+            };
+            let alloc = planner.start_now(profile, p, member, &req)?;
+            Some((p, alloc))
+        });
+        let Some((p, alloc)) = started else {
+            *profile = before;
+            *planner = planned;
+            return Err(Reason::Resources);
+        };
+        let partition = &state.partitions[p].name;
+        starts.push(Start {
+            job_id: member.id,
+            partition: (*partition != member.spec.partition).then(|| partition.clone()),
+            array_task: None,
+            alloc,
+        });
+    }
+    Ok(starts)
 }
 
 #[cfg(test)]

@@ -833,3 +833,53 @@ fn an_exclusive_job_gets_every_gpu_of_its_node() {
     let plan = schedule(&s, 100, &config(Policy::Easy));
     assert_eq!(render(&plan), "start 1 n1:c2m0g[0, 1, 2, 3]\n");
 }
+
+/// Submits the components of a heterogeneous job, `first` on, each changed by its `f`.
+fn submit_het(state: &mut ClusterState, first: u32, components: &[&dyn Fn(&mut JobSpec)]) {
+    let count = components.len() as u32;
+    for (offset, f) in components.iter().enumerate() {
+        let id = first + offset as u32;
+        submit(state, id, |j| f(j));
+        let mut job = state.job(id).unwrap().clone();
+        job.het = Some(model::job::HetJob {
+            leader: first,
+            offset: offset as u32,
+            count,
+        });
+        state.insert_job(job);
+    }
+}
+
+#[test]
+fn a_heterogeneous_job_starts_whole_or_not_at_all() {
+    let mut s = cluster(&[("n1", 4, 1000, 0), ("n2", 2, 1000, 0)]);
+    // Components of 4 and 2 CPUs: they fit together.
+    submit_het(
+        &mut s,
+        1,
+        &[&|j| j.cpus_per_task = 4, &|j| j.cpus_per_task = 2],
+    );
+    let plan = schedule(&s, 100, &config(Policy::Easy));
+    assert_eq!(render(&plan), "start 1 n1:c4m0g[]\nstart 2 n2:c2m0g[]\n");
+
+    // Components of 4 and 4 CPUs: the second never fits beside the first, so neither
+    // starts, and the room stays for job 5 behind them.
+    let mut s = cluster(&[("n1", 4, 1000, 0), ("n2", 2, 1000, 0)]);
+    submit_het(
+        &mut s,
+        3,
+        &[&|j| j.cpus_per_task = 2, &|j| j.cpus_per_task = 4],
+    );
+    let mut s2 = s.clone();
+    submit(&mut s2, 5, |j| j.cpus_per_task = 4);
+    let plan = schedule(&s2, 100, &config(Policy::Easy));
+    assert_eq!(
+        render(&plan),
+        "start 5 n1:c4m0g[]\npend 3 Resources\npend 4 Resources\n"
+    );
+    // Held, the leader holds its components back too.
+    let mut leader = s.job(3).unwrap().clone();
+    leader.held = true;
+    s.insert_job(leader);
+    assert_eq!(render(&schedule(&s, 100, &config(Policy::Easy))), "");
+}

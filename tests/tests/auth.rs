@@ -127,6 +127,7 @@ async fn hand_made_requests_without_a_valid_credential_change_nothing() {
             ..Default::default()
         }),
         test_only: false,
+        het_components: Vec::new(),
     };
 
     // No credential: refused before anything is looked at.

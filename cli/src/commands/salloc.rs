@@ -89,6 +89,7 @@ async fn submit(
         .submit_job(v1::SubmitJobRequest {
             spec: Some(spec),
             test_only: false,
+            het_components: Vec::new(),
         })
         .await
         .map_err(|s| calls::refusal(prog, failure, &s))?

@@ -37,11 +37,45 @@ pub enum Prepared {
 #[derive(Debug)]
 pub struct Submission {
     pub spec: v1::JobSpec,
+    /// A heterogeneous job's components after the first (`spec`).
+    pub het_components: Vec<v1::JobSpec>,
     pub parsable: bool,
     pub wait: bool,
     pub test_only: bool,
     pub quiet: bool,
     pub clusters: Option<String>,
+}
+
+/// What a component of a heterogeneous job other than the first runs on its first
+/// node: nothing but a wait, which holds its allocation until its leader ends.
+const HET_COMPONENT_SCRIPT: &str = "#!/bin/sh\n# A component of a heterogeneous job: it holds its allocation.\nexec sleep infinity\n";
+
+/// The `#SBATCH` words of each component of a heterogeneous job, parted by `hetjob`
+/// (or its older name `packjob`); one component for a plain job.
+fn het_components(words: Vec<String>) -> Vec<Vec<String>> {
+    let mut components = vec![Vec::new()];
+    for word in words {
+        if word == "hetjob" || word == "packjob" {
+            components.push(Vec::new());
+        } else if let Some(last) = components.last_mut() {
+            last.push(word);
+        }
+    }
+    components
+}
+
+/// One component's `#SBATCH` words as options; a stray word is refused.
+fn directive_options(words: &[String]) -> Result<Vec<(&'static str, String)>, Exit> {
+    let parsed = opts::parse(submit_opts::specs(Command::Sbatch), words, false)
+        .map_err(|e| Exit::usage(PROG, &e).with_code(255))?;
+    if let Some(stray) = parsed.positional.first() {
+        return Err(Exit::error(
+            PROG,
+            format!("Invalid directive found in batch script: {stray}"),
+        )
+        .with_code(255));
+    }
+    Ok(parsed.opts)
 }
 
 /// Checks a script as Slurm does before anything is sent.
@@ -137,18 +171,13 @@ pub fn prepare(
     check_script(&script)?;
 
     let mut o = SubmitOpts::default();
+    // `#SBATCH hetjob` lines part the directives of a heterogeneous job's components:
+    // the first runs the script, the others hold their allocations beside it.
+    let mut components: Vec<Vec<String>> = Vec::new();
     if wrap.is_none() {
-        let words = directive_words(&script);
-        let parsed = opts::parse(submit_opts::specs(Command::Sbatch), &words, false)
-            .map_err(|e| Exit::usage(PROG, &e).with_code(255))?;
-        if let Some(stray) = parsed.positional.first() {
-            return Err(Exit::error(
-                PROG,
-                format!("Invalid directive found in batch script: {stray}"),
-            )
-            .with_code(255));
-        }
-        o.apply_all(Command::Sbatch, &parsed.opts, Source::Script)?;
+        components = het_components(directive_words(&script));
+        let words = components.remove(0);
+        o.apply_all(Command::Sbatch, &directive_options(&words)?, Source::Script)?;
         // PBS's `#PBS` lines (unless `--ignore-pbs` or SBATCH_IGNORE_PBS says not)
         // and LSF's `#BSUB` lines after, as Slurm's sbatch reads them.
         let ignore_pbs = o.ignore_pbs
@@ -207,6 +236,23 @@ pub fn prepare(
         script = add_burst_buffer_file(&script, &bbf);
     }
     let mut spec = build_spec(&o, PROG, ctx, script, script_args, &default_name)?;
+    let mut het = Vec::with_capacity(components.len());
+    for words in &components {
+        let mut c = SubmitOpts::default();
+        c.apply_all(Command::Sbatch, &directive_options(words)?, Source::Script)?;
+        c.apply_all(Command::Sbatch, &env_opts, Source::Env)?;
+        // Components run no script, and write nothing.
+        c.output = Some("/dev/null".into());
+        c.error = Some("/dev/null".into());
+        het.push(build_spec(
+            &c,
+            PROG,
+            ctx,
+            HET_COMPONENT_SCRIPT.into(),
+            Vec::new(),
+            &default_name,
+        )?);
+    }
     // The script file as Slurm's `Command` shows it: absolute, from where sbatch ran.
     if wrap.is_none()
         && let Some(path) = cli.positional.first().filter(|p| *p != "-")
@@ -219,6 +265,7 @@ pub fn prepare(
     }
     Ok(Prepared::Submit(Box::new(Submission {
         spec,
+        het_components: het,
         parsable: o.parsable,
         wait: o.wait,
         test_only: o.test_only,
@@ -421,6 +468,7 @@ async fn submit(sub: Submission) -> ExitCode {
     let req = v1::SubmitJobRequest {
         spec: Some(sub.spec),
         test_only: sub.test_only,
+        het_components: sub.het_components,
     };
     let reply = match client.submit_job(req).await {
         Ok(r) => r.into_inner(),
@@ -814,6 +862,36 @@ mod tests {
                 "SLURM_GET_USER_ENV",
                 "SLURM_EXPORT_ENV"
             ]
+        );
+    }
+
+    #[test]
+    fn hetjob_lines_part_the_components_of_a_heterogeneous_job() {
+        let script = "#!/bin/sh\n#SBATCH -c 4 --mem-per-cpu=10\n#SBATCH hetjob\n\
+                      #SBATCH -c 2 -t1\n#SBATCH packjob\n#SBATCH -c 1\nsleep 300\n";
+        let sub = prep_env(&["-t1", "x.sh"], script, &[("SBATCH_ACCOUNT", "ml")]).unwrap();
+        assert_eq!((sub.spec.cpus_per_task, sub.spec.time_limit_min), (4, 1));
+        let parts: Vec<(u32, u32, &str, &str)> = sub
+            .het_components
+            .iter()
+            .map(|c| {
+                (
+                    c.cpus_per_task,
+                    c.time_limit_min,
+                    c.account.as_str(),
+                    c.stdout_pattern.as_str(),
+                )
+            })
+            .collect();
+        // The command line is the first component's; the variables are everyone's.
+        assert_eq!(
+            parts,
+            [(2, 1, "ml", "/dev/null"), (1, 0, "ml", "/dev/null")]
+        );
+        assert!(sub.het_components[0].script.contains("sleep infinity"));
+        assert_eq!(
+            het_components(vec!["-c".into(), "1".into()]),
+            [vec!["-c".to_string(), "1".to_string()]]
         );
     }
 

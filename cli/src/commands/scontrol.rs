@@ -164,6 +164,10 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             }
         }
     }
+    let het = j.het.map(proto::convert::het_from_wire);
+    if let Some(h) = het {
+        first.push_str(&format!(" HetJobId={} HetJobOffset={}", h.leader, h.offset));
+    }
     first.push_str(&format!(" JobName={}", spec.name));
     let (uname, gname) = names(spec.uid, spec.gid);
     let start_time = if j.start_time > 0 {
@@ -259,6 +263,10 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             format!("NodeList={} SchedNodeList={}", j.nodes, j.planned_nodes)
         },
     ];
+    // Slurm's HetJobIdSet line, after the first.
+    if let Some(h) = het {
+        lines.insert(1, format!("HetJobIdSet={}", h.id_set()));
+    }
     if !j.batch_host.is_empty() {
         lines.push(format!("BatchHost={}", j.batch_host));
     }

@@ -524,6 +524,7 @@ pub fn expand_summary(s: &JobSummary, strings: &[String], job: &mut JobInfo) {
     job.run_secs = s.run_secs;
     job.time_left_secs = s.time_left_secs;
     job.expected_end = s.expected_end;
+    job.het = s.het;
     set(&mut job.nodes, &s.nodes);
     job.num_nodes = s.num_nodes;
     job.num_cpus = s.num_cpus;

@@ -52,9 +52,30 @@ fn check(
 
 /// `sbatch`: queues a job (or a whole array) under the next id.
 pub fn submit(turn: &mut Turn, submit: Submit) -> Result<Submitted, Rejection> {
-    let (submit, time_limit) = check(turn.state, turn.config, turn.sched, submit)?;
+    queue(turn, vec![submit])
+}
+
+/// `sbatch` of a heterogeneous job (`#SBATCH hetjob`): its components, the leader
+/// first, under consecutive ids, each checked as a job of its own; none is queued
+/// unless all can be.
+pub fn submit_het(turn: &mut Turn, components: Vec<Submit>) -> Result<Submitted, Rejection> {
+    if components.iter().any(|c| c.spec.array.is_some()) {
+        return Err(Rejection::invalid(
+            "Job arrays are not supported for heterogeneous jobs",
+        ));
+    }
+    queue(turn, components)
+}
+
+/// Queues the jobs of one submission under consecutive ids, the first's id answered;
+/// several are the components of a heterogeneous job.
+fn queue(turn: &mut Turn, submits: Vec<Submit>) -> Result<Submitted, Rejection> {
+    let checked = submits
+        .into_iter()
+        .map(|s| check(turn.state, turn.config, turn.sched, s))
+        .collect::<Result<Vec<_>, _>>()?;
     let max = turn.config.controller.max_job_count;
-    if turn.state.live_records() >= max as usize {
+    if turn.state.live_records() + checked.len() > max as usize {
         tracing::warn!(max_job_count = max, "MaxJobCount reached: submit refused");
         return Err(Rejection::Busy);
     }
@@ -64,24 +85,36 @@ pub fn submit(turn: &mut Turn, submit: Submit) -> Result<Submitted, Rejection> {
         let counts = turn
             .submit_counts
             .get_or_insert_with(|| sched::limits::SubmitCounts::new(state, assocs));
-        counts
-            .check(assocs, &submit.spec)
-            .map_err(Rejection::Invalid)?;
-        counts.add(assocs, &submit.spec);
+        for (submit, _) in &checked {
+            counts
+                .check(assocs, &submit.spec)
+                .map_err(Rejection::Invalid)?;
+        }
+        for (submit, _) in &checked {
+            counts.add(assocs, &submit.spec);
+        }
     }
-    let id = turn.state.next_job_id;
-    let held = submit.spec.hold;
-    turn.payloads.push((id, submit.payload));
-    turn.emit(Event::JobSubmitted {
-        job: Box::new(Job::new(id, submit.spec, turn.now, time_limit)),
-    });
-    tracing::debug!(job_id = id, "job submitted");
+    let leader = turn.state.next_job_id;
+    let count = checked.len() as u32;
+    let held = checked.first().is_some_and(|(s, _)| s.spec.hold);
+    for (offset, (submit, time_limit)) in checked.into_iter().enumerate() {
+        let id = turn.state.next_job_id;
+        let mut job = Job::new(id, submit.spec, turn.now, time_limit);
+        job.het = (count > 1).then_some(model::job::HetJob {
+            leader,
+            offset: offset as u32,
+            count,
+        });
+        turn.payloads.push((id, submit.payload));
+        turn.emit(Event::JobSubmitted { job: Box::new(job) });
+        tracing::debug!(job_id = id, "job submitted");
+    }
     // A held job cannot start and changes no other job's plan: no pass for it.
     if !held {
         turn.reschedule = true;
     }
     Ok(Submitted {
-        job_id: id,
+        job_id: leader,
         estimated_start: 0,
         estimated_nodes: String::new(),
     })
@@ -393,6 +426,17 @@ fn signal_step(turn: &mut Turn, text: &str, cmd: &SignalJobs) -> Option<JobResul
 
 fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Rejection> {
     let job = owned(turn, id, &cmd.requester)?;
+    // A component of a heterogeneous job is cancelled with the whole job: its leader's
+    // end takes the others with it (`Turn::emit`).
+    if cmd.signal == 0
+        && let Some(het) = job.het.filter(|h| h.offset != 0)
+        && turn
+            .state
+            .job(het.leader)
+            .is_some_and(|l| !l.state.is_final())
+    {
+        return signal_one(turn, het.leader, cmd);
+    }
     match (job.state, cmd.signal) {
         (s, _) if s.is_final() => Err(wrong_state("Job/step already completing or completed")),
         (s, 0) if s.is_waiting() => {

@@ -2364,3 +2364,103 @@ fn operators_create_update_and_delete_partitions_and_a_restart_keeps_them() {
     assert!(env.state.partition("extra").is_none());
     assert!(env.state.partition("p").is_some());
 }
+
+/// Submits a heterogeneous job of components of `cpus` CPUs each; the leader's id.
+fn submit_het(env: &mut Env, cpus: &[u32]) -> Result<JobId, crate::command::Rejection> {
+    let components = cpus
+        .iter()
+        .map(|&c| Submit {
+            spec: JobSpec {
+                user: "alice".into(),
+                uid: ALICE,
+                work_dir: "/tmp".into(),
+                num_tasks: 1,
+                cpus_per_task: c,
+                ..JobSpec::default()
+            },
+            payload: JobPayload {
+                script: "#!/bin/sh\ntrue\n".into(),
+                env: vec![],
+            },
+        })
+        .collect();
+    env.turn(|t| jobs::submit_het(t, components))
+        .answer
+        .map(|s| s.job_id)
+}
+
+#[test]
+fn a_heterogeneous_job_starts_together_and_ends_with_its_leader() {
+    let mut env = Env::new("");
+    let leader = submit_het(&mut env, &[4, 2, 1]).unwrap();
+    let het = |env: &Env, id| env.job(id).het.map(|h| (h.leader, h.offset, h.count));
+    assert_eq!(het(&env, leader), Some((leader, 0, 3)));
+    assert_eq!(het(&env, leader + 2), Some((leader, 2, 3)));
+    // All three start in one pass: 4 CPUs on one node, 2 and 1 on the other.
+    let d = env.turn(timer::schedule);
+    let launched = d
+        .effects
+        .iter()
+        .filter(|e| matches!(e, Effect::Launch { .. }))
+        .count();
+    assert_eq!(launched, 3);
+    for id in leader..leader + 3 {
+        let run = env.job(id).restart_count;
+        env.turn(|t| nodes::launched(t, id, run));
+    }
+    // The leader's script ends: the others end in its state, and their nodes are told
+    // to kill what holds them.
+    let end = env.job_end(leader, EndKind::Exited, 0);
+    let d = env.turn(|t| nodes::job_finished(t, end));
+    for id in leader + 1..leader + 3 {
+        assert_eq!(env.job(id).state, JobState::Completed, "job {id}");
+        assert!(
+            d.effects.iter().any(|e| matches!(
+                e,
+                Effect::Order { job_id, order: Order::Kill, .. } if *job_id == id
+            )),
+            "{:?}",
+            d.effects
+        );
+    }
+}
+
+#[test]
+fn cancelling_a_component_of_a_waiting_heterogeneous_job_cancels_all_of_it() {
+    let mut env = Env::new("");
+    // Before any pass, the job waits.
+    let leader = submit_het(&mut env, &[1, 1]).unwrap();
+    let cmd = SignalJobs {
+        job_ids: vec![(leader + 1).to_string()],
+        filter: JobFilter::default(),
+        signal: 0,
+        batch_only: false,
+        requester: who(ALICE),
+    };
+    let d = env.turn(|t| jobs::signal(t, cmd));
+    assert_eq!(d.answer[0].error, None);
+    for id in [leader, leader + 1] {
+        assert_eq!(env.job(id).state, JobState::Cancelled, "job {id}");
+    }
+    // An array cannot be a component.
+    let mut env = Env::new("");
+    let array = Submit {
+        spec: JobSpec {
+            user: "alice".into(),
+            uid: ALICE,
+            work_dir: "/tmp".into(),
+            array: Some(model::ArraySpec {
+                task_ids: vec![0, 1],
+                max_running: 0,
+            }),
+            ..JobSpec::default()
+        },
+        payload: JobPayload {
+            script: "#!/bin/sh\ntrue\n".into(),
+            env: vec![],
+        },
+    };
+    let refused = env.turn(|t| jobs::submit_het(t, vec![array.clone(), array]));
+    assert!(refused.answer.is_err());
+    assert!(refused.events.is_empty());
+}

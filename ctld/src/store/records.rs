@@ -1,4 +1,4 @@
-//! The records the store keeps, format 10: types of their own, converted from and to
+//! The records the store keeps, format 11: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
@@ -7,8 +7,8 @@
 //! own (as `v3` keeps format 3), or, to add fields to a record, append a struct of
 //! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`], and format
 //! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, format 8 [`JobFields8`]
-//! and [`AssociationsFields8`], format 9 [`JobFields9`] and format 10
-//! [`JobFields10`]: postcard writes a struct
+//! and [`AssociationsFields8`], format 9 [`JobFields9`], format 10
+//! [`JobFields10`] and format 11 [`JobFields11`]: postcard writes a struct
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
@@ -29,7 +29,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 10;
+pub const FORMAT: u8 = 11;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -414,7 +414,7 @@ pub struct KillRecord {
     pub time: i64,
 }
 
-/// A job: every field of format 4, then those formats 5, 6, 8, 9 and 10 added.
+/// A job: every field of format 4, then those formats 5, 6, 8, 9, 10 and 11 added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub fields: JobFields4,
@@ -423,6 +423,31 @@ pub struct JobRecord {
     pub added8: JobFields8,
     pub added9: JobFields9,
     pub added10: JobFields10,
+    pub added11: JobFields11,
+}
+
+/// A job as format 10 wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord10 {
+    pub fields: JobFields4,
+    pub added: JobFields5,
+    pub added6: JobFields6,
+    pub added8: JobFields8,
+    pub added9: JobFields9,
+    pub added10: JobFields10,
+}
+
+/// What format 11 added to a job: the heterogeneous job it is a component of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields11 {
+    pub het: Option<HetJobRecord>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HetJobRecord {
+    pub leader: u32,
+    pub offset: u32,
+    pub count: u32,
 }
 
 /// A job as format 9 wrote it.
@@ -779,6 +804,13 @@ impl From<&Job> for JobRecord {
                     })
                     .collect(),
             },
+            added11: JobFields11 {
+                het: j.het.map(|h| HetJobRecord {
+                    leader: h.leader,
+                    offset: h.offset,
+                    count: h.count,
+                }),
+            },
         }
     }
 }
@@ -825,13 +857,26 @@ impl JobRecord {
 
     /// A job record of format 9: its steps had no time limits of their own.
     pub fn from_format_9(old: JobRecord9) -> JobRecord {
-        JobRecord {
+        JobRecord::from_format_10(JobRecord10 {
             fields: old.fields,
             added: old.added,
             added6: old.added6,
             added8: old.added8,
             added9: old.added9,
             added10: JobFields10::default(),
+        })
+    }
+
+    /// A job record of format 10: no job was part of a heterogeneous one.
+    pub fn from_format_10(old: JobRecord10) -> JobRecord {
+        JobRecord {
+            fields: old.fields,
+            added: old.added,
+            added6: old.added6,
+            added8: old.added8,
+            added9: old.added9,
+            added10: old.added10,
+            added11: JobFields11::default(),
         }
     }
 
@@ -844,6 +889,11 @@ impl JobRecord {
         job.spec.mail_user = self.added6.mail_user;
         job.gpu_idle_flagged = self.added8.gpu_idle_flagged;
         job.spec.details = self.added9.into();
+        job.het = self.added11.het.map(|h| model::job::HetJob {
+            leader: h.leader,
+            offset: h.offset,
+            count: h.count,
+        });
         let mut step_tasks = self.added6.step_tasks.into_iter();
         let mut step_gpu = self.added8.step_gpu.into_iter();
         let mut steps10 = self.added10.steps.into_iter();
@@ -1032,6 +1082,7 @@ impl JobFields4 {
             }),
             launched: self.launched,
             gpu_idle_flagged: None,
+            het: None,
         })
     }
 }
@@ -1899,11 +1950,12 @@ mod tests {
         // 0's GPU use (60 000 GPU-ms sampled, 15 000 busy, 1 GiB, not idle) and the
         // GPU idle flag (at 130); then what format 9 added: the options kept as given
         // (none); then what format 10 added: step 0's own time limit (5 minutes), run
-        // out, and its GPU request (none).
+        // out, and its GPU request (none); then what format 11 added: no
+        // heterogeneous job.
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0a07070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0b07070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
@@ -1911,7 +1963,8 @@ mod tests {
                 "0101e0d4039875808080800400018402",
                 "0000000000000000000000000000",
                 "01010501",
-                "000000000000000000"
+                "000000000000000000",
+                "00"
             )
         );
     }
@@ -1927,6 +1980,21 @@ mod tests {
                 ..job
             }
         );
+    }
+
+    #[test]
+    fn a_component_of_a_heterogeneous_job_reads_back_as_it_was() {
+        let mut job = sample_job();
+        job.het = Some(model::job::HetJob {
+            leader: 7,
+            offset: 0,
+            count: 3,
+        });
+        let bytes = golden(&JobRecord::from(&job));
+        // What format 11 added: Some, leader 7, offset 0, 3 components.
+        assert!(bytes.ends_with("01070003"), "{bytes}");
+        let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
+        assert_eq!(back.het, job.het);
     }
 
     #[test]
@@ -1996,7 +2064,7 @@ mod tests {
             user: "ada".into(),
         };
         let bytes = golden(&TriggerRecord::from(&t));
-        assert_eq!(bytes, "0a03010c000409062f62696e2f7801e8076403616461");
+        assert_eq!(bytes, "0b03010c000409062f62696e2f7801e8076403616461");
         let n = Trigger {
             spec: TriggerSpec {
                 resource: TriggerResource::Nodes(Some("n[1-2]".into())),
@@ -2008,7 +2076,7 @@ mod tests {
         for t in [t, n] {
             assert_eq!(Trigger::from(TriggerRecord::from(&t)), t);
         }
-        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0aac02");
+        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0bac02");
     }
 
     #[test]
@@ -2023,7 +2091,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "0a026e31000480080100046831303000000001046661737401000000000000000100"
+            "0b026e31000480080100046831303000000001046661737401000000000000000100"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -2037,14 +2105,14 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "0a056d61696e74142801026e310104726f6f740002000300"
+            "0b056d61696e74142801026e310104726f6f740002000300"
         );
         let mut p = Partition::open("p1", vec!["n1".into()], true);
         p.max_time_min = Some(30);
         p.state = PartitionState::Down;
         let record = PartitionRecord::from(&p);
         assert_eq!(Partition::from(record.clone()), p);
-        assert_eq!(golden(&record), "0a02703101026e3101011e000001010100000000");
+        assert_eq!(golden(&record), "0b02703101026e3101011e000001010100000000");
         let usage = AssocUsage {
             billing: 1.5,
             tres: [("cpu".to_string(), 2.0)].into(),
@@ -2052,7 +2120,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "0a000000000000f83f0103637075000000000000004006"
+            "0b000000000000f83f0103637075000000000000004006"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -2060,7 +2128,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "0a0a23212f62696e2f73680a0101410131"
+            "0b0a23212f62696e2f73680a0101410131"
         );
     }
 
@@ -2091,7 +2159,7 @@ mod tests {
         assert_eq!(Associations::from(record.clone()), a);
         assert_eq!(
             golden(&record),
-            "0a02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+            "0b02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
              00000102000000026d6c026d6c0108677265732f677075040000000000000000\
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\

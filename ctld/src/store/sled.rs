@@ -137,6 +137,8 @@ const FORMAT_7: u8 = 7;
 const FORMAT_8: u8 = 8;
 /// Format 9 appended the options kept as given to jobs.
 const FORMAT_9: u8 = 9;
+/// Format 10 appended their own time limits and GPU requests to jobs' steps.
+const FORMAT_10: u8 = 10;
 
 /// The body of a record of the current format, or of formats 3 to 6 (which the store
 /// migrates when it opens, but a journal may still carry).
@@ -154,6 +156,7 @@ fn split_version<'b>(
                 FORMAT_7,
                 FORMAT_8,
                 FORMAT_9,
+                FORMAT_10,
                 records::FORMAT,
             ]
             .contains(&v) =>
@@ -212,14 +215,17 @@ fn job_record(
         FORMAT_9 => Ok(JobRecord::from_format_9(records::decode_body::<
             records::JobRecord9,
         >(what, body)?)),
+        FORMAT_10 => Ok(JobRecord::from_format_10(records::decode_body::<
+            records::JobRecord10,
+        >(what, body)?)),
         _ => records::decode_body(what, body),
     }
 }
 
-/// A record of format 4 to 9, in the current format: a job, a node and the
+/// A record of format 4 to 10, in the current format: a job, a node and the
 /// associations get what later formats added, empty; the other records are the same
 /// bytes behind the new version.
-fn migrate_format_4_to_9(
+fn migrate_format_4_to_10(
     tree: TreeName,
     what: &dyn Fn() -> String,
     bytes: &[u8],
@@ -332,6 +338,7 @@ impl SledStore {
             Some(format) if *format == [FORMAT_7] => FORMAT_7,
             Some(format) if *format == [FORMAT_8] => FORMAT_8,
             Some(format) if *format == [FORMAT_9] => FORMAT_9,
+            Some(format) if *format == [FORMAT_10] => FORMAT_10,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -347,9 +354,10 @@ impl SledStore {
                 let what = || format!("{tree:?} {}", String::from_utf8_lossy(&key));
                 let new = match value.first() {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
-                    Some(&(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7 | FORMAT_8 | FORMAT_9)) => {
-                        migrate_format_4_to_9(tree, &what, &value)?
-                    }
+                    Some(
+                        &(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7 | FORMAT_8 | FORMAT_9
+                        | FORMAT_10),
+                    ) => migrate_format_4_to_10(tree, &what, &value)?,
                     _ => continue,
                 };
                 self.tree(tree).insert(key, new)?;
@@ -1268,6 +1276,41 @@ mod tests {
         assert_eq!(
             (step.id, step.num_tasks, step.time_limit_min, step.timed_out),
             (Some(0), 2, None, false)
+        );
+        assert_eq!(
+            store.jobs.get(7u32.to_be_bytes()).unwrap().unwrap()[0],
+            records::FORMAT
+        );
+    }
+
+    #[tokio::test]
+    async fn job_records_of_format_10_are_migrated_as_no_heterogeneous_job() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            // Job 7 as format 10 wrote it: format 9's bytes, then step 0's own time
+            // limit, run out, and its GPU request.
+            let job = hex(concat!(
+                "0a07070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "00000002040000000100000000000000000000010200010100000000000000000001",
+                "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
+                "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
+                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
+                "0101e0d4039875808080800400018402",
+                "0000000000000000000000000000",
+                "01010501",
+                "000000000000000000"
+            ));
+            store.jobs.insert(7u32.to_be_bytes(), job).unwrap();
+            store.db.insert(FORMAT_KEY, &[FORMAT_10]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let job = &loaded.jobs[0];
+        assert_eq!(
+            (job.id, job.het, job.steps[0].time_limit_min),
+            (7, None, Some(5))
         );
         assert_eq!(
             store.jobs.get(7u32.to_be_bytes()).unwrap().unwrap()[0],

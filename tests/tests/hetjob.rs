@@ -1,0 +1,77 @@
+//! Heterogeneous jobs through the real CLI: `#SBATCH hetjob` components start
+//! together on their own nodes, are listed as Slurm lists them, end with their leader,
+//! and are cancelled whole.
+
+use std::time::Duration;
+use tests::{Cluster, ClusterSpec};
+
+const T: Duration = Duration::from_secs(30);
+
+#[test]
+fn components_start_together_show_as_slurms_and_end_with_their_leader() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        cpus: 2,
+        ..ClusterSpec::default()
+    });
+    // Two components of two CPUs: one on each node. The leader's script waits for
+    // the gate file.
+    let gate = c.path().join("gate");
+    let leader = c.sbatch(
+        &[],
+        &format!(
+            "#SBATCH -c 2\n#SBATCH hetjob\n#SBATCH -c 2 -J second\n\
+             while [ ! -e {} ]; do sleep 0.1; done",
+            gate.display()
+        ),
+    );
+    let other = leader + 1;
+    c.wait_state(leader, "RUNNING", T);
+    c.wait_state(other, "RUNNING", T);
+    let rows = c.ok(&["squeue", "-h", "-o", "%i %j %T", "-S", "i"]);
+    assert!(rows.contains(&format!("{leader}+0 ")), "{rows}");
+    assert!(
+        rows.contains(&format!("{leader}+1 second RUNNING")),
+        "{rows}"
+    );
+    let show = c.ok(&["scontrol", "show", "job", &other.to_string()]);
+    assert!(
+        show.contains(&format!("JobId={other} HetJobId={leader} HetJobOffset=1 ")),
+        "{show}"
+    );
+    assert!(
+        show.contains(&format!("HetJobIdSet={leader}-{other}")),
+        "{show}"
+    );
+    let nodes = |id: u32| c.squeue_field(id, "%N");
+    assert_ne!(nodes(leader), nodes(other));
+
+    std::fs::write(&gate, "").unwrap();
+    c.wait_state(leader, "COMPLETED", T);
+    c.wait_state(other, "COMPLETED", T);
+
+    // A component no node can hold refuses the whole submission: no job is queued.
+    let script = c.path().join("too-big.sh");
+    std::fs::write(&script, "#!/bin/sh\n#SBATCH hetjob\n#SBATCH -c 3\ntrue\n").unwrap();
+    let out = c.run(&["sbatch", &script.display().to_string()]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Requested node configuration is not available"),
+        "{out:?}"
+    );
+    let next = c.run(&["squeue", "-h", "-t", "all", "-j", &(other + 1).to_string()]);
+    assert!(
+        String::from_utf8_lossy(&next.stderr).contains("Invalid job id specified"),
+        "{next:?}"
+    );
+}
+
+#[test]
+fn cancelling_a_component_cancels_the_whole_job() {
+    let c = Cluster::start(ClusterSpec::default());
+    let leader = c.sbatch(&["-H"], "#SBATCH hetjob\n#SBATCH -J part\ntrue");
+    c.ok(&["scancel", &(leader + 1).to_string()]);
+    c.wait_state(leader, "CANCELLED", T);
+    c.wait_state(leader + 1, "CANCELLED", T);
+}
