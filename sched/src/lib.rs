@@ -221,6 +221,9 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                             let member = members.iter().find(|m| m.id == start.job_id);
                             if let Some(m) = member {
                                 limits.charge(m, &start.alloc);
+                                if let Some(p) = preemptor.as_mut() {
+                                    p.started(m, &start.alloc);
+                                }
                             }
                             plan.starts.push(start);
                         }

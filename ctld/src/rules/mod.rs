@@ -141,57 +141,76 @@ impl<'a> Turn<'a> {
     /// Applies an event and records it. A run that ends (or is requeued) is charged to
     /// its association first, in the same turn.
     pub fn emit(&mut self, event: Event) {
-        let components = self.components_ending_with(&event);
+        let components = self.components_following(&event);
         self.emit_one(event);
-        for (id, end, running) in components {
+        for (id, follow, running) in components {
             if running {
                 self.order(id, Order::Kill);
             }
-            self.emit(end);
+            self.emit(follow);
         }
     }
 
-    /// A heterogeneous job's leader that ends takes its other components with it, as
-    /// Slurm's: those that run end in its state (their node is told to kill what
-    /// holds them), those that wait are cancelled. The ends, and whether each runs.
-    fn components_ending_with(&self, event: &Event) -> Vec<(JobId, Event, bool)> {
-        let Event::JobEnded {
-            job_id,
-            state,
-            exit_code,
-            exit_signal,
-            time,
-            cancelled_by,
-            ..
-        } = event
-        else {
-            return Vec::new();
+    /// What a heterogeneous job's leader takes its other components through, as
+    /// Slurm's: when it ends, those that run end in its state (their node is told to
+    /// kill what holds them) and those that wait are cancelled; when it is requeued,
+    /// those that run are killed to be requeued, so that all start together again.
+    /// The events, and whether each component runs.
+    fn components_following(&self, event: &Event) -> Vec<(JobId, Event, bool)> {
+        let leader = match event {
+            Event::JobEnded { job_id, .. } | Event::JobRequeued { job_id, .. } => *job_id,
+            _ => return Vec::new(),
         };
         let Some(het) = self
             .state
-            .job(*job_id)
+            .job(leader)
             .and_then(|j| j.het)
             .filter(|h| h.offset == 0)
         else {
             return Vec::new();
         };
-        het.ids()
+        let members = het
+            .ids()
             .skip(1)
-            .filter_map(|id| self.state.job(id).filter(|j| !j.state.is_final()))
-            .map(|member| {
-                let running = !member.is_pending();
-                let end = Event::JobEnded {
-                    job_id: member.id,
-                    state: if running { *state } else { JobState::Cancelled },
-                    exit_code: if running { *exit_code } else { 0 },
-                    exit_signal: if running { *exit_signal } else { 0 },
-                    time: *time,
-                    reason: model::Reason::None,
-                    cancelled_by: *cancelled_by,
-                };
-                (member.id, end, running)
-            })
-            .collect()
+            .filter_map(|id| self.state.job(id).filter(|j| !j.state.is_final()));
+        match event {
+            Event::JobEnded {
+                state,
+                exit_code,
+                exit_signal,
+                time,
+                cancelled_by,
+                ..
+            } => members
+                .map(|member| {
+                    let running = !member.is_pending();
+                    let end = Event::JobEnded {
+                        job_id: member.id,
+                        state: if running { *state } else { JobState::Cancelled },
+                        exit_code: if running { *exit_code } else { 0 },
+                        exit_signal: if running { *exit_signal } else { 0 },
+                        time: *time,
+                        reason: model::Reason::None,
+                        cancelled_by: *cancelled_by,
+                    };
+                    (member.id, end, running)
+                })
+                .collect(),
+            Event::JobRequeued { time, .. } => members
+                .filter(|m| !m.is_pending() && m.kill.is_none())
+                .map(|member| {
+                    let kill = Event::JobKillRequested {
+                        job_id: member.id,
+                        request: model::KillRequest {
+                            cause: model::KillCause::Requeue { hold: false },
+                            time: *time,
+                        },
+                    };
+                    (member.id, kill, true)
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     fn emit_one(&mut self, event: Event) {

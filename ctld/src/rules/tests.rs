@@ -2426,6 +2426,27 @@ fn a_heterogeneous_job_starts_together_and_ends_with_its_leader() {
 }
 
 #[test]
+fn a_requeued_leader_brings_its_components_back_to_wait_with_it() {
+    let mut env = Env::new("");
+    let leader = submit_het(&mut env, &[1, 1]).unwrap();
+    env.turn(timer::schedule);
+    for id in [leader, leader + 1] {
+        let run = env.job(id).restart_count;
+        env.turn(|t| nodes::launched(t, id, run));
+    }
+    env.control(leader, ControlOp::Requeue);
+    env.finished(leader, EndKind::Cancelled, 0);
+    assert_eq!(env.job(leader).state, JobState::Pending);
+    // The other component is killed to be requeued; its end brings it back too.
+    assert!(matches!(
+        env.job(leader + 1).kill.map(|k| k.cause),
+        Some(KillCause::Requeue { hold: false })
+    ));
+    env.finished(leader + 1, EndKind::Cancelled, 0);
+    assert_eq!(env.job(leader + 1).state, JobState::Pending);
+}
+
+#[test]
 fn cancelling_a_component_of_a_waiting_heterogeneous_job_cancels_all_of_it() {
     let mut env = Env::new("");
     // Before any pass, the job waits.
