@@ -64,8 +64,37 @@ fn het_components(words: Vec<String>) -> Vec<Vec<String>> {
     components
 }
 
+/// Options as given, by their long name.
+type GivenOptions = Vec<(&'static str, String)>;
+
+/// The command line of a heterogeneous job, `OPTIONS(0) : OPTIONS(1) ... script
+/// args`: the parse of the last group (which names the script, and whose arguments may
+/// hold a `:` of their own), and each group's options, the first's first. A plain
+/// command line is one group.
+fn command_line_components(args: &[String]) -> Result<(opts::Parsed, Vec<GivenOptions>), Exit> {
+    let parse = |words: &[String]| {
+        opts::parse(submit_opts::specs(Command::Sbatch), words, true)
+            .map_err(|e| Exit::usage(PROG, &e).with_code(255))
+    };
+    let mut groups = Vec::new();
+    let mut rest = args;
+    loop {
+        if let Some(cut) = rest.iter().position(|a| a == ":") {
+            let group = parse(&rest[..cut])?;
+            if group.positional.is_empty() {
+                groups.push(group.opts);
+                rest = &rest[cut + 1..];
+                continue;
+            }
+        }
+        let last = parse(rest)?;
+        groups.push(last.opts.clone());
+        return Ok((last, groups));
+    }
+}
+
 /// One component's `#SBATCH` words as options; a stray word is refused.
-fn directive_options(words: &[String]) -> Result<Vec<(&'static str, String)>, Exit> {
+fn directive_options(words: &[String]) -> Result<GivenOptions, Exit> {
     let parsed = opts::parse(submit_opts::specs(Command::Sbatch), words, false)
         .map_err(|e| Exit::usage(PROG, &e).with_code(255))?;
     if let Some(stray) = parsed.positional.first() {
@@ -142,8 +171,7 @@ pub fn prepare(
     ctx: &SubmitCtx,
     read_script: &mut dyn FnMut(Option<&str>) -> Result<String, Exit>,
 ) -> Result<Prepared, Exit> {
-    let cli = opts::parse(submit_opts::specs(Command::Sbatch), args, true)
-        .map_err(|e| Exit::usage(PROG, &e).with_code(255))?;
+    let (cli, cli_groups) = command_line_components(args)?;
     if let Some(info) = Info::asked(&cli) {
         return Ok(Prepared::Info(info));
     }
@@ -181,7 +209,7 @@ pub fn prepare(
         // PBS's `#PBS` lines (unless `--ignore-pbs` or SBATCH_IGNORE_PBS says not)
         // and LSF's `#BSUB` lines after, as Slurm's sbatch reads them.
         let ignore_pbs = o.ignore_pbs
-            || cli.has("ignore-pbs")
+            || cli_groups[0].iter().any(|(k, _)| *k == "ignore-pbs")
             || ctx.env.iter().any(|(k, v)| {
                 k == "SBATCH_IGNORE_PBS"
                     && !["0", "no", "false"]
@@ -205,7 +233,7 @@ pub fn prepare(
     }
     let env_opts = submit_opts::env_options(ctx.env);
     o.apply_all(Command::Sbatch, &env_opts, Source::Env)?;
-    o.apply_all(Command::Sbatch, &cli.opts, Source::Cli)?;
+    o.apply_all(Command::Sbatch, &cli_groups[0], Source::Cli)?;
     if o.verbose > 0 {
         eprint!("{}", o.defined_options(PROG));
     }
@@ -236,11 +264,19 @@ pub fn prepare(
         script = add_burst_buffer_file(&script, &bbf);
     }
     let mut spec = build_spec(&o, PROG, ctx, script, script_args, &default_name)?;
-    let mut het = Vec::with_capacity(components.len());
-    for words in &components {
+    // The components after the first: the script's `hetjob` parts and the command
+    // line's `:` groups, the i-th of each together.
+    let count = components.len().max(cli_groups.len() - 1);
+    let mut het = Vec::with_capacity(count);
+    for i in 0..count {
         let mut c = SubmitOpts::default();
-        c.apply_all(Command::Sbatch, &directive_options(words)?, Source::Script)?;
+        if let Some(words) = components.get(i) {
+            c.apply_all(Command::Sbatch, &directive_options(words)?, Source::Script)?;
+        }
         c.apply_all(Command::Sbatch, &env_opts, Source::Env)?;
+        if let Some(group) = cli_groups.get(i + 1) {
+            c.apply_all(Command::Sbatch, group, Source::Cli)?;
+        }
         // Components run no script, and write nothing.
         c.output = Some("/dev/null".into());
         c.error = Some("/dev/null".into());
@@ -893,6 +929,31 @@ mod tests {
             het_components(vec!["-c".into(), "1".into()]),
             [vec!["-c".to_string(), "1".to_string()]]
         );
+    }
+
+    #[test]
+    fn colons_on_the_command_line_part_a_heterogeneous_jobs_components() {
+        let script = "#!/bin/sh\n#SBATCH -J lead\n#SBATCH hetjob\n#SBATCH -n 3\ntrue\n";
+        let args = [
+            "-c", "4", ":", "-c", "2", ":", "-c", "1", "x.sh", "a", ":", "b",
+        ];
+        let sub = prep_env(&args, script, &[]).unwrap();
+        assert_eq!(
+            (sub.spec.cpus_per_task, sub.spec.name.as_str()),
+            (4, "lead")
+        );
+        assert_eq!(sub.spec.script_args, ["a", ":", "b"]);
+        let parts: Vec<(u32, u32)> = sub
+            .het_components
+            .iter()
+            .map(|c| (c.cpus_per_task, c.num_tasks))
+            .collect();
+        // The script's second part and the second group make one component.
+        assert_eq!(parts, [(2, 3), (1, 0)]);
+        // A plain command line is one job, whatever its script's arguments hold.
+        let sub = prep_env(&["x.sh", ":"], "#!/bin/sh\ntrue\n", &[]).unwrap();
+        assert!(sub.het_components.is_empty());
+        assert_eq!(sub.spec.script_args, [":"]);
     }
 
     #[test]
