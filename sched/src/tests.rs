@@ -790,18 +790,17 @@ fn a_job_of_two_partitions_starts_in_the_first_where_it_fits() {
 fn a_job_of_two_partitions_waits_only_while_both_are_down() {
     let mut s = two_partitions();
     submit(&mut s, 1, |j| j.more_partitions = vec!["q".into()]);
-    let mut down = s.partition("p").unwrap().clone();
-    down.state = model::config::PartitionState::Down;
-    s.apply(&Event::PartitionSet {
-        partition: Box::new(down),
-    });
+    let take_down = |s: &mut ClusterState, name: &str| {
+        let mut down = s.partition(name).unwrap().clone();
+        down.state = model::config::PartitionState::Down;
+        s.apply(&Event::PartitionSet {
+            partition: Box::new(down),
+        });
+    };
+    take_down(&mut s, "p");
     let plan = schedule(&s, 100, &config(Policy::Easy));
     assert_eq!(render(&plan), "start 1 n2:c1m0g[] in q\n");
-    let mut down = s.partition("q").unwrap().clone();
-    down.state = model::config::PartitionState::Down;
-    s.apply(&Event::PartitionSet {
-        partition: Box::new(down),
-    });
+    take_down(&mut s, "q");
     let plan = schedule(&s, 100, &config(Policy::Easy));
     assert_eq!(render(&plan), "pend 1 PartitionDown\n");
 }

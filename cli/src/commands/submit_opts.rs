@@ -1132,6 +1132,22 @@ fn magic_words(script: &str, magic: &str) -> Vec<String> {
     words
 }
 
+/// The value of a foreign directive's option `-X`: what follows its letter in the same
+/// word (`-W10`), else the next word (`-W 10`).
+fn directive_value<'a>(
+    attached: &str,
+    rest: &mut impl Iterator<Item = &'a String>,
+    letter: char,
+) -> Result<String, String> {
+    match attached {
+        "" => rest
+            .next()
+            .cloned()
+            .ok_or_else(|| format!("option requires an argument -- '{letter}'")),
+        v => Ok(v.to_string()),
+    }
+}
+
 /// A script's `#BSUB` lines (LSF's directives) as the sbatch options Slurm's sbatch
 /// reads them as: `-J name`, `-o`/`-e` files, `-q` partition, `-m "hosts"` (a node
 /// list), `-n` tasks, `-W` minutes, `-M` memory per CPU in KB, `-x` exclusive. A value
@@ -1163,13 +1179,7 @@ pub fn lsf_directive_words(script: &str) -> Result<Vec<String>, String> {
             'M' => "mem-per-cpu",
             _ => return Err(format!("Unrecognized command line parameter {word}")),
         };
-        let value = match &word[2..] {
-            "" => rest
-                .next()
-                .cloned()
-                .ok_or_else(|| format!("option requires an argument -- '{letter}'"))?,
-            v => v.to_string(),
-        };
+        let value = directive_value(&word[2..], &mut rest, letter)?;
         let value = match letter {
             'm' => value.split_whitespace().collect::<Vec<_>>().join(","),
             'M' => {
@@ -1222,13 +1232,7 @@ pub fn pbs_directive_words(script: &str) -> Result<Vec<String>, String> {
         if !"aAcCejJklmMNopqrStuvW".contains(letter) {
             return Err(format!("Unrecognized command line parameter -{letter}"));
         }
-        let value = match &letters[letter.len_utf8()..] {
-            "" => rest
-                .next()
-                .cloned()
-                .ok_or_else(|| format!("option requires an argument -- '{letter}'"))?,
-            v => v.to_string(),
-        };
+        let value = directive_value(&letters[letter.len_utf8()..], &mut rest, letter)?;
         let option = match letter {
             'a' => "begin",
             'A' => "account",
