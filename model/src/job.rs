@@ -333,7 +333,7 @@ pub const PARTITION_LIST_SEPARATOR: char = ',';
 
 impl JobSpec {
     /// Every partition the job may run in: `partition`, then `more_partitions`.
-    pub fn partitions(&self) -> impl Iterator<Item = &str> {
+    pub fn partitions(&self) -> impl Iterator<Item = &str> + Clone {
         std::iter::once(self.partition.as_str())
             .chain(self.more_partitions.iter().map(String::as_str))
     }

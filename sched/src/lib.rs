@@ -209,7 +209,17 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
     for (job, _priority) in queue {
         // A heterogeneous job starts whole when its leader's turn comes, or not at all.
         if let Some(het) = job.het {
-            if het.offset == 0 {
+            // A leader that can never run (past its deadline, an impossible
+            // dependency with --kill-on-invalid-dep) is cancelled; its end takes the
+            // others with it.
+            if het.offset == 0
+                && let Eligibility::Cancel(reason) = eligibility::check(state, job, now)
+            {
+                plan.cancels.push(Cancel {
+                    job_id: job.id,
+                    reason,
+                });
+            } else if het.offset == 0 {
                 let members: Vec<&Job> = het
                     .ids()
                     .filter_map(|id| state.job(id))
@@ -268,7 +278,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
         // (`-p a,b`) starts in the first where it fits, and otherwise waits in the
         // first of them.
         let partitions = partitions_of(state, job);
-        let Some(&p) = partitions.first() else {
+        let Some(p) = partitions.clone().next() else {
             pend(Reason::PartitionDown, 0, String::new());
             continue;
         };
@@ -313,7 +323,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             }
             // The first of its partitions where it starts now, else it waits in its
             // first.
-            let started = partitions.iter().find_map(|&q| {
+            let started = partitions.clone().find_map(|q| {
                 let other;
                 let req = if q == p {
                     &req
@@ -375,16 +385,17 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
 }
 
 /// The partitions a job may start in now, in its order (`-p a,b`), by their index.
-fn partitions_of(state: &ClusterState, job: &Job) -> Vec<usize> {
-    job.spec
-        .partitions()
-        .filter_map(|name| {
-            state
-                .partitions
-                .iter()
-                .position(|p| p.name == name && p.schedules_jobs())
-        })
-        .collect()
+/// Nothing is collected: most jobs have one partition, and the pass looks at each.
+fn partitions_of<'s>(
+    state: &'s ClusterState,
+    job: &'s Job,
+) -> impl Iterator<Item = usize> + Clone + 's {
+    job.spec.partitions().filter_map(move |name| {
+        state
+            .partitions
+            .iter()
+            .position(|p| p.name == name && p.schedules_jobs())
+    })
 }
 
 /// Starts every component of a heterogeneous job now, each in the first of its
@@ -399,6 +410,7 @@ fn start_together<'s>(
     limits: &limits::LimitTracker,
 ) -> Result<Vec<Start>, Reason> {
     for member in members {
+        // A component that can never run waits (its leader's end cancels it).
         match eligibility::check(state, member, now) {
             Eligibility::Eligible => {}
             Eligibility::Wait(reason) | Eligibility::Cancel(reason) => return Err(reason),
@@ -416,7 +428,7 @@ fn start_together<'s>(
     let mut starts = Vec::with_capacity(members.len());
     for member in members {
         let req = per_node_request(member);
-        let started = partitions_of(state, member).into_iter().find_map(|p| {
+        let started = partitions_of(state, member).find_map(|p| {
             let req = PerNode {
                 exclusive: req.exclusive || state.partitions[p].exclusive(),
                 ..req.clone()

@@ -879,6 +879,18 @@ fn a_heterogeneous_job_starts_whole_or_not_at_all() {
     // Held, the leader holds its components back too.
     let mut leader = s.job(3).unwrap().clone();
     leader.held = true;
-    s.insert_job(leader);
+    s.insert_job(leader.clone());
     assert_eq!(render(&schedule(&s, 100, &config(Policy::Easy))), "");
+    // Past its deadline, the leader is cancelled (its end takes the others).
+    leader.held = false;
+    leader.spec.details.deadline = 50;
+    s.insert_job(leader);
+    let plan = schedule(&s, 100, &config(Policy::Easy));
+    assert_eq!(
+        plan.cancels,
+        [Cancel {
+            job_id: 3,
+            reason: Reason::DeadLine
+        }]
+    );
 }

@@ -432,6 +432,11 @@ default_time = "10:00"
         out.lines().next().unwrap_or("").trim().to_string()
     }
 
+    /// A job's `sacct` rows, its steps' included (`sacct -n -P -j ID -o FIELDS`).
+    pub fn sacct_rows(&self, id: u32, fields: &str) -> String {
+        self.ok(&["sacct", "-n", "-P", "-j", &id.to_string(), "-o", fields])
+    }
+
     /// One `squeue -o` field of a job (`%T`, `%r`, `%N`, ...), trimmed; empty once the
     /// job left the queue.
     pub fn squeue_field(&self, id: u32, spec: &str) -> String {

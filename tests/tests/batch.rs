@@ -492,15 +492,7 @@ fn srun_inside_a_batch_job_and_config() {
     let out = read(c.work.join("steps.out"));
     assert!(out.contains("step-says-hi"), "{out}");
     assert!(out.contains("proc=0 step=1"), "{out}");
-    let acct = c.ok(&[
-        "sacct",
-        "-n",
-        "-P",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "JobID,State",
-    ]);
+    let acct = c.sacct_rows(id, "JobID,State");
     assert!(
         acct.lines().any(|l| l == format!("{id}.0|COMPLETED")),
         "{acct}"

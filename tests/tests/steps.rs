@@ -62,15 +62,7 @@ fn a_step_spreads_its_tasks_over_the_job_nodes_with_their_environment() {
     );
     assert!(out.contains("step3=2"), "{out}");
     assert_eq!(read(&c, "pmi-1.out"), format!("1 2 {id}.4 pmi2\n"));
-    let acct = c.ok(&[
-        "sacct",
-        "-n",
-        "-P",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "JobID,State,ExitCode",
-    ]);
+    let acct = c.sacct_rows(id, "JobID,State,ExitCode");
     assert!(
         acct.lines().any(|l| l == format!("{id}.0|COMPLETED|0:0")),
         "{acct}"
@@ -175,15 +167,7 @@ fn a_step_past_its_own_time_limit_ends_timeout_and_its_job_goes_on() {
     );
     assert_ne!(read(&c, "after"), "step=0\n");
     c.wait_state(id, "COMPLETED", T);
-    let acct = c.ok(&[
-        "sacct",
-        "-n",
-        "-P",
-        "-j",
-        &id.to_string(),
-        "-o",
-        "JobID,State",
-    ]);
+    let acct = c.sacct_rows(id, "JobID,State");
     assert!(
         acct.lines().any(|l| l == format!("{step}|TIMEOUT")),
         "{acct}\n{}",
