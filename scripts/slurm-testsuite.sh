@@ -15,11 +15,12 @@
 # environment of their own with pytest 7.1 (22.05's conftest imports `py.io`).
 #
 # The cluster is shaped like the reference Slurm: partitions debug (default) and gpu,
-# node[1-4] of 8 CPUs, 16000 MB and 4 gpu:h100 each. It is started with `drover up
-# --config` on port $SLURM_TESTSUITE_PORT (default 7817), and stopped at the end. The
-# suite runs in its local-config mode: it never rewrites the cluster's configuration.
-# A slurm.conf written from `scontrol show config` (and a gres.conf) is there for the
-# tests that read it. Each test has $SLURM_TESTSUITE_TIMEOUT seconds (default 300).
+# node[1-4] of 8 CPUs (one socket of 8 cores), 16000 MB and 4 gpu:h100 each. It is
+# started with `drover up --config` on port $SLURM_TESTSUITE_PORT (default 7817), and
+# stopped at the end. The suite runs in its local-config mode: it never rewrites the
+# cluster's configuration. A slurm.conf written from `scontrol show config` (and a
+# gres.conf) is there for the tests that read it. Each test has
+# $SLURM_TESTSUITE_TIMEOUT seconds (default 300).
 # PROFILE=release tests release binaries (built first).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,6 +97,8 @@ return_to_service = 1
 [[nodes]]
 names = "node[1-4]"
 cpus = 8
+sockets = 1
+cores_per_socket = 8
 memory = "16000M"
 gpus = 4
 gpu_type = "h100"
@@ -144,7 +147,7 @@ ln -sf "$bin/drover-noded" "$cluster/sbin/slurmd"
 scontrol show config | sed -n 's/^\([A-Za-z][A-Za-z0-9]*\) *= \(.*\)$/\1=\2/p' |
   sed 's/=\([0-9][0-9]*\) \(sec\|min\)$/=\1/' | grep -v '=(null)$' >"$cluster/etc/slurm.conf"
 cat >>"$cluster/etc/slurm.conf" <<EOF
-NodeName=node[1-4] CPUs=8 RealMemory=16000 Gres=gpu:h100:4 State=UNKNOWN
+NodeName=node[1-4] CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=16000 Gres=gpu:h100:4 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP
 EOF

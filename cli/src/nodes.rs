@@ -25,11 +25,12 @@ pub fn check_node_states(command: &str, nodes: &[NodeInfo]) -> Result<(), Exit> 
     Ok(())
 }
 
-/// A node's sockets, cores per socket and threads per core: its CPUs as sockets of one
-/// core of one thread, as Slurm counts a node configured with CPUs alone. sinfo's
-/// S:C:T and `scontrol show node` both read it.
+/// A node's sockets, cores per socket and threads per core, as its config entry
+/// declares them or Slurm infers them. sinfo's S:C:T and `scontrol show node` both
+/// read it.
 pub fn socket_core_thread(n: &NodeInfo) -> (u32, u32, u32) {
-    (n.cpus.max(1), 1, 1)
+    let l = proto::convert::layout_from_wire(n);
+    (l.sockets, l.cores_per_socket, l.threads_per_core)
 }
 
 /// A node's NodeAddr as Slurm's: the host its daemon answers on (the daemon's address

@@ -685,16 +685,15 @@ impl v1::ctld_server::Ctld for Services {
                     .filter(|p| p.nodes.contains(&n.name))
                     .map(|p| p.name.clone())
                     .collect();
-                let tmp_disk_mb = self
-                    .config
-                    .node_entry(&n.name)
-                    .and_then(|e| e.tmp_disk_mb())
-                    .unwrap_or(0);
+                let declared = self.config.node_entry(&n.name).map_or_else(
+                    || model::node::DeclaredHardware::of_cpus(n.cpus),
+                    |e| e.declared_hardware(n.cpus),
+                );
                 proto::convert::node_to_wire(
                     n,
                     usage.get(&n.name).unwrap_or(&empty),
                     parts,
-                    tmp_disk_mb,
+                    declared,
                 )
             })
             .collect();

@@ -481,6 +481,17 @@ pub struct NodeConfig {
     /// not checked against it.
     #[serde(default)]
     pub tmp_disk: String,
+    /// Slurm's `Sockets`: the processor sockets of each node. Default: the CPUs over
+    /// `cores_per_socket` × `threads_per_core`, as Slurm infers it (a node of CPUs
+    /// alone is that many one-core sockets). Sockets × cores × threads must be `cpus`.
+    #[serde(default)]
+    pub sockets: Option<u32>,
+    /// Slurm's `CoresPerSocket`. Default: 1.
+    #[serde(default)]
+    pub cores_per_socket: Option<u32>,
+    /// Slurm's `ThreadsPerCore`. Default: 1.
+    #[serde(default)]
+    pub threads_per_core: Option<u32>,
     /// The node daemons of this entry report what it declares instead of what they
     /// find on their host (Slurm's `SlurmdParameters=config_overrides`): for emulated
     /// and test clusters, whose nodes are more than their host. Their GPUs are then the
@@ -613,6 +624,36 @@ impl NodeConfig {
     /// passed).
     pub fn tmp_disk_mb(&self) -> Option<u64> {
         units::parse_memory_mb(&self.tmp_disk).ok()
+    }
+
+    /// The processor layout of each node of the entry: what it declares, the rest
+    /// inferred as Slurm infers it (assumes `check` passed).
+    pub fn socket_layout(&self) -> node::SocketLayout {
+        let cores_per_socket = self.cores_per_socket.unwrap_or(1).max(1);
+        let threads_per_core = self.threads_per_core.unwrap_or(1).max(1);
+        node::SocketLayout {
+            sockets: self
+                .sockets
+                .unwrap_or(self.cpus / (cores_per_socket * threads_per_core))
+                .max(1),
+            cores_per_socket,
+            threads_per_core,
+        }
+    }
+
+    /// What the entry declares of a node that has `cpus` CPUs: the declared layout
+    /// where it holds that many CPUs (a node daemon may have found another count),
+    /// else the CPUs alone.
+    pub fn declared_hardware(&self, cpus: u32) -> node::DeclaredHardware {
+        let layout = self.socket_layout();
+        node::DeclaredHardware {
+            tmp_disk_mb: self.tmp_disk_mb().unwrap_or(0),
+            layout: if layout.cpus() == cpus {
+                layout
+            } else {
+                node::SocketLayout::of_cpus(cpus)
+            },
+        }
     }
 
     /// The memory of each GPU device of one node of this entry in MB, by device index
@@ -1542,6 +1583,44 @@ gpu_type = "h100"
             .iter()
             .map(|g| (g.numa, g.nvlink))
             .collect()
+    }
+
+    #[test]
+    fn socket_layout_is_declared_or_inferred_as_slurm_infers_it() {
+        use crate::node::SocketLayout;
+        let layout = |extra: &str, cpus: u32| {
+            let c = Config::parse(&format!("{BASE}{extra}"), "t.toml").unwrap();
+            c.node_entry("g1").unwrap().declared_hardware(cpus).layout
+        };
+        let of = |sockets, cores_per_socket, threads_per_core| SocketLayout {
+            sockets,
+            cores_per_socket,
+            threads_per_core,
+        };
+        // CPUs alone: one-core sockets.
+        assert_eq!(layout("", 16), of(16, 1, 1));
+        assert_eq!(
+            layout("sockets = 1\ncores_per_socket = 16\n", 16),
+            of(1, 16, 1)
+        );
+        // Sockets inferred from cores and threads.
+        assert_eq!(
+            layout("cores_per_socket = 4\nthreads_per_core = 2\n", 16),
+            of(2, 4, 2)
+        );
+        // A daemon that found another CPU count: its CPUs alone.
+        assert_eq!(
+            layout("sockets = 2\ncores_per_socket = 8\n", 12),
+            of(12, 1, 1)
+        );
+        let c = Config::parse(&format!("{BASE}tmp_disk = \"1G\"\n"), "t.toml").unwrap();
+        assert_eq!(
+            c.node_entry("g2")
+                .unwrap()
+                .declared_hardware(16)
+                .tmp_disk_mb,
+            1024
+        );
     }
 
     #[test]

@@ -142,6 +142,51 @@ pub fn default_gpu_numa(index: u32, count: u32) -> u32 {
     }
 }
 
+/// A node's processors as Slurm counts them (`Sockets`, `CoresPerSocket`,
+/// `ThreadsPerCore`): 2 sockets of 4 cores of 2 threads are 16 CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketLayout {
+    pub sockets: u32,
+    pub cores_per_socket: u32,
+    pub threads_per_core: u32,
+}
+
+impl SocketLayout {
+    /// A node configured with its CPUs alone, as Slurm infers it: each CPU a socket of
+    /// one core of one thread.
+    pub fn of_cpus(cpus: u32) -> SocketLayout {
+        SocketLayout {
+            sockets: cpus.max(1),
+            cores_per_socket: 1,
+            threads_per_core: 1,
+        }
+    }
+
+    /// The CPUs the layout holds: sockets × cores × threads.
+    pub fn cpus(&self) -> u32 {
+        self.sockets * self.cores_per_socket * self.threads_per_core
+    }
+}
+
+/// What a node's config entry declares beside its CPUs, memory and GPUs, for listings:
+/// its TmpDisk and processor layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeclaredHardware {
+    /// Slurm's TmpDisk, in MB; 0: not declared.
+    pub tmp_disk_mb: u64,
+    pub layout: SocketLayout,
+}
+
+impl DeclaredHardware {
+    /// A node of `cpus` with nothing declared.
+    pub fn of_cpus(cpus: u32) -> DeclaredHardware {
+        DeclaredHardware {
+            tmp_disk_mb: 0,
+            layout: SocketLayout::of_cpus(cpus),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum NodeHealth {
     /// Configured, never registered since the controller started.

@@ -768,11 +768,12 @@ pub fn node_to_wire(
     n: &Node,
     usage: &model::NodeUsage,
     partitions: Vec<String>,
-    tmp_disk_mb: u64,
+    declared: model::node::DeclaredHardware,
 ) -> v1::NodeInfo {
     let state = n.state(usage.cpus, usage.jobs);
     v1::NodeInfo {
-        tmp_disk_mb,
+        tmp_disk_mb: declared.tmp_disk_mb,
+        layout: Some(layout_to_wire(declared.layout)),
         name: n.name.clone(),
         addr: n.addr.clone(),
         health: health_to_wire(state.health) as i32,
@@ -803,6 +804,29 @@ pub fn node_to_wire(
         reason_uid: n.reason_uid,
         features: n.features.clone(),
         load: n.load.map(load_to_wire),
+    }
+}
+
+pub fn layout_to_wire(l: model::node::SocketLayout) -> v1::SocketLayout {
+    v1::SocketLayout {
+        sockets: l.sockets,
+        cores_per_socket: l.cores_per_socket,
+        threads_per_core: l.threads_per_core,
+    }
+}
+
+/// A listed node's processor layout; its CPUs as one-core sockets where the reply has
+/// none or an empty one.
+pub fn layout_from_wire(n: &v1::NodeInfo) -> model::node::SocketLayout {
+    match n.layout {
+        Some(l) if l.sockets > 0 && l.cores_per_socket > 0 && l.threads_per_core > 0 => {
+            model::node::SocketLayout {
+                sockets: l.sockets,
+                cores_per_socket: l.cores_per_socket,
+                threads_per_core: l.threads_per_core,
+            }
+        }
+        _ => model::node::SocketLayout::of_cpus(n.cpus),
     }
 }
 
@@ -2063,10 +2087,34 @@ mod tests {
             jobs: 1,
             ..Default::default()
         };
-        let wire = node_to_wire(&node, &usage, Vec::new(), 0);
+        let wire = node_to_wire(
+            &node,
+            &usage,
+            Vec::new(),
+            model::node::DeclaredHardware::of_cpus(node.cpus),
+        );
         let state = node_state_from_wire(&wire).unwrap();
         assert_eq!(state, node.state(2, 1));
         assert_eq!(state.long(), "draining");
+        let one_socket = model::node::SocketLayout {
+            sockets: 1,
+            cores_per_socket: 2,
+            threads_per_core: 2,
+        };
+        let declared = model::node::DeclaredHardware {
+            tmp_disk_mb: 5,
+            layout: one_socket,
+        };
+        let listed = node_to_wire(&node, &usage, Vec::new(), declared);
+        assert_eq!(layout_from_wire(&listed), one_socket);
+        let unset = v1::NodeInfo {
+            layout: None,
+            ..listed
+        };
+        assert_eq!(
+            layout_from_wire(&unset),
+            model::node::SocketLayout::of_cpus(4)
+        );
         let bad = v1::NodeInfo { health: 7, ..wire };
         assert_eq!(
             node_state_from_wire(&bad).unwrap_err().to_string(),

@@ -150,7 +150,8 @@ impl Cluster {
         let node_entries = if spec.node_entries.is_empty() {
             format!(
                 "[[nodes]]\nnames = \"tn[1-{n}]\"\ncpus = {cpus}\nmemory = \"{memory}\"\n\
-                 gpus = {gpus}\ngpu_type = \"h100\"\nconfig_overrides = true\ntmp_disk = \"1G\"\n",
+                 gpus = {gpus}\ngpu_type = \"h100\"\nconfig_overrides = true\ntmp_disk = \"1G\"\n\
+                 cores_per_socket = {cpus}\n",
                 n = spec.nodes,
                 cpus = spec.cpus,
                 memory = spec.memory,

@@ -459,13 +459,17 @@ fn nodes_drain_and_resume() {
         "State=DRAIN",
         "Reason=maintenance",
     ]);
-    let info = c.ok(&["sinfo", "-h", "-N", "-o", "%N %T %d"]);
+    // The entry declares its cores per socket: one socket of all the CPUs.
+    let cpus = ClusterSpec::default().cpus;
+    let info = c.ok(&["sinfo", "-h", "-N", "-o", "%N %T %d %z"]);
     assert!(
-        info.lines().any(|l| l.trim() == "tn1 drained 1024"),
+        info.lines()
+            .any(|l| l.trim() == format!("tn1 drained 1024 1:{cpus}:1")),
         "{info}"
     );
     let shown = c.ok(&["scontrol", "show", "node", "tn1"]);
     assert!(shown.contains(" TmpDisk=1024 "), "{shown}");
+    assert!(shown.contains(" Sockets=1 Boards=1"), "{shown}");
     let reasons = c.ok(&["sinfo", "-R", "-h"]);
     assert!(reasons.contains("maintenance"), "{reasons}");
     let ids: Vec<u32> = (0..3).map(|_| c.sbatch(&["-c", "1"], "sleep 1")).collect();

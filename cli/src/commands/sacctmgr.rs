@@ -141,8 +141,19 @@ impl ClusterInfo {
     }
 }
 
+/// A list value as Slurm's sacctmgr reads one (`slurm_addto_char_list`): a quote that
+/// opens it is dropped with everything from its closing quote, so `format="User,Account"`
+/// (a script's quotes that reached the command) is `User` and `Account`.
+fn list_value(value: &str) -> Vec<String> {
+    let unquoted = match value.chars().next() {
+        Some(quote @ ('"' | '\'')) => value[1..].split(quote).next().unwrap_or_default(),
+        _ => value,
+    };
+    args::split_list(unquoted)
+}
+
 fn names(value: &str, lower: bool) -> Vec<String> {
-    args::split_list(value)
+    list_value(value)
         .into_iter()
         .map(|n| if lower { n.to_lowercase() } else { n })
         .collect()
@@ -229,7 +240,7 @@ pub fn parse_show(what: Listing, words: &[String], opts: &Options) -> Result<Sho
             continue;
         };
         if keyword(key, "format", 1) {
-            show.format.extend(args::split_list(value));
+            show.format.extend(list_value(value));
         } else if keyword(key, "names", 1) {
             f.names.extend(names(value, lower));
         } else if keyword(key, "accounts", 2) || keyword(key, "acct", 4) {
@@ -1882,6 +1893,27 @@ default_qos = "high"
             "Unknown field 'Bogus'\n"
         );
         assert_eq!(error(&["show", "qos", "format=A"]), "Unknown field 'A'\n");
+        // Quotes that reach the command are Slurm's to drop.
+        assert_eq!(
+            show(&[
+                "show",
+                "account",
+                "name='root'",
+                "-nP",
+                "format=\"Account,Descr\""
+            ])
+            .unwrap(),
+            show(&[
+                "show",
+                "account",
+                "name=root",
+                "-nP",
+                "format=Account,Descr"
+            ])
+            .unwrap(),
+        );
+        assert_eq!(list_value("'a,b'c"), ["a", "b"]);
+        assert_eq!(list_value("\"\""), Vec::<String>::new());
         assert_eq!(
             error(&["show", "account", "bogus=1"]),
             " Unknown condition: bogus=1\n Use keyword 'set' to modify value\n"

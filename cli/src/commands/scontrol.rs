@@ -2240,6 +2240,19 @@ mod tests {
         assert!(text.contains("\n   State=IDLE+DRAIN ThreadsPerCore=1"));
         // S:C:T as sinfo -N -l shows it (8:1:1).
         assert!(text.contains(" Sockets=8 Boards=1"), "{text}");
+        // A declared layout: one socket of 4 cores of 2 threads.
+        let declared = v1::NodeInfo {
+            layout: Some(v1::SocketLayout {
+                sockets: 1,
+                cores_per_socket: 4,
+                threads_per_core: 2,
+            }),
+            ..n.clone()
+        };
+        let declared = render(&node_lines(&declared), false);
+        assert!(declared.starts_with("NodeName=gpu01 Arch=x86_64 CoresPerSocket=4 \n"));
+        assert!(declared.contains(" Sockets=1 Boards=1"), "{declared}");
+        assert!(declared.contains("\n   State=IDLE+DRAIN ThreadsPerCore=2"));
         assert!(text.contains("\n   Partitions=debug,gpu \n"));
         assert!(text.contains("\n   CfgTRES=cpu=8,mem=16000M,billing=8,gres/gpu=4\n"));
         assert!(text.contains("\n   Reason=maint ["));

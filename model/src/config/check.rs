@@ -325,6 +325,7 @@ impl Config {
             for (f, feature) in n.features.iter().enumerate() {
                 check_feature(&at.key("features").index(f), feature)?;
             }
+            check_socket_layout(n, &at)?;
             check_gpu_topology(n, &at)?;
             for h in hosts {
                 if !names.insert(h.clone()) {
@@ -877,6 +878,37 @@ fn check_shares(
             &at.key(gpus_key),
             format!(
                 "must be 1 to {free} (the entry's GPUs neither in MIG mode nor shared otherwise)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The processor layout keys of a `[[nodes]]` entry: counts of at least 1 whose product
+/// is the entry's `cpus`.
+fn check_socket_layout(n: &NodeConfig, at: &KeyPath) -> Checked {
+    let declared = [
+        ("sockets", n.sockets),
+        ("cores_per_socket", n.cores_per_socket),
+        ("threads_per_core", n.threads_per_core),
+    ];
+    if let Some((key, _)) = declared.iter().find(|(_, v)| *v == Some(0)) {
+        return Err(Invalid::new(&at.key(key), "must be at least 1"));
+    }
+    let Some((key, _)) = declared.iter().find(|(_, v)| v.is_some()) else {
+        return Ok(());
+    };
+    let layout = n.socket_layout();
+    if layout.cpus() != n.cpus {
+        return Err(Invalid::new(
+            &at.key(key),
+            format!(
+                "{} sockets of {} cores of {} threads are {} CPUs, not the entry's {}",
+                layout.sockets,
+                layout.cores_per_socket,
+                layout.threads_per_core,
+                layout.cpus(),
+                n.cpus
             ),
         ));
     }

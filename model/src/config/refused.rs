@@ -269,6 +269,21 @@ fn rows() -> Vec<Row> {
             &["duplicate key"],
         ),
         node_row(
+            "sockets = 2\ncores_per_socket = 4\n",
+            6,
+            &["sockets: 2 sockets of 4 cores of 1 threads are 8 CPUs, not the entry's 4"],
+        ),
+        node_row(
+            "threads_per_core = 3\n",
+            6,
+            &["threads_per_core", "not the entry's 4"],
+        ),
+        node_row(
+            "cores_per_socket = 0\n",
+            6,
+            &["cores_per_socket: must be at least 1"],
+        ),
+        node_row(
             "features = [\"ib\", \"a&b\"]\n",
             6,
             &["features", "`a&b` is an expression"],
