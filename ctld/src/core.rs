@@ -52,6 +52,9 @@ pub enum Input {
     SetTrigger(crate::command::SetTrigger, Reply<u32>),
     ClearTriggers(crate::command::ClearTriggers, Reply<()>),
     ChangePartition(crate::command::ChangePartition, Reply<String>),
+    /// `scontrol reconfigure` of an unchanged file: the config's partitions, to put
+    /// back as it defines them.
+    RestorePartitions(Vec<model::config::Partition>, Reply<()>),
     /// `sacctmgr`: the last input of its turn, so that the next sees the change.
     ChangeAccounting(ChangeAccounting, Reply<model::assoc_change::Changed>),
     /// A node confirmed it started this run of a job.
@@ -345,7 +348,9 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
     let mut jobs = BTreeSet::new();
     let mut nodes = BTreeSet::new();
     let mut reservations = BTreeSet::new();
-    let mut partitions = BTreeSet::new();
+    // A partition's name, and whether the store keeps a run-time record of it (the
+    // last event of the turn says).
+    let mut partitions = std::collections::BTreeMap::new();
     let mut usage = BTreeSet::new();
     let mut purged = Vec::new();
     let mut triggers = BTreeSet::new();
@@ -370,7 +375,8 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
             reservations.insert(name.to_string());
         }
         if let Some(name) = event.partition_name() {
-            partitions.insert(name.to_string());
+            let kept = !matches!(event, Event::PartitionRestored { .. });
+            partitions.insert(name.to_string(), kept);
         }
         if let Some(name) = event.node_name() {
             nodes.insert(name.to_string());
@@ -398,8 +404,8 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
             .collect(),
         partitions: partitions
             .into_iter()
-            .map(|name| {
-                let p = state.partition(&name).cloned();
+            .map(|(name, kept)| {
+                let p = state.partition(&name).filter(|_| kept).cloned();
                 (name, p)
             })
             .collect(),
@@ -493,6 +499,10 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
             let r = jobs::change_partition(turn, cmd);
             answer(acks, reply, r);
         }
+        Input::RestorePartitions(partitions, reply) => {
+            jobs::restore_partitions(turn, &partitions);
+            answer(acks, reply, Ok(()));
+        }
         Input::ChangeAccounting(cmd, reply) => {
             let r = rules::accounting::change(turn, cmd);
             answer(acks, reply, r);
@@ -558,6 +568,34 @@ mod tests {
         let batch = batch_of(&state, &events, Vec::new());
         let rewritten: Vec<JobId> = batch.jobs.iter().map(|j| j.id).collect();
         assert_eq!((rewritten, batch.purged), (vec![1], vec![2]));
+    }
+
+    /// A partition set at run time is kept by the store; one restored to the config's
+    /// definition is forgotten, whichever came last in the turn.
+    #[test]
+    fn a_restored_partition_leaves_the_store_and_a_set_one_is_kept() {
+        let config = Config::parse(
+            "[[nodes]]\nnames = \"n1\"\ncpus = 2\nmemory = \"1G\"\n\
+             [[partitions]]\nname = \"p\"\nnodes = \"ALL\"\n\
+             [[partitions]]\nname = \"q\"\nnodes = \"ALL\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let state = ClusterState::new(config.node_list(), config.partition_list());
+        let of = |name: &str| Box::new(state.partition(name).unwrap().clone());
+        let events = [
+            Event::PartitionSet { partition: of("p") },
+            Event::PartitionRestored { partition: of("p") },
+            Event::PartitionRestored { partition: of("q") },
+            Event::PartitionSet { partition: of("q") },
+        ];
+        let batch = batch_of(&state, &events, Vec::new());
+        let kept: Vec<(&str, bool)> = batch
+            .partitions
+            .iter()
+            .map(|(name, p)| (name.as_str(), p.is_some()))
+            .collect();
+        assert_eq!(kept, [("p", false), ("q", true)]);
     }
 
     /// A core over `config` and `state`, with no store, and a reader of its snapshots.

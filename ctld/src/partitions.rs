@@ -2,6 +2,9 @@
 //! (`model::partition_change`) to the cluster's partitions, as the event to apply, or
 //! Slurm's error for the request. Only operators change partitions; a partition that
 //! still holds pending or running jobs is not deleted ("Partition is in use").
+//! `scontrol reconfigure` puts the config's partitions back as the file defines them,
+//! as Slurm's does without `ReconfigFlags=KeepPartInfo`; partitions made at run time
+//! stay.
 
 use crate::command::{ChangePartition, PartitionOp, Rejection};
 use model::config::Partition;
@@ -53,4 +56,16 @@ pub fn change(state: &ClusterState, req: &ChangePartition) -> Result<Event, Reje
             })
         }
     }
+}
+
+/// The events that put the config's partitions back as the file defines them: one for
+/// each that a run-time change made different, or deleted.
+pub fn restore(state: &ClusterState, config: &[Partition]) -> Vec<Event> {
+    config
+        .iter()
+        .filter(|p| state.partition(&p.name) != Some(*p))
+        .map(|p| Event::PartitionRestored {
+            partition: Box::new(p.clone()),
+        })
+        .collect()
 }

@@ -795,9 +795,10 @@ impl v1::ctld_server::Ctld for Services {
     }
 
     /// `scontrol reconfigure`, for root and administrators: the config file is read
-    /// and checked again. The controller runs with the config it started with, so a
-    /// file that now says something else is refused until the controller restarts
-    /// (`docs/controller.md`).
+    /// and checked again, and the config's partitions are put back as it defines them
+    /// (their `scontrol update` changes dropped, as Slurm's reconfigure does). The
+    /// controller runs with the config it started with, so a file that now says
+    /// something else is refused until the controller restarts (`docs/controller.md`).
     async fn reconfigure(
         &self,
         req: Request<v1::ReconfigureRequest>,
@@ -816,6 +817,9 @@ impl v1::ctld_server::Ctld for Services {
             ));
         }
         tracing::info!("reconfigure: the configuration file is unchanged");
+        let partitions = self.config.partition_list();
+        self.ask(|reply| Input::RestorePartitions(partitions, reply))
+            .await?;
         Ok(Response::new(v1::ReconfigureReply {}))
     }
 
@@ -1418,7 +1422,19 @@ mod command_tests {
 
     #[tokio::test]
     async fn reconfigure_takes_an_unchanged_file_and_refuses_others() {
-        let (mut s, _rx) = services();
+        let (mut s, mut rx) = services();
+        // The state owner: it is asked to put the config's partitions back.
+        let owner = tokio::spawn(async move {
+            let mut asked = 0;
+            while let Some(input) = rx.recv().await {
+                if let Input::RestorePartitions(partitions, reply) = input {
+                    assert!(partitions.is_empty(), "the config has none");
+                    asked += 1;
+                    reply.send(Ok(())).unwrap();
+                }
+            }
+            asked
+        });
         let file = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let read = file.clone();
         s.config_file = Some(ConfigFile {
@@ -1437,6 +1453,12 @@ mod command_tests {
         *file.lock().unwrap() = "no_such_key = 1".into();
         let refused = s.reconfigure(ask(0)).await.unwrap_err();
         assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        drop(s);
+        assert_eq!(
+            owner.await.unwrap(),
+            1,
+            "only the accepted reconfigure restores"
+        );
     }
 
     /// Services over a state of an array 12 (tasks 1 and 2 split off, 3-5 pending) and

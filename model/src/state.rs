@@ -227,6 +227,12 @@ pub enum Event {
     PartitionDeleted {
         name: String,
     },
+    /// `scontrol reconfigure`: a partition of the config as its file defines it again,
+    /// its run-time changes dropped (Slurm's reconfigure without
+    /// `ReconfigFlags=KeepPartInfo`); the store forgets its run-time record.
+    PartitionRestored {
+        partition: Box<Partition>,
+    },
     /// An admin drains, resumes or downs a node.
     NodeAdmin {
         name: String,
@@ -297,7 +303,9 @@ impl Event {
     /// The run-time partition this event changes, if any.
     pub fn partition_name(&self) -> Option<&str> {
         match self {
-            Event::PartitionSet { partition } => Some(&partition.name),
+            Event::PartitionSet { partition } | Event::PartitionRestored { partition } => {
+                Some(&partition.name)
+            }
             Event::PartitionDeleted { name } => Some(name),
             _ => None,
         }
@@ -867,7 +875,7 @@ impl ClusterState {
                     self.triggers.remove(id);
                 }
             }
-            Event::PartitionSet { partition } => {
+            Event::PartitionSet { partition } | Event::PartitionRestored { partition } => {
                 if partition.is_default {
                     for p in &mut self.partitions {
                         p.is_default = false;

@@ -1,6 +1,6 @@
 //! Partitions made at run time through the real CLI: created, used by a job,
 //! refused deletion while a job is in it, kept over a controller restart, and
-//! deleted for good.
+//! deleted for good; a config partition put back by `scontrol reconfigure`.
 
 use std::time::Duration;
 use tests::{Cluster, ClusterSpec, wait_until};
@@ -64,6 +64,27 @@ fn a_partition_made_at_run_time_runs_jobs_and_outlives_a_restart_until_deleted()
         let out = c.run(&["scontrol", "show", "partition", "extra"]);
         String::from_utf8_lossy(&out.stdout).contains("Partition extra not found")
     }));
+
+    // `scontrol reconfigure` puts the config's partition back as the file defines it,
+    // and a restart then finds no run-time record of it.
+    let default_time = || {
+        let show = c.ok(&["scontrol", "show", "partition", "debug"]);
+        let field = show
+            .split_whitespace()
+            .find(|w| w.starts_with("DefaultTime="));
+        field.unwrap_or_default().to_string()
+    };
+    c.ok(&["scontrol", "update", "PartitionName=debug", "DefaultTime=5"]);
+    assert_eq!(default_time(), "DefaultTime=00:05:00");
+    c.ok(&["scontrol", "reconfigure"]);
+    assert_eq!(default_time(), "DefaultTime=00:10:00");
+    c.kill_ctld();
+    c.start_ctld();
+    assert!(wait_until(T, || c
+        .run(&["scontrol", "ping"])
+        .status
+        .success()));
+    assert_eq!(default_time(), "DefaultTime=00:10:00");
 }
 
 #[test]

@@ -855,7 +855,6 @@ pub fn update_step(turn: &mut Turn, cmd: UpdateStep) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// `scontrol create|update|delete reservation`: the reservation's name.
 /// `scontrol create|update|delete partition`: the partition's name.
 pub fn change_partition(
     turn: &mut Turn,
@@ -868,6 +867,17 @@ pub fn change_partition(
     Ok(name)
 }
 
+/// `scontrol reconfigure`: the config's partitions as its file defines them, where
+/// `scontrol update` or `delete` changed them.
+pub fn restore_partitions(turn: &mut Turn, config: &[model::config::Partition]) {
+    let events = crate::partitions::restore(turn.state, config);
+    turn.reschedule |= !events.is_empty();
+    for event in events {
+        turn.emit(event);
+    }
+}
+
+/// `scontrol create|update|delete reservation`: the reservation's name.
 pub fn change_reservation(turn: &mut Turn, cmd: ChangeReservation) -> Result<String, Rejection> {
     let event = crate::reservations::change(turn.state, &cmd, turn.now)?;
     let name = event.reservation_name().unwrap_or_default().to_string();

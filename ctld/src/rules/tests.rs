@@ -2365,6 +2365,60 @@ fn operators_create_update_and_delete_partitions_and_a_restart_keeps_them() {
     assert!(env.state.partition("p").is_some());
 }
 
+/// `scontrol reconfigure` puts the config's partitions back as the file defines them
+/// (an updated one, a deleted one), and keeps the ones made at run time.
+#[test]
+fn reconfigure_puts_the_configs_partitions_back_and_keeps_run_time_ones() {
+    use crate::command::{ChangePartition, PartitionOp};
+    let mut env = Env::new("[[partitions]]\nname = \"q\"\nnodes = \"n1\"\n");
+    let change = |env: &mut Env, op: PartitionOp, words: &str| {
+        let words: Vec<String> = words.split_whitespace().map(String::from).collect();
+        let cmd = ChangePartition {
+            op,
+            change: model::partition_change::parse(&words).unwrap(),
+            requester: who(0),
+        };
+        env.turn(|t| jobs::change_partition(t, cmd)).answer.unwrap();
+    };
+    change(
+        &mut env,
+        PartitionOp::Update,
+        "PartitionName=p DefaultTime=5 Default=NO",
+    );
+    change(&mut env, PartitionOp::Update, "PartitionName=q Default=YES");
+    change(
+        &mut env,
+        PartitionOp::Create,
+        "PartitionName=extra Nodes=n2",
+    );
+    assert_eq!(env.state.partition("p").unwrap().default_time_min, Some(5));
+    let configured = env.config.partition_list();
+    let restored = env.turn(|t| jobs::restore_partitions(t, &configured));
+    let names: Vec<&str> = restored
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            model::Event::PartitionRestored { partition } => Some(partition.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["p", "q"]);
+    assert_eq!(env.state.partition("p").unwrap().default_time_min, Some(10));
+    assert_eq!(env.state.default_partition().unwrap().name, "p");
+    assert!(
+        env.state.partition("extra").is_some(),
+        "made at run time: kept"
+    );
+    // Deleted, then back.
+    change(&mut env, PartitionOp::Delete, "PartitionName=q");
+    let restored = env.turn(|t| jobs::restore_partitions(t, &configured));
+    assert_eq!(restored.events.len(), 1, "{:?}", restored.events);
+    assert_eq!(env.state.partition("q").unwrap().nodes, ["n1"]);
+    // Nothing changed since: nothing to put back.
+    let again = env.turn(|t| jobs::restore_partitions(t, &configured));
+    assert!(again.events.is_empty(), "{:?}", again.events);
+}
+
 /// Submits a heterogeneous job of components of `cpus` CPUs each; the leader's id.
 fn submit_het(env: &mut Env, cpus: &[u32]) -> Result<JobId, crate::command::Rejection> {
     let components = cpus
