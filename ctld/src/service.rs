@@ -840,6 +840,8 @@ impl v1::ctld_server::Ctld for Services {
                 cpus_per_task: req.cpus_per_task,
                 overcommit: req.overcommit,
                 exclusive: req.exclusive,
+                layout: proto::convert::task_layout_from_wire(req.layout, req.plane_size)
+                    .map_err(invalid)?,
             },
             time_limit_min: req.time_limit_min,
             gpu_request: proto::convert::step_gpu_request_from_wire(req.gpu_request),

@@ -6,6 +6,7 @@ pub mod assoc;
 pub mod assoc_change;
 pub mod config;
 pub mod constraint;
+pub mod distribution;
 pub mod factors;
 pub mod filter;
 pub mod gpu_use;

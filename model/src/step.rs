@@ -9,6 +9,13 @@
 //! and 3-4 on n2. `srun -n 2 -c 4` runs one task on each of n1 and n2. `srun -n 9`
 //! needs 9 CPUs of 12 and is laid out 3,3,3; `srun -n 13` is refused: more processors
 //! than the job has, unless `-O` (overcommit) lets tasks share CPUs.
+//!
+//! `-m` changes the numbering and the shares (`distribution::TaskLayout`): `srun -n 5
+//! -m cyclic` runs tasks 0,3 on n1, 1,4 on n2 and 2 on n3; `-m plane=2` runs 0-1 and
+//! 4 on n1, 2-3 on n2 (two nodes, 5 tasks: n3 gets none and is refused, as a step must
+//! use each of its nodes); `-N 2 -n 5 -m pack` runs 0-3 on n1 (its 4 CPUs) and 4 on n2.
+
+use crate::distribution::TaskLayout;
 
 /// Slurm's answer to a step its job's nodes cannot take yet (ESLURM_NODES_BUSY): the
 /// controller's refusal, on which `srun` waits and asks again.
@@ -30,6 +37,8 @@ pub struct StepRequest {
     /// `--exclusive`: the step takes only the CPUs its tasks need, none that another
     /// running step of the job holds, and waits for them (`exclusive_layout`).
     pub exclusive: bool,
+    /// `-m`'s node part: how the tasks are shared out and numbered.
+    pub layout: TaskLayout,
 }
 
 impl StepRequest {
@@ -92,26 +101,82 @@ pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Layout, StepLayoutError>
     if num_tasks < num_nodes {
         return Err(StepLayoutError::Impossible);
     }
-    let mut counts = even_counts(num_tasks, num_nodes, req.ntasks_per_node);
-    // With --ntasks-per-node, the last nodes get what is left.
-    let mut left = num_tasks;
-    for c in &mut counts {
-        *c = (*c).min(left);
-        left -= *c;
-    }
+    let capacity = |i: usize| {
+        if req.overcommit {
+            u32::MAX
+        } else {
+            cpus[i] / per_task
+        }
+    };
+    let counts = match req.layout {
+        TaskLayout::Plane(size) => (0..num_tasks).fold(vec![0; num_nodes as usize], |mut c, t| {
+            c[((t / size) % num_nodes) as usize] += 1;
+            c
+        }),
+        TaskLayout::Pack if req.ntasks_per_node == 0 => {
+            // Fill each node, leaving one task for each node after it.
+            let mut left = num_tasks;
+            let mut counts: Vec<u32> = (0..num_nodes as usize)
+                .map(|i| {
+                    let later = num_nodes - i as u32 - 1;
+                    let count = capacity(i).min(left - later).max(1);
+                    left -= count;
+                    count
+                })
+                .collect();
+            // What no node holds goes to the last, which is then too full.
+            if let Some(last) = counts.last_mut() {
+                *last += left;
+            }
+            counts
+        }
+        _ => {
+            let mut counts = even_counts(num_tasks, num_nodes, req.ntasks_per_node);
+            // With --ntasks-per-node, the last nodes get what is left.
+            let mut left = num_tasks;
+            for c in &mut counts {
+                *c = (*c).min(left);
+                left -= *c;
+            }
+            counts
+        }
+    };
     if counts.iter().sum::<u32>() != num_tasks || counts.contains(&0) {
         return Err(StepLayoutError::Impossible);
     }
-    let mut next = 0;
-    let mut out = Vec::with_capacity(counts.len());
-    for (i, count) in counts.into_iter().enumerate() {
-        if !req.overcommit && u64::from(count) * u64::from(per_task) > u64::from(cpus[i]) {
-            return Err(StepLayoutError::TooManyCpus);
-        }
-        out.push((i, (next..next + count).collect()));
-        next += count;
+    if counts.iter().enumerate().any(|(i, c)| *c > capacity(i)) {
+        return Err(StepLayoutError::TooManyCpus);
     }
-    Ok(out)
+    let deal = match req.layout {
+        TaskLayout::Block | TaskLayout::Pack => u32::MAX,
+        TaskLayout::Cyclic => 1,
+        TaskLayout::Plane(size) => size,
+    };
+    Ok(number_tasks(&counts, deal)
+        .into_iter()
+        .enumerate()
+        .collect())
+}
+
+/// Numbers the tasks of nodes that run `counts` tasks: `deal` at a time to each node
+/// in turn, round after round, until every node has its count (`u32::MAX`: node after
+/// node; 1: cyclic).
+fn number_tasks(counts: &[u32], deal: u32) -> Vec<Vec<u32>> {
+    let mut ids: Vec<Vec<u32>> = counts
+        .iter()
+        .map(|c| Vec::with_capacity(*c as usize))
+        .collect();
+    let total: u32 = counts.iter().sum();
+    let mut next = 0;
+    while next < total {
+        for (node, count) in counts.iter().enumerate() {
+            let given = ids[node].len() as u32;
+            let take = deal.min(count - given);
+            ids[node].extend(next..next + take);
+            next += take;
+        }
+    }
+    ids
 }
 
 /// The CPUs of each of its job's nodes (`job_nodes`, in the job's order) that the job's
@@ -556,6 +621,7 @@ mod tests {
             cpus_per_task,
             overcommit: false,
             exclusive: false,
+            layout: TaskLayout::Block,
         }
     }
 
@@ -601,6 +667,56 @@ mod tests {
 
     fn counts(r: StepRequest, cpus: &[u32]) -> Result<Vec<usize>, StepLayoutError> {
         layout(r, cpus).map(|l| l.iter().map(|(_, t)| t.len()).collect())
+    }
+
+    #[test]
+    fn distributions_of_the_worked_example() {
+        let job = [4, 4, 4];
+        let with = |layout: TaskLayout, tasks: u32, nodes: u32| {
+            crate::step::layout(
+                StepRequest {
+                    layout,
+                    ..req(tasks, nodes, 0, 0)
+                },
+                &job,
+            )
+        };
+        assert_eq!(
+            with(TaskLayout::Cyclic, 5, 0).unwrap(),
+            vec![(0, vec![0, 3]), (1, vec![1, 4]), (2, vec![2])]
+        );
+        assert_eq!(
+            with(TaskLayout::Plane(2), 5, 2).unwrap(),
+            vec![(0, vec![0, 1, 4]), (1, vec![2, 3])]
+        );
+        assert_eq!(
+            with(TaskLayout::Plane(2), 5, 3).unwrap(),
+            vec![(0, vec![0, 1]), (1, vec![2, 3]), (2, vec![4])]
+        );
+        assert_eq!(
+            with(TaskLayout::Plane(4), 5, 3),
+            Err(StepLayoutError::Impossible),
+            "a node without a task"
+        );
+        assert_eq!(
+            with(TaskLayout::Pack, 5, 2).unwrap(),
+            vec![(0, vec![0, 1, 2, 3]), (1, vec![4])]
+        );
+        // Packed: each later node keeps one task.
+        assert_eq!(
+            with(TaskLayout::Pack, 4, 2).unwrap(),
+            vec![(0, vec![0, 1, 2]), (1, vec![3])]
+        );
+        assert_eq!(
+            with(TaskLayout::Pack, 13, 3),
+            Err(StepLayoutError::TooManyCpus)
+        );
+        let over = StepRequest {
+            layout: TaskLayout::Pack,
+            overcommit: true,
+            ..req(9, 2, 0, 0)
+        };
+        assert_eq!(counts(over, &job), Ok(vec![8, 1]));
     }
 
     #[test]

@@ -155,6 +155,12 @@ pub async fn run(
         Ok(Ok(started)) => started,
         Ok(Err(message)) => {
             warn!(job_id, step = %step, %message, "step launch failed");
+            let levels = step_debug_levels(&launch);
+            if let (false, Some(first)) = (levels.is_empty(), launch.task_ids.first()) {
+                let _ = out
+                    .send(Ok(data_message(*first, true, levels.as_bytes())))
+                    .await;
+            }
             let _ = out
                 .send(Ok(TaskOutput {
                     output: Some(task_output::Output::LaunchError(message)),
@@ -321,17 +327,11 @@ pub async fn run(
 /// `debug`, the step's shape from `debug2`.
 fn step_log(launch: &v1::TaskLaunch, tasks: &[StartedTask]) -> String {
     use model::log_level::LogLevel;
+    let mut out = step_debug_levels(launch);
     if launch.slurmd_debug == 0 {
-        return String::new();
+        return out;
     }
     let level = LogLevel::from_number(launch.slurmd_debug).step_stderr();
-    let mut out = String::new();
-    if level >= LogLevel::Verbose {
-        out.push_str(&format!(
-            "slurmstepd: debug levels are stderr='{}', logfile='info', syslog='quiet'\n",
-            level.name()
-        ));
-    }
     if level >= LogLevel::Debug2 {
         out.push_str(&format!(
             "slurmstepd: debug2: StepId={}.{} runs {} tasks on {}\n",
@@ -350,6 +350,20 @@ fn step_log(launch: &v1::TaskLaunch, tasks: &[StartedTask]) -> String {
         }
     }
     out
+}
+
+/// The first line `srun --slurmd-debug` gets of the step, from `verbose` on: the step's
+/// log levels, written before any task starts (so also when none could).
+fn step_debug_levels(launch: &v1::TaskLaunch) -> String {
+    use model::log_level::LogLevel;
+    let level = LogLevel::from_number(launch.slurmd_debug).step_stderr();
+    if launch.slurmd_debug == 0 || level < LogLevel::Verbose {
+        return String::new();
+    }
+    format!(
+        "slurmstepd: debug levels are stderr='{}', logfile='info', syslog='quiet'\n",
+        level.name()
+    )
 }
 
 /// Kills what is left in a step's cgroup.
@@ -1065,5 +1079,30 @@ mod tests {
                 ("A".to_string(), "b=c".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn slurmd_debug_shows_the_steps_levels_from_verbose_on() {
+        use model::log_level::LogLevel;
+        let levels = |level: LogLevel| {
+            step_debug_levels(&v1::TaskLaunch {
+                slurmd_debug: level.number(),
+                ..Default::default()
+            })
+        };
+        // `--slurmd-debug=error` raises the step's stderr from error by error's number.
+        assert_eq!(
+            levels(LogLevel::Error),
+            "slurmstepd: debug levels are stderr='verbose', logfile='info', syslog='quiet'\n"
+        );
+        assert_eq!(levels(LogLevel::Quiet), "");
+        let no_tasks = step_log(
+            &v1::TaskLaunch {
+                slurmd_debug: LogLevel::Error.number(),
+                ..Default::default()
+            },
+            &[],
+        );
+        assert_eq!(no_tasks, levels(LogLevel::Error));
     }
 }

@@ -1022,6 +1022,34 @@ pub fn step_gpu_request_to_wire(r: &model::StepGpuRequest) -> v1::StepGpuRequest
     }
 }
 
+/// A step's task layout on the wire: the layout and its plane size.
+pub fn task_layout_to_wire(layout: model::distribution::TaskLayout) -> (v1::TaskLayout, u32) {
+    use model::distribution::TaskLayout as L;
+    match layout {
+        L::Block => (v1::TaskLayout::Block, 0),
+        L::Cyclic => (v1::TaskLayout::Cyclic, 0),
+        L::Plane(size) => (v1::TaskLayout::Plane, size),
+        L::Pack => (v1::TaskLayout::Pack, 0),
+    }
+}
+
+/// A step's task layout from the wire; an unknown layout or a plane of no task is
+/// refused.
+pub fn task_layout_from_wire(
+    layout: i32,
+    plane_size: u32,
+) -> Result<model::distribution::TaskLayout, String> {
+    use model::distribution::TaskLayout as L;
+    match v1::TaskLayout::try_from(layout) {
+        Ok(v1::TaskLayout::Block) => Ok(L::Block),
+        Ok(v1::TaskLayout::Cyclic) => Ok(L::Cyclic),
+        Ok(v1::TaskLayout::Plane) if plane_size > 0 => Ok(L::Plane(plane_size)),
+        Ok(v1::TaskLayout::Pack) => Ok(L::Pack),
+        Ok(v1::TaskLayout::Plane) => Err(model::distribution::INVALID.to_string()),
+        Err(_) => Err(format!("unknown task layout {layout}")),
+    }
+}
+
 /// A step's GPU request from the wire (absent: none asked).
 pub fn step_gpu_request_from_wire(r: Option<v1::StepGpuRequest>) -> model::StepGpuRequest {
     let r = r.unwrap_or_default();
@@ -2075,6 +2103,20 @@ mod tests {
         for s in JobState::ALL {
             assert_eq!(state_from_wire(state_to_wire(s)), s);
         }
+    }
+
+    #[test]
+    fn task_layouts_round_trip_and_unknown_ones_are_refused() {
+        use model::distribution::TaskLayout as L;
+        for layout in [L::Block, L::Cyclic, L::Plane(3), L::Pack] {
+            let (wire, size) = task_layout_to_wire(layout);
+            assert_eq!(task_layout_from_wire(wire as i32, size), Ok(layout));
+        }
+        assert!(task_layout_from_wire(v1::TaskLayout::Plane as i32, 0).is_err());
+        assert_eq!(
+            task_layout_from_wire(9, 0),
+            Err("unknown task layout 9".to_string())
+        );
     }
 
     #[test]

@@ -238,6 +238,37 @@ fn a_task_count_beyond_one_node_spreads_over_several() {
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     assert_eq!(counts, vec!["3 tn1", "3 tn2"], "{out}");
+    // -m cyclic deals the tasks out node by node; -m pack fills the first node (of
+    // the whole nodes --exclusive takes).
+    for (how, want) in [
+        (
+            "cyclic",
+            [
+                "0: tn1 cyclic",
+                "1: tn2 cyclic",
+                "2: tn1 cyclic",
+                "3: tn2 cyclic",
+            ],
+        ),
+        (
+            "pack",
+            ["0: tn1 pack", "1: tn1 pack", "2: tn1 pack", "3: tn2 pack"],
+        ),
+    ] {
+        let out = c.ok(&[
+            "srun",
+            "--exclusive",
+            "-N2",
+            "-n4",
+            "-m",
+            how,
+            "-l",
+            "sh",
+            "-c",
+            "echo $SLURMD_NODENAME $SLURM_DISTRIBUTION",
+        ]);
+        assert_eq!(sorted_lines(&out), want, "{out}");
+    }
     let gpus = c.sbatch(&["--gpus=5"], "true");
     c.wait_state(gpus, "COMPLETED", T);
     assert_eq!(c.field(gpus, "NNodes"), "3");

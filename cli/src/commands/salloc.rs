@@ -66,6 +66,12 @@ pub async fn allocate(
     }
 }
 
+/// Whether salloc and srun say that a job waits and when it got its allocation: unless
+/// `-Q`, or `-I` alone (the controller starts the job now or not at all).
+pub fn tells_waits(o: &SubmitOpts) -> bool {
+    o.immediate != Some(1) && !o.quiet
+}
+
 /// Submits the job holding an allocation of `o`; its id.
 async fn submit(
     prog: &str,
@@ -156,7 +162,10 @@ impl<'a> Waiting<'a> {
     fn tell_pending(&mut self) {
         if self.say && !self.told_pending {
             self.told_pending = true;
-            eprintln!("{}: Pending job allocation {}", self.prog, self.job_id);
+            // salloc's own word; the next is Slurm's allocation call's, srun's too.
+            if self.prog == PROG {
+                eprintln!("{}: Pending job allocation {}", self.prog, self.job_id);
+            }
             eprintln!(
                 "{}: job {} queued and waiting for resources",
                 self.prog, self.job_id
@@ -201,6 +210,12 @@ impl<'a> Waiting<'a> {
             };
             let state = crate::jobs::job_state(&job);
             if state == model::JobState::Running && !job.batch_host.is_empty() {
+                if self.told_pending {
+                    eprintln!(
+                        "{}: job {} has been allocated resources",
+                        self.prog, self.job_id
+                    );
+                }
                 return Ok(Started::Granted(Box::new(job)));
             }
             if state.is_final() {
@@ -538,9 +553,7 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
         Ok(x) => x,
         Err(e) => return e.finish(),
     };
-    // `-I` alone asks the controller to start the job now or not at all: salloc says
-    // nothing of a wait.
-    let mut waiting = Waiting::new(PROG, job_id, o.immediate != Some(1) && !o.quiet);
+    let mut waiting = Waiting::new(PROG, job_id, tells_waits(&o));
     let started = {
         tokio::select! {
             r = waiting.wait_for_start_within(&mut ctld, o.immediate) => r,

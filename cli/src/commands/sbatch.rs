@@ -1146,6 +1146,11 @@ mod tests {
             refused(&["--begin", "now+2hour", "--deadline", "now+1hour", "x.sh"]),
             ["sbatch: error: Incompatible begin and deadline time specification"]
         );
+        // No license is known here.
+        assert_eq!(
+            refused(&["-L", "matlab:1", "x.sh"]),
+            ["sbatch: error: Batch job submission failed: Invalid license specification"]
+        );
     }
 
     #[test]

@@ -38,6 +38,7 @@ const INPUT_ENV: &[(&str, &str)] = &[
     ("SLURM_CONSTRAINT", "constraint"),
     ("SLURM_CPU_BIND", "cpu-bind"),
     ("SLURM_DEPENDENCY", "dependency"),
+    ("SLURM_DISTRIBUTION", "distribution"),
     ("SLURM_EXPORT_ENV", "export"),
     ("SRUN_EXPORT_ENV", "export"),
     ("SLURM_GPU_BIND", "gpu-bind"),
@@ -189,6 +190,9 @@ pub fn task_env(
     }
     if let Some(t) = o.mpi {
         set("SLURM_MPI_TYPE", t.name().to_string());
+    }
+    for (k, v) in submit_opts::distribution_env(o) {
+        set(&k, v);
     }
     if o.unbuffered {
         set("PYTHONUNBUFFERED", "1".into());
@@ -493,46 +497,29 @@ async fn outside_allocation(req: Request, env: Vec<(String, String)>) -> ExitCod
         .job_name
         .clone()
         .unwrap_or_else(|| submit_opts::basename(&req.command[0]).to_string());
-    let alloc = match super::salloc::allocate(PROG, &req.opts, env.clone(), &name, false).await {
+    let alloc = match super::salloc::allocate(
+        PROG,
+        &req.opts,
+        env.clone(),
+        &name,
+        super::salloc::tells_waits(&req.opts),
+    )
+    .await
+    {
         Ok(a) => a,
         Err(e) => return e.finish(),
     };
+    // `-v` names the allocation once, with the step's launch (`step::in_allocation`).
     let job_id = alloc.job.job_id;
-    if req.opts.verbose > 0 {
-        eprintln!("{}", allocation_line(&alloc.job));
-    }
     let env = alloc.env(env);
     let code = super::step::in_allocation(req, env, job_id).await;
     alloc.relinquish(code == ExitCode::SUCCESS).await;
     code
 }
 
-/// What `srun -v` says of the allocation it got, as Slurm's srun does:
-/// ``jobid 7: nodes(2):`n[1-2]', cpu counts: 4(x2)``.
-fn allocation_line(job: &v1::JobInfo) -> String {
-    let nodes = job.num_nodes.max(1);
-    let counts = if job.num_cpus.is_multiple_of(nodes) {
-        format!("{}(x{nodes})", job.num_cpus / nodes)
-    } else {
-        job.num_cpus.to_string()
-    };
-    format!(
-        "{PROG}: jobid {}: nodes({}):`{}', cpu counts: {counts}",
-        job.job_id, job.num_nodes, job.nodes
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn verbose_names_the_allocation() {
-        assert_eq!(
-            allocation_line(&job()),
-            "srun: jobid 41: nodes(2):`gpu[01-02]', cpu counts: 4(x2)"
-        );
-    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
@@ -718,6 +705,25 @@ mod tests {
         assert_eq!(get("SLURM_ARRAY_TASK_ID"), Some("1"));
         assert_eq!(get("SLURM_STEP_NODELIST"), Some("gpu[01-02]"));
         assert_eq!(got.iter().filter(|(k, _)| k == "SLURM_JOB_ID").count(), 1);
+        assert_eq!(get("SLURM_DISTRIBUTION"), None, "only with -m");
+        let planes = task_env(
+            &opts_with(&[("distribution", "plane=2")]),
+            &env,
+            &job(),
+            3,
+            &nodes,
+        );
+        let planes: Vec<&(String, String)> = planes
+            .iter()
+            .filter(|(k, _)| k.starts_with("SLURM_DIST"))
+            .collect();
+        assert_eq!(
+            planes,
+            [
+                &("SLURM_DISTRIBUTION".to_string(), "plane".to_string()),
+                &("SLURM_DIST_PLANESIZE".to_string(), "2".to_string())
+            ]
+        );
         // --export=NONE keeps only SLURM_* variables.
         let o = opts_with(&[("export", "NONE")]);
         assert!(

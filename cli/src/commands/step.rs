@@ -146,6 +146,9 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         .clone()
         .unwrap_or_else(|| super::submit_opts::basename(&req.command[0]).to_string());
     let (num_tasks, num_nodes, ntasks_per_node, cpus_per_task) = step_shape(o, &env);
+    let (layout, plane_size) = proto::convert::task_layout_to_wire(
+        o.distribution.map(|d| d.task_layout()).unwrap_or_default(),
+    );
     let ask = v1::CreateStepRequest {
         job_id,
         name,
@@ -157,6 +160,8 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         exclusive: o.exclusive,
         time_limit_min: o.time_limit.flatten(),
         gpu_request: Some(super::submit_opts::step_gpu_request(o, PROG)),
+        layout: layout as i32,
+        plane_size,
     };
     // Nodes that have not started the job yet are busy: asked again until they have,
     // as Slurm's srun does. A batch script's srun may ask before the controller has

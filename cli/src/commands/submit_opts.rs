@@ -252,7 +252,13 @@ pub const OPTIONS: &[OptDef] = &[
         o.disable_status = true;
         Ok(())
     }),
-    OptDef::ignored(Both, value("distribution", Some('m'))),
+    OptDef::both(value("distribution", Some('m')), |o, a| {
+        let d = model::distribution::Distribution::parse(a.value)
+            .map_err(|m| Exit::error(a.prog, m))?;
+        o.distribution = Some(d);
+        Ok(())
+    })
+    .env("SBATCH_DISTRIBUTION"),
     OptDef::ignored(SrunOnly, value("epilog", None)),
     OptDef::both(value("error", Some('e')), |o, a| a.text(&mut o.error)).env("SBATCH_ERROR"),
     OptDef::ignored(SrunOnly, flag("exact", None)),
@@ -355,7 +361,7 @@ pub const OPTIONS: &[OptDef] = &[
         o.label = true;
         Ok(())
     }),
-    OptDef::ignored(Both, value("licenses", Some('L'))),
+    OptDef::both(value("licenses", Some('L')), |o, a| a.text(&mut o.licenses)),
     OptDef::both(value("mail-type", None), |o, a| {
         let types = model::mail::parse_mail_types(a.value).map_err(|m| Exit::error(a.prog, m))?;
         o.mail_types = Some(types);
@@ -752,6 +758,9 @@ pub struct SubmitOpts {
     pub requeue: Option<bool>,
     pub comment: Option<String>,
     pub wckey: Option<String>,
+    /// `-L/--licenses`: Drover has no licenses (Slurm's `Licenses=`), so a job that
+    /// asks for one is refused, as Slurm refuses a license it does not know.
+    pub licenses: Option<String>,
     pub begin: Option<String>,
     /// `--deadline`, as given (checked at submit: `deadline_limit`).
     pub deadline: Option<String>,
@@ -762,6 +771,8 @@ pub struct SubmitOpts {
     pub exclude: Option<String>,
     pub reservation: Option<String>,
     pub exclusive: bool,
+    /// `-m/--distribution`: how a step's tasks go over its nodes.
+    pub distribution: Option<model::distribution::Distribution>,
     pub nice: Option<i32>,
     pub kill_on_invalid_dep: Option<bool>,
     pub quiet: bool,
@@ -993,12 +1004,14 @@ pub fn parse_gpu_count(text: &str) -> Option<Gpu> {
 /// `--gres`: `gpu`, `gpu:2`, `gpu:a100:1`, `shard:4` or `mps:50` (shares of shared
 /// GPUs, a GPU request of type `shard` or `mps`), with an optional `gres:`/`gres/`
 /// prefix, or `none`. Only GPUs and their shares exist here; any other resource is an
-/// error.
+/// error, unless none of it is asked for (`craynetwork:0`), which Slurm takes.
+/// `shard:0` and `mps:0` stay refused.
 pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
     if text.trim().eq_ignore_ascii_case("none") {
         return Some(None);
     }
     let mut found: Option<Gpu> = None;
+    let mut none_asked = false;
     for item in text.split(',') {
         let item = item.trim();
         let item = item
@@ -1006,6 +1019,13 @@ pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
             .or_else(|| item.strip_prefix("gres/"))
             .unwrap_or(item);
         let parts: Vec<&str> = item.split(':').collect();
+        if let [name, .., "0"] = parts.as_slice()
+            && !name.is_empty()
+            && !matches!(*name, "gpu" | "shard" | "mps")
+        {
+            none_asked = true;
+            continue;
+        }
         let gpu = match parts.as_slice() {
             ["gpu"] => Gpu {
                 gpu_type: String::new(),
@@ -1033,7 +1053,11 @@ pub fn parse_gres(text: &str) -> Option<Option<Gpu>> {
             return None;
         }
     }
-    found.map(Some)
+    match found {
+        Some(gpu) => Some(Some(gpu)),
+        None if none_asked => Some(None),
+        None => None,
+    }
 }
 
 /// `--signal=[{R|B}:]sig[@seconds]`; the time defaults to 60 s.
@@ -1601,6 +1625,20 @@ fn sbatch_job_env(o: &SubmitOpts) -> Vec<(String, String)> {
     if o.overcommit {
         env.push(("SLURM_OVERCOMMIT".into(), "1".into()));
     }
+    env.extend(distribution_env(o));
+    env
+}
+
+/// `SLURM_DISTRIBUTION` (and `SLURM_DIST_PLANESIZE` for `plane=N`) of a `-m` given, as
+/// sbatch puts them in the job's environment and srun in its tasks'.
+pub fn distribution_env(o: &SubmitOpts) -> Vec<(String, String)> {
+    let Some(d) = o.distribution else {
+        return Vec::new();
+    };
+    let mut env = vec![("SLURM_DISTRIBUTION".to_string(), d.to_string())];
+    if let Some(size) = d.plane_size() {
+        env.push(("SLURM_DIST_PLANESIZE".into(), size.to_string()));
+    }
     env
 }
 
@@ -1634,6 +1672,9 @@ pub fn build_spec(
         None => 0,
     };
     let deadline = checked_deadline(o, prog, ctx, begin_time)?;
+    if o.licenses.as_deref().is_some_and(|l| !l.trim().is_empty()) {
+        return Err(submission_failed(prog, "Invalid license specification"));
+    }
     check_gpu_counts(o, prog)?;
     let gpus_per_node = gpus_per_node(o);
     // GPUs per node and per task make the tasks per node, as in Slurm.
@@ -2381,6 +2422,15 @@ pub(crate) mod tests {
         assert_eq!(
             e(&mut o, "gres", "foo:1"),
             ["sbatch: error: Invalid generic resource (gres) specification"]
+        );
+        // None of another resource is nothing; a GPU count of 0 stays a request.
+        assert_eq!(parse_gres("craynetwork:0"), Some(None));
+        assert_eq!(
+            parse_gres("gpu:1,craynetwork:0"),
+            Some(Some(Gpu {
+                gpu_type: String::new(),
+                count: 1
+            }))
         );
         assert_eq!(
             e(&mut o, "signal", "FOO"),
