@@ -1418,7 +1418,10 @@ mod command_tests {
             ),
             ("AccountingStorageEnforce", "none")
         );
-        assert_eq!(reply.entries[1].key, "AccountingStorageType");
+        let keys: Vec<&str> = reply.entries[1..3].iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(keys, ["AccountingStorageTRES", "AccountingStorageType"]);
+        // A config of no node counts no GPU.
+        assert_eq!(reply.entries[1].value, "cpu,mem,node,billing");
         assert_eq!(reply.config_file, "");
     }
 

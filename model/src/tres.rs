@@ -219,6 +219,21 @@ pub fn device_tres(gpu_type: &str) -> Vec<String> {
     }
 }
 
+/// The TRES the cluster counts, as Slurm's `AccountingStorageTRES` lists them: `cpu`,
+/// `mem`, `node`, `billing`, and those of its nodes' GPU devices (`gres/gpu`,
+/// `gres/gpu:h100`, ...), in display order.
+pub fn tracked(nodes: &[Node]) -> Vec<String> {
+    let mut names: BTreeMap<String, ()> = ["cpu", "mem", "node", "billing"]
+        .map(|n| (n.to_string(), ()))
+        .into();
+    for g in nodes.iter().flat_map(|n| &n.gpus) {
+        for name in device_tres(&g.gpu_type) {
+            names.insert(name, ());
+        }
+    }
+    sorted_names(&names).into_iter().map(String::from).collect()
+}
+
 /// What a node offers: its CPUs, memory, itself, and its GPU devices by `device_tres`.
 pub fn node_tres(node: &Node) -> TresCounts {
     let mut out = TresCounts::new();
@@ -289,6 +304,26 @@ mod tests {
         assert!(parse_weights("cpu=-1").is_err());
         assert_eq!(canonical_name("GPU:A100").as_deref(), Some("gres/gpu:a100"));
         assert_eq!(canonical_name("license/x"), None);
+    }
+
+    #[test]
+    fn the_tracked_tres_are_the_base_ones_and_the_gpus_nodes_have() {
+        let gpus = |t: &str| -> Vec<crate::node::GpuDevice> {
+            (0..2)
+                .map(|i| crate::node::GpuDevice::with_default_topology(i, 2, t))
+                .collect()
+        };
+        let mut gpu_node = Node::from_config("g1", 8, 1024, gpus("h100"));
+        gpu_node.gpus.extend(gpus(crate::node::SHARD));
+        let cpu_node = Node::from_config("c1", 8, 1024, Vec::new());
+        assert_eq!(
+            tracked(std::slice::from_ref(&cpu_node)),
+            ["cpu", "mem", "node", "billing"]
+        );
+        assert_eq!(
+            tracked(&[cpu_node, gpu_node]).join(","),
+            "cpu,mem,node,billing,gres/gpu,gres/gpu:h100,gres/shard"
+        );
     }
 
     #[test]

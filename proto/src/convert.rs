@@ -891,6 +891,10 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         // The controller keeps accounting itself, where Slurm has slurmdbd: tools
         // (and Slurm's own tests) ask this key whether accounting is there.
         (
+            "AccountingStorageTRES",
+            model::tres::tracked(&config.node_list()).join(","),
+        ),
+        (
             "AccountingStorageType",
             "accounting_storage/slurmdbd".into(),
         ),

@@ -174,6 +174,12 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         match ctld.create_step(ask.clone()).await {
             Ok(r) => break r.into_inner(),
             Err(s) if s.message() == model::step::NODES_BUSY => {
+                // `--immediate[=secs]`: no longer than that.
+                if o.immediate
+                    .is_some_and(|secs| asked.elapsed().as_secs() >= u64::from(secs.max(1)))
+                {
+                    return fail(model::step::NODES_BUSY.to_string());
+                }
                 if !waited && asked.elapsed() >= std::time::Duration::from_secs(1) {
                     eprintln!(
                         "{PROG}: Job {job_id} step creation temporarily disabled, retrying ({})",
