@@ -218,6 +218,9 @@ pub struct CreateStep {
     pub name: String,
     /// `-n`, `-N`, `--ntasks-per-node`, `-c`.
     pub request: model::step::StepRequest,
+    /// `-w`: nodes of the job the step must run on; `-x`: nodes it must not.
+    pub nodelist: Vec<String>,
+    pub exclude: Vec<String>,
     /// `-t`: the step's own time limit, in minutes.
     pub time_limit_min: Option<u32>,
     /// Its GPU options, as srun was given them.

@@ -843,6 +843,8 @@ impl v1::ctld_server::Ctld for Services {
                 layout: proto::convert::task_layout_from_wire(req.layout, req.plane_size)
                     .map_err(invalid)?,
             },
+            nodelist: req.nodelist,
+            exclude: req.exclude,
             time_limit_min: req.time_limit_min,
             gpu_request: proto::convert::step_gpu_request_from_wire(req.gpu_request),
             requester,

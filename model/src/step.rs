@@ -179,6 +179,30 @@ fn number_tasks(counts: &[u32], deal: u32) -> Vec<Vec<u32>> {
     ids
 }
 
+/// The job's nodes a step may use, by index in the job's order (`job_nodes`): those
+/// `-w` names first (each must be the job's, and not `-x`'s), then the others that
+/// `-x` does not name.
+///
+/// Example: on `n[1-3]`, `-w n3` gives `[2, 0, 1]` (with `-N` unset the step then runs
+/// on n3 alone), `-x n1` gives `[1, 2]`, and `-w n4` is refused.
+pub fn step_candidates(
+    job_nodes: &[&str],
+    nodelist: &[String],
+    exclude: &[String],
+) -> Result<Vec<usize>, StepLayoutError> {
+    let named = |list: &[String], n: &str| list.iter().any(|m| m == n);
+    if nodelist
+        .iter()
+        .any(|n| !job_nodes.contains(&n.as_str()) || named(exclude, n))
+    {
+        return Err(StepLayoutError::Impossible);
+    }
+    let (first, rest): (Vec<usize>, Vec<usize>) = (0..job_nodes.len())
+        .filter(|i| !named(exclude, job_nodes[*i]))
+        .partition(|i| named(nodelist, job_nodes[*i]));
+    Ok(first.into_iter().chain(rest).collect())
+}
+
 /// The CPUs of each of its job's nodes (`job_nodes`, in the job's order) that the job's
 /// running steps hold. A step's CPUs are taken as spread evenly over its nodes, as
 /// `layout` spreads its tasks (rounded up: a node is never counted freer than it is).
@@ -667,6 +691,27 @@ mod tests {
 
     fn counts(r: StepRequest, cpus: &[u32]) -> Result<Vec<usize>, StepLayoutError> {
         layout(r, cpus).map(|l| l.iter().map(|(_, t)| t.len()).collect())
+    }
+
+    #[test]
+    fn nodes_named_and_excluded() {
+        let job = ["n1", "n2", "n3"];
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            step_candidates(&job, &names(&["n3"]), &[]),
+            Ok(vec![2, 0, 1])
+        );
+        assert_eq!(step_candidates(&job, &[], &names(&["n1"])), Ok(vec![1, 2]));
+        assert_eq!(
+            step_candidates(&job, &names(&["n2"]), &names(&["n1"])),
+            Ok(vec![1, 2])
+        );
+        for (list, exclude) in [(&["n4"][..], &[][..]), (&["n2"], &["n2"])] {
+            assert_eq!(
+                step_candidates(&job, &names(list), &names(exclude)),
+                Err(StepLayoutError::Impossible)
+            );
+        }
     }
 
     #[test]

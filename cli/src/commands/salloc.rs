@@ -159,9 +159,14 @@ impl<'a> Waiting<'a> {
     /// Says that the job waits, as Slurm's salloc does when the controller does not
     /// start it at once: at once when it waits for a reason of its own (held, a begin
     /// time, a dependency), else after the first scheduling pass had its chance.
-    fn tell_pending(&mut self) {
+    fn tell_pending(&mut self, reason: &str) {
         if self.say && !self.told_pending {
             self.told_pending = true;
+            // What Slurm's controller answers a job it queued in a partition that is
+            // down (ESLURM_PARTITION_DOWN), which the allocation call prints.
+            if model::reason::Reason::parse(reason) == Some(model::reason::Reason::PartitionDown) {
+                eprintln!("{}: Partition in DOWN state", self.prog);
+            }
             // salloc's own word; the next is Slurm's allocation call's, srun's too.
             if self.prog == PROG {
                 eprintln!("{}: Pending job allocation {}", self.prog, self.job_id);
@@ -224,7 +229,7 @@ impl<'a> Waiting<'a> {
             // A reason means a scheduling pass has seen the job and left it waiting.
             let evaluated = !matches!(job.reason.as_str(), "" | "None");
             if evaluated || self.since.elapsed() >= PENDING_GRACE {
-                self.tell_pending();
+                self.tell_pending(&job.reason);
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_millis(500));

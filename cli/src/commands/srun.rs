@@ -172,8 +172,13 @@ pub fn task_env(
     }
     set("SLURM_STEP_ID", step_id.to_string());
     set("SLURM_STEPID", step_id.to_string());
-    set("SLURM_NTASKS", num_tasks.to_string());
-    set("SLURM_NPROCS", num_tasks.to_string());
+    // The step's counts, or with -E the environment's where it has them.
+    let kept = |k: &str| o.preserve_env && env.iter().any(|(n, _)| n == k);
+    for k in ["SLURM_NTASKS", "SLURM_NPROCS"] {
+        if !kept(k) {
+            set(k, num_tasks.to_string());
+        }
+    }
     set("SLURM_STEP_NUM_TASKS", num_tasks.to_string());
     set("SLURM_STEP_NUM_NODES", step_nodes.len().max(1).to_string());
     set("SLURM_STEP_TASKS_PER_NODE", per_node.clone());
@@ -182,7 +187,9 @@ pub fn task_env(
     set("SLURM_JOB_NODELIST", nodes.clone());
     set("SLURM_NODELIST", nodes);
     set("SLURM_JOB_NUM_NODES", num_nodes.to_string());
-    set("SLURM_NNODES", num_nodes.to_string());
+    if !kept("SLURM_NNODES") {
+        set("SLURM_NNODES", step_nodes.len().max(1).to_string());
+    }
     set("SLURM_CPUS_ON_NODE", cpus_on_node.to_string());
     set("SLURM_SRUN_COMM_HOST", submit_opts::hostname());
     if let Some(c) = o.cpus_per_task {
@@ -706,6 +713,27 @@ mod tests {
         assert_eq!(get("SLURM_STEP_NODELIST"), Some("gpu[01-02]"));
         assert_eq!(got.iter().filter(|(k, _)| k == "SLURM_JOB_ID").count(), 1);
         assert_eq!(get("SLURM_DISTRIBUTION"), None, "only with -m");
+        // A step of one node of the job's two: SLURM_NNODES is the step's, unless -E
+        // keeps the environment's counts.
+        let batch_env = [
+            env.clone(),
+            vec![
+                ("SLURM_NNODES".to_string(), "2".to_string()),
+                ("SLURM_NTASKS".to_string(), "6".to_string()),
+            ],
+        ]
+        .concat();
+        let counts = |o: &SubmitOpts| {
+            let got = task_env(o, &batch_env, &job(), 3, &nodes[..1]);
+            ["SLURM_NNODES", "SLURM_NTASKS", "SLURM_JOB_NUM_NODES"].map(|k| {
+                got.iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            })
+        };
+        assert_eq!(counts(&SubmitOpts::default()), ["1", "2", "2"]);
+        assert_eq!(counts(&opts_with(&[("preserve-env", "")])), ["2", "6", "2"]);
         let planes = task_env(
             &opts_with(&[("distribution", "plane=2")]),
             &env,

@@ -146,6 +146,15 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         .clone()
         .unwrap_or_else(|| super::submit_opts::basename(&req.command[0]).to_string());
     let (num_tasks, num_nodes, ntasks_per_node, cpus_per_task) = step_shape(o, &env);
+    // `-w` and `-x` name nodes of the job, as hostlists.
+    let hosts = |list: &Option<String>| match list.as_deref() {
+        None | Some("") => Ok(Vec::new()),
+        Some(l) => model::hostlist::expand(l).map_err(|e| e.to_string()),
+    };
+    let (nodelist, exclude) = match (hosts(&o.nodelist), hosts(&o.exclude)) {
+        (Ok(n), Ok(x)) => (n, x),
+        (Err(e), _) | (_, Err(e)) => return fail(e),
+    };
     let (layout, plane_size) = proto::convert::task_layout_to_wire(
         o.distribution.map(|d| d.task_layout()).unwrap_or_default(),
     );
@@ -162,6 +171,8 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         gpu_request: Some(super::submit_opts::step_gpu_request(o, PROG)),
         layout: layout as i32,
         plane_size,
+        nodelist,
+        exclude,
     };
     // Nodes that have not started the job yet are busy: asked again until they have,
     // as Slurm's srun does. A batch script's srun may ask before the controller has

@@ -469,7 +469,10 @@ pub const OPTIONS: &[OptDef] = &[
     .env("SBATCH_PARTITION"),
     OptDef::ignored(Both, optional("power", None)),
     OptDef::ignored(Both, value("prefer", None)),
-    OptDef::ignored(SrunOnly, optional("preserve-env", Some('E'))),
+    OptDef::only(SrunOnly, flag("preserve-env", Some('E')), |o, _| {
+        o.preserve_env = true;
+        Ok(())
+    }),
     OptDef::ignored(Both, value("priority", None)),
     OptDef::ignored(Both, value("profile", None)),
     OptDef::ignored(SrunOnly, value("prolog", None)),
@@ -771,6 +774,9 @@ pub struct SubmitOpts {
     pub exclude: Option<String>,
     pub reservation: Option<String>,
     pub exclusive: bool,
+    /// srun's `-E/--preserve-env`: the tasks keep the environment's SLURM_NNODES and
+    /// SLURM_NTASKS instead of the step's.
+    pub preserve_env: bool,
     /// `-m/--distribution`: how a step's tasks go over its nodes.
     pub distribution: Option<model::distribution::Distribution>,
     pub nice: Option<i32>,

@@ -713,7 +713,18 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
     if !job.launched {
         return Err(wrong_state(model::step::NODES_BUSY));
     }
-    let alloc = job.alloc.clone().unwrap_or_default().nodes;
+    let refused = |e: model::step::StepLayoutError| Rejection::invalid(e.to_string());
+    // The nodes the step may use, those `-w` names first; `-w` alone asks for them all.
+    let job_nodes = job.alloc.clone().unwrap_or_default().nodes;
+    let names: Vec<&str> = job_nodes.iter().map(|n| n.node.as_str()).collect();
+    let candidates =
+        model::step::step_candidates(&names, &cmd.nodelist, &cmd.exclude).map_err(refused)?;
+    let alloc: Vec<model::NodeAllocation> =
+        candidates.iter().map(|i| job_nodes[*i].clone()).collect();
+    let mut request = cmd.request;
+    if request.num_nodes == 0 {
+        request.num_nodes = cmd.nodelist.len() as u32;
+    }
     // An `--overcommit` job's steps may run more tasks than its CPUs, as Slurm's
     // (its srun inherits SLURM_OVERCOMMIT): the CPUs bound no task count.
     let cpus: Vec<u32> = alloc
@@ -726,10 +737,7 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
             }
         })
         .collect();
-    let refused = |e: model::step::StepLayoutError| Rejection::invalid(e.to_string());
-    let request = cmd
-        .request
-        .within_a_node(cmd.gpu_request.cpus_per_gpu, &cpus);
+    let request = request.within_a_node(cmd.gpu_request.cpus_per_gpu, &cpus);
     let nodes: Vec<(model::NodeAllocation, Vec<u32>)> = if request.exclusive {
         // Only the CPUs its tasks need, of those no running step holds: the step's
         // share of each node is that many of the job's CPUs, after the held ones.

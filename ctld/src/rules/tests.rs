@@ -52,6 +52,8 @@ fn srun(id: JobId, num_tasks: u32) -> crate::command::CreateStep {
             num_tasks,
             ..Default::default()
         },
+        nodelist: Vec::new(),
+        exclude: Vec::new(),
         time_limit_min: None,
         gpu_request: Default::default(),
         requester: who(ALICE),
@@ -970,6 +972,43 @@ fn an_exclusive_step_waits_for_cpus_no_running_step_holds() {
     };
     env.turn(|t| jobs::complete_step(t, end)).answer.unwrap();
     assert!(env.turn(|t| jobs::create_step(t, create())).answer.is_ok());
+}
+
+/// `srun -w` runs a step on the job's nodes it names, `-x` off those it names; a node
+/// outside the job is refused.
+#[test]
+fn a_step_runs_on_the_nodes_srun_names_and_off_those_it_excludes() {
+    let mut env = Env::new("");
+    let id = env.submit(|s| {
+        s.num_nodes = 2;
+        s.num_tasks = 2;
+    });
+    env.start(id);
+    let step_nodes = |env: &mut Env, nodelist: &[&str], exclude: &[&str]| {
+        let cmd = crate::command::CreateStep {
+            nodelist: nodelist.iter().map(|n| n.to_string()).collect(),
+            exclude: exclude.iter().map(|n| n.to_string()).collect(),
+            ..srun(id, 0)
+        };
+        env.turn(|t| jobs::create_step(t, cmd)).answer.map(|s| {
+            let nodes: Vec<String> = s.nodes.iter().map(|(n, _)| n.node.clone()).collect();
+            nodes
+        })
+    };
+    assert_eq!(
+        step_nodes(&mut env, &["n2"], &[]),
+        Ok(vec!["n2".to_string()])
+    );
+    assert_eq!(
+        step_nodes(&mut env, &[], &["n1"]),
+        Ok(vec!["n2".to_string()])
+    );
+    assert_eq!(
+        step_nodes(&mut env, &["n1", "n2"], &[]).map(|n| n.len()),
+        Ok(2),
+        "-w alone asks for every node it names"
+    );
+    assert!(step_nodes(&mut env, &["n9"], &[]).is_err());
 }
 
 #[test]
