@@ -221,6 +221,8 @@ pub struct CreateStep {
     /// `-w`: nodes of the job the step must run on; `-x`: nodes it must not.
     pub nodelist: Vec<String>,
     pub exclude: Vec<String>,
+    /// `-r`: the step's nodes start at this one of the job's.
+    pub relative: u32,
     /// `-t`: the step's own time limit, in minutes.
     pub time_limit_min: Option<u32>,
     /// Its GPU options, as srun was given them.

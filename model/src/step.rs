@@ -17,6 +17,9 @@
 
 use crate::distribution::TaskLayout;
 
+/// Slurm's answer to `srun -r N` beyond its job's last node (ESLURM_INVALID_RELATIVE).
+pub const INVALID_RELATIVE: &str = "Invalid relative value";
+
 /// Slurm's answer to a step its job's nodes cannot take yet (ESLURM_NODES_BUSY): the
 /// controller's refusal, on which `srun` waits and asks again.
 pub const NODES_BUSY: &str = "Requested nodes are busy";

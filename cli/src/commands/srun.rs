@@ -498,7 +498,7 @@ fn read_multi_prog(req: &mut Request) -> Result<(), Exit> {
 /// Outside an allocation, as Slurm's srun: takes one for the step (with srun's options:
 /// `-N`, `-n`, `-c`, `--mem`, `-t`, `-p`, ...), runs the step in it, with its output live,
 /// and gives it back: the job ends COMPLETED, or FAILED with a failed step.
-async fn outside_allocation(req: Request, env: Vec<(String, String)>) -> ExitCode {
+async fn outside_allocation(mut req: Request, env: Vec<(String, String)>) -> ExitCode {
     let name = req
         .opts
         .job_name
@@ -518,6 +518,12 @@ async fn outside_allocation(req: Request, env: Vec<(String, String)>) -> ExitCod
     };
     // `-v` names the allocation once, with the step's launch (`step::in_allocation`).
     let job_id = alloc.job.job_id;
+    // `--exclusive -c N` without `-n`: as many tasks as the whole nodes' CPUs hold.
+    if let (None, true, Some(per_task)) =
+        (req.opts.ntasks, req.opts.exclusive, req.opts.cpus_per_task)
+    {
+        req.opts.ntasks = Some((alloc.job.num_cpus / per_task.max(1)).max(1));
+    }
     let env = alloc.env(env);
     let code = super::step::in_allocation(req, env, job_id).await;
     alloc.relinquish(code == ExitCode::SUCCESS).await;

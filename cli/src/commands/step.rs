@@ -146,6 +146,24 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         .clone()
         .unwrap_or_else(|| super::submit_opts::basename(&req.command[0]).to_string());
     let (num_tasks, num_nodes, ntasks_per_node, cpus_per_task) = step_shape(o, &env);
+    // `-r N` with `-N M` past the job's nodes, refused before asking, as Slurm's srun.
+    let job_nodes = env
+        .iter()
+        .find(|(k, _)| k == "SLURM_JOB_NUM_NODES")
+        .and_then(|(_, v)| v.parse::<u32>().ok());
+    if let (Some(relative), Some(job_nodes)) = (o.relative, job_nodes)
+        && relative + num_nodes.max(1) > job_nodes
+    {
+        return Exit::error(
+            PROG,
+            format!(
+                "--relative and --nodes option incompatible with count of allocated nodes \
+                 ({relative}+{}>{job_nodes})",
+                num_nodes.max(1)
+            ),
+        )
+        .finish();
+    }
     // `-w` and `-x` name nodes of the job, as hostlists.
     let hosts = |list: &Option<String>| match list.as_deref() {
         None | Some("") => Ok(Vec::new()),
@@ -173,6 +191,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         plane_size,
         nodelist,
         exclude,
+        relative: o.relative.unwrap_or(0),
     };
     // Nodes that have not started the job yet are busy: asked again until they have,
     // as Slurm's srun does. A batch script's srun may ask before the controller has

@@ -491,7 +491,10 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(Both, flag("reboot", None)),
-    OptDef::ignored(SrunOnly, value("relative", Some('r'))),
+    OptDef::only(SrunOnly, value("relative", Some('r')), |o, a| {
+        o.relative = Some(a.value.trim().parse().map_err(|_| a.bad())?);
+        Ok(())
+    }),
     OptDef::both(flag("requeue", None), |o, _| {
         o.requeue = Some(true);
         Ok(())
@@ -774,6 +777,8 @@ pub struct SubmitOpts {
     pub exclude: Option<String>,
     pub reservation: Option<String>,
     pub exclusive: bool,
+    /// srun's `-r/--relative`: the step's nodes start at this one of the job's (from 0).
+    pub relative: Option<u32>,
     /// srun's `-E/--preserve-env`: the tasks keep the environment's SLURM_NNODES and
     /// SLURM_NTASKS instead of the step's.
     pub preserve_env: bool,

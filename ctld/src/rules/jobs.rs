@@ -719,6 +719,14 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
     let names: Vec<&str> = job_nodes.iter().map(|n| n.node.as_str()).collect();
     let candidates =
         model::step::step_candidates(&names, &cmd.nodelist, &cmd.exclude).map_err(refused)?;
+    // `-r N`: from the job's node N on.
+    let candidates: Vec<usize> = candidates
+        .into_iter()
+        .filter(|i| *i >= cmd.relative as usize)
+        .collect();
+    if candidates.is_empty() {
+        return Err(Rejection::invalid(model::step::INVALID_RELATIVE));
+    }
     let alloc: Vec<model::NodeAllocation> =
         candidates.iter().map(|i| job_nodes[*i].clone()).collect();
     let mut request = cmd.request;

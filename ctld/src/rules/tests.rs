@@ -54,6 +54,7 @@ fn srun(id: JobId, num_tasks: u32) -> crate::command::CreateStep {
         },
         nodelist: Vec::new(),
         exclude: Vec::new(),
+        relative: 0,
         time_limit_min: None,
         gpu_request: Default::default(),
         requester: who(ALICE),
@@ -1009,6 +1010,23 @@ fn a_step_runs_on_the_nodes_srun_names_and_off_those_it_excludes() {
         "-w alone asks for every node it names"
     );
     assert!(step_nodes(&mut env, &["n9"], &[]).is_err());
+    // -r 1: from the job's second node on; past its last, refused.
+    for (relative, want) in [(1, Ok(vec!["n2".to_string()])), (2, Err(()))] {
+        let cmd = crate::command::CreateStep {
+            relative,
+            ..srun(id, 0)
+        };
+        let got = env.turn(|t| jobs::create_step(t, cmd)).answer;
+        let got = got
+            .map(|s| {
+                s.nodes
+                    .iter()
+                    .map(|(n, _)| n.node.clone())
+                    .collect::<Vec<_>>()
+            })
+            .map_err(|_| ());
+        assert_eq!(got, want, "-r {relative}");
+    }
 }
 
 #[test]
