@@ -219,6 +219,16 @@ pub fn parse_args(
     };
     let mut window_start = time("starttime")?.unwrap_or(0);
     let window_end = time("endtime")?.unwrap_or(0);
+    if window_end > 0 && window_start > window_end {
+        return Err(Exit::error(
+            "sacct",
+            format!(
+                "Start time ({}) requested is after end time ({}).",
+                times::format_time(window_start),
+                times::format_time(window_end)
+            ),
+        ));
+    }
     if window_start == 0 && jobs.is_none() {
         window_start = if states.is_empty() {
             timespec::start_of_day(now, times::zone())
@@ -1194,6 +1204,15 @@ mod tests {
         let req = request(&opts);
         assert!(req.include_finished);
         assert_eq!((req.window_start, req.window_end), (start, NOW));
+        // A window that ends before it starts is refused.
+        let backwards = parse(&["-S", "now", "-E", "2026-11-28T02:00"]).unwrap_err();
+        assert!(
+            backwards.lines()[0].starts_with("sacct: error: Start time (")
+                && backwards.lines()[0].ends_with(").")
+                && backwards.lines()[0].contains(") requested is after end time ("),
+            "{:?}",
+            backwards.lines()
+        );
         assert_eq!(req.filter.unwrap().names, vec!["arr"]);
         // Node list of one job, left-aligned 256 wide.
         let text = out(&["-j", "10", "-n", "-X", "-o", "nodelist%-256"], &sample());

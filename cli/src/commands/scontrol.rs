@@ -118,9 +118,16 @@ fn group_name(gid: u32) -> String {
     users::lookup_group(gid).unwrap_or_else(|| gid.to_string())
 }
 
-/// `scontrol -d show job`: after the `Socks/Node` line, the job's GPUs and one
-/// `Nodes=` line per node (indented two more, as Slurm's).
+/// `scontrol -d show job`: after the `ExitCode=` line, the worst exit of the job's steps
+/// (`DerivedExitCode=`); after the `Socks/Node` line, the job's GPUs and one `Nodes=`
+/// line per node (indented two more, as Slurm's).
 fn add_node_detail(lines: &mut Vec<String>, j: &v1::JobInfo) {
+    if let Some(at) = lines.iter().position(|l| l.contains(" ExitCode=")) {
+        lines.insert(
+            at + 1,
+            format!("DerivedExitCode={}", crate::fields::derived_exit_code(j)),
+        );
+    }
     if j.node_detail.is_empty() {
         return;
     }
@@ -2122,10 +2129,27 @@ mod tests {
     fn details_name_cpu_ids_memory_and_gpus_per_node() {
         let mut j = sample_job();
         j.node_detail = "Nodes=vm CPU_IDs=8-11 Mem=100 GRES=gpu:2(IDX:4-5)".into();
+        j.steps = vec![
+            v1::StepInfo {
+                step_id: "0".into(),
+                exit_code: 123,
+                ..Default::default()
+            },
+            v1::StepInfo {
+                step_id: "batch".into(),
+                exit_code: 200,
+                ..Default::default()
+            },
+        ];
         let names = |_: u32, _: u32| ("root".to_string(), "root".to_string());
         let mut lines = job_lines(&j, &names);
         add_node_detail(&mut lines, &j);
         let text = render(&lines, false);
+        // The worst step's exit, the batch step's aside.
+        assert!(
+            text.contains(" ExitCode=0:0\n   DerivedExitCode=123:0\n"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "CoreSpec=*\n   JOB_GRES=gpu:2\n     Nodes=vm CPU_IDs=8-11 Mem=100 GRES=gpu:2(IDX:4-5)\n   MinCPUsNode=1"
