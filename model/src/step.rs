@@ -410,6 +410,38 @@ impl GpuBind {
     }
 }
 
+/// Does `--cpu-bind` ask each task to report its CPUs (`verbose` or `v` among its
+/// words)?
+pub fn cpu_bind_verbose(text: &str) -> bool {
+    split_outside_lists(text)
+        .iter()
+        .any(|w| matches!(*w, "v" | "verbose"))
+}
+
+/// The line a task of a `--cpu-bind=verbose` step writes to its standard error, as
+/// Slurm's task/affinity does: how it is bound, its node, its task id and local id, its
+/// pid, and its CPUs as a hexadecimal mask of CPU ids.
+///
+/// ```
+/// let line = model::step::cpu_bind_report(true, "node1", 3, 1, 4242, &[2, 3]);
+/// assert_eq!(line, "cpu-bind=MASK - node1, task  3  1 [4242]: mask 0xc set\n");
+/// ```
+pub fn cpu_bind_report(
+    bound: bool,
+    node: &str,
+    task: u32,
+    local: u32,
+    pid: i32,
+    cpus: &[u32],
+) -> String {
+    let mask = cpus
+        .iter()
+        .filter(|c| **c < 128)
+        .fold(0u128, |m, c| m | (1 << c));
+    let how = if bound { "MASK" } else { "NONE" };
+    format!("cpu-bind={how} - {node}, task {task:>2} {local:>2} [{pid}]: mask 0x{mask:x} set\n")
+}
+
 /// Does `--gpu-bind` ask each task to report its GPUs (`verbose`, alone or first)?
 pub fn gpu_bind_verbose(text: &str) -> bool {
     text == "verbose" || text.starts_with("verbose,")

@@ -969,6 +969,28 @@ fn start(
         match start_task(launch, &task_env, &placement, &user, task_id) {
             Ok(mut t) => {
                 t.printed = printed;
+                if model::step::cpu_bind_verbose(&launch.cpu_bind) {
+                    let bound = placement.cpus.is_some();
+                    let cpus = if bound {
+                        model::step::task_cpus(
+                            &launch.cpu_ids,
+                            local as u32,
+                            launch.cpus_per_task,
+                            &cpu_bind,
+                        )
+                    } else {
+                        launch.cpu_ids.clone()
+                    };
+                    let line = model::step::cpu_bind_report(
+                        bound,
+                        &launch.node_name,
+                        task_id,
+                        local as u32,
+                        t.pid.as_raw(),
+                        &cpus,
+                    );
+                    reported.splice(0..0, line.into_bytes());
+                }
                 t.reported = reported;
                 t.epilog = epilog;
                 tasks.push(t)

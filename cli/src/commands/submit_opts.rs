@@ -935,7 +935,33 @@ impl SubmitOpts {
         }
         out.push_str(&rule);
         out.push_str(&format!("{prog}: end of defined options\n"));
+        out.push_str(&self.hint_note(prog));
         out
+    }
+
+    /// What `-v` adds when `--hint` meets an option it excludes, as Slurm 22.05's
+    /// option check says it (the hint is ignored; Drover ignores hints anyway): empty
+    /// when there is no such meeting.
+    fn hint_note(&self, prog: &str) -> String {
+        let given = |name: &str| {
+            self.defined
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let excluded = ["ntasks-per-core", "threads-per-core", "extra-node-info"]
+            .into_iter()
+            .any(|n| given(n).is_some())
+            || given("cpu-bind").is_some_and(|v| v != "verbose");
+        if given("hint").is_some() && excluded {
+            format!(
+                "{prog}: Following options are mutually exclusive with --hint: \
+                 --ntasks-per-core, --threads-per-core, -B and --cpu-bind (other then \
+                 --cpu-bind=verbose). Ignoring --hint.\n"
+            )
+        } else {
+            String::new()
+        }
     }
 
     /// The memory request in force: the one from the strongest source; two kinds on the
@@ -2002,6 +2028,22 @@ pub(crate) mod tests {
             "{dump}"
         );
         assert!(dump.contains("sbatch: verbose             : 4\n"), "{dump}");
+        // --hint with an option it excludes: Slurm's note, once.
+        let note = "Ignoring --hint.\n";
+        for (other, noted) in [
+            ("threads-per-core", "1"),
+            ("extra-node-info", "1"),
+            ("cpu-bind", "threads,verbose"),
+            ("cpu-bind", "verbose"),
+        ] {
+            let mut o = SubmitOpts::default();
+            o.apply(Command::Srun, "hint", "nomultithread", Source::Cli)
+                .unwrap();
+            o.apply(Command::Srun, other, noted, Source::Cli).unwrap();
+            let dump = o.defined_options("srun");
+            let want = usize::from(noted != "verbose");
+            assert_eq!(dump.matches(note).count(), want, "{other}={noted}: {dump}");
+        }
     }
 
     #[test]
