@@ -177,10 +177,13 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
     }
     first.push_str(&format!(" JobName={}", spec.name));
     let (uname, gname) = names(spec.uid, spec.gid);
-    let start_time = if j.start_time > 0 {
-        j.start_time
-    } else {
-        j.planned_start
+    // Started, planned, or (a pending job waiting for its `--begin`) no sooner than
+    // that, as Slurm shows it.
+    let start_time = match (j.start_time, j.planned_start) {
+        (started, _) if started > 0 => started,
+        (_, planned) if planned > 0 => planned,
+        _ if state == model::JobState::Pending => spec.begin_time,
+        _ => 0,
     };
     let reason = jobs::reason(j);
     // scontrol's order (cpu, mem, node, billing, gres), sacct's is by name.
@@ -2186,6 +2189,17 @@ mod tests {
         assert!(text.contains("RunTime=00:00:00 TimeLimit=00:10:00"));
         assert!(text.contains("StartTime=Unknown EndTime=Unknown"));
         assert!(text.contains("\n   NodeList=\n   NumNodes=1"));
+        // Waiting for its --begin: it starts no sooner.
+        let mut later = j.clone();
+        if let Some(spec) = later.spec.as_mut() {
+            spec.begin_time = 5000;
+        }
+        let text = render(&job_lines(&later, &names), false);
+        let begin = times::format_time(5000);
+        assert!(
+            text.contains(&format!("StartTime={begin} EndTime=Unknown")),
+            "{text}"
+        );
         // The pattern as the controller expands it before the job starts.
         assert!(
             text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"),
