@@ -51,6 +51,15 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// An Allow list: `ALL` lifts the restriction (no list), as Slurm's controller takes it.
+fn allow_list(v: &str) -> Vec<String> {
+    if v.eq_ignore_ascii_case("ALL") {
+        Vec::new()
+    } else {
+        list(v)
+    }
+}
+
 fn number(word: &str, v: &str) -> Result<u32, PartitionChangeError> {
     if v.eq_ignore_ascii_case("unlimited") || v.eq_ignore_ascii_case("infinite") {
         return Ok(0);
@@ -104,9 +113,10 @@ pub fn parse(words: &[String]) -> Result<PartitionChange, PartitionChangeError> 
             "priority" => PartitionField::PriorityJobFactor(number(word, v)?),
             "priorityjobfactor" => PartitionField::PriorityJobFactor(number(word, v)?),
             "prioritytier" => PartitionField::PriorityTier(number(word, v)?),
-            "allowaccounts" => PartitionField::AllowAccounts(list(v)),
-            "denyaccounts" => PartitionField::DenyAccounts(list(v)),
-            "allowqos" => PartitionField::AllowQos(list(v)),
+            // Slurm takes the singular too (a prefix of the keyword).
+            "allowaccounts" | "allowaccount" => PartitionField::AllowAccounts(allow_list(v)),
+            "denyaccounts" | "denyaccount" => PartitionField::DenyAccounts(list(v)),
+            "allowqos" => PartitionField::AllowQos(allow_list(v)),
             // `YES:4`, `FORCE:2`: neither the job count after the colon nor FORCE
             // (taken as YES) matters to Drover, which never shares CPUs.
             "oversubscribe" | "shared" => {
@@ -204,6 +214,16 @@ mod tests {
         assert_eq!(p.nodes.len(), 3);
         assert_eq!(p.max_time_min, None);
         assert_eq!((p.priority_job_factor, p.priority_tier), (2, 2));
+        let c = parse(&words("PartitionName=p2 AllowQos=ALL")).unwrap();
+        c.apply_to(&mut p, &all).unwrap();
+        assert!(p.allow_qos.is_empty(), "ALL is no restriction");
+        // The singular, as Slurm's scontrol takes it.
+        let c = parse(&words("PartitionName=p2 AllowAccount=a,b DenyAccount=c")).unwrap();
+        c.apply_to(&mut p, &all).unwrap();
+        assert_eq!(
+            (p.allow_accounts, p.deny_accounts),
+            (vec!["a".into(), "b".into()], vec!["c".into()])
+        );
     }
 
     #[test]
