@@ -898,6 +898,8 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
             "AccountingStorageType",
             "accounting_storage/slurmdbd".into(),
         ),
+        // No core or thread specialization: jobs cannot ask for spec resources.
+        ("AllowSpecResourcesUsage", "No".into()),
         (
             "AuthInfo",
             format!(

@@ -1146,6 +1146,10 @@ mod tests {
             refused(&["--begin", "now+2hour", "--deadline", "now+1hour", "x.sh"]),
             ["sbatch: error: Incompatible begin and deadline time specification"]
         );
+        assert_eq!(
+            refused(&["-S", "1", "--thread-spec=1", "x.sh"]),
+            ["sbatch: fatal: -S/--core-spec and --thred-spec options are mutually exclusive"]
+        );
         // No license is known here.
         assert_eq!(
             refused(&["-L", "matlab:1", "x.sh"]),

@@ -219,7 +219,13 @@ pub const OPTIONS: &[OptDef] = &[
         o.contiguous = true;
         Ok(())
     }),
-    OptDef::ignored(Both, value("core-spec", Some('S'))),
+    // Core and thread specialization are not modelled: taken and ignored, but not
+    // together (`check_specialization`).
+    OptDef::both(value("core-spec", Some('S')), |o, a| {
+        o.core_spec_from = Some(a.source);
+        Ok(())
+    })
+    .env("SBATCH_CORE_SPEC"),
     OptDef::ignored(Both, value("cores-per-socket", None)),
     OptDef::only(SrunOnly, value("cpu-bind", None), |o, a| {
         model::step::CpuBind::parse(a.value).map_err(|e| Exit::error(a.prog, e))?;
@@ -530,7 +536,11 @@ pub const OPTIONS: &[OptDef] = &[
         o.test_only = true;
         Ok(())
     }),
-    OptDef::ignored(Both, value("thread-spec", None)),
+    OptDef::both(value("thread-spec", None), |o, a| {
+        o.thread_spec_from = Some(a.source);
+        Ok(())
+    })
+    .env("SBATCH_THREAD_SPEC"),
     OptDef::ignored(SrunOnly, value("threads", Some('T'))),
     OptDef::ignored(Both, value("threads-per-core", None)),
     OptDef::both(value("time", Some('t')), |o, a| {
@@ -777,6 +787,9 @@ pub struct SubmitOpts {
     pub exclude: Option<String>,
     pub reservation: Option<String>,
     pub exclusive: bool,
+    /// Where `-S/--core-spec` and `--thread-spec` came from, if given.
+    pub core_spec_from: Option<Source>,
+    pub thread_spec_from: Option<Source>,
     /// srun's `-r/--relative`: the step's nodes start at this one of the job's (from 0).
     pub relative: Option<u32>,
     /// srun's `-E/--preserve-env`: the tasks keep the environment's SLURM_NNODES and
@@ -1627,6 +1640,22 @@ fn checked_deadline(
     Ok(deadline)
 }
 
+/// `-S/--core-spec` and `--thread-spec` together are refused, in Slurm 22.05's words
+/// (its misspelling included), from the command line or from the environment.
+fn check_specialization(o: &SubmitOpts, prog: &str) -> Result<(), Exit> {
+    let fatal = |m: &str| Err(Exit::raw(format!("{prog}: fatal: {m}")));
+    match (o.core_spec_from, o.thread_spec_from) {
+        (Some(Source::Cli), Some(Source::Cli)) => {
+            fatal("-S/--core-spec and --thred-spec options are mutually exclusive")
+        }
+        (Some(Source::Env), Some(Source::Env)) => fatal(
+            "Both --core-spec and --thread-spec set using environment variables. Those \
+             options are mutually exclusive.",
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// How each command says its submission was refused, before the reason: sbatch's
 /// "Batch job submission failed", salloc's "Job submit/allocate failed", srun's
 /// "Unable to allocate resources".
@@ -1709,6 +1738,7 @@ pub fn build_spec(
         None => 0,
     };
     let deadline = checked_deadline(o, prog, ctx, begin_time)?;
+    check_specialization(o, prog)?;
     if o.licenses.as_deref().is_some_and(|l| !l.trim().is_empty()) {
         return Err(submission_failed(prog, "Invalid license specification"));
     }
