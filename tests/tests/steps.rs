@@ -338,6 +338,21 @@ fn salloc_and_srun_outside_an_allocation_take_one_and_give_it_back() {
     assert!(!stderr.contains("Relinquishing"), "{stderr}");
     assert_eq!(out.status.code(), Some(1), "{stderr}");
 
+    // --test-only says when the job would start and runs nothing; what cannot start is
+    // Slurm's `allocation failure`.
+    let out = c.run(&["srun", "--test-only", "-N1", "touch", "ran"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.starts_with("srun: Job ") && stderr.contains(" to start at "),
+        "{stderr}"
+    );
+    let out = c.run(&["srun", "--test-only", "-N99", "true"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success());
+    assert!(stderr.starts_with("allocation failure: "), "{stderr}");
+    assert!(!c.work.join("ran").exists(), "--test-only ran the command");
+
     // srun outside an allocation: the step's output as it comes, its exit code.
     let out = c.run(&["srun", "-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME"]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

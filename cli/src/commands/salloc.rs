@@ -72,13 +72,49 @@ pub fn tells_waits(o: &SubmitOpts) -> bool {
     o.immediate != Some(1) && !o.quiet
 }
 
-/// Submits the job holding an allocation of `o`; its id.
-async fn submit(
+/// `--test-only` of salloc and srun: when and where the job would start, nothing
+/// submitted; a refusal is printed as Slurm's `slurm_perror` prints it,
+/// `allocation failure: WHY`.
+pub async fn will_run(
     prog: &str,
     o: &SubmitOpts,
     env: Vec<(String, String)>,
     name: &str,
-) -> Result<(Ctld, u32), Exit> {
+) -> ExitCode {
+    let spec = match hold_spec(prog, o, env, name) {
+        Ok(spec) => spec,
+        Err(e) => return e.finish(),
+    };
+    let cpus = crate::jobs::req_cpus(&spec);
+    let partition = spec.partition.clone();
+    let mut ctld = match calls::connect().await {
+        Ok(c) => c,
+        Err(e) => return Exit::raw(format!("allocation failure: {e}")).finish(),
+    };
+    let asked = ctld
+        .submit_job(v1::SubmitJobRequest {
+            spec: Some(spec),
+            test_only: true,
+            het_components: Vec::new(),
+        })
+        .await;
+    match asked {
+        Ok(reply) => {
+            let reply = reply.into_inner();
+            super::sbatch::tell_will_run(prog, &mut ctld, &reply, cpus, partition).await;
+            ExitCode::SUCCESS
+        }
+        Err(s) => Exit::raw(format!("allocation failure: {}", calls::status_text(&s))).finish(),
+    }
+}
+
+/// The job description of an allocation of `o`: a script that holds it, no output.
+fn hold_spec(
+    prog: &str,
+    o: &SubmitOpts,
+    env: Vec<(String, String)>,
+    name: &str,
+) -> Result<v1::JobSpec, Exit> {
     let mut o = o.clone();
     o.output = Some("/dev/null".into());
     o.error = Some("/dev/null".into());
@@ -88,6 +124,17 @@ async fn submit(
     let mut spec = build_spec(&o, prog, &ctx, HOLD_SCRIPT.to_string(), Vec::new(), name)?;
     // An interactive allocation is not requeued (JobRequeue is for batch jobs).
     spec.requeue = false;
+    Ok(spec)
+}
+
+/// Submits the job holding an allocation of `o`; its id.
+async fn submit(
+    prog: &str,
+    o: &SubmitOpts,
+    env: Vec<(String, String)>,
+    name: &str,
+) -> Result<(Ctld, u32), Exit> {
+    let spec = hold_spec(prog, o, env, name)?;
     let failure = submit_opts::submit_failure(prog);
     let fail = |e: String| Exit::error(prog, format!("{failure}: {e}"));
     let mut ctld = calls::connect().await.map_err(fail)?;
@@ -554,6 +601,9 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
         .job_name
         .clone()
         .unwrap_or_else(|| submit_opts::basename(&command[0]).to_string());
+    if o.test_only {
+        return will_run(PROG, &o, env, &name).await;
+    }
     let (mut ctld, job_id) = match submit(PROG, &o, env.clone(), &name).await {
         Ok(x) => x,
         Err(e) => return e.finish(),

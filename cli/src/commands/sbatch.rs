@@ -492,6 +492,36 @@ pub fn run(args: &[String]) -> ExitCode {
     client::runtime().block_on(submit(sub))
 }
 
+/// `--test-only`'s answer, as Slurm's: when, on how many processors and where the job
+/// would start (`partition` empty: the default one).
+pub async fn tell_will_run(
+    prog: &str,
+    client: &mut crate::client::Ctld,
+    reply: &v1::SubmitJobReply,
+    cpus: u32,
+    mut partition: String,
+) {
+    if partition.is_empty()
+        && let Ok(parts) = client.list_partitions(v1::ListPartitionsRequest {}).await
+    {
+        partition = parts
+            .into_inner()
+            .partitions
+            .into_iter()
+            .find(|p| p.is_default)
+            .map(|p| p.name)
+            .unwrap_or_default();
+    }
+    eprintln!(
+        "{prog}: Job {} to start at {} using {} processors on nodes {} in partition {}",
+        reply.job_id,
+        times::format_time(reply.estimated_start),
+        cpus,
+        reply.estimated_nodes,
+        partition
+    );
+}
+
 async fn submit(sub: Submission) -> ExitCode {
     let failure = submit_opts::submit_failure(PROG);
     let fail = |msg: String| Exit::error(PROG, format!("{failure}: {msg}")).finish();
@@ -500,7 +530,7 @@ async fn submit(sub: Submission) -> ExitCode {
         Err(e) => return fail(e),
     };
     let cpus = jobs::req_cpus(&sub.spec);
-    let mut partition = sub.spec.partition.clone();
+    let partition = sub.spec.partition.clone();
     let req = v1::SubmitJobRequest {
         spec: Some(sub.spec),
         test_only: sub.test_only,
@@ -511,25 +541,7 @@ async fn submit(sub: Submission) -> ExitCode {
         Err(s) => return calls::refusal(PROG, failure, &s).finish(),
     };
     if sub.test_only {
-        if partition.is_empty()
-            && let Ok(parts) = client.list_partitions(v1::ListPartitionsRequest {}).await
-        {
-            partition = parts
-                .into_inner()
-                .partitions
-                .into_iter()
-                .find(|p| p.is_default)
-                .map(|p| p.name)
-                .unwrap_or_default();
-        }
-        eprintln!(
-            "{PROG}: Job {} to start at {} using {} processors on nodes {} in partition {}",
-            reply.job_id,
-            times::format_time(reply.estimated_start),
-            cpus,
-            reply.estimated_nodes,
-            partition
-        );
+        tell_will_run(PROG, &mut client, &reply, cpus, partition).await;
         return ExitCode::SUCCESS;
     }
     let cluster = sub.clusters.as_ref().map(|c| {

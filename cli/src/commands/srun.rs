@@ -37,6 +37,7 @@ const INPUT_ENV: &[(&str, &str)] = &[
     ("SLURM_ACCOUNT", "account"),
     ("SLURM_CONSTRAINT", "constraint"),
     ("SLURM_CPU_BIND", "cpu-bind"),
+    ("SLURM_DEBUG", "verbose"),
     ("SLURM_DEPENDENCY", "dependency"),
     ("SLURM_DISTRIBUTION", "distribution"),
     ("SLURM_EXPORT_ENV", "export"),
@@ -67,6 +68,7 @@ const INPUT_ENV_SHAPE: &[(&str, &str)] = &[
     ("SLURM_NPROCS", "ntasks"),
     ("SLURM_NTASKS", "ntasks"),
     ("SLURM_JOB_NUM_NODES", "nodes"),
+    ("SLURM_NNODES", "nodes"),
     ("SLURM_NTASKS_PER_NODE", "ntasks-per-node"),
     ("SRUN_CPUS_PER_TASK", "cpus-per-task"),
 ];
@@ -504,6 +506,9 @@ async fn outside_allocation(mut req: Request, env: Vec<(String, String)>) -> Exi
         .job_name
         .clone()
         .unwrap_or_else(|| submit_opts::basename(&req.command[0]).to_string());
+    if req.opts.test_only {
+        return super::salloc::will_run(PROG, &req.opts, env, &name).await;
+    }
     let alloc = match super::salloc::allocate(
         PROG,
         &req.opts,
@@ -648,11 +653,15 @@ mod tests {
         };
         let outside = env(&[
             ("SLURM_NPROCS", "5"),
+            ("SLURM_NNODES", "1-2"),
             ("SLURM_STDOUTMODE", "/tmp/out"),
             ("SLURM_OVERCOMMIT", "1"),
+            ("SLURM_DEBUG", "1"),
         ]);
         let r = parse(&s(&["true"]), &outside).unwrap();
         assert_eq!(r.opts.ntasks, Some(5));
+        assert_eq!((r.opts.nodes, r.opts.max_nodes), (Some(1), Some(2)));
+        assert_eq!(r.opts.verbose, 1);
         assert_eq!(r.opts.output.as_deref(), Some("/tmp/out"));
         assert!(r.opts.overcommit);
         let r = parse(&s(&["-n2", "-o", "x", "true"]), &outside).unwrap();
