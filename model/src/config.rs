@@ -634,7 +634,7 @@ impl NodeConfig {
         node::SocketLayout {
             sockets: self
                 .sockets
-                .unwrap_or(self.cpus / (cores_per_socket * threads_per_core))
+                .unwrap_or(self.cpus / cores_per_socket.saturating_mul(threads_per_core))
                 .max(1),
             cores_per_socket,
             threads_per_core,

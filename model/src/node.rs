@@ -162,9 +162,11 @@ impl SocketLayout {
         }
     }
 
-    /// The CPUs the layout holds: sockets × cores × threads.
+    /// The CPUs the layout holds: sockets × cores × threads (at most `u32::MAX`).
     pub fn cpus(&self) -> u32 {
-        self.sockets * self.cores_per_socket * self.threads_per_core
+        self.sockets
+            .saturating_mul(self.cores_per_socket)
+            .saturating_mul(self.threads_per_core)
     }
 }
 

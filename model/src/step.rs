@@ -434,12 +434,19 @@ pub fn cpu_bind_report(
     pid: i32,
     cpus: &[u32],
 ) -> String {
-    let mask = cpus
-        .iter()
-        .filter(|c| **c < 128)
-        .fold(0u128, |m, c| m | (1 << c));
     let how = if bound { "MASK" } else { "NONE" };
-    format!("cpu-bind={how} - {node}, task {task:>2} {local:>2} [{pid}]: mask 0x{mask:x} set\n")
+    let mask = hex_mask(cpus);
+    format!("cpu-bind={how} - {node}, task {task:>2} {local:>2} [{pid}]: mask {mask} set\n")
+}
+
+/// Ids (CPUs, GPUs) as the hexadecimal mask Slurm's binding reports print: `[2, 3]` is
+/// `0xc`; ids past 127 are left out.
+fn hex_mask(ids: &[u32]) -> String {
+    let bits = ids
+        .iter()
+        .filter(|i| **i < 128)
+        .fold(0u128, |m, i| m | (1 << i));
+    format!("0x{bits:x}")
 }
 
 /// Does `--gpu-bind` ask each task to report its GPUs (`verbose`, alone or first)?
@@ -457,13 +464,6 @@ pub fn gpu_bind_verbose(text: &str) -> bool {
 /// assert_eq!(line, "gpu-bind: usable_gres=0x2; bit_alloc=0x3; local_inx=1; global_list=1; local_list=1\n");
 /// ```
 pub fn gpu_bind_report(step_gpus: &[u32], task_gpus: &[u32], visible: &str) -> String {
-    let mask = |gpus: &[u32]| {
-        let bits = gpus
-            .iter()
-            .filter(|g| **g < 128)
-            .fold(0u128, |m, g| m | (1 << g));
-        format!("0x{bits:x}")
-    };
     let local_inx = task_gpus
         .first()
         .and_then(|g| step_gpus.iter().position(|s| s == g))
@@ -471,8 +471,8 @@ pub fn gpu_bind_report(step_gpus: &[u32], task_gpus: &[u32], visible: &str) -> S
     let global: Vec<String> = task_gpus.iter().map(u32::to_string).collect();
     format!(
         "gpu-bind: usable_gres={}; bit_alloc={}; local_inx={local_inx}; global_list={}; local_list={visible}\n",
-        mask(task_gpus),
-        mask(step_gpus),
+        hex_mask(task_gpus),
+        hex_mask(step_gpus),
         global.join(",")
     )
 }

@@ -1,6 +1,7 @@
 //! Partitions made at run time through the real CLI: created, used by a job,
 //! refused deletion while a job is in it, kept over a controller restart, and
-//! deleted for good; a config partition put back by `scontrol reconfigure`.
+//! deleted for good; a config partition put back by `scontrol reconfigure`; srun's
+//! words for a job that waits in a partition that is down.
 
 use std::time::Duration;
 use tests::{Cluster, ClusterSpec, wait_until};
@@ -144,4 +145,75 @@ fn a_job_of_two_partitions_runs_in_the_one_with_room_and_a_pending_one_lists_bot
     assert_eq!(c.field(held, "Partition"), "two");
     std::fs::write(&gate, "").unwrap();
     c.wait_state(blocker, "COMPLETED", T);
+}
+
+/// srun into a partition that is down says so and that its job waits, as Slurm's; once
+/// the partition is up, that the job got its allocation.
+#[test]
+fn srun_in_a_down_partition_says_why_it_waits_and_when_it_got_its_allocation() {
+    use std::io::Read;
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    c.ok(&["scontrol", "update", "PartitionName=debug", "State=DOWN"]);
+    let mut srun = c
+        .command("srun")
+        .args(["-p", "debug", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("srun");
+    // Its stderr as it comes, read on a thread of its own.
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut pipe = srun.stderr.take().expect("stderr");
+    let reader = {
+        let said = said.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                said.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let waiting = |text: &str| text.contains("queued and waiting for resources");
+    assert!(
+        wait_until(T, || waiting(&said.lock().unwrap())),
+        "{}",
+        said.lock().unwrap()
+    );
+    c.ok(&["scontrol", "update", "PartitionName=debug", "State=UP"]);
+    let mut status = None;
+    assert!(
+        wait_until(T, || {
+            status = srun.try_wait().expect("srun");
+            status.is_some()
+        }),
+        "srun did not end: {}",
+        said.lock().unwrap()
+    );
+    reader.join().unwrap();
+    let said = said.lock().unwrap().clone();
+    assert!(status.is_some_and(|s| s.success()), "{said}");
+    let lines: Vec<&str> = said.lines().collect();
+    let at = |line: &str| lines.iter().position(|l| l.ends_with(line));
+    let (down, queued, allocated) = (
+        at("srun: Partition in DOWN state"),
+        at("queued and waiting for resources"),
+        at("has been allocated resources"),
+    );
+    assert!(
+        down.is_some() && down < queued && queued < allocated,
+        "{said}"
+    );
+    assert!(
+        !said.contains("Pending job allocation"),
+        "salloc's word: {said}"
+    );
 }

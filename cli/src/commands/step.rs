@@ -152,7 +152,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         .find(|(k, _)| k == "SLURM_JOB_NUM_NODES")
         .and_then(|(_, v)| v.parse::<u32>().ok());
     if let (Some(relative), Some(job_nodes)) = (o.relative, job_nodes)
-        && relative + num_nodes.max(1) > job_nodes
+        && relative.saturating_add(num_nodes.max(1)) > job_nodes
     {
         return Exit::error(
             PROG,

@@ -279,6 +279,11 @@ fn rows() -> Vec<Row> {
             &["threads_per_core", "not the entry's 4"],
         ),
         node_row(
+            "sockets = 4000000000\ncores_per_socket = 4000000000\n",
+            6,
+            &["sockets:", "not the entry's 4"],
+        ),
+        node_row(
             "cores_per_socket = 0\n",
             6,
             &["cores_per_socket: must be at least 1"],
