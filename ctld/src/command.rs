@@ -223,6 +223,9 @@ pub struct CreateStep {
     pub exclude: Vec<String>,
     /// `-r`: the step's nodes start at this one of the job's.
     pub relative: u32,
+    /// `-m arbitrary`: the node of each task (`model::step::arbitrary_layout`); empty:
+    /// the request's layout.
+    pub task_nodes: Vec<String>,
     /// `-t`: the step's own time limit, in minutes.
     pub time_limit_min: Option<u32>,
     /// Its GPU options, as srun was given them.

@@ -846,6 +846,7 @@ impl v1::ctld_server::Ctld for Services {
             nodelist: req.nodelist,
             exclude: req.exclude,
             relative: req.relative,
+            task_nodes: req.task_nodes,
             time_limit_min: req.time_limit_min,
             gpu_request: proto::convert::step_gpu_request_from_wire(req.gpu_request),
             requester,

@@ -20,7 +20,8 @@ pub enum NodeDistribution {
     Cyclic,
     /// Blocks of this many tasks, dealt out node by node.
     Plane(u32),
-    /// Task by task as `SLURM_HOSTFILE` lists the nodes; laid out as `Block` here.
+    /// Task by task as `-w` or `SLURM_HOSTFILE` lists the nodes
+    /// (`step::arbitrary_layout`); without such a list, as `Block`.
     Arbitrary,
 }
 
@@ -146,6 +147,21 @@ impl Distribution {
     }
 }
 
+/// The nodes a hostfile (`SLURM_HOSTFILE`) lists, one task each, in order: one or more
+/// hostlist expressions a line, `#` starting a comment.
+///
+/// Example: `n3\nn1 # rank 1\nn[1-2]` lists `n3 n1 n1 n2`.
+pub fn hostfile_nodes(text: &str) -> Result<Vec<String>, crate::hostlist::HostlistError> {
+    let mut nodes = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        for item in line.split_whitespace() {
+            nodes.extend(crate::hostlist::expand(item)?);
+        }
+    }
+    Ok(nodes)
+}
+
 /// `SLURM_DISTRIBUTION` as Slurm writes it: `block:cyclic`, `block,pack`, `plane`.
 impl fmt::Display for Distribution {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -187,6 +203,15 @@ pub enum TaskLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostfile_lists_a_node_per_task() {
+        assert_eq!(
+            hostfile_nodes("n3\nn1 # rank 1\n\n# all\nn[1-2],n4\n").unwrap(),
+            ["n3", "n1", "n1", "n2", "n4"]
+        );
+        assert!(hostfile_nodes("n[1-\n").is_err());
+    }
 
     #[test]
     fn values_read_and_written_back_as_slurms() {

@@ -90,12 +90,7 @@ pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Layout, StepLayoutError>
         });
     }
     let per_task = req.cpus_per_task.max(1);
-    let num_nodes = match (req.num_nodes, req.num_tasks, req.ntasks_per_node) {
-        (0, 0, _) => 1,
-        (0, tasks, 0) => tasks.min(allocated),
-        (0, tasks, per) => tasks.div_ceil(per).min(allocated),
-        (n, _, _) => n,
-    };
+    let num_nodes = node_count(req, allocated);
     let num_tasks = match (req.num_tasks, req.ntasks_per_node) {
         (0, 0) => num_nodes,
         (0, per) => per * num_nodes,
@@ -150,15 +145,30 @@ pub fn layout(req: StepRequest, cpus: &[u32]) -> Result<Layout, StepLayoutError>
     if counts.iter().enumerate().any(|(i, c)| *c > capacity(i)) {
         return Err(StepLayoutError::TooManyCpus);
     }
-    let deal = match req.layout {
-        TaskLayout::Block | TaskLayout::Pack => u32::MAX,
-        TaskLayout::Cyclic => 1,
-        TaskLayout::Plane(size) => size,
-    };
-    Ok(number_tasks(&counts, deal)
+    Ok(number_tasks(&counts, deal(req.layout))
         .into_iter()
         .enumerate()
         .collect())
+}
+
+/// How many of the `allocated` nodes a step takes: `-N`, else as many as its tasks
+/// need, up to all of them (the first ones `layout` is given).
+pub fn node_count(req: StepRequest, allocated: u32) -> u32 {
+    match (req.num_nodes, req.num_tasks, req.ntasks_per_node) {
+        (0, 0, _) => 1,
+        (0, tasks, 0) => tasks.min(allocated),
+        (0, tasks, per) => tasks.div_ceil(per).min(allocated),
+        (n, _, _) => n,
+    }
+}
+
+/// How many tasks `layout` numbers on a node before it goes on to the next.
+fn deal(layout: TaskLayout) -> u32 {
+    match layout {
+        TaskLayout::Block | TaskLayout::Pack => u32::MAX,
+        TaskLayout::Cyclic => 1,
+        TaskLayout::Plane(size) => size,
+    }
 }
 
 /// Numbers the tasks of nodes that run `counts` tasks: `deal` at a time to each node
@@ -180,6 +190,41 @@ fn number_tasks(counts: &[u32], deal: u32) -> Vec<Vec<u32>> {
         }
     }
     ids
+}
+
+/// `-m arbitrary`: the tasks of each of the step's `nodes` when the node of every task is
+/// given (`task_nodes`, from `-w` or `SLURM_HOSTFILE`): task `t` runs on `task_nodes[t]`.
+/// `cpus` are the job's CPUs on each of `nodes`; each node must get a task, and no more
+/// than its CPUs hold (unless `-O`).
+///
+/// Example: `n2,n1,n1` on the nodes `n1,n2` runs tasks 1,2 on n1 and task 0 on n2.
+pub fn arbitrary_layout(
+    req: StepRequest,
+    nodes: &[&str],
+    cpus: &[u32],
+    task_nodes: &[String],
+) -> Result<Layout, StepLayoutError> {
+    if req.num_tasks != 0 && req.num_tasks as usize != task_nodes.len() {
+        return Err(StepLayoutError::Impossible);
+    }
+    let per_task = req.cpus_per_task.max(1);
+    let mut layout = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter().enumerate() {
+        let tasks: Vec<u32> = (0..task_nodes.len() as u32)
+            .filter(|t| task_nodes[*t as usize] == *node)
+            .collect();
+        if tasks.is_empty() {
+            return Err(StepLayoutError::Impossible);
+        }
+        if !req.overcommit && tasks.len() as u32 > cpus[i] / per_task {
+            return Err(StepLayoutError::TooManyCpus);
+        }
+        layout.push((i, tasks));
+    }
+    if layout.iter().map(|(_, t)| t.len()).sum::<usize>() != task_nodes.len() {
+        return Err(StepLayoutError::Impossible);
+    }
+    Ok(layout)
 }
 
 /// The job's nodes a step may use, by index in the job's order (`job_nodes`): those
@@ -747,6 +792,43 @@ mod tests {
                 Err(StepLayoutError::Impossible)
             );
         }
+    }
+
+    #[test]
+    fn arbitrary_layout_follows_the_node_of_each_task() {
+        let nodes = ["n1", "n2"];
+        let tasks: Vec<String> = ["n2", "n1", "n1"].map(String::from).to_vec();
+        assert_eq!(
+            arbitrary_layout(req(0, 0, 0, 0), &nodes, &[4, 4], &tasks),
+            Ok(vec![(0, vec![1, 2]), (1, vec![0])])
+        );
+        assert_eq!(
+            arbitrary_layout(req(3, 0, 0, 0), &nodes, &[4, 4], &tasks).map(|l| l.len()),
+            Ok(2)
+        );
+        // Another task count than the list's, a node without a task, a task off the
+        // step's nodes, and more tasks than a node's CPUs (unless -O) are refused.
+        assert_eq!(
+            arbitrary_layout(req(2, 0, 0, 0), &nodes, &[4, 4], &tasks),
+            Err(StepLayoutError::Impossible)
+        );
+        assert_eq!(
+            arbitrary_layout(req(0, 0, 0, 0), &["n1", "n2", "n3"], &[4, 4, 4], &tasks),
+            Err(StepLayoutError::Impossible)
+        );
+        assert_eq!(
+            arbitrary_layout(req(0, 0, 0, 0), &["n1"], &[4], &tasks),
+            Err(StepLayoutError::Impossible)
+        );
+        assert_eq!(
+            arbitrary_layout(req(0, 0, 0, 0), &nodes, &[1, 1], &tasks),
+            Err(StepLayoutError::TooManyCpus)
+        );
+        let over = StepRequest {
+            overcommit: true,
+            ..req(0, 0, 0, 0)
+        };
+        assert!(arbitrary_layout(over, &nodes, &[1, 1], &tasks).is_ok());
     }
 
     #[test]

@@ -938,8 +938,12 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ("SelectTypeParameters", "CR_CPU_MEMORY".into()),
         ("SlurmctldHost[0]", c.addr.clone()),
         ("SlurmdTimeout", format!("{} sec", c.node_timeout_s)),
+        // The node daemon runs as root, to start jobs as their users.
+        ("SlurmdUser", "root(0)".into()),
         ("SLURM_VERSION", model::config::SLURM_VERSION.into()),
         ("StateSaveLocation", config.state_dir.clone()),
+        // No interconnect switch plugin.
+        ("SwitchType", "switch/none".into()),
     ];
     v1::GetConfigReply {
         cluster_name: config.cluster_name.clone(),

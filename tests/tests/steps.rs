@@ -269,6 +269,71 @@ fn a_task_count_beyond_one_node_spreads_over_several() {
         ]);
         assert_eq!(sorted_lines(&out), want, "{out}");
     }
+    // -m arbitrary: task by task as -w names the nodes; SLURM_HOSTFILE alone does the
+    // same, as many tasks as -n (else its whole list), and too short a list is refused.
+    let out = c.ok(&[
+        "srun",
+        "-m",
+        "arbitrary",
+        "-w",
+        "tn2,tn1,tn1",
+        "-l",
+        "sh",
+        "-c",
+        "echo $SLURMD_NODENAME",
+    ]);
+    assert_eq!(sorted_lines(&out), ["0: tn2", "1: tn1", "2: tn1"], "{out}");
+    std::fs::write(c.path().join("hostfile"), "tn3\ntn1 # first\ntn[2-3]\n").unwrap();
+    let hostfile = c.path().join("hostfile");
+    let with_hostfile = |args: &[&str]| {
+        c.command("srun")
+            .args(args)
+            .args(["-l", "sh", "-c", "echo $SLURMD_NODENAME"])
+            .env("SLURM_HOSTFILE", &hostfile)
+            .output()
+            .unwrap()
+    };
+    let out = with_hostfile(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        sorted_lines(&text),
+        ["0: tn3", "1: tn1", "2: tn2", "3: tn3"],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = with_hostfile(&["-n2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(sorted_lines(&text), ["0: tn3", "1: tn1"], "{text}");
+    let out = with_hostfile(&["-n5"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "srun: error: Too few NodeNames in Slurm Hostfile\n\
+         srun: error: Failure getting NodeNames from hostfile\n"
+    );
+    // --bcast=DIR/: the executable is copied to each node as Slurm names it there, and
+    // run from that copy.
+    let prog = c.path().join("prog.sh");
+    std::fs::write(&prog, "#!/bin/sh\necho $0\n").unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let dir = format!("{}/", c.path().display());
+    let out = c.ok(&[
+        "srun",
+        "-N2",
+        "-l",
+        &format!("--bcast={dir}"),
+        prog.to_str().unwrap(),
+    ]);
+    let lines = sorted_lines(&out);
+    assert_eq!(lines.len(), 2, "{out}");
+    for (line, node) in lines.iter().zip(["tn1", "tn2"]) {
+        let path = line.split_once(": ").unwrap().1;
+        assert!(
+            path.starts_with(&format!("{dir}slurm_bcast_")) && path.ends_with(&format!("_{node}")),
+            "{out}"
+        );
+        assert_eq!(std::fs::read(path).unwrap(), std::fs::read(&prog).unwrap());
+    }
     let gpus = c.sbatch(&["--gpus=5"], "true");
     c.wait_state(gpus, "COMPLETED", T);
     assert_eq!(c.field(gpus, "NNodes"), "3");

@@ -115,8 +115,8 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(o) => o,
         Err(early) => return early.finish(),
     };
-    let meta = match std::fs::metadata(&opts.source) {
-        Ok(m) if m.is_file() => m,
+    match std::fs::metadata(&opts.source) {
+        Ok(m) if m.is_file() => {}
         Ok(_) => {
             return Exit::error(
                 PROG,
@@ -130,14 +130,14 @@ pub fn run(args: &[String]) -> ExitCode {
         }
     };
     let rt = client::runtime_with_io();
-    match rt.block_on(broadcast(&opts, &meta)) {
+    match rt.block_on(broadcast(&opts)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => Exit::error(PROG, e).finish(),
     }
 }
 
 /// Sends the file to every node of the running job, one node after another.
-async fn broadcast(opts: &Options, meta: &std::fs::Metadata) -> Result<(), String> {
+async fn broadcast(opts: &Options) -> Result<(), String> {
     let (listing, agents) = crate::calls::jobs_and_agents(&[opts.job.without_step()]).await?;
     let job = listing
         .jobs
@@ -147,26 +147,68 @@ async fn broadcast(opts: &Options, meta: &std::fs::Metadata) -> Result<(), Strin
     if jobs::job_state(job) != model::JobState::Running {
         return Err(format!("Job {} is not running", opts.job.job_id()));
     }
+    let nodes = model::hostlist::expand(&job.nodes).map_err(|e| e.to_string())?;
+    let mut targets = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let addr = agents
+            .get(&node)
+            .ok_or_else(|| format!("node {node} is not known"))?
+            .clone();
+        targets.push((node, addr));
+    }
+    send_file(
+        job,
+        &targets,
+        &opts.source,
+        |_| opts.dest.clone(),
+        opts.force,
+        opts.preserve,
+    )
+    .await
+}
+
+/// Sends `source` to each of `nodes` (name, agent address), one after another, where
+/// `dest` names it on that node (absolute), with the rights of `job`'s user. The file
+/// gets `source`'s permission bits; `preserve` also keeps its times, and `force`
+/// replaces a file that exists. Used by sbcast and by `srun --bcast`.
+pub async fn send_file(
+    job: &proto::v1::JobInfo,
+    nodes: &[(String, String)],
+    source: &Path,
+    dest: impl Fn(&str) -> String,
+    force: bool,
+    preserve: bool,
+) -> Result<(), String> {
+    let meta =
+        std::fs::metadata(source).map_err(|e| format!("Can't open `{}`: {e}", source.display()))?;
     let spec = job.spec.clone().unwrap_or_default();
-    let header = FileHeader {
-        job_id: job.job_id,
-        uid: spec.uid,
-        gid: spec.gid,
-        path: opts.dest.clone(),
-        mode: meta.mode() & 0o7777,
-        force: opts.force,
-        preserve: opts.preserve,
-        atime: meta.atime(),
-        atime_nsec: meta.atime_nsec() as u32,
-        mtime: meta.mtime(),
-        mtime_nsec: meta.mtime_nsec() as u32,
-    };
     // Read once, sent to each node in turn.
-    let chunks = file_chunks(&opts.source, header)?;
-    for node in model::hostlist::expand(&job.nodes).map_err(|e| e.to_string())? {
-        let mut agent = crate::calls::agent_of(&agents, &node).await?;
+    let data = file_chunks(source)?;
+    for (node, addr) in nodes {
+        let header = FileHeader {
+            job_id: job.job_id,
+            uid: spec.uid,
+            gid: spec.gid,
+            path: dest(node),
+            mode: meta.mode() & 0o7777,
+            force,
+            preserve,
+            atime: meta.atime(),
+            atime_nsec: meta.atime_nsec() as u32,
+            mtime: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec() as u32,
+        };
+        let chunks = std::iter::once(FileChunk {
+            header: Some(header),
+            data: Vec::new(),
+        })
+        .chain(data.iter().map(|d| FileChunk {
+            header: None,
+            data: d.clone(),
+        }));
+        let mut agent = crate::calls::node_agent(node, addr).await?;
         agent
-            .broadcast_file(tokio_stream::iter(chunks.clone()))
+            .broadcast_file(tokio_stream::iter(chunks.collect::<Vec<_>>()))
             .await
             .map_err(|s| {
                 format!(
@@ -178,14 +220,11 @@ async fn broadcast(opts: &Options, meta: &std::fs::Metadata) -> Result<(), Strin
     Ok(())
 }
 
-/// The file as the chunks of one node's stream, the header first.
-fn file_chunks(source: &Path, header: FileHeader) -> Result<Vec<FileChunk>, String> {
+/// The file's bytes, in the chunks a node's stream carries after its header.
+fn file_chunks(source: &Path) -> Result<Vec<Vec<u8>>, String> {
     let mut file = std::fs::File::open(source)
         .map_err(|e| format!("Can't open `{}`: {e}", source.display()))?;
-    let mut chunks = vec![FileChunk {
-        header: Some(header),
-        data: Vec::new(),
-    }];
+    let mut chunks = Vec::new();
     loop {
         let mut data = vec![0u8; CHUNK];
         let n = file
@@ -195,7 +234,7 @@ fn file_chunks(source: &Path, header: FileHeader) -> Result<Vec<FileChunk>, Stri
             return Ok(chunks);
         }
         data.truncate(n);
-        chunks.push(FileChunk { header: None, data });
+        chunks.push(data);
     }
 }
 

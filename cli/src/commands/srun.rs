@@ -28,6 +28,8 @@ pub struct Request {
     pub command: Vec<String>,
     /// `--multi-prog`: the configuration's text and each task's program.
     pub multi_prog: Option<(String, Vec<String>)>,
+    /// `-m arbitrary`: the node of each task (`arbitrary_tasks`); empty: `-m`'s layout.
+    pub task_nodes: Vec<String>,
 }
 
 /// srun's input environment variables and the options they set, as Slurm 22.05's
@@ -120,6 +122,7 @@ pub fn parse(args: &[String], env: &[(String, String)]) -> Result<Request, Exit>
         opts: o,
         command: p.positional,
         multi_prog: None,
+        task_nodes: Vec::new(),
     })
 }
 
@@ -454,6 +457,10 @@ pub fn run(args: &[String]) -> ExitCode {
     {
         return e.finish();
     }
+    match arbitrary_tasks(&mut req.opts, &env) {
+        Ok(nodes) => req.task_nodes = nodes,
+        Err(e) => return e.finish(),
+    }
     if req.opts.mpi.is_none()
         && let Some((_, t)) = env.iter().find(|(k, _)| k == "SLURM_MPI_TYPE")
     {
@@ -471,6 +478,80 @@ pub fn run(args: &[String]) -> ExitCode {
         },
         None => client::runtime_with_io().block_on(outside_allocation(req, env)),
     }
+}
+
+/// The node of each task, as Slurm 22.05's srun takes them: from `-w` with
+/// `-m arbitrary` (`-n` must then count as many), or from the hostfile
+/// `SLURM_HOSTFILE` names when `-w` is not given (`-m` then defaults to arbitrary). The
+/// hostfile gives as many tasks as `-n`, else `-N` (the allocation's inside one), else
+/// its whole list. The job's and the step's nodes are those named, once each. Empty:
+/// neither applies.
+fn arbitrary_tasks(o: &mut SubmitOpts, env: &[(String, String)]) -> Result<Vec<String>, Exit> {
+    use model::distribution::{Distribution, NodeDistribution};
+    let var = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let node_part = o.distribution.and_then(|d| d.nodes);
+    let arbitrary = node_part == Some(NodeDistribution::Arbitrary);
+    let bad_list = |e: model::hostlist::HostlistError| Exit::error(PROG, e.to_string());
+    let nodes = match (o.nodelist.as_deref(), var("SLURM_HOSTFILE")) {
+        (Some(list), _) if arbitrary && !list.is_empty() => {
+            let nodes = model::hostlist::expand(list).map_err(bad_list)?;
+            if let Some(n) = o.ntasks
+                && n as usize != nodes.len()
+            {
+                return Err(Exit::error(
+                    PROG,
+                    format!(
+                        "--ntasks={n} does not match the {} nodes of --nodelist for \
+                         --distribution=arbitrary",
+                        nodes.len()
+                    ),
+                ));
+            }
+            nodes
+        }
+        (None, Some(path)) if !path.is_empty() && (node_part.is_none() || arbitrary) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Exit::error(PROG, format!("Unable to open SLURM_HOSTFILE {path}: {e}"))
+            })?;
+            let mut nodes = model::distribution::hostfile_nodes(&text).map_err(bad_list)?;
+            let count = o
+                .ntasks
+                .or(o.nodes)
+                .or_else(|| var("SLURM_NNODES").and_then(|n| n.parse().ok()));
+            if let Some(count) = count {
+                if nodes.len() < count as usize {
+                    return Err(Exit::raw(format!(
+                        "{PROG}: error: Too few NodeNames in Slurm Hostfile\n\
+                         {PROG}: error: Failure getting NodeNames from hostfile"
+                    )));
+                }
+                nodes.truncate(count as usize);
+            }
+            if nodes.is_empty() {
+                return Err(Exit::error(PROG, "Failure getting NodeNames from hostfile"));
+            }
+            if o.distribution.is_none() {
+                o.distribution = Some(Distribution {
+                    nodes: Some(NodeDistribution::Arbitrary),
+                    sockets: None,
+                    cores: None,
+                    pack: None,
+                });
+            }
+            nodes
+        }
+        _ => return Ok(Vec::new()),
+    };
+    let mut distinct: Vec<&String> = Vec::new();
+    for node in &nodes {
+        if !distinct.contains(&node) {
+            distinct.push(node);
+        }
+    }
+    o.nodelist = Some(model::hostlist::fold(&distinct));
+    o.nodes = Some(distinct.len() as u32);
+    o.ntasks = Some(nodes.len() as u32);
+    Ok(nodes)
 }
 
 /// `--multi-prog`: reads and checks the configuration the command names, as Slurm's srun

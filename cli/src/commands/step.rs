@@ -192,6 +192,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         nodelist,
         exclude,
         relative: o.relative.unwrap_or(0),
+        task_nodes: req.task_nodes.clone(),
     };
     // Nodes that have not started the job yet are busy: asked again until they have,
     // as Slurm's srun does. A batch script's srun may ask before the controller has
@@ -257,6 +258,42 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
     }
     let base_env = task_env(o, &env, &job, step_id, &nodes);
     let work_dir = o.chdir.clone().unwrap_or_else(super::sbatch::current_dir);
+    // `--bcast`: the executable is copied to each node, and run from there.
+    let argv_on = |node: &str| {
+        let mut argv = req.command.clone();
+        if let Some(dest) = &o.bcast {
+            argv[0] = bcast_path(dest, &work_dir, job_id, step_id, node);
+        }
+        argv
+    };
+    if o.bcast.is_some() {
+        let targets: Vec<(String, String)> = nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.agent_addr.clone()))
+            .collect();
+        let source = executable(&req.command[0], &env);
+        if let Err(e) = super::sbcast::send_file(
+            &job,
+            &targets,
+            &source,
+            |n| argv_on(n)[0].clone(),
+            true,
+            false,
+        )
+        .await
+        {
+            eprintln!("{PROG}: error: --bcast: {e}");
+            let _ = ctld
+                .complete_step(v1::CompleteStepRequest {
+                    job_id,
+                    step_id,
+                    exit_code: 1,
+                    ..Default::default()
+                })
+                .await;
+            return ExitCode::FAILURE;
+        }
+    }
     let mut sinks = match sinks(&req, &job, step_id, &nodes, &env) {
         Ok(s) => s,
         Err(e) => return e.finish(),
@@ -274,7 +311,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             step_id,
             node_index: index as u32,
             task_ids: node.task_ids.clone(),
-            argv: req.command.clone(),
+            argv: argv_on(&node.name),
             env: base_env
                 .iter()
                 .map(|(name, value)| v1::EnvVar {
@@ -605,6 +642,52 @@ fn step_status(
         }
     }
     out
+}
+
+/// Where `srun --bcast[=DEST]` puts the executable on `node`, as Slurm 22.05's: DEST
+/// (in the working directory `work_dir` when relative); a DEST ending in `/`, or none,
+/// is a directory (none: `work_dir`) for `slurm_bcast_JOB.STEP_NODE`.
+///
+/// ```text
+/// --bcast=/tmp/prog  →  /tmp/prog
+/// --bcast=/tmp/      →  /tmp/slurm_bcast_7.0_node1
+/// --bcast            →  WORKDIR/slurm_bcast_7.0_node1
+/// ```
+fn bcast_path(dest: &str, work_dir: &str, job_id: u32, step_id: u32, node: &str) -> String {
+    let dest = if dest.is_empty() || dest.ends_with('/') {
+        let dir = if dest.is_empty() { work_dir } else { dest };
+        format!(
+            "{}/slurm_bcast_{job_id}.{step_id}_{node}",
+            dir.trim_end_matches('/')
+        )
+    } else {
+        dest.to_string()
+    };
+    if dest.starts_with('/') {
+        dest
+    } else {
+        format!("{}/{dest}", work_dir.trim_end_matches('/'))
+    }
+}
+
+/// The file `command` runs: itself when it names a path, else the first executable of
+/// that name in `PATH` (of srun's environment `env`).
+fn executable(command: &str, env: &[(String, String)]) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if command.contains('/') {
+        return command.into();
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("", |(_, v)| v.as_str());
+    path.split(':')
+        .map(|dir| std::path::Path::new(dir).join(command))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| command.into())
 }
 
 /// A signal's name as strsignal gives it (`Killed`).
@@ -1011,6 +1094,20 @@ mod tests {
             sinks.flush(task);
         }
         std::fs::read_to_string(&path).unwrap()
+    }
+
+    #[test]
+    fn bcast_puts_the_executable_where_slurm_does() {
+        assert_eq!(bcast_path("/tmp/prog", "/w", 7, 0, "n1"), "/tmp/prog");
+        assert_eq!(bcast_path("prog", "/w", 7, 0, "n1"), "/w/prog");
+        assert_eq!(
+            bcast_path("/tmp/", "/w", 7, 0, "n1"),
+            "/tmp/slurm_bcast_7.0_n1"
+        );
+        assert_eq!(bcast_path("", "/w/", 7, 2, "n2"), "/w/slurm_bcast_7.2_n2");
+        let env = vec![("PATH".to_string(), "/nonexistent:/bin:/usr/bin".to_string())];
+        assert!(executable("sh", &env).is_absolute());
+        assert_eq!(executable("./x", &env), std::path::PathBuf::from("./x"));
     }
 
     #[test]

@@ -193,7 +193,10 @@ pub const OPTIONS: &[OptDef] = &[
         a.text(&mut o.burst_buffer_file)
     }),
     OptDef::ignored(SrunOnly, value("bbf", None)),
-    OptDef::ignored(SrunOnly, optional("bcast", None)),
+    OptDef::only(SrunOnly, optional("bcast", None), |o, a| {
+        o.bcast = Some(a.value.to_string());
+        Ok(())
+    }),
     OptDef::only(SallocOnly, flag("bell", None), |o, _| {
         o.bell = Some(true);
         Ok(())
@@ -848,6 +851,9 @@ pub struct SubmitOpts {
     pub disable_status: bool,
     /// `--multi-prog`: the command is a configuration of each task's program.
     pub multi_prog: bool,
+    /// `--bcast[=DEST]`: the executable is copied to the step's nodes first (empty:
+    /// to Slurm's default name, `step::bcast_path`).
+    pub bcast: Option<String>,
     /// `--debugger-test`: the step's task table is printed instead of run.
     pub debugger_test: bool,
     /// `--slurmd-debug`: how much the nodes write of the step to its stderr.

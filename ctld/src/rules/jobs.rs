@@ -717,22 +717,36 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
     // The nodes the step may use, those `-w` names first; `-w` alone asks for them all.
     let job_nodes = job.alloc.clone().unwrap_or_default().nodes;
     let names: Vec<&str> = job_nodes.iter().map(|n| n.node.as_str()).collect();
+    // `-m arbitrary`: the nodes its tasks name, and no other.
+    let arbitrary = !cmd.task_nodes.is_empty();
+    let nodelist = if arbitrary {
+        &cmd.task_nodes
+    } else {
+        &cmd.nodelist
+    };
     let candidates =
-        model::step::step_candidates(&names, &cmd.nodelist, &cmd.exclude).map_err(refused)?;
+        model::step::step_candidates(&names, nodelist, &cmd.exclude).map_err(refused)?;
     // `-r N`: from the job's node N on.
-    let candidates: Vec<usize> = candidates
+    let mut candidates: Vec<usize> = candidates
         .into_iter()
         .filter(|i| *i >= cmd.relative as usize)
+        .filter(|i| !arbitrary || cmd.task_nodes.contains(&job_nodes[*i].node))
         .collect();
     if candidates.is_empty() {
         return Err(Rejection::invalid(model::step::INVALID_RELATIVE));
     }
-    let alloc: Vec<model::NodeAllocation> =
-        candidates.iter().map(|i| job_nodes[*i].clone()).collect();
     let mut request = cmd.request;
     if request.num_nodes == 0 {
         request.num_nodes = cmd.nodelist.len() as u32;
     }
+    if !arbitrary && !request.exclusive {
+        // The nodes the step takes, in the job's order, as Slurm numbers the tasks:
+        // `-w` chooses them, not their order.
+        candidates.truncate(model::step::node_count(request, candidates.len() as u32) as usize);
+        candidates.sort_unstable();
+    }
+    let alloc: Vec<model::NodeAllocation> =
+        candidates.iter().map(|i| job_nodes[*i].clone()).collect();
     // An `--overcommit` job's steps may run more tasks than its CPUs, as Slurm's
     // (its srun inherits SLURM_OVERCOMMIT): the CPUs bound no task count.
     let cpus: Vec<u32> = alloc
@@ -746,7 +760,14 @@ pub fn create_step(turn: &mut Turn, cmd: CreateStep) -> Result<StartedStep, Reje
         })
         .collect();
     let request = request.within_a_node(cmd.gpu_request.cpus_per_gpu, &cpus);
-    let nodes: Vec<(model::NodeAllocation, Vec<u32>)> = if request.exclusive {
+    let nodes: Vec<(model::NodeAllocation, Vec<u32>)> = if arbitrary {
+        let names: Vec<&str> = alloc.iter().map(|n| n.node.as_str()).collect();
+        model::step::arbitrary_layout(request, &names, &cpus, &cmd.task_nodes)
+            .map_err(refused)?
+            .into_iter()
+            .map(|(i, tasks)| (alloc[i].clone(), tasks))
+            .collect()
+    } else if request.exclusive {
         // Only the CPUs its tasks need, of those no running step holds: the step's
         // share of each node is that many of the job's CPUs, after the held ones.
         let names: Vec<&str> = alloc.iter().map(|n| n.node.as_str()).collect();

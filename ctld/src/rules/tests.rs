@@ -55,6 +55,7 @@ fn srun(id: JobId, num_tasks: u32) -> crate::command::CreateStep {
         nodelist: Vec::new(),
         exclude: Vec::new(),
         relative: 0,
+        task_nodes: Vec::new(),
         time_limit_min: None,
         gpu_request: Default::default(),
         requester: who(ALICE),
@@ -1027,6 +1028,37 @@ fn a_step_runs_on_the_nodes_srun_names_and_off_those_it_excludes() {
             .map_err(|_| ());
         assert_eq!(got, want, "-r {relative}");
     }
+    let laid_out = |env: &mut Env, cmd: crate::command::CreateStep| {
+        let started = env.turn(|t| jobs::create_step(t, cmd)).answer.unwrap();
+        started
+            .nodes
+            .iter()
+            .map(|(n, tasks)| (n.node.clone(), tasks.clone()))
+            .collect::<Vec<_>>()
+    };
+    // `-w n2 -N2 -n3`: n2 must be one of the nodes, and the tasks are numbered in the
+    // job's order of nodes, as Slurm's.
+    let mut request = srun(id, 3);
+    request.request.num_nodes = 2;
+    request.request.overcommit = true;
+    request.nodelist = vec!["n2".into()];
+    assert_eq!(
+        laid_out(&mut env, request),
+        [("n1".to_string(), vec![0, 1]), ("n2".to_string(), vec![2])]
+    );
+    // `-m arbitrary -w n2,n1,n1`: task by task as named.
+    let arbitrary = crate::command::CreateStep {
+        task_nodes: ["n2", "n1", "n1"].map(String::from).to_vec(),
+        request: model::step::StepRequest {
+            overcommit: true,
+            ..Default::default()
+        },
+        ..srun(id, 0)
+    };
+    assert_eq!(
+        laid_out(&mut env, arbitrary),
+        [("n1".to_string(), vec![1, 2]), ("n2".to_string(), vec![0])]
+    );
 }
 
 #[test]
