@@ -4,6 +4,25 @@
 //! ExitCode`, where `args` holds the arguments after the command name. They share the
 //! connection and config discovery of `client`.
 
+/// `eprintln!` that never panics: srun and salloc go on (and end their step and their
+/// allocation) when their terminal is gone, where a failed write to it would panic.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics (`say!`).
+#[macro_export]
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod args;
 pub mod calls;
 pub mod client;

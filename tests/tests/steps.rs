@@ -371,6 +371,18 @@ fn salloc_and_srun_outside_an_allocation_take_one_and_give_it_back() {
         stderr.contains(&format!("salloc: Relinquishing job allocation {id}")),
         "{stderr}"
     );
+    // `srun -N 1-10`: the job gets what is free, and the step a task on each of its
+    // nodes.
+    let out = c.ok(&[
+        "srun",
+        "-N",
+        "1-10",
+        "-l",
+        "sh",
+        "-c",
+        "echo $SLURMD_NODENAME",
+    ]);
+    assert_eq!(sorted_lines(&out), ["0: tn1", "1: tn2"], "{out}");
     c.wait_state(id, "COMPLETED", T);
 
     // The command's exit code is salloc's, and a failure fails the job.
@@ -550,9 +562,9 @@ fn each_task_runs_on_its_own_cpus_unless_cpu_bind_says_none() {
 
 #[test]
 fn srun_pty_runs_task_zero_in_a_terminal_of_sruns_size() {
-    use nix::pty::{Winsize, openpty};
+    use nix::pty::Winsize;
     use nix::sys::termios::{LocalFlags, tcgetattr};
-    use std::io::{Read, Write};
+    use std::io::Write;
     let c = Cluster::start(ClusterSpec {
         nodes: 2,
         ..ClusterSpec::default()
@@ -585,32 +597,15 @@ fn srun_pty_runs_task_zero_in_a_terminal_of_sruns_size() {
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
-    let pty = openpty(Some(&size), None).unwrap();
-    let slave = std::fs::File::from(pty.slave);
-    let mut child = c
-        .command("srun")
-        .args(["--pty", "bash", "--norc", "-i"])
-        .stdin(slave.try_clone().unwrap())
-        .stdout(slave.try_clone().unwrap())
-        .stderr(slave.try_clone().unwrap())
-        .spawn()
-        .unwrap();
-    let mut master = std::fs::File::from(pty.master);
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-    let mut reading = master.try_clone().unwrap();
-    let reader = {
-        let seen = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // EIO once nothing holds the slave side: srun has exited and the test let go.
-            while let Ok(n) = reading.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        })
-    };
+    let mut srun = c.command("srun");
+    srun.args(["--pty", "bash", "--norc", "-i"]);
+    let OnTerminal {
+        mut child,
+        slave,
+        mut master,
+        seen,
+        reader,
+    } = on_terminal(srun, Some(size));
     let text = || String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
     master
         .write_all(b"stty size; echo marker-$((6*7)); tty\n")
@@ -665,6 +660,113 @@ fn srun_pty_runs_task_zero_in_a_terminal_of_sruns_size() {
     assert_eq!(status.code(), Some(5), "{seen}");
     assert!(seen.contains("30 100\r\n"), "{seen:?}");
     assert!(seen.contains("\r\n/dev/pts/"), "{seen:?}");
+}
+
+/// A command run on a terminal of its own: the terminal's two ends, and all that came
+/// out of it so far (read until nothing holds the slave side).
+struct OnTerminal {
+    child: std::process::Child,
+    slave: std::fs::File,
+    master: std::fs::File,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+fn on_terminal(mut command: std::process::Command, size: Option<nix::pty::Winsize>) -> OnTerminal {
+    use std::io::Read;
+    let pty = nix::pty::openpty(size.as_ref(), None).unwrap();
+    let slave = std::fs::File::from(pty.slave);
+    let child = command
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    let master = std::fs::File::from(pty.master);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let mut reading = master.try_clone().unwrap();
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once nothing holds the slave side: the command has exited and the
+            // test let go.
+            while let Ok(n) = reading.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    OnTerminal {
+        child,
+        slave,
+        master,
+        seen,
+        reader,
+    }
+}
+
+#[test]
+fn srun_in_the_background_or_without_its_terminal_goes_on() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    // In the background of an interactive shell (job control on): the task's output
+    // comes while srun waits there, not once `fg` brings it back; srun does not read
+    // its terminal, which would stop it.
+    // `setsid -c`: a session whose controlling terminal is the test's, with srun's
+    // environment (its PATH finds the cluster's commands).
+    let base = c.command("srun");
+    let mut shell = std::process::Command::new("setsid");
+    shell.current_dir(base.get_current_dir().unwrap());
+    for (k, v) in base.get_envs() {
+        match v {
+            Some(v) => shell.env(k, v),
+            None => shell.env_remove(k),
+        };
+    }
+    shell.args([
+        "-c",
+        "bash",
+        "--norc",
+        "-i",
+        "-c",
+        "set -m; srun -t1 sh -c 'echo first; sleep 1; echo second' & sleep 4; echo now-fg; fg 2>/dev/null; exit 0",
+    ]);
+    let mut run = on_terminal(shell, None);
+    let status = run.child.wait().unwrap();
+    drop(run.slave);
+    run.reader.join().unwrap();
+    let seen = String::from_utf8_lossy(&run.seen.lock().unwrap()).into_owned();
+    assert!(status.success(), "{seen}");
+    let second = seen.find("second\r\n");
+    let fg = seen.find("now-fg");
+    assert!(
+        second.is_some() && fg.is_some() && second < fg,
+        "srun's output waited for fg: {seen:?}"
+    );
+    // Its terminal gone while the task runs: srun still tells the controller how the
+    // step and the job ended (a failed write to the terminal does not stop it).
+    let mut srun = c.command("srun");
+    srun.args(["-v", "-J", "orphan", "sh", "-c", "echo started; sleep 2"]);
+    let mut run = on_terminal(srun, None);
+    let seen = run.seen.clone();
+    assert!(wait_until(T, || String::from_utf8_lossy(
+        &seen.lock().unwrap()
+    )
+    .contains("started")));
+    drop(run.master);
+    drop(run.slave);
+    run.child.wait().unwrap();
+    let id: u32 = c
+        .ok(&["squeue", "-h", "-t", "all", "-n", "orphan", "-o", "%i"])
+        .trim()
+        .parse()
+        .unwrap();
+    c.wait_state(id, "COMPLETED", T);
 }
 
 #[test]

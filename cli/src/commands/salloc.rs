@@ -212,15 +212,16 @@ impl<'a> Waiting<'a> {
             // What Slurm's controller answers a job it queued in a partition that is
             // down (ESLURM_PARTITION_DOWN), which the allocation call prints.
             if model::reason::Reason::parse(reason) == Some(model::reason::Reason::PartitionDown) {
-                eprintln!("{}: Partition in DOWN state", self.prog);
+                crate::say!("{}: Partition in DOWN state", self.prog);
             }
             // salloc's own word; the next is Slurm's allocation call's, srun's too.
             if self.prog == PROG {
-                eprintln!("{}: Pending job allocation {}", self.prog, self.job_id);
+                crate::say!("{}: Pending job allocation {}", self.prog, self.job_id);
             }
-            eprintln!(
+            crate::say!(
                 "{}: job {} queued and waiting for resources",
-                self.prog, self.job_id
+                self.prog,
+                self.job_id
             );
         }
     }
@@ -263,9 +264,10 @@ impl<'a> Waiting<'a> {
             let state = crate::jobs::job_state(&job);
             if state == model::JobState::Running && !job.batch_host.is_empty() {
                 if self.told_pending {
-                    eprintln!(
+                    crate::say!(
                         "{}: job {} has been allocated resources",
-                        self.prog, self.job_id
+                        self.prog,
+                        self.job_id
                     );
                 }
                 return Ok(Started::Granted(Box::new(job)));
@@ -418,7 +420,7 @@ impl Allocation {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-        eprintln!(
+        crate::say!(
             "{PROG}: error: job {} did not end; cancel it with scancel",
             self.job.job_id
         );
@@ -577,7 +579,7 @@ pub fn run(args: &[String]) -> ExitCode {
         return info.print(&help, USAGE);
     }
     if o.verbose > 0 {
-        eprint!("{}", o.defined_options(PROG));
+        crate::say_raw!("{}", o.defined_options(PROG));
     }
     let command = if positional.is_empty() {
         vec![std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())]
@@ -595,7 +597,7 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
     };
     if o.verbose >= 2 {
         // The watch on the allocation (Slurm's allocation message thread) starts here.
-        eprintln!("{PROG}: debug:  Entering _msg_thr_internal");
+        crate::say!("{PROG}: debug:  Entering _msg_thr_internal");
     }
     let name = o
         .job_name
@@ -684,7 +686,7 @@ async fn run_command(
         Ok(c) => c,
         Err(_) => {
             terminal.restore();
-            eprintln!("{PROG}: error: Unable to exec command \"{}\"", command[0]);
+            crate::say!("{PROG}: error: Unable to exec command \"{}\"", command[0]);
             info(
                 o.quiet,
                 format!("{PROG}: Relinquishing job allocation {job_id}"),
@@ -716,7 +718,7 @@ async fn run_command(
                     // Slurm's controller warns salloc within a minute of the time limit.
                     if o.verbose > 0 && end > 0 && end <= crate::times::now() + TIME_LIMIT_WARNING && told_end != end {
                         told_end = end;
-                        eprintln!("{PROG}: Job allocation time limit to be reached at {}", crate::times::ctime_line(end));
+                        crate::say!("{PROG}: Job allocation time limit to be reached at {}", crate::times::ctime_line(end));
                     }
                 }
                 let ended = now.and_then(|(state, _)| state.is_final().then_some(state));
@@ -729,7 +731,7 @@ async fn run_command(
                     }
                     let signo = o.kill_command.unwrap_or(if terminal.interactive { libc::SIGHUP } else { libc::SIGTERM });
                     if o.verbose > 0 {
-                        eprintln!("{PROG}: Sending signal {signo} to command \"{}\", pid {}", command[0], pid.unwrap_or(0));
+                        crate::say!("{PROG}: Sending signal {signo} to command \"{}\", pid {}", command[0], pid.unwrap_or(0));
                     }
                     terminal.hang_up_foreground(pid);
                     signal_group(pid, signo);
@@ -745,7 +747,7 @@ async fn run_command(
                 (Some(c), _) => c,
                 (None, Some(sig)) => {
                     if o.verbose > 0 {
-                        eprintln!(
+                        crate::say!(
                             "{PROG}: Command \"{}\" was terminated by signal {sig}",
                             command[0]
                         );
@@ -774,7 +776,7 @@ async fn run_command(
 /// One of salloc's informational lines, which `-Q` silences.
 fn info(quiet: bool, line: String) {
     if !quiet {
-        eprintln!("{line}");
+        crate::say!("{line}");
     }
 }
 

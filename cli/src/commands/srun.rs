@@ -111,7 +111,7 @@ pub fn parse(args: &[String], env: &[(String, String)]) -> Result<Request, Exit>
         return Err(Exit::info(args::version_line()));
     }
     if o.verbose > 0 {
-        eprint!("{}", o.defined_options(PROG));
+        crate::say_raw!("{}", o.defined_options(PROG));
     }
     if p.positional.is_empty() {
         return Err(Exit::raw(format!(
@@ -604,6 +604,16 @@ async fn outside_allocation(mut req: Request, env: Vec<(String, String)>) -> Exi
     };
     // `-v` names the allocation once, with the step's launch (`step::in_allocation`).
     let job_id = alloc.job.job_id;
+    // `-N MIN-MAX`: the step runs on every node the job got (without `-n`, a task
+    // on each), as Slurm's.
+    if req.opts.max_nodes.is_some() {
+        let nodes = alloc.job.num_nodes.max(1);
+        req.opts.nodes = Some(nodes);
+        req.opts.max_nodes = None;
+        if req.opts.ntasks.is_none() && req.opts.ntasks_per_node.is_none() {
+            req.opts.ntasks = Some(nodes);
+        }
+    }
     // `--exclusive -c N` without `-n`: as many tasks as the whole nodes' CPUs hold.
     if let (None, true, Some(per_task)) =
         (req.opts.ntasks, req.opts.exclusive, req.opts.cpus_per_task)

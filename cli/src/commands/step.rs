@@ -212,7 +212,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
                     return fail(model::step::NODES_BUSY.to_string());
                 }
                 if !waited && asked.elapsed() >= std::time::Duration::from_secs(1) {
-                    eprintln!(
+                    crate::say!(
                         "{PROG}: Job {job_id} step creation temporarily disabled, retrying ({})",
                         model::step::NODES_BUSY
                     );
@@ -225,7 +225,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         }
     };
     if waited {
-        eprintln!("{PROG}: Step created for StepId={job_id}.{}", reply.step_id);
+        crate::say!("{PROG}: Step created for StepId={job_id}.{}", reply.step_id);
     }
     let step_id = reply.step_id;
     let job = reply.job.unwrap_or(v1::JobInfo {
@@ -243,10 +243,10 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             .unwrap_or_default()
     });
     if o.verbose > 0 {
-        eprint!("{}", verbose_launch(&job, step_id, &nodes));
+        crate::say_raw!("{}", verbose_launch(&job, step_id, &nodes));
     }
     if o.debugger_test {
-        eprint!("{}", task_table(&req, &nodes));
+        crate::say_raw!("{}", task_table(&req, &nodes));
         let _ = ctld
             .complete_step(v1::CompleteStepRequest {
                 job_id,
@@ -282,7 +282,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
         )
         .await
         {
-            eprintln!("{PROG}: error: --bcast: {e}");
+            crate::say!("{PROG}: error: --bcast: {e}");
             let _ = ctld
                 .complete_step(v1::CompleteStepRequest {
                     job_id,
@@ -401,7 +401,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
                     if exit.exit_signal != 0 && !killed && !cancelled && !asked_why {
                         asked_why = true;
                         if let Some(wait) = job_ended_wait(&mut ctld, job_id).await {
-                            eprintln!("{PROG}: Job step aborted: Waiting up to {wait} seconds for job step to finish.");
+                            crate::say!("{PROG}: Job step aborted: Waiting up to {wait} seconds for job step to finish.");
                             cancelled = true;
                         }
                     }
@@ -409,13 +409,13 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
                     if bad && kill_on_bad_exit && !killed {
                         killed = true;
                         first_bad = Some((exit.exit_code, exit.exit_signal));
-                        eprintln!("{PROG}: Terminating StepId={job_id}.{step_id}");
+                        crate::say!("{PROG}: Terminating StepId={job_id}.{step_id}");
                         broadcast(&links, task_input::Input::Signal(libc::SIGKILL)).await;
                     }
                     exits.push((node, exit));
                 }
                 Some(Event::Failed(node, tasks, message)) => {
-                    eprintln!("{PROG}: error: Task launch for StepId={job_id}.{step_id} failed on node {node}: {message}");
+                    crate::say!("{PROG}: error: Task launch for StepId={job_id}.{step_id} failed on node {node}: {message}");
                     for task_id in tasks {
                         exits.push((node.clone(), v1::TaskExit { task_id, exit_code: 2, exit_signal: 0 }));
                     }
@@ -433,23 +433,23 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
                 }
                 let again = last_interrupt.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1));
                 if o.quit_on_interrupt || again || o.disable_status {
-                    eprintln!("{PROG}: sending Ctrl-C to StepId={job_id}.{step_id}");
+                    crate::say!("{PROG}: sending Ctrl-C to StepId={job_id}.{step_id}");
                     broadcast(&links, task_input::Input::Signal(libc::SIGINT)).await;
                     if !o.disable_status || again {
-                        eprintln!("{PROG}: forcing job termination");
+                        crate::say!("{PROG}: forcing job termination");
                         cancelled = true;
                         broadcast(&links, task_input::Input::Signal(libc::SIGKILL)).await;
                     }
                 } else {
-                    eprintln!("{PROG}: interrupt (one more within 1 sec to abort)");
-                    eprint!("{}", step_status(job_id, step_id, &all_tasks, &exits));
+                    crate::say!("{PROG}: interrupt (one more within 1 sec to abort)");
+                    crate::say_raw!("{}", step_status(job_id, step_id, &all_tasks, &exits));
                 }
                 last_interrupt = Some(std::time::Instant::now());
             }
             () = async { max_wait.as_mut().expect("armed").await }, if max_wait.is_some() => {
                 max_wait = None;
-                eprintln!("{PROG}: First task exited {}s ago", o.max_wait);
-                eprint!("{}", step_status(job_id, step_id, &all_tasks, &exits));
+                crate::say!("{PROG}: First task exited {}s ago", o.max_wait);
+                crate::say_raw!("{}", step_status(job_id, step_id, &all_tasks, &exits));
                 killed = true;
                 broadcast(&links, task_input::Input::Signal(libc::SIGKILL)).await;
             }
@@ -462,7 +462,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
     }
     drop(raw);
     exits.sort_by_key(|(_, e)| e.task_id);
-    eprint!("{}", exit_report(&exits, cancelled, o.verbose > 0));
+    crate::say_raw!("{}", exit_report(&exits, cancelled, o.verbose > 0));
     let mut worst: Option<(i32, i32, u8)> = None;
     for (_, e) in &exits {
         let rank = exit_rank(e.exit_code, e.exit_signal);
@@ -965,6 +965,7 @@ fn forward_stdin(
         step_path(p, job, step_id, node, 0, 0)
     });
     std::thread::spawn(move || {
+        let terminal = input.is_none();
         let mut source: Box<dyn std::io::Read> = match input {
             Some(p) => match File::open(&p) {
                 Ok(f) => Box::new(f),
@@ -974,6 +975,14 @@ fn forward_stdin(
         };
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            // In the background of its shell (`srun ... &`), srun reads its terminal
+            // only once brought to the foreground, as Slurm's: a read there would stop
+            // it (SIGTTIN) and its tasks' output with it.
+            if terminal {
+                while in_background() {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            }
             let n = match source.read(&mut buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -989,6 +998,13 @@ fn forward_stdin(
             }
         }
     });
+}
+
+/// Is srun's stdin a terminal whose foreground is another process group?
+fn in_background() -> bool {
+    let stdin = std::io::stdin();
+    nix::unistd::isatty(&stdin).unwrap_or(false)
+        && nix::unistd::tcgetpgrp(&stdin).is_ok_and(|fg| fg != nix::unistd::getpgrp())
 }
 
 /// srun's terminal (its stdin), put in raw mode for `--pty`; back as it was on drop.
