@@ -189,7 +189,8 @@ impl Dispatcher {
                     Order::Kill
                     | Order::Signal { .. }
                     | Order::SignalAll { .. }
-                    | Order::SignalStep { .. } => {
+                    | Order::SignalStep { .. }
+                    | Order::StepTimeLimit { .. } => {
                         let (signal, batch_only, full, step_id) = match order {
                             Order::Kill => (0, false, false, None),
                             Order::Signal { signal, batch_only } => {
@@ -199,6 +200,7 @@ impl Dispatcher {
                             Order::SignalStep { step_id, signal } => {
                                 (signal, false, false, Some(step_id))
                             }
+                            Order::StepTimeLimit { step_id } => (0, false, false, Some(step_id)),
                             Order::Suspend | Order::Resume => unreachable!(),
                         };
                         let req = v1::SignalJobRequest {
@@ -208,6 +210,7 @@ impl Dispatcher {
                             kill_wait_secs,
                             full,
                             step_id,
+                            step_time_limit: matches!(order, Order::StepTimeLimit { .. }),
                         };
                         client.signal_job(req).await.map(|_| ())
                     }

@@ -34,6 +34,29 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// A step past its own time limit, ended as Slurm's stepd ends it: the notice on
+    /// its stderr, SIGTERM to its tasks, SIGKILL after `kill_wait_secs`.
+    fn end_timed_out_step(
+        &self,
+        job_id: u32,
+        step_id: u32,
+        kill_wait_secs: u32,
+    ) -> Result<bool, JobsError> {
+        if let Some(step) = self.attachable.get(job_id, step_id) {
+            step.tell(&crate::supervisor::time_limit_line(
+                &format!("STEP {job_id}.{step_id}"),
+                self.jobs.node_name(),
+            ));
+        }
+        let found = self.jobs.signal_step(job_id, step_id, libc::SIGTERM)?;
+        let jobs = self.jobs.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(u64::from(kill_wait_secs))).await;
+            let _ = jobs.signal_step(job_id, step_id, 0);
+        });
+        Ok(found)
+    }
+
     pub fn new(jobs: Arc<Jobs>, mail_prog: String, key: Arc<auth::Key>) -> Agent {
         Agent {
             jobs,
@@ -217,6 +240,9 @@ impl NodeAgent for Agent {
         from_controller(&request)?;
         let req = request.into_inner();
         let found = match req.step_id {
+            Some(step_id) if req.step_time_limit => {
+                self.end_timed_out_step(req.job_id, step_id, req.kill_wait_secs)
+            }
             Some(step_id) => self.jobs.signal_step(req.job_id, step_id, req.signal),
             None => {
                 self.jobs

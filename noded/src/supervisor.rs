@@ -366,12 +366,8 @@ impl Supervisor<'_> {
                 warn_at = None;
                 ending = Some(FinishKind::Timeout);
                 info!(limit_secs = self.info.time_limit_secs, "time limit reached");
-                let line = format!(
-                    "error: *** JOB {} ON {} CANCELLED AT {} DUE TO TIME LIMIT ***",
-                    self.info.job_id,
-                    self.info.node_name,
-                    local_timestamp(unix_now())
-                );
+                let line =
+                    time_limit_line(&format!("JOB {}", self.info.job_id), &self.info.node_name);
                 self.note(&line);
                 self.terminate();
                 kill_at = Some(now + kill_wait);
@@ -656,6 +652,16 @@ fn zone() -> &'static jiff::tz::TimeZone {
 /// `2024-05-01T12:00:00` in local time, as Slurm prints it.
 fn local_timestamp(t: Time) -> String {
     model::timespec::timestamp(t, zone())
+}
+
+/// Slurm's notice of a job or step (`what`: `JOB 5`, `STEP 5.1`) ended on `node` for
+/// its time limit, now: `error: *** STEP 5.1 ON n1 CANCELLED AT 2024-05-01T12:00:00
+/// DUE TO TIME LIMIT ***`.
+pub(crate) fn time_limit_line(what: &str, node: &str) -> String {
+    format!(
+        "error: *** {what} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
+        local_timestamp(unix_now())
+    )
 }
 
 #[cfg(test)]

@@ -57,6 +57,24 @@ pub struct Attached {
     pub stdin: mpsc::Sender<Vec<u8>>,
     /// The user the tasks run as: only they (or root) may join.
     pub uid: u32,
+    /// srun's stream, for what the node itself tells the step (`tell`).
+    srun: mpsc::Sender<Answer>,
+    /// The first of the step's tasks here, whose stderr carries what the node tells.
+    first_task: u32,
+}
+
+impl Attached {
+    /// Writes `line` on the step's stderr, from the node (`drover-noded: LINE`), to srun
+    /// and to whoever is attached.
+    pub fn tell(&self, line: &str) {
+        let msg = data_message(
+            self.first_task,
+            true,
+            format!("drover-noded: {line}\n").as_bytes(),
+        );
+        let _ = self.output.send(msg.clone());
+        let _ = self.srun.try_send(Ok(msg));
+    }
 }
 
 impl Attachable {
@@ -128,6 +146,8 @@ pub async fn run(
             output: attached.clone(),
             stdin: attach_stdin,
             uid: launch.uid,
+            srun: out.clone(),
+            first_task: launch.task_ids.first().copied().unwrap_or(0),
         },
     );
     let joinable = Joinable {

@@ -316,6 +316,7 @@ fn signal(job_id: u32, signal: i32) -> SignalJobRequest {
         kill_wait_secs: 5,
         full: false,
         step_id: None,
+        step_time_limit: false,
     }
 }
 

@@ -944,6 +944,8 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ("StateSaveLocation", config.state_dir.clone()),
         // No interconnect switch plugin.
         ("SwitchType", "switch/none".into()),
+        // Nodes are not placed by a network topology.
+        ("TopologyPlugin", "topology/none".into()),
     ];
     v1::GetConfigReply {
         cluster_name: config.cluster_name.clone(),

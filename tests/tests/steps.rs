@@ -173,6 +173,16 @@ fn a_step_past_its_own_time_limit_ends_timeout_and_its_job_goes_on() {
         "{acct}\n{}",
         read(&c, "job.out")
     );
+    // The node says why on the step's stderr, as Slurm's stepd, and ends the tasks
+    // with SIGTERM first.
+    let out = read(&c, "job.out");
+    assert!(
+        out.lines().any(|l| l.starts_with(&format!(
+            "drover-noded: error: *** STEP {step} ON tn1 CANCELLED AT "
+        )) && l.ends_with(" DUE TO TIME LIMIT ***")),
+        "{out}"
+    );
+    assert!(out.contains("srun: error: tn1: task 0: Terminated"), "{out}");
 }
 
 /// `scancel -s SIG` reaches each task of the job's running steps on every node once,

@@ -75,6 +75,9 @@ pub enum Order {
     SignalAll { signal: i32 },
     /// `scancel JOB.STEP`: a signal to the tasks of one step (0: SIGKILL, its cancel).
     SignalStep { step_id: u32, signal: i32 },
+    /// A step past its own time limit: the node says so on the step's stderr, then
+    /// ends its tasks (SIGTERM, SIGKILL after KillWait).
+    StepTimeLimit { step_id: u32 },
     /// Stop (SIGSTOP) the job's processes.
     Suspend,
     /// Continue (SIGCONT) them.

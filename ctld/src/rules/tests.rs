@@ -1082,7 +1082,7 @@ fn a_step_past_its_own_time_limit_is_killed_once_and_ends_timeout() {
             .iter()
             .filter_map(|e| match e {
                 Effect::Order {
-                    order: Order::SignalStep { step_id, signal: 0 },
+                    order: Order::StepTimeLimit { step_id },
                     ..
                 } => Some(*step_id),
                 _ => None,

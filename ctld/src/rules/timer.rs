@@ -45,7 +45,7 @@ fn kill_steps_past_their_limit(turn: &mut Turn) {
             turn.effects.push(super::Effect::Order {
                 job_id,
                 node,
-                order: Order::SignalStep { step_id, signal: 0 },
+                order: Order::StepTimeLimit { step_id },
             });
         }
     }
