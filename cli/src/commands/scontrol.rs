@@ -715,6 +715,9 @@ const JOB_KEYS: &[(&str, usize)] = &[
 pub struct JobUpdate {
     pub ids: Vec<String>,
     pub name: Option<String>,
+    /// `UserID=`: with `JobName=` and no job id, the jobs of that name are this user's
+    /// (else the caller's).
+    pub user_id: Option<u32>,
     /// In the order given; the controller applies them to each job as it stands.
     pub changes: Vec<JobChange>,
 }
@@ -765,6 +768,18 @@ pub fn parse_job_update(args: &[String], now: i64) -> Result<JobUpdate, Exit> {
                     .map_err(|b| Exit::raw(format!("Invalid job id specified for job {b}")))?;
                 u.ids.extend(ids);
             }
+            continue;
+        }
+        if kw(&k, "UserID", 3) {
+            let uid = v
+                .parse::<u32>()
+                .ok()
+                .or_else(|| {
+                    let user = nix::unistd::User::from_name(&v).ok().flatten()?;
+                    Some(user.uid.as_raw())
+                })
+                .ok_or_else(|| Exit::error(PROG, format!("Invalid UserID: {v}")))?;
+            u.user_id = Some(uid);
             continue;
         }
         let Some((key, _)) = JOB_KEYS.iter().find(|(name, min)| kw(&k, name, *min)) else {
@@ -1178,10 +1193,14 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
         let mut ids = u.ids.clone();
         if ids.is_empty() {
             let name = u.name.clone().unwrap_or_default();
+            let user = match u.user_id {
+                Some(uid) => crate::users::lookup_user(uid).unwrap_or_else(|| uid.to_string()),
+                None => client::current_user().0,
+            };
             let req = v1::ListJobsRequest {
                 filter: Some(v1::JobFilter {
                     names: vec![name.clone()],
-                    users: vec![client::current_user().0],
+                    users: vec![user],
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -1199,7 +1218,12 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
                 }
             }
             if ids.is_empty() {
-                s.fail(format!("{PROG}: error: No jobs with name '{name}'"));
+                s.fail(match u.user_id {
+                    Some(uid) => {
+                        format!("{PROG}: error: No jobs with user ID {uid} and name '{name}'")
+                    }
+                    None => format!("{PROG}: error: No jobs with name '{name}'"),
+                });
                 return;
             }
         }
@@ -2445,6 +2469,15 @@ mod tests {
         );
         let u = parse_job_update(&sv(&["JobId=1", "StartTime=now+60"]), 1_000_000).unwrap();
         assert_eq!(u.changes, [JobChange::BeginTime(1_000_060)]);
+        // The jobs of a name and a user (by number or by name).
+        let u = parse_job_update(&sv(&["JobName=x", "UserID=7", "TimeLimit=5"]), 0).unwrap();
+        assert_eq!((u.name.as_deref(), u.user_id), (Some("x"), Some(7)));
+        let u = parse_job_update(&sv(&["JobName=x", "UserID=root", "TimeLimit=5"]), 0).unwrap();
+        assert_eq!(u.user_id, Some(0));
+        assert_eq!(
+            e(&["JobName=x", "UserID=no-such-user", "TimeLimit=5"]),
+            ["scontrol: error: Invalid UserID: no-such-user"]
+        );
     }
 
     #[test]
