@@ -28,8 +28,12 @@ pub fn slurm_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
     set("SLURM_NNODES", num_nodes.to_string());
     set("SLURM_JOB_NUM_NODES", num_nodes.to_string());
     let num_tasks = spec.num_tasks.max(1);
-    set("SLURM_NTASKS", num_tasks.to_string());
-    set("SLURM_NPROCS", num_tasks.to_string());
+    // Only for a task count asked for (-n, --ntasks-per-node), which sbatch says in the
+    // submit environment: `sbatch -N2` has none, and its `srun` runs a task a node.
+    if get_var(&req.env, "SLURM_NTASKS").is_some() {
+        set("SLURM_NTASKS", num_tasks.to_string());
+        set("SLURM_NPROCS", num_tasks.to_string());
+    }
     set(
         "SLURM_TASKS_PER_NODE",
         tasks_per_node(num_tasks, num_nodes, spec.ntasks_per_node),
@@ -532,8 +536,6 @@ mod tests {
             ("SLURM_NODELIST", "gpu[01-02]"),
             ("SLURM_NNODES", "2"),
             ("SLURM_JOB_NUM_NODES", "2"),
-            ("SLURM_NTASKS", "1"),
-            ("SLURM_NPROCS", "1"),
             ("SLURM_TASKS_PER_NODE", "1"),
             ("SLURM_CPUS_ON_NODE", "8"),
             ("SLURM_JOB_CPUS_PER_NODE", "8(x2)"),
@@ -557,7 +559,10 @@ mod tests {
         for (name, value) in expect {
             assert_eq!(get(&env, name), Some(value), "{name}");
         }
+        // No task count asked for (`sbatch -N2`): none set, as Slurm's.
         for absent in [
+            "SLURM_NTASKS",
+            "SLURM_NPROCS",
             "SLURM_CPUS_PER_TASK",
             "SLURM_MEM_PER_NODE",
             "SLURM_MEM_PER_CPU",
@@ -581,6 +586,7 @@ mod tests {
         info.spec.cpus_per_task = 4;
         info.env.push(("SLURM_CPUS_PER_TASK".into(), "4".into()));
         info.spec.num_tasks = 5;
+        info.env.push(("SLURM_NTASKS".into(), "5".into()));
         info.spec.mem_per_node_mb = 16_000;
         info.restart_count = 2;
         info.time_limit_secs = 600;

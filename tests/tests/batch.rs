@@ -26,7 +26,8 @@ fn submit_run_watch_and_account() {
         out.contains(&format!("id={id} jobid={id} name=envcheck")),
         "{out}"
     );
-    assert!(out.contains("n=1 1 tasks=1"), "{out}");
+    // No -n: no task count, as Slurm's sbatch.
+    assert!(out.contains("n=1 1 tasks=\n"), "{out}");
     assert!(out.contains("cpt=2 con=2 mem=100"), "{out}");
     assert!(
         out.contains(&format!(

@@ -837,8 +837,14 @@ mod tests {
         assert_eq!((sp.time_limit_min, sp.mem_per_node_mb), (5, 200));
         assert_eq!(sp.work_dir, "/w");
         assert_eq!(sp.comment, "rule_make");
-        // The environment, where sbatch ran, --cpus-per-task=1 and --export=ALL.
-        assert_eq!(sp.env.len(), 5);
+        // The environment, where sbatch ran, --cpus-per-task=1, --ntasks=1 and
+        // --export=ALL.
+        assert_eq!(sp.env.len(), 6);
+        assert!(
+            sp.env
+                .iter()
+                .any(|e| e.name == "SLURM_NTASKS" && e.value == "1")
+        );
         assert!(
             sp.env
                 .iter()

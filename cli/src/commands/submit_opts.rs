@@ -1797,7 +1797,12 @@ pub fn build_spec(
     };
     let mut env = export_env(o.export.as_deref(), ctx.env);
     // Where sbatch ran, whatever `--chdir` says (sbatch(1): SLURM_SUBMIT_DIR).
-    env.retain(|(name, _)| name != "SLURM_SUBMIT_DIR" && name != "SLURM_CPUS_PER_TASK");
+    env.retain(|(name, _)| {
+        !matches!(
+            name.as_str(),
+            "SLURM_SUBMIT_DIR" | "SLURM_CPUS_PER_TASK" | "SLURM_NTASKS" | "SLURM_NPROCS"
+        )
+    });
     env.push(("SLURM_SUBMIT_DIR".into(), ctx.cwd.to_string()));
     // sbatch(1): with --export=NONE "Slurm will then implicitly attempt to load the
     // user's environment on the node", as with --get-user-env: the node does it.
@@ -1817,6 +1822,10 @@ pub fn build_spec(
     // Set in the job only when -c is given, as sbatch's; not a parent job's.
     if let Some(c) = o.cpus_per_task {
         env.push(("SLURM_CPUS_PER_TASK".into(), c.to_string()));
+    }
+    // So is the task count, only with -n or --ntasks-per-node (`sbatch -N2` has none).
+    if o.ntasks.is_some() || ntasks_per_node.is_some() {
+        env.push(("SLURM_NTASKS".into(), num_tasks.to_string()));
     }
     if prog == "sbatch" {
         let added = sbatch_job_env(o);
