@@ -932,6 +932,16 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ("PriorityWeightQOS", p.weight_qos.to_string()),
         ("PriorityWeightTRES", p.weight_tres.clone()),
         ("PrivateData", private_data(&c.private_data)),
+        // Node daemons find a job's processes through its cgroups (unless they are
+        // turned off, when the tasks' process groups are what they signal).
+        (
+            "ProctrackType",
+            match config.cgroup.mode {
+                model::config::CgroupMode::Auto => "proctrack/cgroup",
+                model::config::CgroupMode::Off => "proctrack/pgid",
+            }
+            .into(),
+        ),
         ("SchedulerType", scheduler.into()),
         ("SelectType", "select/cons_tres".into()),
         // CPUs and memory are what jobs take of a node.

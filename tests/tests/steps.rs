@@ -182,7 +182,10 @@ fn a_step_past_its_own_time_limit_ends_timeout_and_its_job_goes_on() {
         )) && l.ends_with(" DUE TO TIME LIMIT ***")),
         "{out}"
     );
-    assert!(out.contains("srun: error: tn1: task 0: Terminated"), "{out}");
+    assert!(
+        out.contains("srun: error: tn1: task 0: Terminated"),
+        "{out}"
+    );
 }
 
 /// `scancel -s SIG` reaches each task of the job's running steps on every node once,
@@ -387,6 +390,17 @@ fn salloc_and_srun_outside_an_allocation_take_one_and_give_it_back() {
         "srun",
         "-N",
         "1-10",
+        "-l",
+        "sh",
+        "-c",
+        "echo $SLURMD_NODENAME",
+    ]);
+    assert_eq!(sorted_lines(&out), ["0: tn1", "1: tn2"], "{out}");
+    // `--spread-job`: two tasks on two nodes, where one node would hold them both.
+    let out = c.ok(&[
+        "srun",
+        "-n2",
+        "--spread-job",
         "-l",
         "sh",
         "-c",

@@ -604,9 +604,9 @@ async fn outside_allocation(mut req: Request, env: Vec<(String, String)>) -> Exi
     };
     // `-v` names the allocation once, with the step's launch (`step::in_allocation`).
     let job_id = alloc.job.job_id;
-    // `-N MIN-MAX`: the step runs on every node the job got (without `-n`, a task
-    // on each), as Slurm's.
-    if req.opts.max_nodes.is_some() {
+    // `-N MIN-MAX` (or `--spread-job`): the step runs on every node the job got
+    // (without `-n`, a task on each), as Slurm's.
+    if req.opts.most_nodes() > 0 {
         let nodes = alloc.job.num_nodes.max(1);
         req.opts.nodes = Some(nodes);
         req.opts.max_nodes = None;

@@ -527,7 +527,10 @@ pub const OPTIONS: &[OptDef] = &[
         o.sockets_per_node = Some(a.positive()?);
         Ok(())
     }),
-    OptDef::ignored(Both, flag("spread-job", None)),
+    OptDef::both(flag("spread-job", None), |o, _| {
+        o.spread_job = true;
+        Ok(())
+    }),
     OptDef::ignored(Both, value("switches", None)),
     OptDef::only(SrunOnly, value("task-epilog", None), |o, a| {
         a.text(&mut o.task_epilog)
@@ -851,6 +854,8 @@ pub struct SubmitOpts {
     pub disable_status: bool,
     /// `--multi-prog`: the command is a configuration of each task's program.
     pub multi_prog: bool,
+    /// `--spread-job`: as many nodes as free, up to one per task (`most_nodes`).
+    pub spread_job: bool,
     /// `--bcast[=DEST]`: the executable is copied to the step's nodes first (empty:
     /// to Slurm's default name, `step::bcast_path`).
     pub bcast: Option<String>,
@@ -881,7 +886,14 @@ impl SubmitOpts {
     /// The most nodes of `-N min-max` sent to the controller (0: just the least);
     /// `--use-min-nodes` keeps the least.
     pub fn most_nodes(&self) -> u32 {
-        self.max_nodes.filter(|_| !self.use_min_nodes).unwrap_or(0)
+        if self.use_min_nodes {
+            return 0;
+        }
+        // `--spread-job` without `-N`: `-N 1-TASKS`, as many as are free.
+        let spread = self
+            .ntasks
+            .filter(|_| self.spread_job && self.nodes.is_none());
+        self.max_nodes.or(spread).unwrap_or(0)
     }
 
     /// Applies options in order from one source.
@@ -2580,6 +2592,20 @@ pub(crate) mod tests {
         );
         o.apply(Command::Sbatch, "nice", "", Source::Cli).unwrap();
         assert_eq!(o.nice, Some(100));
+        // --spread-job: up to a node per task, unless -N says how many.
+        let spread = |args: &[(&str, &str)]| {
+            let mut o = SubmitOpts::default();
+            for (k, v) in args {
+                o.apply(Command::Sbatch, k, v, Source::Cli).unwrap();
+            }
+            o.most_nodes()
+        };
+        assert_eq!(spread(&[("ntasks", "4"), ("spread-job", "")]), 4);
+        assert_eq!(
+            spread(&[("spread-job", ""), ("ntasks", "4"), ("nodes", "2")]),
+            0
+        );
+        assert_eq!(spread(&[("ntasks", "4")]), 0);
     }
 
     #[test]
