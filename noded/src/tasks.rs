@@ -531,8 +531,17 @@ async fn watch_task(
             epilog.run(&NoIsolation::default(), Some(EPILOG_LIMIT))
         })
         .await;
-        if let Ok(Err(e)) = ran {
-            warn!(task_id, error = %e, "task epilog failed");
+        let failed = match ran {
+            Ok(Ok((_, 0))) => None,
+            // Killed at its limit (9), or its exit code, as slurmstepd says it.
+            Ok(Ok((_, status))) => Some(format!("status={status}")),
+            Ok(Err(e)) => Some(e),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(why) = failed {
+            warn!(task_id, error = %why, "task epilog failed");
+            let line = format!("drover-noded: error: TaskEpilog failed {why}\n");
+            out.send(data_message(task_id, true, line.as_bytes())).await;
         }
     }
     // The output of a task that left children holding its pipes ends when they do, or
@@ -574,8 +583,13 @@ struct TaskScript {
 }
 
 impl TaskScript {
-    /// Runs it to its end (or `limit`), then kills its process group; its standard output.
-    fn run(&self, isolation: &dyn Isolation, limit: Option<Duration>) -> Result<Vec<u8>, String> {
+    /// Runs it to its end (or `limit`), then kills its process group; its standard output
+    /// and how it ended: 0, its exit code, or the signal that killed it (9 at `limit`).
+    fn run(
+        &self,
+        isolation: &dyn Isolation,
+        limit: Option<Duration>,
+    ) -> Result<(Vec<u8>, i32), String> {
         use std::io::Read;
         let program =
             Program::for_command(std::slice::from_ref(&self.path), &self.env, &self.work_dir)
@@ -602,24 +616,26 @@ impl TaskScript {
             text
         });
         let deadline = limit.map(|l| std::time::Instant::now() + l);
-        loop {
+        let status = loop {
             let flags = deadline.map(|_| nix::sys::wait::WaitPidFlag::WNOHANG);
             match waitpid(pid, flags) {
                 Ok(WaitStatus::StillAlive) => {
                     if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                         let _ = killpg(pid, Signal::SIGKILL);
                         let _ = waitpid(pid, None);
-                        break;
+                        break Signal::SIGKILL as i32;
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 Err(Errno::EINTR) => {}
-                Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(_) => break,
+                Ok(WaitStatus::Exited(_, code)) => break code,
+                Ok(WaitStatus::Signaled(_, sig, _)) => break sig as i32,
+                Err(_) => break 0,
                 Ok(_) => {}
             }
-        }
+        };
         let _ = killpg(pid, Signal::SIGKILL);
-        Ok(reader.join().unwrap_or_default())
+        Ok((reader.join().unwrap_or_default(), status))
     }
 }
 
@@ -977,7 +993,7 @@ fn start(
         let mut printed = Vec::new();
         if !launch.task_prolog.is_empty() {
             match script(&launch.task_prolog, &task_env).run(&placement, None) {
-                Ok(text) => printed = apply_prolog_output(&text, &mut task_env),
+                Ok((text, _)) => printed = apply_prolog_output(&text, &mut task_env),
                 Err(e) => {
                     failure = Some(format!("task prolog failed: {e}"));
                     break;

@@ -686,6 +686,43 @@ fn srun_pty_runs_task_zero_in_a_terminal_of_sruns_size() {
     assert!(seen.contains("\r\n/dev/pts/"), "{seen:?}");
 }
 
+#[test]
+fn a_task_epilog_that_fails_or_outlives_its_limit_is_reported() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    let epilog = c.path().join("epilog.sh");
+    // The first task's epilog fails, the second's runs past slurmstepd's 5 seconds.
+    std::fs::write(
+        &epilog,
+        "#!/bin/sh\n[ \"$SLURM_PROCID\" = 0 ] && exit 3\nexec sleep 60\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&epilog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = c.run(&[
+        "srun",
+        "-n2",
+        &format!("--task-epilog={}", epilog.display()),
+        "true",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let mut failed: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("drover-noded: error: TaskEpilog failed "))
+        .collect();
+    failed.sort();
+    assert_eq!(
+        failed,
+        [
+            "drover-noded: error: TaskEpilog failed status=3",
+            "drover-noded: error: TaskEpilog failed status=9"
+        ],
+        "{stderr}"
+    );
+}
+
 /// A command run on a terminal of its own: the terminal's two ends, and all that came
 /// out of it so far (read until nothing holds the slave side).
 struct OnTerminal {
