@@ -1,5 +1,5 @@
-//! Starting the batch shell: fork, prepare the child (its own process group, stdio, a
-//! clean signal state, the isolation hook, `SLURM_TASK_PID`) and exec. An exec failure
+//! Starting the batch shell: fork, prepare the child (its own process group, stdio and
+//! no other descriptor it inherited, a clean signal state, the isolation hook, `SLURM_TASK_PID`) and exec. An exec failure
 //! comes back through a close-on-exec pipe, as in `std::process`, so that the
 //! supervisor can report LAUNCH_FAILED instead of a mysterious exit code.
 //!
@@ -340,6 +340,20 @@ unsafe fn exec_child(
         {
             fail(6, Errno::last_raw());
         }
+        // Nothing of the daemon's but stdio reaches the program, whatever it inherited
+        // without close-on-exec (as slurmstepd closes all): close-on-exec from fd 3 on,
+        // so that the report pipe stays open until exec.
+        if libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        ) != 0
+        {
+            for fd in 3..1024 {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
         let mut var = [0u8; 40];
         write_pid_var(&mut var, libc::getpid());
         envp[pid_slot] = var.as_ptr().cast();
@@ -394,6 +408,54 @@ mod tests {
         write_pid_var(&mut buf, 7);
         let s = std::ffi::CStr::from_bytes_until_nul(&buf).unwrap();
         assert_eq!(s.to_str().unwrap(), "SLURM_TASK_PID=7");
+    }
+
+    #[test]
+    fn the_program_gets_stdio_and_no_other_inherited_descriptor() {
+        use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+        let tmp = tempfile::tempdir().unwrap();
+        // A descriptor the daemon holds without close-on-exec, as one it inherited.
+        let leaked = std::ffi::CString::new(tmp.path().to_str().unwrap()).unwrap();
+        // SAFETY: open on a valid NUL-terminated path; the result is owned below.
+        let fd = unsafe { libc::open(leaked.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) };
+        assert!(fd > 2);
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        let _leaked = unsafe { OwnedFd::from_raw_fd(fd) };
+        let out = tmp.path().join("fds");
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let file = std::fs::File::create(&out).unwrap();
+        let argv = vec![
+            "/bin/sh".to_string(),
+            "-c".to_string(),
+            "ls /proc/$$/fd".to_string(),
+        ];
+        let program = Program::for_command(&argv, &[], "/").unwrap();
+        let stdio = Stdio {
+            stdin: null.as_fd(),
+            stdout: file.as_fd(),
+            stderr: file.as_fd(),
+            terminal: false,
+        };
+        let user = RunAs::for_job(
+            nix::unistd::getuid().as_raw(),
+            nix::unistd::getgid().as_raw(),
+            &[],
+        )
+        .unwrap();
+        let pid = spawn(
+            &program,
+            &stdio,
+            &crate::isolation::NoIsolation::default(),
+            &user,
+        )
+        .unwrap();
+        nix::sys::wait::waitpid(pid, None).unwrap();
+        let fds = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(
+            fds.split_whitespace().collect::<Vec<_>>(),
+            ["0", "1", "2"],
+            "{fds}"
+        );
     }
 
     #[test]
