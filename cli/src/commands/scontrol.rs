@@ -2,7 +2,8 @@
 //!
 //! `show job|step|node|partition|config|hostnames|hostlist|hostlistsorted`, `hold`,
 //! `uhold`, `release`, `requeue`, `requeuehold`, `suspend`, `resume`, `update JobId=…`/
-//! `update NodeName=…`, `completing`, `reconfigure`, `ping`, `version`. Keywords are
+//! `update NodeName=…`, `completing`, `reconfigure`, `write batch_script|config`,
+//! `ping`, `version`. Keywords are
 //! case-insensitive and may be shortened as in Slurm (`scontrol sh jo 12`). The record
 //! layouts and error lines follow Slurm 22.05; `-o/--oneliner` prints one record a line,
 //! `-v` opens each `show` with `last_update_time=…`. Without a command, commands are read
@@ -901,6 +902,17 @@ const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
      update <SPECIFICATIONS>  update job or node configuration.
      verbose                  enable detailed logging.
      version                  display tool version number.
+     write batch_script <job_id> <optional filename>
+                              Write the batch script for a given job to a
+                              local file. Default is slurm-<job_id>.sh if
+                              the (optional) filename is not given.
+     write config <optional filename>
+                              Write the current configuration to a file
+                              with the naming convention of
+                              slurm.conf.<datetime> in the same directory
+                              as the original slurm.conf.
+                              If a filename is given that file location
+                              with a .<datetime> suffix is created.
      !!                       Repeat the last command entered.
 
   <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\", \"job\",
@@ -1052,7 +1064,11 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
     } else if kw(tag, "create", 2) || kw(tag, "delete", 3) {
         reservation_change(s, conn, tag, rest).await;
     } else if kw(tag, "write", 2) {
-        write_batch_script(s, conn, rest).await;
+        if rest.first().is_some_and(|w| kw(w, "config", 1)) {
+            write_config(s, conn, &rest[1..]).await;
+        } else {
+            write_batch_script(s, conn, rest).await;
+        }
     } else if kw(tag, "version", 4) {
         s.out.push(args::version_line());
     } else if kw(tag, "help", 2) {
@@ -1362,6 +1378,71 @@ fn ctld_host() -> String {
         Some((h, _)) => h.trim_matches(['[', ']']).to_string(),
         None => addr,
     }
+}
+
+/// `write config [FILE]`: the configuration as `scontrol show config` gives it, in
+/// slurm.conf's `Key=Value` lines, to FILE (by default the client's `SLURM_CONF`, else
+/// `slurm.conf` beside the controller's file) with `.YYYYMMDDTHHMMSS` appended, as
+/// Slurm's; it says where.
+async fn write_config(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String]) {
+    let Some(c) = get_client(s, conn, "slurm_load_ctl_conf error").await else {
+        return;
+    };
+    let reply = match c.get_config(v1::GetConfigRequest {}).await {
+        Ok(r) => r.into_inner(),
+        Err(st) => {
+            s.fail(format!(
+                "slurm_load_ctl_conf error: {}",
+                calls::status_text(&st)
+            ));
+            return;
+        }
+    };
+    let base = args
+        .first()
+        .cloned()
+        .or_else(|| args::env_var("SLURM_CONF").filter(|f| !f.is_empty()))
+        .unwrap_or_else(|| {
+            let dir = std::path::Path::new(&reply.config_file)
+                .parent()
+                .map(|d| d.display().to_string())
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| ".".into());
+            format!("{dir}/slurm.conf")
+        });
+    let stamp: String = format_time(times::now())
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':'))
+        .collect();
+    let path = format!("{base}.{stamp}");
+    match std::fs::write(&path, slurm_conf_lines(&reply)) {
+        Ok(()) => s.out.push(format!("Slurm config saved to {path}\n")),
+        Err(e) => s.fail(format!("Could not write {path}: {e}")),
+    }
+}
+
+/// The configuration as slurm.conf lines: `KillWait=5` (a time's unit dropped), and
+/// `#Key=` for what is not set; the client-side keys (`SLURM_CONF`, `SLURM_VERSION`)
+/// left out.
+fn slurm_conf_lines(reply: &v1::GetConfigReply) -> String {
+    let mut out = format!("# slurm.conf of cluster {}\n", reply.cluster_name);
+    for e in &reply.entries {
+        if e.key.starts_with("SLURM_") {
+            continue;
+        }
+        if e.value == "(null)" || e.value.is_empty() {
+            out.push_str(&format!("#{}=\n", e.key));
+            continue;
+        }
+        let value = e
+            .value
+            .strip_suffix(" sec")
+            .or_else(|| e.value.strip_suffix(" min"))
+            .filter(|v| v.chars().all(|c| c.is_ascii_digit()))
+            .unwrap_or(&e.value);
+        out.push_str(&format!("{}={value}\n", e.key));
+    }
+    out
 }
 
 /// `write batch_script JOBID [FILE]`: the script as submitted, to `slurm-JOBID.sh` by
@@ -2259,6 +2340,34 @@ mod tests {
         assert!(
             text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn write_config_gives_slurm_conf_lines() {
+        let reply = v1::GetConfigReply {
+            cluster_name: "c1".into(),
+            entries: [
+                ("KillWait", "30 sec"),
+                ("OverTimeLimit", "0 min"),
+                ("PriorityMaxAge", "7-00:00:00"),
+                ("SwitchType", "switch/none"),
+                ("PropagateResourceLimitsExcept", "(null)"),
+                ("SLURM_VERSION", "22.05.8"),
+            ]
+            .iter()
+            .map(|(k, v)| v1::ConfigEntry {
+                key: k.to_string(),
+                value: v.to_string(),
+            })
+            .collect(),
+            config_file: String::new(),
+        };
+        assert_eq!(
+            slurm_conf_lines(&reply),
+            "# slurm.conf of cluster c1\nKillWait=30\nOverTimeLimit=0\n\
+             PriorityMaxAge=7-00:00:00\nSwitchType=switch/none\n\
+             #PropagateResourceLimitsExcept=\n"
         );
     }
 
