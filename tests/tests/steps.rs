@@ -540,6 +540,28 @@ fn each_task_sees_its_own_gpus_with_gpus_per_task() {
     }
     assert!(out.contains("Invalid --gpu-bind argument: bogus"), "{out}");
     assert!(out.contains("bad=1"), "{out}");
+    // --ntasks-per-gpu=2 with two GPUs: four tasks, two on each GPU, as Slurm's.
+    let out = c.ok(&[
+        "srun",
+        "--gpus=2",
+        "--ntasks-per-gpu=2",
+        "-l",
+        "sh",
+        "-c",
+        "echo $CUDA_VISIBLE_DEVICES",
+    ]);
+    let lines = sorted_lines(&out);
+    assert_eq!(lines.len(), 4, "{out}");
+    let gpu_of = |task: usize| lines[task].split_once(": ").unwrap().1.to_string();
+    assert_eq!(gpu_of(0), gpu_of(1), "{out}");
+    assert_eq!(gpu_of(2), gpu_of(3), "{out}");
+    assert_ne!(gpu_of(0), gpu_of(2), "{out}");
+    let bad = c.run(&["srun", "--ntasks-per-gpu=2", "--ntasks-per-node=2", "true"]);
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "srun: fatal: --ntasks-per-node is mutually exclusive with --ntasks-per-gpu and \
+         SLURM_NTASKS_PER_GPU\n"
+    );
 }
 
 #[test]

@@ -72,6 +72,8 @@ const INPUT_ENV_SHAPE: &[(&str, &str)] = &[
     ("SLURM_JOB_NUM_NODES", "nodes"),
     ("SLURM_NNODES", "nodes"),
     ("SLURM_NTASKS_PER_NODE", "ntasks-per-node"),
+    ("SLURM_NTASKS_PER_GPU", "ntasks-per-gpu"),
+    ("SLURM_NTASKS_PER_TRES", "ntasks-per-tres"),
     ("SRUN_CPUS_PER_TASK", "cpus-per-task"),
 ];
 

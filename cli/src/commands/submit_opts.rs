@@ -442,12 +442,21 @@ pub const OPTIONS: &[OptDef] = &[
         Ok(())
     }),
     OptDef::ignored(Both, value("ntasks-per-core", None)),
-    OptDef::ignored(Both, value("ntasks-per-gpu", None)),
+    OptDef::both(value("ntasks-per-gpu", None), |o, a| {
+        o.ntasks_per_gpu = Some(a.positive()?);
+        Ok(())
+    })
+    .env("SBATCH_NTASKS_PER_GPU"),
     OptDef::both(value("ntasks-per-node", None), |o, a| {
         o.ntasks_per_node = Some(a.positive()?);
         Ok(())
     }),
     OptDef::ignored(Both, value("ntasks-per-socket", None)),
+    // Slurm's one TRES per task is the GPU: `--ntasks-per-gpu` by its other name.
+    OptDef::both(value("ntasks-per-tres", None), |o, a| {
+        o.ntasks_per_tres = Some(a.positive()?);
+        Ok(())
+    }),
     OptDef::both(value("open-mode", None), |o, a| {
         o.open_mode_append = Some(match a.value.chars().next() {
             Some('a' | 'A') => true,
@@ -854,6 +863,9 @@ pub struct SubmitOpts {
     pub disable_status: bool,
     /// `--multi-prog`: the command is a configuration of each task's program.
     pub multi_prog: bool,
+    /// `--ntasks-per-gpu` (`with_ntasks_per_gpu`) and `--ntasks-per-tres`, its other name.
+    pub ntasks_per_gpu: Option<u32>,
+    pub ntasks_per_tres: Option<u32>,
     /// `--spread-job`: as many nodes as free, up to one per task (`most_nodes`).
     pub spread_job: bool,
     /// `--bcast[=DEST]`: the executable is copied to the step's nodes first (empty:
@@ -1517,6 +1529,60 @@ fn io_path(p: &Option<String>) -> String {
 /// (`gres_job_state_validate`): `--gpus` >= `--gres=gpu`/`--gpus-per-node` >=
 /// `--gpus-per-socket`, counts that divide, and the node, socket and task counts they
 /// imply against those asked for.
+/// `--ntasks-per-gpu=N` (or `--ntasks-per-tres=N`) as Slurm 22.05 reads it: N tasks for
+/// each of the job's GPUs (without `-n`), as many GPUs as `-n` needs (without a GPU
+/// option), each task bound to one GPU (`--gpu-bind=single:N` unless one is given).
+/// It cannot join `--gpus-per-task`, `--gpus-per-socket` or `--ntasks-per-node`.
+///
+/// Example: `--gpus=2 --ntasks-per-gpu=2` runs 4 tasks, 0-1 on the first GPU; `-n4
+/// --ntasks-per-gpu=2` asks for 2 GPUs.
+fn with_ntasks_per_gpu(mut o: SubmitOpts, prog: &str) -> Result<SubmitOpts, Exit> {
+    let per_gpu = match (o.ntasks_per_gpu, o.ntasks_per_tres) {
+        (None, None) => return Ok(o),
+        (Some(_), Some(_)) => {
+            // Slurm's words for the two together.
+            return Err(Exit::raw(format!(
+                "{prog}: error: gres_job_state_validate: --ntasks-per-tres needs either a \
+                 GRES GPU specification or a node/ntask specification\n\
+                 {prog}: error: Invalid generic resource (gres) specification"
+            )));
+        }
+        (Some(n), None) | (None, Some(n)) => n,
+    };
+    for (given, name) in [
+        (o.gpus_per_task.is_some(), "--gpus-per-task"),
+        (o.gpus_per_socket.is_some(), "--gpus-per-socket"),
+        (o.ntasks_per_node.is_some(), "--ntasks-per-node"),
+    ] {
+        if given {
+            return Err(Exit::raw(format!(
+                "{prog}: fatal: {name} is mutually exclusive with --ntasks-per-gpu and \
+                 SLURM_NTASKS_PER_GPU"
+            )));
+        }
+    }
+    let total_gpus = match &o.gpus {
+        Some(g) => g.count,
+        None => gpus_per_node(&o) * o.nodes.unwrap_or(1),
+    };
+    if total_gpus == 0 {
+        if let Some(tasks) = o.ntasks {
+            o.gpus = Some(Gpu {
+                gpu_type: String::new(),
+                count: tasks.div_ceil(per_gpu),
+            });
+        }
+    } else if o.ntasks.is_none() {
+        o.ntasks = Some(total_gpus * per_gpu);
+    }
+    if o.gpu_bind.is_none() {
+        o.gpu_bind = Some(format!("single:{per_gpu}"));
+    }
+    o.ntasks_per_gpu = Some(per_gpu);
+    o.ntasks_per_tres = None;
+    Ok(o)
+}
+
 fn check_gpu_counts(o: &SubmitOpts, prog: &str) -> Result<(), Exit> {
     let count = |g: &Option<Gpu>| g.as_ref().map(|g| g.count);
     let per_job = count(&o.gpus);
@@ -1735,6 +1801,7 @@ pub fn build_spec(
     script_args: Vec<String>,
     default_name: &str,
 ) -> Result<v1::JobSpec, Exit> {
+    let o = &with_ntasks_per_gpu(o.clone(), prog)?;
     let work_dir = match o.chdir.as_deref() {
         Some(d) if d.starts_with('/') => d.to_string(),
         Some(d) => format!("{}/{}", ctx.cwd.trim_end_matches('/'), d),
@@ -1838,6 +1905,10 @@ pub fn build_spec(
     // So is the task count, only with -n or --ntasks-per-node (`sbatch -N2` has none).
     if o.ntasks.is_some() || ntasks_per_node.is_some() {
         env.push(("SLURM_NTASKS".into(), num_tasks.to_string()));
+    }
+    if let Some(n) = o.ntasks_per_gpu {
+        env.retain(|(name, _)| name != "SLURM_NTASKS_PER_GPU");
+        env.push(("SLURM_NTASKS_PER_GPU".into(), n.to_string()));
     }
     if prog == "sbatch" {
         let added = sbatch_job_env(o);
@@ -2592,6 +2663,48 @@ pub(crate) mod tests {
         );
         o.apply(Command::Sbatch, "nice", "", Source::Cli).unwrap();
         assert_eq!(o.nice, Some(100));
+        // --ntasks-per-gpu, as Slurm 22.05 reads it.
+        let per_gpu = |args: &[(&str, &str)]| {
+            let mut o = SubmitOpts::default();
+            for (k, v) in args {
+                o.apply(Command::Srun, k, v, Source::Cli).unwrap();
+            }
+            with_ntasks_per_gpu(o, "srun").map(|o| {
+                (
+                    o.ntasks,
+                    o.gpus.map(|g| g.count),
+                    o.gpu_bind.unwrap_or_default(),
+                )
+            })
+        };
+        let single = || "single:2".to_string();
+        assert_eq!(
+            per_gpu(&[("gpus", "2"), ("ntasks-per-gpu", "2")]).unwrap(),
+            (Some(4), Some(2), single())
+        );
+        assert_eq!(
+            per_gpu(&[("nodes", "2"), ("gres", "gpu:1"), ("ntasks-per-tres", "2")]).unwrap(),
+            (Some(4), None, single())
+        );
+        assert_eq!(
+            per_gpu(&[("ntasks", "4"), ("ntasks-per-gpu", "2")]).unwrap(),
+            (Some(4), Some(2), single())
+        );
+        for bad in [
+            [("ntasks-per-gpu", "2"), ("gpus-per-task", "2")],
+            [("ntasks-per-gpu", "2"), ("ntasks-per-node", "2")],
+            [("ntasks-per-gpu", "2"), ("ntasks-per-tres", "2")],
+        ] {
+            let e = per_gpu(&bad).unwrap_err();
+            assert!(e.stderr.starts_with("srun: "), "{}", e.stderr);
+        }
+        assert_eq!(
+            per_gpu(&[("ntasks-per-gpu", "2"), ("ntasks-per-node", "2")])
+                .unwrap_err()
+                .stderr,
+            "srun: fatal: --ntasks-per-node is mutually exclusive with --ntasks-per-gpu and \
+             SLURM_NTASKS_PER_GPU\n"
+        );
         // --spread-job: up to a node per task, unless -N says how many.
         let spread = |args: &[(&str, &str)]| {
             let mut o = SubmitOpts::default();
