@@ -13,11 +13,11 @@ fn reservations_keep_nodes_for_their_users() {
         cpus: 1,
         ..ClusterSpec::default()
     });
+    // `reservation=NAME`: the name's key shortened, as Slurm's scontrol takes it.
     let created = c.ok(&[
         "scontrol",
         "create",
-        "reservation",
-        "ReservationName=maint",
+        "reservation=maint",
         "StartTime=now",
         "Duration=60",
         "Nodes=tn1",

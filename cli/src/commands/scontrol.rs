@@ -1983,6 +1983,14 @@ async fn reservation_change(
             Some((what, words)) if kw(what, "reservation", 3) || kw(what, "reservationname", 3) => {
                 (v1::ReservationOp::Create, words.to_vec())
             }
+            // `create reservation=NAME ...`: the name's key shortened, as Slurm takes it.
+            Some((what, words))
+                if what
+                    .split_once('=')
+                    .is_some_and(|(k, _)| kw(k, "ReservationName", 3)) =>
+            {
+                (v1::ReservationOp::Create, [std::slice::from_ref(what), words].concat())
+            }
             _ => {
                 s.fail(format!(
                     "invalid keyword: {}",
