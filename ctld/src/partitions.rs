@@ -27,10 +27,20 @@ pub fn change(state: &ClusterState, req: &ChangePartition) -> Result<Event, Reje
             if existing.is_none() {
                 return Err(invalid_name());
             }
-            let in_use = state
-                .jobs
-                .values()
-                .any(|j| !j.state.is_final() && j.in_partition(&change.name));
+            // A job cancelled or ended, still completing on its nodes, holds it no
+            // longer, as in Slurm (its state is final there, completing a flag).
+            let cancelled = |j: &model::Job| {
+                matches!(
+                    j.kill.map(|k| k.cause),
+                    Some(model::job::KillCause::Cancel { .. })
+                )
+            };
+            let in_use = state.jobs.values().any(|j| {
+                !j.state.is_final()
+                    && j.state != model::JobState::Completing
+                    && !cancelled(j)
+                    && j.in_partition(&change.name)
+            });
             if in_use {
                 return Err(Rejection::WrongState("Partition is in use".into()));
             }

@@ -2454,6 +2454,32 @@ fn operators_create_update_and_delete_partitions_and_a_restart_keeps_them() {
     assert!(env.state.partition("p").is_some());
 }
 
+/// A running job holds its partition; once cancelled, while it is still completing on
+/// its node, it no longer does (Slurm counts a completing job as ended).
+#[test]
+fn a_partition_whose_jobs_are_completing_may_be_deleted() {
+    use crate::command::{ChangePartition, PartitionOp, Rejection};
+    let mut env = Env::new("[[partitions]]\nname = \"q\"\nnodes = \"n1\"\n");
+    let id = env.submit(|s| s.partition = "q".into());
+    env.start(id);
+    let delete = |env: &mut Env| {
+        let cmd = ChangePartition {
+            op: PartitionOp::Delete,
+            change: model::partition_change::parse(&["PartitionName=q".to_string()]).unwrap(),
+            requester: who(0),
+        };
+        env.turn(|t| jobs::change_partition(t, cmd)).answer
+    };
+    assert_eq!(
+        delete(&mut env),
+        Err(Rejection::WrongState("Partition is in use".into()))
+    );
+    env.scancel(id, 0);
+    // Cancelled, its node not yet done with it.
+    assert!(env.job(id).kill.is_some() && !env.job(id).state.is_final());
+    assert!(delete(&mut env).is_ok());
+}
+
 /// `scontrol reconfigure` puts the config's partitions back as the file defines them
 /// (an updated one, a deleted one), and keeps the ones made at run time.
 #[test]
