@@ -910,6 +910,8 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ("AuthType", "auth/drover".into()),
         ("ClusterName", config.cluster_name.clone()),
         ("KillWait", format!("{} sec", c.kill_wait_s)),
+        // srun starts a step's tasks through the nodes' daemons itself.
+        ("LaunchType", "launch/slurm".into()),
         ("MaxArraySize", c.max_array_size.to_string()),
         ("MaxJobCount", c.max_job_count.to_string()),
         // Slurm's default, reported for the tools that read it; a step's tasks per

@@ -1,6 +1,6 @@
 //! `scontrol`: looks at and changes jobs, nodes and the configuration.
 //!
-//! `show job|step|node|partition|config|hostnames|hostlist|hostlistsorted`, `hold`,
+//! `show job|step|node|partition|config|slurmd|hostnames|hostlist|hostlistsorted`, `hold`,
 //! `uhold`, `release`, `requeue`, `requeuehold`, `suspend`, `resume`, `update JobId=…`/
 //! `update NodeName=…`, `completing`, `reconfigure`, `write batch_script|config`,
 //! `ping`, `version`. Keywords are
@@ -1555,6 +1555,100 @@ async fn ping(s: &mut Session, conn: &mut Option<client::Ctld>) {
     }
 }
 
+/// `show slurmd [NODE]`: the node daemon of this node (`SLURMD_NODENAME` in a job, else
+/// the host's name) as the controller knows it, in Slurm's layout: its running steps,
+/// its hardware, its boot time.
+async fn show_slurmd(s: &mut Session, conn: &mut Option<client::Ctld>, node: Option<String>) {
+    let node = node
+        .or_else(|| args::env_var("SLURMD_NODENAME"))
+        .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
+        .unwrap_or_default();
+    let Some(c) = get_client(s, conn, "slurm_load_slurmd_status").await else {
+        return;
+    };
+    let nodes = c
+        .list_nodes(v1::ListNodesRequest {
+            names: vec![node.clone()],
+        })
+        .await;
+    let info = match nodes.map(|r| r.into_inner().nodes) {
+        Ok(nodes) => nodes.into_iter().find(|n| n.name == node),
+        Err(st) => {
+            s.fail(format!(
+                "slurm_load_slurmd_status: {}",
+                calls::status_text(&st)
+            ));
+            return;
+        }
+    };
+    let Some(info) = info else {
+        s.fail(format!(
+            "slurm_load_slurmd_status: Invalid node name specified: {node}"
+        ));
+        return;
+    };
+    let req = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter {
+            nodes: node.clone(),
+            states: vec![v1::JobState::Running as i32],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let running = match c.list_jobs(req).await {
+        Ok(r) => r.into_inner().jobs,
+        Err(_) => Vec::new(),
+    };
+    let steps: Vec<String> = running
+        .iter()
+        .flat_map(|j| {
+            j.steps
+                .iter()
+                .filter(|st| {
+                    jobs::step_state(st) == model::JobState::Running
+                        && model::hostlist::expand(&st.nodes).is_ok_and(|n| n.contains(&node))
+                })
+                .map(move |st| format!("{}.{}", j.job_id, st.step_id))
+        })
+        .collect();
+    s.out.push(slurmd_lines(&info, &steps));
+}
+
+/// `show slurmd`'s lines for `node` running `steps` (`12.0`, `12.batch`).
+fn slurmd_lines(node: &v1::NodeInfo, steps: &[String]) -> String {
+    let layout = node.layout.unwrap_or_default();
+    let rows = [
+        (
+            "Active Steps",
+            if steps.is_empty() {
+                "NONE".to_string()
+            } else {
+                steps.join(",")
+            },
+        ),
+        ("Actual CPUs", node.cpus.to_string()),
+        ("Actual Boards", "1".to_string()),
+        ("Actual sockets", layout.sockets.max(1).to_string()),
+        (
+            "Actual cores",
+            (layout.sockets.max(1) * layout.cores_per_socket.max(1)).to_string(),
+        ),
+        (
+            "Actual threads per core",
+            layout.threads_per_core.max(1).to_string(),
+        ),
+        ("Actual real memory", format!("{} MB", node.memory_mb)),
+        ("Actual temp disk space", format!("{} MB", node.tmp_disk_mb)),
+        ("Boot time", format_time(node.boot_time)),
+        ("Hostname", node.name.clone()),
+        ("Last slurmctld msg time", format_time(node.last_heartbeat)),
+        ("Version", model::config::SLURM_VERSION.to_string()),
+    ];
+    rows.iter()
+        .map(|(k, v)| format!("{k:<25}= {v}\n"))
+        .collect()
+}
+
 async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]) {
     if words.len() < 2 {
         s.fail(format!("too few arguments for keyword:{}", words[0]));
@@ -1589,6 +1683,8 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
                 calls::status_text(&st)
             )),
         }
+    } else if kw(tag, "slurmd", 2) {
+        show_slurmd(s, conn, val).await;
     } else if kw(tag, "hostnames", 5) {
         let expr = val
             .or_else(|| std::env::var("SLURM_JOB_NODELIST").ok())
@@ -1989,7 +2085,10 @@ async fn reservation_change(
                     .split_once('=')
                     .is_some_and(|(k, _)| kw(k, "ReservationName", 3)) =>
             {
-                (v1::ReservationOp::Create, [std::slice::from_ref(what), words].concat())
+                (
+                    v1::ReservationOp::Create,
+                    [std::slice::from_ref(what), words].concat(),
+                )
             }
             _ => {
                 s.fail(format!(
@@ -2349,6 +2448,31 @@ mod tests {
             text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn show_slurmd_lines() {
+        let node = v1::NodeInfo {
+            name: "n1".into(),
+            cpus: 8,
+            memory_mb: 16000,
+            tmp_disk_mb: 100,
+            layout: Some(v1::SocketLayout {
+                sockets: 2,
+                cores_per_socket: 4,
+                threads_per_core: 1,
+            }),
+            ..Default::default()
+        };
+        let text = slurmd_lines(&node, &["5.0".into(), "5.batch".into()]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Active Steps             = 5.0,5.batch");
+        assert_eq!(lines[3], "Actual sockets           = 2");
+        assert_eq!(lines[4], "Actual cores             = 8");
+        assert_eq!(lines[6], "Actual real memory       = 16000 MB");
+        assert_eq!(lines[9], "Hostname                 = n1");
+        assert_eq!(lines.last(), Some(&"Version                  = 22.05.8"));
+        assert!(slurmd_lines(&node, &[]).starts_with("Active Steps             = NONE\n"));
     }
 
     #[test]
