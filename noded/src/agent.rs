@@ -33,6 +33,55 @@ pub struct Agent {
     attachable: crate::tasks::Attachable,
 }
 
+/// The job's cgroups here, for the job's owner (a user with a process of the job here)
+/// and root only, as slurmd answers about a job's steps: `None`, no such job here;
+/// `Some(Err)`, the caller may not see it.
+fn owned_cgroup(
+    placement: &crate::launch::CgroupPlacement,
+    node: &str,
+    job_id: u32,
+    caller: u32,
+) -> Option<Result<crate::cgroup::JobCgroup, ()>> {
+    let cg = crate::cgroup::JobCgroup::new(&placement.hierarchy, &placement.prefix, node, job_id)
+        .ok()?;
+    if caller != 0
+        && !cg
+            .processes()
+            .into_iter()
+            .any(|pid| crate::procfs::owner(pid) == Some(caller))
+    {
+        return Some(Err(()));
+    }
+    Some(Ok(cg))
+}
+
+/// The processes of each of the job's steps here, as `scontrol listpids` lists them:
+/// a task's processes with its place among the step's tasks here and its global id;
+/// in the batch step, the first process (the shell) as task 0 and the others without.
+fn job_processes(cg: &crate::cgroup::JobCgroup) -> Vec<v1::JobProcess> {
+    let mut out = Vec::new();
+    for dir in cg.steps() {
+        let step_id = dir.strip_prefix("step_").unwrap_or(&dir).to_string();
+        let batch = step_id == "batch";
+        for (local, (task, pids)) in cg.task_processes(&dir).into_iter().enumerate() {
+            for (i, pid) in pids.into_iter().enumerate() {
+                let ids = match task {
+                    Some(global) => Some((local as u32, global)),
+                    None if batch && i == 0 => Some((0, 0)),
+                    None => None,
+                };
+                out.push(v1::JobProcess {
+                    pid,
+                    step_id: step_id.clone(),
+                    local_id: ids.map(|(l, _)| l),
+                    global_id: ids.map(|(_, g)| g),
+                });
+            }
+        }
+    }
+    out
+}
+
 impl Agent {
     /// A step past its own time limit, ended as Slurm's stepd ends it: the notice on
     /// its stderr, SIGTERM to its tasks, SIGKILL after `kill_wait_secs`.
@@ -268,23 +317,10 @@ impl NodeAgent for Agent {
             ));
         };
         let steps = tokio::task::spawn_blocking(move || {
-            let cg = crate::cgroup::JobCgroup::new(
-                &placement.hierarchy,
-                &placement.prefix,
-                &node,
-                job_id,
-            )
-            .ok()?;
-            // As slurmd answers a step's statistics: to the job's owner (a user with a
-            // process of the job here) and to root.
-            if caller != 0
-                && !cg
-                    .processes()
-                    .into_iter()
-                    .any(|pid| crate::procfs::owner(pid) == Some(caller))
-            {
-                return Some(Err(()));
-            }
+            let cg = match owned_cgroup(&placement, &node, job_id, caller)? {
+                Ok(cg) => cg,
+                Err(()) => return Some(Err(())),
+            };
             Some(Ok(cg
                 .steps()
                 .into_iter()
@@ -304,6 +340,31 @@ impl NodeAgent for Agent {
         .unwrap_or(Ok(Vec::new()))
         .map_err(|()| Status::permission_denied("Access/permission denied"))?;
         Ok(Response::new(StepStatsReply { steps }))
+    }
+
+    async fn list_pids(
+        &self,
+        request: Request<v1::ListPidsRequest>,
+    ) -> Result<Response<v1::ListPidsReply>, Status> {
+        let caller = auth::identity(&request)?.uid;
+        let job_id = request.into_inner().job_id;
+        let node = self.jobs.node_name().to_string();
+        // Without cgroups the node does not know a job's processes by step.
+        let Some(placement) = self.jobs.confinement().cgroup else {
+            return Ok(Response::new(v1::ListPidsReply::default()));
+        };
+        let processes = tokio::task::spawn_blocking(move || {
+            let cg = match owned_cgroup(&placement, &node, job_id, caller)? {
+                Ok(cg) => cg,
+                Err(()) => return Some(Err(())),
+            };
+            Some(Ok(job_processes(&cg)))
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .unwrap_or(Ok(Vec::new()))
+        .map_err(|()| Status::permission_denied("Access/permission denied"))?;
+        Ok(Response::new(v1::ListPidsReply { processes }))
     }
 
     async fn broadcast_file(

@@ -714,6 +714,38 @@ impl JobCgroup {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// The processes of step `step` by task: `(Some(global task id), pids)` for each
+    /// task's cgroup (`task_<id>`), then `(None, pids)` for those outside any task's
+    /// (the batch shell and what it forks). Pids in order.
+    pub fn task_processes(&self, step: &str) -> Vec<(Option<u32>, Vec<u32>)> {
+        let Some(dir) = self.hierarchy.tracking_dir(&self.job_rel.join(step)) else {
+            return Vec::new();
+        };
+        let mut tasks: Vec<(Option<u32>, Vec<u32>)> = fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let task = name.strip_prefix("task_")?.parse::<u32>().ok()?;
+                let mut pids = Vec::new();
+                collect_procs(&e.path(), &mut pids);
+                pids.sort_unstable();
+                Some((Some(task), pids))
+            })
+            .collect();
+        tasks.sort();
+        let mut own: Vec<u32> = fs::read_to_string(dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        own.sort_unstable();
+        tasks.push((None, own));
+        tasks
+    }
+
     /// Every process of step `step`.
     pub fn step_processes(&self, step: &str) -> Vec<u32> {
         let mut out = Vec::new();

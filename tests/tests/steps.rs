@@ -745,6 +745,42 @@ fn a_task_epilog_that_fails_or_outlives_its_limit_is_reported() {
     );
 }
 
+/// `scontrol listpids` and `pidinfo` in a job: its processes on its node, by step and
+/// task, as the node daemon finds them in the job's cgroups.
+#[test]
+fn scontrol_lists_a_jobs_processes_on_its_node() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    let id = c.sbatch(
+        &["-t", "5", "-o", "pids.out"],
+        "srun sh -c 'echo up > up; exec sleep 30' &\n\
+         while [ ! -s up ]; do sleep 0.1; done\n\
+         scontrol listpids $SLURM_JOB_ID.0\n\
+         scontrol listpids $SLURM_JOB_ID.10; echo missing=$?\n\
+         scontrol pidinfo $$\n\
+         scancel $SLURM_JOB_ID.0; wait",
+    );
+    c.wait_state(id, "COMPLETED", T);
+    let out = read(&c, "pids.out");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0], "PID      JOBID    STEPID   LOCALID GLOBALID",
+        "{out}"
+    );
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(row[1..], [id.to_string().as_str(), "0", "0", "0"], "{out}");
+    assert!(
+        out.contains(&format!(
+            "StepId={id}.10 does not exist on node tn1.\nmissing=1"
+        )),
+        "{out}"
+    );
+    assert!(out.contains(&format!("Slurm JobId={id} ends at ")), "{out}");
+    assert!(out.contains("Job remaining time is "), "{out}");
+}
+
 /// A command run on a terminal of its own: the terminal's two ends, and all that came
 /// out of it so far (read until nothing holds the slave side).
 struct OnTerminal {

@@ -3,7 +3,7 @@
 //! `show job|step|node|partition|config|slurmd|hostnames|hostlist|hostlistsorted`, `hold`,
 //! `uhold`, `release`, `requeue`, `requeuehold`, `suspend`, `resume`, `update JobId=…`/
 //! `update NodeName=…`, `completing`, `reconfigure`, `write batch_script|config`,
-//! `ping`, `version`. Keywords are
+//! `listpids`, `pidinfo`, `ping`, `version`. Keywords are
 //! case-insensitive and may be shortened as in Slurm (`scontrol sh jo 12`). The record
 //! layouts and error lines follow Slurm 22.05; `-o/--oneliner` prints one record a line,
 //! `-v` opens each `show` with `last_update_time=…`. Without a command, commands are read
@@ -887,7 +887,14 @@ const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
      exit                     terminate scontrol
      help                     print this description of use.
      hold <job_list>          prevent specified job from starting.
+     listpids <job_id<.step>> List pids associated with the given jobid, or
+                              all jobs if no id is given (This will only
+                              display the processes on the node which the
+                              scontrol is ran on, and only for those
+                              processes spawned by Slurm and their
+                              descendants)
      oneliner                 report output one record per line.
+     pidinfo <pid>            return slurm job information for given pid.
      ping                     print status of slurmctld daemons.
      quiet                    print no messages other than error messages.
      quit                     terminate this command.
@@ -937,7 +944,8 @@ pub fn run(args: &[String]) -> ExitCode {
         out: Vec::new(),
         err: Vec::new(),
     };
-    let rt = client::runtime();
+    // `listpids` and `pidinfo` ask a node's daemon, over a connection of tonic's.
+    let rt = client::runtime_with_io();
     let mut conn: Option<client::Ctld> = None;
     if !p.positional.is_empty() {
         rt.block_on(command(&mut s, &mut conn, &p.positional));
@@ -1059,6 +1067,10 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
         }
     } else if kw(tag, "completing", 2) {
         completing(s, conn).await;
+    } else if kw(tag, "listpids", 5) {
+        list_pids(s, conn, rest).await;
+    } else if kw(tag, "pidinfo", 3) {
+        pid_info(s, conn, rest).await;
     } else if (kw(tag, "create", 2) || kw(tag, "delete", 3)) && names_partition(rest) {
         partition_change(s, conn, tag, rest).await;
     } else if kw(tag, "create", 2) || kw(tag, "delete", 3) {
@@ -1555,14 +1567,200 @@ async fn ping(s: &mut Session, conn: &mut Option<client::Ctld>) {
     }
 }
 
+/// The node `scontrol` speaks for when none is named: `SLURMD_NODENAME` in a job, else
+/// the host's name.
+fn this_node() -> String {
+    args::env_var("SLURMD_NODENAME")
+        .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
+        .unwrap_or_default()
+}
+
+/// The processes of jobs on `node` (`job`, or every job running there), as its node
+/// daemon finds them in their cgroups; `None` after saying why not.
+async fn node_processes(
+    s: &mut Session,
+    conn: &mut Option<client::Ctld>,
+    node: &str,
+    job: Option<u32>,
+) -> Option<Vec<(u32, v1::JobProcess)>> {
+    let c = get_client(s, conn, "slurm_load_node").await?;
+    let addr = match c
+        .list_nodes(v1::ListNodesRequest {
+            names: vec![node.to_string()],
+        })
+        .await
+    {
+        Ok(r) => {
+            r.into_inner()
+                .nodes
+                .into_iter()
+                .find(|n| n.name == node)?
+                .addr
+        }
+        Err(st) => {
+            s.fail(format!("slurm_load_node: {}", calls::status_text(&st)));
+            return None;
+        }
+    };
+    let jobs = match job {
+        Some(id) => vec![id],
+        None => {
+            let req = v1::ListJobsRequest {
+                filter: Some(v1::JobFilter {
+                    nodes: node.to_string(),
+                    states: vec![v1::JobState::Running as i32],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            match c.list_jobs(req).await {
+                Ok(r) => r.into_inner().jobs.iter().map(|j| j.job_id).collect(),
+                Err(_) => Vec::new(),
+            }
+        }
+    };
+    let mut agent = match calls::node_agent(node, &addr).await {
+        Ok(a) => a,
+        Err(e) => {
+            s.fail(format!("{PROG}: error: {e}"));
+            return None;
+        }
+    };
+    let mut out = Vec::new();
+    for job_id in jobs {
+        if let Ok(r) = agent.list_pids(v1::ListPidsRequest { job_id }).await {
+            out.extend(r.into_inner().processes.into_iter().map(|p| (job_id, p)));
+        }
+    }
+    Some(out)
+}
+
+/// `listpids [JOBID[.STEPID]] [NODE]`: the processes of the job (or of every job) on
+/// the node, in Slurm's table.
+async fn list_pids(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String]) {
+    let (job, step) = match args.first() {
+        None => (None, None),
+        Some(id) => match id.split_once('.') {
+            None => match id.parse::<u32>() {
+                Ok(j) => (Some(j), None),
+                Err(_) => {
+                    s.fail(format!("\"{id}\" does not look like a jobid"));
+                    return;
+                }
+            },
+            Some((j, st)) => match (j.parse::<u32>(), st.parse::<u32>()) {
+                (Ok(j), Ok(st)) => (Some(j), Some(st.to_string())),
+                _ => {
+                    s.fail(format!("\"{id}\" does not look like a stepid"));
+                    return;
+                }
+            },
+        },
+    };
+    let node = args.get(1).cloned().unwrap_or_else(this_node);
+    let Some(found) = node_processes(s, conn, &node, job).await else {
+        return;
+    };
+    let rows: Vec<&(u32, v1::JobProcess)> = found
+        .iter()
+        .filter(|(_, p)| step.as_ref().is_none_or(|st| p.step_id == *st))
+        .collect();
+    match (job, &step) {
+        (Some(j), Some(st)) if rows.is_empty() => {
+            s.fail(format!("StepId={j}.{st} does not exist on node {node}."));
+            return;
+        }
+        (Some(j), None) if rows.is_empty() => {
+            s.fail(format!("JobId={j} does not exist on node {node}."));
+            return;
+        }
+        _ => {}
+    }
+    s.out.push(pid_table(&rows));
+}
+
+/// `listpids`' table: `PID      JOBID    STEPID   LOCALID GLOBALID`, a row a process,
+/// `-` for a process outside the step's tasks.
+fn pid_table(rows: &[&(u32, v1::JobProcess)]) -> String {
+    let id = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+    let mut out = format!(
+        "{:<8} {:<8} {:<8} {:<7} {:<8}\n",
+        "PID", "JOBID", "STEPID", "LOCALID", "GLOBALID"
+    );
+    for (job, p) in rows {
+        out.push_str(&format!(
+            "{:<8} {:<8} {:<8} {:<7} {:<8}\n",
+            p.pid,
+            job,
+            p.step_id,
+            id(p.local_id),
+            id(p.global_id)
+        ));
+    }
+    out
+}
+
+/// `pidinfo PID`: the job the process belongs to on this node, when it ends and the
+/// seconds it has left, as Slurm's.
+async fn pid_info(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String]) {
+    let Some(pid) = args.first().and_then(|p| p.parse::<u32>().ok()) else {
+        s.fail("too few arguments for keyword:pidinfo");
+        return;
+    };
+    let node = this_node();
+    let Some(found) = node_processes(s, conn, &node, None).await else {
+        return;
+    };
+    let Some((job_id, _)) = found.iter().find(|(_, p)| p.pid == pid) else {
+        s.fail("Failed to locate job for requested pid");
+        return;
+    };
+    let Some(c) = get_client(s, conn, "slurm_load_job").await else {
+        return;
+    };
+    let req = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter {
+            job_ids: vec![job_id.to_string()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let job = match c.list_jobs(req).await {
+        Ok(r) => r
+            .into_inner()
+            .jobs
+            .into_iter()
+            .find(|j| j.job_id == *job_id),
+        Err(_) => None,
+    };
+    let end = job.map_or(0, |j| {
+        let limit = j.spec.map_or(0, |sp| sp.time_limit_min);
+        if limit == 0 {
+            0
+        } else {
+            j.start_time + i64::from(limit) * 60
+        }
+    });
+    s.out.push(pid_info_lines(*job_id, end, times::now()));
+}
+
+/// `pidinfo`'s lines for job `job_id` ending at `end` (0: never), at `now`.
+fn pid_info_lines(job_id: u32, end: i64, now: i64) -> String {
+    if end == 0 {
+        return format!("Slurm JobId={job_id} ends at Unknown\nJob remaining time is UNLIMITED\n");
+    }
+    format!(
+        "Slurm JobId={job_id} ends at {}\nJob remaining time is {} seconds\n",
+        times::ctime_line(end),
+        (end - now).max(0)
+    )
+}
+
 /// `show slurmd [NODE]`: the node daemon of this node (`SLURMD_NODENAME` in a job, else
 /// the host's name) as the controller knows it, in Slurm's layout: its running steps,
 /// its hardware, its boot time.
 async fn show_slurmd(s: &mut Session, conn: &mut Option<client::Ctld>, node: Option<String>) {
-    let node = node
-        .or_else(|| args::env_var("SLURMD_NODENAME"))
-        .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
-        .unwrap_or_default();
+    let node = node.unwrap_or_else(this_node);
     let Some(c) = get_client(s, conn, "slurm_load_slurmd_status").await else {
         return;
     };
@@ -2447,6 +2645,35 @@ mod tests {
         assert!(
             text.contains("StdOut=/home/ada/run/slurm-1_4294967294.out"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn listpids_table_and_pidinfo_lines() {
+        let p = |pid, step: &str, ids: Option<(u32, u32)>| {
+            (
+                7,
+                v1::JobProcess {
+                    pid,
+                    step_id: step.into(),
+                    local_id: ids.map(|i| i.0),
+                    global_id: ids.map(|i| i.1),
+                },
+            )
+        };
+        let rows = [p(2403, "0", Some((0, 0))), p(2391, "batch", None)];
+        let rows: Vec<&(u32, v1::JobProcess)> = rows.iter().collect();
+        assert_eq!(
+            pid_table(&rows),
+            "PID      JOBID    STEPID   LOCALID GLOBALID\n\
+             2403     7        0        0       0       \n\
+             2391     7        batch    -       -       \n"
+        );
+        let lines = pid_info_lines(7, 1_000_060, 1_000_000);
+        assert!(lines.starts_with("Slurm JobId=7 ends at "), "{lines}");
+        assert!(
+            lines.ends_with("\nJob remaining time is 60 seconds\n"),
+            "{lines}"
         );
     }
 
