@@ -909,6 +909,15 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         ),
         ("AuthType", "auth/drover".into()),
         ("ClusterName", config.cluster_name.clone()),
+        // A job's and a step's usage comes from their cgroups (sacct, sstat).
+        (
+            "JobAcctGatherType",
+            match config.cgroup.mode {
+                model::config::CgroupMode::Auto => "jobacct_gather/cgroup",
+                model::config::CgroupMode::Off => "jobacct_gather/none",
+            }
+            .into(),
+        ),
         ("KillWait", format!("{} sec", c.kill_wait_s)),
         // srun starts a step's tasks through the nodes' daemons itself.
         ("LaunchType", "launch/slurm".into()),

@@ -70,6 +70,8 @@ pub struct Options {
     pub dest: String,
     pub force: bool,
     pub preserve: bool,
+    /// `-v`, as many times as given: the options and the file are told first.
+    pub verbose: usize,
 }
 
 /// The options, with `SBCAST_FORCE`/`SBCAST_PRESERVE` from `env` and the job from
@@ -103,6 +105,7 @@ pub fn parse_args(
         dest: dest.display().to_string(),
         force: on("force", "SBCAST_FORCE"),
         preserve: on("preserve", "SBCAST_PRESERVE"),
+        verbose: p.all("verbose").len(),
     })
 }
 
@@ -129,11 +132,52 @@ pub fn run(args: &[String]) -> ExitCode {
                 .finish();
         }
     };
+    if opts.verbose > 0
+        && let Ok(meta) = std::fs::metadata(&opts.source)
+    {
+        crate::say_raw!("{}", verbose_report(&opts, &meta));
+    }
     let rt = client::runtime_with_io();
     match rt.block_on(broadcast(&opts)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => Exit::error(PROG, e).finish(),
     }
+}
+
+/// What `sbcast -v` tells first, as Slurm's: its options, then the file's modes, owner,
+/// times and size.
+fn verbose_report(opts: &Options, meta: &std::fs::Metadata) -> String {
+    let time = |t: i64| crate::times::ctime_line(t);
+    let rows = [
+        ("block_size", CHUNK.to_string()),
+        ("compress", "0".into()),
+        ("force", opts.force.to_string()),
+        ("fanout", "0".into()),
+        ("preserve", opts.preserve.to_string()),
+        ("timeout", "0".into()),
+        ("verbose", opts.verbose.to_string()),
+        ("source", opts.source.display().to_string()),
+        ("dest", opts.dest.clone()),
+    ];
+    let file = [
+        ("modes", format!("{:o}", meta.mode())),
+        ("uid", meta.uid().to_string()),
+        ("gid", meta.gid().to_string()),
+        ("atime", time(meta.atime())),
+        ("mtime", time(meta.mtime())),
+        ("ctime", time(meta.ctime())),
+        ("size", meta.len().to_string()),
+    ];
+    let mut out = format!("{PROG}: -----------------------------\n");
+    for (k, v) in rows {
+        out.push_str(&format!("{PROG}: {k:<10} = {v}\n"));
+    }
+    out.push_str(&format!("{PROG}: -----------------------------\n"));
+    for (k, v) in file {
+        out.push_str(&format!("{PROG}: {k:<8} = {v}\n"));
+    }
+    out.push_str(&format!("{PROG}: jobid      = {}\n", opts.job.job_id()));
+    out
 }
 
 /// Sends the file to every node of the running job, one node after another.
@@ -265,6 +309,27 @@ mod tests {
         .unwrap();
         assert_eq!((o.job.job_id(), o.dest.as_str()), (14, "/tmp/a"));
         assert!(o.preserve && !o.force);
+    }
+
+    #[test]
+    fn verbose_tells_the_options_and_the_file() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), b"12345").unwrap();
+        let src = file.path().to_str().unwrap();
+        let o = parse(&["-vv", "-f", src, "/tmp/x"], &[("SLURM_JOB_ID", "12")]).unwrap();
+        assert_eq!(o.verbose, 2);
+        let text = verbose_report(&o, &std::fs::metadata(src).unwrap());
+        for line in [
+            "sbcast: force      = true\n",
+            "sbcast: preserve   = false\n",
+            "sbcast: verbose    = 2\n",
+            "sbcast: dest       = /tmp/x\n",
+            "sbcast: size     = 5\n",
+            "sbcast: jobid      = 12\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert!(text.contains("sbcast: modes    = 100"), "{text}");
     }
 
     #[test]
