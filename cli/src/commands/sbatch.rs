@@ -267,6 +267,13 @@ pub fn prepare(
     // The components after the first: the script's `hetjob` parts and the command
     // line's `:` groups, the i-th of each together.
     let count = components.len().max(cli_groups.len() - 1);
+    // A heterogeneous job is no array, as in Slurm.
+    if count > 0 && o.array.is_some() {
+        return Err(submit_opts::submission_failed(
+            PROG,
+            "Invalid job array specification",
+        ));
+    }
     let mut het = Vec::with_capacity(count);
     for i in 0..count {
         let mut c = SubmitOpts::default();
@@ -276,6 +283,12 @@ pub fn prepare(
         c.apply_all(Command::Sbatch, &env_opts, Source::Env)?;
         if let Some(group) = cli_groups.get(i + 1) {
             c.apply_all(Command::Sbatch, group, Source::Cli)?;
+        }
+        if c.array.is_some() {
+            return Err(submit_opts::submission_failed(
+                PROG,
+                "Invalid job array specification",
+            ));
         }
         // Components run no script, and write nothing.
         c.output = Some("/dev/null".into());
@@ -947,6 +960,21 @@ mod tests {
             het_components(vec!["-c".into(), "1".into()]),
             [vec!["-c".to_string(), "1".to_string()]]
         );
+    }
+
+    #[test]
+    fn a_heterogeneous_job_is_no_array() {
+        let script = "#!/bin/sh\ntrue\n";
+        for args in [
+            &["-a", "0-1", "-N1", ":", "-N1", "x.sh"][..],
+            &["-N1", ":", "-a", "0-1", "-N1", "x.sh"],
+        ] {
+            let e = prep_env(args, script, &[]).unwrap_err();
+            assert_eq!(
+                e.stderr,
+                "sbatch: error: Batch job submission failed: Invalid job array specification\n"
+            );
+        }
     }
 
     #[test]

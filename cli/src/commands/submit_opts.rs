@@ -1753,7 +1753,7 @@ pub fn submit_failure(prog: &str) -> &'static str {
 
 /// A refused submission in `prog`'s words (`sbatch: error: Batch job submission
 /// failed: WHY`).
-fn submission_failed(prog: &str, why: &str) -> Exit {
+pub fn submission_failed(prog: &str, why: &str) -> Exit {
     Exit::error(prog, format!("{}: {why}", submit_failure(prog)))
 }
 
