@@ -22,6 +22,11 @@
 # gres.conf) is there for the tests that read it. Each test has
 # $SLURM_TESTSUITE_TIMEOUT seconds (default 300).
 # PROFILE=release tests release binaries (built first).
+#
+# SLURM_TESTSUITE_AGAINST=slurm runs the same tests, the same way, against a real Slurm
+# that is already running instead (its commands first on PATH, its configuration where
+# $SLURM_CONF says, default /etc/slurm/slurm.conf): the reference the figures in
+# docs/slurm-testsuite.md are measured against.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${SLURM_TESTSUITE_DIR:-$HOME/.cache/drover/slurm-testsuite}
@@ -74,6 +79,21 @@ if [ ! -x "$venv/bin/pytest" ]; then
   "$venv/bin/pip" install --quiet 'pytest>=7,<7.2' py pexpect
 fi
 
+if [ "${SLURM_TESTSUITE_AGAINST:-drover}" = slurm ]; then
+  # --- A real Slurm, already running ------------------------------------------------
+  slurm_conf=${SLURM_CONF:-/etc/slurm/slurm.conf}
+  [ -f "$slurm_conf" ] && command -v sinfo >/dev/null ||
+    { echo "slurm-testsuite: no running Slurm (no $slurm_conf or sinfo)" >&2; exit 1; }
+  rm -rf "$cluster"
+  mkdir -p "$cluster"
+  cat >"$cluster/testsuite.conf" <<EOF
+SlurmSourceDir=$work/$tag
+SlurmBuildDir=$work/$tag
+SlurmInstallDir=$(dirname "$(dirname "$(command -v sinfo)")")
+SlurmConfigDir=$(dirname "$slurm_conf")
+EOF
+  export SLURM_TESTSUITE_CONF=$cluster/testsuite.conf SLURM_CONF=$slurm_conf
+else
 # --- The Drover cluster ---------------------------------------------------------------
 if [ "$profile" = release ]; then "$repo/scripts/build.sh" --release; else "$repo/scripts/build.sh"; fi
 bin=$repo/target/$profile
@@ -159,6 +179,7 @@ SlurmInstallDir=$cluster
 SlurmConfigDir=$cluster/etc
 EOF
 export SLURM_TESTSUITE_CONF=$cluster/testsuite.conf SLURM_CONF=$cluster/etc/slurm.conf
+fi
 
 # --- The tests ------------------------------------------------------------------------
 tests=()
