@@ -569,7 +569,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
                 String::new()
             }
         })
-        .steps(|_, st, _| jobs::tres_string(st.num_cpus, 0, step_node_count(st) as u32, 0)),
+        .steps(|j, st, _| model::tres::format_counts_by_name(&jobs::step_tres(j, st))),
     ),
     sacct(sa("AssocID", 7, zero)),
     // The step's CPU time per task, in whole seconds.

@@ -246,6 +246,44 @@ pub fn job_tres(cpus: u32, mem_mb: u64, nodes: u32, gpus: u32) -> model::tres::T
     counts
 }
 
+/// A step's TRES as Slurm shows them (`scontrol show step`, sacct's AllocTRES): its
+/// CPUs, its job's memory on its nodes (a step's own `--mem` is not kept), its nodes,
+/// and the GPUs it asked for, else its job's on its nodes: `cpu=1,gres/gpu=1,mem=100M,
+/// node=1`.
+pub fn step_tres(j: &JobInfo, step: &StepInfo) -> model::tres::TresCounts {
+    let step_nodes = model::hostlist::expand(&step.nodes).unwrap_or_default();
+    let nodes = step_nodes.len() as u32;
+    let share = |total: u64| total / u64::from(j.num_nodes.max(1)) * u64::from(nodes);
+    // The job's GPUs on the step's nodes, spread over the job's as the scheduler does.
+    let job_nodes = model::hostlist::expand(&j.nodes).unwrap_or_default();
+    let job_gpus_here: u32 = job_nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| step_nodes.contains(n))
+        .map(|(i, _)| model::job::spread_share(j.num_gpus, i as u32, job_nodes.len() as u32))
+        .sum();
+    let asked = step.gpu_request.as_ref().map_or(0, |g| {
+        if g.gpus > 0 {
+            g.gpus
+        } else if g.gpus_per_node > 0 {
+            g.gpus_per_node * nodes
+        } else {
+            g.gpus_per_task * step.num_tasks
+        }
+    });
+    let gpus = u64::from(if asked > 0 { asked } else { job_gpus_here });
+    let mut counts = model::tres::TresCounts::new();
+    counts.insert("cpu".into(), u64::from(step.num_cpus));
+    if j.mem_mb > 0 {
+        counts.insert("mem".into(), share(j.mem_mb));
+    }
+    counts.insert("node".into(), u64::from(nodes));
+    if gpus > 0 {
+        counts.insert("gres/gpu".into(), gpus);
+    }
+    counts
+}
+
 /// The GPU-seconds a job's GPUs were busy, as NVML sampled them on its nodes (its
 /// steps' figures together); 0 where none were sampled.
 pub fn busy_gpu_secs(j: &JobInfo) -> u64 {
@@ -438,6 +476,33 @@ mod tests {
             array_task_str: tasks.into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_steps_tres_are_its_share_of_its_jobs() {
+        let job = JobInfo {
+            nodes: "n[1-2]".into(),
+            num_nodes: 2,
+            num_gpus: 3,
+            mem_mb: 200,
+            ..Default::default()
+        };
+        let step = |nodes: &str| StepInfo {
+            nodes: nodes.into(),
+            num_cpus: 1,
+            ..Default::default()
+        };
+        let text = |st: StepInfo| model::tres::format_counts_by_name(&step_tres(&job, &st));
+        // The larger share of the GPUs on the first node, as the scheduler spreads them.
+        assert_eq!(text(step("n1")), "cpu=1,gres/gpu=2,mem=100M,node=1");
+        assert_eq!(text(step("n2")), "cpu=1,gres/gpu=1,mem=100M,node=1");
+        // What the step asked for, when it did.
+        let mut asked = step("n[1-2]");
+        asked.gpu_request = Some(proto::v1::StepGpuRequest {
+            gpus_per_node: 1,
+            ..Default::default()
+        });
+        assert_eq!(text(asked), "cpu=1,gres/gpu=2,mem=200M,node=2");
     }
 
     #[test]

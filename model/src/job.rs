@@ -475,8 +475,7 @@ impl JobSpec {
         if self.gpus_per_node > 0 {
             return self.gpus_per_node;
         }
-        let nodes = nodes.max(1);
-        self.gpus / nodes + u32::from(i < self.gpus % nodes)
+        spread_share(self.gpus, i, nodes)
     }
 
     /// The node counts the job may start on, most first: `max_nodes` down to
@@ -542,6 +541,13 @@ impl Allocation {
     pub fn gpus(&self) -> u32 {
         self.nodes.iter().map(|n| n.gpus.len() as u32).sum()
     }
+}
+
+/// The `i`-th of `nodes` shares of `total`, the larger shares first, as Slurm's
+/// cons_tres spreads a job's GPUs: 7 over 2 is 4 and 3; 5 over 4 is 2, 1, 1 and 1.
+pub fn spread_share(total: u32, i: u32, nodes: u32) -> u32 {
+    let nodes = nodes.max(1);
+    total / nodes + u32::from(i < total % nodes)
 }
 
 /// A step run inside a job's allocation (`N.batch`, `N.0`, ...).

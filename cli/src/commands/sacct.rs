@@ -1436,6 +1436,7 @@ mod tests {
             &jobs,
         );
         let t = |d: i64| times::format_time(NOW + d);
+        // Steps: their CPUs, their job's memory on their nodes, no billing (Slurm's).
         let want = [
             format!(
                 "10|alice|1000|{}|{}|{}|billing=2,cpu=2,mem=954M,node=1|billing=2,cpu=2,mem=954M,node=1|1||0:0|drover|normal|5|50|100",
@@ -1444,13 +1445,13 @@ mod tests {
                 t(-100)
             ),
             format!(
-                "10.batch|||{}|{}|{}|billing=2,cpu=2,node=1||1|1||drover|||50|100",
+                "10.batch|||{}|{}|{}|cpu=2,mem=954M,node=1||1|1||drover|||50|100",
                 t(-60),
                 t(-10),
                 t(-60)
             ),
             format!(
-                "10.0|||{}|{}|{}|billing=2,cpu=2,node=1||1|1||drover|||50|100",
+                "10.0|||{}|{}|{}|cpu=2,mem=954M,node=1||1|1||drover|||50|100",
                 t(-60),
                 t(-10),
                 t(-60)

@@ -2013,37 +2013,6 @@ async fn show_jobs(s: &mut Session, conn: &mut Option<client::Ctld>, id: Option<
     }
 }
 
-/// A step's TRES as Slurm's `scontrol show step` prints it, by name: its CPUs, its
-/// job's memory on its `nodes` (a step's own `--mem` is not kept), its nodes, and the
-/// GPUs it asked for, else its job's on its nodes (`cpu=1,gres/gpu=1,mem=100M,node=1`).
-fn step_tres(j: &v1::JobInfo, step: &v1::StepInfo, nodes: u32) -> String {
-    let share = |total: u64| total / u64::from(j.num_nodes.max(1)) * u64::from(nodes);
-    let asked = step.gpu_request.as_ref().map_or(0, |g| {
-        if g.gpus > 0 {
-            g.gpus
-        } else if g.gpus_per_node > 0 {
-            g.gpus_per_node * nodes
-        } else {
-            g.gpus_per_task * step.num_tasks
-        }
-    });
-    let gpus = if asked > 0 {
-        u64::from(asked)
-    } else {
-        share(u64::from(j.num_gpus))
-    };
-    let mut counts = model::tres::TresCounts::new();
-    counts.insert("cpu".into(), u64::from(step.num_cpus));
-    if j.mem_mb > 0 {
-        counts.insert("mem".into(), share(j.mem_mb));
-    }
-    counts.insert("node".into(), u64::from(nodes));
-    if gpus > 0 {
-        counts.insert("gres/gpu".into(), gpus);
-    }
-    model::tres::format_counts_by_name(&counts)
-}
-
 /// A step's record as Slurm's `scontrol show step` prints it: `TimeLimit` is the step's
 /// own, or its job's where it has none.
 pub fn step_lines(j: &v1::JobInfo, step: &v1::StepInfo) -> Vec<String> {
@@ -2073,7 +2042,10 @@ pub fn step_lines(j: &v1::JobInfo, step: &v1::StepInfo) -> Vec<String> {
             "Nodes={nodes} CPUs={} Tasks={} Name={} Network=(null)",
             step.num_cpus, step.num_tasks, step.name
         ),
-        format!("TRES={}", step_tres(j, step, nodes as u32)),
+        format!(
+            "TRES={}",
+            model::tres::format_counts_by_name(&jobs::step_tres(j, step))
+        ),
         "ResvPorts=(null)".to_string(),
         "CPUFreqReq=Default Dist=Block".to_string(),
         format!("SrunHost:Pid={}:0", spec.submit_host),
