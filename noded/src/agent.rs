@@ -197,12 +197,18 @@ impl NodeAgent for Agent {
         if who.uid != 0 && who.uid != attached.uid {
             return Err(Status::permission_denied("Access/permission denied"));
         }
-        // Only the step holds its outlet: the stream ends with the step.
-        let mut output = attached.output.subscribe();
+        // Only the step holds its outlet: the stream ends with the step. The latest
+        // output comes first, as slurmstepd replays its cache to a new sattach.
+        let (latest, mut output) = attached.output.subscribe();
         drop(attached.output);
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         tokio::spawn(async move {
             use tokio::sync::broadcast::error::RecvError;
+            for msg in latest {
+                if tx.send(Ok(msg)).await.is_err() {
+                    return;
+                }
+            }
             loop {
                 match output.recv().await {
                     Ok(msg) => {

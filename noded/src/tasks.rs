@@ -48,11 +48,51 @@ pub type Answer = Result<TaskOutput, Status>;
 #[derive(Clone, Default)]
 pub struct Attachable(Arc<Mutex<BTreeMap<(u32, u32), Attached>>>);
 
+/// How many of a step's latest output messages a joining `sattach` is given first, as
+/// slurmstepd replays its cache of them (STDIO_MAX_MSG_CACHE).
+const REPLAYED: usize = 128;
+
+/// The tasks' output for whoever attaches: the latest messages, kept for those who
+/// join later, and the stream of those to come.
+#[derive(Clone)]
+pub struct OutputTap {
+    stream: broadcast::Sender<TaskOutput>,
+    latest: Arc<Mutex<std::collections::VecDeque<TaskOutput>>>,
+}
+
+impl OutputTap {
+    fn new() -> OutputTap {
+        OutputTap {
+            stream: broadcast::channel(1024).0,
+            latest: Arc::default(),
+        }
+    }
+
+    /// Sends `msg` to whoever is attached, and keeps it (data only) for who joins next.
+    fn send(&self, msg: TaskOutput) {
+        let mut latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(msg.output, Some(task_output::Output::Data(_))) {
+            if latest.len() == REPLAYED {
+                latest.pop_front();
+            }
+            latest.push_back(msg.clone());
+        }
+        let _ = self.stream.send(msg);
+    }
+
+    /// The latest messages, then the stream of those to come: none lost or repeated
+    /// between the two.
+    pub fn subscribe(&self) -> (Vec<TaskOutput>, broadcast::Receiver<TaskOutput>) {
+        let latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        (latest.iter().cloned().collect(), self.stream.subscribe())
+    }
+}
+
 /// A running step as `sattach` joins it.
 #[derive(Clone)]
 pub struct Attached {
     /// The tasks' output and, last, their exits.
-    pub output: broadcast::Sender<TaskOutput>,
+    pub output: OutputTap,
     /// Input for the tasks' stdin.
     pub stdin: mpsc::Sender<Vec<u8>>,
     /// The user the tasks run as: only they (or root) may join.
@@ -72,7 +112,7 @@ impl Attached {
             true,
             format!("drover-noded: {line}\n").as_bytes(),
         );
-        let _ = self.output.send(msg.clone());
+        self.output.send(msg.clone());
         let _ = self.srun.try_send(Ok(msg));
     }
 }
@@ -104,19 +144,19 @@ impl Drop for Joinable<'_> {
 #[derive(Clone)]
 struct Outlet {
     srun: mpsc::Sender<Answer>,
-    attached: broadcast::Sender<TaskOutput>,
+    attached: OutputTap,
 }
 
 impl Outlet {
     /// Sends `msg` to srun and to the attached; false once srun is gone.
     async fn send(&self, msg: TaskOutput) -> bool {
-        let _ = self.attached.send(msg.clone());
+        self.attached.send(msg.clone());
         self.srun.send(Ok(msg)).await.is_ok()
     }
 
     /// `send`, from a thread outside the runtime.
     fn blocking_send(&self, msg: TaskOutput) -> bool {
-        let _ = self.attached.send(msg.clone());
+        self.attached.send(msg.clone());
         self.srun.blocking_send(Ok(msg)).is_ok()
     }
 }
@@ -137,7 +177,7 @@ pub async fn run(
     let pin_cpus = jobs.pins_cpus();
     let step = format!("step_{}", launch.step_id);
     // Joinable before any task runs: what a task does shows the step can be joined.
-    let (attached, _) = broadcast::channel(1024);
+    let attached = OutputTap::new();
     let (attach_stdin, mut attached_input) = mpsc::channel::<Vec<u8>>(64);
     let key = (job_id, launch.step_id);
     attachable.table().insert(

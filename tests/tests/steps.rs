@@ -899,7 +899,8 @@ fn sattach_joins_a_running_steps_output_and_input() {
     let work = c.work.display().to_string();
     // Each task says it runs, waits for `go`, then echoes a line of its stdin.
     let task = format!(
-        "touch {work}/started.$SLURM_PROCID; while [ ! -e {work}/go ]; do sleep 0.05; done; \
+        "echo before-$SLURM_PROCID; touch {work}/started.$SLURM_PROCID; \
+         while [ ! -e {work}/go ]; do sleep 0.05; done; \
          echo after-$SLURM_PROCID; read line; echo got-$SLURM_PROCID-$line"
     );
     // srun's stdin stays open (and silent): the tasks' stdin is sattach's to feed.
@@ -915,6 +916,10 @@ fn sattach_joins_a_running_steps_output_and_input() {
         assert!(wait_until(T, || started.exists()), "logs:\n{}", c.logs());
     }
     let id = c.ok(&["squeue", "-h", "-o", "%i"]).trim().to_string();
+    assert_eq!(
+        c.ok(&["sattach", "--layout", &format!("{id}.0")]),
+        "Job step layout:\n\t2 tasks, 2 nodes (tn[1-2])\n"
+    );
     let mut sattach = c
         .command("sattach")
         .args(["-v", "-l", &format!("{id}.0")])
@@ -946,12 +951,15 @@ fn sattach_joins_a_running_steps_output_and_input() {
         .read_to_string(&mut seen)
         .unwrap();
     assert!(sattach.wait().unwrap().success());
+    // What the tasks wrote before it joined comes first, as slurmstepd replays it.
     assert_eq!(
         sorted_lines(&seen),
         [
             "0: after-0",
+            "0: before-0",
             "0: got-0-hello",
             "1: after-1",
+            "1: before-1",
             "1: got-1-hello"
         ]
     );
@@ -960,7 +968,14 @@ fn sattach_joins_a_running_steps_output_and_input() {
     assert!(out.status.success());
     assert_eq!(
         sorted_lines(&String::from_utf8_lossy(&out.stdout)),
-        ["after-0", "after-1", "got-0-hello", "got-1-hello"]
+        [
+            "after-0",
+            "after-1",
+            "before-0",
+            "before-1",
+            "got-0-hello",
+            "got-1-hello"
+        ]
     );
     // A step that does not run cannot be joined.
     let out = c.run(&["sattach", &format!("{id}.7")]);

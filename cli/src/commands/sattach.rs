@@ -28,6 +28,7 @@ const SPECS: &[OptSpec] = &[
     value("error-filter", None),
     flag("help", Some('h')),
     flag("label", Some('l')),
+    flag("layout", None),
     value("output-filter", None),
     flag("quiet", Some('Q')),
     flag("usage", Some('u')),
@@ -42,6 +43,7 @@ Usage: sattach [options] <jobid.stepid>
       --error-filter=taskid  only print stderr from the specified task
       --output-filter=taskid only print stdout from the specified task
   -l, --label                prepend task number to lines of stdout & stderr
+      --layout               print task layout info and exit (does not attach to tasks)
   -Q, --quiet                quiet mode (suppress informational messages)
   -v, --verbose              verbose mode (multiple -v's increase verbosity)
   -V, --version              print the Slurm version
@@ -58,8 +60,10 @@ pub struct Options {
     pub label: bool,
     pub output_filter: Option<u32>,
     pub error_filter: Option<u32>,
-    /// `-v`: say when the step is joined.
-    pub verbose: bool,
+    /// `-v`: say when the step is joined; `-vv`, also the options first.
+    pub verbose: usize,
+    /// `--layout`: say how many tasks on which nodes, and attach to nothing.
+    pub layout: bool,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
@@ -88,7 +92,8 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
         label: p.has("label"),
         output_filter: filter("output-filter")?,
         error_filter: filter("error-filter")?,
-        verbose: p.has("verbose"),
+        verbose: p.all("verbose").len(),
+        layout: p.has("layout"),
     })
 }
 
@@ -97,6 +102,10 @@ pub fn run(args: &[String]) -> ExitCode {
         Ok(o) => o,
         Err(early) => return early.finish(),
     };
+    if opts.verbose > 1 {
+        let (user, uid, gid) = client::current_user();
+        eprint!("{}", defined_options(&opts, &user, uid, gid));
+    }
     let rt = client::runtime_with_io();
     match rt.block_on(attach(&opts)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -120,6 +129,10 @@ async fn attach(opts: &Options) -> Result<(), String> {
         })
         .filter(|s| jobs::step_state(s) == model::JobState::Running)
         .ok_or_else(not_running)?;
+    if opts.layout {
+        print!("{}", layout_text(step));
+        return Ok(());
+    }
     let (events_tx, mut events) = mpsc::channel::<Result<v1::TaskOutput, String>>(256);
     let mut inputs = Vec::new();
     for node in model::hostlist::expand(&step.nodes).map_err(|e| e.to_string())? {
@@ -156,7 +169,7 @@ async fn attach(opts: &Options) -> Result<(), String> {
         inputs.push(input_tx);
     }
     drop(events_tx);
-    if opts.verbose {
+    if opts.verbose > 0 {
         eprintln!(
             "{PROG}: attached to StepId={}.{} on {} node(s)",
             opts.job_id,
@@ -183,6 +196,35 @@ async fn attach(opts: &Options) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// What `sattach -vv` says first, as Slurm's: the step and who joins it.
+fn defined_options(opts: &Options, user: &str, uid: u32, gid: u32) -> String {
+    let rows = [
+        ("job ID", opts.job_id.to_string()),
+        ("step ID", opts.step_id.to_string()),
+        ("user", format!("`{user}'")),
+        ("uid", uid.to_string()),
+        ("gid", gid.to_string()),
+        ("verbose", opts.verbose.to_string()),
+    ];
+    let mut out = format!(
+        "{PROG}: defined options for program `{PROG}'\n{PROG}: --------------- ---------------------\n"
+    );
+    for (k, v) in rows {
+        out.push_str(&format!("{PROG}: {k:<15}: {v}\n"));
+    }
+    out
+}
+
+/// `--layout`'s lines, as Slurm's begin them: the step's task and node counts and its
+/// nodes (the tasks of each node are not known here, and not told).
+fn layout_text(step: &v1::StepInfo) -> String {
+    let nodes = model::hostlist::expand(&step.nodes).map_or(0, |n| n.len());
+    format!(
+        "Job step layout:\n\t{} tasks, {nodes} nodes ({})\n",
+        step.num_tasks, step.nodes
+    )
 }
 
 /// Reads sattach's stdin on a thread of its own and sends it to every node of the step.
@@ -214,6 +256,26 @@ mod tests {
     }
 
     #[test]
+    fn layout_says_tasks_and_nodes() {
+        let step = v1::StepInfo {
+            nodes: "n[1-4]".into(),
+            num_tasks: 8,
+            ..Default::default()
+        };
+        assert_eq!(
+            layout_text(&step),
+            "Job step layout:\n\t8 tasks, 4 nodes (n[1-4])\n"
+        );
+        assert!(parse(&["--layout", "3.0"]).unwrap().layout);
+        let o = parse(&["-vv", "3.0"]).unwrap();
+        assert_eq!(o.verbose, 2);
+        let said = defined_options(&o, "ada", 1000, 100);
+        assert!(said.starts_with("sattach: defined options for program `sattach'\n"));
+        assert!(said.contains("sattach: user           : `ada'\n"), "{said}");
+        assert!(said.ends_with("sattach: verbose        : 2\n"), "{said}");
+    }
+
+    #[test]
     fn a_job_step_and_the_filters() {
         assert_eq!(
             parse(&["-l", "--output-filter=1", "12.3"]).unwrap(),
@@ -223,7 +285,8 @@ mod tests {
                 label: true,
                 output_filter: Some(1),
                 error_filter: None,
-                verbose: false,
+                verbose: 0,
+                layout: false,
             }
         );
         assert!(parse(&["12"]).is_err(), "a job without its step");
