@@ -18,7 +18,7 @@
 # node[1-4] of 8 CPUs (one socket of 8 cores), 16000 MB and 4 gpu:h100 each. It is
 # started with `drover up --config` on port $SLURM_TESTSUITE_PORT (default 7817), and
 # stopped at the end. The suite runs in its local-config mode: it never rewrites the
-# cluster's configuration. A slurm.conf written from `scontrol show config` (and a
+# cluster's configuration. A slurm.conf written by `scontrol write config` (and a
 # gres.conf) is there for the tests that read it. Each test has
 # $SLURM_TESTSUITE_TIMEOUT seconds (default 300).
 # PROFILE=release tests release binaries (built first).
@@ -163,9 +163,10 @@ done
 # The daemons under Slurm's names, for the tests that look for them.
 ln -sf "$bin/drover-ctld" "$cluster/sbin/slurmctld"
 ln -sf "$bin/drover-noded" "$cluster/sbin/slurmd"
-# slurm.conf gives times as plain numbers, where `show config` adds their unit.
-scontrol show config | sed -n 's/^\([A-Za-z][A-Za-z0-9]*\) *= \(.*\)$/\1=\2/p' |
-  sed 's/=\([0-9][0-9]*\) \(sec\|min\)$/=\1/' | grep -v '=(null)$' >"$cluster/etc/slurm.conf"
+# The settings as slurm.conf lines, for the tests that read the file.
+rm -f "$cluster/etc/slurm.conf".*
+scontrol write config "$cluster/etc/slurm.conf" >/dev/null
+mv "$cluster/etc/slurm.conf".* "$cluster/etc/slurm.conf"
 cat >>"$cluster/etc/slurm.conf" <<EOF
 NodeName=node[1-4] CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=16000 Gres=gpu:h100:4 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP

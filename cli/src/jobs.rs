@@ -262,15 +262,8 @@ pub fn step_tres(j: &JobInfo, step: &StepInfo) -> model::tres::TresCounts {
         .filter(|(_, n)| step_nodes.contains(n))
         .map(|(i, _)| model::job::spread_share(j.num_gpus, i as u32, job_nodes.len() as u32))
         .sum();
-    let asked = step.gpu_request.as_ref().map_or(0, |g| {
-        if g.gpus > 0 {
-            g.gpus
-        } else if g.gpus_per_node > 0 {
-            g.gpus_per_node * nodes
-        } else {
-            g.gpus_per_task * step.num_tasks
-        }
-    });
+    let asked = proto::convert::step_gpu_request_from_wire(step.gpu_request.clone())
+        .gpus_asked(nodes, step.num_tasks);
     let gpus = u64::from(if asked > 0 { asked } else { job_gpus_here });
     let mut counts = model::tres::TresCounts::new();
     counts.insert("cpu".into(), u64::from(step.num_cpus));

@@ -596,6 +596,21 @@ pub struct StepGpuRequest {
     pub gpu_freq: String,
 }
 
+impl StepGpuRequest {
+    /// The GPUs the step asked for over `nodes` nodes and `tasks` tasks: `--gpus`, else
+    /// `--gpus-per-node` (`--gres=gpu:N`) on each node, else `--gpus-per-task` for each
+    /// task; 0: it asked for none (it has its job's).
+    pub fn gpus_asked(&self, nodes: u32, tasks: u32) -> u32 {
+        if self.gpus > 0 {
+            self.gpus
+        } else if self.gpus_per_node > 0 {
+            self.gpus_per_node * nodes
+        } else {
+            self.gpus_per_task * tasks
+        }
+    }
+}
+
 impl Step {
     /// Has this running step (not the batch step) run past its own time limit at
     /// `now`, not yet killed for it? A limit of 0 minutes is none, as Slurm reads it.
@@ -1096,6 +1111,21 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_asks_for_gpus_by_step_node_or_task() {
+        let asked = |gpus, per_node, per_task| StepGpuRequest {
+            gpus,
+            gpus_per_node: per_node,
+            gpus_per_task: per_task,
+            ..Default::default()
+        };
+        assert_eq!(asked(3, 2, 1).gpus_asked(2, 4), 3);
+        assert_eq!(asked(0, 2, 1).gpus_asked(2, 4), 4);
+        assert_eq!(asked(0, 0, 1).gpus_asked(2, 4), 4);
+        assert_eq!(asked(0, 0, 0).gpus_asked(2, 4), 0);
+        assert_eq!((spread_share(3, 0, 2), spread_share(3, 1, 2)), (2, 1));
+    }
 
     #[test]
     fn gpus_spread_over_nodes_with_the_larger_shares_first() {

@@ -736,11 +736,7 @@ impl JobCgroup {
             })
             .collect();
         tasks.sort();
-        let mut own: Vec<u32> = fs::read_to_string(dir.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
+        let mut own = own_procs(&dir);
         own.sort_unstable();
         tasks.push((None, own));
         tasks
@@ -869,10 +865,17 @@ fn write_file(path: &Path, value: &str) -> Result<(), CgroupError> {
         .map_err(io_err("write", path))
 }
 
+/// The processes of the cgroup at `dir` itself, not of those inside it.
+fn own_procs(dir: &Path) -> Vec<u32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
 fn collect_procs(dir: &Path, out: &mut Vec<u32>) {
-    if let Ok(text) = fs::read_to_string(dir.join("cgroup.procs")) {
-        out.extend(text.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
-    }
+    out.extend(own_procs(dir));
     if let Ok(entries) = fs::read_dir(dir) {
         for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {

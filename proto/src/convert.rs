@@ -887,6 +887,8 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
     } else {
         "priority/multifactor"
     };
+    // Node daemons confine jobs in cgroups (where root and cgroups allow) unless off.
+    let cgroups = config.cgroup.mode == model::config::CgroupMode::Auto;
     let entries = [
         // The controller keeps accounting itself, where Slurm has slurmdbd: tools
         // (and Slurm's own tests) ask this key whether accounting is there.
@@ -912,9 +914,10 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         // A job's and a step's usage comes from their cgroups (sacct, sstat).
         (
             "JobAcctGatherType",
-            match config.cgroup.mode {
-                model::config::CgroupMode::Auto => "jobacct_gather/cgroup",
-                model::config::CgroupMode::Off => "jobacct_gather/none",
+            if cgroups {
+                "jobacct_gather/cgroup"
+            } else {
+                "jobacct_gather/none"
             }
             .into(),
         ),
@@ -947,9 +950,10 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         // turned off, when the tasks' process groups are what they signal).
         (
             "ProctrackType",
-            match config.cgroup.mode {
-                model::config::CgroupMode::Auto => "proctrack/cgroup",
-                model::config::CgroupMode::Off => "proctrack/pgid",
+            if cgroups {
+                "proctrack/cgroup"
+            } else {
+                "proctrack/pgid"
             }
             .into(),
         ),
@@ -2079,6 +2083,13 @@ mod tests {
         let text = "[priority]\ndecay_half_life = \"5:00\"\n";
         assert_eq!(value(text, "PriorityDecayHalfLife"), "00:05:00");
         assert_eq!(value("", "SlurmdTimeout"), "30 sec");
+        // Process tracking and usage follow the cgroup mode.
+        let off = "[cgroup]\nmode = \"off\"\n";
+        assert_eq!(value("", "ProctrackType"), "proctrack/cgroup");
+        assert_eq!(value(off, "ProctrackType"), "proctrack/pgid");
+        assert_eq!(value("", "JobAcctGatherType"), "jobacct_gather/cgroup");
+        assert_eq!(value(off, "JobAcctGatherType"), "jobacct_gather/none");
+        assert_eq!(value("", "LaunchType"), "launch/slurm");
         assert_eq!(value("", "SLURM_VERSION"), model::config::SLURM_VERSION);
     }
 

@@ -779,6 +779,13 @@ fn scontrol_lists_a_jobs_processes_on_its_node() {
     );
     assert!(out.contains(&format!("Slurm JobId={id} ends at ")), "{out}");
     assert!(out.contains("Job remaining time is "), "{out}");
+    // A node the cluster does not have is said so.
+    let bad = c.run(&["scontrol", "listpids", &id.to_string(), "tn9"]);
+    assert!(!bad.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "Invalid node name specified: tn9\n"
+    );
 }
 
 /// A command run on a terminal of its own: the terminal's two ends, and all that came

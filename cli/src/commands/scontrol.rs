@@ -1570,9 +1570,7 @@ async fn ping(s: &mut Session, conn: &mut Option<client::Ctld>) {
 /// The node `scontrol` speaks for when none is named: `SLURMD_NODENAME` in a job, else
 /// the host's name.
 fn this_node() -> String {
-    args::env_var("SLURMD_NODENAME")
-        .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
-        .unwrap_or_default()
+    args::env_var("SLURMD_NODENAME").unwrap_or_else(super::submit_opts::hostname)
 }
 
 /// The processes of jobs on `node` (`job`, or every job running there), as its node
@@ -1590,13 +1588,13 @@ async fn node_processes(
         })
         .await
     {
-        Ok(r) => {
-            r.into_inner()
-                .nodes
-                .into_iter()
-                .find(|n| n.name == node)?
-                .addr
-        }
+        Ok(r) => match r.into_inner().nodes.into_iter().find(|n| n.name == node) {
+            Some(n) => n.addr,
+            None => {
+                s.fail(format!("Invalid node name specified: {node}"));
+                return None;
+            }
+        },
         Err(st) => {
             s.fail(format!("slurm_load_node: {}", calls::status_text(&st)));
             return None;
