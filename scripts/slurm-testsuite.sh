@@ -15,7 +15,9 @@
 # environment of their own with pytest 7.1 (22.05's conftest imports `py.io`).
 #
 # The cluster is shaped like the reference Slurm: partitions debug (default) and gpu,
-# node[1-4] of 8 CPUs (one socket of 8 cores), 16000 MB and 4 gpu:h100 each. It is
+# node[1-4] of 8 CPUs (one socket of 8 cores), 16000 MB and 4 gpu:h100 each, and its
+# multifactor priority weights (age 1000, fair share 10000, job size 100, partition
+# 1000). It is
 # started with `drover up --config` on port $SLURM_TESTSUITE_PORT (default 7817), and
 # stopped at the end. The suite runs in its local-config mode: it never rewrites the
 # cluster's configuration. A slurm.conf written by `scontrol write config` (and a
@@ -135,6 +137,12 @@ max_time = "UNLIMITED"
 name = "gpu"
 nodes = "ALL"
 max_time = "UNLIMITED"
+
+[priority]
+weight_age = 1000
+weight_fairshare = 10000
+weight_job_size = 100
+weight_partition = 1000
 
 [cgroup]
 prefix = "drover-suite-$port"

@@ -127,6 +127,9 @@ pub struct ChangeAccounting {
 pub struct Submit {
     pub spec: JobSpec,
     pub payload: JobPayload,
+    /// The Unix groups its user is a member of, by name, as the shell looked them up
+    /// (for partitions' AllowGroups).
+    pub user_groups: Vec<String>,
 }
 
 /// What a submit answers.
@@ -165,6 +168,9 @@ pub enum ControlOp {
     RequeueSpecialExit,
     Suspend,
     Resume,
+    /// `scontrol top`: the jobs, in the order named, first among their user's
+    /// pending jobs of the same partition, account and QOS.
+    Top,
 }
 
 #[derive(Debug, Clone)]

@@ -697,7 +697,15 @@ mod tests {
                 script: "#!/bin/sh\n".into(),
                 env: vec![],
             };
-            let submitted = rules::jobs::submit(turn, Submit { spec, payload }).unwrap();
+            let submitted = rules::jobs::submit(
+                turn,
+                Submit {
+                    spec,
+                    payload,
+                    user_groups: Vec::new(),
+                },
+            )
+            .unwrap();
             acks.push(Box::new(move |_| {
                 let listed = readers.borrow().job(submitted.job_id).is_some();
                 *at_answer.lock().unwrap() = Some(listed);

@@ -488,6 +488,7 @@ impl v1::ctld_server::Ctld for Services {
         req: Request<v1::SubmitJobRequest>,
     ) -> Result<Response<v1::SubmitJobReply>, Status> {
         let who = auth::identity(&req)?;
+        let operator = self.requester(&req)?.is_operator();
         let req = req.into_inner();
         let spec = req
             .spec
@@ -495,6 +496,10 @@ impl v1::ctld_server::Ctld for Services {
         let submit_of = |spec: v1::JobSpec| -> Result<command::Submit, Status> {
             let (mut spec, payload) = proto::convert::spec_from_wire(spec)
                 .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            // Only an operator fixes a job's priority (`--priority`), as in Slurm.
+            if spec.priority.is_some() && !operator {
+                return Err(status(Rejection::PermissionDenied));
+            }
             // A job runs as who submitted it; only root submits for another user.
             if who.uid != 0 {
                 if spec.uid != who.uid {
@@ -503,7 +508,22 @@ impl v1::ctld_server::Ctld for Services {
                 spec.gid = who.gid;
                 spec.user = self.users.name(who.uid);
             }
-            Ok(command::Submit { spec, payload })
+            // Looked up only while some partition has AllowGroups.
+            let user_groups = if self
+                .snapshot()
+                .partitions
+                .iter()
+                .any(|p| !p.allow_groups.is_empty())
+            {
+                self.users.groups(spec.uid, spec.gid)
+            } else {
+                Vec::new()
+            };
+            Ok(command::Submit {
+                spec,
+                payload,
+                user_groups,
+            })
         };
         let submit = submit_of(spec)?;
         if !req.het_components.is_empty() && !req.test_only {
@@ -588,6 +608,7 @@ impl v1::ctld_server::Ctld for Services {
             Ok(v1::ControlOp::RequeueSpecialExit) => Op::RequeueSpecialExit,
             Ok(v1::ControlOp::Suspend) => Op::Suspend,
             Ok(v1::ControlOp::Resume) => Op::Resume,
+            Ok(v1::ControlOp::Top) => Op::Top,
             Ok(v1::ControlOp::Unspecified) | Err(_) => {
                 return Err(invalid(format!("unknown job operation {}", req.op)));
             }
@@ -756,6 +777,8 @@ impl v1::ctld_server::Ctld for Services {
                 allow_accounts: p.allow_accounts.join(","),
                 deny_accounts: p.deny_accounts.join(","),
                 allow_qos: p.allow_qos.join(","),
+                deny_qos: p.deny_qos.join(","),
+                allow_groups: p.allow_groups.join(","),
                 oversubscribe: p.oversubscribe.name().to_string(),
             })
             .collect();

@@ -1,5 +1,6 @@
-//! User names by uid, as this host's name service knows them: the controller names a
-//! job's user from the uid its credential proved, never from what the request says.
+//! User names and groups by uid, as this host's name service knows them: the
+//! controller names a job's user from the uid its credential proved, never from what
+//! the request says, and checks partitions' AllowGroups against the groups it finds.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -25,6 +26,27 @@ impl UserNames {
             _ => uid.to_string(),
         }
     }
+
+    /// The names of the Unix groups `uid` is a member of: its primary group `gid` and
+    /// the others that list it (asked every time: memberships change). Empty when the
+    /// name service does not know the user.
+    pub fn groups(&self, uid: u32, gid: u32) -> Vec<String> {
+        use nix::unistd::{Gid, Group, User};
+        let Ok(Some(user)) = User::from_uid(nix::unistd::Uid::from_raw(uid)) else {
+            return Vec::new();
+        };
+        let Ok(name) = std::ffi::CString::new(user.name) else {
+            return Vec::new();
+        };
+        let mut gids = nix::unistd::getgrouplist(&name, Gid::from_raw(gid)).unwrap_or_default();
+        if !gids.contains(&Gid::from_raw(gid)) {
+            gids.push(Gid::from_raw(gid));
+        }
+        gids.into_iter()
+            .filter_map(|g| Group::from_gid(g).ok().flatten())
+            .map(|g| g.name)
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -38,5 +60,12 @@ mod tests {
         assert_eq!(names.name(3_999_999_999), "3999999999");
         // Not kept: a user added later gets their name.
         assert!(!names.known.lock().unwrap().contains_key(&3_999_999_999));
+    }
+
+    #[test]
+    fn roots_groups_include_its_primary_group_and_an_unknown_user_has_none() {
+        let names = UserNames::default();
+        assert!(names.groups(0, 0).contains(&"root".to_string()));
+        assert!(names.groups(3_999_999_999, 0).is_empty());
     }
 }

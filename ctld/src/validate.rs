@@ -343,6 +343,26 @@ pub fn check_partition_access(state: &ClusterState, spec: &JobSpec) -> Result<()
     Ok(())
 }
 
+/// The partitions' AllowGroups against the job's user, a member of `groups` (by
+/// name), with Slurm's message. A job of several partitions must be allowed in each.
+pub fn check_partition_groups(
+    state: &ClusterState,
+    spec: &JobSpec,
+    groups: &[String],
+) -> Result<(), Rejected> {
+    let refused = spec
+        .partitions()
+        .filter_map(|name| state.partition(name))
+        .any(|p| !p.allows_user(spec.uid, groups));
+    if refused {
+        return reject(GROUP_NOT_PERMITTED);
+    }
+    Ok(())
+}
+
+/// The text Slurm prints for a user outside a partition's AllowGroups.
+pub const GROUP_NOT_PERMITTED: &str = "User's group not permitted to use this partition";
+
 /// The text Slurm prints for a job naming an account its user does not belong to.
 pub const INVALID_ACCOUNT: &str = "Invalid account or account/partition combination specified";
 /// The text Slurm prints for an unknown (or, for the account, not allowed) QOS.

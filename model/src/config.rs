@@ -797,6 +797,14 @@ pub struct PartitionConfig {
     /// Slurm's AllowQos: only jobs of these QOS may use the partition; empty: all.
     #[serde(default)]
     pub allow_qos: Vec<String>,
+    /// Slurm's DenyQos: jobs of these QOS may not use the partition. Not together
+    /// with `allow_qos`.
+    #[serde(default)]
+    pub deny_qos: Vec<String>,
+    /// Slurm's AllowGroups: only users of these Unix groups (and root) may use the
+    /// partition; empty: all.
+    #[serde(default)]
+    pub allow_groups: Vec<String>,
     /// Slurm's OverSubscribe: `NO` (default: jobs share nodes, never CPUs),
     /// `EXCLUSIVE` (every job gets whole nodes) or `YES` (as `NO`: Drover never
     /// shares CPUs).
@@ -921,6 +929,10 @@ pub struct Partition {
     pub deny_accounts: Vec<String>,
     /// AllowQos; empty: all.
     pub allow_qos: Vec<String>,
+    /// DenyQos.
+    pub deny_qos: Vec<String>,
+    /// AllowGroups (Unix group names); empty: all.
+    pub allow_groups: Vec<String>,
     pub oversubscribe: OverSubscribe,
 }
 
@@ -941,6 +953,8 @@ impl Partition {
             allow_accounts: Vec::new(),
             deny_accounts: Vec::new(),
             allow_qos: Vec::new(),
+            deny_qos: Vec::new(),
+            allow_groups: Vec::new(),
             oversubscribe: OverSubscribe::No,
         }
     }
@@ -958,9 +972,20 @@ impl Partition {
         !self.deny_accounts.iter().any(|a| a == account)
     }
 
-    /// May jobs of this QOS use the partition (AllowQos)?
+    /// May jobs of this QOS use the partition (AllowQos, DenyQos)?
     pub fn allows_qos(&self, qos: &str) -> bool {
-        self.allow_qos.is_empty() || self.allow_qos.iter().any(|q| q == qos)
+        if !self.allow_qos.is_empty() {
+            return self.allow_qos.iter().any(|q| q == qos);
+        }
+        !self.deny_qos.iter().any(|q| q == qos)
+    }
+
+    /// May user `uid`, a member of the Unix groups `groups` (by name), use the
+    /// partition (AllowGroups)? Root always may, as in Slurm.
+    pub fn allows_user(&self, uid: u32, groups: &[String]) -> bool {
+        uid == 0
+            || self.allow_groups.is_empty()
+            || self.allow_groups.iter().any(|g| groups.contains(g))
     }
 
     pub fn accepts_jobs(&self) -> bool {
@@ -1073,6 +1098,8 @@ impl Config {
                     allow_accounts: p.allow_accounts.clone(),
                     deny_accounts: p.deny_accounts.clone(),
                     allow_qos: p.allow_qos.clone(),
+                    deny_qos: p.deny_qos.clone(),
+                    allow_groups: p.allow_groups.clone(),
                     oversubscribe: OverSubscribe::parse(&p.oversubscribe).unwrap_or_default(),
                 }
             })

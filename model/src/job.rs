@@ -211,6 +211,9 @@ pub struct SignalSpec {
     pub batch_only: bool,
 }
 
+/// `--priority=TOP`: the highest priority an operator may fix (Slurm's `NO_VAL - 1`).
+pub const TOP_PRIORITY: u32 = 0xFFFF_FFFD;
+
 /// What the user asked for. The script and environment are kept apart (`JobPayload`):
 /// they can be large and only the node that runs the job needs them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -265,6 +268,10 @@ pub struct JobSpec {
     pub exclude: String,
     pub exclusive: bool,
     pub nice: i32,
+    /// A priority an operator fixed (`sbatch --priority`, `scontrol update
+    /// Priority=`): the job's priority in place of the multifactor one, until the job
+    /// is held and released, as in Slurm.
+    pub priority: Option<u32>,
     pub kill_on_invalid_dep: bool,
     /// The batch script's path as submitted, made absolute (Slurm's `Command`); empty
     /// for a script from stdin or `--wrap`.

@@ -91,6 +91,9 @@ pub enum JobChange {
     /// `ArrayTaskThrottle`: the array's `%N`.
     ArrayTaskThrottle(u32),
     Requeue(bool),
+    /// `Priority=N`: fixed at N (its nice cleared); 0 holds the job. Only an operator
+    /// raises a job's priority (the controller checks that, knowing the current one).
+    Priority(u32),
 }
 
 /// Why a change cannot be made; the words Slurm prints.
@@ -193,6 +196,7 @@ impl JobChange {
             "ReservationName" => JobChange::Reservation(value.to_string()),
             "ArrayTaskThrottle" => JobChange::ArrayTaskThrottle(number(value)?),
             "Requeue" => JobChange::Requeue(number(value)? != 0),
+            "Priority" => JobChange::Priority(number(value)?),
             _ => return Err(UpdateError::Unsupported(format!("{key}={value}"))),
         })
     }
@@ -207,13 +211,14 @@ impl JobChange {
                 | JobChange::Name(_)
                 | JobChange::Comment(_)
                 | JobChange::ArrayTaskThrottle(_)
+                | JobChange::Priority(_)
         )
     }
 }
 
 /// A job's request and time limit after the changes, applied in order by `uid`'s
 /// rights (`operator`: root or an admin may raise a time limit and set a negative
-/// nice; anyone may set a nice of 0 or more). The caller checks
+/// nice; anyone may set a nice of 0 or more, and a lower `Priority`). The caller checks
 /// what needs the cluster (the partition exists, the account and QOS are allowed).
 pub fn apply(
     job: &Job,
@@ -271,6 +276,13 @@ pub fn apply(
                 None => return Err(invalid("Job is not an array")),
             },
             JobChange::Requeue(on) => spec.requeue = *on,
+            // 0 holds the job (the controller's doing): its priority is computed again
+            // once it is released.
+            JobChange::Priority(0) => spec.priority = None,
+            JobChange::Priority(n) => {
+                spec.priority = Some(*n);
+                spec.nice = 0;
+            }
         }
     }
     if spec.oversized().is_some() {

@@ -21,6 +21,8 @@ pub enum PartitionField {
     AllowAccounts(Vec<String>),
     DenyAccounts(Vec<String>),
     AllowQos(Vec<String>),
+    DenyQos(Vec<String>),
+    AllowGroups(Vec<String>),
     OverSubscribe(OverSubscribe),
 }
 
@@ -117,6 +119,8 @@ pub fn parse(words: &[String]) -> Result<PartitionChange, PartitionChangeError> 
             "allowaccounts" | "allowaccount" => PartitionField::AllowAccounts(allow_list(v)),
             "denyaccounts" | "denyaccount" => PartitionField::DenyAccounts(list(v)),
             "allowqos" => PartitionField::AllowQos(allow_list(v)),
+            "denyqos" => PartitionField::DenyQos(list(v)),
+            "allowgroups" | "allowgroup" => PartitionField::AllowGroups(allow_list(v)),
             // `YES:4`, `FORCE:2`: neither the job count after the colon nor FORCE
             // (taken as YES) matters to Drover, which never shares CPUs.
             "oversubscribe" | "shared" => {
@@ -179,6 +183,8 @@ impl PartitionChange {
                 PartitionField::AllowAccounts(l) => p.allow_accounts = l.clone(),
                 PartitionField::DenyAccounts(l) => p.deny_accounts = l.clone(),
                 PartitionField::AllowQos(l) => p.allow_qos = l.clone(),
+                PartitionField::DenyQos(l) => p.deny_qos = l.clone(),
+                PartitionField::AllowGroups(l) => p.allow_groups = l.clone(),
                 PartitionField::OverSubscribe(o) => p.oversubscribe = *o,
             }
         }
@@ -221,9 +227,21 @@ mod tests {
         let c = parse(&words("PartitionName=p2 AllowAccount=a,b DenyAccount=c")).unwrap();
         c.apply_to(&mut p, &all).unwrap();
         assert_eq!(
-            (p.allow_accounts, p.deny_accounts),
-            (vec!["a".into(), "b".into()], vec!["c".into()])
+            (&p.allow_accounts, &p.deny_accounts),
+            (&vec!["a".to_string(), "b".into()], &vec!["c".to_string()])
         );
+        let c = parse(&words("PartitionName=p2 DenyQos=low AllowGroups=wheel,ml")).unwrap();
+        c.apply_to(&mut p, &all).unwrap();
+        assert_eq!(p.deny_qos, ["low"]);
+        assert!(!p.allows_qos("low") && p.allows_qos("normal"));
+        assert_eq!(p.allow_groups, ["wheel", "ml"]);
+        let member_of = |g: &[&str]| g.iter().map(|g| g.to_string()).collect::<Vec<_>>();
+        assert!(p.allows_user(1000, &member_of(&["users", "ml"])));
+        assert!(!p.allows_user(1000, &member_of(&["users"])));
+        assert!(p.allows_user(0, &[]), "root always may");
+        let c = parse(&words("PartitionName=p2 AllowGroups=ALL")).unwrap();
+        c.apply_to(&mut p, &all).unwrap();
+        assert!(p.allows_user(1000, &[]), "ALL is no restriction");
     }
 
     #[test]

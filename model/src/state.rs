@@ -707,6 +707,11 @@ impl ClusterState {
                 };
                 job.held = *held;
                 job.reason = *reason;
+                if !*held {
+                    // Held and released, a job's priority is computed again (Slurm's
+                    // way back from a fixed `Priority=`).
+                    job.spec.priority = None;
+                }
                 if !*held && job.state == JobState::SpecialExit {
                     // `scontrol release` lets a job held in SPECIAL_EXIT run again.
                     job.state = JobState::Pending;

@@ -175,6 +175,7 @@ pub fn spec_from_wire(w: v1::JobSpec) -> Result<(JobSpec, JobPayload), UnknownMa
         exclude: w.exclude,
         exclusive: w.exclusive,
         nice: w.nice,
+        priority: w.priority,
         kill_on_invalid_dep: w.kill_on_invalid_dep,
         command: w.command,
         mail_types,
@@ -285,6 +286,7 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
         exclude: s.exclude.clone(),
         exclusive: s.exclusive,
         nice: s.nice,
+        priority: s.priority,
         kill_on_invalid_dep: s.kill_on_invalid_dep,
         command: s.command.clone(),
         mail_types: s
@@ -1133,6 +1135,8 @@ pub fn partition_change_to_wire(
                 F::AllowAccounts(l) => W::AllowAccounts(names(l)),
                 F::DenyAccounts(l) => W::DenyAccounts(names(l)),
                 F::AllowQos(l) => W::AllowQos(names(l)),
+                F::DenyQos(l) => W::DenyQos(names(l)),
+                F::AllowGroups(l) => W::AllowGroups(names(l)),
                 F::OverSubscribe(v) => W::Oversubscribe(oversubscribe_to_wire(*v) as i32),
             }),
         })
@@ -1169,6 +1173,8 @@ pub fn partition_change_from_wire(
                 W::AllowAccounts(l) => F::AllowAccounts(l.names),
                 W::DenyAccounts(l) => F::DenyAccounts(l.names),
                 W::AllowQos(l) => F::AllowQos(l.names),
+                W::DenyQos(l) => F::DenyQos(l.names),
+                W::AllowGroups(l) => F::AllowGroups(l.names),
                 W::Oversubscribe(v) => F::OverSubscribe(oversubscribe_from_wire(v)?),
             })
         })
@@ -1275,6 +1281,7 @@ pub fn job_change_to_wire(c: &model::job_update::JobChange) -> v1::JobChange {
         C::Reservation(v) => W::Reservation(v.clone()),
         C::ArrayTaskThrottle(n) => W::ArrayTaskThrottle(*n),
         C::Requeue(on) => W::Requeue(*on),
+        C::Priority(n) => W::Priority(*n),
     };
     v1::JobChange {
         change: Some(change),
@@ -1309,6 +1316,7 @@ pub fn job_change_from_wire(c: v1::JobChange) -> Result<model::job_update::JobCh
         W::Reservation(v) => C::Reservation(v),
         W::ArrayTaskThrottle(n) => C::ArrayTaskThrottle(n),
         W::Requeue(on) => C::Requeue(on),
+        W::Priority(n) => C::Priority(n),
     })
 }
 
@@ -2431,7 +2439,7 @@ mod trigger_tests {
     fn partition_changes_cross_the_wire_typed_and_unknown_values_are_refused() {
         let words: Vec<String> = "PartitionName=p Nodes=n[1-2] MaxTime=30 DefaultTime=UNLIMITED \
              MaxNodes=2 State=DOWN Default=YES Priority=3 AllowAccounts=a,b DenyAccounts=c \
-             AllowQos=q OverSubscribe=EXCLUSIVE"
+             AllowQos=q DenyQos=r AllowGroups=wheel OverSubscribe=EXCLUSIVE"
             .split_whitespace()
             .map(String::from)
             .collect();

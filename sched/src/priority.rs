@@ -14,10 +14,12 @@
 //! `assoc` are the partition's `priority_job_factor`, the QOS priority and the account
 //! priority, each over the largest configured. A TRES factor is the job's request over
 //! the partition's total. The sum is truncated to an integer, at least 1; a held job
-//! has priority 0.
+//! has priority 0, and a job whose priority an operator fixed (`--priority`,
+//! `scontrol update Priority=`) has that one.
 //!
 //! The queue is sorted by (partition `priority_tier` desc, priority desc, submit time,
-//! job id). With `type = "basic"` it is (tier desc, submit time, job id).
+//! job id). With `type = "basic"` it is (tier desc, submit time, job id), a fixed
+//! priority (below) coming before those it exceeds.
 //!
 //! Worked example: weights age 1000, job size 100, QOS 2000; `max_age` 1 day; a
 //! 64-CPU, 2-node cluster. Job 1 (1 CPU, QOS normal, pending 12 h) gets
@@ -226,10 +228,10 @@ impl<'a> Context<'a> {
             ..Values::default()
         };
         if p.basic {
-            v.priority = if job.held {
-                0
-            } else {
-                (u32::MAX >> 4).saturating_sub(job.id)
+            v.priority = match (job.held, spec.priority) {
+                (true, _) => 0,
+                (false, Some(fixed)) => fixed,
+                (false, None) => (u32::MAX >> 4).saturating_sub(job.id),
             };
             return v;
         }
@@ -304,10 +306,10 @@ impl<'a> Context<'a> {
             + f64::from(p.weight_assoc) * v.assoc
             + tres_sum
             - f64::from(spec.nice);
-        v.priority = if job.held {
-            0
-        } else {
-            sum.clamp(1.0, f64::from(u32::MAX)) as u32
+        v.priority = match (job.held, spec.priority) {
+            (true, _) => 0,
+            (false, Some(fixed)) => fixed,
+            (false, None) => sum.clamp(1.0, f64::from(u32::MAX)) as u32,
         };
         v
     }
@@ -415,8 +417,10 @@ fn ordered<'a>(
         .collect();
     let basic = config.priority.basic;
     queue.sort_by(|a, b| {
+        // Under `basic`, submit order, except for priorities an operator fixed.
+        let fixed = a.0.spec.priority.is_some() || b.0.spec.priority.is_some();
         b.1.cmp(&a.1)
-            .then(if basic {
+            .then(if basic && !fixed {
                 std::cmp::Ordering::Equal
             } else {
                 b.2.cmp(&a.2)
@@ -428,6 +432,44 @@ fn ordered<'a>(
         .into_iter()
         .map(|(j, _, p)| (j, f64::from(p)))
         .collect()
+}
+
+/// `scontrol top`: the priorities that put the `listed` jobs, in their order, at the
+/// top of their `group` (the pending jobs of one user, partition, account and QOS,
+/// with their priorities now), as Slurm's: the group's priorities, highest first, are
+/// given out again, first to the listed jobs, then to the others in their order; each
+/// is made lower than the one before it, so that ties are broken the listed way.
+///
+/// Example: jobs 1, 2, 3 all at 500; `top 3,2` gives 3 → 500, 2 → 499, 1 → 498; then
+/// `top 1` gives 1 → 500, 3 → 499, 2 → 498.
+pub fn top_priorities(
+    listed: &[model::JobId],
+    group: &[(model::JobId, u32)],
+) -> Vec<(model::JobId, u32)> {
+    let mut priorities: Vec<u32> = group.iter().map(|&(_, p)| p).collect();
+    priorities.sort_unstable_by(|a, b| b.cmp(a));
+    let mut order: Vec<model::JobId> = Vec::with_capacity(group.len());
+    for id in listed {
+        if group.iter().any(|(g, _)| g == id) && !order.contains(id) {
+            order.push(*id);
+        }
+    }
+    let mut rest: Vec<(model::JobId, u32)> = group
+        .iter()
+        .filter(|(id, _)| !order.contains(id))
+        .copied()
+        .collect();
+    rest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    order.extend(rest.into_iter().map(|(id, _)| id));
+    let mut out: Vec<(model::JobId, u32)> = Vec::with_capacity(order.len());
+    for (id, p) in order.into_iter().zip(priorities) {
+        let p = match out.last() {
+            Some(&(_, before)) => p.min(before.saturating_sub(1)).max(1),
+            None => p,
+        };
+        out.push((id, p));
+    }
+    out
 }
 
 /// The factors of the pending jobs `sprio` shows, in job id order: as Slurm, not held
@@ -556,6 +598,22 @@ priority = 25
         });
         let f = Context::new(&s, 1500, &c).factors(s.job(5).unwrap());
         assert_eq!(f.priority, 500);
+    }
+
+    #[test]
+    fn top_puts_the_listed_jobs_first_in_their_order_and_breaks_ties() {
+        let tied = [(1, 500), (2, 500), (3, 500)];
+        let once = top_priorities(&[3, 2], &tied);
+        assert_eq!(once, [(3, 500), (2, 499), (1, 498)]);
+        let mut again = top_priorities(&[1], &once);
+        again.sort();
+        assert_eq!(again, [(1, 500), (2, 498), (3, 499)]);
+        // The group's priorities are given out again; a job not in it is left out.
+        let spread = [(1, 900), (2, 100), (3, 50)];
+        assert_eq!(
+            top_priorities(&[3, 9], &spread),
+            [(3, 900), (1, 100), (2, 50)]
+        );
     }
 
     #[test]

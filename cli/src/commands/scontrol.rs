@@ -562,7 +562,12 @@ pub fn partition_lines(p: &v1::PartitionInfo, mem_mb: u64) -> Vec<String> {
     vec![
         format!("PartitionName={}", p.name),
         format!(
-            "AllowGroups=ALL {} AllowQos={}",
+            "AllowGroups={} {} {}",
+            if p.allow_groups.is_empty() {
+                "ALL"
+            } else {
+                &p.allow_groups
+            },
             if !p.allow_accounts.is_empty() {
                 format!("AllowAccounts={}", p.allow_accounts)
             } else if !p.deny_accounts.is_empty() {
@@ -570,10 +575,12 @@ pub fn partition_lines(p: &v1::PartitionInfo, mem_mb: u64) -> Vec<String> {
             } else {
                 "AllowAccounts=ALL".into()
             },
-            if p.allow_qos.is_empty() {
-                "ALL"
+            if !p.allow_qos.is_empty() {
+                format!("AllowQos={}", p.allow_qos)
+            } else if !p.deny_qos.is_empty() {
+                format!("DenyQos={}", p.deny_qos)
             } else {
-                &p.allow_qos
+                "AllowQos=ALL".into()
             }
         ),
         format!(
@@ -905,6 +912,7 @@ const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
      resume <job_list>        resume previously suspended job (see suspend).
      show <ENTITY> [<ID>]     display state of identified entity, default is all records.
      suspend <job_list>       susend specified job (see resume).
+     top <job_list>           Put specified job first in queue for user.
      uhold <job_list>         place user hold on specified job (see hold).
      update <SPECIFICATIONS>  update job or node configuration.
      verbose                  enable detailed logging.
@@ -1045,6 +1053,11 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
         }
     } else if kw(tag, "suspend", 2) {
         control(s, conn, tag, v1::ControlOp::Suspend, rest, false, false).await;
+    } else if kw(tag, "top", 3) {
+        // One list, in order, however it is split over the words.
+        let list = [rest.join(",")];
+        let list = if rest.is_empty() { &[][..] } else { &list[..] };
+        control(s, conn, tag, v1::ControlOp::Top, list, false, false).await;
     } else if kw(tag, "resume", 3) {
         control(s, conn, tag, v1::ControlOp::Resume, rest, false, false).await;
     } else if kw(tag, "update", 1) {
@@ -2829,11 +2842,20 @@ mod tests {
         assert!(lines[6].ends_with(" OverSubscribe=EXCLUSIVE"), "{lines:?}");
         let denied = v1::PartitionInfo {
             deny_accounts: "guests".into(),
-            ..p
+            ..p.clone()
         };
         assert_eq!(
             partition_lines(&denied, 32000)[1],
             "AllowGroups=ALL DenyAccounts=guests AllowQos=ALL"
+        );
+        let grouped = v1::PartitionInfo {
+            allow_groups: "wheel,ml".into(),
+            deny_qos: "low".into(),
+            ..p
+        };
+        assert_eq!(
+            partition_lines(&grouped, 32000)[1],
+            "AllowGroups=wheel,ml AllowAccounts=ALL DenyQos=low"
         );
     }
 

@@ -388,7 +388,15 @@ pub static NODE_FIELDS: &[NodeFieldDef] = &[
             Some(m) => format!("1-{m}"),
         })
     }),
-    partition(Some('g'), &["groups"], "GROUPS", |_, _| constant("all")),
+    partition(Some('g'), &["groups"], "GROUPS", |l, _| {
+        Cell::cut(
+            l.part
+                .as_ref()
+                .map(|p| p.allow_groups.as_str())
+                .filter(|g| !g.is_empty())
+                .unwrap_or("all"),
+        )
+    }),
     partition(Some('h'), &["oversubscribe"], "OVERSUBSCRIBE", |l, _| {
         Cell::cut(
             l.part

@@ -491,7 +491,27 @@ pub const OPTIONS: &[OptDef] = &[
         o.preserve_env = true;
         Ok(())
     }),
-    OptDef::ignored(Both, value("priority", None)),
+    // A number below Slurm's NO_VAL, or TOP (NO_VAL - 1, the highest); only an
+    // operator's job may have one (the controller checks).
+    OptDef::both(value("priority", None), |o, a| {
+        let v = a.value.trim();
+        o.priority = Some(if v.eq_ignore_ascii_case("TOP") {
+            model::job::TOP_PRIORITY
+        } else {
+            match v.parse::<i64>() {
+                Ok(n) if n < 0 => return Err(Exit::error(a.prog, "Priority must be >= 0")),
+                Ok(n) if n > i64::from(model::job::TOP_PRIORITY) => {
+                    let most = model::job::TOP_PRIORITY + 1;
+                    return Err(Exit::error(a.prog, format!("Priority must be < {most}")));
+                }
+                Ok(n) => n as u32,
+                Err(_) => {
+                    return Err(Exit::error(a.prog, format!("Invalid priority: {v}")));
+                }
+            }
+        });
+        Ok(())
+    }),
     OptDef::ignored(Both, value("profile", None)),
     OptDef::ignored(SrunOnly, value("prolog", None)),
     OptDef::ignored(Both, optional("propagate", None)),
@@ -813,6 +833,8 @@ pub struct SubmitOpts {
     /// `-m/--distribution`: how a step's tasks go over its nodes.
     pub distribution: Option<model::distribution::Distribution>,
     pub nice: Option<i32>,
+    /// `--priority`: a fixed priority (an operator's).
+    pub priority: Option<u32>,
     pub kill_on_invalid_dep: Option<bool>,
     pub quiet: bool,
     pub verbose: u32,
@@ -1970,6 +1992,7 @@ pub fn build_spec(
         exclude: o.exclude.clone().unwrap_or_default(),
         exclusive: o.exclusive,
         nice: o.nice.unwrap_or(0),
+        priority: o.priority,
         kill_on_invalid_dep: o.kill_on_invalid_dep.unwrap_or(false),
         command: String::new(),
         mail_types: o

@@ -41,10 +41,12 @@ fn check(
     let (spec, time_limit) = validate::check_submit(state, config, submit.spec, &submit.payload)?;
     let spec = validate::check_accounting(&sched.assocs, spec)?;
     validate::check_partition_access(state, &spec)?;
+    validate::check_partition_groups(state, &spec, &submit.user_groups)?;
     Ok((
         Submit {
             spec,
             payload: submit.payload,
+            user_groups: submit.user_groups,
         },
         time_limit,
     ))
@@ -512,8 +514,11 @@ pub(super) fn requeued_by_admin(turn: &Turn, job_id: JobId, time: Time, cause: K
     }
 }
 
-/// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.
+/// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume|top`.
 pub fn control(turn: &mut Turn, cmd: ControlJobs) -> Vec<JobResult> {
+    if cmd.op == ControlOp::Top {
+        return top(turn, &cmd);
+    }
     for_each_id(turn, &cmd.job_ids, &cmd.requester, |turn, id| {
         let requeue = matches!(
             cmd.op,
@@ -527,6 +532,71 @@ pub fn control(turn: &mut Turn, cmd: ControlJobs) -> Vec<JobResult> {
         }
         control_one(turn, id, cmd.op, &cmd.requester)
     })
+}
+
+/// `scontrol top`: an operator's (Slurm allows others only with
+/// `enable_user_top`). The jobs named that are pending, of the first one's user,
+/// partition, account and QOS, get the top priorities of that group in their order
+/// (`sched::priority::top_priorities`), through their nice values, as Slurm's (or
+/// their fixed priority, where an operator fixed one).
+fn top(turn: &mut Turn, cmd: &ControlJobs) -> Vec<JobResult> {
+    let who = &cmd.requester;
+    let mut listed = Vec::new();
+    let results = for_each_id(turn, &cmd.job_ids, who, |turn, id| {
+        if !who.is_operator() {
+            return Err(Rejection::PermissionDenied);
+        }
+        let job = turn.state.job(id).ok_or_else(invalid_id)?;
+        if !job.is_pending() {
+            return Err(wrong_state("Job is no longer pending execution"));
+        }
+        listed.push(id);
+        Ok(())
+    });
+    let Some(first) = listed.first().and_then(|&id| turn.state.job(id)) else {
+        return results;
+    };
+    let key = |j: &Job| {
+        (
+            j.spec.uid,
+            j.spec.partition.clone(),
+            j.spec.account.clone(),
+            j.spec.qos.clone(),
+        )
+    };
+    let group_key = key(first);
+    let ctx = sched::priority::Context::new(turn.state, turn.now, turn.sched);
+    let group: Vec<(JobId, u32)> = turn
+        .state
+        .pending_jobs()
+        .filter(|j| !j.held && key(j) == group_key)
+        .map(|j| (j.id, ctx.rank(j).1))
+        .collect();
+    let mut updates = Vec::new();
+    for (id, new) in sched::priority::top_priorities(&listed, &group) {
+        let old = group.iter().find(|(g, _)| *g == id).map_or(new, |g| g.1);
+        let Some(job) = turn.state.job(id).filter(|_| old != new) else {
+            continue;
+        };
+        let mut spec = job.spec.clone();
+        if spec.priority.is_some() {
+            spec.priority = Some(new);
+        } else {
+            let nice = i64::from(spec.nice) + i64::from(old) - i64::from(new);
+            let most = i64::from(model::job_update::MAX_NICE);
+            spec.nice = nice.clamp(-most, most) as i32;
+        }
+        updates.push(Event::JobUpdated {
+            job_id: id,
+            spec: Box::new(spec),
+            time_limit_min: job.time_limit_min,
+        });
+    }
+    for update in updates {
+        turn.emit(update);
+    }
+    turn.reschedule = true;
+    results
 }
 
 fn control_one(
@@ -620,6 +690,8 @@ fn control_one(
             );
             turn.reschedule = true;
         }
+        // The whole list at once (`top`), never one by one.
+        ControlOp::Top => return Err(Rejection::invalid("scontrol top takes its jobs together")),
     }
     Ok(())
 }
@@ -659,6 +731,19 @@ fn update_one(
     let old_partition = job.spec.partition.clone();
     let (mut spec, limit) =
         model::job_update::apply(job, changes, who.is_operator()).map_err(update_refused)?;
+    // Only an operator raises a job's priority (Slurm's rule); 0 holds the job.
+    let new_priority = changes.iter().rev().find_map(|c| match c {
+        JobChange::Priority(n) => Some(*n),
+        _ => None,
+    });
+    if let Some(n) = new_priority.filter(|_| !who.is_operator()) {
+        let (_, current) =
+            sched::priority::Context::new(turn.state, turn.now, turn.sched).rank(job);
+        if n > current {
+            return Err(Rejection::PermissionDenied);
+        }
+    }
+    let hold = new_priority == Some(0) && !job.held;
     let invalid = |text: &str| Err(Rejection::invalid(text));
     for change in changes {
         match change {
@@ -696,6 +781,17 @@ fn update_one(
         spec: Box::new(spec),
         time_limit_min: limit,
     });
+    if hold {
+        turn.emit(Event::JobHeld {
+            job_id: id,
+            held: true,
+            reason: if who.is_operator() {
+                Reason::JobHeldAdmin
+            } else {
+                Reason::JobHeldUser
+            },
+        });
+    }
     Ok(())
 }
 

@@ -154,10 +154,19 @@ impl Env {
             script: "#!/bin/sh\ntrue\n".into(),
             env: vec![],
         };
-        self.turn(|t| jobs::submit(t, Submit { spec, payload }))
-            .answer
-            .unwrap()
-            .job_id
+        self.turn(|t| {
+            jobs::submit(
+                t,
+                Submit {
+                    spec,
+                    payload,
+                    user_groups: Vec::new(),
+                },
+            )
+        })
+        .answer
+        .unwrap()
+        .job_id
     }
 
     /// A pass that starts the job; returns its node. The node confirms the launch.
@@ -660,6 +669,7 @@ fn a_test_only_submit_estimates_from_a_snapshot_and_queues_nothing() {
     };
     let snapshot = env.state.clone();
     let submit = || Submit {
+        user_groups: Vec::new(),
         spec: spec.clone(),
         payload: payload.clone(),
     };
@@ -700,6 +710,7 @@ fn a_test_only_submit_on_a_busy_cluster_says_when_and_where_it_would_start() {
         ..JobSpec::default()
     };
     let submit = Submit {
+        user_groups: Vec::new(),
         spec,
         payload: JobPayload {
             script: "#!/bin/sh\ntrue\n".into(),
@@ -1229,6 +1240,7 @@ fn max_job_count_live_jobs_refuse_the_next_submit_until_one_ends() {
         env: vec![],
     };
     let submit = |spec: &JobSpec| Submit {
+        user_groups: Vec::new(),
         spec: spec.clone(),
         payload: payload.clone(),
     };
@@ -2539,6 +2551,7 @@ fn submit_het(env: &mut Env, cpus: &[u32]) -> Result<JobId, crate::command::Reje
     let components = cpus
         .iter()
         .map(|&c| Submit {
+            user_groups: Vec::new(),
             spec: JobSpec {
                 user: "alice".into(),
                 uid: ALICE,
@@ -2635,6 +2648,7 @@ fn cancelling_a_component_of_a_waiting_heterogeneous_job_cancels_all_of_it() {
     // An array cannot be a component.
     let mut env = Env::new("");
     let array = Submit {
+        user_groups: Vec::new(),
         spec: JobSpec {
             user: "alice".into(),
             uid: ALICE,
@@ -2653,4 +2667,129 @@ fn cancelling_a_component_of_a_waiting_heterogeneous_job_cancels_all_of_it() {
     let refused = env.turn(|t| jobs::submit_het(t, vec![array.clone(), array]));
     assert!(refused.answer.is_err());
     assert!(refused.events.is_empty());
+}
+
+/// The priority job `id` has now.
+fn priority_of(env: &Env, id: JobId) -> u32 {
+    sched::priority::Context::new(&env.state, env.now, &env.sched)
+        .rank(env.job(id))
+        .1
+}
+
+/// `scontrol update JobId=id Priority=n` by `uid`: its refusal, if any.
+fn set_priority(env: &mut Env, id: JobId, uid: u32, n: u32) -> Option<crate::command::Rejection> {
+    let cmd = crate::command::UpdateJobs {
+        job_ids: vec![id.to_string()],
+        changes: vec![model::job_update::JobChange::Priority(n)],
+        requester: who(uid),
+    };
+    env.turn(|t| jobs::update(t, cmd)).answer[0].error.clone()
+}
+
+/// `scontrol top ids` by `uid`: the first refusal, if any.
+fn top(env: &mut Env, ids: &[JobId], uid: u32) -> Option<crate::command::Rejection> {
+    let cmd = ControlJobs {
+        incomplete: false,
+        op: ControlOp::Top,
+        job_ids: ids.iter().map(JobId::to_string).collect(),
+        requester: who(uid),
+    };
+    env.turn(|t| jobs::control(t, cmd))
+        .answer
+        .into_iter()
+        .find_map(|r| r.error)
+}
+
+#[test]
+fn a_fixed_priority_holds_until_a_hold_and_release_and_only_an_operator_raises_it() {
+    use crate::command::Rejection;
+    let mut env = Env::new("[priority]\nweight_partition = 1000\n");
+    let id = env.submit(|s| s.nice = 10);
+    assert_eq!(priority_of(&env, id), 990);
+    assert_eq!(set_priority(&mut env, id, 0, 5000), None);
+    // Fixed, and its nice cleared, as Slurm's.
+    assert_eq!(env.job(id).spec.nice, 0);
+    assert_eq!(priority_of(&env, id), 5000);
+    assert_eq!(
+        set_priority(&mut env, id, ALICE, 6000),
+        Some(Rejection::PermissionDenied)
+    );
+    assert_eq!(set_priority(&mut env, id, ALICE, 40), None);
+    assert_eq!(priority_of(&env, id), 40);
+    assert_eq!(set_priority(&mut env, id, 0, 0), None);
+    assert_eq!(
+        (env.job(id).held, env.job(id).reason),
+        (true, Reason::JobHeldAdmin)
+    );
+    env.control(id, ControlOp::Release);
+    assert_eq!(env.job(id).spec.priority, None);
+    assert_eq!(priority_of(&env, id), 1000);
+}
+
+#[test]
+fn top_puts_the_named_jobs_first_among_their_users_pending_ones() {
+    use crate::command::Rejection;
+    let mut env = Env::new("[priority]\nweight_partition = 1000\n");
+    let [a, b, c] = [(); 3].map(|()| env.submit(|s| s.begin_time = 5_000));
+    assert_eq!(top(&mut env, &[c, b], 0), None);
+    let p = |env: &Env, id| priority_of(env, id);
+    assert_eq!((p(&env, c), p(&env, b), p(&env, a)), (1000, 999, 998));
+    assert_eq!(top(&mut env, &[a], 0), None);
+    assert_eq!((p(&env, a), p(&env, c), p(&env, b)), (1000, 999, 998));
+    // Through nice values, as Slurm's.
+    assert_eq!(env.job(b).spec.nice, 2);
+    // An operator's command only.
+    assert_eq!(
+        top(&mut env, &[b], ALICE),
+        Some(Rejection::PermissionDenied)
+    );
+}
+
+#[test]
+fn allow_groups_and_deny_qos_refuse_a_submit_in_slurms_words() {
+    let mut env = Env::new(
+        r#"
+[[partitions]]
+name = "ml"
+nodes = "ALL"
+allow_groups = ["ml"]
+[[partitions]]
+name = "open"
+nodes = "ALL"
+deny_qos = ["normal"]
+"#,
+    );
+    let mut submit = |partition: &str, uid: u32, groups: &[&str]| {
+        let spec = JobSpec {
+            user: "alice".into(),
+            uid,
+            work_dir: "/tmp".into(),
+            num_tasks: 1,
+            cpus_per_task: 1,
+            partition: partition.into(),
+            ..JobSpec::default()
+        };
+        let submit = Submit {
+            spec,
+            payload: JobPayload {
+                script: "#!/bin/sh\ntrue\n".into(),
+                env: vec![],
+            },
+            user_groups: groups.iter().map(|g| g.to_string()).collect(),
+        };
+        env.turn(|t| jobs::submit(t, submit))
+            .answer
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert_eq!(
+        submit("ml", ALICE, &["users"]).as_deref(),
+        Some(crate::validate::GROUP_NOT_PERMITTED)
+    );
+    assert_eq!(submit("ml", ALICE, &["users", "ml"]), None);
+    assert_eq!(submit("ml", 0, &[]), None, "root always may");
+    assert_eq!(
+        submit("open", ALICE, &[]).as_deref(),
+        Some(crate::validate::INVALID_QOS)
+    );
 }

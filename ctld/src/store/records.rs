@@ -1,4 +1,4 @@
-//! The records the store keeps, format 11: types of their own, converted from and to
+//! The records the store keeps, format 12: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
@@ -8,7 +8,8 @@
 //! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`], and format
 //! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, format 8 [`JobFields8`]
 //! and [`AssociationsFields8`], format 9 [`JobFields9`], format 10
-//! [`JobFields10`] and format 11 [`JobFields11`]: postcard writes a struct
+//! [`JobFields10`], format 11 [`JobFields11`] and format 12 [`PartitionFields12`]
+//! to a partition: postcard writes a struct
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
@@ -29,7 +30,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 11;
+pub const FORMAT: u8 = 12;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -315,6 +316,7 @@ impl From<JobSpecRecord> for JobSpec {
             exclude: s.exclude,
             exclusive: s.exclusive,
             nice: s.nice,
+            priority: None,
             kill_on_invalid_dep: s.kill_on_invalid_dep,
             command: s.command,
             // Formats 5, 6 and 9 keep them beside these fields (`JobFields5`,
@@ -414,7 +416,8 @@ pub struct KillRecord {
     pub time: i64,
 }
 
-/// A job: every field of format 4, then those formats 5, 6, 8, 9, 10 and 11 added.
+/// A job: every field of format 4, then those formats 5, 6, 8, 9, 10, 11 and 12
+/// added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub fields: JobFields4,
@@ -424,6 +427,13 @@ pub struct JobRecord {
     pub added9: JobFields9,
     pub added10: JobFields10,
     pub added11: JobFields11,
+    pub added12: JobFields12,
+}
+
+/// What format 12 added to a job: the priority an operator fixed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields12 {
+    pub priority: Option<u32>,
 }
 
 /// A job as format 10 wrote it.
@@ -811,6 +821,9 @@ impl From<&Job> for JobRecord {
                     count: h.count,
                 }),
             },
+            added12: JobFields12 {
+                priority: j.spec.priority,
+            },
         }
     }
 }
@@ -867,7 +880,8 @@ impl JobRecord {
         })
     }
 
-    /// A job record of format 10: no job was part of a heterogeneous one.
+    /// A job record of format 10: no job was part of a heterogeneous one, nor had a
+    /// fixed priority.
     pub fn from_format_10(old: JobRecord10) -> JobRecord {
         JobRecord {
             fields: old.fields,
@@ -877,6 +891,7 @@ impl JobRecord {
             added9: old.added9,
             added10: old.added10,
             added11: JobFields11::default(),
+            added12: JobFields12::default(),
         }
     }
 
@@ -889,6 +904,7 @@ impl JobRecord {
         job.spec.mail_user = self.added6.mail_user;
         job.gpu_idle_flagged = self.added8.gpu_idle_flagged;
         job.spec.details = self.added9.into();
+        job.spec.priority = self.added12.priority;
         job.het = self.added11.het.map(|h| model::job::HetJob {
             leader: h.leader,
             offset: h.offset,
@@ -1350,6 +1366,14 @@ pub struct PartitionRecord {
     pub deny_accounts: Vec<String>,
     pub allow_qos: Vec<String>,
     pub oversubscribe: OverSubscribeRecord,
+    pub added12: PartitionFields12,
+}
+
+/// What format 12 added to a partition: its DenyQos and AllowGroups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PartitionFields12 {
+    pub deny_qos: Vec<String>,
+    pub allow_groups: Vec<String>,
 }
 
 impl From<&Partition> for PartitionRecord {
@@ -1378,6 +1402,10 @@ impl From<&Partition> for PartitionRecord {
                 OverSubscribe::Yes => OverSubscribeRecord::Yes,
                 OverSubscribe::Exclusive => OverSubscribeRecord::Exclusive,
             },
+            added12: PartitionFields12 {
+                deny_qos: p.deny_qos.clone(),
+                allow_groups: p.allow_groups.clone(),
+            },
         }
     }
 }
@@ -1403,6 +1431,8 @@ impl From<PartitionRecord> for Partition {
             allow_accounts: r.allow_accounts,
             deny_accounts: r.deny_accounts,
             allow_qos: r.allow_qos,
+            deny_qos: r.added12.deny_qos,
+            allow_groups: r.added12.allow_groups,
             oversubscribe: match r.oversubscribe {
                 OverSubscribeRecord::No => OverSubscribe::No,
                 OverSubscribeRecord::Yes => OverSubscribe::Yes,
@@ -1951,11 +1981,11 @@ mod tests {
         // GPU idle flag (at 130); then what format 9 added: the options kept as given
         // (none); then what format 10 added: step 0's own time limit (5 minutes), run
         // out, and its GPU request (none); then what format 11 added: no
-        // heterogeneous job.
+        // heterogeneous job; then what format 12 added: no fixed priority.
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0b07070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0c07070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
@@ -1964,6 +1994,7 @@ mod tests {
                 "0000000000000000000000000000",
                 "01010501",
                 "000000000000000000",
+                "00",
                 "00"
             )
         );
@@ -1991,10 +2022,22 @@ mod tests {
             count: 3,
         });
         let bytes = golden(&JobRecord::from(&job));
-        // What format 11 added: Some, leader 7, offset 0, 3 components.
-        assert!(bytes.ends_with("01070003"), "{bytes}");
+        // What format 11 added: Some, leader 7, offset 0, 3 components; then no
+        // fixed priority.
+        assert!(bytes.ends_with("0107000300"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!(back.het, job.het);
+    }
+
+    #[test]
+    fn a_fixed_priority_reads_back() {
+        let mut job = sample_job();
+        job.spec.priority = Some(300);
+        let bytes = golden(&JobRecord::from(&job));
+        // What format 12 added: Some(300).
+        assert!(bytes.ends_with("01ac02"), "{bytes}");
+        let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
+        assert_eq!(back.spec.priority, Some(300));
     }
 
     #[test]
@@ -2064,7 +2107,7 @@ mod tests {
             user: "ada".into(),
         };
         let bytes = golden(&TriggerRecord::from(&t));
-        assert_eq!(bytes, "0b03010c000409062f62696e2f7801e8076403616461");
+        assert_eq!(bytes, "0c03010c000409062f62696e2f7801e8076403616461");
         let n = Trigger {
             spec: TriggerSpec {
                 resource: TriggerResource::Nodes(Some("n[1-2]".into())),
@@ -2076,7 +2119,7 @@ mod tests {
         for t in [t, n] {
             assert_eq!(Trigger::from(TriggerRecord::from(&t)), t);
         }
-        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0bac02");
+        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0cac02");
     }
 
     #[test]
@@ -2091,7 +2134,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "0b026e31000480080100046831303000000001046661737401000000000000000100"
+            "0c026e31000480080100046831303000000001046661737401000000000000000100"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -2105,14 +2148,17 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "0b056d61696e74142801026e310104726f6f740002000300"
+            "0c056d61696e74142801026e310104726f6f740002000300"
         );
         let mut p = Partition::open("p1", vec!["n1".into()], true);
         p.max_time_min = Some(30);
         p.state = PartitionState::Down;
         let record = PartitionRecord::from(&p);
         assert_eq!(Partition::from(record.clone()), p);
-        assert_eq!(golden(&record), "0b02703101026e3101011e000001010100000000");
+        assert_eq!(
+            golden(&record),
+            "0c02703101026e3101011e0000010101000000000000"
+        );
         let usage = AssocUsage {
             billing: 1.5,
             tres: [("cpu".to_string(), 2.0)].into(),
@@ -2120,7 +2166,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "0b000000000000f83f0103637075000000000000004006"
+            "0c000000000000f83f0103637075000000000000004006"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -2128,7 +2174,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "0b0a23212f62696e2f73680a0101410131"
+            "0c0a23212f62696e2f73680a0101410131"
         );
     }
 
@@ -2159,7 +2205,7 @@ mod tests {
         assert_eq!(Associations::from(record.clone()), a);
         assert_eq!(
             golden(&record),
-            "0b02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+            "0c02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
              00000102000000026d6c026d6c0108677265732f677075040000000000000000\
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\

@@ -139,6 +139,8 @@ const FORMAT_8: u8 = 8;
 const FORMAT_9: u8 = 9;
 /// Format 10 appended their own time limits and GPU requests to jobs' steps.
 const FORMAT_10: u8 = 10;
+/// Format 11 appended heterogeneous components to jobs.
+const FORMAT_11: u8 = 11;
 
 /// The body of a record of the current format, or of formats 3 to 6 (which the store
 /// migrates when it opens, but a journal may still carry).
@@ -157,6 +159,7 @@ fn split_version<'b>(
                 FORMAT_8,
                 FORMAT_9,
                 FORMAT_10,
+                FORMAT_11,
                 records::FORMAT,
             ]
             .contains(&v) =>
@@ -218,14 +221,19 @@ fn job_record(
         FORMAT_10 => Ok(JobRecord::from_format_10(records::decode_body::<
             records::JobRecord10,
         >(what, body)?)),
+        // Format 11 is format 12 without its last field.
+        FORMAT_11 => records::decode_body(
+            what,
+            &records::body_with_empty::<records::JobFields12>(body)?,
+        ),
         _ => records::decode_body(what, body),
     }
 }
 
-/// A record of format 4 to 10, in the current format: a job, a node and the
-/// associations get what later formats added, empty; the other records are the same
+/// A record of format 4 to 11, in the current format: a job, a node, the
+/// associations and a partition get what later formats added, empty; the other records are the same
 /// bytes behind the new version.
-fn migrate_format_4_to_10(
+fn migrate_format_4_to_11(
     tree: TreeName,
     what: &dyn Fn() -> String,
     bytes: &[u8],
@@ -248,6 +256,9 @@ fn migrate_format_4_to_10(
                 &body7,
             )?)
         }
+        TreeName::Partitions => new(&records::body_with_empty::<records::PartitionFields12>(
+            body,
+        )?),
         _ => new(body),
     }
 }
@@ -339,6 +350,7 @@ impl SledStore {
             Some(format) if *format == [FORMAT_8] => FORMAT_8,
             Some(format) if *format == [FORMAT_9] => FORMAT_9,
             Some(format) if *format == [FORMAT_10] => FORMAT_10,
+            Some(format) if *format == [FORMAT_11] => FORMAT_11,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -356,8 +368,8 @@ impl SledStore {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
                     Some(
                         &(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7 | FORMAT_8 | FORMAT_9
-                        | FORMAT_10),
-                    ) => migrate_format_4_to_10(tree, &what, &value)?,
+                        | FORMAT_10 | FORMAT_11),
+                    ) => migrate_format_4_to_11(tree, &what, &value)?,
                     _ => continue,
                 };
                 self.tree(tree).insert(key, new)?;
@@ -1314,6 +1326,28 @@ mod tests {
         );
         assert_eq!(
             store.jobs.get(7u32.to_be_bytes()).unwrap().unwrap()[0],
+            records::FORMAT
+        );
+    }
+
+    #[tokio::test]
+    async fn partition_records_of_format_11_are_migrated_with_no_deny_qos_or_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            // Partition p1 as format 11 wrote it: nodes n1, default, MaxTime=30, DOWN.
+            let partition = hex("0b02703101026e3101011e000001010100000000");
+            store.partitions.insert("p1", partition).unwrap();
+            store.db.insert(FORMAT_KEY, &[FORMAT_11]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let p = &loaded.partitions[0];
+        assert_eq!((p.name.as_str(), p.max_time_min), ("p1", Some(30)));
+        assert!(p.deny_qos.is_empty() && p.allow_groups.is_empty());
+        assert_eq!(
+            store.partitions.get("p1").unwrap().unwrap()[0],
             records::FORMAT
         );
     }

@@ -417,9 +417,9 @@ impl Config {
         Ok(())
     }
 
-    /// Checks a partition's `oversubscribe`, `allow_accounts`, `deny_accounts` and
-    /// `allow_qos`: known accounts (when `[[accounts]]` lists any) and QOS, not both
-    /// account lists.
+    /// Checks a partition's `oversubscribe`, `allow_accounts`, `deny_accounts`,
+    /// `allow_qos`, `deny_qos` and `allow_groups`: known accounts (when `[[accounts]]`
+    /// lists any) and QOS, not both account lists nor both QOS lists, no empty group.
     fn check_partition_access(
         &self,
         p: &PartitionConfig,
@@ -461,10 +461,24 @@ impl Config {
                 ));
             }
         }
-        if let Some(i) = p.allow_qos.iter().position(|q| !qos.contains(q.as_str())) {
+        if !p.allow_qos.is_empty() && !p.deny_qos.is_empty() {
             return Err(Invalid::new(
-                &at.key("allow_qos").index(i),
-                format!("unknown QOS `{}`", p.allow_qos[i]),
+                &at.key("deny_qos"),
+                "set allow_qos or deny_qos, not both",
+            ));
+        }
+        for (key, list) in [("allow_qos", &p.allow_qos), ("deny_qos", &p.deny_qos)] {
+            if let Some(i) = list.iter().position(|q| !qos.contains(q.as_str())) {
+                return Err(Invalid::new(
+                    &at.key(key).index(i),
+                    format!("unknown QOS `{}`", list[i]),
+                ));
+            }
+        }
+        if let Some(i) = p.allow_groups.iter().position(String::is_empty) {
+            return Err(Invalid::new(
+                &at.key("allow_groups").index(i),
+                "an empty group name",
             ));
         }
         Ok(())

@@ -403,6 +403,17 @@ fn rows() -> Vec<Row> {
             &["deny_accounts: set allow_accounts or deny_accounts, not both"],
         ),
         row(
+            "[[partitions]]\nname = \"gpu\"\nnodes = \"n1\"\ndeny_qos = [\"gold\"]\n",
+            4,
+            &["deny_qos: unknown QOS `gold`"],
+        ),
+        row(
+            "[[partitions]]\nname = \"gpu\"\nnodes = \"n1\"\nallow_qos = [\"normal\"]\n\
+             deny_qos = [\"normal\"]\n",
+            5,
+            &["deny_qos: set allow_qos or deny_qos, not both"],
+        ),
+        row(
             "[[partitions]]\nname = \"gpu nodes\"\nnodes = \"n1\"\n",
             2,
             &["name: invalid partition name `gpu nodes`"],
