@@ -272,6 +272,9 @@ pub struct JobSpec {
     /// Priority=`): the job's priority in place of the multifactor one, until the job
     /// is held and released, as in Slurm.
     pub priority: Option<u32>,
+    /// Slurm's SiteFactor, an operator's (`scontrol update SiteFactor=`): added to the
+    /// multifactor priority.
+    pub site_factor: i32,
     pub kill_on_invalid_dep: bool,
     /// The batch script's path as submitted, made absolute (Slurm's `Command`); empty
     /// for a script from stdin or `--wrap`.

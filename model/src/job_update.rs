@@ -12,7 +12,7 @@ use crate::job::{Job, JobSpec, JobState, Time};
 use crate::timespec::{self, LocalZone, Toward};
 use crate::units;
 
-/// The largest `Nice` either way: Slurm's `NICE_OFFSET - 3`.
+/// The largest `Nice` (and `SiteFactor`) either way: Slurm's `NICE_OFFSET - 3`.
 pub const MAX_NICE: u32 = 0x8000_0000 - 3;
 
 /// A new time limit (minutes).
@@ -94,6 +94,8 @@ pub enum JobChange {
     /// `Priority=N`: fixed at N (its nice cleared); 0 holds the job. Only an operator
     /// raises a job's priority (the controller checks that, knowing the current one).
     Priority(u32),
+    /// `SiteFactor=N`: an operator's addition to the multifactor priority.
+    SiteFactor(i32),
 }
 
 /// Why a change cannot be made; the words Slurm prints.
@@ -197,6 +199,13 @@ impl JobChange {
             "ArrayTaskThrottle" => JobChange::ArrayTaskThrottle(number(value)?),
             "Requeue" => JobChange::Requeue(number(value)? != 0),
             "Priority" => JobChange::Priority(number(value)?),
+            "SiteFactor" => {
+                let n: i64 = value.trim().parse().map_err(|_| bad())?;
+                if n.unsigned_abs() > u64::from(MAX_NICE) {
+                    return Err(invalid("SiteFactor value out of range"));
+                }
+                JobChange::SiteFactor(n as i32)
+            }
             _ => return Err(UpdateError::Unsupported(format!("{key}={value}"))),
         })
     }
@@ -212,6 +221,7 @@ impl JobChange {
                 | JobChange::Comment(_)
                 | JobChange::ArrayTaskThrottle(_)
                 | JobChange::Priority(_)
+                | JobChange::SiteFactor(_)
         )
     }
 }
@@ -282,6 +292,12 @@ pub fn apply(
             JobChange::Priority(n) => {
                 spec.priority = Some(*n);
                 spec.nice = 0;
+            }
+            JobChange::SiteFactor(n) => {
+                if !operator {
+                    return Err(UpdateError::PermissionDenied);
+                }
+                spec.site_factor = *n;
             }
         }
     }
@@ -389,6 +405,24 @@ mod tests {
                     "Nice value out of range (+/- 2147483645). Value ignored".into()
                 )),
                 "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn site_factor_is_an_operators_within_slurms_range() {
+        let job = Job::new(1, JobSpec::default(), 0, Some(60));
+        let site = |n, op| apply(&job, &[JobChange::SiteFactor(n)], op).map(|(s, _)| s.site_factor);
+        assert_eq!(site(100, false), Err(UpdateError::PermissionDenied));
+        assert_eq!(site(-100, true), Ok(-100));
+        assert_eq!(
+            parse("SiteFactor", "-2147483645").unwrap(),
+            JobChange::SiteFactor(-2147483645)
+        );
+        for v in ["2147483646", "-2147483646"] {
+            assert_eq!(
+                parse("SiteFactor", v),
+                Err(UpdateError::Invalid("SiteFactor value out of range".into()))
             );
         }
     }

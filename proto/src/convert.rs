@@ -176,6 +176,7 @@ pub fn spec_from_wire(w: v1::JobSpec) -> Result<(JobSpec, JobPayload), UnknownMa
         exclusive: w.exclusive,
         nice: w.nice,
         priority: w.priority,
+        site_factor: w.site_factor,
         kill_on_invalid_dep: w.kill_on_invalid_dep,
         command: w.command,
         mail_types,
@@ -287,6 +288,7 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
         exclusive: s.exclusive,
         nice: s.nice,
         priority: s.priority,
+        site_factor: s.site_factor,
         kill_on_invalid_dep: s.kill_on_invalid_dep,
         command: s.command.clone(),
         mail_types: s
@@ -1282,6 +1284,7 @@ pub fn job_change_to_wire(c: &model::job_update::JobChange) -> v1::JobChange {
         C::ArrayTaskThrottle(n) => W::ArrayTaskThrottle(*n),
         C::Requeue(on) => W::Requeue(*on),
         C::Priority(n) => W::Priority(*n),
+        C::SiteFactor(n) => W::SiteFactor(*n),
     };
     v1::JobChange {
         change: Some(change),
@@ -1317,6 +1320,7 @@ pub fn job_change_from_wire(c: v1::JobChange) -> Result<model::job_update::JobCh
         W::ArrayTaskThrottle(n) => C::ArrayTaskThrottle(n),
         W::Requeue(on) => C::Requeue(on),
         W::Priority(n) => C::Priority(n),
+        W::SiteFactor(n) => C::SiteFactor(n),
     })
 }
 

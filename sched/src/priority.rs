@@ -206,7 +206,7 @@ impl<'a> Context<'a> {
             assoc: v.assoc,
             tres: self.tres_names.iter().cloned().zip(v.tres).collect(),
             nice: i64::from(job.spec.nice),
-            site: 0,
+            site: i64::from(job.spec.site_factor),
             tier: v.tier,
             priority: v.priority,
         }
@@ -298,7 +298,8 @@ impl<'a> Context<'a> {
                 v.tres.push(factor);
             }
         }
-        let sum = f64::from(p.weight_age) * v.age
+        let sum = f64::from(spec.site_factor)
+            + f64::from(p.weight_age) * v.age
             + f64::from(p.weight_fairshare) * v.fairshare
             + f64::from(p.weight_job_size) * v.job_size
             + f64::from(p.weight_partition) * v.partition

@@ -688,6 +688,7 @@ const JOB_KEYS: &[(&str, usize)] = &[
     ("TimeLimit", 5),
     ("TimeMin", 5),
     ("Priority", 2),
+    ("SiteFactor", 4),
     ("Nice", 2),
     ("CPUsPerTask", 6),
     ("NumCPUs", 6),

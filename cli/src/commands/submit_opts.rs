@@ -1993,6 +1993,7 @@ pub fn build_spec(
         exclusive: o.exclusive,
         nice: o.nice.unwrap_or(0),
         priority: o.priority,
+        site_factor: 0,
         kill_on_invalid_dep: o.kill_on_invalid_dep.unwrap_or(false),
         command: String::new(),
         mail_types: o

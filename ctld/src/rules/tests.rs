@@ -2724,6 +2724,14 @@ fn a_fixed_priority_holds_until_a_hold_and_release_and_only_an_operator_raises_i
     env.control(id, ControlOp::Release);
     assert_eq!(env.job(id).spec.priority, None);
     assert_eq!(priority_of(&env, id), 1000);
+    // A SiteFactor adds to the computed priority.
+    let cmd = crate::command::UpdateJobs {
+        job_ids: vec![id.to_string()],
+        changes: vec![model::job_update::JobChange::SiteFactor(-300)],
+        requester: who(0),
+    };
+    assert!(env.turn(|t| jobs::update(t, cmd)).answer[0].error.is_none());
+    assert_eq!(priority_of(&env, id), 700);
 }
 
 #[test]

@@ -317,6 +317,7 @@ impl From<JobSpecRecord> for JobSpec {
             exclusive: s.exclusive,
             nice: s.nice,
             priority: None,
+            site_factor: 0,
             kill_on_invalid_dep: s.kill_on_invalid_dep,
             command: s.command,
             // Formats 5, 6 and 9 keep them beside these fields (`JobFields5`,
@@ -430,10 +431,11 @@ pub struct JobRecord {
     pub added12: JobFields12,
 }
 
-/// What format 12 added to a job: the priority an operator fixed.
+/// What format 12 added to a job: the priority an operator fixed, and its SiteFactor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct JobFields12 {
     pub priority: Option<u32>,
+    pub site_factor: i32,
 }
 
 /// A job as format 10 wrote it.
@@ -823,6 +825,7 @@ impl From<&Job> for JobRecord {
             },
             added12: JobFields12 {
                 priority: j.spec.priority,
+                site_factor: j.spec.site_factor,
             },
         }
     }
@@ -905,6 +908,7 @@ impl JobRecord {
         job.gpu_idle_flagged = self.added8.gpu_idle_flagged;
         job.spec.details = self.added9.into();
         job.spec.priority = self.added12.priority;
+        job.spec.site_factor = self.added12.site_factor;
         job.het = self.added11.het.map(|h| model::job::HetJob {
             leader: h.leader,
             offset: h.offset,
@@ -1981,7 +1985,7 @@ mod tests {
         // GPU idle flag (at 130); then what format 9 added: the options kept as given
         // (none); then what format 10 added: step 0's own time limit (5 minutes), run
         // out, and its GPU request (none); then what format 11 added: no
-        // heterogeneous job; then what format 12 added: no fixed priority.
+        // heterogeneous job; then what format 12 added: no fixed priority, SiteFactor 0.
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
@@ -1995,7 +1999,7 @@ mod tests {
                 "01010501",
                 "000000000000000000",
                 "00",
-                "00"
+                "0000"
             )
         );
     }
@@ -2023,8 +2027,8 @@ mod tests {
         });
         let bytes = golden(&JobRecord::from(&job));
         // What format 11 added: Some, leader 7, offset 0, 3 components; then no
-        // fixed priority.
-        assert!(bytes.ends_with("0107000300"), "{bytes}");
+        // fixed priority and SiteFactor 0.
+        assert!(bytes.ends_with("010700030000"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!(back.het, job.het);
     }
@@ -2033,11 +2037,12 @@ mod tests {
     fn a_fixed_priority_reads_back() {
         let mut job = sample_job();
         job.spec.priority = Some(300);
+        job.spec.site_factor = -1;
         let bytes = golden(&JobRecord::from(&job));
-        // What format 12 added: Some(300).
-        assert!(bytes.ends_with("01ac02"), "{bytes}");
+        // What format 12 added: Some(300), -1 (zigzag 1).
+        assert!(bytes.ends_with("01ac0201"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
-        assert_eq!(back.spec.priority, Some(300));
+        assert_eq!((back.spec.priority, back.spec.site_factor), (Some(300), -1));
     }
 
     #[test]
