@@ -173,6 +173,14 @@ pub enum ControlOp {
     Top,
 }
 
+/// `scontrol notify JOB MESSAGE`.
+#[derive(Debug, Clone)]
+pub struct NotifyJob {
+    pub job_id: JobId,
+    pub message: String,
+    pub requester: Requester,
+}
+
 #[derive(Debug, Clone)]
 pub struct ControlJobs {
     pub op: ControlOp,

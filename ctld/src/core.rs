@@ -40,6 +40,7 @@ pub enum Input {
     SubmitHet(Vec<Submit>, Reply<Submitted>),
     Signal(SignalJobs, Reply<Vec<JobResult>>),
     Control(ControlJobs, Reply<Vec<JobResult>>),
+    Notify(crate::command::NotifyJob, Reply<()>),
     Update(UpdateJobs, Reply<Vec<JobResult>>),
     UpdateNodes(UpdateNodes, Reply<()>),
     CreateStep(CreateStep, Reply<StartedStep>),
@@ -456,6 +457,10 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
         Input::Control(cmd, reply) => {
             let r = jobs::control(turn, cmd);
             answer(acks, reply, Ok(r));
+        }
+        Input::Notify(cmd, reply) => {
+            let r = jobs::notify(turn, cmd);
+            answer(acks, reply, r);
         }
         Input::Update(cmd, reply) => {
             let r = jobs::update(turn, cmd);

@@ -92,6 +92,11 @@ impl Dispatcher {
                 user,
                 subject,
             } => self.mail(&node, user, subject, state),
+            Effect::Notify {
+                job_id,
+                node,
+                message,
+            } => self.notify(job_id, &node, message, state),
             Effect::RunTrigger {
                 node,
                 trigger,
@@ -119,6 +124,26 @@ impl Dispatcher {
             };
             if let Err(e) = client.send_mail(req).await {
                 tracing::warn!(node = %node, %subject, error = %e.message(), "mail not sent");
+            }
+        });
+    }
+
+    /// Hands `scontrol notify`'s message to the node of the job's batch script, once.
+    fn notify(&mut self, job_id: JobId, node: &str, message: String, state: &ClusterState) {
+        let client = state
+            .nodes
+            .get(node)
+            .filter(|n| !n.addr.is_empty())
+            .and_then(|n| self.client(&n.addr));
+        let Some(mut client) = client else {
+            tracing::warn!(job_id, node, "notice not sent: the node has no address");
+            return;
+        };
+        let node = node.to_string();
+        tokio::spawn(async move {
+            let req = v1::NotifyJobRequest { job_id, message };
+            if let Err(e) = client.notify_job(req).await {
+                tracing::warn!(job_id, node = %node, error = %e.message(), "notice not sent");
             }
         });
     }

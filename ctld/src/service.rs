@@ -1059,6 +1059,21 @@ impl v1::ctld_server::Ctld for Services {
         Ok(Response::new(v1::ClearTriggersReply {}))
     }
 
+    async fn notify_job(
+        &self,
+        req: Request<v1::NotifyJobRequest>,
+    ) -> Result<Response<v1::NotifyJobReply>, Status> {
+        let requester = self.requester(&req)?;
+        let w = req.into_inner();
+        let cmd = command::NotifyJob {
+            job_id: w.job_id,
+            message: w.message,
+            requester,
+        };
+        self.ask(|reply| Input::Notify(cmd, reply)).await?;
+        Ok(Response::new(v1::NotifyJobReply {}))
+    }
+
     async fn get_diagnostics(
         &self,
         _req: Request<v1::GetDiagnosticsRequest>,

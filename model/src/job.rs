@@ -839,6 +839,41 @@ pub struct Job {
     pub gpu_idle_flagged: Option<Time>,
     /// Set for a component of a heterogeneous job.
     pub het: Option<HetJob>,
+    /// What `scontrol notify` sent it, for its srun or salloc (not stored).
+    pub notices: Notices,
+}
+
+/// The messages `scontrol notify` sent a job, for the srun or salloc that holds its
+/// allocation: the latest [`Notices::KEPT`], and how many were ever sent, so that a
+/// client that polls prints each once. The controller keeps them while it runs; they
+/// are not stored.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Notices {
+    pub latest: Vec<String>,
+    pub count: u32,
+}
+
+impl Notices {
+    /// How many messages are kept.
+    pub const KEPT: usize = 16;
+    /// The longest message taken, in bytes.
+    pub const MAX_LEN: usize = 4096;
+
+    /// Adds `message`, forgetting the oldest beyond [`Notices::KEPT`].
+    pub fn push(&mut self, message: &str) {
+        if self.latest.len() == Self::KEPT {
+            self.latest.remove(0);
+        }
+        self.latest.push(message.to_string());
+        self.count += 1;
+    }
+
+    /// The messages after the first `seen` ever sent (those still kept).
+    pub fn after(&self, seen: u32) -> &[String] {
+        let first_kept = self.count - self.latest.len() as u32;
+        let skip = seen.saturating_sub(first_kept) as usize;
+        self.latest.get(skip..).unwrap_or_default()
+    }
 }
 
 /// A component of a heterogeneous job (`sbatch` with `#SBATCH hetjob` lines): the jobs
@@ -927,6 +962,7 @@ impl Job {
             launched: false,
             gpu_idle_flagged: None,
             het: None,
+            notices: Notices::default(),
             spec,
         }
     }
@@ -1120,6 +1156,19 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn notices_keep_the_latest_and_say_what_came_after_a_count() {
+        let mut n = Notices::default();
+        for i in 0..20 {
+            n.push(&format!("m{i}"));
+        }
+        assert_eq!((n.latest.len(), n.count), (Notices::KEPT, 20));
+        assert_eq!(n.after(18), ["m18", "m19"]);
+        assert_eq!(n.after(20), [] as [String; 0]);
+        // Older than the kept ones: what is kept.
+        assert_eq!(n.after(0).first().map(String::as_str), Some("m4"));
+    }
+
     use super::*;
 
     #[test]

@@ -110,6 +110,11 @@ pub enum Event {
         held: bool,
         reason: Reason,
     },
+    /// `scontrol notify`: a message for the job's srun or salloc (not stored).
+    JobNotified {
+        job_id: JobId,
+        message: String,
+    },
     /// The job's request changed (`scontrol update`).
     JobUpdated {
         job_id: JobId,
@@ -261,6 +266,7 @@ impl Event {
             | Event::JobSuspended { job_id, .. }
             | Event::JobResumed { job_id, .. }
             | Event::JobHeld { job_id, .. }
+            | Event::JobNotified { job_id, .. }
             | Event::JobUpdated { job_id, .. }
             | Event::JobPendingReason { job_id, .. }
             | Event::StepStarted { job_id, .. }
@@ -278,7 +284,9 @@ impl Event {
     pub fn persisted(&self) -> bool {
         !matches!(
             self,
-            Event::NodeHeartbeat { .. } | Event::JobPendingReason { .. }
+            Event::NodeHeartbeat { .. }
+                | Event::JobPendingReason { .. }
+                | Event::JobNotified { .. }
         )
     }
 
@@ -720,6 +728,11 @@ impl ClusterState {
                     // Passes skip held jobs: drop the plan they had.
                     job.planned_start = 0;
                     job.planned_nodes.clear();
+                }
+            }
+            Event::JobNotified { job_id, message } => {
+                if let Some(job) = self.job_mut(*job_id) {
+                    job.notices.push(message);
                 }
             }
             Event::JobUpdated {

@@ -14,9 +14,9 @@ use proto::v1;
 use proto::v1::node_agent_server::NodeAgent;
 use proto::v1::{AttachInput, TaskInput, attach_input, task_input};
 use proto::v1::{
-    BroadcastFileReply, FileChunk, LaunchJobReply, LaunchJobRequest, SendMailReply,
-    SendMailRequest, SignalJobReply, SignalJobRequest, StepStat, StepStatsReply, StepStatsRequest,
-    SuspendJobReply, SuspendJobRequest,
+    BroadcastFileReply, FileChunk, LaunchJobReply, LaunchJobRequest, NotifyJobReply,
+    NotifyJobRequest, SendMailReply, SendMailRequest, SignalJobReply, SignalJobRequest, StepStat,
+    StepStatsReply, StepStatsRequest, SuspendJobReply, SuspendJobRequest,
 };
 use std::sync::Arc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -458,6 +458,16 @@ impl NodeAgent for Agent {
             }
         });
         Ok(Response::new(v1::RunTriggerReply {}))
+    }
+
+    async fn notify_job(
+        &self,
+        request: Request<NotifyJobRequest>,
+    ) -> Result<Response<NotifyJobReply>, Status> {
+        from_controller(&request)?;
+        let req = request.into_inner();
+        self.jobs.notify(req.job_id, &req.message).await;
+        Ok(Response::new(NotifyJobReply {}))
     }
 
     async fn suspend_job(

@@ -12,7 +12,7 @@ use crate::cgroup::JobCgroup;
 use crate::launch::{CgroupPlacement, LaunchError, LaunchInfo};
 use crate::procfs;
 use crate::spool::{
-    JobDir, PGID, PID, SUPERVISOR_LOG, SUPERVISOR_PID, SUSPENDED, Spool, SpoolError,
+    JobDir, NOTIFY, PGID, PID, SUPERVISOR_LOG, SUPERVISOR_PID, SUSPENDED, Spool, SpoolError,
 };
 use crate::status::{FinishKind, JobStatus};
 use crate::unix_now;
@@ -397,28 +397,13 @@ impl Jobs {
     /// that just started is waited for until it takes its signals (it writes its pid
     /// file once they are blocked), so that SIGUSR1 cannot kill it.
     pub async fn suspend(&self, job_id: JobId, resume: bool) -> bool {
-        let deadline = Instant::now() + PID_WAIT;
-        let pid = loop {
-            let (dir, pid, own_child) = {
-                let table = self.table();
-                match table.get(&job_id) {
-                    Some(e) if e.phase != Phase::Reporting => {
-                        (e.dir.clone(), e.supervisor, e.own_child)
-                    }
-                    _ => return false,
-                }
-            };
-            if let Some(pid) = pid
-                && dir.read_pid(SUPERVISOR_PID) == Some(pid)
-                && (own_child || procfs::is_supervisor_of(pid, dir.path()))
-            {
-                break pid;
-            }
-            if Instant::now() >= deadline {
+        let pid = match self.supervisor_pid(job_id).await {
+            None => return false,
+            Some(None) => {
                 warn!(job_id, resume, "job has no supervisor to suspend it");
                 return true;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            Some(Some(pid)) => pid,
         };
         let signal = if resume {
             Signal::SIGUSR2
@@ -428,6 +413,64 @@ impl Jobs {
         info!(job_id, resume, "suspending or resuming job");
         let _ = kill(Pid::from_raw(pid as i32), signal);
         true
+    }
+
+    /// The pid of the job's supervisor once it takes its signals (it writes its pid
+    /// file once they are blocked, so that SIGUSR1 cannot kill it): `None` when the
+    /// job is not running here, `Some(None)` when no supervisor of it answers in time.
+    async fn supervisor_pid(&self, job_id: JobId) -> Option<Option<u32>> {
+        let deadline = Instant::now() + PID_WAIT;
+        loop {
+            let (dir, pid, own_child) = {
+                let table = self.table();
+                match table.get(&job_id) {
+                    Some(e) if e.phase != Phase::Reporting => {
+                        (e.dir.clone(), e.supervisor, e.own_child)
+                    }
+                    _ => return None,
+                }
+            };
+            if let Some(pid) = pid
+                && dir.read_pid(SUPERVISOR_PID) == Some(pid)
+                && (own_child || procfs::is_supervisor_of(pid, dir.path()))
+            {
+                return Some(Some(pid));
+            }
+            if Instant::now() >= deadline {
+                return Some(None);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// `scontrol notify`: `message` on the batch script's stderr. It is appended to
+    /// the job's `notify` spool file (one line), then the supervisor, told by SIGURG,
+    /// writes it. False when the job is not running here.
+    pub async fn notify(&self, job_id: JobId, message: &str) -> bool {
+        let Some(dir) = self.table().get(&job_id).map(|e| e.dir.clone()) else {
+            return false;
+        };
+        let line = format!("{}\n", message.replace('\n', " "));
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join(NOTIFY))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        if let Err(e) = appended {
+            warn!(job_id, error = %e, "notice not kept");
+            return true;
+        }
+        match self.supervisor_pid(job_id).await {
+            None => false,
+            Some(None) => {
+                warn!(job_id, "job has no supervisor to write its notice");
+                true
+            }
+            Some(Some(pid)) => {
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGURG);
+                true
+            }
+        }
     }
 
     /// `scancel -s SIG`: 0 cancels; another signal goes to the job's steps, with

@@ -28,6 +28,9 @@ pub const PID: &str = "pid";
 pub const PGID: &str = "pgid";
 pub const SUPERVISOR_PID: &str = "supervisor.pid";
 pub const SUPERVISOR_LOG: &str = "supervisor.log";
+/// `scontrol notify`'s messages, one per line: the daemon appends, the supervisor
+/// writes the new ones on the job's stderr (told by SIGURG).
+pub const NOTIFY: &str = "notify";
 /// Present while the supervisor holds the job stopped (`SuspendJob`); the daemon
 /// reports it to the controller, after a restart too.
 pub const SUSPENDED: &str = "suspended";

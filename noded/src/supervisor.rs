@@ -10,7 +10,8 @@
 //! is a child subreaper, so orphans of the job become its children and are reaped before
 //! `status.json` is written. The supervisor is single-threaded; its signals are blocked
 //! and taken synchronously with `sigtimedwait`. SIGUSR1 suspends the job (SIGSTOP to
-//! all of it; its time limit stops running), SIGUSR2 resumes it (SIGCONT).
+//! all of it; its time limit stops running), SIGUSR2 resumes it (SIGCONT), SIGURG
+//! writes the messages `scontrol notify` left in the job's `notify` file on its stderr.
 
 use crate::affinity::Pinning;
 use crate::env::job_env;
@@ -19,7 +20,7 @@ use crate::launch::LaunchInfo;
 use crate::output::{appends, resolve_io};
 use crate::procfs;
 use crate::spawn::{Program, Stdio, spawn};
-use crate::spool::{JobDir, PGID, PID, SCRIPT, SUPERVISOR_PID};
+use crate::spool::{JobDir, NOTIFY, PGID, PID, SCRIPT, SUPERVISOR_PID};
 use crate::status::{FinishKind, JobStatus};
 use crate::unix_now;
 use crate::user::RunAs;
@@ -86,6 +87,7 @@ pub fn main(dir: &Path) -> i32 {
                 isolation: &mut *isolation,
                 signals,
                 notes: None,
+                notices_written: 0,
             }
             .run()
         }
@@ -113,6 +115,7 @@ fn supervisor_signals() -> SigSet {
         Signal::SIGCHLD,
         Signal::SIGUSR1,
         Signal::SIGUSR2,
+        Signal::SIGURG,
     ] {
         set.add(s);
     }
@@ -146,6 +149,8 @@ struct Supervisor<'a> {
     signals: SigSet,
     /// The job's stderr file, for the lines Slurm writes there itself.
     notes: Option<File>,
+    /// How much of the job's `notify` file is on its stderr already.
+    notices_written: usize,
 }
 
 impl Supervisor<'_> {
@@ -332,6 +337,26 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Writes the messages `scontrol notify` added to the job's `notify` file since the
+    /// last time on its stderr, one line each.
+    fn write_notices(&mut self) {
+        let Ok(all) = std::fs::read_to_string(self.dir.path().join(NOTIFY)) else {
+            return;
+        };
+        let Some(new) = all.get(self.notices_written..) else {
+            return;
+        };
+        // Whole lines only: one being appended is taken at the next signal.
+        let Some(end) = new.rfind('\n').map(|i| i + 1) else {
+            return;
+        };
+        let lines: Vec<String> = new[..end].lines().map(str::to_string).collect();
+        self.notices_written += end;
+        for line in lines {
+            self.note(&line);
+        }
+    }
+
     /// Waits for the script, enforcing time limit, warning signal and cancel; then
     /// clears the job's leftovers. Returns how it ended.
     fn watch(&mut self, s: Started) -> JobStatus {
@@ -389,6 +414,7 @@ impl Supervisor<'_> {
                     self.mark_suspended(true);
                     info!("job suspended");
                 }
+                Some(Signal::SIGURG) => self.write_notices(),
                 Some(Signal::SIGUSR2) => {
                     if let Some((since, timeout_left, warn_left)) = suspended.take() {
                         let now = Instant::now();

@@ -447,6 +447,8 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
             })
         ),
         het: j.het.map(het_to_wire),
+        notices: j.notices.latest.clone(),
+        notice_count: j.notices.count,
     }
 }
 

@@ -594,3 +594,61 @@ fn scontrol_update_changes_jobs_in_the_controller() {
     assert_eq!(c.field(id, "Comment"), "");
     c.ok(&["scancel", &job]);
 }
+
+#[test]
+fn notify_reaches_the_batch_scripts_stderr_and_the_sruns_terminal() {
+    let c = Cluster::start(ClusterSpec::default());
+    let (out, err) = (c.work.join("notify.out"), c.work.join("notify.err"));
+    let id = c.sbatch(
+        &[
+            "-o",
+            &out.display().to_string(),
+            "-e",
+            &err.display().to_string(),
+        ],
+        "echo started\nsleep 300",
+    );
+    assert!(wait_until(T, || read(&out).contains("started")));
+    c.ok(&[
+        "scontrol",
+        "notify",
+        &id.to_string(),
+        "disk",
+        "nearly",
+        "full",
+    ]);
+    assert!(
+        wait_until(T, || read(&err).contains("disk nearly full")),
+        "{}",
+        read(&err)
+    );
+    c.ok(&["scancel", &id.to_string()]);
+    // An srun that holds its allocation prints the message as `srun: MESSAGE`.
+    let srun_err = c.work.join("srun.err");
+    let mut srun = c
+        .command("srun")
+        .args(["-J", "notified", "sleep", "60"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&srun_err).unwrap())
+        .spawn()
+        .unwrap();
+    let running = || {
+        c.ok(&["squeue", "-h", "-n", "notified", "-t", "R", "-o", "%A"])
+            .trim()
+            .parse::<u32>()
+            .ok()
+    };
+    assert!(wait_until(T, || running().is_some()));
+    let job = running().unwrap().to_string();
+    c.ok(&["scontrol", "notify", &job, "checkpoint", "now"]);
+    assert!(
+        wait_until(T, || read(&srun_err).contains("srun: checkpoint now")),
+        "{}",
+        read(&srun_err)
+    );
+    c.ok(&["scancel", &job]);
+    srun.wait().unwrap();
+    // A finished job takes no message.
+    let done = c.run(&["scontrol", "notify", &id.to_string(), "late"]);
+    assert!(!done.status.success());
+}

@@ -333,10 +333,11 @@ impl Allocation {
         env
     }
 
-    /// The job's state now and when it is expected to end (0: not known); `None`
-    /// when it cannot be read, and `Completed` once the controller no longer has the
-    /// job.
-    async fn current(&mut self) -> Option<(model::JobState, i64)> {
+    /// The job's state now and when it is expected to end (0: not known), and the
+    /// messages `scontrol notify` sent it since the last look (`self.job`'s
+    /// `notice_count` moves on); `None` when it cannot be read, and `Completed` once
+    /// the controller no longer has the job.
+    pub async fn current(&mut self) -> Option<(model::JobState, i64, Vec<String>)> {
         let ask = v1::ListJobsRequest {
             filter: Some(v1::JobFilter {
                 job_ids: vec![self.job.job_id.to_string()],
@@ -351,14 +352,26 @@ impl Allocation {
         })
         .await
         .ok()?;
-        Some(
-            reply
-                .jobs
-                .first()
-                .map_or((model::JobState::Completed, 0), |j| {
-                    (crate::jobs::job_state(j), j.expected_end)
-                }),
-        )
+        let Some(job) = reply.jobs.first() else {
+            return Some((model::JobState::Completed, 0, Vec::new()));
+        };
+        let notices = model::job::Notices {
+            latest: job.notices.clone(),
+            count: job.notice_count,
+        };
+        let new = notices.after(self.job.notice_count).to_vec();
+        self.job.notice_count = job.notice_count;
+        Some((crate::jobs::job_state(job), job.expected_end, new))
+    }
+
+    /// Prints what `scontrol notify` sent the job since the last look, as
+    /// `prog: MESSAGE` lines (Slurm's srun and salloc print them so).
+    pub async fn tell_notices(&mut self, prog: &str) {
+        if let Some((_, _, notices)) = self.current().await {
+            for message in notices {
+                crate::say!("{prog}: {message}");
+            }
+        }
     }
 
     /// Asks once for the allocation's end: COMPLETED when `ok`, else FAILED.
@@ -529,7 +542,7 @@ const BELL_DELAY: Duration = Duration::from_secs(10);
 /// controller tells it from twice its 30 s period before).
 const TIME_LIMIT_WARNING: i64 = 60;
 /// How often the job is looked at while the command runs.
-const WATCH_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// Slurm's exit status for a failure of salloc itself (SLURM_EXIT_ERROR), and for an
 /// `--immediate` allocation not granted in time (SLURM_EXIT_IMMEDIATE).
 const ERROR_EXIT: u8 = 1;
@@ -714,14 +727,18 @@ async fn run_command(
             }
             _ = watch.tick(), if !revoked => {
                 let now = alloc.current().await;
-                if let Some((_, end)) = now.filter(|(state, _)| !state.is_final()) {
+                for message in now.iter().flat_map(|(_, _, notices)| notices) {
+                    crate::say!("{PROG}: {message}");
+                }
+                if let Some((_, end, _)) = now.as_ref().filter(|(state, _, _)| !state.is_final()) {
+                    let end = *end;
                     // Slurm's controller warns salloc within a minute of the time limit.
                     if o.verbose > 0 && end > 0 && end <= crate::times::now() + TIME_LIMIT_WARNING && told_end != end {
                         told_end = end;
                         crate::say!("{PROG}: Job allocation time limit to be reached at {}", crate::times::ctime_line(end));
                     }
                 }
-                let ended = now.and_then(|(state, _)| state.is_final().then_some(state));
+                let ended = now.and_then(|(state, _, _)| state.is_final().then_some(state));
                 if let Some(state) = ended {
                     revoked = true;
                     if state == model::JobState::Timeout {

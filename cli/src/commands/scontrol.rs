@@ -901,6 +901,7 @@ const HELP: &str = "scontrol [<OPTION>] [<COMMAND>]
                               scontrol is ran on, and only for those
                               processes spawned by Slurm and their
                               descendants)
+     notify <job_id> msg      send message to specified job
      oneliner                 report output one record per line.
      pidinfo <pid>            return slurm job information for given pid.
      ping                     print status of slurmctld daemons.
@@ -1054,6 +1055,8 @@ async fn command(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[Stri
         }
     } else if kw(tag, "suspend", 2) {
         control(s, conn, tag, v1::ControlOp::Suspend, rest, false, false).await;
+    } else if kw(tag, "notify", 3) {
+        notify(s, conn, rest).await;
     } else if kw(tag, "top", 3) {
         // One list, in order, however it is split over the words.
         let list = [rest.join(",")];
@@ -1143,6 +1146,31 @@ fn requeue_request(
         }
     }
     Ok((op, ids, only_incomplete))
+}
+
+/// `notify JOB MESSAGE...`: the words after the id are the message.
+async fn notify(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String]) {
+    if args.len() < 2 {
+        s.fail("too few arguments for keyword:notify");
+        return;
+    }
+    let Ok(job_id) = args[0].parse::<u32>() else {
+        s.fail(format!("Invalid job_id {}", args[0]));
+        return;
+    };
+    let Some(c) = get_client(s, conn, "slurm_notify_job error").await else {
+        return;
+    };
+    let req = v1::NotifyJobRequest {
+        job_id,
+        message: args[1..].join(" "),
+    };
+    if let Err(st) = c.notify_job(req).await {
+        s.fail(format!(
+            "slurm_notify_job error: {}",
+            calls::status_text(&st)
+        ));
+    }
 }
 
 async fn control(

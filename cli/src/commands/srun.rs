@@ -592,7 +592,7 @@ async fn outside_allocation(mut req: Request, env: Vec<(String, String)>) -> Exi
     if req.opts.test_only {
         return super::salloc::will_run(PROG, &req.opts, env, &name).await;
     }
-    let alloc = match super::salloc::allocate(
+    let mut alloc = match super::salloc::allocate(
         PROG,
         &req.opts,
         env.clone(),
@@ -623,7 +623,17 @@ async fn outside_allocation(mut req: Request, env: Vec<(String, String)>) -> Exi
         req.opts.ntasks = Some((alloc.job.num_cpus / per_task.max(1)).max(1));
     }
     let env = alloc.env(env);
-    let code = super::step::in_allocation(req, env, job_id).await;
+    // The step runs while srun, holding the allocation, prints what `scontrol notify`
+    // sends the job.
+    let step = super::step::in_allocation(req, env, job_id);
+    tokio::pin!(step);
+    let mut watch = tokio::time::interval(super::salloc::WATCH_INTERVAL);
+    let code = loop {
+        tokio::select! {
+            code = &mut step => break code,
+            _ = watch.tick() => alloc.tell_notices(PROG).await,
+        }
+    };
     alloc.relinquish(code == ExitCode::SUCCESS).await;
     code
 }

@@ -534,6 +534,34 @@ pub fn control(turn: &mut Turn, cmd: ControlJobs) -> Vec<JobResult> {
     })
 }
 
+/// `scontrol notify`: the job's owner's or an operator's message, kept for the srun or
+/// salloc that holds its allocation (which print it) and, once the job runs, written
+/// on its batch script's stderr by its node, as Slurm's.
+pub fn notify(turn: &mut Turn, cmd: crate::command::NotifyJob) -> Result<(), Rejection> {
+    let job = owned(turn, cmd.job_id, &cmd.requester)?;
+    if job.state.is_final() {
+        return Err(wrong_state("Job/step already completing or completed"));
+    }
+    if cmd.message.len() > model::job::Notices::MAX_LEN {
+        return Err(Rejection::invalid("Message too long"));
+    }
+    let node = (job.state == JobState::Running)
+        .then(|| super::batch_node(job).map(str::to_string))
+        .flatten();
+    turn.emit(Event::JobNotified {
+        job_id: cmd.job_id,
+        message: cmd.message.clone(),
+    });
+    if let Some(node) = node {
+        turn.effects.push(super::Effect::Notify {
+            job_id: cmd.job_id,
+            node,
+            message: cmd.message,
+        });
+    }
+    Ok(())
+}
+
 /// `scontrol top`: an operator's (Slurm allows others only with
 /// `enable_user_top`). The jobs named that are pending, of the first one's user,
 /// partition, account and QOS, get the top priorities of that group in their order

@@ -55,6 +55,13 @@ pub enum Effect {
         trigger: Box<model::trigger::Trigger>,
         argument: String,
     },
+    /// `scontrol notify`: `message` on the stderr of the job's batch script, which runs
+    /// on `node`.
+    Notify {
+        job_id: JobId,
+        node: String,
+        message: String,
+    },
     /// Mail `user` about a job with `subject`, through `node`'s MailProg.
     Mail {
         node: String,

@@ -2801,3 +2801,38 @@ deny_qos = ["normal"]
         Some(crate::validate::INVALID_QOS)
     );
 }
+
+#[test]
+fn notify_keeps_the_message_for_srun_and_sends_it_to_a_running_jobs_node() {
+    use crate::command::{NotifyJob, Rejection};
+    let mut env = Env::new("");
+    let id = env.submit(|_| {});
+    let notify = |env: &mut Env, uid: u32, message: &str| {
+        let cmd = NotifyJob {
+            job_id: id,
+            message: message.into(),
+            requester: who(uid),
+        };
+        env.turn(|t| jobs::notify(t, cmd))
+    };
+    // Pending: kept for its salloc, no node to tell yet.
+    let d = notify(&mut env, ALICE, "soon");
+    assert!(d.answer.is_ok() && d.effects.is_empty());
+    let node = env.start(id);
+    let d = notify(&mut env, ALICE, "now");
+    assert!(d.answer.is_ok());
+    assert_eq!(
+        d.effects,
+        [Effect::Notify {
+            job_id: id,
+            node,
+            message: "now".into()
+        }]
+    );
+    assert_eq!(env.job(id).notices.after(0), ["soon", "now"]);
+    assert_eq!(
+        notify(&mut env, 2000, "not yours").answer,
+        Err(Rejection::PermissionDenied)
+    );
+    assert!(notify(&mut env, 0, &"x".repeat(5000)).answer.is_err());
+}

@@ -1103,6 +1103,7 @@ impl JobFields4 {
             launched: self.launched,
             gpu_idle_flagged: None,
             het: None,
+            notices: Default::default(),
         })
     }
 }
