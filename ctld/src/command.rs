@@ -220,8 +220,11 @@ pub enum NodeAction {
 pub struct UpdateNodes {
     /// A hostlist expression.
     pub nodes: String,
-    pub action: NodeAction,
+    /// `None`: the state stays.
+    pub action: Option<NodeAction>,
     pub reason: String,
+    /// `AvailableFeatures=`/`ActiveFeatures=`: the nodes' features from now on.
+    pub features: Option<Vec<String>>,
     pub requester: Requester,
 }
 

@@ -506,6 +506,7 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
         }
         Input::RestorePartitions(partitions, reply) => {
             jobs::restore_partitions(turn, &partitions);
+            nodes::restore_features(turn);
             answer(acks, reply, Ok(()));
         }
         Input::ChangeAccounting(cmd, reply) => {

@@ -729,9 +729,10 @@ impl v1::ctld_server::Ctld for Services {
         let req = req.into_inner();
         use v1::NodeStateChange as C;
         let action = match C::try_from(req.state) {
-            Ok(C::Drain) => command::NodeAction::Drain,
-            Ok(C::Down) => command::NodeAction::Down,
-            Ok(C::Resume | C::Idle | C::Undrain) => command::NodeAction::Resume,
+            Ok(C::Drain) => Some(command::NodeAction::Drain),
+            Ok(C::Down) => Some(command::NodeAction::Down),
+            Ok(C::Resume | C::Idle | C::Undrain) => Some(command::NodeAction::Resume),
+            Ok(C::Unspecified) if req.features.is_some() => None,
             Ok(C::Unspecified) | Err(_) => {
                 return Err(invalid(format!(
                     "Invalid node state specified: {}",
@@ -743,6 +744,7 @@ impl v1::ctld_server::Ctld for Services {
             nodes: req.nodes,
             action,
             reason: req.reason,
+            features: req.features.map(|l| l.names),
             requester,
         };
         self.ask(|reply| Input::UpdateNodes(cmd, reply)).await?;
@@ -1640,6 +1642,7 @@ mod command_tests {
                 nodes: "n1".into(),
                 state,
                 reason: "x".into(),
+                features: None,
             };
             let refused = s.update_nodes(as_root(update)).await.unwrap_err();
             assert_eq!(refused.code(), tonic::Code::InvalidArgument);

@@ -62,6 +62,11 @@ impl Constraint {
         }
     }
 
+    /// Whether `word` is one feature name (what a node may have), not an expression.
+    pub fn is_feature_name(word: &str) -> bool {
+        matches!(Constraint::parse(word), Ok(Constraint::Feature(f)) if f == word)
+    }
+
     /// Every feature it names.
     pub fn features(&self) -> BTreeSet<&str> {
         let mut out = BTreeSet::new();

@@ -247,6 +247,12 @@ pub enum Event {
         uid: u32,
         time: Time,
     },
+    /// `scontrol update NodeName=... AvailableFeatures=...`: the node's features until
+    /// it registers again.
+    NodeFeaturesSet {
+        name: String,
+        features: Vec<String>,
+    },
 }
 
 impl Event {
@@ -325,7 +331,8 @@ impl Event {
             Event::NodeRegistered { name, .. }
             | Event::NodeHeartbeat { name, .. }
             | Event::NodeDown { name, .. }
-            | Event::NodeAdmin { name, .. } => Some(name),
+            | Event::NodeAdmin { name, .. }
+            | Event::NodeFeaturesSet { name, .. } => Some(name),
             _ => None,
         }
     }
@@ -925,6 +932,11 @@ impl ClusterState {
                         job.steps.clear();
                         self.insert_job(job);
                     }
+                }
+            }
+            Event::NodeFeaturesSet { name, features } => {
+                if let Some(node) = self.nodes.get_mut(name) {
+                    node.features.clone_from(features);
                 }
             }
             Event::NodeAdmin {

@@ -825,11 +825,35 @@ pub struct NodeUpdate {
     pub nodes: String,
     pub state: Option<v1::NodeStateChange>,
     pub reason: String,
+    /// `AvailableFeatures=` (`Features=`) and `ActiveFeatures=`, which must agree:
+    /// Drover's nodes have one list.
+    pub features: Option<Vec<String>>,
 }
 
 pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, Exit> {
     let mut u = NodeUpdate::default();
+    let mut active: Option<Vec<String>> = None;
+    let list = |v: &str| -> Vec<String> {
+        v.split(',')
+            .filter(|f| !f.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
     for (k, v) in pairs(args)? {
+        if kw(&k, "AvailableFeatures", 5) || kw(&k, "Features", 3) {
+            u.features = Some(list(&v));
+            continue;
+        }
+        if kw(&k, "ActiveFeatures", 3) {
+            active = Some(list(&v));
+            continue;
+        }
+        if kw(&k, "Gres", 4) {
+            // A node's GPUs are the ones its daemon finds: not changed by hand.
+            return Err(Exit::raw(
+                "slurm_update error: Invalid generic resource (gres) specification",
+            ));
+        }
         if kw(&k, "NodeName", 3) {
             u.nodes = v;
         } else if kw(&k, "State", 3) {
@@ -873,7 +897,17 @@ pub fn parse_node_update(args: &[String]) -> Result<NodeUpdate, Exit> {
             "You must specify a reason when DOWNING or DRAINING a node. Request denied",
         ));
     }
-    if u.state.is_none() && u.reason.is_empty() {
+    match (&u.features, active) {
+        (Some(available), Some(active)) if *available != active => {
+            return Err(Exit::raw(
+                "slurm_update error: ActiveFeatures must be the same as AvailableFeatures \
+                 (Drover's nodes have one feature list)",
+            ));
+        }
+        (None, Some(active)) => u.features = Some(active),
+        _ => {}
+    }
+    if u.state.is_none() && u.reason.is_empty() && u.features.is_none() {
         return Err(Exit::raw("No changes specified"));
     }
     Ok(u)
@@ -1345,6 +1379,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
             nodes: u.nodes,
             state: u.state.unwrap_or_default() as i32,
             reason: u.reason,
+            features: u.features.map(|names| v1::NameList { names }),
         };
         if let Err(st) = c.update_nodes(req).await {
             s.fail(format!("slurm_update error: {}", calls::status_text(&st)));
@@ -2982,9 +3017,19 @@ mod tests {
             NodeUpdate {
                 nodes: "gpu[01-02]".into(),
                 state: Some(v1::NodeStateChange::Drain),
-                reason: "disk swap".into()
+                reason: "disk swap".into(),
+                features: None,
             }
         );
+        let u = parse_node_update(&sv(&[
+            "NodeName=n1",
+            "AvailableFeatures=a,b",
+            "ActiveFeatures=a,b",
+        ]))
+        .unwrap();
+        assert_eq!(u.features, Some(vec!["a".to_string(), "b".into()]));
+        let cleared = parse_node_update(&sv(&["NodeName=n1", "Features="])).unwrap();
+        assert_eq!(cleared.features, Some(vec![]));
         let u = parse_node_update(&sv(&["nodename=n1", "state=RESUME"])).unwrap();
         assert_eq!(u.state, Some(v1::NodeStateChange::Resume));
         let u = parse_node_update(&sv(&["nodename=n1", "state=undr"])).unwrap();
@@ -3015,6 +3060,14 @@ mod tests {
             ]
         );
         assert_eq!(e(&["NodeName=n1"]), ["No changes specified"]);
+        assert_eq!(
+            e(&["NodeName=n1", "Gres=gpu:1"]),
+            ["slurm_update error: Invalid generic resource (gres) specification"]
+        );
+        assert!(
+            e(&["NodeName=n1", "AvailableFeatures=a", "ActiveFeatures=b"])[0]
+                .contains("ActiveFeatures must be the same")
+        );
     }
 
     #[test]

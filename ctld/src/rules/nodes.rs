@@ -42,7 +42,27 @@ pub fn update_nodes(turn: &mut Turn, cmd: UpdateNodes) -> Result<(), Rejection> 
     if !cmd.requester.is_operator() {
         return Err(Rejection::PermissionDenied);
     }
-    let (drain, down) = match cmd.action {
+    if let Some(features) = &cmd.features {
+        if let Some(bad) = features
+            .iter()
+            .find(|f| !model::constraint::Constraint::is_feature_name(f))
+        {
+            return Err(Rejection::invalid(format!(
+                "Invalid feature specification: {bad}"
+            )));
+        }
+        for name in &names {
+            turn.emit(Event::NodeFeaturesSet {
+                name: name.clone(),
+                features: features.clone(),
+            });
+        }
+        turn.reschedule = true;
+    }
+    let Some(action) = cmd.action else {
+        return Ok(());
+    };
+    let (drain, down) = match action {
         NodeAction::Drain => (true, false),
         NodeAction::Down => (false, true),
         NodeAction::Resume => (false, false),
@@ -72,6 +92,25 @@ pub fn update_nodes(turn: &mut Turn, cmd: UpdateNodes) -> Result<(), Rejection> 
     }
     turn.reschedule = true;
     Ok(())
+}
+
+/// `scontrol reconfigure`: the features of the nodes the config declares as it declares
+/// them, where `scontrol update` changed them (as Slurm's reconfigure reads slurm.conf's).
+pub fn restore_features(turn: &mut Turn) {
+    for declared in turn.config.node_list() {
+        let changed = turn
+            .state
+            .nodes
+            .get(&declared.name)
+            .is_some_and(|n| n.features != declared.features);
+        if changed {
+            turn.emit(Event::NodeFeaturesSet {
+                name: declared.name,
+                features: declared.features,
+            });
+            turn.reschedule = true;
+        }
+    }
 }
 
 /// A node daemon registers: its resources are recorded, and what it runs is compared

@@ -1282,8 +1282,9 @@ fn a_node_is_drained_or_downed_only_with_a_reason() {
     let mut env = Env::new("");
     let update = |action, reason: &str| UpdateNodes {
         nodes: "n1".into(),
-        action,
+        action: Some(action),
         reason: reason.into(),
+        features: None,
         requester: who(0),
     };
     for action in [NodeAction::Drain, NodeAction::Down] {
@@ -2249,8 +2250,9 @@ fn node_triggers_are_roots_and_fire_once_as_a_node_goes_down_drains_and_comes_up
     assert_eq!((down, any_down, drained, up), (1, 2, 3, 4));
     let update = |nodes: &str, action, reason: &str| UpdateNodes {
         nodes: nodes.into(),
-        action,
+        action: Some(action),
         reason: reason.into(),
+        features: None,
         requester: who(0),
     };
     // n1 going down fires only the trigger on every node, which goes.
@@ -2835,4 +2837,29 @@ fn notify_keeps_the_message_for_srun_and_sends_it_to_a_running_jobs_node() {
         Err(Rejection::PermissionDenied)
     );
     assert!(notify(&mut env, 0, &"x".repeat(5000)).answer.is_err());
+}
+
+#[test]
+fn an_operator_sets_a_nodes_features_and_constrained_jobs_follow() {
+    use crate::command::{Rejection, UpdateNodes};
+    let mut env = Env::new("");
+    let update = |features: &[&str], uid: u32| UpdateNodes {
+        nodes: "n2".into(),
+        action: None,
+        reason: String::new(),
+        features: Some(features.iter().map(|f| f.to_string()).collect()),
+        requester: who(uid),
+    };
+    let d = env.turn(|t| nodes::update_nodes(t, update(&["fast"], ALICE)));
+    assert_eq!(d.answer, Err(Rejection::PermissionDenied));
+    let d = env.turn(|t| nodes::update_nodes(t, update(&["a|b"], 0)));
+    assert!(d.answer.is_err() && d.events.is_empty());
+    let d = env.turn(|t| nodes::update_nodes(t, update(&["fast"], 0)));
+    assert!(d.answer.is_ok());
+    assert_eq!(env.state.nodes["n2"].features, ["fast"]);
+    let id = env.submit(|s| s.constraint = "fast".into());
+    assert_eq!(env.start(id), "n2");
+    // `scontrol reconfigure` puts the config's features back.
+    env.turn(nodes::restore_features);
+    assert!(env.state.nodes["n2"].features.is_empty());
 }
