@@ -211,6 +211,14 @@ pub struct SignalSpec {
     pub batch_only: bool,
 }
 
+/// Slurm's notice of a job or step (`what`: `JOB 5`, `STEP 5.1`) cancelled on `node` at
+/// `at` (a local timestamp), for its time limit or not: `error: *** STEP 5.1 ON n1
+/// CANCELLED AT 2024-05-01T12:00:00 DUE TO TIME LIMIT ***`.
+pub fn cancelled_line(what: &str, node: &str, at: &str, time_limit: bool) -> String {
+    let cause = if time_limit { " DUE TO TIME LIMIT" } else { "" };
+    format!("error: *** {what} ON {node} CANCELLED AT {at}{cause} ***")
+}
+
 /// `--priority=TOP`: the highest priority an operator may fix (Slurm's `NO_VAL - 1`).
 pub const TOP_PRIORITY: u32 = 0xFFFF_FFFD;
 
@@ -1156,6 +1164,18 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cancelled_lines_are_slurms() {
+        assert_eq!(
+            cancelled_line("STEP 5.1", "n1", "2024-05-01T12:00:00", true),
+            "error: *** STEP 5.1 ON n1 CANCELLED AT 2024-05-01T12:00:00 DUE TO TIME LIMIT ***"
+        );
+        assert_eq!(
+            cancelled_line("JOB 5", "n1", "2024-05-01T12:00:00", false),
+            "error: *** JOB 5 ON n1 CANCELLED AT 2024-05-01T12:00:00 ***"
+        );
+    }
+
     #[test]
     fn notices_keep_the_latest_and_say_what_came_after_a_count() {
         let mut n = Notices::default();

@@ -439,11 +439,11 @@ impl Supervisor<'_> {
                 warn_at = None;
                 ending = Some(FinishKind::Cancelled);
                 info!("job cancelled");
-                let line = format!(
-                    "error: *** JOB {} ON {} CANCELLED AT {} ***",
-                    self.info.job_id,
-                    self.info.node_name,
-                    local_timestamp(unix_now())
+                let line = model::job::cancelled_line(
+                    &format!("JOB {}", self.info.job_id),
+                    &self.info.node_name,
+                    &local_timestamp(unix_now()),
+                    false,
                 );
                 self.note(&line);
                 self.terminate();
@@ -684,10 +684,7 @@ fn local_timestamp(t: Time) -> String {
 /// its time limit, now: `error: *** STEP 5.1 ON n1 CANCELLED AT 2024-05-01T12:00:00
 /// DUE TO TIME LIMIT ***`.
 pub(crate) fn time_limit_line(what: &str, node: &str) -> String {
-    format!(
-        "error: *** {what} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
-        local_timestamp(unix_now())
-    )
+    model::job::cancelled_line(what, node, &local_timestamp(unix_now()), true)
 }
 
 #[cfg(test)]

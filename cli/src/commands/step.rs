@@ -400,9 +400,17 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
                     // job was cancelled.
                     if exit.exit_signal != 0 && !killed && !cancelled && !asked_why {
                         asked_why = true;
-                        if let Some(wait) = job_ended_wait(&mut ctld, job_id).await {
+                        if let Some((wait, state)) = job_ended_wait(&mut ctld, job_id).await {
                             crate::say!("{PROG}: Job step aborted: Waiting up to {wait} seconds for job step to finish.");
                             cancelled = true;
+                            // The job's time limit ended the step: its node's notice,
+                            // as Slurm's srun relays slurmstepd's.
+                            if state == model::JobState::Timeout {
+                                let what = format!("STEP {job_id}.{step_id}");
+                                let at = crate::times::format_time(crate::times::now());
+                                let line = model::job::cancelled_line(&what, &node, &at, true);
+                                crate::say!("drover-noded: {line}");
+                            }
                         }
                     }
                     let bad = exit.exit_code != 0 || exit.exit_signal != 0;
@@ -535,8 +543,12 @@ fn task_table(req: &Request, nodes: &[v1::StepNode]) -> String {
 }
 
 /// How long srun waits for a step whose job was cancelled (Slurm's KillWait plus 2 s),
-/// when its job ends within a moment of a task's being killed; `None` while it runs.
-async fn job_ended_wait(ctld: &mut crate::client::Ctld, job_id: u32) -> Option<u64> {
+/// and the job's state, when its job ends within a moment of a task's being killed;
+/// `None` while it runs.
+async fn job_ended_wait(
+    ctld: &mut crate::client::Ctld,
+    job_id: u32,
+) -> Option<(u64, model::JobState)> {
     let ask = v1::ListJobsRequest {
         filter: Some(v1::JobFilter {
             job_ids: vec![job_id.to_string()],
@@ -545,7 +557,7 @@ async fn job_ended_wait(ctld: &mut crate::client::Ctld, job_id: u32) -> Option<u
         include_finished: true,
         ..Default::default()
     };
-    let mut ended = false;
+    let mut ended = None;
     for _ in 0..JOB_END_POLLS {
         let jobs = calls::again_if_lost(ctld, |mut c| {
             let ask = ask.clone();
@@ -555,15 +567,14 @@ async fn job_ended_wait(ctld: &mut crate::client::Ctld, job_id: u32) -> Option<u
         .ok()?
         .jobs;
         let job = jobs.first()?;
-        if crate::jobs::job_state(job) != model::JobState::Running || job.cancelled_by.is_some() {
-            ended = true;
+        let state = crate::jobs::job_state(job);
+        if state != model::JobState::Running || job.cancelled_by.is_some() {
+            ended = Some(state);
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    if !ended {
-        return None;
-    }
+    let state = ended?;
     let config = ctld
         .get_config(v1::GetConfigRequest {})
         .await
@@ -575,7 +586,7 @@ async fn job_ended_wait(ctld: &mut crate::client::Ctld, job_id: u32) -> Option<u
         .find(|e| e.key == "KillWait")
         .and_then(|e| e.value.split_whitespace().next()?.parse::<u64>().ok())
         .unwrap_or(30);
-    Some(kill_wait + 2)
+    Some((kill_wait + 2, state))
 }
 
 /// How many times, 100 ms apart, srun looks whether a killed task's job has ended.
