@@ -179,6 +179,7 @@ fn record_ids<'a>(job: &JobInfo, pending: &'a [u32]) -> RecordIds<'a> {
         array_job_id: job.array_job_id,
         array_task_id: job.array_task_id,
         pending_tasks: pending,
+        het: job.het.as_ref().map(|h| (h.leader, h.offset)),
     }
 }
 

@@ -9,6 +9,7 @@
 //! | `12_3` | task 3 of array 12, whether split off into its own record or still pending in the array's record |
 //! | `12_[1-3,7]`, `12_[0-15:4]` | those tasks |
 //! | `12_[1-3%2]` | tasks 1-3, with a throttle of 2 (`scontrol update`) |
+//! | `12+1` | component 1 of the heterogeneous job 12 (`12` names every component) |
 //! | `12.batch`, `12.extern`, `12.0`, `12_3.batch` | a step of those (sacct, scontrol) |
 //!
 //! A server resolves a [`JobIdSpec`] from its parts: [`JobIdSpec::job_id`] (the base id,
@@ -36,6 +37,8 @@ pub enum Tasks {
     /// `_3`, `_[1-3,7%2]`: these tasks (sorted, unique), and the throttle given with
     /// them (0: none).
     Listed { ids: Vec<u32>, throttle: u32 },
+    /// `+1`: this component of a heterogeneous job (not an array task).
+    HetComponent(u32),
 }
 
 /// A step of a job: `batch`, `extern` or a number.
@@ -96,6 +99,8 @@ pub struct RecordIds<'a> {
     pub array_task_id: Option<u32>,
     /// The pending tasks of an array's record (sorted); empty otherwise.
     pub pending_tasks: &'a [u32],
+    /// A component of a heterogeneous job: its leader's id and its offset.
+    pub het: Option<(JobId, u32)>,
 }
 
 fn digits(text: &str) -> bool {
@@ -140,7 +145,14 @@ impl JobIdSpec {
             None => None,
         };
         let (base, tasks) = match job.split_once('_') {
-            None => (job, Tasks::Unnamed),
+            None => match job.split_once('+') {
+                Some((base, offset)) if digits(offset) => (
+                    base,
+                    Tasks::HetComponent(offset.parse().map_err(|_| bad())?),
+                ),
+                Some(_) => return Err(bad()),
+                None => (job, Tasks::Unnamed),
+            },
             Some((base, "*")) => (base, Tasks::Every),
             Some((base, list)) => {
                 if !list.starts_with('[') && !digits(list) {
@@ -202,20 +214,25 @@ impl JobIdSpec {
             r.array_job_id,
             r.array_task_id,
             r.pending_tasks.iter().copied(),
+            r.het,
         )
     }
 
-    /// [`JobIdSpec::select`] over a record's ids and its pending tasks (sorted).
+    /// [`JobIdSpec::select`] over a record's ids, its pending tasks (sorted) and its
+    /// place in a heterogeneous job (leader, offset).
     fn select_in(
         &self,
         id: JobId,
         array_job_id: JobId,
         array_task_id: Option<u32>,
         pending_tasks: impl ExactSizeIterator<Item = u32>,
+        het: Option<(JobId, u32)>,
     ) -> Option<Selected> {
         let in_array = array_job_id != 0 && array_job_id == self.job_id;
+        let in_het = het.is_some_and(|(leader, _)| leader == self.job_id);
         match &self.tasks {
-            Tasks::Unnamed => (id == self.job_id || in_array).then_some(Selected::Whole),
+            Tasks::Unnamed => (id == self.job_id || in_array || in_het).then_some(Selected::Whole),
+            Tasks::HetComponent(k) => (het == Some((self.job_id, *k))).then_some(Selected::Whole),
             Tasks::Every => in_array.then_some(Selected::Whole),
             Tasks::Listed { ids, .. } => {
                 if !in_array {
@@ -246,6 +263,7 @@ impl JobIdSpec {
             job.array_job_id,
             job.array_task_id,
             job.pending_tasks.iter().copied(),
+            job.het.map(|h| (h.leader, h.offset)),
         )
         .is_some()
     }
@@ -257,6 +275,7 @@ impl fmt::Display for JobIdSpec {
         write!(f, "{}", self.job_id)?;
         match &self.tasks {
             Tasks::Unnamed => {}
+            Tasks::HetComponent(k) => write!(f, "+{k}")?,
             Tasks::Every => f.write_str("_*")?,
             Tasks::Listed { ids, throttle: 0 } if ids.len() == 1 => write!(f, "_{}", ids[0])?,
             Tasks::Listed { ids, throttle } => {
@@ -451,6 +470,28 @@ mod tests {
     }
 
     #[test]
+    fn a_heterogeneous_jobs_id_names_every_component_and_plus_one_of_them() {
+        let component = |id: JobId, offset: u32| {
+            let mut j = Job::new(id, JobSpec::default(), 0, None);
+            j.het = Some(crate::job::HetJob {
+                leader: 7,
+                offset,
+                count: 3,
+            });
+            j
+        };
+        let (leader, second) = (component(7, 0), component(8, 1));
+        let m = |text: &str, job: &Job| JobIdSpec::parse(text).unwrap().matches(job);
+        assert!(m("7", &leader) && m("7", &second) && m("8", &second));
+        assert!(m("7+1", &second) && !m("7+1", &leader) && m("7+0", &leader));
+        assert!(!m("8+0", &second));
+        let spec = JobIdSpec::parse("7+1.0").unwrap();
+        assert_eq!(spec.tasks(), &Tasks::HetComponent(1));
+        assert_eq!(spec.to_string(), "7+1.0");
+        assert!(JobIdSpec::parse("7+x").is_err() && JobIdSpec::parse("7+").is_err());
+    }
+
+    #[test]
     fn selection_tells_which_pending_tasks_were_named() {
         let pending = [3, 4, 5, 6];
         let meta = RecordIds {
@@ -458,6 +499,7 @@ mod tests {
             array_job_id: 5,
             array_task_id: None,
             pending_tasks: &pending,
+            het: None,
         };
         let sel = |text: &str| JobIdSpec::parse(text).unwrap().select(meta);
         assert_eq!(sel("5"), Some(Selected::Whole));

@@ -222,9 +222,25 @@ fn resolve_named(
     };
     let all = |ids: Vec<JobId>| (array_id, ids.into_iter().map(Ok).collect());
     let tasks = match spec.tasks() {
-        // A plain id names a job, or every record of the array it starts.
+        // A plain id names a job, or every record of the array it starts, or every
+        // component of the heterogeneous job it leads.
         Tasks::Unnamed if job.array_job_id == base => return Ok(all(records_of_array(turn))),
-        Tasks::Unnamed => return Ok(all(vec![base])),
+        Tasks::Unnamed => match job.het.filter(|h| h.leader == base) {
+            Some(h) => {
+                let ids = h.ids().filter(|id| turn.state.job(*id).is_some()).collect();
+                return Ok(all(ids));
+            }
+            None => return Ok(all(vec![base])),
+        },
+        Tasks::HetComponent(k) => {
+            let id = job
+                .het
+                .filter(|h| h.leader == base && *k < h.count)
+                .map(|h| h.leader + k)
+                .filter(|id| turn.state.job(*id).is_some())
+                .ok_or_else(invalid_id)?;
+            return Ok(all(vec![id]));
+        }
         Tasks::Every if job.array_job_id != 0 => return Ok(all(records_of_array(turn))),
         Tasks::Every => return Err(invalid_id()),
         Tasks::Listed { ids, .. } => ids.clone(),
