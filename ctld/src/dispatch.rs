@@ -319,12 +319,9 @@ impl Dispatcher {
             kill_wait_secs: self.kill_wait_secs,
             restart_count: job.restart_count,
             account: job.spec.account.clone(),
-            qos: if job.spec.qos.is_empty() {
-                model::assoc::DEFAULT_QOS.into()
-            } else {
-                job.spec.qos.clone()
-            },
+            qos: qos_of(job),
             ctld_addr: self.ctld_addr.clone(),
+            het_groups: het_groups(job, state, store),
         };
         let inbox = self.inbox.clone();
         let client = self.client(&addr);
@@ -370,6 +367,46 @@ impl Dispatcher {
             let _ = inbox.send(input).await;
         });
     }
+}
+
+/// The job's QOS, `normal` when it names none.
+fn qos_of(job: &model::Job) -> String {
+    if job.spec.qos.is_empty() {
+        model::assoc::DEFAULT_QOS.into()
+    } else {
+        job.spec.qos.clone()
+    }
+}
+
+/// For the leader of a heterogeneous job, every component (the leader first) as its
+/// batch script sees it; empty for any other job.
+fn het_groups(job: &model::Job, state: &ClusterState, store: &dyn Store) -> Vec<v1::HetGroup> {
+    let Some(het) = job.het.filter(|h| h.leader == job.id) else {
+        return Vec::new();
+    };
+    het.ids()
+        .filter_map(|id| state.job(id))
+        .map(|c| {
+            let alloc = c.alloc.as_ref();
+            let first = alloc.and_then(|a| a.nodes.first());
+            // The component's submit environment (its script is not needed).
+            let payload = store.payload(c.id).ok().flatten().map(|mut p| {
+                p.script.clear();
+                p
+            });
+            v1::HetGroup {
+                job_id: c.id,
+                spec: Some(proto::convert::spec_to_wire(&c.spec, payload.as_ref())),
+                partition: c.spec.partition.clone(),
+                nodes: alloc.map(|a| a.hostlist()).unwrap_or_default(),
+                num_nodes: alloc.map_or(0, |a| a.nodes.len() as u32),
+                cpus_on_node: first.map_or(0, |n| n.cpus),
+                mem_on_node_mb: first.map_or(0, |n| n.mem_mb),
+                account: c.spec.account.clone(),
+                qos: qos_of(c),
+            }
+        })
+        .collect()
 }
 
 /// A client on a new connection (made at the first call).

@@ -305,10 +305,70 @@ pub fn cuda_visible_devices(req: &LaunchInfo, gpus: &[u32]) -> String {
     out.join(",")
 }
 
+/// The variables a heterogeneous job's batch script gets again for each component N,
+/// as `NAME_HET_GROUP_N` (Slurm's env_array_for_job).
+const HET_GROUP_VARS: [&str; 17] = [
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_JOB_CPUS_PER_NODE",
+    "SLURM_MEM_PER_NODE",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_QOS",
+];
+
+/// A heterogeneous job's batch script's `SLURM_HET_SIZE` and each component's
+/// `_HET_GROUP_N` variables (the component seen as a job of its own); nothing for any
+/// other job.
+fn het_group_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
+    if req.het_groups.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![(
+        "SLURM_HET_SIZE".to_string(),
+        req.het_groups.len().to_string(),
+    )];
+    for (n, g) in req.het_groups.iter().enumerate() {
+        let component = LaunchInfo {
+            job_id: g.job_id,
+            spec: g.spec.clone(),
+            env: g.env.clone(),
+            partition: g.partition.clone(),
+            nodes: g.nodes.clone(),
+            num_nodes: g.num_nodes,
+            cpus_on_node: g.cpus_on_node,
+            mem_on_node_mb: g.mem_on_node_mb,
+            account: g.account.clone(),
+            qos: g.qos.clone(),
+            het_groups: Vec::new(),
+            ..req.clone()
+        };
+        out.extend(
+            slurm_env(&component, node_name)
+                .into_iter()
+                .filter(|(name, _)| HET_GROUP_VARS.contains(&name.as_str()))
+                .map(|(name, value)| (format!("{name}_HET_GROUP_{n}"), value)),
+        );
+    }
+    out
+}
+
 /// The whole environment of the batch script: the submit-time environment, where every
-/// variable that `slurm_env` sets is replaced by its value, followed by `slurm_env`.
+/// variable that `slurm_env` sets is replaced by its value, followed by `slurm_env`
+/// (and, for a heterogeneous job, its components' variables).
 pub fn job_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
-    let slurm = slurm_env(req, node_name);
+    let mut slurm = slurm_env(req, node_name);
+    slurm.extend(het_group_env(req, node_name));
     let ours: BTreeSet<&str> = slurm.iter().map(|(k, _)| k.as_str()).collect();
     let mut env: Vec<(String, String)> = req
         .env
@@ -523,6 +583,57 @@ mod tests {
         let env = slurm_env(&info, "gpu01");
         let get = |k: &str| get_var(&env, k);
         assert_eq!(get("SLURM_SUBMIT_DIR"), Some("/home/ada/src"));
+    }
+
+    #[test]
+    fn a_heterogeneous_jobs_script_gets_each_components_variables() {
+        let mut info = sample();
+        let component = |job_id: u32, cpus: u32, mem_per_cpu: u64, env: &[(&str, &str)]| {
+            crate::launch::HetGroup {
+                job_id,
+                spec: model::JobSpec {
+                    cpus_per_task: cpus,
+                    mem_per_cpu_mb: mem_per_cpu,
+                    num_tasks: 1,
+                    ..info.spec.clone()
+                },
+                env: env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                partition: "debug".into(),
+                nodes: format!("n{job_id}"),
+                num_nodes: 1,
+                cpus_on_node: cpus,
+                mem_on_node_mb: 0,
+                account: "physics".into(),
+                qos: "normal".into(),
+            }
+        };
+        info.het_groups = vec![
+            component(
+                42,
+                4,
+                10,
+                &[("SLURM_CPUS_PER_TASK", "4"), ("SLURM_NTASKS", "1")],
+            ),
+            component(43, 2, 2, &[("SLURM_CPUS_PER_TASK", "2")]),
+        ];
+        let env = job_env(&info, "gpu01");
+        let get = |name: &str| get(&env, name);
+        assert_eq!(get("SLURM_HET_SIZE"), Some("2"));
+        assert_eq!(get("SLURM_JOB_ID_HET_GROUP_0"), Some("42"));
+        assert_eq!(get("SLURM_JOB_ID_HET_GROUP_1"), Some("43"));
+        assert_eq!(get("SLURM_CPUS_PER_TASK_HET_GROUP_1"), Some("2"));
+        assert_eq!(get("SLURM_MEM_PER_CPU_HET_GROUP_0"), Some("10"));
+        assert_eq!(get("SLURM_NTASKS_HET_GROUP_0"), Some("1"));
+        // As asked: component 1 gave no task count.
+        assert_eq!(get("SLURM_NTASKS_HET_GROUP_1"), None);
+        assert_eq!(get("SLURM_JOB_NODELIST_HET_GROUP_1"), Some("n43"));
+        assert_eq!(get("SLURM_JOB_PARTITION_HET_GROUP_0"), Some("debug"));
+        // Not a heterogeneous job: none of them.
+        let plain = job_env(&sample(), "gpu01");
+        assert!(plain.iter().all(|(k, _)| !k.contains("HET")));
     }
 
     #[test]

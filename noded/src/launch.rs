@@ -66,6 +66,27 @@ pub struct LaunchInfo {
     pub prolog: String,
     #[serde(default)]
     pub epilog: String,
+    /// The components of the heterogeneous job this batch step leads (itself first);
+    /// empty for any other job.
+    #[serde(default)]
+    pub het_groups: Vec<HetGroup>,
+}
+
+/// A component of a heterogeneous job, as its leader's batch script sees it
+/// (`SLURM_*_HET_GROUP_N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HetGroup {
+    pub job_id: JobId,
+    pub spec: JobSpec,
+    /// Its submit environment, which says what was asked (`-n`, `-c`).
+    pub env: Vec<(String, String)>,
+    pub partition: String,
+    pub nodes: String,
+    pub num_nodes: u32,
+    pub cpus_on_node: u32,
+    pub mem_on_node_mb: u64,
+    pub account: String,
+    pub qos: String,
 }
 
 /// The node's cgroup hierarchy, the prefix its jobs go under and the limits every job
@@ -119,6 +140,27 @@ impl LaunchInfo {
         let wire_spec = req.spec.ok_or(LaunchError::MissingSpec(req.job_id))?;
         let (spec, payload) = proto::convert::spec_from_wire(wire_spec)
             .map_err(|e| LaunchError::BadSpec(req.job_id, e))?;
+        let het_groups = req
+            .het_groups
+            .into_iter()
+            .map(|g| {
+                let wire = g.spec.ok_or(LaunchError::MissingSpec(g.job_id))?;
+                let (spec, payload) = proto::convert::spec_from_wire(wire)
+                    .map_err(|e| LaunchError::BadSpec(g.job_id, e))?;
+                Ok(HetGroup {
+                    job_id: g.job_id,
+                    spec,
+                    env: payload.env,
+                    partition: g.partition,
+                    nodes: g.nodes,
+                    num_nodes: g.num_nodes,
+                    cpus_on_node: g.cpus_on_node,
+                    mem_on_node_mb: g.mem_on_node_mb,
+                    account: g.account,
+                    qos: g.qos,
+                })
+            })
+            .collect::<Result<Vec<_>, LaunchError>>()?;
         let info = LaunchInfo {
             version: LAUNCH_VERSION,
             job_id: req.job_id,
@@ -152,6 +194,7 @@ impl LaunchInfo {
             gpu_memory_mb: Vec::new(),
             prolog: String::new(),
             epilog: String::new(),
+            het_groups,
         };
         Ok((info, payload.script))
     }
@@ -207,6 +250,7 @@ impl LaunchInfo {
             gpu_memory_mb: Vec::new(),
             prolog: String::new(),
             epilog: String::new(),
+            het_groups: Vec::new(),
         }
     }
 }

@@ -17,11 +17,13 @@ fn components_start_together_show_as_slurms_and_end_with_their_leader() {
     // Two components of two CPUs: one on each node. The leader's script waits for
     // the gate file.
     let gate = c.path().join("gate");
+    let env = c.path().join("het.env");
     let leader = c.sbatch(
         &[],
         &format!(
             "#SBATCH -c 2\n#SBATCH hetjob\n#SBATCH -c 2 -J second\n\
-             while [ ! -e {} ]; do sleep 0.1; done",
+             env > {}\nwhile [ ! -e {} ]; do sleep 0.1; done",
+            env.display(),
             gate.display()
         ),
     );
@@ -45,6 +47,26 @@ fn components_start_together_show_as_slurms_and_end_with_their_leader() {
     );
     let nodes = |id: u32| c.squeue_field(id, "%N");
     assert_ne!(nodes(leader), nodes(other));
+    // The script sees each component, as Slurm's `_HET_GROUP_N` variables.
+    assert!(tests::wait_until(T, || std::fs::read_to_string(&env)
+        .is_ok_and(|e| e.contains("SLURM_HET_SIZE=2"))));
+    let env = std::fs::read_to_string(&env).unwrap();
+    assert!(
+        env.contains(&format!("SLURM_JOB_ID_HET_GROUP_1={other}\n")),
+        "{env}"
+    );
+    assert!(
+        env.contains(&format!(
+            "SLURM_JOB_NODELIST_HET_GROUP_1={}\n",
+            nodes(other)
+        )),
+        "{env}"
+    );
+    // `scontrol show job LEADER` shows every component, and `LEADER+1` the second.
+    let all = c.ok(&["scontrol", "show", "job", &leader.to_string()]);
+    assert_eq!(all.matches("HetJobOffset=").count(), 2, "{all}");
+    let plus = c.ok(&["scontrol", "show", "job", &format!("{leader}+1")]);
+    assert!(plus.contains(&format!("JobId={other} ")), "{plus}");
 
     std::fs::write(&gate, "").unwrap();
     c.wait_state(leader, "COMPLETED", T);
