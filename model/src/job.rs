@@ -219,6 +219,43 @@ pub fn cancelled_line(what: &str, node: &str, at: &str, time_limit: bool) -> Str
     format!("error: *** {what} ON {node} CANCELLED AT {at}{cause} ***")
 }
 
+/// The variable that gives a heterogeneous job's component count to its batch script
+/// and its salloc's command.
+pub const HET_SIZE_VAR: &str = "SLURM_HET_SIZE";
+
+/// The variables a heterogeneous job's batch script (or salloc's command) gets again
+/// for each component N, as `NAME_HET_GROUP_N` (Slurm's env_array_for_job).
+const HET_GROUP_VARS: [&str; 17] = [
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_JOB_CPUS_PER_NODE",
+    "SLURM_MEM_PER_NODE",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_QOS",
+];
+
+/// Of the variables component `n` of a heterogeneous job would get as a job of its
+/// own, those Slurm gives again, named `NAME_HET_GROUP_N`.
+pub fn het_group_vars(
+    vars: Vec<(String, String)>,
+    n: usize,
+) -> impl Iterator<Item = (String, String)> {
+    vars.into_iter()
+        .filter(|(name, _)| HET_GROUP_VARS.contains(&name.as_str()))
+        .map(move |(name, value)| (format!("{name}_HET_GROUP_{n}"), value))
+}
+
 /// `--priority=TOP`: the highest priority an operator may fix (Slurm's `NO_VAL - 1`).
 pub const TOP_PRIORITY: u32 = 0xFFFF_FFFD;
 

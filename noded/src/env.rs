@@ -305,28 +305,6 @@ pub fn cuda_visible_devices(req: &LaunchInfo, gpus: &[u32]) -> String {
     out.join(",")
 }
 
-/// The variables a heterogeneous job's batch script gets again for each component N,
-/// as `NAME_HET_GROUP_N` (Slurm's env_array_for_job).
-const HET_GROUP_VARS: [&str; 17] = [
-    "SLURM_JOB_ID",
-    "SLURM_JOB_NAME",
-    "SLURM_JOB_NODELIST",
-    "SLURM_NODELIST",
-    "SLURM_JOB_NUM_NODES",
-    "SLURM_NNODES",
-    "SLURM_NTASKS",
-    "SLURM_NPROCS",
-    "SLURM_TASKS_PER_NODE",
-    "SLURM_NTASKS_PER_NODE",
-    "SLURM_CPUS_PER_TASK",
-    "SLURM_JOB_CPUS_PER_NODE",
-    "SLURM_MEM_PER_NODE",
-    "SLURM_MEM_PER_CPU",
-    "SLURM_JOB_PARTITION",
-    "SLURM_JOB_ACCOUNT",
-    "SLURM_JOB_QOS",
-];
-
 /// A heterogeneous job's batch script's `SLURM_HET_SIZE` and each component's
 /// `_HET_GROUP_N` variables (the component seen as a job of its own); nothing for any
 /// other job.
@@ -353,12 +331,10 @@ fn het_group_env(req: &LaunchInfo, node_name: &str) -> Vec<(String, String)> {
             het_groups: Vec::new(),
             ..req.clone()
         };
-        out.extend(
-            slurm_env(&component, node_name)
-                .into_iter()
-                .filter(|(name, _)| HET_GROUP_VARS.contains(&name.as_str()))
-                .map(|(name, value)| (format!("{name}_HET_GROUP_{n}"), value)),
-        );
+        out.extend(model::job::het_group_vars(
+            slurm_env(&component, node_name),
+            n,
+        ));
     }
     out
 }

@@ -134,7 +134,28 @@ async fn submit(
     env: Vec<(String, String)>,
     name: &str,
 ) -> Result<(Ctld, u32), Exit> {
-    let spec = hold_spec(prog, o, env, name)?;
+    submit_het(prog, o, &[], env, name).await
+}
+
+/// Submits the job holding an allocation of `o` and, after it, the other components
+/// `more` of a heterogeneous job (`salloc A : B : C`), which hold theirs until it
+/// ends; the leader's id.
+async fn submit_het(
+    prog: &str,
+    o: &SubmitOpts,
+    more: &[SubmitOpts],
+    env: Vec<(String, String)>,
+    name: &str,
+) -> Result<(Ctld, u32), Exit> {
+    let spec = hold_spec(prog, o, env.clone(), name)?;
+    let het_components = more
+        .iter()
+        .map(|c| {
+            let mut spec = hold_spec(prog, c, env.clone(), name)?;
+            spec.script = super::sbatch::HET_COMPONENT_SCRIPT.into();
+            Ok(spec)
+        })
+        .collect::<Result<Vec<_>, Exit>>()?;
     let failure = submit_opts::submit_failure(prog);
     let fail = |e: String| Exit::error(prog, format!("{failure}: {e}"));
     let mut ctld = calls::connect().await.map_err(fail)?;
@@ -142,7 +163,7 @@ async fn submit(
         .submit_job(v1::SubmitJobRequest {
             spec: Some(spec),
             test_only: false,
-            het_components: Vec::new(),
+            het_components,
         })
         .await
         .map_err(|s| calls::refusal(prog, failure, &s))?
@@ -286,49 +307,98 @@ impl<'a> Waiting<'a> {
     }
 }
 
+/// The variables a command run in the allocation of `job` gets (salloc(1), "OUTPUT
+/// ENVIRONMENT VARIABLES"), set in `env`.
+fn allocation_env(job: &v1::JobInfo, mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+    let spec = job.spec.clone().unwrap_or_default();
+    let mut set = |k: &str, v: String| submit_opts::set_env(&mut env, k, v);
+    set("SLURM_JOB_ID", job.job_id.to_string());
+    set("SLURM_JOBID", job.job_id.to_string());
+    set("SLURM_JOB_NODELIST", job.nodes.clone());
+    set("SLURM_NODELIST", job.nodes.clone());
+    set("SLURM_JOB_NUM_NODES", job.num_nodes.to_string());
+    set("SLURM_NNODES", job.num_nodes.to_string());
+    set("SLURM_NTASKS", spec.num_tasks.max(1).to_string());
+    set("SLURM_NPROCS", spec.num_tasks.max(1).to_string());
+    if spec.cpus_per_task > 0 {
+        set("SLURM_CPUS_PER_TASK", spec.cpus_per_task.to_string());
+    }
+    if spec.ntasks_per_node > 0 {
+        set("SLURM_NTASKS_PER_NODE", spec.ntasks_per_node.to_string());
+    }
+    // `--mem` and `--mem-per-cpu`, as asked (salloc(1)).
+    if spec.mem_per_node_mb > 0 {
+        set("SLURM_MEM_PER_NODE", spec.mem_per_node_mb.to_string());
+    }
+    if spec.mem_per_cpu_mb > 0 {
+        set("SLURM_MEM_PER_CPU", spec.mem_per_cpu_mb.to_string());
+    }
+    let (cpus, tasks) = per_node_counts(job);
+    set(
+        "SLURM_JOB_CPUS_PER_NODE",
+        model::step::compressed_counts(&cpus),
+    );
+    set(
+        "SLURM_TASKS_PER_NODE",
+        model::step::compressed_counts(&tasks),
+    );
+    set("SLURM_JOB_NAME", spec.name.clone());
+    set("SLURM_JOB_PARTITION", spec.partition.clone());
+    if !spec.account.is_empty() {
+        set("SLURM_JOB_ACCOUNT", spec.account.clone());
+    }
+    if !spec.qos.is_empty() {
+        set("SLURM_JOB_QOS", spec.qos.clone());
+    }
+    set("SLURM_SUBMIT_DIR", super::sbatch::current_dir());
+    set("SLURM_SUBMIT_HOST", submit_opts::hostname());
+    let cluster = client::cluster_name();
+    if !cluster.is_empty() {
+        set("SLURM_CLUSTER_NAME", cluster);
+    }
+    env
+}
+
 impl Allocation {
     /// The variables a command run in the allocation gets (salloc(1), "OUTPUT
     /// ENVIRONMENT VARIABLES").
-    pub fn env(&self, mut env: Vec<(String, String)>) -> Vec<(String, String)> {
-        let job = &self.job;
-        let spec = job.spec.clone().unwrap_or_default();
-        let mut set = |k: &str, v: String| submit_opts::set_env(&mut env, k, v);
-        set("SLURM_JOB_ID", job.job_id.to_string());
-        set("SLURM_JOBID", job.job_id.to_string());
-        set("SLURM_JOB_NODELIST", job.nodes.clone());
-        set("SLURM_NODELIST", job.nodes.clone());
-        set("SLURM_JOB_NUM_NODES", job.num_nodes.to_string());
-        set("SLURM_NNODES", job.num_nodes.to_string());
-        set("SLURM_NTASKS", spec.num_tasks.max(1).to_string());
-        set("SLURM_NPROCS", spec.num_tasks.max(1).to_string());
-        if spec.cpus_per_task > 0 {
-            set("SLURM_CPUS_PER_TASK", spec.cpus_per_task.to_string());
-        }
-        if spec.ntasks_per_node > 0 {
-            set("SLURM_NTASKS_PER_NODE", spec.ntasks_per_node.to_string());
-        }
-        let (cpus, tasks) = per_node_counts(job);
-        set(
-            "SLURM_JOB_CPUS_PER_NODE",
-            model::step::compressed_counts(&cpus),
+    pub fn env(&self, env: Vec<(String, String)>) -> Vec<(String, String)> {
+        allocation_env(&self.job, env)
+    }
+
+    /// For a heterogeneous job, its `SLURM_HET_SIZE` and each component's variables as
+    /// `NAME_HET_GROUP_N` (Slurm's), added to `env`; `env` as it is for any other job.
+    pub async fn with_het_env(&mut self, mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+        let Some(het) = self.job.het else {
+            return env;
+        };
+        let ask = v1::ListJobsRequest {
+            filter: Some(v1::JobFilter {
+                job_ids: vec![het.leader.to_string()],
+                ..Default::default()
+            }),
+            include_finished: true,
+            ..Default::default()
+        };
+        let Ok(reply) = calls::again_if_lost(&mut self.ctld, |mut c| {
+            let ask = ask.clone();
+            async move { c.list_jobs(ask).await }
+        })
+        .await
+        else {
+            return env;
+        };
+        let mut components = reply.jobs;
+        components.sort_by_key(|j| j.het.as_ref().map_or(0, |h| h.offset));
+        submit_opts::set_env(
+            &mut env,
+            model::job::HET_SIZE_VAR,
+            components.len().to_string(),
         );
-        set(
-            "SLURM_TASKS_PER_NODE",
-            model::step::compressed_counts(&tasks),
-        );
-        set("SLURM_JOB_NAME", spec.name.clone());
-        set("SLURM_JOB_PARTITION", spec.partition.clone());
-        if !spec.account.is_empty() {
-            set("SLURM_JOB_ACCOUNT", spec.account.clone());
-        }
-        if !spec.qos.is_empty() {
-            set("SLURM_JOB_QOS", spec.qos.clone());
-        }
-        set("SLURM_SUBMIT_DIR", super::sbatch::current_dir());
-        set("SLURM_SUBMIT_HOST", submit_opts::hostname());
-        let cluster = client::cluster_name();
-        if !cluster.is_empty() {
-            set("SLURM_CLUSTER_NAME", cluster);
+        for (n, c) in components.iter().enumerate() {
+            for (k, v) in model::job::het_group_vars(allocation_env(c, Vec::new()), n) {
+                submit_opts::set_env(&mut env, &k, v);
+            }
         }
         env
     }
@@ -559,31 +629,42 @@ const HANDLED_SIGNALS: [i32; 7] = [
     libc::SIGUSR2,
 ];
 
+/// What salloc's words ask: the options of each component (one, or those of a
+/// heterogeneous job), the command, or `--help`/`--usage`/`--version`.
+type Asked = (Vec<SubmitOpts>, Vec<String>, Option<Info>);
+
 /// The options salloc's input variables and command line give, in Slurm's order of
-/// precedence; `SALLOC_DEBUG` is the verbosity.
-fn options(
-    args: &[String],
-    env: &[(String, String)],
-) -> Result<(SubmitOpts, Vec<String>, Option<Info>), Exit> {
-    let parsed = opts::parse(submit_opts::specs(Command::Salloc), args, true)
-        .map_err(|e| Exit::usage(PROG, &e))?;
-    if let Some(info) = Info::asked(&parsed) {
-        return Ok((SubmitOpts::default(), Vec::new(), Some(info)));
+/// precedence (`SALLOC_DEBUG` is the verbosity), for each component: one, or those of
+/// a heterogeneous job, `salloc A : B : C command` (the `:` words before the command
+/// part them); then the command.
+fn options(args: &[String], env: &[(String, String)]) -> Result<Asked, Exit> {
+    let mut components = Vec::new();
+    let mut rest = args.to_vec();
+    loop {
+        let parsed = opts::parse(submit_opts::specs(Command::Salloc), &rest, true)
+            .map_err(|e| Exit::usage(PROG, &e))?;
+        if let Some(info) = Info::asked(&parsed) {
+            return Ok((Vec::new(), Vec::new(), Some(info)));
+        }
+        let mut o = SubmitOpts::default();
+        for (name, value) in submit_opts::input_env_options(Command::Salloc, env) {
+            o.apply(Command::Salloc, name, &value, Source::Env)?;
+        }
+        if let Some((_, level)) = env.iter().find(|(k, _)| k == "SALLOC_DEBUG") {
+            o.verbose = level.trim().parse().unwrap_or(0);
+        }
+        o.apply_all(Command::Salloc, &parsed.opts, Source::Cli)?;
+        components.push(o);
+        match parsed.positional.split_first() {
+            Some((colon, next)) if colon == ":" => rest = next.to_vec(),
+            _ => return Ok((components, parsed.positional, None)),
+        }
     }
-    let mut o = SubmitOpts::default();
-    for (name, value) in submit_opts::input_env_options(Command::Salloc, env) {
-        o.apply(Command::Salloc, name, &value, Source::Env)?;
-    }
-    if let Some((_, level)) = env.iter().find(|(k, _)| k == "SALLOC_DEBUG") {
-        o.verbose = level.trim().parse().unwrap_or(0);
-    }
-    o.apply_all(Command::Salloc, &parsed.opts, Source::Cli)?;
-    Ok((o, parsed.positional, None))
 }
 
 pub fn run(args: &[String]) -> ExitCode {
     let env = super::sbatch::environment();
-    let (o, positional, info) = match options(args, &env) {
+    let (components, positional, info) = match options(args, &env) {
         Ok(x) => x,
         Err(e) => return e.finish(),
     };
@@ -591,6 +672,7 @@ pub fn run(args: &[String]) -> ExitCode {
         let help = format!("{HELP}{}", submit_opts::ignored_help(Command::Salloc));
         return info.print(&help, USAGE);
     }
+    let (o, more) = components.split_first().expect("one component at least");
     if o.verbose > 0 {
         crate::say_raw!("{}", o.defined_options(PROG));
     }
@@ -599,11 +681,17 @@ pub fn run(args: &[String]) -> ExitCode {
     } else {
         positional
     };
-    client::runtime_with_io().block_on(session(o, command, env))
+    client::runtime_with_io().block_on(session(o.clone(), more, command, env))
 }
 
-/// One salloc: the allocation, the command in it, and its end.
-async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>) -> ExitCode {
+/// One salloc: the allocation (of a heterogeneous job, with the components `more`),
+/// the command in it, and its end.
+async fn session(
+    o: SubmitOpts,
+    more: &[SubmitOpts],
+    command: Vec<String>,
+    env: Vec<(String, String)>,
+) -> ExitCode {
     let mut signals = match Signals::handle() {
         Ok(s) => s,
         Err(e) => return Exit::error(PROG, e).finish(),
@@ -612,14 +700,19 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
         // The watch on the allocation (Slurm's allocation message thread) starts here.
         crate::say!("{PROG}: debug:  Entering _msg_thr_internal");
     }
-    let name = o
-        .job_name
-        .clone()
-        .unwrap_or_else(|| submit_opts::basename(&command[0]).to_string());
+    // Slurm's salloc names its job `interactive` (`no-shell` with --no-shell).
+    let name = o.job_name.clone().unwrap_or_else(|| {
+        if o.no_shell {
+            "no-shell"
+        } else {
+            "interactive"
+        }
+        .to_string()
+    });
     if o.test_only {
         return will_run(PROG, &o, env, &name).await;
     }
-    let (mut ctld, job_id) = match submit(PROG, &o, env.clone(), &name).await {
+    let (mut ctld, job_id) = match submit_het(PROG, &o, more, env.clone(), &name).await {
         Ok(x) => x,
         Err(e) => return e.finish(),
     };
@@ -652,8 +745,9 @@ async fn session(o: SubmitOpts, command: Vec<String>, env: Vec<(String, String)>
     if o.no_shell {
         return ExitCode::SUCCESS;
     }
-    let alloc = Allocation { ctld, job: *job };
-    let mut cmd_env = alloc.env(env);
+    let mut alloc = Allocation { ctld, job: *job };
+    let cmd_env = alloc.env(env);
+    let mut cmd_env = alloc.with_het_env(cmd_env).await;
     set_allocation_extras(&mut cmd_env, &o);
     run_command(alloc, &o, &command, cmd_env, &mut signals).await
 }
@@ -938,12 +1032,13 @@ mod tests {
 
     #[test]
     fn salloc_options_and_their_input_variables() {
-        let (o, command, info) = options(
+        let (mut o, command, info) = options(
             &s(&["--bell", "-K", "-N1", "--no-shell", "id"]),
             &env(&[("SALLOC_ACCOUNT", "acct"), ("SALLOC_TIMELIMIT", "2")]),
         )
         .unwrap();
         assert!(info.is_none());
+        let o = o.remove(0);
         assert_eq!(o.bell, Some(true));
         assert_eq!(o.kill_command, Some(libc::SIGTERM));
         assert!(o.no_shell);
@@ -951,21 +1046,32 @@ mod tests {
         assert_eq!(o.time_limit, Some(Some(2)));
         assert_eq!(command, ["id"]);
 
-        let (o, _, _) = options(
-            &s(&["--kill-command=KILL", "--no-bell", "-I", "true"]),
-            &env(&[("SALLOC_BELL", "1"), ("SALLOC_DEBUG", "2")]),
-        )
-        .unwrap();
+        let first = |args: &[&str], vars: &[(&str, &str)]| {
+            options(&s(args), &env(vars)).unwrap().0.remove(0)
+        };
+        let o = first(
+            &["--kill-command=KILL", "--no-bell", "-I", "true"],
+            &[("SALLOC_BELL", "1"), ("SALLOC_DEBUG", "2")],
+        );
         // The command line wins over the variables.
         assert_eq!(o.bell, Some(false));
         assert_eq!(o.kill_command, Some(libc::SIGKILL));
         assert_eq!(o.immediate, Some(1));
         assert_eq!(o.verbose, 2);
-        let (o, _, _) = options(&s(&["--immediate=0", "true"]), &[]).unwrap();
+        let o = first(&["--immediate=0", "true"], &[]);
         assert_eq!(o.immediate, None);
         // sbatch's variables are not salloc's.
-        let (o, _, _) = options(&s(&["true"]), &env(&[("SBATCH_ACCOUNT", "x")])).unwrap();
+        let o = first(&["true"], &[("SBATCH_ACCOUNT", "x")]);
         assert_eq!(o.account, None);
+        // `A : B command`: the components of a heterogeneous job, then the command,
+        // whose own `:` words are its own.
+        let (het, command, _) = options(&s(&["-N1", "-c2", ":", "-c4", "echo", ":"]), &[]).unwrap();
+        assert_eq!(het.len(), 2);
+        assert_eq!(
+            (het[0].cpus_per_task, het[1].cpus_per_task),
+            (Some(2), Some(4))
+        );
+        assert_eq!(command, ["echo", ":"]);
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub struct Submission {
 
 /// What a component of a heterogeneous job other than the first runs on its first
 /// node: nothing but a wait, which holds its allocation until its leader ends.
-const HET_COMPONENT_SCRIPT: &str = "#!/bin/sh\n# A component of a heterogeneous job: it holds its allocation.\nexec sleep infinity\n";
+pub(crate) const HET_COMPONENT_SCRIPT: &str = "#!/bin/sh\n# A component of a heterogeneous job: it holds its allocation.\nexec sleep infinity\n";
 
 /// The `#SBATCH` words of each component of a heterogeneous job, parted by `hetjob`
 /// (or its older name `packjob`); one component for a plain job.
