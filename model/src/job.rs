@@ -320,6 +320,9 @@ pub struct JobSpec {
     /// Slurm's SiteFactor, an operator's (`scontrol update SiteFactor=`): added to the
     /// multifactor priority.
     pub site_factor: i32,
+    /// An allocation salloc or srun holds: its script only holds the nodes, and as in
+    /// Slurm the job has no batch step (BatchFlag=0).
+    pub interactive: bool,
     pub kill_on_invalid_dep: bool,
     /// The batch script's path as submitted, made absolute (Slurm's `Command`); empty
     /// for a script from stdin or `--wrap`.

@@ -547,12 +547,15 @@ impl ClusterState {
                 job.steps
                     .retain(|s| s.id.is_some() && s.start_time >= *time);
                 let first = alloc.nodes.first();
-                job.steps.push(Step {
-                    num_tasks: 1,
-                    nodes: first.map(|n| n.node.clone()).into_iter().collect(),
-                    cpus: first.map_or(0, |n| n.cpus),
-                    ..Step::started(None, "batch", *time)
-                });
+                // salloc's and srun's allocations have no batch step, as in Slurm.
+                if !job.spec.interactive {
+                    job.steps.push(Step {
+                        num_tasks: 1,
+                        nodes: first.map(|n| n.node.clone()).into_iter().collect(),
+                        cpus: first.map_or(0, |n| n.cpus),
+                        ..Step::started(None, "batch", *time)
+                    });
+                }
             }
             Event::JobEnded {
                 job_id,

@@ -177,6 +177,7 @@ pub fn spec_from_wire(w: v1::JobSpec) -> Result<(JobSpec, JobPayload), UnknownMa
         nice: w.nice,
         priority: w.priority,
         site_factor: w.site_factor,
+        interactive: w.interactive,
         kill_on_invalid_dep: w.kill_on_invalid_dep,
         command: w.command,
         mail_types,
@@ -289,6 +290,7 @@ pub fn spec_to_wire(s: &JobSpec, payload: Option<&JobPayload>) -> v1::JobSpec {
         nice: s.nice,
         priority: s.priority,
         site_factor: s.site_factor,
+        interactive: s.interactive,
         kill_on_invalid_dep: s.kill_on_invalid_dep,
         command: s.command.clone(),
         mail_types: s

@@ -97,3 +97,65 @@ fn cancelling_a_component_cancels_the_whole_job() {
     c.wait_state(leader, "CANCELLED", T);
     c.wait_state(leader + 1, "CANCELLED", T);
 }
+
+#[test]
+fn salloc_of_components_gives_its_command_each_ones_variables_and_no_batch_step() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        cpus: 2,
+        ..ClusterSpec::default()
+    });
+    let env = c.path().join("salloc.env");
+    let out = c.run(&[
+        "salloc",
+        "-c",
+        "2",
+        ":",
+        "-c",
+        "1",
+        "sh",
+        "-c",
+        &format!("env > {}", env.display()),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let leader: u32 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|id| id.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        stderr.contains(&format!(
+            "salloc: job {leader} has been allocated resources"
+        )),
+        "{stderr}"
+    );
+    let env = std::fs::read_to_string(&env).unwrap();
+    assert!(env.contains("SLURM_HET_SIZE=2\n"), "{env}");
+    assert!(env.contains("SLURM_CPUS_PER_TASK_HET_GROUP_0=2\n"), "{env}");
+    assert!(env.contains("SLURM_CPUS_PER_TASK_HET_GROUP_1=1\n"), "{env}");
+    assert!(
+        env.contains(&format!("SLURM_JOB_ID_HET_GROUP_1={}\n", leader + 1)),
+        "{env}"
+    );
+    // Both components, as N+0 and N+1, named `interactive`; an allocation has no
+    // batch step, as in Slurm.
+    let rows = c.ok(&[
+        "sacct",
+        "-n",
+        "-P",
+        "-o",
+        "JobID,JobName",
+        "-j",
+        &leader.to_string(),
+    ]);
+    let rows: Vec<&str> = rows.lines().collect();
+    assert_eq!(
+        rows,
+        [
+            format!("{leader}+0|interactive"),
+            format!("{leader}+1|interactive")
+        ],
+        "{rows:?}"
+    );
+}

@@ -489,7 +489,9 @@ fn salloc_and_srun_outside_an_allocation_take_one_and_give_it_back() {
     assert!(
         wait_until(T, || {
             jobs = c.ok(&["sacct", "-n", "-X", "-P", "-o", "JobName,State"]);
-            jobs.lines().filter(|l| *l == "sh|FAILED").count() == 2
+            // salloc's job is `interactive`, srun's its command's, as Slurm names them.
+            let count = |row: &str| jobs.lines().filter(|l| *l == row).count();
+            count("interactive|FAILED") == 1 && count("sh|FAILED") == 1
         }),
         "{jobs}"
     );

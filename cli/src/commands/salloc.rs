@@ -122,8 +122,10 @@ fn hold_spec(
     let submitter = Submitter::here(env);
     let ctx = submitter.ctx();
     let mut spec = build_spec(&o, prog, &ctx, HOLD_SCRIPT.to_string(), Vec::new(), name)?;
-    // An interactive allocation is not requeued (JobRequeue is for batch jobs).
+    // An interactive allocation is not requeued (JobRequeue is for batch jobs), and has
+    // no batch step.
     spec.requeue = false;
+    spec.interactive = true;
     Ok(spec)
 }
 
@@ -717,6 +719,11 @@ async fn session(
         Err(e) => return e.finish(),
     };
     let mut waiting = Waiting::new(PROG, job_id, tells_waits(&o));
+    if !more.is_empty() {
+        // Slurm's controller never starts a heterogeneous job at its submit: salloc
+        // always waits for the scheduler's pass, and says so.
+        waiting.tell_pending("");
+    }
     let started = {
         tokio::select! {
             r = waiting.wait_for_start_within(&mut ctld, o.immediate) => r,

@@ -220,9 +220,10 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             or_null(&spec.dependency)
         ),
         format!(
-            "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}:{}",
+            "Requeue={} Restarts={} BatchFlag={} Reboot=0 ExitCode={}:{}",
             u8::from(spec.requeue),
             j.restart_count,
+            u8::from(!spec.interactive),
             j.exit_code,
             j.exit_signal
         ),

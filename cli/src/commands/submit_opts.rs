@@ -1994,6 +1994,7 @@ pub fn build_spec(
         nice: o.nice.unwrap_or(0),
         priority: o.priority,
         site_factor: 0,
+        interactive: false,
         kill_on_invalid_dep: o.kill_on_invalid_dep.unwrap_or(false),
         command: String::new(),
         mail_types: o

@@ -318,6 +318,7 @@ impl From<JobSpecRecord> for JobSpec {
             nice: s.nice,
             priority: None,
             site_factor: 0,
+            interactive: false,
             kill_on_invalid_dep: s.kill_on_invalid_dep,
             command: s.command,
             // Formats 5, 6 and 9 keep them beside these fields (`JobFields5`,
@@ -431,11 +432,13 @@ pub struct JobRecord {
     pub added12: JobFields12,
 }
 
-/// What format 12 added to a job: the priority an operator fixed, and its SiteFactor.
+/// What format 12 added to a job: the priority an operator fixed, its SiteFactor, and
+/// whether it is an interactive allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct JobFields12 {
     pub priority: Option<u32>,
     pub site_factor: i32,
+    pub interactive: bool,
 }
 
 /// A job as format 10 wrote it.
@@ -826,6 +829,7 @@ impl From<&Job> for JobRecord {
             added12: JobFields12 {
                 priority: j.spec.priority,
                 site_factor: j.spec.site_factor,
+                interactive: j.spec.interactive,
             },
         }
     }
@@ -909,6 +913,7 @@ impl JobRecord {
         job.spec.details = self.added9.into();
         job.spec.priority = self.added12.priority;
         job.spec.site_factor = self.added12.site_factor;
+        job.spec.interactive = self.added12.interactive;
         job.het = self.added11.het.map(|h| model::job::HetJob {
             leader: h.leader,
             offset: h.offset,
@@ -1986,7 +1991,8 @@ mod tests {
         // GPU idle flag (at 130); then what format 9 added: the options kept as given
         // (none); then what format 10 added: step 0's own time limit (5 minutes), run
         // out, and its GPU request (none); then what format 11 added: no
-        // heterogeneous job; then what format 12 added: no fixed priority, SiteFactor 0.
+        // heterogeneous job; then what format 12 added: no fixed priority, SiteFactor 0,
+        // not interactive.
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
@@ -2000,7 +2006,7 @@ mod tests {
                 "01010501",
                 "000000000000000000",
                 "00",
-                "0000"
+                "000000"
             )
         );
     }
@@ -2029,7 +2035,7 @@ mod tests {
         let bytes = golden(&JobRecord::from(&job));
         // What format 11 added: Some, leader 7, offset 0, 3 components; then no
         // fixed priority and SiteFactor 0.
-        assert!(bytes.ends_with("010700030000"), "{bytes}");
+        assert!(bytes.ends_with("01070003000000"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!(back.het, job.het);
     }
@@ -2040,8 +2046,8 @@ mod tests {
         job.spec.priority = Some(300);
         job.spec.site_factor = -1;
         let bytes = golden(&JobRecord::from(&job));
-        // What format 12 added: Some(300), -1 (zigzag 1).
-        assert!(bytes.ends_with("01ac0201"), "{bytes}");
+        // What format 12 added: Some(300), -1 (zigzag 1), not interactive.
+        assert!(bytes.ends_with("01ac020100"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!((back.spec.priority, back.spec.site_factor), (Some(300), -1));
     }
