@@ -256,6 +256,22 @@ pub fn het_group_vars(
         .map(move |(name, value)| (format!("{name}_HET_GROUP_{n}"), value))
 }
 
+/// The environment of a heterogeneous allocation as component `n` sees it: each
+/// `NAME_HET_GROUP_N` given as `NAME` too (`srun --het-group=N`).
+pub fn het_component_env(env: &[(String, String)], n: u32) -> Vec<(String, String)> {
+    let suffix = format!("_HET_GROUP_{n}");
+    let mut out = env.to_vec();
+    for (name, value) in env {
+        if let Some(base) = name.strip_suffix(&suffix) {
+            match out.iter_mut().find(|(k, _)| k == base) {
+                Some(kv) => kv.1.clone_from(value),
+                None => out.push((base.to_string(), value.clone())),
+            }
+        }
+    }
+    out
+}
+
 /// `--priority=TOP`: the highest priority an operator may fix (Slurm's `NO_VAL - 1`).
 pub const TOP_PRIORITY: u32 = 0xFFFF_FFFD;
 
@@ -1204,6 +1220,25 @@ pub fn parse_array(text: &str, max_array_size: u32) -> Result<ArraySpec, ArrayEr
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_component_sees_its_own_variables_under_the_plain_names() {
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let env = [
+            kv("SLURM_JOB_ID", "7"),
+            kv("SLURM_JOB_ID_HET_GROUP_0", "7"),
+            kv("SLURM_JOB_ID_HET_GROUP_1", "8"),
+            kv("SLURM_JOB_NODELIST_HET_GROUP_1", "n2"),
+        ];
+        let one = het_component_env(&env, 1);
+        let get = |k: &str| one.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("SLURM_JOB_ID"), Some("8"));
+        assert_eq!(get("SLURM_JOB_NODELIST"), Some("n2"));
+        assert_eq!(get("SLURM_JOB_ID_HET_GROUP_0"), Some("7"));
+        let vars: Vec<_> =
+            het_group_vars(vec![kv("SLURM_JOB_ID", "8"), kv("HOME", "/")], 1).collect();
+        assert_eq!(vars, [kv("SLURM_JOB_ID_HET_GROUP_1", "8")]);
+    }
+
     #[test]
     fn cancelled_lines_are_slurms() {
         assert_eq!(

@@ -1959,6 +1959,9 @@ async fn show(s: &mut Session, conn: &mut Option<client::Ctld>, words: &[String]
         }
     } else if kw(tag, "slurmd", 2) {
         show_slurmd(s, conn, val).await;
+    } else if kw(tag, "federation", 3) {
+        // A Drover cluster is never part of a Slurm federation.
+        s.out.push("Not part of a federation.\n".into());
     } else if kw(tag, "hostnames", 5) {
         let expr = val
             .or_else(|| std::env::var("SLURM_JOB_NODELIST").ok())

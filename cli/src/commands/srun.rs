@@ -128,6 +128,36 @@ pub fn parse(args: &[String], env: &[(String, String)]) -> Result<Request, Exit>
     })
 }
 
+/// With `--het-group=N`, the allocation's environment as its component N sees it (its
+/// job id and nodes, ...); the environment as it is otherwise. A step in several
+/// components at once is refused: Drover runs one srun per component.
+fn het_group_env(
+    o: &SubmitOpts,
+    env: Vec<(String, String)>,
+) -> Result<Vec<(String, String)>, Exit> {
+    let Some(groups) = &o.het_group else {
+        return Ok(env);
+    };
+    let size = env
+        .iter()
+        .find(|(k, _)| k == model::job::HET_SIZE_VAR)
+        .and_then(|(_, v)| v.parse::<u32>().ok())
+        .unwrap_or(1);
+    match groups.as_slice() {
+        [n] if *n < size => Ok(model::job::het_component_env(&env, *n)),
+        [n] => Err(Exit::error(
+            PROG,
+            format!(
+                "Attempt to run a job step with het group value of {n}, but the heterogeneous job allocation only includes {size} components"
+            ),
+        )),
+        _ => Err(Exit::error(
+            PROG,
+            "a step in several components of a heterogeneous job at once is not supported: run an srun for each --het-group",
+        )),
+    }
+}
+
 /// The job srun runs in, if any.
 pub fn allocation(o: &SubmitOpts, env: &[(String, String)]) -> Option<String> {
     let var = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
@@ -471,6 +501,12 @@ pub fn run(args: &[String]) -> ExitCode {
             Err(m) => return Exit::error(PROG, m).finish(),
         }
     }
+    // `--het-group=N`: the step runs in component N of the heterogeneous allocation,
+    // which its variables are taken from.
+    let env = match het_group_env(&req.opts, env) {
+        Ok(env) => env,
+        Err(e) => return e.finish(),
+    };
     match allocation(&req.opts, &env) {
         Some(job) => match job.split('.').next().unwrap_or("").parse::<u32>() {
             Ok(id) if id > 0 => {

@@ -322,7 +322,22 @@ pub const OPTIONS: &[OptDef] = &[
         o.help = true;
         Ok(())
     }),
-    OptDef::ignored(SrunOnly, value("het-group", None)),
+    // The components of a heterogeneous allocation the step runs in: `1`, `0-2`, `0,2`.
+    OptDef::only(SrunOnly, value("het-group", None), |o, a| {
+        let (groups, throttle) = model::job_id::parse_task_list(a.value)
+            .filter(|(g, _)| !g.is_empty())
+            .ok_or_else(|| {
+                Exit::error(a.prog, format!("Invalid --het-group value: {}", a.value))
+            })?;
+        if throttle > 0 {
+            return Err(Exit::error(
+                a.prog,
+                format!("Invalid --het-group value: {}", a.value),
+            ));
+        }
+        o.het_group = Some(groups);
+        Ok(())
+    }),
     OptDef::ignored(Both, value("hint", None)),
     OptDef::both(flag("hold", Some('H')), |o, _| {
         o.hold = true;
@@ -859,6 +874,8 @@ pub struct SubmitOpts {
     /// `--gpu-bind`, checked (`model::step::GpuBind`).
     pub gpu_bind: Option<String>,
     pub jobid: Option<String>,
+    /// srun's `--het-group`: the components of a heterogeneous allocation (sorted).
+    pub het_group: Option<Vec<u32>>,
     pub cpu_bind: Option<String>,
     /// `-O`: an allocation of one CPU per node, and steps whose tasks may outnumber
     /// their CPUs.

@@ -59,12 +59,17 @@ pub fn submit(turn: &mut Turn, submit: Submit) -> Result<Submitted, Rejection> {
 
 /// `sbatch` of a heterogeneous job (`#SBATCH hetjob`): its components, the leader
 /// first, under consecutive ids, each checked as a job of its own; none is queued
-/// unless all can be.
-pub fn submit_het(turn: &mut Turn, components: Vec<Submit>) -> Result<Submitted, Rejection> {
+/// unless all can be. A component that gives no time limit has the leader's, as in
+/// Slurm.
+pub fn submit_het(turn: &mut Turn, mut components: Vec<Submit>) -> Result<Submitted, Rejection> {
     if components.iter().any(|c| c.spec.array.is_some()) {
         return Err(Rejection::invalid(
             "Job arrays are not supported for heterogeneous jobs",
         ));
+    }
+    let leader_limit = components.first().and_then(|c| c.spec.time_limit_min);
+    for c in components.iter_mut().skip(1) {
+        c.spec.time_limit_min = c.spec.time_limit_min.or(leader_limit);
     }
     queue(turn, components)
 }

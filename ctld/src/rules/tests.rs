@@ -2863,3 +2863,47 @@ fn an_operator_sets_a_nodes_features_and_constrained_jobs_follow() {
     env.turn(nodes::restore_features);
     assert!(env.state.nodes["n2"].features.is_empty());
 }
+
+#[test]
+fn components_take_their_leaders_time_limit_and_its_id_updates_them_all() {
+    use crate::command::UpdateJobs;
+    use model::job_update::{JobChange, TimeLimitChange};
+    let mut env = Env::new("");
+    let component = |minutes: Option<u32>| Submit {
+        user_groups: Vec::new(),
+        spec: JobSpec {
+            user: "alice".into(),
+            uid: ALICE,
+            work_dir: "/tmp".into(),
+            num_tasks: 1,
+            cpus_per_task: 1,
+            time_limit_min: minutes,
+            ..JobSpec::default()
+        },
+        payload: JobPayload {
+            script: "#!/bin/sh\ntrue\n".into(),
+            env: vec![],
+        },
+    };
+    let submits = vec![component(Some(9)), component(None), component(Some(3))];
+    let leader = env
+        .turn(|t| jobs::submit_het(t, submits))
+        .answer
+        .unwrap()
+        .job_id;
+    let limits = |env: &Env| {
+        (0..3)
+            .map(|k| env.job(leader + k).time_limit_min)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(limits(&env), [Some(9), Some(9), Some(3)]);
+    let update = |id: String, minutes: u32| UpdateJobs {
+        job_ids: vec![id],
+        changes: vec![JobChange::TimeLimit(TimeLimitChange::Set(Some(minutes)))],
+        requester: who(0),
+    };
+    env.turn(|t| jobs::update(t, update(leader.to_string(), 8)));
+    assert_eq!(limits(&env), [Some(8), Some(8), Some(8)]);
+    env.turn(|t| jobs::update(t, update(format!("{leader}+1"), 6)));
+    assert_eq!(limits(&env), [Some(8), Some(6), Some(8)]);
+}
