@@ -393,6 +393,15 @@ fn step_start(_: &JobInfo, st: &StepInfo, _: &Ctx) -> String {
     times::time_or(st.start_time, "Unknown")
 }
 
+/// A field of a heterogeneous job's component, `N/A` for any other job.
+fn het_cell(j: &JobInfo, f: impl Fn(&model::job::HetJob) -> String) -> Cell {
+    Cell::cut(
+        j.het
+            .map(|h| f(&proto::convert::het_from_wire(h)))
+            .unwrap_or_else(|| "N/A".into()),
+    )
+}
+
 /// Whether the job got its allocation.
 fn started(j: &JobInfo) -> bool {
     j.start_time > 0 && state(j) != JobState::Pending
@@ -998,6 +1007,25 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         sa("WorkDir", 20, |j, _| spec(j).work_dir.clone()),
     ),
     // squeue only.
+    // A heterogeneous job's component: its leader's id, its offset and every
+    // component's id (N/A for any other job).
+    squeue(sq(None, &["hetjobid"], "HET_JOB_ID", Summary, |j, _| {
+        het_cell(j, |h| h.leader.to_string())
+    })),
+    squeue(sq(
+        None,
+        &["hetjoboffset"],
+        "HET_JOB_OFFSET",
+        Summary,
+        |j, _| het_cell(j, |h| h.offset.to_string()),
+    )),
+    squeue(sq(
+        None,
+        &["hetjobidset"],
+        "HET_JOB_ID_SET",
+        Summary,
+        |j, _| het_cell(j, |h| h.id_set()),
+    )),
     squeue(sq(
         Some('b'),
         &["tres-per-node"],

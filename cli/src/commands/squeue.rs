@@ -1587,6 +1587,23 @@ mod tests {
             vec!["squeue: error: Invalid job format specification: Bogus"]
         );
         assert!(matches!(o.layout, Layout::Jobs(ref f) if f.columns.len() == 1));
+        // A heterogeneous job's component, and any other job.
+        let mut jobs = sample()[3..4].to_vec();
+        let plain = out(
+            &["-h", "-O", "HetJobId:6,HetJobOffset:6,HetJobIdSet:6"],
+            &jobs,
+        );
+        assert_eq!(plain, "N/A   N/A   N/A   \n");
+        jobs[0].het = Some(proto::v1::HetJob {
+            leader: 6,
+            offset: 1,
+            count: 2,
+        });
+        let het = out(
+            &["-h", "-O", "HetJobId:6,HetJobOffset:6,HetJobIdSet:6"],
+            &jobs,
+        );
+        assert_eq!(het, "6     1     6-7   \n");
     }
 
     #[test]
