@@ -159,3 +159,55 @@ fn salloc_of_components_gives_its_command_each_ones_variables_and_no_batch_step(
         "{rows:?}"
     );
 }
+
+#[test]
+fn a_step_over_several_components_numbers_its_tasks_across_them() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        cpus: 2,
+        ..ClusterSpec::default()
+    });
+    let out = c.run(&[
+        "salloc",
+        "-c",
+        "1",
+        ":",
+        "-c",
+        "1",
+        "sh",
+        "-c",
+        "srun --label --het-group=0-1 printenv SLURM_JOB_ID; \
+         srun -l -n1 echo a : -O -n2 echo b; \
+         srun --het-group=1 printenv SLURM_JOB_ID; \
+         srun --het-group=2 true",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let leader: u32 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|id| id.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort_unstable();
+    let second = (leader + 1).to_string();
+    let first = format!("0: {leader}");
+    let other = format!("1: {second}");
+    let mut want = [
+        first.as_str(),
+        "0: a",
+        other.as_str(),
+        "1: b",
+        "2: b",
+        second.as_str(),
+    ];
+    want.sort_unstable();
+    assert_eq!(lines, want, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "srun: error: Attempt to run a job step with het group value of 2, \
+             but the job allocation has maximum value of 1"
+        ),
+        "{stderr}"
+    );
+}

@@ -30,6 +30,11 @@ pub struct Request {
     pub multi_prog: Option<(String, Vec<String>)>,
     /// `-m arbitrary`: the node of each task (`arbitrary_tasks`); empty: `-m`'s layout.
     pub task_nodes: Vec<String>,
+    /// `srun A cmd : B cmd`: the options and command of the components after the first.
+    pub more: Vec<(SubmitOpts, Vec<String>)>,
+    /// In a step over several components of a heterogeneous job: the number of this
+    /// component's first task in the whole step (its labels count from there).
+    pub task_offset: u32,
 }
 
 /// srun's input environment variables and the options they set, as Slurm 22.05's
@@ -93,11 +98,25 @@ fn env_options(env: &[(String, String)]) -> Vec<(&'static str, String)> {
 /// text. `env` is srun's environment, whose input variables come before the command
 /// line.
 pub fn parse(args: &[String], env: &[(String, String)]) -> Result<Request, Exit> {
-    let p = opts::parse(submit_opts::specs(Command::Srun), args, true)
-        .map_err(|e| Exit::usage(PROG, &e))?;
-    let mut o = SubmitOpts::default();
-    o.apply_all(Command::Srun, &env_options(env), Source::Env)?;
-    o.apply_all(Command::Srun, &p.opts, Source::Cli)?;
+    // `A [cmd] : B [cmd] : C cmd`: the components of a heterogeneous step, each with
+    // its options and command (one without a command runs the next one's).
+    let mut groups = Vec::new();
+    for words in args.split(|w| w == ":") {
+        let p = opts::parse(submit_opts::specs(Command::Srun), words, true)
+            .map_err(|e| Exit::usage(PROG, &e))?;
+        let mut o = SubmitOpts::default();
+        o.apply_all(Command::Srun, &env_options(env), Source::Env)?;
+        o.apply_all(Command::Srun, &p.opts, Source::Cli)?;
+        groups.push((o, p.positional));
+    }
+    for i in (0..groups.len().saturating_sub(1)).rev() {
+        if groups[i].1.is_empty() {
+            groups[i].1 = groups[i + 1].1.clone();
+        }
+    }
+    let mut groups = groups.into_iter();
+    let (o, command) = groups.next().unwrap_or_default();
+    let more: Vec<(SubmitOpts, Vec<String>)> = groups.collect();
     if o.help {
         let help = format!(
             "{}\n{}",
@@ -115,17 +134,139 @@ pub fn parse(args: &[String], env: &[(String, String)]) -> Result<Request, Exit>
     if o.verbose > 0 {
         crate::say_raw!("{}", o.defined_options(PROG));
     }
-    if p.positional.is_empty() {
+    if command.is_empty() || more.iter().any(|(_, c)| c.is_empty()) {
         return Err(Exit::raw(format!(
             "{PROG}: fatal: No command given to execute."
         )));
     }
     Ok(Request {
         opts: o,
-        command: p.positional,
+        command,
         multi_prog: None,
         task_nodes: Vec::new(),
+        more,
+        task_offset: 0,
     })
+}
+
+/// A component's options with the first's that apply to the whole step, as Slurm's
+/// srun takes them (`--label`, `-u`, `--mpi`, `-K`, `-W`, `-v`, `-Q`).
+fn with_step_wide_options(o: &SubmitOpts, first: &SubmitOpts) -> SubmitOpts {
+    let mut o = o.clone();
+    o.label |= first.label;
+    o.unbuffered |= first.unbuffered;
+    o.kill_on_bad_exit |= first.kill_on_bad_exit;
+    o.quiet |= first.quiet;
+    o.verbose = o.verbose.max(first.verbose);
+    o.mpi = o.mpi.or(first.mpi);
+    if o.max_wait == 0 {
+        o.max_wait = first.max_wait;
+    }
+    o
+}
+
+/// One component of a heterogeneous step: its het group, options and command.
+type HetPart = (u32, SubmitOpts, Vec<String>);
+
+/// Slurm's refusal of `--het-group=K` past an allocation of `size` components.
+fn het_group_beyond(k: u32, size: u32) -> String {
+    format!(
+        "Attempt to run a job step with het group value of {k}, but the job allocation has maximum value of {}",
+        size.saturating_sub(1)
+    )
+}
+
+/// The components of a heterogeneous allocation a step runs in, each with its
+/// options, when it runs in several (`A : B : C`, or `--het-group` of several);
+/// `None` for a step in one.
+fn het_step_components(
+    req: &Request,
+    env: &[(String, String)],
+) -> Option<Result<Vec<HetPart>, Exit>> {
+    let components: Vec<HetPart> = if !req.more.is_empty() {
+        // Each component's --het-group, else its place.
+        let first = (req.opts.clone(), req.command.clone());
+        let parts: Vec<HetPart> = std::iter::once(&first)
+            .chain(&req.more)
+            .enumerate()
+            .map(|(k, (o, command))| {
+                let group = match o.het_group.as_deref() {
+                    Some([g]) => *g,
+                    _ => k as u32,
+                };
+                (group, with_step_wide_options(o, &req.opts), command.clone())
+            })
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        if parts.iter().any(|(g, _, _)| !seen.insert(*g)) {
+            return Some(Err(Exit::raw(format!(
+                "{PROG}: fatal: Duplicate het groups in single srun not supported"
+            ))));
+        }
+        parts
+    } else {
+        match &req.opts.het_group {
+            Some(groups) if groups.len() > 1 => groups
+                .iter()
+                .map(|&k| (k, req.opts.clone(), req.command.clone()))
+                .collect(),
+            _ => return None,
+        }
+    };
+    let size = env
+        .iter()
+        .find(|(k, _)| k == model::job::HET_SIZE_VAR)
+        .and_then(|(_, v)| v.parse::<u32>().ok());
+    let Some(size) = size else {
+        return Some(Err(Exit::error(
+            PROG,
+            "a heterogeneous step runs in a heterogeneous allocation (salloc or sbatch with components)",
+        )));
+    };
+    if let Some((k, _, _)) = components.iter().find(|(k, _, _)| *k >= size) {
+        return Some(Err(Exit::error(PROG, het_group_beyond(*k, size))));
+    }
+    Some(Ok(components))
+}
+
+/// A step in several components of a heterogeneous allocation: a step in each, run at
+/// once, its tasks numbered on from the components before it (`--label` shows the
+/// step's numbers); srun's status is the worst of theirs.
+async fn het_step(env: Vec<(String, String)>, components: Vec<HetPart>) -> ExitCode {
+    let mut runs = tokio::task::JoinSet::new();
+    let mut offset = 0;
+    for (i, (k, mut o, command)) in components.into_iter().enumerate() {
+        let env = model::job::het_component_env(&env, k);
+        let Some(job_id) =
+            allocation(&SubmitOpts::default(), &env).and_then(|id| id.parse::<u32>().ok())
+        else {
+            return Exit::error(PROG, format!("no job id for het group {k}")).finish();
+        };
+        // Only the step's first task reads srun's input.
+        if i > 0 && o.input.is_none() {
+            o.input = Some("none".into());
+        }
+        let tasks = super::step::step_shape(&o, &env).0.max(1);
+        let part = Request {
+            opts: o,
+            command,
+            multi_prog: None,
+            task_nodes: Vec::new(),
+            more: Vec::new(),
+            task_offset: offset,
+        };
+        offset += tasks;
+        runs.spawn(super::step::in_allocation(part, env, job_id));
+    }
+    let mut status = ExitCode::SUCCESS;
+    while let Some(done) = runs.join_next().await {
+        match done {
+            Ok(code) if code != ExitCode::SUCCESS => status = code,
+            Ok(_) => {}
+            Err(_) => status = ExitCode::FAILURE,
+        }
+    }
+    status
 }
 
 /// With `--het-group=N`, the allocation's environment as its component N sees it (its
@@ -145,12 +286,7 @@ fn het_group_env(
         .unwrap_or(1);
     match groups.as_slice() {
         [n] if *n < size => Ok(model::job::het_component_env(&env, *n)),
-        [n] => Err(Exit::error(
-            PROG,
-            format!(
-                "Attempt to run a job step with het group value of {n}, but the heterogeneous job allocation only includes {size} components"
-            ),
-        )),
+        [n] => Err(Exit::error(PROG, het_group_beyond(*n, size))),
         _ => Err(Exit::error(
             PROG,
             "a step in several components of a heterogeneous job at once is not supported: run an srun for each --het-group",
@@ -500,6 +636,14 @@ pub fn run(args: &[String]) -> ExitCode {
             Ok(t) => req.opts.mpi = Some(t),
             Err(m) => return Exit::error(PROG, m).finish(),
         }
+    }
+    // A step over several components of a heterogeneous allocation: one step in each,
+    // at once.
+    if let Some(components) = het_step_components(&req, &env) {
+        return match components {
+            Ok(components) => client::runtime_with_io().block_on(het_step(env, components)),
+            Err(e) => e.finish(),
+        };
     }
     // `--het-group=N`: the step runs in component N of the heterogeneous allocation,
     // which its variables are taken from.

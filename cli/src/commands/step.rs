@@ -34,6 +34,8 @@ const PROG: &str = "srun";
 /// What srun (or sattach) writes where: its own streams, or files by path.
 pub(crate) struct Sinks {
     label: bool,
+    /// Added to task numbers in labels (a component's tasks in a heterogeneous step).
+    label_offset: u32,
     /// Whole lines only, as Slurm's srun writes its tasks' output unless `-u`, so that
     /// the lines of tasks never mix (`--label` implies it).
     line_buffered: bool,
@@ -50,6 +52,7 @@ impl Sinks {
     pub(crate) fn own_streams(label: bool, line_buffered: bool) -> Sinks {
         Sinks {
             label,
+            label_offset: 0,
             line_buffered: line_buffered || label,
             dest: BTreeMap::new(),
             files: BTreeMap::new(),
@@ -84,7 +87,7 @@ impl Sinks {
     /// `bytes` of a task's output, labelled with `--label`.
     fn emit_lines(&mut self, task: u32, stderr: bool, bytes: &[u8]) {
         if self.label {
-            let bytes = labelled(task, bytes);
+            let bytes = labelled(task + self.label_offset, bytes);
             self.emit(task, stderr, &bytes);
         } else {
             self.emit(task, stderr, bytes);
@@ -764,7 +767,7 @@ fn exit_rank(code: i32, signal: i32) -> u8 {
 /// `SLURM_CPUS_PER_TASK`), as srun reads them, so that a plain `srun cmd` in a job of
 /// `-n 4` runs four tasks. A node count from the environment shrinks to the task count
 /// given on the command line (`srun -n 1` in a three-node job runs on one node).
-fn step_shape(
+pub(crate) fn step_shape(
     o: &super::submit_opts::SubmitOpts,
     env: &[(String, String)],
 ) -> (u32, u32, u32, u32) {
@@ -893,6 +896,7 @@ fn sinks(
     });
     // Line by line unless -u, or --pty (a terminal's prompt ends no line).
     let mut s = Sinks::own_streams(o.label, !o.unbuffered && !o.pty);
+    s.label_offset = req.task_offset;
     for (index, node) in nodes.iter().enumerate() {
         for &task in &node.task_ids {
             // A task's number: that task's stream is srun's, the others' go nowhere.
