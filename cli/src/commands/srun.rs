@@ -184,25 +184,22 @@ fn het_step_components(
     env: &[(String, String)],
 ) -> Option<Result<Vec<HetPart>, Exit>> {
     let components: Vec<HetPart> = if !req.more.is_empty() {
-        // Each component's --het-group, else its place.
+        // Each part runs in the het groups its --het-group names, else in the one of
+        // its place; the step's tasks are numbered in het group order.
         let first = (req.opts.clone(), req.command.clone());
-        let parts: Vec<HetPart> = std::iter::once(&first)
-            .chain(&req.more)
-            .enumerate()
-            .map(|(k, (o, command))| {
-                let group = match o.het_group.as_deref() {
-                    Some([g]) => *g,
-                    _ => k as u32,
-                };
-                (group, with_step_wide_options(o, &req.opts), command.clone())
-            })
-            .collect();
+        let mut parts: Vec<HetPart> = Vec::new();
+        for (k, (o, command)) in std::iter::once(&first).chain(&req.more).enumerate() {
+            let groups = o.het_group.clone().unwrap_or_else(|| vec![k as u32]);
+            let o = with_step_wide_options(o, &req.opts);
+            parts.extend(groups.into_iter().map(|g| (g, o.clone(), command.clone())));
+        }
         let mut seen = std::collections::BTreeSet::new();
         if parts.iter().any(|(g, _, _)| !seen.insert(*g)) {
             return Some(Err(Exit::raw(format!(
                 "{PROG}: fatal: Duplicate het groups in single srun not supported"
             ))));
         }
+        parts.sort_by_key(|(g, _, _)| *g);
         parts
     } else {
         match &req.opts.het_group {
@@ -233,9 +230,26 @@ fn het_step_components(
 /// once, its tasks numbered on from the components before it (`--label` shows the
 /// step's numbers); srun's status is the worst of theirs.
 async fn het_step(env: Vec<(String, String)>, components: Vec<HetPart>) -> ExitCode {
+    // One file named for the whole step (`-o out`, no pattern) gets every component's
+    // tasks: emptied once here (unless appended to), then each component appends.
+    for (_, o, _) in &components {
+        for path in [&o.output, &o.error].into_iter().flatten() {
+            let plain = !path.contains('%') && path != "none" && path.parse::<u32>().is_err();
+            if plain && o.open_mode_append != Some(true) {
+                let _ = std::fs::File::create(path);
+            }
+        }
+    }
     let mut runs = tokio::task::JoinSet::new();
     let mut offset = 0;
     for (i, (k, mut o, command)) in components.into_iter().enumerate() {
+        if [&o.output, &o.error]
+            .into_iter()
+            .flatten()
+            .any(|p| !p.contains('%'))
+        {
+            o.open_mode_append = Some(true);
+        }
         let env = model::job::het_component_env(&env, k);
         let Some(job_id) =
             allocation(&SubmitOpts::default(), &env).and_then(|id| id.parse::<u32>().ok())
