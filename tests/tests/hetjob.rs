@@ -179,6 +179,8 @@ fn a_step_over_several_components_numbers_its_tasks_across_them() {
         "srun --label --het-group=0-1 printenv SLURM_JOB_ID; \
          srun -l -n1 echo a : -O -n2 echo b; \
          srun --het-group=1 printenv SLURM_JOB_ID; \
+         srun -l --het-group=0,1 -o both.out echo x; \
+         srun -l --het-group=1 echo B : --het-group=0 echo A; \
          srun --het-group=2 true",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -200,6 +202,8 @@ fn a_step_over_several_components_numbers_its_tasks_across_them() {
         "1: b",
         "2: b",
         second.as_str(),
+        "0: A",
+        "1: B",
     ];
     want.sort_unstable();
     assert_eq!(lines, want, "{stdout}\n{stderr}");
@@ -210,4 +214,12 @@ fn a_step_over_several_components_numbers_its_tasks_across_them() {
         ),
         "{stderr}"
     );
+    // One file for the whole step holds both components' tasks.
+    let mut both: Vec<String> = std::fs::read_to_string(c.work.join("both.out"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    both.sort();
+    assert_eq!(both, ["0: x", "1: x"]);
 }
