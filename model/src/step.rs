@@ -428,9 +428,10 @@ impl GpuBind {
     /// Slurm's syntax: `none`, `closest`, `single:N`, `map_gpu:0,1`, `mask_gpu:0x3,0xc`
     /// (each item may end `*count`, repeated), with an optional `verbose,` in front.
     /// A list item with a character its base has not gives Slurm's two lines:
-    /// `Failed to validate NaN, offending character is N`, then the argument refused.
+    /// `Failed to validate NaN, offending character is N`, then the argument refused,
+    /// named as Slurm names it (`gpu:` and the argument).
     pub fn parse(text: &str) -> Result<GpuBind, String> {
-        let bad = || format!("Invalid --gpu-bind argument: {text}");
+        let bad = || format!("Invalid --gpu-bind argument: gpu:{text}");
         let t = text.strip_prefix("verbose,").unwrap_or(text);
         match t.split_once(':') {
             None if t == "none" || t == "verbose" => Ok(GpuBind::None),
@@ -964,7 +965,7 @@ mod tests {
                 GpuBind::parse(arg),
                 Err(format!(
                     "Failed to validate NaN, offending character is N\n\
-                     Invalid --gpu-bind argument: {arg}"
+                     Invalid --gpu-bind argument: gpu:{arg}"
                 ))
             );
         }

@@ -540,7 +540,10 @@ fn each_task_sees_its_own_gpus_with_gpus_per_task() {
             "{said} in {out}"
         );
     }
-    assert!(out.contains("Invalid --gpu-bind argument: bogus"), "{out}");
+    assert!(
+        out.contains("Invalid --gpu-bind argument: gpu:bogus"),
+        "{out}"
+    );
     assert!(out.contains("bad=1"), "{out}");
     // --ntasks-per-gpu=2 with two GPUs: four tasks, two on each GPU, as Slurm's.
     let out = c.ok(&[

@@ -55,8 +55,24 @@ pub async fn allocate(
     name: &str,
     say: bool,
 ) -> Result<Allocation, Exit> {
-    let (mut ctld, job_id) = submit(prog, o, env, name).await?;
+    allocate_het(prog, o, &[], env, name, say).await
+}
+
+/// [`allocate`] of a heterogeneous job: `o`'s component first, then `more`'s.
+pub async fn allocate_het(
+    prog: &str,
+    o: &SubmitOpts,
+    more: &[SubmitOpts],
+    env: Vec<(String, String)>,
+    name: &str,
+    say: bool,
+) -> Result<Allocation, Exit> {
+    let (mut ctld, job_id) = submit_het(prog, o, more, env, name).await?;
     let mut waiting = Waiting::new(prog, job_id, say);
+    if !more.is_empty() {
+        // A heterogeneous job always waits for the scheduler's pass, and says so.
+        waiting.tell_pending("");
+    }
     match waiting
         .wait_for_start_within(&mut ctld, o.immediate)
         .await?
@@ -127,16 +143,6 @@ fn hold_spec(
     spec.requeue = false;
     spec.interactive = true;
     Ok(spec)
-}
-
-/// Submits the job holding an allocation of `o`; its id.
-async fn submit(
-    prog: &str,
-    o: &SubmitOpts,
-    env: Vec<(String, String)>,
-    name: &str,
-) -> Result<(Ctld, u32), Exit> {
-    submit_het(prog, o, &[], env, name).await
 }
 
 /// Submits the job holding an allocation of `o` and, after it, the other components

@@ -150,9 +150,14 @@ pub fn parse(args: &[String], env: &[(String, String)]) -> Result<Request, Exit>
 }
 
 /// A component's options with the first's that apply to the whole step, as Slurm's
-/// srun takes them (`--label`, `-u`, `--mpi`, `-K`, `-W`, `-v`, `-Q`).
+/// srun takes them (`--label`, `-u`, `--mpi`, `-K`, `-W`, `-v`, `-Q`, and where the
+/// component names none, `-o`, `-e`, `-i` and `--open-mode`).
 fn with_step_wide_options(o: &SubmitOpts, first: &SubmitOpts) -> SubmitOpts {
     let mut o = o.clone();
+    o.output = o.output.or_else(|| first.output.clone());
+    o.error = o.error.or_else(|| first.error.clone());
+    o.input = o.input.or_else(|| first.input.clone());
+    o.open_mode_append = o.open_mode_append.or(first.open_mode_append);
     o.label |= first.label;
     o.unbuffered |= first.unbuffered;
     o.kill_on_bad_exit |= first.kill_on_bad_exit;
@@ -224,6 +229,32 @@ fn het_step_components(
         return Some(Err(Exit::error(PROG, het_group_beyond(*k, size))));
     }
     Some(Ok(components))
+}
+
+/// `srun A cmd : B cmd` outside an allocation: a heterogeneous job of `A` and `B`,
+/// the step over its components in it, and the job given back, as Slurm's srun.
+async fn het_outside_allocation(req: Request, env: Vec<(String, String)>) -> ExitCode {
+    let name = req
+        .opts
+        .job_name
+        .clone()
+        .unwrap_or_else(|| submit_opts::basename(&req.command[0]).to_string());
+    let more: Vec<SubmitOpts> = req.more.iter().map(|(o, _)| o.clone()).collect();
+    let say = super::salloc::tells_waits(&req.opts);
+    let mut alloc =
+        match super::salloc::allocate_het(PROG, &req.opts, &more, env.clone(), &name, say).await {
+            Ok(a) => a,
+            Err(e) => return e.finish(),
+        };
+    let env = alloc.env(env);
+    let env = alloc.with_het_env(env).await;
+    let code = match het_step_components(&req, &env) {
+        Some(Ok(components)) => het_step(env, components).await,
+        Some(Err(e)) => e.finish(),
+        None => ExitCode::FAILURE,
+    };
+    alloc.relinquish(code == ExitCode::SUCCESS).await;
+    code
 }
 
 /// A step in several components of a heterogeneous allocation: a step in each, run at
@@ -653,6 +684,10 @@ pub fn run(args: &[String]) -> ExitCode {
     }
     // A step over several components of a heterogeneous allocation: one step in each,
     // at once.
+    // Outside any allocation, `srun A cmd : B cmd` allocates a heterogeneous job first.
+    if !req.more.is_empty() && allocation(&req.opts, &env).is_none() {
+        return client::runtime_with_io().block_on(het_outside_allocation(req, env));
+    }
     if let Some(components) = het_step_components(&req, &env) {
         return match components {
             Ok(components) => client::runtime_with_io().block_on(het_step(env, components)),
