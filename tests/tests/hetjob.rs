@@ -223,3 +223,29 @@ fn a_step_over_several_components_numbers_its_tasks_across_them() {
     both.sort();
     assert_eq!(both, ["0: x", "1: x"]);
 }
+
+#[test]
+fn srun_of_components_outside_an_allocation_allocates_them_first() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 2,
+        cpus: 2,
+        ..ClusterSpec::default()
+    });
+    let out = c.run(&[
+        "srun", "-l", "-n1", "-o", "both.out", "echo", "one", ":", "-n1", "echo", "two",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("has been allocated resources"), "{stderr}");
+    // `-o` carries to the second component, which names none.
+    let mut lines: Vec<String> = std::fs::read_to_string(c.work.join("both.out"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    assert_eq!(lines, ["0: one", "1: two"]);
+    // Given back: both components ended.
+    let rows = c.ok(&["sacct", "-n", "-X", "-P", "-o", "JobID,State"]);
+    assert_eq!(rows.matches("COMPLETED").count(), 2, "{rows}");
+}

@@ -368,6 +368,15 @@ fn allocation_env(job: &v1::JobInfo, mut env: Vec<(String, String)>) -> Vec<(Str
 }
 
 impl Allocation {
+    /// The id that names this job alone: `N+K` for a component of a heterogeneous job
+    /// (whose plain id names every component).
+    fn own_id(&self) -> String {
+        match &self.job.het {
+            Some(h) => format!("{}+{}", h.leader, h.offset),
+            None => self.job.job_id.to_string(),
+        }
+    }
+
     /// The variables a command run in the allocation gets (salloc(1), "OUTPUT
     /// ENVIRONMENT VARIABLES").
     pub fn env(&self, env: Vec<(String, String)>) -> Vec<(String, String)> {
@@ -418,7 +427,7 @@ impl Allocation {
     pub async fn current(&mut self) -> Option<(model::JobState, i64, Vec<String>)> {
         let ask = v1::ListJobsRequest {
             filter: Some(v1::JobFilter {
-                job_ids: vec![self.job.job_id.to_string()],
+                job_ids: vec![self.own_id()],
                 ..Default::default()
             }),
             include_finished: true,
@@ -455,7 +464,7 @@ impl Allocation {
     /// Asks once for the allocation's end: COMPLETED when `ok`, else FAILED.
     async fn end_now(&mut self, ok: bool) {
         let filter = v1::JobFilter {
-            job_ids: vec![self.job.job_id.to_string()],
+            job_ids: vec![self.own_id()],
             ..Default::default()
         };
         self.ask_end(&filter, ok).await;
@@ -482,7 +491,7 @@ impl Allocation {
     /// runs is lost.
     pub async fn relinquish(mut self, ok: bool) {
         let filter = v1::JobFilter {
-            job_ids: vec![self.job.job_id.to_string()],
+            job_ids: vec![self.own_id()],
             ..Default::default()
         };
         for _ in 0..RELINQUISH_TRIES {
