@@ -79,6 +79,15 @@ impl Dispatcher {
         Some(client)
     }
 
+    /// The client of `node`'s daemon; `None` while the node has no address.
+    fn node_client(&mut self, state: &ClusterState, node: &str) -> Option<Agent> {
+        let addr = state.nodes.get(node).map(|n| n.addr.clone())?;
+        if addr.is_empty() {
+            return None;
+        }
+        self.client(&addr)
+    }
+
     pub fn perform(&mut self, effect: Effect, state: &ClusterState, store: &dyn Store) {
         match effect {
             Effect::Launch { job_id } => self.launch(job_id, state, store),
@@ -107,11 +116,7 @@ impl Dispatcher {
 
     /// Hands a mail to a node daemon, once: mail is not part of the durable state.
     fn mail(&mut self, node: &str, user: String, subject: String, state: &ClusterState) {
-        let client = state
-            .nodes
-            .get(node)
-            .filter(|n| !n.addr.is_empty())
-            .and_then(|n| self.client(&n.addr));
+        let client = self.node_client(state, node);
         let Some(mut client) = client else {
             tracing::warn!(node, %subject, "mail not sent: the node has no address");
             return;
@@ -130,11 +135,7 @@ impl Dispatcher {
 
     /// Hands `scontrol notify`'s message to the node of the job's batch script, once.
     fn notify(&mut self, job_id: JobId, node: &str, message: String, state: &ClusterState) {
-        let client = state
-            .nodes
-            .get(node)
-            .filter(|n| !n.addr.is_empty())
-            .and_then(|n| self.client(&n.addr));
+        let client = self.node_client(state, node);
         let Some(mut client) = client else {
             tracing::warn!(job_id, node, "notice not sent: the node has no address");
             return;
@@ -156,11 +157,7 @@ impl Dispatcher {
         argument: String,
         state: &ClusterState,
     ) {
-        let client = state
-            .nodes
-            .get(node)
-            .filter(|n| !n.addr.is_empty())
-            .and_then(|n| self.client(&n.addr));
+        let client = self.node_client(state, node);
         let Some(mut client) = client else {
             tracing::warn!(
                 node,
@@ -186,11 +183,7 @@ impl Dispatcher {
     }
 
     fn order(&mut self, job_id: JobId, node: &str, order: Order, state: &ClusterState) {
-        let client = state
-            .nodes
-            .get(node)
-            .filter(|n| !n.addr.is_empty())
-            .and_then(|n| self.client(&n.addr));
+        let client = self.node_client(state, node);
         let Some(client) = client else {
             tracing::debug!(
                 job_id,
