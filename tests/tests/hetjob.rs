@@ -67,6 +67,15 @@ fn components_start_together_show_as_slurms_and_end_with_their_leader() {
     assert_eq!(all.matches("HetJobOffset=").count(), 2, "{all}");
     let plus = c.ok(&["scontrol", "show", "job", &format!("{leader}+1")]);
     assert!(plus.contains(&format!("JobId={other} ")), "{plus}");
+    // From outside, `--jobid=N --het-group=1` runs a step in the second component.
+    let out = c.ok(&[
+        "srun",
+        &format!("--jobid={leader}"),
+        "--het-group=1",
+        "printenv",
+        "SLURM_JOB_ID",
+    ]);
+    assert_eq!(out.trim(), other.to_string());
 
     std::fs::write(&gate, "").unwrap();
     c.wait_state(leader, "COMPLETED", T);

@@ -14,7 +14,7 @@
 use super::submit_opts::{self, Command, Source, SubmitOpts};
 use crate::args;
 use crate::exit::Exit;
-use crate::{client, opts};
+use crate::{calls, client, opts};
 use model::pattern::{PatternValues, expand_pattern};
 use proto::v1;
 use std::process::ExitCode;
@@ -324,11 +324,15 @@ fn het_group_env(
     let Some(groups) = &o.het_group else {
         return Ok(env);
     };
-    let size = env
+    // Not inside a heterogeneous allocation: outside any, Slurm's srun takes no notice
+    // of --het-group; with --jobid=N it names a component of job N (`job_number`).
+    let Some(size) = env
         .iter()
         .find(|(k, _)| k == model::job::HET_SIZE_VAR)
         .and_then(|(_, v)| v.parse::<u32>().ok())
-        .unwrap_or(1);
+    else {
+        return Ok(env);
+    };
     match groups.as_slice() {
         [n] if *n < size => Ok(model::job::het_component_env(&env, *n)),
         [n] => Err(Exit::error(PROG, het_group_beyond(*n, size))),
@@ -696,19 +700,59 @@ pub fn run(args: &[String]) -> ExitCode {
     }
     // `--het-group=N`: the step runs in component N of the heterogeneous allocation,
     // which its variables are taken from.
+    let inside_het = env.iter().any(|(k, _)| k == model::job::HET_SIZE_VAR);
     let env = match het_group_env(&req.opts, env) {
         Ok(env) => env,
         Err(e) => return e.finish(),
     };
-    match allocation(&req.opts, &env) {
-        Some(job) => match job.split('.').next().unwrap_or("").parse::<u32>() {
-            Ok(id) if id > 0 => {
-                client::runtime_with_io().block_on(super::step::in_allocation(req, env, id))
+    // `--jobid=N --het-group=K` from outside the allocation: component K of job N.
+    let target = match (allocation(&req.opts, &env), req.opts.het_group.as_deref()) {
+        (Some(job), Some([k])) if !inside_het && req.opts.jobid.is_some() => {
+            Some(format!("{}+{k}", job.split('.').next().unwrap_or_default()))
+        }
+        (job, _) => job,
+    };
+    match target {
+        Some(job) => client::runtime_with_io().block_on(async move {
+            match job_number(&job).await {
+                Ok(id) => super::step::in_allocation(req, env, id).await,
+                Err(e) => e.finish(),
             }
-            _ => Exit::error(PROG, format!("Invalid job id specified: {job}")).finish(),
-        },
+        }),
         None => client::runtime_with_io().block_on(outside_allocation(req, env)),
     }
+}
+
+/// The number of the job `text` names: `N` (a step's `.S` left aside), or `N+K`, a
+/// component of the heterogeneous job N, which the controller is asked for.
+async fn job_number(text: &str) -> Result<u32, Exit> {
+    let job = text.split('.').next().unwrap_or_default();
+    let invalid = || Exit::error(PROG, format!("Invalid job id specified: {text}"));
+    if let Ok(id) = job.parse::<u32>() {
+        return if id > 0 { Ok(id) } else { Err(invalid()) };
+    }
+    if !job.contains('+') || model::job_id::JobIdSpec::parse(job).is_err() {
+        return Err(invalid());
+    }
+    let mut ctld = calls::connect().await.map_err(|e| Exit::error(PROG, e))?;
+    let ask = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter {
+            job_ids: vec![job.to_string()],
+            ..Default::default()
+        }),
+        include_finished: true,
+        ..Default::default()
+    };
+    let reply = ctld
+        .list_jobs(ask)
+        .await
+        .map_err(|s| Exit::error(PROG, calls::status_text(&s)))?;
+    reply
+        .into_inner()
+        .jobs
+        .first()
+        .map(|j| j.job_id)
+        .ok_or_else(invalid)
 }
 
 /// The node of each task, as Slurm 22.05's srun takes them: from `-w` with
