@@ -68,11 +68,7 @@ pub async fn allocate_het(
     say: bool,
 ) -> Result<Allocation, Exit> {
     let (mut ctld, job_id) = submit_het(prog, o, more, env, name).await?;
-    let mut waiting = Waiting::new(prog, job_id, say);
-    if !more.is_empty() {
-        // A heterogeneous job always waits for the scheduler's pass, and says so.
-        waiting.tell_pending("");
-    }
+    let mut waiting = Waiting::new(prog, job_id, say, !more.is_empty());
     match waiting
         .wait_for_start_within(&mut ctld, o.immediate)
         .await?
@@ -203,14 +199,21 @@ struct Waiting<'a> {
 }
 
 impl<'a> Waiting<'a> {
-    fn new(prog: &'a str, job_id: u32, say: bool) -> Self {
-        Waiting {
+    /// The wait of job `job_id`. A heterogeneous job's (`het`) is said at once: Slurm's
+    /// controller never starts one at its submit, so its salloc or srun always waits
+    /// for the scheduler's pass.
+    fn new(prog: &'a str, job_id: u32, say: bool, het: bool) -> Self {
+        let mut waiting = Waiting {
             prog,
             job_id,
             say,
             told_pending: false,
             since: tokio::time::Instant::now(),
+        };
+        if het {
+            waiting.tell_pending("");
         }
+        waiting
     }
 
     /// The job's record, `None` once the controller no longer has it.
@@ -229,7 +232,8 @@ impl<'a> Waiting<'a> {
             .into_inner()
             .jobs
             .into_iter()
-            .next())
+            // A heterogeneous job's id lists every component: this one is the leader.
+            .find(|j| j.job_id == self.job_id))
     }
 
     /// Says that the job waits, as Slurm's salloc does when the controller does not
@@ -733,12 +737,7 @@ async fn session(
         Ok(x) => x,
         Err(e) => return e.finish(),
     };
-    let mut waiting = Waiting::new(PROG, job_id, tells_waits(&o));
-    if !more.is_empty() {
-        // Slurm's controller never starts a heterogeneous job at its submit: salloc
-        // always waits for the scheduler's pass, and says so.
-        waiting.tell_pending("");
-    }
+    let mut waiting = Waiting::new(PROG, job_id, tells_waits(&o), !more.is_empty());
     let started = {
         tokio::select! {
             r = waiting.wait_for_start_within(&mut ctld, o.immediate) => r,

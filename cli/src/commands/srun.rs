@@ -170,6 +170,14 @@ fn with_step_wide_options(o: &SubmitOpts, first: &SubmitOpts) -> SubmitOpts {
     o
 }
 
+/// The component count of the heterogeneous allocation srun runs in (its
+/// `SLURM_HET_SIZE`); `None` outside one.
+fn het_size(env: &[(String, String)]) -> Option<u32> {
+    env.iter()
+        .find(|(k, _)| k == model::job::HET_SIZE_VAR)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 /// One component of a heterogeneous step: its het group, options and command.
 type HetPart = (u32, SubmitOpts, Vec<String>);
 
@@ -215,11 +223,7 @@ fn het_step_components(
             _ => return None,
         }
     };
-    let size = env
-        .iter()
-        .find(|(k, _)| k == model::job::HET_SIZE_VAR)
-        .and_then(|(_, v)| v.parse::<u32>().ok());
-    let Some(size) = size else {
+    let Some(size) = het_size(env) else {
         return Some(Err(Exit::error(
             PROG,
             "a heterogeneous step runs in a heterogeneous allocation (salloc or sbatch with components)",
@@ -261,12 +265,20 @@ async fn het_outside_allocation(req: Request, env: Vec<(String, String)>) -> Exi
 /// once, its tasks numbered on from the components before it (`--label` shows the
 /// step's numbers); srun's status is the worst of theirs.
 async fn het_step(env: Vec<(String, String)>, components: Vec<HetPart>) -> ExitCode {
-    // One file named for the whole step (`-o out`, no pattern) gets every component's
-    // tasks: emptied once here (unless appended to), then each component appends.
+    // One file named for the whole step (`-o out`: no pattern, not `none` nor a task
+    // number) gets every component's tasks: emptied once here (unless appended to),
+    // then each component appends.
+    let shared_files = |o: &SubmitOpts| -> Vec<String> {
+        [&o.output, &o.error]
+            .into_iter()
+            .flatten()
+            .filter(|p| !p.contains('%') && *p != "none" && p.parse::<u32>().is_err())
+            .cloned()
+            .collect()
+    };
     for (_, o, _) in &components {
-        for path in [&o.output, &o.error].into_iter().flatten() {
-            let plain = !path.contains('%') && path != "none" && path.parse::<u32>().is_err();
-            if plain && o.open_mode_append != Some(true) {
+        if o.open_mode_append != Some(true) {
+            for path in shared_files(o) {
                 let _ = std::fs::File::create(path);
             }
         }
@@ -274,11 +286,7 @@ async fn het_step(env: Vec<(String, String)>, components: Vec<HetPart>) -> ExitC
     let mut runs = tokio::task::JoinSet::new();
     let mut offset = 0;
     for (i, (k, mut o, command)) in components.into_iter().enumerate() {
-        if [&o.output, &o.error]
-            .into_iter()
-            .flatten()
-            .any(|p| !p.contains('%'))
-        {
+        if !shared_files(&o).is_empty() {
             o.open_mode_append = Some(true);
         }
         let env = model::job::het_component_env(&env, k);
@@ -326,11 +334,7 @@ fn het_group_env(
     };
     // Not inside a heterogeneous allocation: outside any, Slurm's srun takes no notice
     // of --het-group; with --jobid=N it names a component of job N (`job_number`).
-    let Some(size) = env
-        .iter()
-        .find(|(k, _)| k == model::job::HET_SIZE_VAR)
-        .and_then(|(_, v)| v.parse::<u32>().ok())
-    else {
+    let Some(size) = het_size(&env) else {
         return Ok(env);
     };
     match groups.as_slice() {
@@ -700,7 +704,7 @@ pub fn run(args: &[String]) -> ExitCode {
     }
     // `--het-group=N`: the step runs in component N of the heterogeneous allocation,
     // which its variables are taken from.
-    let inside_het = env.iter().any(|(k, _)| k == model::job::HET_SIZE_VAR);
+    let inside_het = het_size(&env).is_some();
     let env = match het_group_env(&req.opts, env) {
         Ok(env) => env,
         Err(e) => return e.finish(),

@@ -605,20 +605,12 @@ fn top(turn: &mut Turn, cmd: &ControlJobs) -> Vec<JobResult> {
     let Some(first) = listed.first().and_then(|&id| turn.state.job(id)) else {
         return results;
     };
-    let key = |j: &Job| {
-        (
-            j.spec.uid,
-            j.spec.partition.clone(),
-            j.spec.account.clone(),
-            j.spec.qos.clone(),
-        )
-    };
-    let group_key = key(first);
+    let group_key = top_group(first);
     let ctx = sched::priority::Context::new(turn.state, turn.now, turn.sched);
     let group: Vec<(JobId, u32)> = turn
         .state
         .pending_jobs()
-        .filter(|j| !j.held && key(j) == group_key)
+        .filter(|j| !j.held && top_group(j) == group_key)
         .map(|j| (j.id, ctx.rank(j).1))
         .collect();
     let mut updates = Vec::new();
@@ -646,6 +638,11 @@ fn top(turn: &mut Turn, cmd: &ControlJobs) -> Vec<JobResult> {
     }
     turn.reschedule = true;
     results
+}
+
+/// What `scontrol top` reorders within: a job's user, partition, account and QOS.
+fn top_group(j: &Job) -> (u32, &str, &str, &str) {
+    (j.spec.uid, &j.spec.partition, &j.spec.account, &j.spec.qos)
 }
 
 fn control_one(
