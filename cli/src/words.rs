@@ -2,34 +2,8 @@
 //! interactive lines: blanks separate, quotes group; and the prefix test of Slurm's
 //! keywords, in any case.
 
-/// `text` without `prefix` when it starts with it in any ASCII case (`JobId=12` less
-/// `jobid=` is `12`); safe for any text, whatever its characters.
-pub fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
-}
-
-/// Whether `text` starts with `prefix` in any ASCII case.
-pub fn starts_with_ci(text: &str, prefix: &str) -> bool {
-    strip_prefix_ci(text, prefix).is_some()
-}
-
-/// Slurm's keyword abbreviation, `strncasecmp(text, keyword, MAX(strlen(text), min))
-/// == 0`: `text` begins `keyword`, in any case, and is at least `min` long unless it is
-/// all of it (`sho` is `show` with 3, `p` is not `partitions` with 2).
-pub fn abbreviates(text: &str, keyword: &str, min: usize) -> bool {
-    text.len() >= min.min(keyword.len()) && starts_with_ci(keyword, text)
-}
-
-/// The value of the first `(keyword, min, value)` of `table` that `text` abbreviates
-/// (`abbreviates`): Slurm's commands try their keywords in order.
-pub fn abbreviated<T: Copy>(text: &str, table: &[(&str, usize, T)]) -> Option<T> {
-    table
-        .iter()
-        .find(|(keyword, min, _)| abbreviates(text, keyword, *min))
-        .map(|(_, _, value)| *value)
-}
+// Slurm's keyword grammar lives in `model` (sacctmgr's change keys use it too).
+pub use model::keyword::{abbreviated, abbreviates, starts_with_ci, strip_prefix_ci};
 
 /// C's `atoi`: an optional sign and the leading digits, 0 for none (`%-12` is -12).
 pub fn atoi(text: &str) -> i32 {

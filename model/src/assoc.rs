@@ -188,17 +188,41 @@ pub struct User {
     pub admin_level: AdminLevel,
 }
 
+/// One cluster's associations: every account, `root` included, by name. The root
+/// account's limits and shares are the cluster's (`sacctmgr show cluster`).
+pub type AccountTree = BTreeMap<String, Account>;
+
 /// The account tree and the QOS, ready for lookups.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Associations {
-    /// Every account, `root` included.
-    pub accounts: BTreeMap<String, Account>,
+    /// This cluster's associations: every account, `root` included.
+    pub accounts: AccountTree,
     pub qos: BTreeMap<String, Qos>,
     /// Every user of some account, with their default account (in the config: the
     /// first account listing them).
     pub users: BTreeMap<String, User>,
     /// False while no account is defined besides root: any account name is accepted.
     pub enforced: bool,
+    /// Other clusters' associations, by cluster name: records `sacctmgr` keeps for a
+    /// site's other clusters, as one slurmdbd serves several. Accounts' names and
+    /// users are shared with this cluster's; nothing here is scheduled.
+    pub other_clusters: BTreeMap<String, AccountTree>,
+}
+
+/// Recomputes each account's `children` from the parents of one tree.
+fn relink(tree: &mut AccountTree) {
+    for a in tree.values_mut() {
+        a.children.clear();
+    }
+    let links: Vec<(String, String)> = tree
+        .values()
+        .filter_map(|a| a.parent.clone().map(|p| (p, a.name.clone())))
+        .collect();
+    for (parent, child) in links {
+        if let Some(p) = tree.get_mut(&parent) {
+            p.children.insert(child);
+        }
+    }
 }
 
 impl Default for Associations {
@@ -233,6 +257,7 @@ impl Associations {
             qos: BTreeMap::new(),
             users: BTreeMap::new(),
             enforced: !accounts.is_empty(),
+            other_clusters: BTreeMap::new(),
         };
         out.qos.insert(DEFAULT_QOS.into(), Qos::normal());
         for q in qos {
@@ -270,11 +295,8 @@ impl Associations {
                 },
             );
         }
-        let mut root = Account::new(ROOT, None);
         // Slurm's root user belongs to the root account.
-        root.users.insert("root".into());
-        root.description = "default root account".into();
-        out.accounts.insert(ROOT.into(), root);
+        out.accounts = Associations::new_cluster_tree();
         if accounts.is_empty() {
             out.accounts.insert(
                 DEFAULT_ACCOUNT.into(),
@@ -330,47 +352,66 @@ impl Associations {
                 admin_level: AdminLevel::None,
             })
             .admin_level = AdminLevel::Administrator;
-        let links: Vec<(String, String)> = out
-            .accounts
-            .values()
-            .filter_map(|a| a.parent.clone().map(|p| (p, a.name.clone())))
-            .collect();
-        for (parent, child) in links {
-            if let Some(p) = out.accounts.get_mut(&parent) {
-                p.children.insert(child);
-            }
-        }
+        out.relink();
         out
     }
 
-    /// Recomputes each account's `children` from the parents (after a change).
+    /// Recomputes each account's `children` from the parents (after a change), in
+    /// every cluster's tree.
     pub fn relink(&mut self) {
-        for a in self.accounts.values_mut() {
-            a.children.clear();
+        relink(&mut self.accounts);
+        self.other_clusters.values_mut().for_each(relink);
+    }
+
+    /// A new cluster's associations, as Slurm's `sacctmgr add cluster` makes them: the
+    /// root account, with the root user in it.
+    pub fn new_cluster_tree() -> AccountTree {
+        let mut root = Account::new(ROOT, None);
+        root.users.insert("root".into());
+        root.description = "default root account".into();
+        AccountTree::from([(ROOT.to_string(), root)])
+    }
+
+    /// The associations as cluster `name` has them (this cluster's, `local`, or another
+    /// kept for the site): its account tree with the shared users and QOS; `None` for a
+    /// cluster accounting does not know.
+    pub fn of_cluster(&self, name: &str, local: &str) -> Option<Associations> {
+        if name == local {
+            let mut out = self.clone();
+            out.other_clusters.clear();
+            return Some(out);
         }
-        let links: Vec<(String, String)> = self
-            .accounts
-            .values()
-            .filter_map(|a| a.parent.clone().map(|p| (p, a.name.clone())))
-            .collect();
-        for (parent, child) in links {
-            if let Some(p) = self.accounts.get_mut(&parent) {
-                p.children.insert(child);
-            }
-        }
+        let tree = self.other_clusters.get(name)?;
+        Some(Associations {
+            accounts: tree.clone(),
+            qos: self.qos.clone(),
+            users: self.users.clone(),
+            enforced: true,
+            other_clusters: BTreeMap::new(),
+        })
+    }
+
+    /// The names of every cluster accounting knows, this one (`local`) first.
+    pub fn cluster_names<'a>(&'a self, local: &'a str) -> Vec<&'a str> {
+        std::iter::once(local)
+            .chain(self.other_clusters.keys().map(String::as_str))
+            .collect()
     }
 
     /// What `user` may see of the associations under Slurm's PrivateData `accounts`
     /// and `users`: with `accounts`, the accounts they belong to or coordinate (and,
     /// for the tree's sake, the names of those above them); with `users`, themselves
     /// and, in the accounts they coordinate, those accounts' users. Operators see all;
-    /// the caller decides.
+    /// the caller decides. Other clusters' associations are not shown under either.
     ///
     /// Example: alice in `vision` under `ml`, bob in `physics`; with both words alice
     /// sees root, ml (its name and limits, no users), vision with alice only, no
     /// physics and no bob.
     pub fn visible_to(&self, user: &str, accounts: bool, users: bool) -> Associations {
         let mut out = self.clone();
+        if accounts || users {
+            out.other_clusters.clear();
+        }
         let own = |a: &Account| a.users.contains(user) || self.coordinates(user, &a.name);
         if accounts {
             let mut keep: BTreeSet<String> = BTreeSet::new();

@@ -8,9 +8,14 @@
 //! it sets both limits on alice's association in `ml` and reports that association.
 //! A count of `-1` clears a limit (`MaxJobs=-1`, `GrpTRES=gres/gpu=-1`), as in Slurm.
 //!
-//! Names of accounts and QOS are lower case, as Slurm keeps them.
+//! Names of accounts, QOS and clusters are lower case, as Slurm keeps them.
+//!
+//! Accounting keeps other clusters' associations besides this one's (as one slurmdbd
+//! serves several clusters): a change to accounts, users or coordinators applies to
+//! the clusters its `cluster=` names, else to every cluster it can (an `add` to those
+//! that have the accounts it needs), each through the same rules as this cluster's.
 
-use crate::assoc::{Account, AdminLevel, Associations, Limits, Qos, ROOT, User};
+use crate::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, ROOT, User};
 use crate::job::PreemptMode;
 use crate::reservation_change::ListEdit;
 use crate::tres::{self, TresCounts};
@@ -24,6 +29,8 @@ pub enum Entity {
     User,
     Qos,
     Coordinator,
+    /// A cluster of the site: its root association (the cluster's limits and shares).
+    Cluster,
 }
 
 impl Entity {
@@ -34,6 +41,7 @@ impl Entity {
             "user" | "users" => Entity::User,
             "qos" => Entity::Qos,
             "coordinator" | "coordinators" | "coord" => Entity::Coordinator,
+            "cluster" | "clusters" => Entity::Cluster,
             _ => return None,
         })
     }
@@ -172,34 +180,42 @@ impl LimitKind {
     }
 
     /// The limit a `sacctmgr` key names, with the TRES a legacy key stands for
-    /// (`GrpCPUs` is `GrpTRES=cpu=`).
+    /// (`GrpCPUs` is `GrpTRES=cpu=`): a whole key of Slurm's or Drover's, else an
+    /// abbreviation of one of Slurm's, tried in the order its sacctmgr tries them
+    /// (`MaxNodes`, `maxn` and `grpjob` are its `MaxNodesPerJob` and `GrpJobs`).
     fn parse_key(key: &str) -> Option<(LimitKind, Option<&'static str>)> {
         use LimitKind as K;
-        Some(match key {
-            "grptres" => (K::GrpTres, None),
-            "grptresmins" => (K::GrpTresMins, None),
-            "grptresrunmins" => (K::GrpTresRunMins, None),
-            "grpjobs" => (K::GrpJobs, None),
-            "grpsubmitjobs" | "grpsubmit" => (K::GrpSubmitJobs, None),
-            "maxtres" | "maxtresperjob" | "maxtresperjobs" => (K::MaxTres, None),
-            "maxtresperuser" | "maxtrespu" => (K::MaxTresPerUser, None),
-            "maxjobs" | "maxjobsperuser" | "maxjobspu" => (K::MaxJobs, None),
-            "maxsubmitjobs" | "maxsubmit" | "maxsubmitjobsperuser" | "maxsubmitpu" => {
-                (K::MaxSubmitJobs, None)
-            }
-            "maxwall" | "maxwalldurationperjob" => (K::MaxWall, None),
-            "guaranteedtres" => (K::GuaranteedTres, None),
-            "borrowinglimit" => (K::BorrowingLimit, None),
-            "lendinglimit" => (K::LendingLimit, None),
-            "grpcpus" => (K::GrpTres, Some("cpu")),
-            "grpnodes" => (K::GrpTres, Some("node")),
-            "grpmem" => (K::GrpTres, Some("mem")),
-            "grpcpumins" => (K::GrpTresMins, Some("cpu")),
-            "grpcpurunmins" => (K::GrpTresRunMins, Some("cpu")),
-            "maxcpus" | "maxcpusperjob" => (K::MaxTres, Some("cpu")),
-            "maxnodes" | "maxnodesperjob" => (K::MaxTres, Some("node")),
-            _ => return None,
-        })
+        let whole = match key {
+            "grpsubmit" => Some((K::GrpSubmitJobs, None)),
+            "maxtres" | "maxtresperjobs" => Some((K::MaxTres, None)),
+            "maxtresperuser" | "maxtrespu" => Some((K::MaxTresPerUser, None)),
+            "maxjobsperuser" | "maxjobspu" => Some((K::MaxJobs, None)),
+            "maxsubmit" | "maxsubmitjobsperuser" | "maxsubmitpu" => Some((K::MaxSubmitJobs, None)),
+            "guaranteedtres" => Some((K::GuaranteedTres, None)),
+            "borrowinglimit" => Some((K::BorrowingLimit, None)),
+            "lendinglimit" => Some((K::LendingLimit, None)),
+            _ => None,
+        };
+        type Key = (LimitKind, Option<&'static str>);
+        const ABBREVIATED: &[(&str, usize, Key)] = &[
+            ("grpcpumins", 7, (K::GrpTresMins, Some("cpu"))),
+            ("grpcpurunmins", 7, (K::GrpTresRunMins, Some("cpu"))),
+            ("grpcpus", 7, (K::GrpTres, Some("cpu"))),
+            ("grpjobs", 4, (K::GrpJobs, None)),
+            ("grpmemory", 4, (K::GrpTres, Some("mem"))),
+            ("grpnodes", 4, (K::GrpTres, Some("node"))),
+            ("grpsubmitjobs", 4, (K::GrpSubmitJobs, None)),
+            ("grptres", 7, (K::GrpTres, None)),
+            ("grptresmins", 8, (K::GrpTresMins, None)),
+            ("grptresrunmins", 8, (K::GrpTresRunMins, None)),
+            ("maxcpusperjob", 7, (K::MaxTres, Some("cpu"))),
+            ("maxjobs", 4, (K::MaxJobs, None)),
+            ("maxnodesperjob", 4, (K::MaxTres, Some("node"))),
+            ("maxsubmitjobs", 4, (K::MaxSubmitJobs, None)),
+            ("maxtresperjob", 7, (K::MaxTres, None)),
+            ("maxwalldurationperjob", 4, (K::MaxWall, None)),
+        ];
+        whole.or_else(|| crate::keyword::abbreviated(key, ABBREVIATED))
     }
 }
 
@@ -259,6 +275,19 @@ pub struct AssocChange {
 enum Part {
     Conditions,
     Settings,
+}
+
+/// A value without the quotes around it (`'ml'`, `"a b"`).
+fn unquoted(value: &str) -> &str {
+    for quote in ['\'', '"'] {
+        if let Some(inner) = value
+            .strip_prefix(quote)
+            .and_then(|v| v.strip_suffix(quote))
+        {
+            return inner;
+        }
+    }
+    value
 }
 
 fn unknown(word: &str) -> String {
@@ -362,7 +391,7 @@ impl AssocChange {
             settings: Settings::default(),
         };
         let mut part = Part::Conditions;
-        let lower_names = matches!(entity, Entity::Account | Entity::Qos);
+        let lower_names = matches!(entity, Entity::Account | Entity::Qos | Entity::Cluster);
         for word in words {
             match word.to_ascii_lowercase().as_str() {
                 "where" => {
@@ -383,6 +412,9 @@ impl AssocChange {
                 continue;
             };
             let key = key.trim().to_ascii_lowercase();
+            // A script's quotes that reached the command (`DefaultAccount='ml'`) are not
+            // part of the value, as Slurm's sacctmgr strips them.
+            let value = unquoted(value);
             // `QOS+=high` adds to a list, `QOS-=low` removes from it.
             let edited;
             let (key, value) = match key.strip_suffix(['+', '-']) {
@@ -404,6 +436,9 @@ impl AssocChange {
                     if naming && matches!(entity, Entity::User | Entity::Coordinator) =>
                 {
                     c.accounts.extend(names(value, true))
+                }
+                "cluster" | "clusters" if naming && entity == Entity::Cluster => {
+                    c.names.extend(names(value, true))
                 }
                 "cluster" | "clusters" if naming => c.clusters.extend(names(value, true)),
                 _ if part == Part::Conditions && action != Action::Add => {
@@ -532,16 +567,16 @@ impl Settings {
                 out.push(name);
             }
         };
-        use Entity::{Account as A, Qos as Q, User as U};
+        use Entity::{Account as A, Cluster as C, Qos as Q, User as U};
         check(self.parent.is_some(), "Parent", &[A]);
         check(self.description.is_some(), "Description", &[A, Q]);
         check(self.organization.is_some(), "Organization", &[A]);
-        check(self.fairshare.is_some(), "Fairshare", &[A]);
+        check(self.fairshare.is_some(), "Fairshare", &[A, C]);
         check(self.priority.is_some(), "Priority", &[A, Q]);
         check(self.default_account.is_some(), "DefaultAccount", &[U]);
         check(self.admin_level.is_some(), "AdminLevel", &[U]);
-        check(self.qos.is_some(), "QOS", &[A]);
-        check(self.default_qos.is_some(), "DefaultQOS", &[A]);
+        check(self.qos.is_some(), "QOS", &[A, C]);
+        check(self.default_qos.is_some(), "DefaultQOS", &[A, C]);
         check(self.preempt.is_some(), "Preempt", &[Q]);
         check(self.preempt_mode.is_some(), "PreemptMode", &[Q]);
         check(self.grace_time_s.is_some(), "GraceTime", &[Q]);
@@ -549,7 +584,7 @@ impl Settings {
         check(self.gpu_idle_limit_s.is_some(), "GpuIdleLimit", &[Q]);
         check(self.gpu_idle_action.is_some(), "GpuIdleAction", &[Q]);
         check(self.gpu_idle_grace_s.is_some(), "GpuIdleGrace", &[Q]);
-        check(!self.limits.is_empty(), "limits", &[A, U, Q]);
+        check(!self.limits.is_empty(), "limits", &[A, U, Q, C]);
         for kind in [
             LimitKind::GuaranteedTres,
             LimitKind::BorrowingLimit,
@@ -588,9 +623,10 @@ impl Settings {
 }
 
 /// An association a change touched: an account's own (`user` empty, with its parent)
-/// or a user's in an account.
+/// or a user's in an account, in a cluster.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct AssocRef {
+    pub cluster: String,
     pub account: String,
     pub user: String,
     pub parent: String,
@@ -633,22 +669,8 @@ pub fn apply(
     change: &AssocChange,
     ctx: &Context<'_>,
 ) -> Result<(Associations, Changed), String> {
-    if let Some(other) = change
-        .conditions
-        .clusters
-        .iter()
-        .find(|c| *c != ctx.cluster)
-    {
-        return Err(format!(
-            "Cluster '{other}' is not this cluster ({})",
-            ctx.cluster
-        ));
-    }
     change.settings.check_values()?;
-    let foreign = change.settings.foreign(match change.entity {
-        Entity::Coordinator => Entity::Coordinator,
-        e => e,
-    });
+    let foreign = change.settings.foreign(change.entity);
     if !foreign.is_empty() {
         return Err(format!(
             "{} cannot be set on {}",
@@ -658,6 +680,7 @@ pub fn apply(
                 Entity::User => "a user",
                 Entity::Qos => "a QOS",
                 Entity::Coordinator => "a coordinator",
+                Entity::Cluster => "a cluster",
             }
         ));
     }
@@ -666,9 +689,141 @@ pub fn apply(
     let c = &change.conditions;
     let s = &change.settings;
     match (change.action, change.entity) {
-        (Action::Add, Entity::Account) => add_accounts(&mut out, c, s, &mut changed)?,
-        (Action::Add, Entity::User) => add_users(&mut out, c, s, &mut changed)?,
-        (Action::Add, Entity::Qos) => {
+        (action, Entity::Qos) => qos(&mut out, action, c, s, ctx, &mut changed)?,
+        (action, Entity::Cluster) => clusters(&mut out, action, c, s, ctx, &mut changed)?,
+        (Action::Modify, Entity::Coordinator) => {
+            return Err("Coordinators are added or deleted, not modified".into());
+        }
+        (action, entity) => {
+            for cluster in target_clusters(&out, change, ctx.cluster)? {
+                let before = changed.assocs.len();
+                in_cluster(&mut out, &cluster, ctx.cluster, |out| {
+                    let idle = Context {
+                        cluster: &cluster,
+                        busy_assoc: &|_, _| false,
+                        busy_qos: &|_| false,
+                    };
+                    // Jobs run in this cluster only.
+                    let ctx = if cluster == ctx.cluster { ctx } else { &idle };
+                    match (action, entity) {
+                        (Action::Add, Entity::Account) => add_accounts(out, c, s, &mut changed),
+                        (Action::Add, Entity::User) => add_users(out, c, s, &mut changed),
+                        (action, Entity::Coordinator) => {
+                            coordinators(out, c, action == Action::Add, &mut changed)
+                        }
+                        (Action::Modify, Entity::Account) => {
+                            modify_accounts(out, c, s, &mut changed)
+                        }
+                        (Action::Modify, Entity::User) => modify_users(out, c, s, &mut changed),
+                        (Action::Delete, Entity::Account) => {
+                            delete_accounts(out, c, ctx, &mut changed)
+                        }
+                        (Action::Delete, Entity::User) => delete_users(out, c, ctx, &mut changed),
+                        _ => unreachable!("QOS and clusters are changed above"),
+                    }
+                })?;
+                for a in &mut changed.assocs[before..] {
+                    a.cluster = cluster.clone();
+                }
+            }
+            dedup(&mut changed.names);
+            dedup(&mut changed.users_removed);
+        }
+    }
+    out.relink();
+    Ok((out, changed))
+}
+
+/// Drops repeats (a name reported by each cluster a change went to), keeping the order.
+fn dedup(names: &mut Vec<String>) {
+    let mut seen = BTreeSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+}
+
+/// Slurm's refusal of a cluster accounting does not know.
+fn unknown_cluster(name: &str) -> String {
+    format!(" This cluster '{name}' doesn't exist. Contact your admin to add it to accounting.")
+}
+
+/// The clusters a change to accounts, users or coordinators goes to: those its
+/// `cluster=` names (each must exist), else every cluster, for an `add` only those
+/// with the accounts it needs (this cluster alone when none has them, to say why).
+fn target_clusters(
+    assocs: &Associations,
+    change: &AssocChange,
+    local: &str,
+) -> Result<Vec<String>, String> {
+    let c = &change.conditions;
+    if !c.clusters.is_empty() {
+        let known = assocs.cluster_names(local);
+        if let Some(other) = c.clusters.iter().find(|n| !known.contains(&n.as_str())) {
+            return Err(unknown_cluster(other));
+        }
+        let mut named = c.clusters.clone();
+        dedup(&mut named);
+        return Ok(named);
+    }
+    let needed: Vec<&String> = match (change.action, change.entity) {
+        (Action::Add, Entity::Account) => change.settings.parent.iter().collect(),
+        (Action::Add, Entity::User) => c
+            .accounts
+            .iter()
+            .chain(&change.settings.default_account)
+            .collect(),
+        (Action::Add, Entity::Coordinator) => c.accounts.iter().collect(),
+        _ => Vec::new(),
+    };
+    let has = |tree: &AccountTree| needed.iter().all(|a| tree.contains_key(*a));
+    let mut out: Vec<String> = std::iter::once((local, &assocs.accounts))
+        .chain(assocs.other_clusters.iter().map(|(n, t)| (n.as_str(), t)))
+        .filter(|(_, tree)| has(tree))
+        .map(|(n, _)| n.to_string())
+        .collect();
+    if out.is_empty() {
+        out.push(local.to_string());
+    }
+    Ok(out)
+}
+
+/// Runs `f` on cluster `name`'s associations as if they were this cluster's (`local`):
+/// its tree in `accounts`, every other tree, this cluster's included, in
+/// `other_clusters`, so that a rule looking across clusters sees them all.
+fn in_cluster<R>(
+    out: &mut Associations,
+    name: &str,
+    local: &str,
+    f: impl FnOnce(&mut Associations) -> Result<R, String>,
+) -> Result<R, String> {
+    if name == local {
+        return f(out);
+    }
+    let tree = out.other_clusters.remove(name).unwrap_or_default();
+    let local_tree = std::mem::replace(&mut out.accounts, tree);
+    out.other_clusters.insert(local.to_string(), local_tree);
+    let enforced = std::mem::replace(&mut out.enforced, true);
+    let result = f(out);
+    out.enforced = enforced;
+    let local_tree = out.other_clusters.remove(local).unwrap_or_default();
+    let tree = std::mem::replace(&mut out.accounts, local_tree);
+    out.other_clusters.insert(name.to_string(), tree);
+    result
+}
+
+/// Every cluster's account tree, this one's first.
+fn trees(out: &Associations) -> impl Iterator<Item = &AccountTree> {
+    std::iter::once(&out.accounts).chain(out.other_clusters.values())
+}
+
+fn qos(
+    out: &mut Associations,
+    action: Action,
+    c: &Conditions,
+    s: &Settings,
+    ctx: &Context<'_>,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    match action {
+        Action::Add => {
             for name in &c.names {
                 if !out.qos.contains_key(name) {
                     let mut q = Qos::new(name);
@@ -677,18 +832,10 @@ pub fn apply(
                     changed.names.push(name.clone());
                 }
             }
-            check_qos_names(&out, s)?;
+            check_qos_names(out, s)?;
         }
-        (action, Entity::Coordinator) => {
-            if action == Action::Modify {
-                return Err("Coordinators are added or deleted, not modified".into());
-            }
-            coordinators(&mut out, c, action == Action::Add, &mut changed)?;
-        }
-        (Action::Modify, Entity::Account) => modify_accounts(&mut out, c, s, &mut changed)?,
-        (Action::Modify, Entity::User) => modify_users(&mut out, c, s, &mut changed)?,
-        (Action::Modify, Entity::Qos) => {
-            check_qos_names(&out, s)?;
+        Action::Modify => {
+            check_qos_names(out, s)?;
             for name in &c.names {
                 if let Some(q) = out.qos.get_mut(name) {
                     modify_qos(q, s);
@@ -696,9 +843,7 @@ pub fn apply(
                 }
             }
         }
-        (Action::Delete, Entity::Account) => delete_accounts(&mut out, c, ctx, &mut changed)?,
-        (Action::Delete, Entity::User) => delete_users(&mut out, c, ctx, &mut changed)?,
-        (Action::Delete, Entity::Qos) => {
+        Action::Delete => {
             for name in &c.names {
                 if !out.qos.contains_key(name) {
                     continue;
@@ -710,7 +855,11 @@ pub fn apply(
                     return Err(JOBS_ACTIVE.into());
                 }
                 out.qos.remove(name);
-                for a in out.accounts.values_mut() {
+                let every_account = out
+                    .accounts
+                    .values_mut()
+                    .chain(out.other_clusters.values_mut().flat_map(|t| t.values_mut()));
+                for a in every_account {
                     a.qos.remove(name);
                     if a.default_qos == *name {
                         a.default_qos.clear();
@@ -723,8 +872,75 @@ pub fn apply(
             }
         }
     }
-    out.relink();
-    Ok((out, changed))
+    Ok(())
+}
+
+/// `add|modify|delete cluster`: another cluster's associations are made with its root
+/// account, set through its root association (the cluster's limits, shares and QOS)
+/// and deleted whole; this cluster exists already and is not deleted.
+fn clusters(
+    out: &mut Associations,
+    action: Action,
+    c: &Conditions,
+    s: &Settings,
+    ctx: &Context<'_>,
+    changed: &mut Changed,
+) -> Result<(), String> {
+    need_names(c, "cluster")?;
+    check_qos_names(out, s)?;
+    for name in &c.names {
+        let exists = name == ctx.cluster || out.other_clusters.contains_key(name);
+        match action {
+            Action::Add => {
+                check_name(name, "cluster")?;
+                if exists {
+                    continue;
+                }
+                let mut tree = Associations::new_cluster_tree();
+                modify_account(tree.get_mut(ROOT).expect("a new tree has root"), s);
+                out.other_clusters.insert(name.clone(), tree);
+            }
+            Action::Modify => {
+                let tree = if name == ctx.cluster {
+                    &mut out.accounts
+                } else {
+                    match out.other_clusters.get_mut(name) {
+                        Some(tree) => tree,
+                        None => continue,
+                    }
+                };
+                if let Some(root) = tree.get_mut(ROOT) {
+                    modify_account(root, s);
+                }
+            }
+            Action::Delete => {
+                if name == ctx.cluster {
+                    return Err(format!(
+                        "Cluster '{name}' is this controller's own: it cannot be deleted"
+                    ));
+                }
+                if out.other_clusters.remove(name).is_none() {
+                    continue;
+                }
+            }
+        }
+        changed.names.push(name.clone());
+    }
+    if action == Action::Delete {
+        // Users go with their last association, as everywhere else.
+        let orphans: Vec<String> = out
+            .users
+            .keys()
+            .filter(|u| {
+                *u != "root" && !trees(out).any(|t| t.values().any(|a| a.users.contains(*u)))
+            })
+            .cloned()
+            .collect();
+        for user in orphans {
+            out.users.remove(&user);
+        }
+    }
+    Ok(())
 }
 
 fn need_names(c: &Conditions, what: &str) -> Result<(), String> {
@@ -751,7 +967,7 @@ fn check_qos_names(assocs: &Associations, s: &Settings) -> Result<(), String> {
     Ok(())
 }
 
-fn check_account_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str, what: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= crate::job::MAX_WORD_CHARS
         && name
@@ -760,7 +976,7 @@ fn check_account_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("Invalid account name '{name}'"))
+        Err(format!("Invalid {what} name '{name}'"))
     }
 }
 
@@ -828,7 +1044,7 @@ fn add_accounts(
         return Err(format!("Parent account '{parent}' doesn't exist."));
     }
     for name in &c.names {
-        check_account_name(name)?;
+        check_name(name, "account")?;
         if out.accounts.contains_key(name) {
             continue;
         }
@@ -837,6 +1053,7 @@ fn add_accounts(
         out.accounts.insert(name.clone(), a);
         changed.names.push(name.clone());
         changed.assocs.push(AssocRef {
+            cluster: String::new(),
             account: name.clone(),
             user: String::new(),
             parent: parent.clone(),
@@ -888,6 +1105,7 @@ fn add_users(
                     a.user_limits.insert(user.clone(), limits);
                 }
                 changed.assocs.push(AssocRef {
+                    cluster: String::new(),
                     account: account.clone(),
                     user: user.clone(),
                     parent: String::new(),
@@ -932,6 +1150,7 @@ fn coordinators(
             if did {
                 touched.insert(user.clone());
                 changed.assocs.push(AssocRef {
+                    cluster: String::new(),
                     account: account.clone(),
                     user: user.clone(),
                     parent: String::new(),
@@ -993,6 +1212,7 @@ fn modify_accounts(
         }
         changed.names.push(name.clone());
         changed.assocs.push(AssocRef {
+            cluster: String::new(),
             account: name.clone(),
             user: String::new(),
             parent: old_parent,
@@ -1000,6 +1220,7 @@ fn modify_accounts(
         if !s.limits.is_empty() {
             for user in &a.users {
                 changed.assocs.push(AssocRef {
+                    cluster: String::new(),
                     account: name.clone(),
                     user: user.clone(),
                     parent: String::new(),
@@ -1025,7 +1246,7 @@ fn modify_users(
     if let Some(d) = &s.default_account {
         let strays: Vec<&String> = users
             .iter()
-            .filter(|u| !out.accounts.get(d).is_some_and(|a| a.users.contains(*u)))
+            .filter(|u| !trees(out).any(|t| t.get(d).is_some_and(|a| a.users.contains(*u))))
             .collect();
         if !strays.is_empty() {
             return Err(format!(
@@ -1062,6 +1283,7 @@ fn modify_users(
                     a.user_limits.remove(user);
                 }
                 changed.assocs.push(AssocRef {
+                    cluster: String::new(),
                     account: name.clone(),
                     user: user.clone(),
                     parent: String::new(),
@@ -1072,22 +1294,26 @@ fn modify_users(
     Ok(())
 }
 
-/// Removes a user's association with an account; the user goes with their last.
+/// Removes a user's association with an account; the user goes with their last (in
+/// any cluster).
 fn remove_assoc(out: &mut Associations, account: &str, user: &str, changed: &mut Changed) {
     if let Some(a) = out.accounts.get_mut(account) {
         a.users.remove(user);
         a.user_limits.remove(user);
     }
-    let left: Vec<String> = out
-        .accounts
-        .values()
+    let left: Vec<String> = trees(out)
+        .flat_map(|t| t.values())
         .filter(|a| a.users.contains(user))
         .map(|a| a.name.clone())
         .collect();
     match left.first() {
         None => {
             out.users.remove(user);
-            for a in out.accounts.values_mut() {
+            let every_account = out
+                .accounts
+                .values_mut()
+                .chain(out.other_clusters.values_mut().flat_map(|t| t.values_mut()));
+            for a in every_account {
                 a.coordinators.remove(user);
             }
             changed.users_removed.push(user.to_string());
@@ -1095,6 +1321,7 @@ fn remove_assoc(out: &mut Associations, account: &str, user: &str, changed: &mut
         Some(first) => {
             if let Some(u) = out.users.get_mut(user)
                 && u.default_account == account
+                && !left.iter().any(|l| l == account)
             {
                 u.default_account = first.clone();
             }
@@ -1167,6 +1394,7 @@ fn delete_users(
         remove_assoc(out, account, user, changed);
         if !c.accounts.is_empty() {
             changed.assocs.push(AssocRef {
+                cluster: String::new(),
                 account: account.clone(),
                 user: user.clone(),
                 parent: String::new(),
@@ -1489,5 +1717,159 @@ mod tests {
         );
         assert!(run(&a, "delete account root").is_err());
         assert!(run(&a, "add account x cluster=other").is_err());
+    }
+}
+
+#[cfg(test)]
+mod cluster_tests {
+    //! Other clusters' associations: made, listed apart, changed by `cluster=`.
+    use super::*;
+
+    fn change(text: &str) -> AssocChange {
+        let w: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+        AssocChange::parse(
+            Action::parse(&w[0]).unwrap(),
+            Entity::parse(&w[1]).unwrap(),
+            &w[2..],
+        )
+        .unwrap()
+    }
+
+    fn run(assocs: &Associations, text: &str) -> Result<(Associations, Changed), String> {
+        let busy = |account: &str, _: &str| account == "busy";
+        let ctx = Context {
+            cluster: "drover",
+            busy_assoc: &busy,
+            busy_qos: &|_| false,
+        };
+        apply(assocs, &change(text), &ctx)
+    }
+
+    fn ok(assocs: &Associations, text: &str) -> (Associations, Changed) {
+        run(assocs, text).unwrap()
+    }
+
+    #[test]
+    fn a_cluster_is_added_with_its_root_limits_and_deleted_whole() {
+        let base = Associations::default();
+        let (a, changed) = ok(
+            &base,
+            "add cluster C2,c3 GrpJobs=5 MaxNodes=3 Fairshare=7 grpmem=200",
+        );
+        assert_eq!(changed.names, ["c2", "c3"]);
+        let root = &a.other_clusters["c2"][ROOT];
+        assert_eq!(
+            (root.shares, root.limits.grp_jobs),
+            (7, Some(5)),
+            "the cluster's limits are its root association's"
+        );
+        assert_eq!(root.limits.max_tres_per_job.get("node"), Some(&3));
+        assert_eq!(root.limits.grp_tres.get("mem"), Some(&200));
+        assert!(root.users.contains("root"));
+        // This cluster's own tree is untouched, and it is known already.
+        assert_eq!(a.accounts, base.accounts);
+        assert!(ok(&a, "add cluster drover,c2").1.is_empty());
+        // Modify reaches the root association; this cluster's too.
+        let (a, changed) = ok(&a, "modify cluster set GrpJobs=9 where name=c3,drover");
+        assert_eq!(changed.names, ["c3", "drover"]);
+        assert_eq!(a.other_clusters["c3"][ROOT].limits.grp_jobs, Some(9));
+        assert_eq!(a.accounts[ROOT].limits.grp_jobs, Some(9));
+        assert_eq!(a.other_clusters["c2"][ROOT].limits.grp_jobs, Some(5));
+        // This cluster is never deleted; another goes with its associations.
+        assert!(run(&a, "delete cluster drover").is_err());
+        let (a, changed) = ok(&a, "delete cluster c3");
+        assert_eq!(changed.names, ["c3"]);
+        assert!(!a.other_clusters.contains_key("c3"));
+        // A setting a cluster does not have is refused.
+        assert_eq!(
+            run(&a, "add cluster c4 description=x").unwrap_err(),
+            "Description cannot be set on a cluster"
+        );
+    }
+
+    #[test]
+    fn accounts_and_users_go_to_the_clusters_named_or_to_every_cluster() {
+        let (a, _) = ok(&Associations::default(), "add cluster c2,c3");
+        // Named clusters only; an unknown one is Slurm's refusal.
+        let (a, changed) = ok(&a, "add account ml cluster=c2,c3 maxjobs=4");
+        let clusters: Vec<&str> = changed.assocs.iter().map(|r| r.cluster.as_str()).collect();
+        assert_eq!(clusters, ["c2", "c3"]);
+        assert_eq!(changed.names, ["ml"], "the account is named once");
+        assert!(!a.accounts.contains_key("ml"));
+        assert_eq!(a.other_clusters["c3"]["ml"].limits.max_jobs, Some(4));
+        assert!(
+            run(&a, "add account x cluster=nowhere")
+                .unwrap_err()
+                .contains("This cluster 'nowhere' doesn't exist.")
+        );
+        // Without cluster=, an account goes to every cluster ...
+        let (a, _) = ok(&a, "add account physics");
+        assert!(a.accounts.contains_key("physics"));
+        assert!(a.other_clusters.values().all(|t| t.contains_key("physics")));
+        // ... and a user to every cluster that has the accounts named.
+        let (a, changed) = ok(&a, "add user alice account=ml defaultaccount='ml'");
+        let clusters: Vec<&str> = changed.assocs.iter().map(|r| r.cluster.as_str()).collect();
+        assert_eq!(clusters, ["c2", "c3"]);
+        assert_eq!(
+            a.users["alice"].default_account, "ml",
+            "quotes are not the value's"
+        );
+        // A limit by cluster: only that cluster's association changes.
+        let (a, _) = ok(&a, "modify user where name=alice cluster=c2 set maxjob=2");
+        assert_eq!(
+            a.other_clusters["c2"]["ml"].user_limits["alice"].max_jobs,
+            Some(2)
+        );
+        assert!(
+            !a.other_clusters["c3"]["ml"]
+                .user_limits
+                .contains_key("alice")
+        );
+        // The user stays while an association is left in any cluster.
+        let (a, _) = ok(&a, "delete user alice where cluster=c2");
+        assert!(a.users.contains_key("alice"));
+        let (a, changed) = ok(&a, "delete user alice where cluster=c3");
+        assert!(!a.users.contains_key("alice"));
+        assert_eq!(changed.names, ["alice"]);
+        // Deleting a cluster takes the users whose last associations were there.
+        let (a, _) = ok(&a, "add user bob account=ml cluster=c3");
+        let (a, _) = ok(&a, "delete cluster c3");
+        assert!(!a.users.contains_key("bob"));
+        // Jobs run here only: a busy account elsewhere is no obstacle.
+        let (a, _) = ok(&a, "add account busy cluster=c2");
+        assert!(ok(&a, "delete account busy").1.names == ["busy"]);
+    }
+
+    #[test]
+    fn slurms_abbreviated_limit_keys() {
+        let c = change("add account x maxn=3 grpjob=4 maxj=5 maxw=10 grpmemory=6 maxcpus=7");
+        assert_eq!(
+            c.settings.limits,
+            vec![
+                (
+                    LimitKind::MaxTres,
+                    LimitValue::Tres(vec![("node".into(), Some(3))])
+                ),
+                (LimitKind::GrpJobs, LimitValue::Count(Some(4))),
+                (LimitKind::MaxJobs, LimitValue::Count(Some(5))),
+                (LimitKind::MaxWall, LimitValue::Count(Some(10))),
+                (
+                    LimitKind::GrpTres,
+                    LimitValue::Tres(vec![("mem".into(), Some(6))])
+                ),
+                (
+                    LimitKind::MaxTres,
+                    LimitValue::Tres(vec![("cpu".into(), Some(7))])
+                ),
+            ]
+        );
+        // Too short to name one, or no limit Drover keeps: refused.
+        for word in ["max=1", "grpc=1", "maxcpumins=1"] {
+            let w = [word.to_string()];
+            assert!(
+                AssocChange::parse(Action::Add, Entity::Account, &w).is_err(),
+                "{word}"
+            );
+        }
     }
 }

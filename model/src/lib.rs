@@ -15,6 +15,7 @@ pub mod job;
 pub mod job_id;
 pub mod job_time;
 pub mod job_update;
+pub mod keyword;
 pub mod log_level;
 pub mod mail;
 pub mod multi_prog;

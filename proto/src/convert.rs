@@ -1577,7 +1577,7 @@ pub fn usage_from_wire(u: v1::StepUsage) -> model::StepUsage {
 
 // ---------------------------------------------------------------- accounting (sacctmgr)
 
-use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
+use model::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, User};
 use model::assoc_change::{
     Action, AssocChange, AssocRef, Changed, Conditions, Entity, LimitKind, LimitValue, Settings,
 };
@@ -1641,12 +1641,12 @@ fn admin_level_from_wire(n: i32) -> Result<AdminLevel, String> {
     })
 }
 
-/// The associations as `sacctmgr show` reads them: accounts parents first.
-pub fn associations_to_wire(a: &Associations, cluster_name: &str) -> v1::ShowAccountingReply {
+/// One cluster's accounts, parents first.
+fn account_tree_to_wire(tree: &AccountTree) -> Vec<v1::AccountRecord> {
     let mut accounts = Vec::new();
     let mut todo = vec![model::assoc::ROOT.to_string()];
     while let Some(name) = todo.pop() {
-        let Some(acct) = a.accounts.get(&name) else {
+        let Some(acct) = tree.get(&name) else {
             continue;
         };
         todo.extend(acct.children.iter().rev().cloned());
@@ -1672,9 +1672,38 @@ pub fn associations_to_wire(a: &Associations, cluster_name: &str) -> v1::ShowAcc
             coordinators: acct.coordinators.iter().cloned().collect(),
         });
     }
+    accounts
+}
+
+fn account_tree_from_wire(records: Vec<v1::AccountRecord>) -> AccountTree {
+    let mut tree = AccountTree::new();
+    for a in records {
+        let parent = (!a.parent.is_empty()).then_some(a.parent.as_str());
+        let mut acct = Account::new(&a.name, parent);
+        acct.shares = a.shares;
+        acct.priority = a.priority;
+        acct.users = a.users.into_iter().collect();
+        acct.user_limits = a
+            .user_limits
+            .into_iter()
+            .map(|u| (u.user, limits_from_wire(u.limits)))
+            .collect();
+        acct.description = a.description;
+        acct.organization = a.organization;
+        acct.limits = limits_from_wire(a.limits);
+        acct.qos = a.qos.into_iter().collect();
+        acct.default_qos = a.default_qos;
+        acct.coordinators = a.coordinators.into_iter().collect();
+        tree.insert(a.name, acct);
+    }
+    tree
+}
+
+/// The associations as `sacctmgr show` reads them: accounts parents first.
+pub fn associations_to_wire(a: &Associations, cluster_name: &str) -> v1::ShowAccountingReply {
     v1::ShowAccountingReply {
         cluster_name: cluster_name.to_string(),
-        accounts,
+        accounts: account_tree_to_wire(&a.accounts),
         users: a
             .users
             .iter()
@@ -1701,36 +1730,30 @@ pub fn associations_to_wire(a: &Associations, cluster_name: &str) -> v1::ShowAcc
             })
             .collect(),
         enforced: a.enforced,
+        other_clusters: a
+            .other_clusters
+            .iter()
+            .map(|(name, tree)| v1::ClusterAccounts {
+                name: name.clone(),
+                accounts: account_tree_to_wire(tree),
+            })
+            .collect(),
     }
 }
 
 /// The associations `sacctmgr show` was sent; an unknown admin level is refused.
 pub fn associations_from_wire(r: v1::ShowAccountingReply) -> Result<Associations, String> {
     let mut out = Associations {
-        accounts: Default::default(),
+        accounts: account_tree_from_wire(r.accounts),
         qos: Default::default(),
         users: Default::default(),
         enforced: r.enforced,
-    };
-    for a in r.accounts {
-        let parent = (!a.parent.is_empty()).then_some(a.parent.as_str());
-        let mut acct = Account::new(&a.name, parent);
-        acct.shares = a.shares;
-        acct.priority = a.priority;
-        acct.users = a.users.into_iter().collect();
-        acct.user_limits = a
-            .user_limits
+        other_clusters: r
+            .other_clusters
             .into_iter()
-            .map(|u| (u.user, limits_from_wire(u.limits)))
-            .collect();
-        acct.description = a.description;
-        acct.organization = a.organization;
-        acct.limits = limits_from_wire(a.limits);
-        acct.qos = a.qos.into_iter().collect();
-        acct.default_qos = a.default_qos;
-        acct.coordinators = a.coordinators.into_iter().collect();
-        out.accounts.insert(a.name, acct);
-    }
+            .map(|c| (c.name, account_tree_from_wire(c.accounts)))
+            .collect(),
+    };
     for u in r.users {
         let level = admin_level_from_wire(u.admin_level)?;
         out.users.insert(
@@ -1835,6 +1858,7 @@ pub fn assoc_change_to_wire(c: &AssocChange, dry_run: bool) -> v1::ChangeAccount
             Entity::User => v1::AccountingEntity::User,
             Entity::Qos => v1::AccountingEntity::Qos,
             Entity::Coordinator => v1::AccountingEntity::Coordinator,
+            Entity::Cluster => v1::AccountingEntity::Cluster,
         } as i32,
         conditions: Some(v1::AccountingConditions {
             names: c.conditions.names.clone(),
@@ -1888,6 +1912,7 @@ pub fn assoc_change_from_wire(
         Ok(v1::AccountingEntity::User) => Entity::User,
         Ok(v1::AccountingEntity::Qos) => Entity::Qos,
         Ok(v1::AccountingEntity::Coordinator) => Entity::Coordinator,
+        Ok(v1::AccountingEntity::Cluster) => Entity::Cluster,
         Ok(v1::AccountingEntity::Unspecified) | Err(_) => {
             return Err(format!("unknown accounting entity {}", r.entity));
         }
@@ -1959,6 +1984,7 @@ pub fn changed_to_wire(c: &Changed) -> v1::ChangeAccountingReply {
             .assocs
             .iter()
             .map(|a| v1::AssocRef {
+                cluster: a.cluster.clone(),
                 account: a.account.clone(),
                 user: a.user.clone(),
                 parent: a.parent.clone(),
@@ -1975,6 +2001,7 @@ pub fn changed_from_wire(r: v1::ChangeAccountingReply) -> Changed {
             .assocs
             .into_iter()
             .map(|a| AssocRef {
+                cluster: a.cluster,
                 account: a.account,
                 user: a.user,
                 parent: a.parent,

@@ -239,6 +239,97 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
     );
 }
 
+/// Another cluster's associations, as a site's shared slurmdbd keeps them: added with
+/// `sacctmgr add cluster`, changed by `cluster=`, listed with their cluster, kept
+/// across a restart, and never used here: an account only the other cluster has is
+/// refused to this cluster's jobs.
+#[test]
+fn other_clusters_associations_are_kept_and_listed_but_not_scheduled() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        extra: "[[accounts]]\nname = \"ml\"\nusers = [\"drover-alice\"]\n".into(),
+        ..ClusterSpec::default()
+    });
+    c.wait_nodes_up();
+    let alice = c.user("drover-alice");
+    let added = admin(&c, &["add", "cluster", "west", "GrpJobs=7", "Fairshare=30"]);
+    assert!(
+        added.starts_with(" Adding Cluster(s)\n  Name          = west\n"),
+        "{added}"
+    );
+    let again = c.run(&["sacctmgr", "-i", "add", "cluster", "west"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(text(&again.stdout).contains("This cluster west already exists."));
+    admin(&c, &["add", "account", "nlp", "cluster=west", "MaxJobs=3"]);
+    let added = admin(
+        &c,
+        &["add", "user", "drover-alice", "account=nlp", "cluster=west"],
+    );
+    assert!(added.contains("C = west"), "{added}");
+    let unknown = c.run(&["sacctmgr", "-i", "add", "account", "x", "cluster=east"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        text(&unknown.stderr).contains("This cluster 'east' doesn't exist."),
+        "{}",
+        text(&unknown.stderr)
+    );
+
+    let own = c.ok(&["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"]);
+    let listed = |c: &Cluster| {
+        (
+            show(c, &["cluster", "format=cluster,share,grpjobs"]),
+            show(
+                c,
+                &[
+                    "assoc",
+                    "cluster=west",
+                    "format=cluster,account,user,maxjobs",
+                ],
+            ),
+        )
+    };
+    let expected = (
+        vec![
+            format!("{}|1|", own.lines().next().unwrap()),
+            "west|30|7".to_string(),
+        ],
+        vec![
+            "west|root||".to_string(),
+            "west|root|root|".to_string(),
+            "west|nlp||3".to_string(),
+            "west|nlp|drover-alice|3".to_string(),
+        ],
+    );
+    let mut clusters = listed(&c);
+    clusters.0.sort();
+    assert_eq!(clusters, expected);
+    // Not scheduled here: nlp is not this cluster's.
+    let refused = c.run_as(&alice, &["sbatch", "-A", "nlp", "--wrap", "true"]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("Invalid account"),
+        "{}",
+        text(&refused.stderr)
+    );
+
+    c.kill_ctld();
+    c.start_ctld();
+    let mut clusters = listed(&c);
+    clusters.0.sort();
+    assert_eq!(clusters, expected, "kept across a restart");
+    let deleted = admin(&c, &["delete", "cluster", "west"]);
+    assert!(
+        deleted.starts_with(" Deleting clusters...\n  west\n"),
+        "{deleted}"
+    );
+    assert!(show(&c, &["assoc", "cluster=west"]).is_empty());
+    // alice keeps her own cluster's association.
+    assert_eq!(
+        show(&c, &["user", "drover-alice", "format=user"]),
+        ["drover-alice"]
+    );
+}
+
 /// `private_data = ["accounts", "users"]` (Slurm's PrivateData): a user's `sacctmgr
 /// show` lists only their own accounts and themselves; an administrator sees all.
 #[test]

@@ -6,7 +6,11 @@
 //! (`ShowAccounting`) and prints Slurm's column tables ([`render_show`], pure): values
 //! right-aligned and cut to end in `+`, `-p`/`-P` parsable, `-n` without the header.
 //!
-//! `add|modify|delete account|user|qos|coordinator ...` parses the words with
+//! Besides its own cluster's, the controller keeps other clusters' associations that
+//! `add cluster` made (as one slurmdbd serves a site's clusters): listings go cluster
+//! by cluster, and `cluster=` picks the clusters a change goes to.
+//!
+//! `add|modify|delete account|user|qos|coordinator|cluster ...` parses the words with
 //! `model::assoc_change`, asks the controller what the change would do (a dry run),
 //! prints Slurm's summary ([`summary`], pure) and commits it when the answer to
 //! Slurm's question is `y` ([`commit`]); `-i` commits at once.
@@ -39,7 +43,7 @@ use model::assoc_change::{
 };
 use model::reservation_change::ListEdit;
 use model::{tres, units};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -115,8 +119,6 @@ pub struct Show {
 pub enum Command {
     Show(Show),
     Change(Box<AssocChange>),
-    /// `add cluster NAME...`: only the controller's own cluster exists.
-    AddCluster(Vec<String>),
     /// `show configuration`: the accounting settings, and the accounting store's.
     ShowConfig,
 }
@@ -193,6 +195,7 @@ fn entity(word: &str) -> Option<Entity> {
         &[
             ("accounts", 1, Entity::Account),
             ("acct", 4, Entity::Account),
+            ("clusters", 2, Entity::Cluster),
             ("coordinators", 2, Entity::Coordinator),
             ("qos", 1, Entity::Qos),
             ("users", 1, Entity::User),
@@ -315,31 +318,6 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
     if opts.readonly {
         return Err(Exit::raw("Can't run this command in readonly mode."));
     }
-    if keyword(entity, "clusters", 2) {
-        if action != Action::Add {
-            return Err(Exit::raw(
-                " Drover keeps one cluster: it is not modified or deleted with sacctmgr",
-            ));
-        }
-        let mut names_given = Vec::new();
-        for w in rest {
-            match w.split_once('=') {
-                Some((k, v)) if keyword(k, "names", 1) || keyword(k, "clusters", 1) => {
-                    names_given.extend(names(v, true))
-                }
-                Some(_) => {
-                    return Err(Exit::raw(format!(
-                        " Unknown option: {w}\n Use keyword 'where' to modify condition"
-                    )));
-                }
-                None => names_given.extend(names(w, true)),
-            }
-        }
-        if names_given.is_empty() {
-            return Err(Exit::raw(" Need name of cluster to add."));
-        }
-        return Ok((opts, Command::AddCluster(names_given)));
-    }
     let verb_name = match action {
         Action::Add => "add",
         Action::Modify => "modify",
@@ -347,7 +325,7 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
     };
     let Some(entity) = self::entity(entity) else {
         return Err(Exit::raw(format!(
-            "No valid entity in {verb_name} command: {entity} (Account, Coordinator, QOS or User)"
+            "No valid entity in {verb_name} command: {entity} (Account, Cluster, Coordinator, QOS or User)"
         )));
     };
     let change = AssocChange::parse(action, entity, rest).map_err(|e| Exit::raw(slurm_line(&e)))?;
@@ -470,7 +448,6 @@ fn join<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
 
 fn share(r: &Row<'_>) -> String {
     match (r.kind, r.assoc_account(), r.user) {
-        (Listing::Cluster, _, _) => "1".into(),
         (_, Some(_), Some(_)) => "1".into(),
         (_, Some(a), None) => a.shares.to_string(),
         _ => String::new(),
@@ -853,113 +830,141 @@ fn wanted(list: &[String], item: &str) -> bool {
     list.is_empty() || list.iter().any(|l| l == item)
 }
 
-/// The rows of a listing, in Slurm's order.
-fn rows<'a>(show: &Show, db: &'a Associations, cluster: &'a ClusterInfo) -> Vec<Row<'a>> {
+/// Each cluster the listing is about, by name (Slurm's order), with its associations:
+/// this cluster (`local`) as its controller reports it, the others as accounting keeps
+/// them (no controller: port 0).
+pub fn cluster_views(
+    show: &Show,
+    db: &Associations,
+    local: &ClusterInfo,
+) -> Vec<(ClusterInfo, Associations)> {
     let f = &show.filters;
-    let row = |account: Option<&'a Account>, user: Option<&'a str>, qos: Option<&'a Qos>| Row {
+    let mut names: Vec<&str> = db.cluster_names(&local.name);
+    names.sort_unstable();
+    names
+        .into_iter()
+        .filter(|n| wanted(&f.clusters, n))
+        .filter(|n| show.what != Listing::Cluster || wanted(&f.names, n))
+        .filter_map(|n| {
+            let info = if n == local.name {
+                local.clone()
+            } else {
+                ClusterInfo {
+                    name: n.to_string(),
+                    host: String::new(),
+                    port: "0".into(),
+                }
+            };
+            Some((info, db.of_cluster(n, &local.name)?))
+        })
+        .collect()
+}
+
+/// The rows of a listing, in Slurm's order: cluster by cluster for associations.
+fn rows<'a>(show: &Show, views: &'a [(ClusterInfo, Associations)]) -> Vec<Row<'a>> {
+    let f = &show.filters;
+    let mut out = Vec::new();
+    let row = |view: &'a (ClusterInfo, Associations),
+               account: Option<&'a Account>,
+               user: Option<&'a str>,
+               qos: Option<&'a Qos>| Row {
         kind: show.what,
-        db,
-        cluster,
+        db: &view.1,
+        cluster: &view.0,
         account,
         user,
         qos,
     };
-    let clusters_ok = f.clusters.is_empty()
-        || f.clusters
-            .iter()
-            .any(|c| c.eq_ignore_ascii_case(&cluster.name));
-    if !clusters_ok {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    match show.what {
-        Listing::Account => {
-            let accounts: Vec<String> = f.names.iter().chain(&f.accounts).cloned().collect();
-            for a in db.accounts.values() {
-                let parent = a.parent.as_deref().unwrap_or("");
-                if !wanted(&accounts, &a.name) || !wanted(&f.parents, parent) {
-                    continue;
-                }
-                if !show.with_assoc {
-                    out.push(row(Some(a), None, None));
-                    continue;
-                }
-                if f.users.is_empty() {
-                    out.push(row(Some(a), None, None));
-                }
-                for u in a.users.iter().filter(|u| wanted(&f.users, u)) {
-                    out.push(row(Some(a), Some(u.as_str()), None));
-                }
-            }
-        }
-        Listing::User => {
-            let users: Vec<String> = f.names.iter().chain(&f.users).cloned().collect();
-            for name in db.users.keys().filter(|u| wanted(&users, u)) {
-                let assocs: Vec<&Account> = db
-                    .accounts
-                    .values()
-                    .filter(|a| a.users.contains(name) && wanted(&f.accounts, &a.name))
-                    .collect();
-                if !f.accounts.is_empty() && assocs.is_empty() {
-                    continue;
-                }
-                if show.with_assoc {
-                    for a in assocs {
-                        out.push(row(Some(a), Some(name.as_str()), None));
+    let accounts: Vec<String> = f.names.iter().chain(&f.accounts).cloned().collect();
+    // Records shared by every cluster (QOS, users, accounts without their
+    // associations) are listed once.
+    let mut listed: BTreeSet<&str> = BTreeSet::new();
+    for view in views {
+        let db = &view.1;
+        match show.what {
+            Listing::Account => {
+                for a in db.accounts.values() {
+                    let parent = a.parent.as_deref().unwrap_or("");
+                    if !wanted(&accounts, &a.name) || !wanted(&f.parents, parent) {
+                        continue;
                     }
-                } else {
-                    out.push(row(None, Some(name.as_str()), None));
+                    if !show.with_assoc {
+                        if listed.insert(&a.name) {
+                            out.push(row(view, Some(a), None, None));
+                        }
+                        continue;
+                    }
+                    if f.users.is_empty() {
+                        out.push(row(view, Some(a), None, None));
+                    }
+                    for u in a.users.iter().filter(|u| wanted(&f.users, u)) {
+                        out.push(row(view, Some(a), Some(u.as_str()), None));
+                    }
                 }
             }
-        }
-        Listing::Qos => {
-            for q in db.qos.values().filter(|q| wanted(&f.names, &q.name)) {
-                out.push(row(None, None, Some(q)));
-            }
-        }
-        Listing::Assoc => {
-            let accounts: Vec<String> = f.names.iter().chain(&f.accounts).cloned().collect();
-            // Depth first from root: an account, its users, then its sub-accounts.
-            let mut todo = vec![ROOT.to_string()];
-            let mut seen = 0;
-            while let Some(name) = todo.pop() {
-                let Some(a) = db.accounts.get(&name) else {
-                    continue;
-                };
-                seen += 1;
-                if seen > db.accounts.len() {
-                    break;
-                }
-                todo.extend(a.children.iter().rev().cloned());
-                if !wanted(&accounts, &a.name) {
-                    continue;
-                }
-                let parent = a.parent.as_deref().unwrap_or("");
-                if f.users.is_empty() && wanted(&f.parents, parent) {
-                    out.push(row(Some(a), None, None));
-                }
-                if !f.parents.is_empty() {
-                    continue;
-                }
-                for u in a.users.iter().filter(|u| wanted(&f.users, u)) {
-                    out.push(row(Some(a), Some(u.as_str()), None));
+            Listing::User => {
+                let users: Vec<String> = f.names.iter().chain(&f.users).cloned().collect();
+                for name in db.users.keys().filter(|u| wanted(&users, u)) {
+                    let assocs: Vec<&Account> = db
+                        .accounts
+                        .values()
+                        .filter(|a| a.users.contains(name) && wanted(&f.accounts, &a.name))
+                        .collect();
+                    if !f.accounts.is_empty() && assocs.is_empty() {
+                        continue;
+                    }
+                    if show.with_assoc {
+                        for a in assocs {
+                            out.push(row(view, Some(a), Some(name.as_str()), None));
+                        }
+                    } else if listed.insert(name) {
+                        out.push(row(view, None, Some(name.as_str()), None));
+                    }
                 }
             }
-        }
-        Listing::Cluster => {
-            let named = f.names.is_empty()
-                || f.names
-                    .iter()
-                    .any(|n| n.eq_ignore_ascii_case(&cluster.name));
-            if named {
-                out.push(row(db.accounts.get(ROOT), None, None));
+            Listing::Qos => {
+                for q in db.qos.values().filter(|q| wanted(&f.names, &q.name)) {
+                    if listed.insert(&q.name) {
+                        out.push(row(view, None, None, Some(q)));
+                    }
+                }
             }
+            Listing::Assoc => {
+                // Depth first from root: an account, its users, then its sub-accounts.
+                let mut todo = vec![ROOT.to_string()];
+                let mut seen = 0;
+                while let Some(name) = todo.pop() {
+                    let Some(a) = db.accounts.get(&name) else {
+                        continue;
+                    };
+                    seen += 1;
+                    if seen > db.accounts.len() {
+                        break;
+                    }
+                    todo.extend(a.children.iter().rev().cloned());
+                    if !wanted(&accounts, &a.name) {
+                        continue;
+                    }
+                    let parent = a.parent.as_deref().unwrap_or("");
+                    if f.users.is_empty() && wanted(&f.parents, parent) {
+                        out.push(row(view, Some(a), None, None));
+                    }
+                    if !f.parents.is_empty() {
+                        continue;
+                    }
+                    for u in a.users.iter().filter(|u| wanted(&f.users, u)) {
+                        out.push(row(view, Some(a), Some(u.as_str()), None));
+                    }
+                }
+            }
+            Listing::Cluster => out.push(row(view, db.accounts.get(ROOT), None, None)),
         }
     }
     out
 }
 
-/// The text `sacctmgr show ...` prints for the associations of cluster `cluster`.
+/// The text `sacctmgr show ...` prints for the associations accounting keeps, this
+/// cluster being `cluster`.
 pub fn render_show(
     show: &Show,
     db: &Associations,
@@ -967,7 +972,8 @@ pub fn render_show(
     opts: &Options,
 ) -> Result<String, String> {
     let fields = fields(show)?;
-    let cells: Vec<Vec<String>> = rows(show, db, cluster)
+    let views = cluster_views(show, db, cluster);
+    let cells: Vec<Vec<String>> = rows(show, &views)
         .iter()
         .map(|r| fields.iter().map(|(_, def)| (def.value)(r)).collect())
         .collect();
@@ -1170,9 +1176,12 @@ pub fn nothing(action: Action) -> &'static str {
     }
 }
 
-/// The summary sacctmgr prints of a change the controller made (or would make), in
-/// cluster `cluster`; [`nothing`] when `changed` is empty.
-pub fn summary(change: &AssocChange, changed: &Changed, cluster: &str) -> String {
+/// The summary sacctmgr prints of a change the controller made (or would make);
+/// [`nothing`] when `changed` is empty.
+pub fn summary(change: &AssocChange, changed: &Changed) -> String {
+    if change.entity == Entity::Cluster {
+        return cluster_summary(change, changed);
+    }
     if changed.is_empty() {
         return nothing(change.action).to_string();
     }
@@ -1192,7 +1201,7 @@ pub fn summary(change: &AssocChange, changed: &Changed, cluster: &str) -> String
             for a in &changed.assocs {
                 out.push_str(&format!(
                     "  A = {:<10.10} C = {:<10.10}\n",
-                    a.account, cluster
+                    a.account, a.cluster
                 ));
             }
             if *s != Settings::default() {
@@ -1222,7 +1231,7 @@ pub fn summary(change: &AssocChange, changed: &Changed, cluster: &str) -> String
                 for a in &changed.assocs {
                     out.push_str(&format!(
                         "  U = {:<9.9} A = {:<10.10} C = {:<10.10}\n",
-                        a.user, a.account, cluster
+                        a.user, a.account, a.cluster
                     ));
                 }
             }
@@ -1266,7 +1275,7 @@ pub fn summary(change: &AssocChange, changed: &Changed, cluster: &str) -> String
             if assoc && !changed.assocs.is_empty() {
                 out.push_str(" Modified account associations...\n");
                 for a in &changed.assocs {
-                    out.push_str(&modified_assoc(cluster, &a.account, &a.user));
+                    out.push_str(&modified_assoc(&a.cluster, &a.account, &a.user));
                 }
             }
         }
@@ -1277,7 +1286,7 @@ pub fn summary(change: &AssocChange, changed: &Changed, cluster: &str) -> String
             if !changed.assocs.is_empty() {
                 out.push_str(" Modified user associations...\n");
                 for a in &changed.assocs {
-                    out.push_str(&modified_assoc(cluster, &a.account, &a.user));
+                    out.push_str(&modified_assoc(&a.cluster, &a.account, &a.user));
                 }
             }
         }
@@ -1293,7 +1302,7 @@ pub fn summary(change: &AssocChange, changed: &Changed, cluster: &str) -> String
                 for a in &changed.assocs {
                     out.push_str(&format!(
                         "  C = {:<10} A = {:<10} U = {:<9}\n",
-                        cluster, a.account, a.user
+                        a.cluster, a.account, a.user
                     ));
                 }
                 if !changed.users_removed.is_empty() {
@@ -1311,6 +1320,51 @@ pub fn summary(change: &AssocChange, changed: &Changed, cluster: &str) -> String
         (Action::Delete, Entity::Coordinator) => {
             list_lines(&mut out, " Removed Coordinator User(s)\n", &changed.names)
         }
+        (_, Entity::Cluster) => unreachable!("clusters are summarized above"),
+    }
+    out
+}
+
+/// What sacctmgr prints of a change to clusters: each existing one named when adding,
+/// the clusters added, modified or deleted and the root association's settings.
+fn cluster_summary(change: &AssocChange, changed: &Changed) -> String {
+    let mut out = String::new();
+    let s = &change.settings;
+    if change.action == Action::Add {
+        for name in change.conditions.names.iter() {
+            if !changed.names.contains(name) {
+                out.push_str(&format!(
+                    " This cluster {name} already exists.  Not adding.\n"
+                ));
+            }
+        }
+    }
+    if changed.is_empty() {
+        out.push_str(nothing(change.action));
+        return out;
+    }
+    match change.action {
+        Action::Add => {
+            out.push_str(" Adding Cluster(s)\n");
+            for name in &changed.names {
+                out.push_str(&format!("  Name          = {name}\n"));
+            }
+            let settings = assoc_settings(s, None);
+            if !settings.is_empty() {
+                out.push_str(" Setting\n  Default Limits:\n");
+                out.push_str(&settings);
+            }
+        }
+        Action::Modify => {
+            out.push_str(" Setting\n  Default Limits:\n");
+            out.push_str(&assoc_settings(s, None));
+            list_lines(
+                &mut out,
+                " Modified cluster defaults for associations...\n",
+                &changed.names,
+            );
+        }
+        Action::Delete => list_lines(&mut out, " Deleting clusters...\n", &changed.names),
     }
     out
 }
@@ -1338,7 +1392,6 @@ pub const QUESTION: &str =
 pub fn commit(
     change: &AssocChange,
     immediate: bool,
-    cluster: &str,
     send: &mut dyn FnMut(bool) -> Result<Changed, Exit>,
     ask: &mut dyn FnMut() -> Answer,
     out: &mut dyn Write,
@@ -1348,7 +1401,7 @@ pub fn commit(
         let _ = out.flush();
     };
     let changed = send(!immediate)?;
-    write(out, &summary(change, &changed, cluster));
+    write(out, &summary(change, &changed));
     if changed.is_empty() {
         return Ok(1);
     }
@@ -1415,32 +1468,16 @@ fn run_change(rt: &tokio::runtime::Runtime, change: &AssocChange, opts: &Options
                 .map_err(|s| refusal(&s))
         })
     };
-    let cluster = client::cluster_name();
     let mut stdout = std::io::stdout();
     match commit(
         change,
         opts.immediate,
-        &cluster,
         &mut send,
         &mut ask_stdin,
         &mut stdout,
     ) {
         Ok(code) => ExitCode::from(code),
         Err(e) => e.finish(),
-    }
-}
-
-/// `add cluster`: the cluster exists already; any other is refused.
-fn add_cluster(names: &[String], cluster: &str) -> Exit {
-    match names.iter().find(|n| !n.eq_ignore_ascii_case(cluster)) {
-        Some(other) => Exit::raw(format!(
-            " Drover keeps one cluster, '{cluster}': '{other}' can't be added"
-        )),
-        None => Exit {
-            code: 0,
-            stdout: String::new(),
-            stderr: format!(" This cluster {cluster} already exists.  Not adding.\n"),
-        },
     }
 }
 
@@ -1451,7 +1488,6 @@ pub fn run(args: &[String]) -> ExitCode {
     };
     let rt = client::runtime();
     match command {
-        Command::AddCluster(names) => add_cluster(&names, &client::cluster_name()).finish(),
         Command::Change(change) => run_change(&rt, &change, &opts),
         Command::ShowConfig => {
             let reply = match calls::query(&rt, "sacctmgr", |mut c| async move {
@@ -1591,8 +1627,12 @@ sacctmgr [<OPTION>] [<COMMAND>]
                        Parent=, Users=, WithAssoc, WithCoordinators
   list associations  - Accounts=, Clusters=, Format=, Parent=, Users=
   list cluster       - Format=, Names=
-  add cluster        - Names= (only the controller's own cluster)
-  modify cluster     - not supported: the cluster is the controller's own
+  add cluster        - Fairshare=, the limits of add account, Names=,
+                       QosLevel=, DefaultQOS= (another cluster of the
+                       site: its associations are kept, not scheduled)
+  modify cluster     - (set options) the add options but Names=; (where
+                       options) Names=
+  delete cluster     - Names= (not the controller's own)
   list configuration - (no options): the accounting settings
   list qos           - Format=, Names=
   list user          - Accounts=, Format=, Names=, WithAssoc,
@@ -1700,7 +1740,7 @@ default_qos = "high"
 
     fn summarized(words: &[&str]) -> String {
         let (c, changed) = applied(words);
-        summary(&c, &changed, "ref")
+        summary(&c, &changed)
     }
 
     fn error(args: &[&str]) -> String {
@@ -1883,6 +1923,69 @@ default_qos = "high"
     }
 
     #[test]
+    fn other_clusters_are_listed_by_name_with_their_associations() {
+        let base = db();
+        let mut db = base.clone();
+        for words in [
+            "add cluster c2 GrpJobs=7 fairshare=30",
+            "add account nlp cluster=c2 maxjobs=3",
+            "add user carol account=nlp cluster=c2",
+        ] {
+            let c = change(&words.split(' ').collect::<Vec<_>>());
+            let ctx = Context {
+                cluster: "ref",
+                busy_assoc: &|_, _| false,
+                busy_qos: &|_| false,
+            };
+            db = model::assoc_change::apply(&db, &c, &ctx).unwrap().0;
+        }
+        let render = |args: &[&str]| {
+            let (opts, cmd) = parse_args(&s(args)).unwrap();
+            let Command::Show(show) = cmd else {
+                panic!("not a show")
+            };
+            render_show(&show, &db, &cluster(), &opts).unwrap()
+        };
+        assert_eq!(
+            render(&[
+                "list",
+                "cluster",
+                "-Pn",
+                "format=cluster,controlport,share,grpjobs"
+            ]),
+            "c2|0|30|7\nref|6917|1|\n"
+        );
+        assert_eq!(
+            render(&[
+                "list",
+                "assoc",
+                "-Pn",
+                "format=cluster,account,user,maxjobs",
+                "cluster=c2"
+            ]),
+            "c2|root||\nc2|root|root|\nc2|nlp||3\nc2|nlp|carol|3\n"
+        );
+        // Records every cluster shares are listed once.
+        assert_eq!(
+            render(&["list", "user", "-Pn", "format=user", "carol"]),
+            "carol\n"
+        );
+        assert_eq!(
+            render(&[
+                "list",
+                "user",
+                "-Pn",
+                "withassoc",
+                "format=user,cluster,account",
+                "carol"
+            ]),
+            "carol|c2|nlp\ncarol|ref|physics\n"
+        );
+        let accounts = render(&["list", "account", "-Pn", "format=account"]);
+        assert_eq!(accounts.matches("root").count(), 1, "{accounts}");
+    }
+
+    #[test]
     fn format_widths_and_unknown_words() {
         assert_eq!(
             show(&["show", "account", "root", "format=account%-12,Descr%5"]).unwrap(),
@@ -1953,7 +2056,10 @@ default_qos = "high"
             error(&["-r", "add", "account", "x"]),
             "Can't run this command in readonly mode.\n"
         );
-        assert!(error(&["modify", "cluster", "ref"]).contains("one cluster"));
+        assert_eq!(
+            error(&["modify", "cluster", "ref"]),
+            " You didn't give me anything to set\n"
+        );
         assert!(error(&[]).starts_with("sacctmgr: error: "));
         let help = parse_args(&s(&["--help"])).unwrap_err();
         assert!(help.stdout.starts_with("sacctmgr [<OPTION>]") && help.code == 0);
@@ -1970,15 +2076,14 @@ default_qos = "high"
             (Some(Parsable::NoEnding), true)
         );
         match parse_args(&s(&["add", "cluster", "Ref"])).unwrap().1 {
-            Command::AddCluster(n) => assert_eq!(n, ["ref"]),
+            Command::Change(c) => {
+                assert_eq!(
+                    (c.entity, c.conditions.names.clone()),
+                    (Entity::Cluster, s(&["ref"]))
+                )
+            }
             other => panic!("{other:?}"),
         }
-        let own = add_cluster(&s(&["ref"]), "ref");
-        assert_eq!(
-            (own.code, own.stderr.as_str()),
-            (0, " This cluster ref already exists.  Not adding.\n")
-        );
-        assert_eq!(add_cluster(&s(&["other"]), "ref").code, 1);
     }
 
     #[test]
@@ -2147,7 +2252,6 @@ default_qos = "high"
         let rc = commit(
             &c,
             immediate,
-            "ref",
             &mut |dry| {
                 calls.push(dry);
                 Ok(changed.clone())
@@ -2162,7 +2266,7 @@ default_qos = "high"
     fn commit_asks_before_it_commits() {
         let words = ["add", "qos", "low"];
         let changed = applied(&words).1;
-        let said = summary(&change(&words), &changed, "ref");
+        let said = summary(&change(&words), &changed);
         let (rc, out, calls) = session(&words, false, changed.clone(), Answer::Line("y\n".into()));
         assert_eq!((rc.unwrap(), calls), (0, vec![true, false]));
         assert_eq!(out, format!("{said}{QUESTION}\n"));
@@ -2190,7 +2294,6 @@ default_qos = "high"
             commit(
                 &c,
                 true,
-                "ref",
                 &mut |_| Err(refusal(&status)),
                 &mut || Answer::Closed,
                 &mut out,

@@ -83,6 +83,6 @@ fn coordinator_may(assocs: &Associations, user: &str, change: &AssocChange) -> b
                     })
             }
         },
-        Entity::Qos | Entity::Coordinator => false,
+        Entity::Qos | Entity::Coordinator | Entity::Cluster => false,
     }
 }

@@ -13,11 +13,14 @@
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
+//! A new record under a new key needs no new format (a store without the key has none
+//! of it): other clusters' associations ([`OtherClustersRecord`]) came so.
+//!
 //! Reasons are kept as Slurm's spelling and read back with `Reason::parse`, which
 //! refuses any word it does not know; every other enum is a record enum.
 
 use super::StoreError;
-use model::assoc::{Account, AdminLevel, Associations, Limits, Qos, User};
+use model::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, User};
 use model::config::{OverSubscribe, Partition, PartitionState};
 use model::gpu_use::{GpuIdleAction, GpuIdlePolicy, GpuUse};
 use model::mail::MailType;
@@ -1719,32 +1722,121 @@ pub struct QuotaLimitsRecord {
     pub lending_limit: Vec<(String, u64)>,
 }
 
-impl From<&Associations> for AssociationsRecord {
+/// Other clusters' associations (`Associations::other_clusters`), kept under a key of
+/// their own beside the associations and written with them in the same turn (a store
+/// from before they were kept has none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct OtherClustersRecord {
+    pub clusters: Vec<ClusterRecord>,
+}
+
+/// One other cluster's accounts, as the associations keep this cluster's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterRecord {
+    pub name: String,
+    pub accounts: Vec<AccountRecord>,
+    pub quota_limits: Vec<QuotaLimitsRecord>,
+}
+
+fn account_records(tree: &AccountTree) -> Vec<AccountRecord> {
+    let strings = |s: &std::collections::BTreeSet<String>| s.iter().cloned().collect();
+    tree.values()
+        .map(|acct| AccountRecord {
+            name: acct.name.clone(),
+            parent: acct.parent.clone(),
+            shares: acct.shares,
+            priority: acct.priority,
+            users: strings(&acct.users),
+            user_limits: acct
+                .user_limits
+                .iter()
+                .map(|(u, l)| (u.clone(), l.into()))
+                .collect(),
+            description: acct.description.clone(),
+            organization: acct.organization.clone(),
+            limits: (&acct.limits).into(),
+            qos: strings(&acct.qos),
+            default_qos: acct.default_qos.clone(),
+            coordinators: strings(&acct.coordinators),
+        })
+        .collect()
+}
+
+/// BorrowingLimit and LendingLimit, kept apart since format 7 (accounts with one).
+fn quota_limit_records(tree: &AccountTree) -> Vec<QuotaLimitsRecord> {
+    tree.values()
+        .filter(|acct| {
+            !acct.limits.borrowing_limit.is_empty() || !acct.limits.lending_limit.is_empty()
+        })
+        .map(|acct| QuotaLimitsRecord {
+            account: acct.name.clone(),
+            borrowing_limit: pairs(&acct.limits.borrowing_limit),
+            lending_limit: pairs(&acct.limits.lending_limit),
+        })
+        .collect()
+}
+
+fn account_tree(accounts: Vec<AccountRecord>, quota_limits: Vec<QuotaLimitsRecord>) -> AccountTree {
+    let mut tree = AccountTree::new();
+    for a in accounts {
+        let mut acct = Account::new(&a.name, a.parent.as_deref());
+        acct.shares = a.shares;
+        acct.priority = a.priority;
+        acct.users = a.users.into_iter().collect();
+        acct.user_limits = a
+            .user_limits
+            .into_iter()
+            .map(|(u, l)| (u, l.into()))
+            .collect();
+        acct.description = a.description;
+        acct.organization = a.organization;
+        acct.limits = a.limits.into();
+        acct.qos = a.qos.into_iter().collect();
+        acct.default_qos = a.default_qos;
+        acct.coordinators = a.coordinators.into_iter().collect();
+        tree.insert(a.name, acct);
+    }
+    for q in quota_limits {
+        if let Some(acct) = tree.get_mut(&q.account) {
+            acct.limits.borrowing_limit = q.borrowing_limit.into_iter().collect();
+            acct.limits.lending_limit = q.lending_limit.into_iter().collect();
+        }
+    }
+    tree
+}
+
+impl From<&Associations> for OtherClustersRecord {
     fn from(a: &Associations) -> Self {
-        let strings = |s: &std::collections::BTreeSet<String>| s.iter().cloned().collect();
-        AssociationsRecord {
-            accounts: a
-                .accounts
-                .values()
-                .map(|acct| AccountRecord {
-                    name: acct.name.clone(),
-                    parent: acct.parent.clone(),
-                    shares: acct.shares,
-                    priority: acct.priority,
-                    users: strings(&acct.users),
-                    user_limits: acct
-                        .user_limits
-                        .iter()
-                        .map(|(u, l)| (u.clone(), l.into()))
-                        .collect(),
-                    description: acct.description.clone(),
-                    organization: acct.organization.clone(),
-                    limits: (&acct.limits).into(),
-                    qos: strings(&acct.qos),
-                    default_qos: acct.default_qos.clone(),
-                    coordinators: strings(&acct.coordinators),
+        OtherClustersRecord {
+            clusters: a
+                .other_clusters
+                .iter()
+                .map(|(name, tree)| ClusterRecord {
+                    name: name.clone(),
+                    accounts: account_records(tree),
+                    quota_limits: quota_limit_records(tree),
                 })
                 .collect(),
+        }
+    }
+}
+
+impl OtherClustersRecord {
+    /// Puts the clusters into associations read from their own record.
+    pub fn restore_into(self, assocs: &mut Associations) {
+        assocs.other_clusters = self
+            .clusters
+            .into_iter()
+            .map(|c| (c.name, account_tree(c.accounts, c.quota_limits)))
+            .collect();
+        assocs.relink();
+    }
+}
+
+impl From<&Associations> for AssociationsRecord {
+    fn from(a: &Associations) -> Self {
+        AssociationsRecord {
+            accounts: account_records(&a.accounts),
             users: a
                 .users
                 .iter()
@@ -1773,19 +1865,7 @@ impl From<&Associations> for AssociationsRecord {
                 .collect(),
             enforced: a.enforced,
             added7: AssociationsFields7 {
-                quota_limits: a
-                    .accounts
-                    .values()
-                    .filter(|acct| {
-                        !acct.limits.borrowing_limit.is_empty()
-                            || !acct.limits.lending_limit.is_empty()
-                    })
-                    .map(|acct| QuotaLimitsRecord {
-                        account: acct.name.clone(),
-                        borrowing_limit: pairs(&acct.limits.borrowing_limit),
-                        lending_limit: pairs(&acct.limits.lending_limit),
-                    })
-                    .collect(),
+                quota_limits: quota_limit_records(&a.accounts),
             },
             added8: AssociationsFields8 {
                 qos_gpu_idle: a
@@ -1812,29 +1892,12 @@ impl From<&Associations> for AssociationsRecord {
 impl From<AssociationsRecord> for Associations {
     fn from(r: AssociationsRecord) -> Self {
         let mut out = Associations {
-            accounts: Default::default(),
+            accounts: account_tree(r.accounts, r.added7.quota_limits),
             qos: Default::default(),
             users: Default::default(),
             enforced: r.enforced,
+            other_clusters: Default::default(),
         };
-        for a in r.accounts {
-            let mut acct = Account::new(&a.name, a.parent.as_deref());
-            acct.shares = a.shares;
-            acct.priority = a.priority;
-            acct.users = a.users.into_iter().collect();
-            acct.user_limits = a
-                .user_limits
-                .into_iter()
-                .map(|(u, l)| (u, l.into()))
-                .collect();
-            acct.description = a.description;
-            acct.organization = a.organization;
-            acct.limits = a.limits.into();
-            acct.qos = a.qos.into_iter().collect();
-            acct.default_qos = a.default_qos;
-            acct.coordinators = a.coordinators.into_iter().collect();
-            out.accounts.insert(a.name, acct);
-        }
         for u in r.users {
             let admin_level = match u.admin_level {
                 AdminLevelRecord::None => AdminLevel::None,
@@ -1870,12 +1933,6 @@ impl From<AssociationsRecord> for Associations {
                     },
                     grace_s: q.grace_s,
                 };
-            }
-        }
-        for q in r.added7.quota_limits {
-            if let Some(acct) = out.accounts.get_mut(&q.account) {
-                acct.limits.borrowing_limit = q.borrowing_limit.into_iter().collect();
-                acct.limits.lending_limit = q.lending_limit.into_iter().collect();
             }
         }
         out.relink();
@@ -2187,6 +2244,29 @@ mod tests {
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
             "0c0a23212f62696e2f73680a0101410131"
+        );
+    }
+
+    #[test]
+    fn other_clusters_keep_their_bytes_and_read_back_whole() {
+        let mut a = Associations::default();
+        let mut tree = Associations::new_cluster_tree();
+        let mut ml = Account::new("ml", Some("root"));
+        ml.users.insert("alice".into());
+        ml.limits.max_jobs = Some(2);
+        tree.insert("ml".into(), ml);
+        a.other_clusters.insert("c2".into(), tree);
+        a.relink();
+        let record = OtherClustersRecord::from(&a);
+        let mut back = Associations::default();
+        record.clone().restore_into(&mut back);
+        assert_eq!(back, a);
+        assert_eq!(
+            golden(&record),
+            "0c0102633202026d6c0104726f6f7401000105616c69636500026d6c026d6c00\
+             000000000000010200000000000004726f6f740001000104726f6f7400146465\
+             6661756c7420726f6f74206163636f756e7404726f6f74000000000000000000\
+             000000000000"
         );
     }
 

@@ -40,7 +40,8 @@
 
 use super::records::{
     self, AssociationsRecord, JobFields4, JobRecord, JobRecord5, NextTriggerRecord, NodeRecord,
-    PartitionRecord, PayloadRecord, ReservationRecord, TriggerRecord, UsageRecord,
+    OtherClustersRecord, PartitionRecord, PayloadRecord, ReservationRecord, TriggerRecord,
+    UsageRecord,
 };
 use super::{Batch, Store, StoreError, v3};
 use model::usage::AssocKey;
@@ -95,6 +96,8 @@ const NEXT_TRIGGER_KEY: &[u8] = b"next_id";
 
 /// The key of the associations in the `accounting` tree.
 const ASSOCIATIONS_KEY: &[u8] = b"associations";
+/// The key of other clusters' associations in the `accounting` tree, beside them.
+const OTHER_CLUSTERS_KEY: &[u8] = b"other-clusters";
 
 impl TreeName {
     const ALL: [TreeName; 8] = [
@@ -534,6 +537,13 @@ fn puts(batch: &Batch) -> Result<(Vec<Put>, Vec<Put>), StoreError> {
             ASSOCIATIONS_KEY.to_vec(),
             Some(records::encode(&AssociationsRecord::from(assocs.as_ref()))?),
         ));
+        others.push((
+            TreeName::Accounting as u8,
+            OTHER_CLUSTERS_KEY.to_vec(),
+            Some(records::encode(&OtherClustersRecord::from(
+                assocs.as_ref(),
+            ))?),
+        ));
     }
     Ok((standalone, others))
 }
@@ -590,10 +600,16 @@ impl Store for SledStore {
             let record: UsageRecord = decode(&what, &v)?;
             usage.push(((account.to_string(), user.to_string()), record.into()));
         }
-        let assocs = match self.accounting.get(ASSOCIATIONS_KEY)? {
+        let mut assocs: Option<model::assoc::Associations> = match self
+            .accounting
+            .get(ASSOCIATIONS_KEY)?
+        {
             Some(v) => Some(decode::<AssociationsRecord>(&|| "associations".into(), &v)?.into()),
             None => None,
         };
+        if let (Some(a), Some(v)) = (&mut assocs, self.accounting.get(OTHER_CLUSTERS_KEY)?) {
+            decode::<OtherClustersRecord>(&|| "other clusters".into(), &v)?.restore_into(a);
+        }
         Ok(Restored {
             jobs,
             nodes,
@@ -859,6 +875,14 @@ mod tests {
             let store = open(dir.path());
             assert!(store.load().unwrap().assocs.is_none());
             assocs.accounts.get_mut("ml").unwrap().limits.grp_jobs = Some(3);
+            // Another cluster's associations, with a limit kept apart since format 7.
+            let mut other = model::assoc::Associations::new_cluster_tree();
+            let mut physics = model::assoc::Account::new("physics", Some("root"));
+            physics.users.insert("alice".into());
+            physics.limits.borrowing_limit.insert("cpu".into(), 2);
+            other.insert("physics".into(), physics);
+            assocs.other_clusters.insert("c2".into(), other);
+            assocs.relink();
             let batch = Batch {
                 assocs: Some(Arc::new(assocs.clone())),
                 ..Batch::default()
