@@ -814,6 +814,13 @@ fn trees(out: &Associations) -> impl Iterator<Item = &AccountTree> {
     std::iter::once(&out.accounts).chain(out.other_clusters.values())
 }
 
+/// Every account of every cluster, for what goes from all of them at once.
+fn every_account_mut(out: &mut Associations) -> impl Iterator<Item = &mut Account> {
+    out.accounts
+        .values_mut()
+        .chain(out.other_clusters.values_mut().flat_map(|t| t.values_mut()))
+}
+
 fn qos(
     out: &mut Associations,
     action: Action,
@@ -855,11 +862,7 @@ fn qos(
                     return Err(JOBS_ACTIVE.into());
                 }
                 out.qos.remove(name);
-                let every_account = out
-                    .accounts
-                    .values_mut()
-                    .chain(out.other_clusters.values_mut().flat_map(|t| t.values_mut()));
-                for a in every_account {
+                for a in every_account_mut(out) {
                     a.qos.remove(name);
                     if a.default_qos == *name {
                         a.default_qos.clear();
@@ -1309,11 +1312,7 @@ fn remove_assoc(out: &mut Associations, account: &str, user: &str, changed: &mut
     match left.first() {
         None => {
             out.users.remove(user);
-            let every_account = out
-                .accounts
-                .values_mut()
-                .chain(out.other_clusters.values_mut().flat_map(|t| t.values_mut()));
-            for a in every_account {
+            for a in every_account_mut(out) {
                 a.coordinators.remove(user);
             }
             changed.users_removed.push(user.to_string());
