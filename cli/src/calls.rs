@@ -8,6 +8,23 @@ use crate::exit::Exit;
 /// The words of every command for a controller it cannot reach.
 pub const CONNECT_FAILURE: &str = "Unable to contact slurm controller (connect failure)";
 
+/// The filter of one job by its id as Slurm writes it (`12`, `12_3`, `12+1`).
+pub fn job_filter(id: impl ToString) -> proto::v1::JobFilter {
+    proto::v1::JobFilter {
+        job_ids: vec![id.to_string()],
+        ..Default::default()
+    }
+}
+
+/// `ListJobs` of one job, whether it is live or has ended.
+pub fn one_job(id: impl ToString) -> proto::v1::ListJobsRequest {
+    proto::v1::ListJobsRequest {
+        filter: Some(job_filter(id)),
+        include_finished: true,
+        ..Default::default()
+    }
+}
+
 /// The controller, or why there is none: Slurm's words for not reaching it, or the
 /// config's error (`drover.toml:5: ...`).
 pub async fn connect() -> Result<Ctld, String> {

@@ -254,11 +254,11 @@ pub struct Settings {
 /// Which records a change is about (`where ...`), or, for `add`, what it adds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Conditions {
-    /// Accounts, users or QOS by name (a coordinator's users).
+    /// Accounts, users, QOS or clusters by name (a coordinator's users).
     pub names: Vec<String>,
     /// `account=`: a user's associations in these accounts, a coordinator's accounts.
     pub accounts: Vec<String>,
-    /// `cluster=`: must be this cluster.
+    /// `cluster=`: the clusters a change goes to (none: every cluster it can).
     pub clusters: Vec<String>,
 }
 
@@ -652,6 +652,7 @@ impl Changed {
 
 /// What [`apply`] needs to know of the cluster besides the associations.
 pub struct Context<'a> {
+    /// This cluster's name: its associations are `Associations::accounts`.
     pub cluster: &'a str,
     /// Whether pending or running jobs use an association (account, user).
     pub busy_assoc: &'a dyn Fn(&str, &str) -> bool,

@@ -841,10 +841,14 @@ pub fn cluster_views(
     let f = &show.filters;
     let mut names: Vec<&str> = db.cluster_names(&local.name);
     names.sort_unstable();
+    // Cluster names match in any case: Slurm keeps them in lower case.
+    let named = |list: &[String], n: &str| {
+        list.is_empty() || list.iter().any(|l| l.eq_ignore_ascii_case(n))
+    };
     names
         .into_iter()
-        .filter(|n| wanted(&f.clusters, n))
-        .filter(|n| show.what != Listing::Cluster || wanted(&f.names, n))
+        .filter(|n| named(&f.clusters, n))
+        .filter(|n| show.what != Listing::Cluster || named(&f.names, n))
         .filter_map(|n| {
             let info = if n == local.name {
                 local.clone()
@@ -1920,6 +1924,11 @@ default_qos = "high"
             )
         );
         assert_eq!(show(&["show", "cluster", "other", "-n"]).unwrap(), "");
+        // A cluster named in any case.
+        let upper = show(&["show", "cluster", "REF", "-n", "-P", "format=cluster"]);
+        assert_eq!(upper.unwrap(), "ref\n");
+        let upper = show(&["show", "assoc", "cluster=REF", "-n", "-P", "format=cluster"]);
+        assert!(upper.unwrap().starts_with("ref\n"));
     }
 
     #[test]

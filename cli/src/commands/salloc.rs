@@ -219,14 +219,7 @@ impl<'a> Waiting<'a> {
     /// The job's record, `None` once the controller no longer has it.
     async fn job(&self, ctld: &mut Ctld) -> Result<Option<v1::JobInfo>, Exit> {
         Ok(ctld
-            .list_jobs(v1::ListJobsRequest {
-                filter: Some(v1::JobFilter {
-                    job_ids: vec![self.job_id.to_string()],
-                    ..Default::default()
-                }),
-                include_finished: true,
-                ..Default::default()
-            })
+            .list_jobs(calls::one_job(self.job_id))
             .await
             .map_err(|s| Exit::error(self.prog, calls::status_text(&s)))?
             .into_inner()
@@ -393,14 +386,7 @@ impl Allocation {
         let Some(het) = self.job.het else {
             return env;
         };
-        let ask = v1::ListJobsRequest {
-            filter: Some(v1::JobFilter {
-                job_ids: vec![het.leader.to_string()],
-                ..Default::default()
-            }),
-            include_finished: true,
-            ..Default::default()
-        };
+        let ask = calls::one_job(het.leader);
         let Ok(reply) = calls::again_if_lost(&mut self.ctld, |mut c| {
             let ask = ask.clone();
             async move { c.list_jobs(ask).await }
@@ -429,14 +415,7 @@ impl Allocation {
     /// `notice_count` moves on); `None` when it cannot be read, and `Completed` once
     /// the controller no longer has the job.
     pub async fn current(&mut self) -> Option<(model::JobState, i64, Vec<String>)> {
-        let ask = v1::ListJobsRequest {
-            filter: Some(v1::JobFilter {
-                job_ids: vec![self.own_id()],
-                ..Default::default()
-            }),
-            include_finished: true,
-            ..Default::default()
-        };
+        let ask = calls::one_job(self.own_id());
         let reply = calls::again_if_lost(&mut self.ctld, |mut c| {
             let ask = ask.clone();
             async move { c.list_jobs(ask).await }
@@ -467,10 +446,7 @@ impl Allocation {
 
     /// Asks once for the allocation's end: COMPLETED when `ok`, else FAILED.
     async fn end_now(&mut self, ok: bool) {
-        let filter = v1::JobFilter {
-            job_ids: vec![self.own_id()],
-            ..Default::default()
-        };
+        let filter = calls::job_filter(self.own_id());
         self.ask_end(&filter, ok).await;
     }
 
@@ -494,10 +470,7 @@ impl Allocation {
     /// until the job has ended: one that reaches the node before the holding script
     /// runs is lost.
     pub async fn relinquish(mut self, ok: bool) {
-        let filter = v1::JobFilter {
-            job_ids: vec![self.own_id()],
-            ..Default::default()
-        };
+        let filter = calls::job_filter(self.own_id());
         for _ in 0..RELINQUISH_TRIES {
             self.ask_end(&filter, ok).await;
             let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
@@ -916,10 +889,7 @@ fn info(quiet: bool, line: String) {
 async fn cancel(ctld: &mut Ctld, job_id: u32) {
     let _ = ctld
         .signal_jobs(v1::SignalJobsRequest {
-            filter: Some(v1::JobFilter {
-                job_ids: vec![job_id.to_string()],
-                ..Default::default()
-            }),
+            filter: Some(calls::job_filter(job_id)),
             signal: 0,
             batch_only: false,
         })

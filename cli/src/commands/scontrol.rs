@@ -1550,10 +1550,7 @@ async fn write_batch_script(s: &mut Session, conn: &mut Option<client::Ctld>, ar
         return;
     };
     let req = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter {
-            job_ids: vec![id.clone()],
-            ..Default::default()
-        }),
+        filter: Some(calls::job_filter(id)),
         include_finished: true,
         with_script: true,
         ..Default::default()
@@ -1795,10 +1792,7 @@ async fn pid_info(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[Stri
         return;
     };
     let req = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter {
-            job_ids: vec![job_id.to_string()],
-            ..Default::default()
-        }),
+        filter: Some(calls::job_filter(job_id)),
         ..Default::default()
     };
     let job = match c.list_jobs(req).await {

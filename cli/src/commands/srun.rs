@@ -739,14 +739,7 @@ async fn job_number(text: &str) -> Result<u32, Exit> {
         return Err(invalid());
     }
     let mut ctld = calls::connect().await.map_err(|e| Exit::error(PROG, e))?;
-    let ask = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter {
-            job_ids: vec![job.to_string()],
-            ..Default::default()
-        }),
-        include_finished: true,
-        ..Default::default()
-    };
+    let ask = calls::one_job(job);
     let reply = ctld
         .list_jobs(ask)
         .await

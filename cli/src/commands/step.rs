@@ -552,14 +552,7 @@ async fn job_ended_wait(
     ctld: &mut crate::client::Ctld,
     job_id: u32,
 ) -> Option<(u64, model::JobState)> {
-    let ask = v1::ListJobsRequest {
-        filter: Some(v1::JobFilter {
-            job_ids: vec![job_id.to_string()],
-            ..Default::default()
-        }),
-        include_finished: true,
-        ..Default::default()
-    };
+    let ask = calls::one_job(job_id);
     let mut ended = None;
     for _ in 0..JOB_END_POLLS {
         let jobs = calls::again_if_lost(ctld, |mut c| {

@@ -43,14 +43,7 @@ where
     let mut last = Vec::new();
     let mut unreachable_since = None;
     loop {
-        let req = v1::ListJobsRequest {
-            filter: Some(v1::JobFilter {
-                job_ids: vec![job_id.to_string()],
-                ..Default::default()
-            }),
-            include_finished: true,
-            ..Default::default()
-        };
+        let req = calls::one_job(job_id);
         match client.list_jobs(req).await {
             Ok(reply) => {
                 unreachable_since = None;
