@@ -388,7 +388,7 @@ pub fn check_accounting(
     let qos = assocs.qos_of(&spec).to_string();
     if !assocs.qos.contains_key(&qos)
         || assocs
-            .allowed_qos(&spec.account)
+            .allowed_qos(&spec.account, &spec.user)
             .is_some_and(|allowed| !allowed.contains(&qos))
     {
         return reject(INVALID_QOS);

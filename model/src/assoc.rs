@@ -68,6 +68,13 @@ pub struct Limits {
     pub max_submit: Option<u32>,
     /// The longest time limit, minutes.
     pub max_wall_min: Option<u32>,
+    /// MaxTRESMinsPerJob: TRES-minutes one job may ask for (its TRES times its time
+    /// limit).
+    pub max_tres_mins_per_job: TresCounts,
+    /// GrpWall (associations): wall-clock minutes the jobs of the association (and
+    /// below) may run together, counted as past usage (decayed) plus what running jobs
+    /// ran so far; minutes.
+    pub grp_wall_min: Option<u32>,
     /// GrpSubmitJobs: pending and running jobs of the account (and below) or of the
     /// QOS, checked at submit.
     pub grp_submit: Option<u32>,
@@ -94,6 +101,36 @@ impl Limits {
     }
 }
 
+/// What a user's association in an account sets besides limits (`sacctmgr add|modify
+/// user ... Fairshare= Priority= QOS= DefaultQOS=`): its share among the account's
+/// users, its association priority (0: the account's, inherited), and the QOS its jobs
+/// may use and get by default (empty: the account's, inherited).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserAssoc {
+    pub shares: u32,
+    pub priority: u32,
+    pub qos: BTreeSet<String>,
+    pub default_qos: String,
+}
+
+impl Default for UserAssoc {
+    fn default() -> Self {
+        UserAssoc {
+            shares: DEFAULT_SHARES,
+            priority: 0,
+            qos: BTreeSet::new(),
+            default_qos: String::new(),
+        }
+    }
+}
+
+impl UserAssoc {
+    /// True when it sets nothing of its own.
+    pub fn is_default(&self) -> bool {
+        *self == UserAssoc::default()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Account {
     pub name: String,
@@ -105,6 +142,8 @@ pub struct Account {
     /// Limits set on a user's association in this account (`sacctmgr modify user
     /// where account=`), by user; they come before the account's own `Max*` limits.
     pub user_limits: BTreeMap<String, Limits>,
+    /// A user's association's own share and QOS, by user (only those that set some).
+    pub user_assocs: BTreeMap<String, UserAssoc>,
     /// Slurm's Description and Organization (`sacctmgr show account`).
     pub description: String,
     pub organization: String,
@@ -119,6 +158,9 @@ pub struct Account {
     pub coordinators: BTreeSet<String>,
 }
 
+/// An association's share when none is set (Slurm's default).
+pub const DEFAULT_SHARES: u32 = 1;
+
 impl Account {
     /// A new account with Slurm's defaults: 1 share, described by its name, of the
     /// organization of its parent's name (its own under root).
@@ -126,10 +168,11 @@ impl Account {
         Account {
             name: name.to_string(),
             parent: parent.map(str::to_string),
-            shares: 1,
+            shares: DEFAULT_SHARES,
             priority: 0,
             users: BTreeSet::new(),
             user_limits: BTreeMap::new(),
+            user_assocs: BTreeMap::new(),
             description: name.to_string(),
             organization: match parent {
                 Some(p) if p != ROOT => p.to_string(),
@@ -275,6 +318,8 @@ impl Associations {
                         max_jobs: q.max_jobs_per_user,
                         max_submit: q.max_submit_jobs_per_user,
                         max_wall_min: wall(&q.max_wall),
+                        max_tres_mins_per_job: counts(&q.max_tres_mins),
+                        grp_wall_min: None,
                         grp_submit: None,
                         grp_tres_run_mins: TresCounts::new(),
                         guaranteed_tres: TresCounts::new(),
@@ -331,6 +376,8 @@ impl Associations {
                 max_jobs: a.max_jobs,
                 max_submit: a.max_submit,
                 max_wall_min: wall(&a.max_wall),
+                max_tres_mins_per_job: counts(&a.max_tres_mins),
+                grp_wall_min: wall(&a.grp_wall),
                 grp_submit: None,
                 grp_tres_run_mins: TresCounts::new(),
                 guaranteed_tres: counts(&a.guaranteed_tres),
@@ -423,6 +470,7 @@ impl Associations {
                 if !own(&self.accounts[&a.name]) {
                     a.users.clear();
                     a.user_limits.clear();
+                    a.user_assocs.clear();
                     a.coordinators.clear();
                 }
             }
@@ -433,6 +481,7 @@ impl Associations {
                 if !self.coordinates(user, &a.name) {
                     a.users.retain(|u| u == user);
                     a.user_limits.retain(|u, _| u == user);
+                    a.user_assocs.retain(|u, _| u == user);
                 }
             }
             let seen: BTreeSet<String> = out
@@ -483,25 +532,50 @@ impl Associations {
         }
     }
 
-    /// The QOS of a job: its `--qos`, else its account's default (inherited), else
-    /// `normal`.
+    /// The QOS of a job: its `--qos`, else its association's default, else `normal`.
     pub fn qos_of<'a>(&'a self, spec: &'a JobSpec) -> &'a str {
         if !spec.qos.is_empty() {
             return &spec.qos;
         }
-        self.lineage(self.account_of(spec))
-            .into_iter()
-            .map(|a| a.default_qos.as_str())
-            .find(|q| !q.is_empty())
+        self.default_qos(self.account_of(spec), &spec.user)
             .unwrap_or(DEFAULT_QOS)
     }
 
-    /// The QOS an account's jobs may use (inherited), or `None` for any.
-    pub fn allowed_qos(&self, account: &str) -> Option<&BTreeSet<String>> {
-        self.lineage(account)
+    /// The user's association's own settings in an account, if it sets any.
+    fn user_assoc(&self, account: &str, user: &str) -> Option<&UserAssoc> {
+        self.accounts
+            .get(account)
+            .and_then(|a| a.user_assocs.get(user))
+    }
+
+    /// The default QOS of a user's association in an account (`user` empty: of the
+    /// account's own): its own, else the account's, inherited; `None`: none set.
+    pub fn default_qos(&self, account: &str, user: &str) -> Option<&str> {
+        self.user_assoc(account, user)
+            .map(|u| u.default_qos.as_str())
             .into_iter()
-            .map(|a| &a.qos)
+            .chain(
+                self.lineage(account)
+                    .into_iter()
+                    .map(|a| a.default_qos.as_str()),
+            )
             .find(|q| !q.is_empty())
+    }
+
+    /// The QOS the jobs of a user's association in an account may use (`user` empty:
+    /// of the account's own): its own, else the account's, inherited; `None` for any.
+    pub fn allowed_qos(&self, account: &str, user: &str) -> Option<&BTreeSet<String>> {
+        self.user_assoc(account, user)
+            .map(|u| &u.qos)
+            .into_iter()
+            .chain(self.lineage(account).into_iter().map(|a| &a.qos))
+            .find(|q| !q.is_empty())
+    }
+
+    /// The share of a user's association in an account (1 unless it sets one).
+    pub fn user_shares(&self, account: &str, user: &str) -> u32 {
+        self.user_assoc(account, user)
+            .map_or(DEFAULT_SHARES, |u| u.shares)
     }
 
     /// Whether `user` coordinates `account`: they are a coordinator of it or of an
@@ -536,10 +610,12 @@ impl Associations {
 
     /// The per-user and per-job limits in force for a user's association in an
     /// account: each one set on the user's association, else on the account or,
-    /// failing that, on its nearest ancestor (as Slurm's associations inherit them).
+    /// failing that, on its nearest ancestor (as Slurm's associations inherit them);
+    /// TRES limits TRES by TRES.
     ///
-    /// Example: `ml` sets MaxJobs=10, alice's association in `ml/vision` MaxJobs=2:
-    /// alice has 2 in `vision`, bob 10.
+    /// Example: `ml` sets MaxJobs=10 and MaxTRES=cpu=2, alice's association in
+    /// `ml/vision` MaxJobs=2 and MaxTRES=node=5: alice has 2 jobs and cpu=2,node=5 in
+    /// `vision`, bob 10 jobs and cpu=2.
     pub fn user_limits(&self, account: &str, user: &str) -> Limits {
         let lineage = self.lineage(account);
         let own = lineage
@@ -550,13 +626,15 @@ impl Associations {
             .into_iter()
             .chain(lineage.iter().map(|a| &a.limits))
             .collect();
+        // TRES by TRES, as Slurm combines a parent's TRES limits into a child's.
         let pick_map = |f: fn(&Limits) -> &TresCounts| {
-            chain
-                .iter()
-                .map(|l| f(l))
-                .find(|m| !m.is_empty())
-                .cloned()
-                .unwrap_or_default()
+            let mut out = TresCounts::new();
+            for l in &chain {
+                for (name, count) in f(l) {
+                    out.entry(name.clone()).or_insert(*count);
+                }
+            }
+            out
         };
         let pick = |f: fn(&Limits) -> Option<u32>| chain.iter().find_map(|l| f(l));
         Limits {
@@ -570,6 +648,8 @@ impl Associations {
             grp_jobs: None,
             max_tres_per_user: pick_map(|l| &l.max_tres_per_user),
             max_tres_per_job: pick_map(|l| &l.max_tres_per_job),
+            max_tres_mins_per_job: pick_map(|l| &l.max_tres_mins_per_job),
+            grp_wall_min: None,
             max_jobs: pick(|l| l.max_jobs),
             max_submit: pick(|l| l.max_submit),
             max_wall_min: pick(|l| l.max_wall_min),
@@ -581,11 +661,13 @@ impl Associations {
         self.qos.values().map(|q| q.priority).max().unwrap_or(0)
     }
 
-    /// An account's association priority: its own, else its nearest ancestor's.
-    pub fn assoc_priority(&self, account: &str) -> u32 {
-        self.lineage(account)
-            .iter()
-            .map(|a| a.priority)
+    /// The priority of a user's association in an account (`user` empty: of the
+    /// account's own): its own, else the account's, else its nearest ancestor's.
+    pub fn assoc_priority(&self, account: &str, user: &str) -> u32 {
+        self.user_assoc(account, user)
+            .map(|u| u.priority)
+            .into_iter()
+            .chain(self.lineage(account).iter().map(|a| a.priority))
             .find(|p| *p > 0)
             .unwrap_or(0)
     }
@@ -594,7 +676,9 @@ impl Associations {
     pub fn max_assoc_priority(&self) -> u32 {
         self.accounts
             .values()
-            .map(|a| a.priority)
+            .flat_map(|a| {
+                std::iter::once(a.priority).chain(a.user_assocs.values().map(|u| u.priority))
+            })
             .max()
             .unwrap_or(0)
     }
@@ -697,12 +781,14 @@ shares = 3
 users = ["alice", "bob"]
 max_jobs = 4
 max_wall = "1-0"
+max_tres_per_job = "cpu=2"
 default_qos = "high"
 [[accounts]]
 name = "vision"
 parent = "ml"
 users = ["alice"]
 max_jobs = 2
+max_tres_per_job = "node=5"
 [[accounts]]
 name = "physics"
 users = ["carol", "alice"]
@@ -729,14 +815,39 @@ qos = ["normal"]
         assert_eq!(lineage, vec!["vision", "ml", "root"]);
         let l = a.user_limits("vision", "alice");
         assert_eq!((l.max_jobs, l.max_wall_min), (Some(2), Some(1440)));
+        assert_eq!(tres::format_counts(&l.max_tres_per_job), "cpu=2,node=5");
         let spec = JobSpec {
             user: "alice".into(),
             account: "vision".into(),
             ..JobSpec::default()
         };
         assert_eq!(a.qos_of(&spec), "high");
-        assert_eq!(a.allowed_qos("vision"), None);
-        assert!(a.allowed_qos("physics").unwrap().contains("normal"));
+        assert_eq!(a.allowed_qos("vision", "alice"), None);
+        assert!(a.allowed_qos("physics", "").unwrap().contains("normal"));
+        // A user's association's own QOS and default come first.
+        let mut b = a.clone();
+        b.accounts.get_mut("vision").unwrap().user_assocs.insert(
+            "alice".into(),
+            UserAssoc {
+                shares: 5,
+                priority: 9,
+                qos: BTreeSet::from(["normal".to_string()]),
+                default_qos: "normal".into(),
+            },
+        );
+        assert_eq!(b.assoc_priority("vision", "alice"), 9);
+        assert_eq!(b.max_assoc_priority(), 9);
+        assert_eq!(b.qos_of(&spec), "normal");
+        assert_eq!(b.allowed_qos("vision", "alice").unwrap().len(), 1);
+        assert_eq!(b.allowed_qos("vision", "bob"), None);
+        assert_eq!(b.default_qos("vision", "bob"), Some("high"));
+        assert_eq!(
+            (
+                b.user_shares("vision", "alice"),
+                b.user_shares("ml", "alice")
+            ),
+            (5, 1)
+        );
         assert_eq!(
             a.accounts["root"].children,
             BTreeSet::from(["ml".to_string(), "physics".to_string()])

@@ -15,7 +15,9 @@
 //! the clusters its `cluster=` names, else to every cluster it can (an `add` to those
 //! that have the accounts it needs), each through the same rules as this cluster's.
 
-use crate::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, ROOT, User};
+use crate::assoc::{
+    Account, AccountTree, AdminLevel, Associations, DEFAULT_SHARES, Limits, Qos, ROOT, User,
+};
 use crate::job::PreemptMode;
 use crate::reservation_change::ListEdit;
 use crate::tres::{self, TresCounts};
@@ -80,6 +82,10 @@ pub enum LimitKind {
     MaxJobs,
     MaxSubmitJobs,
     MaxWall,
+    /// MaxTRESMinsPerJob: TRES-minutes of one job.
+    MaxTresMins,
+    /// GrpWall (accounts and users): wall-clock minutes, past and running.
+    GrpWall,
     /// Drover's GuaranteedTRES (accounts).
     GuaranteedTres,
     /// Drover's BorrowingLimit (accounts; Kueue's `borrowingLimit`).
@@ -89,7 +95,7 @@ pub enum LimitKind {
 }
 
 impl LimitKind {
-    pub const ALL: [LimitKind; 13] = [
+    pub const ALL: [LimitKind; 15] = [
         LimitKind::GrpTres,
         LimitKind::GrpTresMins,
         LimitKind::GrpTresRunMins,
@@ -100,6 +106,8 @@ impl LimitKind {
         LimitKind::MaxJobs,
         LimitKind::MaxSubmitJobs,
         LimitKind::MaxWall,
+        LimitKind::MaxTresMins,
+        LimitKind::GrpWall,
         LimitKind::GuaranteedTres,
         LimitKind::BorrowingLimit,
         LimitKind::LendingLimit,
@@ -118,13 +126,16 @@ impl LimitKind {
             LimitKind::MaxJobs => "MaxJobs",
             LimitKind::MaxSubmitJobs => "MaxSubmitJobs",
             LimitKind::MaxWall => "MaxWall",
+            LimitKind::MaxTresMins => "MaxTRESMins",
+            LimitKind::GrpWall => "GrpWall",
             LimitKind::GuaranteedTres => "GuaranteedTRES",
             LimitKind::BorrowingLimit => "BorrowingLimit",
             LimitKind::LendingLimit => "LendingLimit",
         }
     }
 
-    /// Whether its value is TRES counts (otherwise a number, MaxWall minutes).
+    /// Whether its value is TRES counts (otherwise a number, MaxWall and GrpWall
+    /// minutes).
     pub fn is_tres(self) -> bool {
         matches!(
             self,
@@ -133,10 +144,16 @@ impl LimitKind {
                 | LimitKind::GrpTresRunMins
                 | LimitKind::MaxTres
                 | LimitKind::MaxTresPerUser
+                | LimitKind::MaxTresMins
                 | LimitKind::GuaranteedTres
                 | LimitKind::BorrowingLimit
                 | LimitKind::LendingLimit
         )
+    }
+
+    /// Whether its value is a time (minutes, given and shown in Slurm's time syntax).
+    pub fn is_time(self) -> bool {
+        matches!(self, LimitKind::MaxWall | LimitKind::GrpWall)
     }
 
     /// The TRES counts this limit is in `limits` (for a TRES limit).
@@ -147,6 +164,7 @@ impl LimitKind {
             LimitKind::GrpTresRunMins => &mut limits.grp_tres_run_mins,
             LimitKind::MaxTres => &mut limits.max_tres_per_job,
             LimitKind::MaxTresPerUser => &mut limits.max_tres_per_user,
+            LimitKind::MaxTresMins => &mut limits.max_tres_mins_per_job,
             LimitKind::GuaranteedTres => &mut limits.guaranteed_tres,
             LimitKind::BorrowingLimit => &mut limits.borrowing_limit,
             LimitKind::LendingLimit => &mut limits.lending_limit,
@@ -154,7 +172,7 @@ impl LimitKind {
         })
     }
 
-    /// The number this limit is in `limits` (for a count or MaxWall).
+    /// The number this limit is in `limits` (for a count, MaxWall or GrpWall).
     pub fn count_mut(self, limits: &mut Limits) -> Option<&mut Option<u32>> {
         Some(match self {
             LimitKind::GrpJobs => &mut limits.grp_jobs,
@@ -162,6 +180,7 @@ impl LimitKind {
             LimitKind::MaxJobs => &mut limits.max_jobs,
             LimitKind::MaxSubmitJobs => &mut limits.max_submit,
             LimitKind::MaxWall => &mut limits.max_wall_min,
+            LimitKind::GrpWall => &mut limits.grp_wall_min,
             _ => return None,
         })
     }
@@ -174,7 +193,7 @@ impl LimitKind {
         }
         match self.count_mut(&mut l).and_then(|c| *c) {
             None => String::new(),
-            Some(m) if self == LimitKind::MaxWall => units::format_time_limit(Some(m)),
+            Some(m) if self.is_time() => units::format_time_limit(Some(m)),
             Some(n) => n.to_string(),
         }
     }
@@ -188,6 +207,7 @@ impl LimitKind {
         let whole = match key {
             "grpsubmit" => Some((K::GrpSubmitJobs, None)),
             "maxtres" | "maxtresperjobs" => Some((K::MaxTres, None)),
+            "maxtresmins" => Some((K::MaxTresMins, None)),
             "maxtresperuser" | "maxtrespu" => Some((K::MaxTresPerUser, None)),
             "maxjobsperuser" | "maxjobspu" => Some((K::MaxJobs, None)),
             "maxsubmit" | "maxsubmitjobsperuser" | "maxsubmitpu" => Some((K::MaxSubmitJobs, None)),
@@ -208,11 +228,14 @@ impl LimitKind {
             ("grptres", 7, (K::GrpTres, None)),
             ("grptresmins", 8, (K::GrpTresMins, None)),
             ("grptresrunmins", 8, (K::GrpTresRunMins, None)),
+            ("grpwall", 4, (K::GrpWall, None)),
+            ("maxcpuminsperjob", 7, (K::MaxTresMins, Some("cpu"))),
             ("maxcpusperjob", 7, (K::MaxTres, Some("cpu"))),
             ("maxjobs", 4, (K::MaxJobs, None)),
             ("maxnodesperjob", 4, (K::MaxTres, Some("node"))),
             ("maxsubmitjobs", 4, (K::MaxSubmitJobs, None)),
             ("maxtresperjob", 7, (K::MaxTres, None)),
+            ("maxtresminsperjob", 8, (K::MaxTresMins, None)),
             ("maxwalldurationperjob", 4, (K::MaxWall, None)),
         ];
         whole.or_else(|| crate::keyword::abbreviated(key, ABBREVIATED))
@@ -458,11 +481,9 @@ impl Settings {
             "parent" | "parentname" => self.parent = Some(value.to_lowercase()),
             "description" | "descr" => self.description = Some(value.to_string()),
             "organization" | "org" => self.organization = Some(value.to_string()),
+            // `-1` clears it back to the default share, 1.
             "fairshare" | "share" | "shares" => {
-                self.fairshare = Some(
-                    number(value, "FairShare")?
-                        .ok_or_else(|| format!("Invalid value for FairShare ({value})"))?,
-                )
+                self.fairshare = Some(number(value, "FairShare")?.unwrap_or(DEFAULT_SHARES))
             }
             "priority" => self.priority = Some(number(value, "Priority")?.unwrap_or(0)),
             "defaultaccount" | "defaccount" => self.default_account = Some(value.to_lowercase()),
@@ -524,11 +545,11 @@ impl Settings {
                 };
                 let value = if kind.is_tres() {
                     LimitValue::Tres(tres_value(value, legacy)?)
-                } else if kind == LimitKind::MaxWall {
+                } else if kind.is_time() {
                     LimitValue::Count(match value.trim() {
                         "-1" => None,
                         v => units::parse_time_limit(v)
-                            .map_err(|_| format!("Bad MaxWall time format: {word}"))?,
+                            .map_err(|_| format!("Bad {} time format: {word}", kind.name()))?,
                     })
                 } else {
                     LimitValue::Count(number(value, kind.name())?)
@@ -571,12 +592,12 @@ impl Settings {
         check(self.parent.is_some(), "Parent", &[A]);
         check(self.description.is_some(), "Description", &[A, Q]);
         check(self.organization.is_some(), "Organization", &[A]);
-        check(self.fairshare.is_some(), "Fairshare", &[A, C]);
-        check(self.priority.is_some(), "Priority", &[A, Q]);
+        check(self.fairshare.is_some(), "Fairshare", &[A, C, U]);
+        check(self.priority.is_some(), "Priority", &[A, Q, U]);
         check(self.default_account.is_some(), "DefaultAccount", &[U]);
         check(self.admin_level.is_some(), "AdminLevel", &[U]);
-        check(self.qos.is_some(), "QOS", &[A, C]);
-        check(self.default_qos.is_some(), "DefaultQOS", &[A, C]);
+        check(self.qos.is_some(), "QOS", &[A, C, U]);
+        check(self.default_qos.is_some(), "DefaultQOS", &[A, C, U]);
         check(self.preempt.is_some(), "Preempt", &[Q]);
         check(self.preempt_mode.is_some(), "PreemptMode", &[Q]);
         check(self.grace_time_s.is_some(), "GraceTime", &[Q]);
@@ -585,17 +606,17 @@ impl Settings {
         check(self.gpu_idle_action.is_some(), "GpuIdleAction", &[Q]);
         check(self.gpu_idle_grace_s.is_some(), "GpuIdleGrace", &[Q]);
         check(!self.limits.is_empty(), "limits", &[A, U, Q, C]);
+        let sets = |kind: LimitKind| self.limits.iter().any(|(k, _)| *k == kind);
         for kind in [
             LimitKind::GuaranteedTres,
             LimitKind::BorrowingLimit,
             LimitKind::LendingLimit,
         ] {
-            check(
-                self.limits.iter().any(|(k, _)| *k == kind),
-                kind.name(),
-                &[A],
-            );
+            check(sets(kind), kind.name(), &[A]);
         }
+        // Counted from associations' usage: a QOS keeps none, and Slurm does not
+        // enforce it on a cluster's root association.
+        check(sets(LimitKind::GrpWall), LimitKind::GrpWall.name(), &[A, U]);
         out
     }
 
@@ -868,6 +889,13 @@ fn qos(
                     if a.default_qos == *name {
                         a.default_qos.clear();
                     }
+                    for u in a.user_assocs.values_mut() {
+                        u.qos.remove(name);
+                        if u.default_qos == *name {
+                            u.default_qos.clear();
+                        }
+                    }
+                    a.user_assocs.retain(|_, u| !u.is_default());
                 }
                 for q in out.qos.values_mut() {
                     q.preempt.retain(|p| p != name);
@@ -1086,6 +1114,7 @@ fn add_users(
     if let Some(a) = accounts.iter().find(|a| !out.accounts.contains_key(*a)) {
         return Err(format!("This account '{a}' doesn't exist."));
     }
+    check_qos_names(out, s)?;
     for user in &c.names {
         if !crate::config::is_name(user) {
             return Err(format!("Invalid user name '{user}'"));
@@ -1108,6 +1137,7 @@ fn add_users(
                 if !limits.is_empty() {
                     a.user_limits.insert(user.clone(), limits);
                 }
+                set_user_assoc(out, account, user, s);
                 changed.assocs.push(AssocRef {
                     cluster: String::new(),
                     account: account.clone(),
@@ -1194,22 +1224,28 @@ fn modify_accounts(
         if !out.accounts.contains_key(p) {
             return Err(format!("Parent account '{p}' doesn't exist."));
         }
-        for name in &c.names {
-            if name == p || descendants(out, name).contains(p) {
-                return Err(format!(
-                    "Account '{p}' is '{name}' or below it: not a parent for it"
-                ));
-            }
+        if c.names.contains(p) {
+            return Err(format!("Account '{p}' cannot be its own parent"));
         }
     }
     for name in &c.names {
         if name == ROOT && s.parent.is_some() {
             return Err("root has no parent".into());
         }
-        let Some(a) = out.accounts.get_mut(name) else {
+        let Some(old_parent) = out.accounts.get(name).map(|a| a.parent.clone()) else {
             continue;
         };
-        let old_parent = a.parent.clone().unwrap_or_default();
+        // A new parent from below the account first takes the account's place, as
+        // Slurm's: the child becomes the parent.
+        if let Some(p) = &s.parent
+            && descendants(out, name).contains(p)
+            && let Some(moved) = out.accounts.get_mut(p)
+        {
+            moved.parent = old_parent.clone();
+            out.relink();
+        }
+        let a = out.accounts.get_mut(name).expect("found above");
+        let old_parent = old_parent.unwrap_or_default();
         modify_account(a, s);
         if let Some(p) = &s.parent {
             a.parent = Some(p.clone());
@@ -1241,6 +1277,7 @@ fn modify_users(
     s: &Settings,
     changed: &mut Changed,
 ) -> Result<(), String> {
+    check_qos_names(out, s)?;
     let users: Vec<String> = c
         .names
         .iter()
@@ -1275,27 +1312,69 @@ fn modify_users(
             }
             changed.names.push(user.clone());
         }
-        if s.limits.is_empty() {
+        let sets_assoc = !s.limits.is_empty()
+            || s.fairshare.is_some()
+            || s.priority.is_some()
+            || s.qos.is_some()
+            || s.default_qos.is_some();
+        if !sets_assoc {
             continue;
         }
-        for (name, a) in out.accounts.iter_mut() {
-            let wanted = c.accounts.is_empty() || c.accounts.contains(name);
-            if wanted && a.users.contains(user) {
-                let limits = a.user_limits.entry(user.clone()).or_default();
-                s.set_limits(limits);
-                if limits.is_empty() {
-                    a.user_limits.remove(user);
-                }
-                changed.assocs.push(AssocRef {
-                    cluster: String::new(),
-                    account: name.clone(),
-                    user: user.clone(),
-                    parent: String::new(),
-                });
+        let accounts: Vec<String> = out
+            .accounts
+            .iter()
+            .filter(|(name, a)| {
+                (c.accounts.is_empty() || c.accounts.contains(name)) && a.users.contains(user)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in accounts {
+            let a = out.accounts.get_mut(&name).expect("listed above");
+            let limits = a.user_limits.entry(user.clone()).or_default();
+            s.set_limits(limits);
+            if limits.is_empty() {
+                a.user_limits.remove(user);
             }
+            set_user_assoc(out, &name, user, s);
+            changed.assocs.push(AssocRef {
+                cluster: String::new(),
+                account: name,
+                user: user.clone(),
+                parent: String::new(),
+            });
         }
     }
     Ok(())
+}
+
+/// Sets a user's association's own share and QOS in an account. A QOS list edit
+/// (`+q`, `-q`) starts from the QOS the association has now, its own or inherited.
+fn set_user_assoc(out: &mut Associations, account: &str, user: &str, s: &Settings) {
+    let inherited: Vec<String> = out
+        .allowed_qos(account, user)
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    let Some(a) = out.accounts.get_mut(account) else {
+        return;
+    };
+    let assoc = a.user_assocs.entry(user.to_string()).or_default();
+    if let Some(f) = s.fairshare {
+        assoc.shares = f;
+    }
+    if let Some(p) = s.priority {
+        assoc.priority = p;
+    }
+    if let Some(edit) = &s.qos {
+        assoc.qos = edit.apply(&inherited).into_iter().collect();
+    }
+    if let Some(q) = &s.default_qos {
+        assoc.default_qos = q.clone();
+    }
+    if assoc.is_default() {
+        a.user_assocs.remove(user);
+    }
 }
 
 /// Removes a user's association with an account; the user goes with their last (in
@@ -1304,6 +1383,7 @@ fn remove_assoc(out: &mut Associations, account: &str, user: &str, changed: &mut
     if let Some(a) = out.accounts.get_mut(account) {
         a.users.remove(user);
         a.user_limits.remove(user);
+        a.user_assocs.remove(user);
     }
     let left: Vec<String> = trees(out)
         .flat_map(|t| t.values())
@@ -1619,10 +1699,14 @@ mod tests {
                 .unwrap_err()
                 .starts_with("Can't modify because these users aren't associated")
         );
-        assert!(
-            run(&a, "modify account ml set parent=vision").is_err(),
-            "a cycle"
+        assert_eq!(
+            run(&a, "modify account ml set parent=ml").unwrap_err(),
+            "Account 'ml' cannot be its own parent"
         );
+        // A child made the parent takes its parent's place first, as Slurm's.
+        let (b, _) = ok(&a, "modify account ml set parent=vision");
+        assert_eq!(b.accounts["vision"].parent.as_deref(), Some(ROOT));
+        assert_eq!(b.accounts["ml"].parent.as_deref(), Some("vision"));
         assert!(
             run(&a, "add account x defaultaccount=ml")
                 .unwrap_err()
@@ -1785,6 +1869,74 @@ mod cluster_tests {
             run(&a, "add cluster c4 description=x").unwrap_err(),
             "Description cannot be set on a cluster"
         );
+        // GrpWall counts associations' usage: not on a cluster's root nor a QOS.
+        assert_eq!(
+            run(&a, "add cluster c4 GrpWall=10").unwrap_err(),
+            "GrpWall cannot be set on a cluster"
+        );
+        assert_eq!(
+            run(&a, "add qos q1 GrpWall=10").unwrap_err(),
+            "GrpWall cannot be set on a QOS"
+        );
+        // MaxCPUMins on a cluster is its root association's; GrpWall and
+        // MaxTRESMins on an account and a user's association in it.
+        let (a, _) = ok(&a, "add cluster c4 MaxCPUMins=1000");
+        assert_eq!(
+            a.other_clusters["c4"][ROOT].limits.max_tres_mins_per_job["cpu"],
+            1000
+        );
+        let (a, _) = ok(
+            &a,
+            "add account ml cluster=drover GrpWall=1:00:00 MaxTRESMins=mem=90",
+        );
+        let (a, _) = ok(&a, "add user alice account=ml cluster=drover GrpWall=30");
+        let ml = &a.accounts["ml"];
+        assert_eq!(ml.limits.grp_wall_min, Some(60));
+        assert_eq!(ml.limits.max_tres_mins_per_job["mem"], 90);
+        assert_eq!(ml.user_limits["alice"].grp_wall_min, Some(30));
+        let (a, _) = ok(&a, "modify account ml set GrpWall=-1");
+        assert_eq!(a.accounts["ml"].limits.grp_wall_min, None);
+    }
+
+    #[test]
+    fn a_user_association_sets_its_own_share_and_qos() {
+        let a = Associations::default();
+        let (a, _) = ok(&a, "add qos q1");
+        let (a, _) = ok(&a, "add qos q2");
+        let (a, _) = ok(&a, "add qos q3");
+        let (a, _) = ok(&a, "add account ml,cv");
+        let (a, _) = ok(
+            &a,
+            "add user alice account=ml,cv fairshare=5 priority=4 qos=q1,q2 defaultqos=q1",
+        );
+        assert_eq!(a.user_shares("ml", "alice"), 5);
+        assert_eq!(a.assoc_priority("cv", "alice"), 4);
+        assert_eq!(a.allowed_qos("cv", "alice").unwrap().len(), 2);
+        assert_eq!(a.default_qos("ml", "alice"), Some("q1"));
+        // Changed in one account only; `+`/`-` edit what it has.
+        let (a, changed) = ok(
+            &a,
+            "modify user alice where account=ml set qos=+q3 fairshare=-1",
+        );
+        assert_eq!(changed.assocs.len(), 1);
+        let qos = |a: &Associations, acct| a.allowed_qos(acct, "alice").unwrap().clone();
+        assert_eq!(qos(&a, "ml").len(), 3);
+        assert_eq!(qos(&a, "cv").len(), 2);
+        assert_eq!(a.user_shares("ml", "alice"), 1);
+        let (a, _) = ok(&a, "modify user alice where account=cv set qos=-q2");
+        assert_eq!(qos(&a, "cv").into_iter().collect::<Vec<_>>(), ["q1"]);
+        // An unknown QOS is refused; a deleted one leaves the associations.
+        assert_eq!(
+            run(&a, "modify user alice set qos=q9").unwrap_err(),
+            "Unknown QOS 'q9'"
+        );
+        let (a, _) = ok(&a, "delete qos q1");
+        assert_eq!(a.default_qos("ml", "alice"), None);
+        assert_eq!(a.allowed_qos("cv", "alice"), None);
+        assert!(!a.allowed_qos("ml", "alice").unwrap().contains("q1"));
+        // The association goes with the user's membership.
+        let (a, _) = ok(&a, "delete user alice where account=ml");
+        assert!(a.accounts["ml"].user_assocs.is_empty());
     }
 
     #[test]
@@ -1864,12 +2016,34 @@ mod cluster_tests {
             ]
         );
         // Too short to name one, or no limit Drover keeps: refused.
-        for word in ["max=1", "grpc=1", "maxcpumins=1"] {
+        for word in ["max=1", "grpc=1", "maxcpu=1", "maxtresperno=1"] {
             let w = [word.to_string()];
             assert!(
                 AssocChange::parse(Action::Add, Entity::Account, &w).is_err(),
                 "{word}"
             );
         }
+        // MaxCPUMins and GrpWall, whole or abbreviated as Slurm's sacctmgr reads them.
+        let words: Vec<String> = ["maxcpumin=100", "MaxTRESMins=gres/gpu=60", "grpw=45:00"]
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        let c = AssocChange::parse(Action::Add, Entity::Account, &words).unwrap();
+        assert_eq!(
+            c.settings.limits,
+            vec![
+                (
+                    LimitKind::MaxTresMins,
+                    LimitValue::Tres(vec![("cpu".into(), Some(100))])
+                ),
+                (
+                    LimitKind::MaxTresMins,
+                    LimitValue::Tres(vec![("gres/gpu".into(), Some(60))])
+                ),
+                (LimitKind::GrpWall, LimitValue::Count(Some(45))),
+            ]
+        );
+        let bad = AssocChange::parse(Action::Add, Entity::Account, &["grpwall=soon".into()]);
+        assert_eq!(bad.unwrap_err(), "Bad GrpWall time format: grpwall=soon");
     }
 }

@@ -1230,6 +1230,13 @@ pub struct AccountConfig {
     /// MaxWall: the longest time limit a job may have (Slurm time syntax).
     #[serde(default)]
     pub max_wall: String,
+    /// MaxTRESMinsPerJob: TRES-minutes one job may ask for (`cpu=6000`).
+    #[serde(default)]
+    pub max_tres_mins: String,
+    /// GrpWall: wall-clock time the jobs below this account may run together, past
+    /// (decayed) and running (Slurm time syntax).
+    #[serde(default)]
+    pub grp_wall: String,
     /// Account coordinators: users who may act on the jobs of this account and of the
     /// accounts below it as their owners may (Slurm's `sacctmgr add coordinator`).
     #[serde(default)]
@@ -1259,6 +1266,9 @@ pub struct QosConfig {
     /// MaxWall (Slurm time syntax).
     #[serde(default)]
     pub max_wall: String,
+    /// MaxTRESMinsPerJob: TRES-minutes one job may ask for (`cpu=6000`).
+    #[serde(default)]
+    pub max_tres_mins: String,
     /// GrpTRES: what all running jobs of this QOS may hold together.
     #[serde(default)]
     pub grp_tres: String,

@@ -70,6 +70,8 @@ pub enum Limit {
     GrpJobs,
     /// MaxJobs of each user.
     MaxJobsPerUser,
+    /// GrpWall.
+    GrpWall,
     /// A TRES limit (GrpTRES, GrpTRESMins, MaxTRESPerJob) on one TRES.
     Tres(TresLimit, TresClass),
 }
@@ -83,6 +85,8 @@ pub enum TresLimit {
     /// GrpTRESRunMins.
     GrpRunMins,
     MaxPerJob,
+    /// MaxTRESMinsPerJob.
+    MaxMinsPerJob,
 }
 
 /// The TRES a limit is about, as far as Slurm's reason names tell them apart.
@@ -141,6 +145,7 @@ impl LimitReason {
                 Limit::MaxWallDurationPerJob => "QOSMaxWallDurationPerJobLimit",
                 Limit::GrpJobs => "QOSGrpJobsLimit",
                 Limit::MaxJobsPerUser => "QOSMaxJobsPerUserLimit",
+                Limit::GrpWall => "QOSGrpWallLimit",
                 Limit::Tres(kind, class) => match (kind, class) {
                     (K::Grp, C::Cpu) => "QOSGrpCpuLimit",
                     (K::Grp, C::Mem) => "QOSGrpMemLimit",
@@ -166,6 +171,12 @@ impl LimitReason {
                     (K::MaxPerJob, C::Billing) => "QOSMaxBillingPerJob",
                     (K::MaxPerJob, C::Gres) => "QOSMaxGRESPerJob",
                     (K::MaxPerJob, C::Other) => "QOSMaxUnknownPerJob",
+                    (K::MaxMinsPerJob, C::Cpu) => "QOSMaxCpuMinutesPerJobLimit",
+                    (K::MaxMinsPerJob, C::Mem) => "QOSMaxMemoryMinutesPerJob",
+                    (K::MaxMinsPerJob, C::Node) => "QOSMaxNodeMinutesPerJob",
+                    (K::MaxMinsPerJob, C::Billing) => "QOSMaxBillingMinutesPerJob",
+                    (K::MaxMinsPerJob, C::Gres) => "QOSMaxGRESMinutesPerJob",
+                    (K::MaxMinsPerJob, C::Other) => "QOSMaxUnknownMinutesPerJob",
                 },
             },
             LimitReason::QosPerUser(class) => match class {
@@ -180,6 +191,7 @@ impl LimitReason {
                 Limit::MaxWallDurationPerJob => "AssocMaxWallDurationPerJobLimit",
                 Limit::GrpJobs => "AssocGrpJobsLimit",
                 Limit::MaxJobsPerUser => "AssocMaxJobsLimit",
+                Limit::GrpWall => "AssocGrpWallLimit",
                 Limit::Tres(kind, class) => match (kind, class) {
                     (K::Grp, C::Cpu) => "AssocGrpCpuLimit",
                     (K::Grp, C::Mem) => "AssocGrpMemLimit",
@@ -205,6 +217,12 @@ impl LimitReason {
                     (K::MaxPerJob, C::Billing) => "AssocMaxBillingPerJob",
                     (K::MaxPerJob, C::Gres) => "AssocMaxGRESPerJob",
                     (K::MaxPerJob, C::Other) => "AssocMaxUnknownPerJob",
+                    (K::MaxMinsPerJob, C::Cpu) => "AssocMaxCpuMinutesPerJobLimit",
+                    (K::MaxMinsPerJob, C::Mem) => "AssocMaxMemMinutesPerJob",
+                    (K::MaxMinsPerJob, C::Node) => "AssocMaxNodeMinutesPerJob",
+                    (K::MaxMinsPerJob, C::Billing) => "AssocMaxBillingMinutesPerJob",
+                    (K::MaxMinsPerJob, C::Gres) => "AssocMaxGRESMinutesPerJob",
+                    (K::MaxMinsPerJob, C::Other) => "AssocMaxUnknownMinutesPerJob",
                 },
             },
         }
@@ -224,6 +242,7 @@ impl LimitReason {
             Limit::MaxWallDurationPerJob,
             Limit::GrpJobs,
             Limit::MaxJobsPerUser,
+            Limit::GrpWall,
         ]
         .into_iter()
         .chain(
@@ -232,6 +251,7 @@ impl LimitReason {
                 TresLimit::GrpMins,
                 TresLimit::GrpRunMins,
                 TresLimit::MaxPerJob,
+                TresLimit::MaxMinsPerJob,
             ]
             .into_iter()
             .flat_map(move |k| classes.into_iter().map(move |c| Limit::Tres(k, c))),
@@ -333,8 +353,8 @@ mod tests {
             assert_eq!(Reason::parse(name), Some(r), "{name}");
             assert!(names.insert(name), "{name} twice");
         }
-        // 19 words, 27 limits of each scope and 6 per-user limits of a QOS.
-        assert_eq!(names.len(), 19 + 2 * 27 + 6);
+        // 19 words, 34 limits of each scope and 6 per-user limits of a QOS.
+        assert_eq!(names.len(), 19 + 2 * 34 + 6);
         assert_eq!(Reason::parse("bogus"), None);
         assert_eq!(Reason::parse("resources"), None);
         assert_eq!(Reason::parse_any_case("resources"), Some(Reason::Resources));
@@ -397,6 +417,22 @@ mod tests {
         assert_eq!(
             r(Scope::Qos, tres(TresLimit::Grp, TresClass::Other)),
             "QOSGrpUnknown"
+        );
+        assert_eq!(
+            r(Scope::Assoc, tres(TresLimit::MaxMinsPerJob, TresClass::Cpu)),
+            "AssocMaxCpuMinutesPerJobLimit"
+        );
+        assert_eq!(
+            r(Scope::Qos, tres(TresLimit::MaxMinsPerJob, TresClass::Mem)),
+            "QOSMaxMemoryMinutesPerJob"
+        );
+        assert_eq!(r(Scope::Assoc, Limit::GrpWall), "AssocGrpWallLimit");
+        assert_eq!(
+            Reason::parse("QOSMaxCpuMinutesPerJobLimit"),
+            Some(Reason::Limit(LimitReason::Qos(tres(
+                TresLimit::MaxMinsPerJob,
+                TresClass::Cpu
+            ))))
         );
         assert_eq!(
             r(Scope::Assoc, tres(TresLimit::MaxPerJob, TresClass::Other)),

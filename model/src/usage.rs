@@ -24,6 +24,9 @@ pub struct AssocUsage {
     pub billing: f64,
     /// TRES-seconds per TRES name (`cpu`, `mem` in MB-seconds, `gres/gpu`, ...).
     pub tres: BTreeMap<String, f64>,
+    /// Wall-clock seconds the association's jobs ran, each job once whatever it held
+    /// (Slurm's `grp_used_wall`, for GrpWall).
+    pub wall: f64,
     /// The time the values are decayed to.
     pub at: Time,
 }
@@ -57,16 +60,18 @@ impl AssocUsage {
         AssocUsage {
             billing: self.billing * f,
             tres: self.tres.iter().map(|(k, v)| (k.clone(), v * f)).collect(),
+            wall: self.wall * f,
             at: now.max(self.at),
         }
     }
 
     /// Adds usage decayed to the same time.
-    pub fn add(&mut self, billing: f64, tres: &BTreeMap<String, f64>) {
-        self.billing += billing;
-        for (k, v) in tres {
+    pub fn add(&mut self, other: &AssocUsage) {
+        self.billing += other.billing;
+        for (k, v) in &other.tres {
             *self.tres.entry(k.clone()).or_default() += v;
         }
+        self.wall += other.wall;
     }
 }
 
@@ -80,10 +85,12 @@ mod tests {
         let u = AssocUsage {
             billing: 1000.0,
             tres: BTreeMap::from([("cpu".into(), 1000.0)]),
+            wall: 100.0,
             at: 0,
         };
         assert!((u.decayed(week as Time, week).billing - 500.0).abs() < 1e-9);
         assert!((u.decayed(2 * week as Time, week).tres["cpu"] - 250.0).abs() < 1e-9);
+        assert!((u.decayed(week as Time, week).wall - 50.0).abs() < 1e-9);
         assert_eq!(u.decayed(5, 0).billing, 1000.0);
         let hour = decayed_integral(1.0, 0, 3600, week);
         assert!((hour - 3592.58).abs() < 0.01, "{hour}");

@@ -1577,7 +1577,7 @@ pub fn usage_from_wire(u: v1::StepUsage) -> model::StepUsage {
 
 // ---------------------------------------------------------------- accounting (sacctmgr)
 
-use model::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, User};
+use model::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, User, UserAssoc};
 use model::assoc_change::{
     Action, AssocChange, AssocRef, Changed, Conditions, Entity, LimitKind, LimitValue, Settings,
 };
@@ -1596,6 +1596,8 @@ fn limits_to_wire(l: &Limits) -> v1::AccountingLimits {
         max_jobs: l.max_jobs,
         max_submit: l.max_submit,
         max_wall_min: l.max_wall_min,
+        max_tres_mins_per_job: map(&l.max_tres_mins_per_job),
+        grp_wall_min: l.grp_wall_min,
         guaranteed_tres: map(&l.guaranteed_tres),
         borrowing_limit: map(&l.borrowing_limit),
         lending_limit: map(&l.lending_limit),
@@ -1616,6 +1618,8 @@ fn limits_from_wire(l: Option<v1::AccountingLimits>) -> Limits {
         max_jobs: l.max_jobs,
         max_submit: l.max_submit,
         max_wall_min: l.max_wall_min,
+        max_tres_mins_per_job: map(l.max_tres_mins_per_job),
+        grp_wall_min: l.grp_wall_min,
         guaranteed_tres: map(l.guaranteed_tres),
         borrowing_limit: map(l.borrowing_limit),
         lending_limit: map(l.lending_limit),
@@ -1670,6 +1674,17 @@ fn account_tree_to_wire(tree: &AccountTree) -> Vec<v1::AccountRecord> {
             qos: acct.qos.iter().cloned().collect(),
             default_qos: acct.default_qos.clone(),
             coordinators: acct.coordinators.iter().cloned().collect(),
+            user_assocs: acct
+                .user_assocs
+                .iter()
+                .map(|(user, u)| v1::UserAssocSettings {
+                    user: user.clone(),
+                    shares: u.shares,
+                    qos: u.qos.iter().cloned().collect(),
+                    default_qos: u.default_qos.clone(),
+                    priority: u.priority,
+                })
+                .collect(),
         });
     }
     accounts
@@ -1694,6 +1709,19 @@ fn account_tree_from_wire(records: Vec<v1::AccountRecord>) -> AccountTree {
         acct.qos = a.qos.into_iter().collect();
         acct.default_qos = a.default_qos;
         acct.coordinators = a.coordinators.into_iter().collect();
+        acct.user_assocs = a
+            .user_assocs
+            .into_iter()
+            .map(|u| {
+                let settings = UserAssoc {
+                    shares: u.shares,
+                    priority: u.priority,
+                    qos: u.qos.into_iter().collect(),
+                    default_qos: u.default_qos,
+                };
+                (u.user, settings)
+            })
+            .collect();
         tree.insert(a.name, acct);
     }
     tree
@@ -1800,6 +1828,8 @@ fn limit_kind_to_wire(k: LimitKind) -> v1::LimitKind {
         LimitKind::GuaranteedTres => W::GuaranteedTres,
         LimitKind::BorrowingLimit => W::BorrowingLimit,
         LimitKind::LendingLimit => W::LendingLimit,
+        LimitKind::MaxTresMins => W::MaxTresMins,
+        LimitKind::GrpWall => W::GrpWall,
     }
 }
 
@@ -1819,6 +1849,8 @@ fn limit_kind_from_wire(n: i32) -> Result<LimitKind, String> {
         Ok(W::GuaranteedTres) => LimitKind::GuaranteedTres,
         Ok(W::BorrowingLimit) => LimitKind::BorrowingLimit,
         Ok(W::LendingLimit) => LimitKind::LendingLimit,
+        Ok(W::MaxTresMins) => LimitKind::MaxTresMins,
+        Ok(W::GrpWall) => LimitKind::GrpWall,
         Ok(W::Unspecified) | Err(_) => return Err(format!("unknown limit {n}")),
     })
 }

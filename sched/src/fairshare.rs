@@ -95,6 +95,7 @@ pub fn run_usage(rate: &Rate, start: Time, end: Time, half_life_s: u64) -> Assoc
     let mut usage = AssocUsage {
         billing: decayed_integral(rate.billing, start, end, half_life_s),
         tres: BTreeMap::new(),
+        wall: decayed_integral(1.0, start, end, half_life_s),
         at: end,
     };
     for (name, count) in &rate.tres {
@@ -131,7 +132,7 @@ pub fn charge(state: &ClusterState, job: &Job, end: Time, config: &SchedConfig) 
             ..AssocUsage::default()
         });
     let run = run_usage(&rate, charged_start(job, end), end, half_life);
-    usage.add(run.billing, &run.tres);
+    usage.add(&run);
     Some(Event::UsageCharged {
         job_id: job.id,
         account: key.0,
@@ -173,7 +174,7 @@ fn usage_with_running(
                 at: now,
                 ..AssocUsage::default()
             })
-            .add(run.billing, &run.tres);
+            .add(&run);
     }
     out
 }
@@ -210,6 +211,8 @@ struct TreeInput<'a> {
     members: &'a BTreeMap<String, BTreeSet<String>>,
     children_of: &'a BTreeMap<String, Vec<String>>,
     usage: &'a BTreeMap<AssocKey, AssocUsage>,
+    /// For users' shares (their associations' own, else 1).
+    assocs: &'a Associations,
 }
 
 impl TreeInput<'_> {
@@ -244,7 +247,8 @@ impl TreeInput<'_> {
                 .get(&(account.to_string(), user.clone()))
                 .map(|u| u.billing)
                 .unwrap_or(0.0);
-            nodes.push(node(Some(user.clone()), Some(me), 1, used, depth + 1));
+            let shares = self.assocs.user_shares(account, user);
+            nodes.push(node(Some(user.clone()), Some(me), shares, used, depth + 1));
             nodes[me].children.push(id);
         }
         if depth < 64 {
@@ -345,6 +349,7 @@ impl ShareTree {
             members: &members,
             children_of: &children_of,
             usage,
+            assocs,
         };
         input.add(ROOT, None, 0, &mut nodes);
         // Usage sums up the tree (children come after their parent).
@@ -580,6 +585,7 @@ mod tests {
                     AssocUsage {
                         billing: *b,
                         tres: BTreeMap::new(),
+                        wall: 0.0,
                         at: 0,
                     },
                 )
@@ -638,6 +644,34 @@ users = ["b1"]
         );
         assert_eq!(t.factor("A", "a2"), 2.0 / 3.0);
         assert_eq!(t.factor("nope", "x"), 0.0);
+    }
+
+    #[test]
+    fn a_user_association_s_own_share_splits_its_account() {
+        let mut a = assocs(TREE);
+        a.accounts.get_mut("A").unwrap().user_assocs.insert(
+            "a1".into(),
+            model::assoc::UserAssoc {
+                shares: 3,
+                ..Default::default()
+            },
+        );
+        let t = ShareTree::build(
+            &a,
+            Algorithm::FairTree,
+            &BTreeMap::new(),
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+        );
+        let share = |user: &str| {
+            t.rows
+                .iter()
+                .find(|r| r.user.as_deref() == Some(user))
+                .map(|r| (r.raw_shares, r.norm_shares))
+                .unwrap()
+        };
+        assert_eq!(share("a1"), (Some(3), 0.75));
+        assert_eq!(share("a2"), (Some(1), 0.25));
     }
 
     #[test]

@@ -9,11 +9,13 @@
 //! |---|---|---|
 //! | MaxWall | `QOSMaxWallDurationPerJobLimit` | `AssocMaxWallDurationPerJobLimit` |
 //! | MaxTRESPerJob | `QOSMaxCpuPerJobLimit`, `QOSMaxGRESPerJob`, … | `AssocMaxCpuPerJobLimit`, `AssocMaxGRESPerJob`, … |
+//! | MaxTRESMinsPerJob | `QOSMaxCpuMinutesPerJobLimit`, `QOSMaxGRESMinutesPerJob`, … | `AssocMaxCpuMinutesPerJobLimit`, `AssocMaxGRESMinutesPerJob`, … |
 //! | GrpJobs | `QOSGrpJobsLimit` | `AssocGrpJobsLimit` |
 //! | MaxJobs per user | `QOSMaxJobsPerUserLimit` | `AssocMaxJobsLimit` |
 //! | GrpTRES | `QOSGrpCpuLimit`, `QOSGrpGRES`, `QOSGrpMemLimit`, … | `AssocGrpCpuLimit`, `AssocGrpGRES`, … |
 //! | MaxTRESPerUser | `QOSMaxCpuPerUserLimit`, `QOSMaxGRESPerUser`, … | `AssocGrpCpuLimit`, … (the user's association) |
 //! | GrpTRESMins | | `AssocGrpCPUMinutesLimit`, `AssocGrpGRESMinutes`, … |
+//! | GrpWall | | `AssocGrpWallLimit` |
 //! | GrpTRESRunMins | `QOSGrpCPURunMinutesLimit`, `QOSGrpGRESRunMinutes`, … | `AssocGrpCPURunMinutesLimit`, `AssocGrpGRESRunMinutes`, … |
 //! | BorrowingLimit (Drover's) | | as GrpTRES = GuaranteedTRES + BorrowingLimit: `AssocGrpGRES`, … |
 //! | LendingLimit (Drover's) | | others' jobs: `Resources` |
@@ -23,7 +25,11 @@
 //! a limit set on one user's association comes first. GrpTRESMins counts past usage
 //! (decayed), every running job for its whole time limit, and the new job for its time
 //! limit; GrpTRESRunMins counts only what the running jobs have left of their limits,
-//! and the new job's whole limit. GrpSubmitJobs and MaxSubmitJobs are checked at submit.
+//! and the new job's whole limit. MaxTRESMinsPerJob holds a job's TRES times its time
+//! limit. GrpWall counts the wall-clock minutes the association's jobs ran (decayed,
+//! each job once whatever it holds) and those the running jobs ran so far; a job waits
+//! while they reach it (on a user's association, that user's; on an account, everything
+//! below it). GrpSubmitJobs and MaxSubmitJobs are checked at submit.
 //! An account's LendingLimit keeps the part of its GuaranteedTRES it does not lend, less
 //! what it holds, free of other accounts' jobs (Kueue's `lendingLimit`).
 //!
@@ -83,6 +89,16 @@ fn with_billing(mut t: TresCounts, weights: &TresWeights) -> TresCounts {
     t
 }
 
+/// Whether an account or one of its users' associations sets GrpWall.
+fn has_grp_wall(a: &model::assoc::Account) -> bool {
+    a.limits.grp_wall_min.is_some() || a.user_limits.values().any(|l| l.grp_wall_min.is_some())
+}
+
+/// Whether wall-clock minutes `used` reach a GrpWall `limit` (none: no limit).
+fn wall_reached(limit: Option<u32>, used: Option<&f64>) -> bool {
+    limit.is_some_and(|max| used.copied().unwrap_or(0.0) >= f64::from(max))
+}
+
 /// TRES-minutes of `tres` held for `minutes` (none without a time limit).
 fn job_run_mins(tres: &TresCounts, minutes: Option<u32>) -> TresCounts {
     let minutes = u64::from(minutes.unwrap_or(0));
@@ -109,6 +125,10 @@ pub struct LimitTracker<'a> {
     acct_tres: BTreeMap<String, TresCounts>,
     /// Per account: TRES-minutes of past usage and of running jobs' time limits.
     acct_tres_mins: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Wall-clock minutes run (past, decayed, and running so far), per account (and
+    /// below) and per association, with a GrpWall anywhere.
+    acct_wall_min: BTreeMap<String, f64>,
+    assoc_wall_min: BTreeMap<AssocKey, f64>,
     /// TRES-minutes the running jobs have left, per QOS and per account (and below).
     qos_run_mins: BTreeMap<String, TresCounts>,
     acct_run_mins: BTreeMap<String, TresCounts>,
@@ -128,13 +148,14 @@ impl<'a> LimitTracker<'a> {
     /// exact.
     pub fn new(state: &'a ClusterState, config: &SchedConfig) -> LimitTracker<'a> {
         let assocs = &config.assocs;
-        let needs_time =
-            assocs.accounts.values().any(|a| {
-                !a.limits.grp_tres_mins.is_empty() || !a.limits.grp_tres_run_mins.is_empty()
-            }) || assocs
-                .qos
-                .values()
-                .any(|q| !q.limits.grp_tres_run_mins.is_empty());
+        let needs_time = assocs.accounts.values().any(|a| {
+            !a.limits.grp_tres_mins.is_empty()
+                || !a.limits.grp_tres_run_mins.is_empty()
+                || has_grp_wall(a)
+        }) || assocs
+            .qos
+            .values()
+            .any(|q| !q.limits.grp_tres_run_mins.is_empty());
         let latest = if needs_time {
             state
                 .usage
@@ -174,6 +195,8 @@ impl<'a> LimitTracker<'a> {
             acct_jobs: BTreeMap::new(),
             acct_tres: BTreeMap::new(),
             acct_tres_mins: BTreeMap::new(),
+            acct_wall_min: BTreeMap::new(),
+            assoc_wall_min: BTreeMap::new(),
             qos_run_mins: BTreeMap::new(),
             acct_run_mins: BTreeMap::new(),
             now,
@@ -223,6 +246,15 @@ impl<'a> LimitTracker<'a> {
                 }
             }
         }
+        if t.assocs.accounts.values().any(has_grp_wall) {
+            for (key, usage) in crate::fairshare::current_usage(state, now, config) {
+                let minutes = usage.wall / 60.0;
+                for a in t.assocs.lineage(&key.0) {
+                    *t.acct_wall_min.entry(a.name.clone()).or_default() += minutes;
+                }
+                *t.assoc_wall_min.entry(key).or_default() += minutes;
+            }
+        }
         for job in state.running_jobs() {
             if let Some(alloc) = &job.alloc {
                 t.charge(job, alloc);
@@ -256,6 +288,9 @@ impl<'a> LimitTracker<'a> {
             if let Some(name) = over(&l.max_tres_per_job, None, &req) {
                 return Some(tres_reason(Scope::Qos, TresLimit::MaxPerJob, name));
             }
+            if let Some(name) = over(&l.max_tres_mins_per_job, None, &run_mins) {
+                return Some(tres_reason(Scope::Qos, TresLimit::MaxMinsPerJob, name));
+            }
             if l.grp_jobs
                 .is_some_and(|max| self.qos_jobs.get(&qos_name).copied().unwrap_or(0) >= max)
             {
@@ -288,7 +323,18 @@ impl<'a> LimitTracker<'a> {
         if let Some(name) = over(&ul.max_tres_per_job, None, &req) {
             return Some(tres_reason(Scope::Assoc, TresLimit::MaxPerJob, name));
         }
+        if let Some(name) = over(&ul.max_tres_mins_per_job, None, &run_mins) {
+            return Some(tres_reason(Scope::Assoc, TresLimit::MaxMinsPerJob, name));
+        }
         let key = (account.clone(), user);
+        let own_wall = assocs
+            .accounts
+            .get(&account)
+            .and_then(|a| a.user_limits.get(&key.1))
+            .and_then(|l| l.grp_wall_min);
+        if wall_reached(own_wall, self.assoc_wall_min.get(&key)) {
+            return Some(limit_reason(Scope::Assoc, Limit::GrpWall));
+        }
         if ul
             .max_jobs
             .is_some_and(|max| self.assoc_jobs.get(&key).copied().unwrap_or(0) >= max)
@@ -307,6 +353,9 @@ impl<'a> LimitTracker<'a> {
             }
             if let Some(name) = over(&l.grp_tres, self.acct_tres.get(&a.name), &req) {
                 return Some(tres_reason(Scope::Assoc, TresLimit::Grp, name));
+            }
+            if wall_reached(l.grp_wall_min, self.acct_wall_min.get(&a.name)) {
+                return Some(limit_reason(Scope::Assoc, Limit::GrpWall));
             }
             let used = self.acct_tres_mins.get(&a.name);
             for (name, limit) in &l.grp_tres_mins {
@@ -876,6 +925,7 @@ nodes = "ALL"
             model::usage::AssocUsage {
                 billing: 9600.0,
                 tres: BTreeMap::from([("cpu".to_string(), 9600.0)]),
+                wall: 0.0,
                 at: 0,
             },
         );
@@ -929,6 +979,93 @@ nodes = "ALL"
                 .map(|r| r.to_string())
                 .as_deref(),
             Some("QOSGrpGRESRunMinutes")
+        );
+    }
+
+    #[test]
+    fn max_tres_mins_per_job_holds_tres_times_the_time_limit() {
+        let (s, mut c) = setup(
+            "[[qos]]\nname = \"normal\"\nmax_tres_mins = \"gres/gpu=100\"\n\
+             [[accounts]]\nname = \"ml\"\nusers = [\"alice\", \"bob\"]\nmax_tres_mins = \"cpu=120\"\n",
+        );
+        edit(&mut c, |a| {
+            let ml = a.accounts.get_mut("ml").unwrap();
+            ml.user_limits
+                .entry("bob".into())
+                .or_default()
+                .max_tres_mins_per_job = tres::parse_counts("cpu=60").unwrap();
+        });
+        let t = LimitTracker::at(&s, 0, &c);
+        let why = |j: &Job| t.check(j).map(|r| r.to_string());
+        // Two CPUs for 60 minutes: 120 CPU-minutes, the account's most.
+        assert_eq!(why(&job(1, "alice", |j| j.cpus_per_task = 2)), None);
+        assert_eq!(
+            why(&job(2, "alice", |j| j.cpus_per_task = 3)).as_deref(),
+            Some("AssocMaxCpuMinutesPerJobLimit")
+        );
+        // bob's own association sets 60.
+        assert_eq!(
+            why(&job(3, "bob", |j| j.cpus_per_task = 2)).as_deref(),
+            Some("AssocMaxCpuMinutesPerJobLimit")
+        );
+        // Two GPUs for 60 minutes: over the QOS's 100 GPU-minutes.
+        assert_eq!(
+            why(&job(4, "alice", |j| j.gpus = 2)).as_deref(),
+            Some("QOSMaxGRESMinutesPerJob")
+        );
+        let mut short = job(5, "alice", |j| j.cpus_per_task = 3);
+        short.time_limit_min = Some(40);
+        assert_eq!(why(&short), None);
+    }
+
+    #[test]
+    fn grp_wall_counts_past_and_running_wall_time() {
+        let (mut s, mut c) = setup(
+            "[priority]\ndecay_half_life = \"1:00:00\"\n\
+             [[accounts]]\nname = \"ml\"\nusers = [\"alice\", \"bob\"]\ngrp_wall = \"1:00:00\"\n",
+        );
+        // 80 wall-minutes recorded at time 0 (whatever the jobs held): one half-life
+        // later they count 40.
+        s.usage.insert(
+            ("ml".into(), "alice".into()),
+            model::usage::AssocUsage {
+                wall: 4800.0,
+                ..Default::default()
+            },
+        );
+        let next = job(2, "bob", |_| {});
+        let at = |s: &ClusterState, c: &SchedConfig, now| {
+            LimitTracker::at(s, now, c)
+                .check(&next)
+                .map(|r| r.to_string())
+        };
+        assert_eq!(at(&s, &c, 0).as_deref(), Some("AssocGrpWallLimit"));
+        assert_eq!(at(&s, &c, 3600), None);
+        // A job running since 0 adds what it ran so far: at one hour, about 43
+        // minutes (decayed) beside the 40.
+        run(
+            &mut s,
+            job(1, "bob", |j| j.cpus_per_task = 4),
+            alloc("n1", 4, &[]),
+        );
+        assert_eq!(at(&s, &c, 3600).as_deref(), Some("AssocGrpWallLimit"));
+        // On a user's association, only that user's jobs count.
+        edit(&mut c, |a| {
+            let ml = a.accounts.get_mut("ml").unwrap();
+            ml.limits.grp_wall_min = None;
+            ml.user_limits
+                .entry("alice".into())
+                .or_default()
+                .grp_wall_min = Some(30);
+        });
+        assert_eq!(at(&s, &c, 3600), None);
+        let alice = job(3, "alice", |_| {});
+        assert_eq!(
+            LimitTracker::at(&s, 3600, &c)
+                .check(&alice)
+                .map(|r| r.to_string())
+                .as_deref(),
+            Some("AssocGrpWallLimit")
         );
     }
 

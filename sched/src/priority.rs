@@ -276,7 +276,8 @@ impl<'a> Context<'a> {
             v.qos = f64::from(prio) / f64::from(self.max_qos);
         }
         if self.max_assoc > 0 {
-            v.assoc = f64::from(assocs.assoc_priority(account)) / f64::from(self.max_assoc);
+            v.assoc =
+                f64::from(assocs.assoc_priority(account, &spec.user)) / f64::from(self.max_assoc);
         }
         let mut tres_sum = 0.0;
         if !self.tres_names.is_empty() {
@@ -652,6 +653,7 @@ priority = 25
             model::usage::AssocUsage {
                 billing: 1e6,
                 tres: Default::default(),
+                wall: 0.0,
                 at: 0,
             },
         );

@@ -587,6 +587,52 @@ impl Drop for Cluster {
     }
 }
 
+/// A command run on a terminal of its own: the terminal's two ends, and all that came
+/// out of it so far (read until nothing holds the slave side).
+pub struct OnTerminal {
+    pub child: std::process::Child,
+    pub slave: std::fs::File,
+    pub master: std::fs::File,
+    pub seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    pub reader: std::thread::JoinHandle<()>,
+}
+
+pub fn on_terminal(mut command: Command, size: Option<nix::pty::Winsize>) -> OnTerminal {
+    use std::io::Read;
+    let pty = nix::pty::openpty(size.as_ref(), None).unwrap();
+    let slave = std::fs::File::from(pty.slave);
+    let child = command
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    let master = std::fs::File::from(pty.master);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let mut reading = master.try_clone().unwrap();
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once nothing holds the slave side: the command has exited and the
+            // test let go.
+            while let Ok(n) = reading.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    OnTerminal {
+        child,
+        slave,
+        master,
+        seen,
+        reader,
+    }
+}
+
 /// The `[auth]` table of a cluster in `dir`: a new cluster key there, made as an admin
 /// makes it (`drover keygen`), and the credential agent's socket beside it.
 pub fn auth_section(dir: &Path) -> String {

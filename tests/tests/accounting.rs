@@ -3,8 +3,9 @@
 //! enforced at once with Slurm's reasons, kept across a controller restart, and
 //! refused to anyone but operators and administrators.
 
+use std::io::Write;
 use std::time::Duration;
-use tests::{Cluster, ClusterSpec, wait_until};
+use tests::{Cluster, ClusterSpec, on_terminal, wait_until};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -240,6 +241,110 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
 }
 
 /// Another cluster's associations, as a site's shared slurmdbd keeps them: added with
+/// MaxTRESMins per job and GrpWall set with `sacctmgr`: jobs wait with Slurm's
+/// reasons, the limits are listed and kept across a restart, and clearing them
+/// (`-1`) lets the jobs run.
+#[test]
+fn max_tres_mins_and_grp_wall_hold_jobs_until_cleared() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        extra: "[[accounts]]\nname = \"ml\"\nusers = [\"drover-alice\"]\n".into(),
+        ..ClusterSpec::default()
+    });
+    c.wait_nodes_up();
+    let alice = c.user("drover-alice");
+
+    // 2 CPUs for 10 minutes are 20 CPU-minutes: over MaxCPUMins=10.
+    admin(&c, &["modify", "account", "ml", "set", "MaxCPUMins=10"]);
+    let big = c.sbatch_as(&alice, &["-c", "2", "-t", "10"], "true");
+    wait_reason(&c, big, "AssocMaxCpuMinutesPerJobLimit");
+    let small = c.sbatch_as(&alice, &["-c", "1", "-t", "5"], "true");
+    c.wait_state(small, "COMPLETED", T);
+
+    // GrpWall=0: no more wall time for ml's jobs. On a QOS it is refused.
+    admin(&c, &["modify", "account", "ml", "set", "GrpWall=0"]);
+    let walled = c.sbatch_as(&alice, &["-t", "1"], "true");
+    wait_reason(&c, walled, "AssocGrpWallLimit");
+    let qos = c.run(&[
+        "sacctmgr",
+        "-i",
+        "modify",
+        "qos",
+        "normal",
+        "set",
+        "GrpWall=10",
+    ]);
+    assert_eq!(qos.status.code(), Some(1));
+    assert!(
+        text(&qos.stderr).contains("GrpWall cannot be set on a QOS"),
+        "{}",
+        text(&qos.stderr)
+    );
+
+    let listed = || {
+        show(
+            &c,
+            &[
+                "assoc",
+                "account=ml",
+                "format=account,user,grpwall,maxcpumins,maxtresmins",
+            ],
+        )
+    };
+    let want = ["ml||00:00:00|10|cpu=10", "ml|drover-alice||10|cpu=10"];
+    assert_eq!(listed(), want);
+    c.kill_ctld();
+    c.start_ctld();
+    assert_eq!(listed(), want, "kept across a restart");
+    wait_reason(&c, walled, "AssocGrpWallLimit");
+
+    admin(
+        &c,
+        &[
+            "modify",
+            "account",
+            "ml",
+            "set",
+            "GrpWall=-1",
+            "MaxCPUMins=-1",
+        ],
+    );
+    c.wait_state(big, "COMPLETED", T);
+    c.wait_state(walled, "COMPLETED", T);
+}
+
+/// sacctmgr's question answered from a terminal: one key answers, as Slurm's takes the
+/// terminal out of line mode while it asks (Slurm's suite sends `N` without Enter).
+#[test]
+fn a_terminal_answers_the_commit_question_with_one_key() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    let ask = |account: &str, keys: &[u8]| {
+        let mut sacctmgr = c.command("sacctmgr");
+        sacctmgr.args(["add", "account", account]);
+        let mut run = on_terminal(sacctmgr, None);
+        let text = || String::from_utf8_lossy(&run.seen.lock().unwrap()).into_owned();
+        assert!(wait_until(T, || text().contains("(N/y): ")), "{:?}", text());
+        run.master.write_all(keys).unwrap();
+        let status = run.child.wait().unwrap();
+        drop(run.slave);
+        run.reader.join().unwrap();
+        assert!(status.success(), "{:?}", text());
+        text()
+    };
+    let no = ask("keyno", b"xN");
+    assert!(no.contains("Y or N please"), "{no:?}");
+    assert!(no.ends_with(" Changes Discarded\r\n"), "{no:?}");
+    assert!(!no.contains("timeout"), "{no:?}");
+    ask("keyyes", b"y");
+    assert_eq!(
+        show(&c, &["account", "format=account"]),
+        ["default", "keyyes", "root"]
+    );
+}
+
 /// `sacctmgr add cluster`, changed by `cluster=`, listed with their cluster, kept
 /// across a restart, and never used here: an account only the other cluster has is
 /// refused to this cluster's jobs.

@@ -2,7 +2,7 @@
 //! loopback, with their output, stdin, exit codes and task environment.
 
 use std::time::Duration;
-use tests::{Cluster, ClusterSpec, wait_until};
+use tests::{Cluster, ClusterSpec, OnTerminal, on_terminal, wait_until};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -791,52 +791,6 @@ fn scontrol_lists_a_jobs_processes_on_its_node() {
         String::from_utf8_lossy(&bad.stderr),
         "Invalid node name specified: tn9\n"
     );
-}
-
-/// A command run on a terminal of its own: the terminal's two ends, and all that came
-/// out of it so far (read until nothing holds the slave side).
-struct OnTerminal {
-    child: std::process::Child,
-    slave: std::fs::File,
-    master: std::fs::File,
-    seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-    reader: std::thread::JoinHandle<()>,
-}
-
-fn on_terminal(mut command: std::process::Command, size: Option<nix::pty::Winsize>) -> OnTerminal {
-    use std::io::Read;
-    let pty = nix::pty::openpty(size.as_ref(), None).unwrap();
-    let slave = std::fs::File::from(pty.slave);
-    let child = command
-        .stdin(slave.try_clone().unwrap())
-        .stdout(slave.try_clone().unwrap())
-        .stderr(slave.try_clone().unwrap())
-        .spawn()
-        .unwrap();
-    let master = std::fs::File::from(pty.master);
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-    let mut reading = master.try_clone().unwrap();
-    let reader = {
-        let seen = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // EIO once nothing holds the slave side: the command has exited and the
-            // test let go.
-            while let Ok(n) = reading.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        })
-    };
-    OnTerminal {
-        child,
-        slave,
-        master,
-        seen,
-        reader,
-    }
 }
 
 #[test]

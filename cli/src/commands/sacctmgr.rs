@@ -372,6 +372,7 @@ impl Row<'_> {
         Limits {
             max_tres_per_user: max.max_tres_per_user,
             max_tres_per_job: max.max_tres_per_job,
+            max_tres_mins_per_job: max.max_tres_mins_per_job,
             max_jobs: max.max_jobs,
             max_submit: max.max_submit,
             max_wall_min: max.max_wall_min,
@@ -380,9 +381,9 @@ impl Row<'_> {
     }
 
     fn limit(&self, kind: LimitKind) -> String {
-        let l = self.limits();
-        match (kind, l.max_wall_min) {
-            (LimitKind::MaxWall, Some(m)) => units::format_elapsed(u64::from(m) * 60),
+        let mut l = self.limits();
+        match kind.count_mut(&mut l) {
+            Some(Some(m)) if kind.is_time() => units::format_elapsed(u64::from(*m) * 60),
             _ => kind.show(&l),
         }
     }
@@ -448,7 +449,7 @@ fn join<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
 
 fn share(r: &Row<'_>) -> String {
     match (r.kind, r.assoc_account(), r.user) {
-        (_, Some(_), Some(_)) => "1".into(),
+        (_, Some(a), Some(user)) => r.db.user_shares(&a.name, user).to_string(),
         (_, Some(a), None) => a.shares.to_string(),
         _ => String::new(),
     }
@@ -458,7 +459,10 @@ fn priority(r: &Row<'_>) -> String {
     if let Some(q) = r.qos {
         return q.priority.to_string();
     }
-    match r.assoc_account().map(|a| r.db.assoc_priority(&a.name)) {
+    match r
+        .assoc_account()
+        .map(|a| r.db.assoc_priority(&a.name, r.user.unwrap_or("")))
+    {
         Some(p) if p > 0 => p.to_string(),
         _ => String::new(),
     }
@@ -467,7 +471,7 @@ fn priority(r: &Row<'_>) -> String {
 fn qos_level(r: &Row<'_>) -> String {
     match r.assoc_account() {
         Some(a) => {
-            r.db.allowed_qos(&a.name)
+            r.db.allowed_qos(&a.name, r.user.unwrap_or(""))
                 .map(join)
                 .unwrap_or_else(|| DEFAULT_QOS.to_string())
         }
@@ -477,13 +481,9 @@ fn qos_level(r: &Row<'_>) -> String {
 
 fn default_qos(r: &Row<'_>) -> String {
     r.assoc_account()
-        .and_then(|a| {
-            r.db.lineage(&a.name)
-                .into_iter()
-                .map(|l| l.default_qos.clone())
-                .find(|q| !q.is_empty())
-        })
+        .and_then(|a| r.db.default_qos(&a.name, r.user.unwrap_or("")))
         .unwrap_or_default()
+        .to_string()
 }
 
 fn coordinators(r: &Row<'_>) -> String {
@@ -628,8 +628,12 @@ pub static FIELDS: &[FieldDef] = &[
     field("GrpSubmit", 9, &[("grpsubmitjobs", 4)], |r| {
         r.limit(LimitKind::GrpSubmitJobs)
     }),
-    field("GrpWall", 11, &[("grpwall", 4)], blank),
-    field("MaxCPUMins", 11, &[("maxcpuminsperjob", 7)], blank),
+    field("GrpWall", 11, &[("grpwall", 4)], |r| {
+        r.limit(LimitKind::GrpWall)
+    }),
+    field("MaxCPUMins", 11, &[("maxcpuminsperjob", 7)], |r| {
+        r.one_tres(|l| &l.max_tres_mins_per_job, "cpu")
+    }),
     field("MaxCPUs", 8, &[("maxcpusperjob", 7)], |r| {
         r.one_tres(|l| &l.max_tres_per_job, "cpu")
     }),
@@ -640,7 +644,9 @@ pub static FIELDS: &[FieldDef] = &[
         |r| r.limit(LimitKind::MaxTres),
     ),
     field("MaxTRESPerNode", 14, &[("maxtrespernode", 11)], blank),
-    field("MaxTRESMins", 13, &[("maxtresminsperjob", 8)], blank),
+    field("MaxTRESMins", 13, &[("maxtresminsperjob", 8)], |r| {
+        r.limit(LimitKind::MaxTresMins)
+    }),
     field(
         "MaxTRESPA",
         13,
@@ -864,7 +870,8 @@ pub fn cluster_views(
         .collect()
 }
 
-/// The rows of a listing, in Slurm's order: cluster by cluster for associations.
+/// The rows of a listing, in Slurm's order: cluster by cluster for associations, name
+/// by name for users and accounts with theirs.
 fn rows<'a>(show: &Show, views: &'a [(ClusterInfo, Associations)]) -> Vec<Row<'a>> {
     let f = &show.filters;
     let mut out = Vec::new();
@@ -964,6 +971,15 @@ fn rows<'a>(show: &Show, views: &'a [(ClusterInfo, Associations)]) -> Vec<Row<'a
             Listing::Cluster => out.push(row(view, db.accounts.get(ROOT), None, None)),
         }
     }
+    // Slurm lists a user's (an account's) associations together, cluster by cluster:
+    // a stable sort keeps the clusters' order under each name.
+    if show.with_assoc {
+        match show.what {
+            Listing::User => out.sort_by_key(|r| r.user),
+            Listing::Account => out.sort_by_key(|r| r.account.map(|a| a.name.as_str())),
+            _ => {}
+        }
+    }
     out
 }
 
@@ -994,16 +1010,18 @@ pub fn render_show(
 // ---------------------------------------------------------------------- summaries
 
 /// The order sacctmgr prints limits in (`sacctmgr_print_assoc_limits`).
-const LIMIT_ORDER: [LimitKind; 13] = [
+const LIMIT_ORDER: [LimitKind; 15] = [
     LimitKind::GrpJobs,
     LimitKind::GrpSubmitJobs,
     LimitKind::GrpTres,
     LimitKind::GrpTresMins,
     LimitKind::GrpTresRunMins,
+    LimitKind::GrpWall,
     LimitKind::MaxJobs,
     LimitKind::MaxSubmitJobs,
     LimitKind::MaxTres,
     LimitKind::MaxTresPerUser,
+    LimitKind::MaxTresMins,
     LimitKind::MaxWall,
     LimitKind::GuaranteedTres,
     LimitKind::BorrowingLimit,
@@ -1036,9 +1054,7 @@ fn limit_texts(s: &Settings) -> Vec<(LimitKind, String)> {
 fn limit_text(kind: LimitKind, v: &LimitValue) -> String {
     match v {
         LimitValue::Count(None) => "NONE".into(),
-        LimitValue::Count(Some(m)) if kind == LimitKind::MaxWall => {
-            units::format_elapsed(u64::from(*m) * 60)
-        }
+        LimitValue::Count(Some(m)) if kind.is_time() => units::format_elapsed(u64::from(*m) * 60),
         LimitValue::Count(Some(n)) => n.to_string(),
         LimitValue::Tres(items) => {
             let mut items = items.clone();
@@ -1444,19 +1460,58 @@ fn refusal(s: &tonic::Status) -> Exit {
     }
 }
 
-/// One line of standard input, or none within 30 seconds.
+/// The answer on standard input, or none within 30 seconds. From a terminal, one key
+/// answers, as Slurm's sacctmgr takes the terminal out of line mode while it asks:
+/// `y`, `n` or Enter, any other key asked again; otherwise a line.
 fn ask_stdin() -> Answer {
+    use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices};
+    let stdin = std::io::stdin();
+    let saved = termios::tcgetattr(&stdin).ok();
+    if let Some(mut keys) = saved.clone() {
+        keys.local_flags.remove(LocalFlags::ICANON);
+        keys.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+        let _ = termios::tcsetattr(&stdin, SetArg::TCSANOW, &keys);
+    }
+    let by_key = saved.is_some();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut line = String::new();
-        let got = std::io::stdin().read_line(&mut line);
-        let _ = tx.send(match got {
-            Ok(0) | Err(_) => Answer::Closed,
-            Ok(_) => Answer::Line(line),
-        });
+        let answer = if by_key { read_key() } else { read_line() };
+        let _ = tx.send(answer);
     });
-    rx.recv_timeout(std::time::Duration::from_secs(30))
-        .unwrap_or(Answer::TimedOut)
+    let answer = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or(Answer::TimedOut);
+    if let Some(t) = saved {
+        let _ = termios::tcsetattr(&stdin, SetArg::TCSANOW, &t);
+    }
+    answer
+}
+
+fn read_line() -> Answer {
+    let mut line = String::new();
+    match std::io::stdin().read_line(&mut line) {
+        Ok(0) | Err(_) => Answer::Closed,
+        Ok(_) => Answer::Line(line),
+    }
+}
+
+/// Keys until `y`, `n` or Enter, as Slurm's `commit_check` reads them.
+fn read_key() -> Answer {
+    use std::io::Read;
+    let mut key = [0u8; 1];
+    loop {
+        match std::io::stdin().read(&mut key) {
+            Ok(0) | Err(_) => return Answer::Closed,
+            Ok(_) if matches!(key[0], b'y' | b'Y' | b'n' | b'N' | b'\n') => {
+                return Answer::Line(char::from(key[0]).to_string());
+            }
+            Ok(_) => {
+                let mut out = std::io::stdout();
+                let _ = out.write_all(b"\nY or N please\n(N/y): ");
+                let _ = out.flush();
+            }
+        }
+    }
 }
 
 fn run_change(rt: &tokio::runtime::Runtime, change: &AssocChange, opts: &Options) -> ExitCode {
@@ -1888,6 +1943,40 @@ default_qos = "high"
     }
 
     #[test]
+    fn time_limits_are_listed_as_slurm_prints_them() {
+        let mut db = db();
+        let ml = db.accounts.get_mut("ml").unwrap();
+        ml.limits.grp_wall_min = Some(45);
+        ml.limits.max_tres_mins_per_job = tres::parse_counts("cpu=600,gres/gpu=60").unwrap();
+        let words = [
+            "show",
+            "assoc",
+            "account=ml",
+            "-nP",
+            "format=account,user,grpwall,maxcpumins,maxtresmins",
+        ];
+        let (opts, cmd) = parse_args(&s(&words)).unwrap();
+        let Command::Show(show) = cmd else {
+            panic!("not a show");
+        };
+        // GrpWall is the account's own; MaxTRESMins goes down to its users.
+        assert_eq!(
+            render_show(&show, &db, &cluster(), &opts).unwrap(),
+            "ml||00:45:00|600|cpu=600,gres/gpu=60\n\
+             ml|alice||600|cpu=600,gres/gpu=60\n\
+             ml|bob||600|cpu=600,gres/gpu=60\n"
+        );
+        let added = summarized(&["add", "account", "x", "GrpWall=45", "MaxCPUMins=600"]);
+        assert!(
+            added.ends_with(
+                " Settings\n  GrpWall       = 00:45:00\n  MaxTRESMins   = cpu=600\n  \
+                 Parent        = root\n"
+            ),
+            "{added}"
+        );
+    }
+
+    #[test]
     fn show_qos_and_cluster() {
         let qos = show(&["show", "qos"]).unwrap();
         let lines: Vec<&str> = qos.lines().collect();
@@ -1989,6 +2078,30 @@ default_qos = "high"
                 "carol"
             ]),
             "carol|c2|nlp\ncarol|ref|physics\n"
+        );
+        // With their associations, a user's (an account's) rows come together,
+        // cluster by cluster, as Slurm's.
+        assert_eq!(
+            render(&[
+                "list",
+                "user",
+                "-Pn",
+                "withassoc",
+                "format=user,cluster,account",
+                "carol,alice"
+            ]),
+            "alice|ref|ml\nalice|ref|vision\ncarol|c2|nlp\ncarol|ref|physics\n"
+        );
+        assert_eq!(
+            render(&[
+                "list",
+                "account",
+                "-Pn",
+                "withassoc",
+                "format=account,cluster,user",
+                "root"
+            ]),
+            "root|c2|\nroot|c2|root\nroot|ref|\nroot|ref|root\n"
         );
         let accounts = render(&["list", "account", "-Pn", "format=account"]);
         assert_eq!(accounts.matches("root").count(), 1, "{accounts}");

@@ -1,4 +1,4 @@
-//! The records the store keeps, format 12: types of their own, converted from and to
+//! The records the store keeps, format 13: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
@@ -8,8 +8,9 @@
 //! them (as format 5 appended [`JobFields5`] to format 4's [`JobFields4`], and format
 //! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, format 8 [`JobFields8`]
 //! and [`AssociationsFields8`], format 9 [`JobFields9`], format 10
-//! [`JobFields10`], format 11 [`JobFields11`] and format 12 [`PartitionFields12`]
-//! to a partition: postcard writes a struct
+//! [`JobFields10`], format 11 [`JobFields11`], format 12 [`PartitionFields12`]
+//! to a partition, and format 13 [`UsageFields13`] to usage, [`AssociationsFields13`]
+//! and [`OtherClustersFields13`] to the associations: postcard writes a struct
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
@@ -20,7 +21,7 @@
 //! refuses any word it does not know; every other enum is a record enum.
 
 use super::StoreError;
-use model::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, User};
+use model::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, User, UserAssoc};
 use model::config::{OverSubscribe, Partition, PartitionState};
 use model::gpu_use::{GpuIdleAction, GpuIdlePolicy, GpuUse};
 use model::mail::MailType;
@@ -33,7 +34,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 12;
+pub const FORMAT: u8 = 13;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -1528,6 +1529,13 @@ pub struct UsageRecord {
     pub billing: f64,
     pub tres: Vec<(String, f64)>,
     pub at: i64,
+    pub added13: UsageFields13,
+}
+
+/// What format 13 added to usage: wall-clock seconds (for GrpWall).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct UsageFields13 {
+    pub wall: f64,
 }
 
 impl From<&AssocUsage> for UsageRecord {
@@ -1536,6 +1544,7 @@ impl From<&AssocUsage> for UsageRecord {
             billing: u.billing,
             tres: u.tres.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             at: u.at,
+            added13: UsageFields13 { wall: u.wall },
         }
     }
 }
@@ -1545,6 +1554,7 @@ impl From<UsageRecord> for AssocUsage {
         AssocUsage {
             billing: u.billing,
             tres: u.tres.into_iter().collect(),
+            wall: u.added13.wall,
             at: u.at,
         }
     }
@@ -1626,9 +1636,11 @@ impl From<LimitsRecord> for Limits {
             max_submit: l.max_submit,
             max_wall_min: l.max_wall_min,
             guaranteed_tres: l.guaranteed_tres.into_iter().collect(),
-            // Kept beside the accounts (`AssociationsFields7`).
+            // Kept beside the accounts (`AssociationsFields7`, `AssociationsFields13`).
             borrowing_limit: Default::default(),
             lending_limit: Default::default(),
+            max_tres_mins_per_job: Default::default(),
+            grp_wall_min: None,
         }
     }
 }
@@ -1684,6 +1696,62 @@ pub struct AssociationsRecord {
     pub enforced: bool,
     pub added7: AssociationsFields7,
     pub added8: AssociationsFields8,
+    pub added13: AssociationsFields13,
+}
+
+/// What format 13 added to the associations: this cluster's (`TreeFields13`) and
+/// each QOS's MaxTRESMinsPerJob (QOS that set one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct AssociationsFields13 {
+    pub tree: TreeFields13,
+    pub qos_limits: Vec<QosTimeLimitsRecord>,
+}
+
+/// What format 13 added to a cluster's accounts: MaxTRESMinsPerJob and GrpWall of
+/// each association that sets one, and users' associations' own share and QOS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TreeFields13 {
+    pub assoc_limits: Vec<TimeLimitsRecord>,
+    pub user_assocs: Vec<UserAssocRecord>,
+}
+
+/// An association's MaxTRESMinsPerJob and GrpWall: an account's own (`user` empty) or
+/// a user's in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeLimitsRecord {
+    pub account: String,
+    pub user: String,
+    pub max_tres_mins_per_job: Vec<(String, u64)>,
+    pub grp_wall_min: Option<u32>,
+}
+
+/// A user's association's own share and QOS in an account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserAssocRecord {
+    pub account: String,
+    pub user: String,
+    pub shares: u32,
+    pub priority: u32,
+    pub qos: Vec<String>,
+    pub default_qos: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QosTimeLimitsRecord {
+    pub qos: String,
+    pub max_tres_mins_per_job: Vec<(String, u64)>,
+}
+
+/// What format 13 added to other clusters' associations, cluster by cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct OtherClustersFields13 {
+    pub clusters: Vec<ClusterFields13>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterFields13 {
+    pub name: String,
+    pub tree: TreeFields13,
 }
 
 /// What format 8 added to the associations: each QOS's GPU idle policy, by QOS (only
@@ -1728,6 +1796,7 @@ pub struct QuotaLimitsRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct OtherClustersRecord {
     pub clusters: Vec<ClusterRecord>,
+    pub added13: OtherClustersFields13,
 }
 
 /// One other cluster's accounts, as the associations keep this cluster's.
@@ -1776,7 +1845,51 @@ fn quota_limit_records(tree: &AccountTree) -> Vec<QuotaLimitsRecord> {
         .collect()
 }
 
-fn account_tree(accounts: Vec<AccountRecord>, quota_limits: Vec<QuotaLimitsRecord>) -> AccountTree {
+/// What format 13 keeps of a cluster's accounts apart (associations that set some).
+fn tree_fields_13(tree: &AccountTree) -> TreeFields13 {
+    let limits = |account: &str, user: &str, l: &Limits| {
+        (!l.max_tres_mins_per_job.is_empty() || l.grp_wall_min.is_some()).then(|| {
+            TimeLimitsRecord {
+                account: account.to_string(),
+                user: user.to_string(),
+                max_tres_mins_per_job: pairs(&l.max_tres_mins_per_job),
+                grp_wall_min: l.grp_wall_min,
+            }
+        })
+    };
+    TreeFields13 {
+        assoc_limits: tree
+            .values()
+            .flat_map(|acct| {
+                std::iter::once(limits(&acct.name, "", &acct.limits)).chain(
+                    acct.user_limits
+                        .iter()
+                        .map(|(user, l)| limits(&acct.name, user, l)),
+                )
+            })
+            .flatten()
+            .collect(),
+        user_assocs: tree
+            .values()
+            .flat_map(|acct| {
+                acct.user_assocs.iter().map(|(user, u)| UserAssocRecord {
+                    account: acct.name.clone(),
+                    user: user.clone(),
+                    shares: u.shares,
+                    priority: u.priority,
+                    qos: u.qos.iter().cloned().collect(),
+                    default_qos: u.default_qos.clone(),
+                })
+            })
+            .collect(),
+    }
+}
+
+fn account_tree(
+    accounts: Vec<AccountRecord>,
+    quota_limits: Vec<QuotaLimitsRecord>,
+    added13: TreeFields13,
+) -> AccountTree {
     let mut tree = AccountTree::new();
     for a in accounts {
         let mut acct = Account::new(&a.name, a.parent.as_deref());
@@ -1802,6 +1915,29 @@ fn account_tree(accounts: Vec<AccountRecord>, quota_limits: Vec<QuotaLimitsRecor
             acct.limits.lending_limit = q.lending_limit.into_iter().collect();
         }
     }
+    for t in added13.assoc_limits {
+        let Some(acct) = tree.get_mut(&t.account) else {
+            continue;
+        };
+        let limits = if t.user.is_empty() {
+            &mut acct.limits
+        } else {
+            acct.user_limits.entry(t.user).or_default()
+        };
+        limits.max_tres_mins_per_job = t.max_tres_mins_per_job.into_iter().collect();
+        limits.grp_wall_min = t.grp_wall_min;
+    }
+    for u in added13.user_assocs {
+        if let Some(acct) = tree.get_mut(&u.account) {
+            let settings = UserAssoc {
+                shares: u.shares,
+                priority: u.priority,
+                qos: u.qos.into_iter().collect(),
+                default_qos: u.default_qos,
+            };
+            acct.user_assocs.insert(u.user, settings);
+        }
+    }
     tree
 }
 
@@ -1817,6 +1953,16 @@ impl From<&Associations> for OtherClustersRecord {
                     quota_limits: quota_limit_records(tree),
                 })
                 .collect(),
+            added13: OtherClustersFields13 {
+                clusters: a
+                    .other_clusters
+                    .iter()
+                    .map(|(name, tree)| ClusterFields13 {
+                        name: name.clone(),
+                        tree: tree_fields_13(tree),
+                    })
+                    .collect(),
+            },
         }
     }
 }
@@ -1824,10 +1970,19 @@ impl From<&Associations> for OtherClustersRecord {
 impl OtherClustersRecord {
     /// Puts the clusters into associations read from their own record.
     pub fn restore_into(self, assocs: &mut Associations) {
+        let mut added13: std::collections::BTreeMap<String, TreeFields13> = self
+            .added13
+            .clusters
+            .into_iter()
+            .map(|c| (c.name, c.tree))
+            .collect();
         assocs.other_clusters = self
             .clusters
             .into_iter()
-            .map(|c| (c.name, account_tree(c.accounts, c.quota_limits)))
+            .map(|c| {
+                let added = added13.remove(&c.name).unwrap_or_default();
+                (c.name, account_tree(c.accounts, c.quota_limits, added))
+            })
             .collect();
         assocs.relink();
     }
@@ -1885,6 +2040,18 @@ impl From<&Associations> for AssociationsRecord {
                     })
                     .collect(),
             },
+            added13: AssociationsFields13 {
+                tree: tree_fields_13(&a.accounts),
+                qos_limits: a
+                    .qos
+                    .values()
+                    .filter(|q| !q.limits.max_tres_mins_per_job.is_empty())
+                    .map(|q| QosTimeLimitsRecord {
+                        qos: q.name.clone(),
+                        max_tres_mins_per_job: pairs(&q.limits.max_tres_mins_per_job),
+                    })
+                    .collect(),
+            },
         }
     }
 }
@@ -1892,7 +2059,7 @@ impl From<&Associations> for AssociationsRecord {
 impl From<AssociationsRecord> for Associations {
     fn from(r: AssociationsRecord) -> Self {
         let mut out = Associations {
-            accounts: account_tree(r.accounts, r.added7.quota_limits),
+            accounts: account_tree(r.accounts, r.added7.quota_limits, r.added13.tree),
             qos: Default::default(),
             users: Default::default(),
             enforced: r.enforced,
@@ -1933,6 +2100,11 @@ impl From<AssociationsRecord> for Associations {
                     },
                     grace_s: q.grace_s,
                 };
+            }
+        }
+        for q in r.added13.qos_limits {
+            if let Some(qos) = out.qos.get_mut(&q.qos) {
+                qos.limits.max_tres_mins_per_job = q.max_tres_mins_per_job.into_iter().collect();
             }
         }
         out.relink();
@@ -2053,7 +2225,7 @@ mod tests {
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0c07070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0d07070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
@@ -2176,7 +2348,7 @@ mod tests {
             user: "ada".into(),
         };
         let bytes = golden(&TriggerRecord::from(&t));
-        assert_eq!(bytes, "0c03010c000409062f62696e2f7801e8076403616461");
+        assert_eq!(bytes, "0d03010c000409062f62696e2f7801e8076403616461");
         let n = Trigger {
             spec: TriggerSpec {
                 resource: TriggerResource::Nodes(Some("n[1-2]".into())),
@@ -2188,7 +2360,7 @@ mod tests {
         for t in [t, n] {
             assert_eq!(Trigger::from(TriggerRecord::from(&t)), t);
         }
-        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0cac02");
+        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0dac02");
     }
 
     #[test]
@@ -2203,7 +2375,8 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "0c026e31000480080100046831303000000001046661737401000000000000000100"
+            "0d026e3100048008010004683130300000000104666173740100000000000000\
+             0100"
         );
         let r = Reservation {
             name: "maint".into(),
@@ -2217,7 +2390,7 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "0c056d61696e74142801026e310104726f6f740002000300"
+            "0d056d61696e74142801026e310104726f6f740002000300"
         );
         let mut p = Partition::open("p1", vec!["n1".into()], true);
         p.max_time_min = Some(30);
@@ -2226,16 +2399,17 @@ mod tests {
         assert_eq!(Partition::from(record.clone()), p);
         assert_eq!(
             golden(&record),
-            "0c02703101026e3101011e0000010101000000000000"
+            "0d02703101026e3101011e0000010101000000000000"
         );
         let usage = AssocUsage {
             billing: 1.5,
             tres: [("cpu".to_string(), 2.0)].into(),
+            wall: 4.0,
             at: 3,
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "0c000000000000f83f0103637075000000000000004006"
+            "0d000000000000f83f01036370750000000000000040060000000000001040"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -2243,7 +2417,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "0c0a23212f62696e2f73680a0101410131"
+            "0d0a23212f62696e2f73680a0101410131"
         );
     }
 
@@ -2254,6 +2428,14 @@ mod tests {
         let mut ml = Account::new("ml", Some("root"));
         ml.users.insert("alice".into());
         ml.limits.max_jobs = Some(2);
+        ml.limits.grp_wall_min = Some(45);
+        ml.user_assocs.insert(
+            "alice".into(),
+            model::assoc::UserAssoc {
+                shares: 4,
+                ..Default::default()
+            },
+        );
         tree.insert("ml".into(), ml);
         a.other_clusters.insert("c2".into(), tree);
         a.relink();
@@ -2263,10 +2445,10 @@ mod tests {
         assert_eq!(back, a);
         assert_eq!(
             golden(&record),
-            "0c0102633202026d6c0104726f6f7401000105616c69636500026d6c026d6c00\
+            "0d0102633202026d6c0104726f6f7401000105616c69636500026d6c026d6c00\
              000000000000010200000000000004726f6f740001000104726f6f7400146465\
              6661756c7420726f6f74206163636f756e7404726f6f74000000000000000000\
-             000000000000"
+             0000000000000102633201026d6c0000012d01026d6c05616c69636504000000"
         );
     }
 
@@ -2285,9 +2467,28 @@ mod tests {
         ml.limits.borrowing_limit = [("gres/gpu".to_string(), 2)].into();
         ml.limits.lending_limit = [("gres/gpu".to_string(), 1)].into();
         ml.user_limits.entry("alice".into()).or_default().max_jobs = Some(2);
+        ml.limits.max_tres_mins_per_job = [("cpu".to_string(), 600)].into();
+        ml.user_limits
+            .entry("alice".into())
+            .or_default()
+            .grp_wall_min = Some(90);
+        ml.user_assocs.insert(
+            "alice".into(),
+            model::assoc::UserAssoc {
+                shares: 7,
+                priority: 3,
+                qos: ["normal".to_string()].into(),
+                default_qos: "normal".into(),
+            },
+        );
         ml.coordinators.insert("alice".into());
         a.users.get_mut("alice").unwrap().admin_level = AdminLevel::Operator;
         a.qos.get_mut("normal").unwrap().limits.grp_submit = Some(9);
+        a.qos
+            .get_mut("normal")
+            .unwrap()
+            .limits
+            .max_tres_mins_per_job = [("gres/gpu".to_string(), 60)].into();
         a.qos.get_mut("normal").unwrap().gpu_idle = GpuIdlePolicy {
             limit_s: Some(600),
             action: GpuIdleAction::Requeue,
@@ -2297,14 +2498,16 @@ mod tests {
         assert_eq!(Associations::from(record.clone()), a);
         assert_eq!(
             golden(&record),
-            "0c02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+            "0d02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
              00000102000000026d6c026d6c0108677265732f677075040000000000000000\
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\
              00000205616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c\
-             00000000000109000000000000000000000000000000f03f01\
-             01026d6c0108677265732f677075020108677265732f677075\
-             0101066e6f726d616cd80401ac02"
+             00000000000109000000000000000000000000000000f03f0101026d6c010867\
+             7265732f677075020108677265732f6770750101066e6f726d616cd80401ac02\
+             02026d6c000103637075d80400026d6c05616c69636500015a01026d6c05616c\
+             696365070301066e6f726d616c066e6f726d616c01066e6f726d616c01086772\
+             65732f6770753c"
         );
     }
 }

@@ -144,6 +144,8 @@ const FORMAT_9: u8 = 9;
 const FORMAT_10: u8 = 10;
 /// Format 11 appended heterogeneous components to jobs.
 const FORMAT_11: u8 = 11;
+/// Format 12 appended fields to partitions and jobs.
+const FORMAT_12: u8 = 12;
 
 /// The body of a record of the current format, or of formats 3 to 6 (which the store
 /// migrates when it opens, but a journal may still carry).
@@ -163,6 +165,7 @@ fn split_version<'b>(
                 FORMAT_9,
                 FORMAT_10,
                 FORMAT_11,
+                FORMAT_12,
                 records::FORMAT,
             ]
             .contains(&v) =>
@@ -224,7 +227,7 @@ fn job_record(
         FORMAT_10 => Ok(JobRecord::from_format_10(records::decode_body::<
             records::JobRecord10,
         >(what, body)?)),
-        // Format 11 is format 12 without its last field.
+        // Format 11 is format 12 (and 13) without its last field.
         FORMAT_11 => records::decode_body(
             what,
             &records::body_with_empty::<records::JobFields12>(body)?,
@@ -233,11 +236,12 @@ fn job_record(
     }
 }
 
-/// A record of format 4 to 11, in the current format: a job, a node, the
-/// associations and a partition get what later formats added, empty; the other records are the same
-/// bytes behind the new version.
-fn migrate_format_4_to_11(
+/// A record of format 4 to 12, in the current format: a job, a node, usage, the
+/// associations and a partition get what later formats added, empty; the other
+/// records are the same bytes behind the new version.
+fn migrate_format_4_to_12(
     tree: TreeName,
+    key: &[u8],
     what: &dyn Fn() -> String,
     bytes: &[u8],
 ) -> Result<Vec<u8>, StoreError> {
@@ -249,19 +253,25 @@ fn migrate_format_4_to_11(
         TreeName::Nodes if version < FORMAT_7 => {
             new(&records::body_with_empty::<records::NodeFields7>(body)?)
         }
-        TreeName::Accounting if version < FORMAT_8 => {
-            let body7 = if version < FORMAT_7 {
-                records::body_with_empty::<records::AssociationsFields7>(body)?
-            } else {
-                body.to_vec()
-            };
-            new(&records::body_with_empty::<records::AssociationsFields8>(
-                &body7,
+        TreeName::Accounting if key == ASSOCIATIONS_KEY => {
+            let mut body = body.to_vec();
+            if version < FORMAT_7 {
+                body = records::body_with_empty::<records::AssociationsFields7>(&body)?;
+            }
+            if version < FORMAT_8 {
+                body = records::body_with_empty::<records::AssociationsFields8>(&body)?;
+            }
+            new(&records::body_with_empty::<records::AssociationsFields13>(
+                &body,
             )?)
         }
-        TreeName::Partitions => new(&records::body_with_empty::<records::PartitionFields12>(
-            body,
-        )?),
+        TreeName::Accounting if key == OTHER_CLUSTERS_KEY => new(&records::body_with_empty::<
+            records::OtherClustersFields13,
+        >(body)?),
+        TreeName::Usage => new(&records::body_with_empty::<records::UsageFields13>(body)?),
+        TreeName::Partitions if version < FORMAT_12 => new(&records::body_with_empty::<
+            records::PartitionFields12,
+        >(body)?),
         _ => new(body),
     }
 }
@@ -354,6 +364,7 @@ impl SledStore {
             Some(format) if *format == [FORMAT_9] => FORMAT_9,
             Some(format) if *format == [FORMAT_10] => FORMAT_10,
             Some(format) if *format == [FORMAT_11] => FORMAT_11,
+            Some(format) if *format == [FORMAT_12] => FORMAT_12,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -371,8 +382,8 @@ impl SledStore {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
                     Some(
                         &(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7 | FORMAT_8 | FORMAT_9
-                        | FORMAT_10 | FORMAT_11),
-                    ) => migrate_format_4_to_11(tree, &what, &value)?,
+                        | FORMAT_10 | FORMAT_11 | FORMAT_12),
+                    ) => migrate_format_4_to_12(tree, &key, &what, &value)?,
                     _ => continue,
                 };
                 self.tree(tree).insert(key, new)?;
@@ -828,6 +839,7 @@ mod tests {
         let record = AssocUsage {
             billing: 1234.5,
             tres: [("cpu".to_string(), 1000.0), ("gres/gpu".to_string(), 250.0)].into(),
+            wall: 600.0,
             at: 1_700_000_000,
         };
         {
@@ -857,6 +869,7 @@ mod tests {
         assert_eq!(loaded.usage[0].0, ml);
         assert_eq!(loaded.usage[0].1.billing, 2000.0);
         assert_eq!(loaded.usage[0].1.tres, record.tres);
+        assert_eq!(loaded.usage[0].1.wall, 600.0);
         assert_eq!(loaded.usage[1].0.0, "root");
     }
 
@@ -1374,6 +1387,59 @@ mod tests {
             store.partitions.get("p1").unwrap().unwrap()[0],
             records::FORMAT
         );
+    }
+
+    #[tokio::test]
+    async fn usage_and_associations_of_format_12_are_migrated_with_no_time_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = open(dir.path());
+            // As format 12 wrote them: usage of ml/alice (billing 1.5, cpu 2.0, at 3);
+            // the associations (ml with alice, a GrpTRES, quota limits, a user limit,
+            // a coordinator; QOS normal with GrpSubmitJobs and a GPU idle policy);
+            // another cluster c2 with ml and MaxJobs=2.
+            let usage = hex("0c000000000000f83f0103637075000000000000004006");
+            store.usage.insert(b"ml\0alice", usage).unwrap();
+            let assocs = hex(concat!(
+                "0c02026d6c0104726f6f7401000105616c6963650105616c6963650000000000",
+                "00000102000000026d6c026d6c0108677265732f677075040000000000000000",
+                "000000000105616c69636504726f6f740001000104726f6f7400146465666175",
+                "6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000",
+                "00000205616c696365026d6c0104726f6f7404726f6f740201066e6f726d616c",
+                "00000000000109000000000000000000000000000000f03f01",
+                "01026d6c0108677265732f677075020108677265732f677075",
+                "0101066e6f726d616cd80401ac02"
+            ));
+            store.accounting.insert(ASSOCIATIONS_KEY, assocs).unwrap();
+            let others = hex(concat!(
+                "0c0102633202026d6c0104726f6f7401000105616c69636500026d6c026d6c00",
+                "000000000000010200000000000004726f6f740001000104726f6f7400146465",
+                "6661756c7420726f6f74206163636f756e7404726f6f74000000000000000000",
+                "000000000000"
+            ));
+            store.accounting.insert(OTHER_CLUSTERS_KEY, others).unwrap();
+            store.db.insert(FORMAT_KEY, &[FORMAT_12]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let usage = &loaded.usage[0].1;
+        assert_eq!((usage.billing, usage.wall, usage.at), (1.5, 0.0, 3));
+        let assocs = loaded.assocs.unwrap();
+        let ml = &assocs.accounts["ml"];
+        assert_eq!(ml.limits.grp_tres["gres/gpu"], 4);
+        assert_eq!(ml.limits.borrowing_limit["gres/gpu"], 2);
+        assert_eq!(ml.user_limits["alice"].max_jobs, Some(2));
+        assert!(ml.limits.max_tres_mins_per_job.is_empty() && ml.limits.grp_wall_min.is_none());
+        assert_eq!(assocs.qos["normal"].gpu_idle.limit_s, Some(600));
+        assert_eq!(assocs.other_clusters["c2"]["ml"].limits.max_jobs, Some(2));
+        for (tree, key) in [
+            (&store.usage, &b"ml\0alice"[..]),
+            (&store.accounting, ASSOCIATIONS_KEY),
+            (&store.accounting, OTHER_CLUSTERS_KEY),
+        ] {
+            assert_eq!(tree.get(key).unwrap().unwrap()[0], records::FORMAT);
+        }
     }
 
     fn hex(text: &str) -> Vec<u8> {

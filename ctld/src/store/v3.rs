@@ -208,7 +208,10 @@ pub fn migrate_record(
             &records::body_with_empty::<records::NodeFields7>(body)?,
         )?),
         3 => records::encode(&records::decode_body::<ReservationRecord>(what, body)?),
-        4 => records::encode(&records::decode_body::<UsageRecord>(what, body)?),
+        4 => records::encode(&records::decode_body::<UsageRecord>(
+            what,
+            &records::body_with_empty::<records::UsageFields13>(body)?,
+        )?),
         other => Err(StoreError::Decode {
             key: what(),
             reason: format!("unknown tree {other}"),

@@ -662,6 +662,7 @@ impl Config {
                     ("max_tres_per_user", &q.max_tres_per_user),
                     ("max_tres_per_job", &q.max_tres_per_job),
                     ("grp_tres", &q.grp_tres),
+                    ("max_tres_mins", &q.max_tres_mins),
                 ],
                 &q.max_wall,
             )?;
@@ -760,9 +761,14 @@ impl Config {
                     ("borrowing_limit", &a.borrowing_limit),
                     ("lending_limit", &a.lending_limit),
                     ("max_tres_per_user", &a.max_tres_per_user),
+                    ("max_tres_mins", &a.max_tres_mins),
                 ],
                 &a.max_wall,
             )?;
+            if !a.grp_wall.is_empty() {
+                units::parse_time_limit(&a.grp_wall)
+                    .map_err(|e| Invalid::new(&at.key("grp_wall"), e.to_string()))?;
+            }
             tres::parse_counts(&a.max_tres_per_job)
                 .map_err(|e| Invalid::new(&at.key("max_tres_per_job"), e.to_string()))?;
             if let Some(q) = a.qos.iter().position(|q| !qos.contains(q.as_str())) {
