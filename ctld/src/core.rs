@@ -353,6 +353,7 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
     // last event of the turn says).
     let mut partitions = std::collections::BTreeMap::new();
     let mut usage = BTreeSet::new();
+    let mut qos_usage = BTreeSet::new();
     let mut purged = Vec::new();
     let mut triggers = BTreeSet::new();
     let mut only_submits = true;
@@ -363,8 +364,12 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
         if let Event::StepsPurged { job_ids } = event {
             jobs.extend(job_ids.iter().copied());
         }
-        if let Event::UsageCharged { account, user, .. } = event {
+        if let Event::UsageCharged {
+            account, user, qos, ..
+        } = event
+        {
             usage.insert((account.clone(), user.clone()));
+            qos_usage.insert(qos.clone());
         }
         if let Some(id) = event.job_id() {
             jobs.insert(id);
@@ -413,6 +418,10 @@ fn batch_of(state: &ClusterState, events: &[Event], payloads: Vec<(JobId, JobPay
         usage: usage
             .into_iter()
             .filter_map(|k| state.usage.get(&k).cloned().map(|u| (k, u)))
+            .collect(),
+        qos_usage: qos_usage
+            .into_iter()
+            .filter_map(|k| state.qos_usage.get(&k).cloned().map(|u| (k, u)))
             .collect(),
         assocs: None,
         purged,

@@ -71,8 +71,8 @@ pub struct Limits {
     /// MaxTRESMinsPerJob: TRES-minutes one job may ask for (its TRES times its time
     /// limit).
     pub max_tres_mins_per_job: TresCounts,
-    /// GrpWall (associations): wall-clock minutes the jobs of the association (and
-    /// below) may run together, counted as past usage (decayed) plus what running jobs
+    /// GrpWall: wall-clock minutes the jobs of the association (and below) or of the
+    /// QOS may run together, counted as past usage (decayed) plus what running jobs
     /// ran so far; minutes.
     pub grp_wall_min: Option<u32>,
     /// GrpSubmitJobs: pending and running jobs of the account (and below) or of the
@@ -311,7 +311,7 @@ impl Associations {
                     priority: q.priority,
                     limits: Limits {
                         grp_tres: counts(&q.grp_tres),
-                        grp_tres_mins: TresCounts::new(),
+                        grp_tres_mins: counts(&q.grp_tres_mins),
                         grp_jobs: q.grp_jobs,
                         max_tres_per_user: counts(&q.max_tres_per_user),
                         max_tres_per_job: counts(&q.max_tres_per_job),
@@ -319,7 +319,7 @@ impl Associations {
                         max_submit: q.max_submit_jobs_per_user,
                         max_wall_min: wall(&q.max_wall),
                         max_tres_mins_per_job: counts(&q.max_tres_mins),
-                        grp_wall_min: None,
+                        grp_wall_min: wall(&q.grp_wall),
                         grp_submit: None,
                         grp_tres_run_mins: TresCounts::new(),
                         guaranteed_tres: TresCounts::new(),

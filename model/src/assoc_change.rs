@@ -84,7 +84,7 @@ pub enum LimitKind {
     MaxWall,
     /// MaxTRESMinsPerJob: TRES-minutes of one job.
     MaxTresMins,
-    /// GrpWall (accounts and users): wall-clock minutes, past and running.
+    /// GrpWall (associations and QOS): wall-clock minutes, past and running.
     GrpWall,
     /// Drover's GuaranteedTRES (accounts).
     GuaranteedTres,
@@ -614,9 +614,12 @@ impl Settings {
         ] {
             check(sets(kind), kind.name(), &[A]);
         }
-        // Counted from associations' usage: a QOS keeps none, and Slurm does not
-        // enforce it on a cluster's root association.
-        check(sets(LimitKind::GrpWall), LimitKind::GrpWall.name(), &[A, U]);
+        // Slurm does not enforce it on a cluster's root association.
+        check(
+            sets(LimitKind::GrpWall),
+            LimitKind::GrpWall.name(),
+            &[A, U, Q],
+        );
         out
     }
 
@@ -1869,15 +1872,13 @@ mod cluster_tests {
             run(&a, "add cluster c4 description=x").unwrap_err(),
             "Description cannot be set on a cluster"
         );
-        // GrpWall counts associations' usage: not on a cluster's root nor a QOS.
+        // GrpWall: not on a cluster's root (Slurm does not enforce it there).
         assert_eq!(
             run(&a, "add cluster c4 GrpWall=10").unwrap_err(),
             "GrpWall cannot be set on a cluster"
         );
-        assert_eq!(
-            run(&a, "add qos q1 GrpWall=10").unwrap_err(),
-            "GrpWall cannot be set on a QOS"
-        );
+        let (q, _) = ok(&a, "add qos q1 GrpWall=10");
+        assert_eq!(q.qos["q1"].limits.grp_wall_min, Some(10));
         // MaxCPUMins on a cluster is its root association's; GrpWall and
         // MaxTRESMins on an account and a user's association in it.
         let (a, _) = ok(&a, "add cluster c4 MaxCPUMins=1000");

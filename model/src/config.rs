@@ -1269,6 +1269,13 @@ pub struct QosConfig {
     /// MaxTRESMinsPerJob: TRES-minutes one job may ask for (`cpu=6000`).
     #[serde(default)]
     pub max_tres_mins: String,
+    /// GrpTRESMins: TRES-minutes of this QOS's past (decayed), running and new jobs.
+    #[serde(default)]
+    pub grp_tres_mins: String,
+    /// GrpWall: wall-clock time this QOS's jobs may run together, past (decayed) and
+    /// running (Slurm time syntax).
+    #[serde(default)]
+    pub grp_wall: String,
     /// GrpTRES: what all running jobs of this QOS may hold together.
     #[serde(default)]
     pub grp_tres: String,

@@ -174,13 +174,16 @@ pub enum Event {
         step_id: Option<u32>,
         usage: StepUsage,
     },
-    /// A job's run was charged to its association: `usage` is the association's new
-    /// record (the old one decayed to the job's end, plus the job's usage).
+    /// A job's run was charged to its association and its QOS: `usage` is the
+    /// association's new record (the old one decayed to the job's end, plus the job's
+    /// usage), `qos_usage` the QOS's.
     UsageCharged {
         job_id: JobId,
         account: String,
         user: String,
         usage: AssocUsage,
+        qos: String,
+        qos_usage: AssocUsage,
     },
     NodeRegistered {
         name: String,
@@ -348,6 +351,8 @@ pub struct Restored {
     pub partitions: Vec<Partition>,
     /// Decayed usage per (account, user).
     pub usage: Vec<(AssocKey, AssocUsage)>,
+    /// Decayed usage per QOS.
+    pub qos_usage: Vec<(String, AssocUsage)>,
     /// The associations kept since `sacctmgr` first changed them (none: the config's
     /// seed them).
     pub assocs: Option<crate::assoc::Associations>,
@@ -375,6 +380,9 @@ pub struct ClusterState {
     pub next_job_id: JobId,
     /// Decayed usage per association, charged as jobs end (`UsageCharged`).
     pub usage: BTreeMap<AssocKey, AssocUsage>,
+    /// Decayed usage per QOS, charged with the associations' (for QOS GrpTRESMins and
+    /// GrpWall).
+    pub qos_usage: BTreeMap<String, AssocUsage>,
     /// `strigger`'s triggers, by id.
     pub triggers: BTreeMap<u32, crate::trigger::Trigger>,
     /// The id the next trigger gets.
@@ -397,6 +405,7 @@ impl ClusterState {
             reservations: BTreeMap::new(),
             next_job_id: 1,
             usage: BTreeMap::new(),
+            qos_usage: BTreeMap::new(),
             triggers: BTreeMap::new(),
             next_trigger_id: 1,
             pending_ids: imbl::OrdSet::new(),
@@ -834,10 +843,13 @@ impl ClusterState {
                 account,
                 user,
                 usage,
+                qos,
+                qos_usage,
                 ..
             } => {
                 self.usage
                     .insert((account.clone(), user.clone()), usage.clone());
+                self.qos_usage.insert(qos.clone(), qos_usage.clone());
             }
             Event::NodeRegistered {
                 name,
@@ -1002,6 +1014,7 @@ impl ClusterState {
             .map(|r| (r.name.clone(), r))
             .collect();
         state.usage = kept.usage.into_iter().collect();
+        state.qos_usage = kept.qos_usage.into_iter().collect();
         state.next_trigger_id = kept.next_trigger_id.max(1);
         for trigger in kept.triggers {
             state.next_trigger_id = state.next_trigger_id.max(trigger.id + 1);

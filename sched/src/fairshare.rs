@@ -115,29 +115,33 @@ fn charged_start(job: &Job, end: Time) -> Time {
     end - job.run_secs(end)
 }
 
-/// The event that charges a job's run (from its start to `end`) to its association,
-/// for a job that holds an allocation; `None` otherwise. Emit it before the event that
-/// ends or requeues the job.
+/// The event that charges a job's run (from its start to `end`) to its association
+/// and its QOS, for a job that holds an allocation; `None` otherwise. Emit it before
+/// the event that ends or requeues the job.
 pub fn charge(state: &ClusterState, job: &Job, end: Time, config: &SchedConfig) -> Option<Event> {
     let rate = job_rate(state, job, config)?;
     let half_life = config.priority.half_life_s;
     let key = assoc_key(&config.assocs, job);
+    let qos = config.assocs.qos_of(&job.spec).to_string();
     let end = end.max(job.start_time);
-    let mut usage = state
-        .usage
-        .get(&key)
-        .map(|u| u.decayed(end, half_life))
-        .unwrap_or_else(|| AssocUsage {
-            at: end,
-            ..AssocUsage::default()
-        });
     let run = run_usage(&rate, charged_start(job, end), end, half_life);
-    usage.add(&run);
+    let charged = |old: Option<&AssocUsage>| {
+        let mut usage = old
+            .map(|u| u.decayed(end, half_life))
+            .unwrap_or_else(|| AssocUsage {
+                at: end,
+                ..AssocUsage::default()
+            });
+        usage.add(&run);
+        usage
+    };
     Some(Event::UsageCharged {
         job_id: job.id,
+        usage: charged(state.usage.get(&key)),
         account: key.0,
         user: key.1,
-        usage,
+        qos_usage: charged(state.qos_usage.get(&qos)),
+        qos,
     })
 }
 
@@ -149,18 +153,39 @@ pub fn current_usage(
     config: &SchedConfig,
 ) -> BTreeMap<AssocKey, AssocUsage> {
     let running: Vec<&Job> = state.running_jobs().collect();
-    usage_with_running(state, &running, now, config)
+    with_running(
+        &state.usage,
+        |j| assoc_key(&config.assocs, j),
+        state,
+        &running,
+        now,
+        config,
+    )
 }
 
-fn usage_with_running(
+/// Every QOS's usage at `now`, as [`current_usage`] the associations'.
+pub fn current_qos_usage(
+    state: &ClusterState,
+    now: Time,
+    config: &SchedConfig,
+) -> BTreeMap<String, AssocUsage> {
+    let running: Vec<&Job> = state.running_jobs().collect();
+    let qos = |j: &Job| config.assocs.qos_of(&j.spec).to_string();
+    with_running(&state.qos_usage, qos, state, &running, now, config)
+}
+
+/// Stored usage records decayed to `now`, plus what the `running` jobs used so far,
+/// each under its `key`.
+fn with_running<K: Ord + Clone>(
+    stored: &BTreeMap<K, AssocUsage>,
+    key: impl Fn(&Job) -> K,
     state: &ClusterState,
     running: &[&Job],
     now: Time,
     config: &SchedConfig,
-) -> BTreeMap<AssocKey, AssocUsage> {
+) -> BTreeMap<K, AssocUsage> {
     let half_life = config.priority.half_life_s;
-    let mut out: BTreeMap<AssocKey, AssocUsage> = state
-        .usage
+    let mut out: BTreeMap<K, AssocUsage> = stored
         .iter()
         .map(|(k, u)| (k.clone(), u.decayed(now, half_life)))
         .collect();
@@ -169,7 +194,7 @@ fn usage_with_running(
             continue;
         };
         let run = run_usage(&rate, charged_start(job, now), now, half_life);
-        out.entry(assoc_key(&config.assocs, job))
+        out.entry(key(job))
             .or_insert_with(|| AssocUsage {
                 at: now,
                 ..AssocUsage::default()
@@ -274,7 +299,14 @@ impl ShareTree {
             }
             seen.insert((config.assocs.account_of(&job.spec), job.spec.user.as_str()));
         }
-        let usage = usage_with_running(state, &running, now, config);
+        let usage = with_running(
+            &state.usage,
+            |j| assoc_key(&config.assocs, j),
+            state,
+            &running,
+            now,
+            config,
+        );
         let mut run_mins: BTreeMap<AssocKey, TresCounts> = BTreeMap::new();
         for job in &running {
             let (Some(limit), Some(alloc)) = (job.time_limit_secs(), job.alloc.as_ref()) else {
@@ -776,9 +808,13 @@ users = ["b1"]
         };
         s.apply(&event);
         let u = &s.usage[&key];
-        assert_eq!((u.billing, u.at), (200.0, 100));
+        assert_eq!((u.billing, u.at, u.wall), (200.0, 100, 100.0));
         assert_eq!(u.tres["cpu"], 200.0);
         assert_eq!(u.tres["gres/gpu:h100"], 100.0);
+        // The job's QOS is charged the same.
+        assert_eq!(&s.qos_usage["normal"], u);
+        // The job still runs here (no end applied): its 100 s so far come on top.
+        assert_eq!(current_qos_usage(&s, 100, &c)["normal"].wall, 200.0);
         // Decay: with a 100 s half-life the run itself is already decayed at its end,
         // and halves again every 100 s.
         let (mut s, c) = running_job("decay_half_life = \"1:40\"");

@@ -14,8 +14,8 @@
 //! | MaxJobs per user | `QOSMaxJobsPerUserLimit` | `AssocMaxJobsLimit` |
 //! | GrpTRES | `QOSGrpCpuLimit`, `QOSGrpGRES`, `QOSGrpMemLimit`, … | `AssocGrpCpuLimit`, `AssocGrpGRES`, … |
 //! | MaxTRESPerUser | `QOSMaxCpuPerUserLimit`, `QOSMaxGRESPerUser`, … | `AssocGrpCpuLimit`, … (the user's association) |
-//! | GrpTRESMins | | `AssocGrpCPUMinutesLimit`, `AssocGrpGRESMinutes`, … |
-//! | GrpWall | | `AssocGrpWallLimit` |
+//! | GrpTRESMins | `QOSGrpCPUMinutesLimit`, `QOSGrpGRESMinutes`, … | `AssocGrpCPUMinutesLimit`, `AssocGrpGRESMinutes`, … |
+//! | GrpWall | `QOSGrpWallLimit` | `AssocGrpWallLimit` |
 //! | GrpTRESRunMins | `QOSGrpCPURunMinutesLimit`, `QOSGrpGRESRunMinutes`, … | `AssocGrpCPURunMinutesLimit`, `AssocGrpGRESRunMinutes`, … |
 //! | BorrowingLimit (Drover's) | | as GrpTRES = GuaranteedTRES + BorrowingLimit: `AssocGrpGRES`, … |
 //! | LendingLimit (Drover's) | | others' jobs: `Resources` |
@@ -29,7 +29,8 @@
 //! limit. GrpWall counts the wall-clock minutes the association's jobs ran (decayed,
 //! each job once whatever it holds) and those the running jobs ran so far; a job waits
 //! while they reach it (on a user's association, that user's; on an account, everything
-//! below it). GrpSubmitJobs and MaxSubmitJobs are checked at submit.
+//! below it; on a QOS, its jobs'). A QOS's GrpTRESMins and GrpWall count its own usage,
+//! charged with the associations' as jobs end. GrpSubmitJobs and MaxSubmitJobs are checked at submit.
 //! An account's LendingLimit keeps the part of its GuaranteedTRES it does not lend, less
 //! what it holds, free of other accounts' jobs (Kueue's `lendingLimit`).
 //!
@@ -89,6 +90,33 @@ fn with_billing(mut t: TresCounts, weights: &TresWeights) -> TresCounts {
     t
 }
 
+/// Usage as TRES-minutes, billing among them.
+fn usage_mins(usage: &model::usage::AssocUsage) -> BTreeMap<String, f64> {
+    let mut mins: BTreeMap<String, f64> = usage
+        .tres
+        .iter()
+        .map(|(k, v)| (k.clone(), v / 60.0))
+        .collect();
+    mins.insert("billing".into(), usage.billing / 60.0);
+    mins
+}
+
+/// The first TRES of a GrpTRESMins `limits` that minutes `used` and a job asking
+/// `req` for `wall` minutes go over, if any.
+fn over_mins<'l>(
+    limits: &'l TresCounts,
+    used: Option<&BTreeMap<String, f64>>,
+    req: &TresCounts,
+    wall: Option<u32>,
+) -> Option<&'l str> {
+    limits.iter().find_map(|(name, limit)| {
+        let have = used.and_then(|u| u.get(name)).copied().unwrap_or(0.0);
+        let asked = req.get(name).copied().unwrap_or(0);
+        let want = asked as f64 * f64::from(wall.unwrap_or(0));
+        (asked > 0 && have + want > *limit as f64).then_some(name.as_str())
+    })
+}
+
 /// Whether an account or one of its users' associations sets GrpWall.
 fn has_grp_wall(a: &model::assoc::Account) -> bool {
     a.limits.grp_wall_min.is_some() || a.user_limits.values().any(|l| l.grp_wall_min.is_some())
@@ -123,12 +151,15 @@ pub struct LimitTracker<'a> {
     /// Per account, everything below it.
     acct_jobs: BTreeMap<String, u32>,
     acct_tres: BTreeMap<String, TresCounts>,
-    /// Per account: TRES-minutes of past usage and of running jobs' time limits.
+    /// Per account and per QOS: TRES-minutes of past usage and of running jobs' time
+    /// limits.
     acct_tres_mins: BTreeMap<String, BTreeMap<String, f64>>,
+    qos_tres_mins: BTreeMap<String, BTreeMap<String, f64>>,
     /// Wall-clock minutes run (past, decayed, and running so far), per account (and
-    /// below) and per association, with a GrpWall anywhere.
+    /// below), per association and per QOS, with a GrpWall anywhere.
     acct_wall_min: BTreeMap<String, f64>,
     assoc_wall_min: BTreeMap<AssocKey, f64>,
+    qos_wall_min: BTreeMap<String, f64>,
     /// TRES-minutes the running jobs have left, per QOS and per account (and below).
     qos_run_mins: BTreeMap<String, TresCounts>,
     acct_run_mins: BTreeMap<String, TresCounts>,
@@ -152,10 +183,11 @@ impl<'a> LimitTracker<'a> {
             !a.limits.grp_tres_mins.is_empty()
                 || !a.limits.grp_tres_run_mins.is_empty()
                 || has_grp_wall(a)
-        }) || assocs
-            .qos
-            .values()
-            .any(|q| !q.limits.grp_tres_run_mins.is_empty());
+        }) || assocs.qos.values().any(|q| {
+            !q.limits.grp_tres_run_mins.is_empty()
+                || !q.limits.grp_tres_mins.is_empty()
+                || q.limits.grp_wall_min.is_some()
+        });
         let latest = if needs_time {
             state
                 .usage
@@ -195,8 +227,10 @@ impl<'a> LimitTracker<'a> {
             acct_jobs: BTreeMap::new(),
             acct_tres: BTreeMap::new(),
             acct_tres_mins: BTreeMap::new(),
+            qos_tres_mins: BTreeMap::new(),
             acct_wall_min: BTreeMap::new(),
             assoc_wall_min: BTreeMap::new(),
+            qos_wall_min: BTreeMap::new(),
             qos_run_mins: BTreeMap::new(),
             acct_run_mins: BTreeMap::new(),
             now,
@@ -217,21 +251,15 @@ impl<'a> LimitTracker<'a> {
                 add_into(&mut t.capacity, &tres::node_tres(node));
             }
         }
+        let half_life = config.priority.half_life_s;
         let any_mins = t
             .assocs
             .accounts
             .values()
             .any(|a| !a.limits.grp_tres_mins.is_empty());
         if any_mins {
-            let half_life = config.priority.half_life_s;
             for ((account, _), usage) in &state.usage {
-                let usage = usage.decayed(now, half_life);
-                let mut mins: BTreeMap<String, f64> = usage
-                    .tres
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v / 60.0))
-                    .collect();
-                mins.insert("billing".into(), usage.billing / 60.0);
+                let mins = usage_mins(&usage.decayed(now, half_life));
                 let names: Vec<String> = t
                     .assocs
                     .lineage(account)
@@ -244,6 +272,25 @@ impl<'a> LimitTracker<'a> {
                         *entry.entry(k.clone()).or_default() += v;
                     }
                 }
+            }
+        }
+        if t.assocs
+            .qos
+            .values()
+            .any(|q| !q.limits.grp_tres_mins.is_empty())
+        {
+            for (qos, usage) in &state.qos_usage {
+                let mins = usage_mins(&usage.decayed(now, half_life));
+                t.qos_tres_mins.insert(qos.clone(), mins);
+            }
+        }
+        if t.assocs
+            .qos
+            .values()
+            .any(|q| q.limits.grp_wall_min.is_some())
+        {
+            for (qos, usage) in crate::fairshare::current_qos_usage(state, now, config) {
+                t.qos_wall_min.insert(qos, usage.wall / 60.0);
             }
         }
         if t.assocs.accounts.values().any(has_grp_wall) {
@@ -315,6 +362,17 @@ impl<'a> LimitTracker<'a> {
             ) {
                 return Some(tres_reason(Scope::Qos, TresLimit::GrpRunMins, name));
             }
+            if let Some(name) = over_mins(
+                &l.grp_tres_mins,
+                self.qos_tres_mins.get(&qos_name),
+                &req,
+                wall,
+            ) {
+                return Some(tres_reason(Scope::Qos, TresLimit::GrpMins, name));
+            }
+            if wall_reached(l.grp_wall_min, self.qos_wall_min.get(&qos_name)) {
+                return Some(limit_reason(Scope::Qos, Limit::GrpWall));
+            }
         }
         let ul = assocs.user_limits(&account, &user);
         if over_wall(&ul) {
@@ -357,17 +415,13 @@ impl<'a> LimitTracker<'a> {
             if wall_reached(l.grp_wall_min, self.acct_wall_min.get(&a.name)) {
                 return Some(limit_reason(Scope::Assoc, Limit::GrpWall));
             }
-            let used = self.acct_tres_mins.get(&a.name);
-            for (name, limit) in &l.grp_tres_mins {
-                let have = used.and_then(|u| u.get(name)).copied().unwrap_or(0.0);
-                let want = match wall {
-                    Some(w) => req.get(name).copied().unwrap_or(0) as f64 * f64::from(w),
-                    None => 0.0,
-                };
-                let wants_any = req.get(name).copied().unwrap_or(0) > 0;
-                if wants_any && have + want > *limit as f64 {
-                    return Some(tres_reason(Scope::Assoc, TresLimit::GrpMins, name));
-                }
+            if let Some(name) = over_mins(
+                &l.grp_tres_mins,
+                self.acct_tres_mins.get(&a.name),
+                &req,
+                wall,
+            ) {
+                return Some(tres_reason(Scope::Assoc, TresLimit::GrpMins, name));
             }
             if let Some(name) = over(
                 &l.grp_tres_run_mins,
@@ -478,6 +532,15 @@ impl<'a> LimitTracker<'a> {
         *self.assoc_jobs.entry(key.clone()).or_default() += 1;
         add_into(self.assoc_tres.entry(key).or_default(), &held);
         let minutes = job.time_limit_min.map(f64::from).unwrap_or(0.0);
+        if minutes > 0.0 {
+            let mins = self
+                .qos_tres_mins
+                .entry(self.assocs.qos_of(spec).to_string())
+                .or_default();
+            for (k, v) in &held {
+                *mins.entry(k.clone()).or_default() += *v as f64 * minutes;
+            }
+        }
         let names: Vec<String> = self
             .assocs
             .lineage(&account)
@@ -1067,6 +1130,31 @@ nodes = "ALL"
                 .as_deref(),
             Some("AssocGrpWallLimit")
         );
+    }
+
+    #[test]
+    fn a_qos_counts_its_own_usage_for_grp_tres_mins_and_grp_wall() {
+        let (mut s, c) = setup(
+            "[[qos]]\nname = \"normal\"\ngrp_tres_mins = \"cpu=100\"\ngrp_wall = \"1:00:00\"\n",
+        );
+        // 90 CPU-minutes and 30 wall-minutes charged to the QOS.
+        s.qos_usage.insert(
+            "normal".into(),
+            model::usage::AssocUsage {
+                tres: BTreeMap::from([("cpu".to_string(), 5400.0)]),
+                wall: 1800.0,
+                ..Default::default()
+            },
+        );
+        let mut j = job(1, "alice", |_| {});
+        j.time_limit_min = Some(20);
+        let why =
+            |s: &ClusterState, j: &Job| LimitTracker::at(s, 0, &c).check(j).map(|r| r.to_string());
+        assert_eq!(why(&s, &j).as_deref(), Some("QOSGrpCPUMinutesLimit"));
+        j.time_limit_min = Some(10);
+        assert_eq!(why(&s, &j), None);
+        s.qos_usage.get_mut("normal").unwrap().wall = 3600.0;
+        assert_eq!(why(&s, &j).as_deref(), Some("QOSGrpWallLimit"));
     }
 
     #[test]

@@ -241,9 +241,9 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
 }
 
 /// Another cluster's associations, as a site's shared slurmdbd keeps them: added with
-/// MaxTRESMins per job and GrpWall set with `sacctmgr`: jobs wait with Slurm's
-/// reasons, the limits are listed and kept across a restart, and clearing them
-/// (`-1`) lets the jobs run.
+/// MaxTRESMins per job and GrpWall (of an account and of a QOS) set with `sacctmgr`:
+/// jobs wait with Slurm's reasons, the limits are listed and kept across a restart,
+/// and clearing them (`-1`) lets the jobs run.
 #[test]
 fn max_tres_mins_and_grp_wall_hold_jobs_until_cleared() {
     let c = Cluster::start(ClusterSpec {
@@ -261,24 +261,16 @@ fn max_tres_mins_and_grp_wall_hold_jobs_until_cleared() {
     let small = c.sbatch_as(&alice, &["-c", "1", "-t", "5"], "true");
     c.wait_state(small, "COMPLETED", T);
 
-    // GrpWall=0: no more wall time for ml's jobs. On a QOS it is refused.
+    // GrpWall=0: no more wall time for ml's jobs. On a cluster it is refused.
     admin(&c, &["modify", "account", "ml", "set", "GrpWall=0"]);
     let walled = c.sbatch_as(&alice, &["-t", "1"], "true");
     wait_reason(&c, walled, "AssocGrpWallLimit");
-    let qos = c.run(&[
-        "sacctmgr",
-        "-i",
-        "modify",
-        "qos",
-        "normal",
-        "set",
-        "GrpWall=10",
-    ]);
-    assert_eq!(qos.status.code(), Some(1));
+    let root = c.run(&["sacctmgr", "-i", "modify", "cluster", "set", "GrpWall=10"]);
+    assert_eq!(root.status.code(), Some(1));
     assert!(
-        text(&qos.stderr).contains("GrpWall cannot be set on a QOS"),
+        text(&root.stderr).contains("GrpWall cannot be set on a cluster"),
         "{}",
-        text(&qos.stderr)
+        text(&root.stderr)
     );
 
     let listed = || {
@@ -297,6 +289,13 @@ fn max_tres_mins_and_grp_wall_hold_jobs_until_cleared() {
     c.start_ctld();
     assert_eq!(listed(), want, "kept across a restart");
     wait_reason(&c, walled, "AssocGrpWallLimit");
+    // A QOS's GrpWall comes first, as Slurm checks the QOS before the association.
+    admin(&c, &["modify", "qos", "normal", "set", "GrpWall=0"]);
+    assert_eq!(
+        show(&c, &["qos", "normal", "format=name,grpwall"]),
+        ["normal|00:00:00"]
+    );
+    wait_reason(&c, walled, "QOSGrpWallLimit");
 
     admin(
         &c,
@@ -309,6 +308,8 @@ fn max_tres_mins_and_grp_wall_hold_jobs_until_cleared() {
             "MaxCPUMins=-1",
         ],
     );
+    wait_reason(&c, walled, "QOSGrpWallLimit");
+    admin(&c, &["modify", "qos", "normal", "set", "GrpWall=-1"]);
     c.wait_state(big, "COMPLETED", T);
     c.wait_state(walled, "COMPLETED", T);
 }

@@ -282,6 +282,7 @@ impl Env {
                     .collect()
             },
             usage: self.state.usage.clone().into_iter().collect(),
+            qos_usage: self.state.qos_usage.clone().into_iter().collect(),
             assocs: None,
             triggers: self.state.triggers.values().cloned().collect(),
             next_trigger_id: self.state.next_trigger_id,

@@ -57,6 +57,8 @@ pub struct Batch {
     /// A run-time partition as it now stands, or `None`: deleted.
     pub partitions: Vec<(String, Option<model::config::Partition>)>,
     pub usage: Vec<(AssocKey, AssocUsage)>,
+    /// Usage per QOS, as jobs' runs were charged.
+    pub qos_usage: Vec<(String, AssocUsage)>,
     /// The associations as a `sacctmgr` change left them.
     pub assocs: Option<Arc<Associations>>,
     /// Finished jobs purged (`purge_job_after`): their records and payloads go.
@@ -75,6 +77,7 @@ impl Batch {
             && self.reservations.is_empty()
             && self.partitions.is_empty()
             && self.usage.is_empty()
+            && self.qos_usage.is_empty()
             && self.assocs.is_none()
             && self.purged.is_empty()
             && self.triggers.is_empty()

@@ -1700,7 +1700,7 @@ pub struct AssociationsRecord {
 }
 
 /// What format 13 added to the associations: this cluster's (`TreeFields13`) and
-/// each QOS's MaxTRESMinsPerJob (QOS that set one).
+/// each QOS's MaxTRESMinsPerJob and GrpWall (QOS that set one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct AssociationsFields13 {
     pub tree: TreeFields13,
@@ -1740,6 +1740,7 @@ pub struct UserAssocRecord {
 pub struct QosTimeLimitsRecord {
     pub qos: String,
     pub max_tres_mins_per_job: Vec<(String, u64)>,
+    pub grp_wall_min: Option<u32>,
 }
 
 /// What format 13 added to other clusters' associations, cluster by cluster.
@@ -2045,10 +2046,14 @@ impl From<&Associations> for AssociationsRecord {
                 qos_limits: a
                     .qos
                     .values()
-                    .filter(|q| !q.limits.max_tres_mins_per_job.is_empty())
+                    .filter(|q| {
+                        !q.limits.max_tres_mins_per_job.is_empty()
+                            || q.limits.grp_wall_min.is_some()
+                    })
                     .map(|q| QosTimeLimitsRecord {
                         qos: q.name.clone(),
                         max_tres_mins_per_job: pairs(&q.limits.max_tres_mins_per_job),
+                        grp_wall_min: q.limits.grp_wall_min,
                     })
                     .collect(),
             },
@@ -2105,6 +2110,7 @@ impl From<AssociationsRecord> for Associations {
         for q in r.added13.qos_limits {
             if let Some(qos) = out.qos.get_mut(&q.qos) {
                 qos.limits.max_tres_mins_per_job = q.max_tres_mins_per_job.into_iter().collect();
+                qos.limits.grp_wall_min = q.grp_wall_min;
             }
         }
         out.relink();
@@ -2489,6 +2495,7 @@ mod tests {
             .unwrap()
             .limits
             .max_tres_mins_per_job = [("gres/gpu".to_string(), 60)].into();
+        a.qos.get_mut("normal").unwrap().limits.grp_wall_min = Some(30);
         a.qos.get_mut("normal").unwrap().gpu_idle = GpuIdlePolicy {
             limit_s: Some(600),
             action: GpuIdleAction::Requeue,
@@ -2507,7 +2514,7 @@ mod tests {
              7265732f677075020108677265732f6770750101066e6f726d616cd80401ac02\
              02026d6c000103637075d80400026d6c05616c69636500015a01026d6c05616c\
              696365070301066e6f726d616c066e6f726d616c01066e6f726d616c01086772\
-             65732f6770753c"
+             65732f6770753c011e"
         );
     }
 }

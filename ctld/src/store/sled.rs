@@ -3,7 +3,8 @@
 //! Trees: `jobs` (job id → job record), `payloads` (job id → script and environment,
 //! written once at submit), `nodes` (name → node record), `reservations` (name →
 //! reservation), `partitions` (name → a partition made or changed at run time), `usage`
-//! (account `\0` user → decayed usage of that association), `accounting`
+//! (account `\0` user → decayed usage of that association), `qos-usage` (QOS name →
+//! decayed usage of that QOS), `accounting`
 //! (`associations` → the accounts, users and QOS `sacctmgr` keeps), `triggers`
 //! (big-endian trigger id → `strigger`'s trigger; `next_id` → the id the next one
 //! gets). Keys
@@ -65,6 +66,7 @@ pub struct SledStore {
     reservations: sled::Tree,
     partitions: sled::Tree,
     usage: sled::Tree,
+    qos_usage: sled::Tree,
     accounting: sled::Tree,
     triggers: sled::Tree,
     /// Whether the journal key holds a turn (so a turn without a journal removes it).
@@ -89,6 +91,7 @@ enum TreeName {
     Accounting = 5,
     Triggers = 6,
     Partitions = 7,
+    QosUsage = 8,
 }
 
 /// The key of the next trigger id in the `triggers` tree (trigger ids are 4 bytes).
@@ -100,7 +103,7 @@ const ASSOCIATIONS_KEY: &[u8] = b"associations";
 const OTHER_CLUSTERS_KEY: &[u8] = b"other-clusters";
 
 impl TreeName {
-    const ALL: [TreeName; 8] = [
+    const ALL: [TreeName; 9] = [
         TreeName::Jobs,
         TreeName::Payloads,
         TreeName::Nodes,
@@ -109,6 +112,7 @@ impl TreeName {
         TreeName::Accounting,
         TreeName::Triggers,
         TreeName::Partitions,
+        TreeName::QosUsage,
     ];
 
     fn from_number(n: u8) -> Option<TreeName> {
@@ -299,6 +303,7 @@ impl SledStore {
             reservations: db.open_tree("reservations")?,
             partitions: db.open_tree("partitions")?,
             usage: db.open_tree("usage")?,
+            qos_usage: db.open_tree("qos-usage")?,
             accounting: db.open_tree("accounting")?,
             triggers: db.open_tree("triggers")?,
             journal_written: false.into(),
@@ -318,6 +323,7 @@ impl SledStore {
             TreeName::Nodes => &self.nodes,
             TreeName::Reservations => &self.reservations,
             TreeName::Usage => &self.usage,
+            TreeName::QosUsage => &self.qos_usage,
             TreeName::Accounting => &self.accounting,
             TreeName::Triggers => &self.triggers,
             TreeName::Partitions => &self.partitions,
@@ -523,6 +529,13 @@ fn puts(batch: &Batch) -> Result<(Vec<Put>, Vec<Put>), StoreError> {
             Some(records::encode(&UsageRecord::from(usage))?),
         ));
     }
+    for (qos, usage) in &batch.qos_usage {
+        others.push((
+            TreeName::QosUsage as u8,
+            qos.as_bytes().to_vec(),
+            Some(records::encode(&UsageRecord::from(usage))?),
+        ));
+    }
     for id in &batch.purged {
         let key = id.to_be_bytes().to_vec();
         others.push((TreeName::Jobs as u8, key.clone(), None));
@@ -611,6 +624,13 @@ impl Store for SledStore {
             let record: UsageRecord = decode(&what, &v)?;
             usage.push(((account.to_string(), user.to_string()), record.into()));
         }
+        let mut qos_usage = Vec::new();
+        for item in self.qos_usage.iter() {
+            let (k, v) = item?;
+            let qos = String::from_utf8_lossy(&k).into_owned();
+            let record: UsageRecord = decode(&|| format!("QOS usage {qos}"), &v)?;
+            qos_usage.push((qos, record.into()));
+        }
         let mut assocs: Option<model::assoc::Associations> = match self
             .accounting
             .get(ASSOCIATIONS_KEY)?
@@ -622,6 +642,7 @@ impl Store for SledStore {
             decode::<OtherClustersRecord>(&|| "other clusters".into(), &v)?.restore_into(a);
         }
         Ok(Restored {
+            qos_usage,
             jobs,
             nodes,
             reservations,
@@ -849,6 +870,7 @@ mod tests {
                     (ml.clone(), record.clone()),
                     (("root".into(), "root".into()), AssocUsage::default()),
                 ],
+                qos_usage: vec![("normal".into(), record.clone())],
                 ..Batch::default()
             };
             store.commit(batch).unwrap();
@@ -870,6 +892,10 @@ mod tests {
         assert_eq!(loaded.usage[0].1.billing, 2000.0);
         assert_eq!(loaded.usage[0].1.tres, record.tres);
         assert_eq!(loaded.usage[0].1.wall, 600.0);
+        assert_eq!(
+            loaded.qos_usage,
+            vec![("normal".to_string(), record.clone())]
+        );
         assert_eq!(loaded.usage[1].0.0, "root");
     }
 

@@ -663,9 +663,11 @@ impl Config {
                     ("max_tres_per_job", &q.max_tres_per_job),
                     ("grp_tres", &q.grp_tres),
                     ("max_tres_mins", &q.max_tres_mins),
+                    ("grp_tres_mins", &q.grp_tres_mins),
                 ],
                 &q.max_wall,
             )?;
+            check_time(&at, "grp_wall", &q.grp_wall)?;
             // Empty: the cluster's mode.
             if !q.preempt_mode.is_empty() {
                 preempt_mode(&at.key("preempt_mode"), &q.preempt_mode)?;
@@ -765,10 +767,7 @@ impl Config {
                 ],
                 &a.max_wall,
             )?;
-            if !a.grp_wall.is_empty() {
-                units::parse_time_limit(&a.grp_wall)
-                    .map_err(|e| Invalid::new(&at.key("grp_wall"), e.to_string()))?;
-            }
+            check_time(&at, "grp_wall", &a.grp_wall)?;
             tres::parse_counts(&a.max_tres_per_job)
                 .map_err(|e| Invalid::new(&at.key("max_tres_per_job"), e.to_string()))?;
             if let Some(q) = a.qos.iter().position(|q| !qos.contains(q.as_str())) {
@@ -842,9 +841,13 @@ fn check_limits<const N: usize>(
     for (key, value) in counts {
         tres::parse_counts(value).map_err(|e| Invalid::new(&at.key(key), e.to_string()))?;
     }
-    if !wall.is_empty() {
-        units::parse_time_limit(wall)
-            .map_err(|e| Invalid::new(&at.key("max_wall"), e.to_string()))?;
+    check_time(at, "max_wall", wall)
+}
+
+/// A time limit in Slurm's syntax under `key` (empty: none).
+fn check_time(at: &KeyPath, key: &'static str, value: &str) -> Checked {
+    if !value.is_empty() {
+        units::parse_time_limit(value).map_err(|e| Invalid::new(&at.key(key), e.to_string()))?;
     }
     Ok(())
 }
