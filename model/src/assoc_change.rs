@@ -293,6 +293,37 @@ pub struct AssocChange {
     pub settings: Settings,
 }
 
+impl AssocChange {
+    /// The steps a change is made in, each reported as it is made. As Slurm's
+    /// sacctmgr, a `modify user` that changes both users' records (DefaultAccount,
+    /// AdminLevel) and their associations makes the first, then the second; any
+    /// other change is one step.
+    pub fn steps(&self) -> Vec<AssocChange> {
+        let s = &self.settings;
+        let record = Settings {
+            default_account: s.default_account.clone(),
+            admin_level: s.admin_level,
+            ..Settings::default()
+        };
+        let assoc = Settings {
+            default_account: None,
+            admin_level: None,
+            ..s.clone()
+        };
+        let both = record != Settings::default() && assoc != Settings::default();
+        if (self.action, self.entity) != (Action::Modify, Entity::User) || !both {
+            return vec![self.clone()];
+        }
+        [record, assoc]
+            .into_iter()
+            .map(|settings| AssocChange {
+                settings,
+                ..self.clone()
+            })
+            .collect()
+    }
+}
+
 /// Where a word goes while parsing: before `set` (or after `where`), or after `set`.
 #[derive(Clone, Copy, PartialEq)]
 enum Part {

@@ -1405,14 +1405,15 @@ pub enum Answer {
 pub const QUESTION: &str =
     "Would you like to commit changes? (You have 30 seconds to decide)\n(N/y): ";
 
-/// Makes a change as sacctmgr does: without `immediate`, a dry run (`send(true)`), its
-/// summary, the question, and the change itself (`send(false)`) when the answer starts
-/// with `y`; with it, the change and its summary. Writes to `out` and gives the exit
-/// status; a refusal comes back as the `Exit` to print.
+/// Makes a change as sacctmgr does, step by step (`AssocChange::steps`): without
+/// `immediate`, a dry run of each step (`send(step, true)`) and its summary, the
+/// question, and the steps themselves (`send(step, false)`) when the answer starts with
+/// `y`; with it, each step and its summary as it is made. Writes to `out` and gives
+/// the exit status; a refusal comes back as the `Exit` to print.
 pub fn commit(
     change: &AssocChange,
     immediate: bool,
-    send: &mut dyn FnMut(bool) -> Result<Changed, Exit>,
+    send: &mut dyn FnMut(&AssocChange, bool) -> Result<Changed, Exit>,
     ask: &mut dyn FnMut() -> Answer,
     out: &mut dyn Write,
 ) -> Result<u8, Exit> {
@@ -1420,9 +1421,18 @@ pub fn commit(
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
     };
-    let changed = send(!immediate)?;
-    write(out, &summary(change, &changed));
-    if changed.is_empty() {
+    let steps = change.steps();
+    let mut nothing = true;
+    for (i, step) in steps.iter().enumerate() {
+        let changed = send(step, !immediate)?;
+        // A step that changed nothing says so only when none did.
+        let last = i + 1 == steps.len();
+        if !changed.is_empty() || (last && nothing) {
+            write(out, &summary(step, &changed));
+        }
+        nothing &= changed.is_empty();
+    }
+    if nothing {
         return Ok(1);
     }
     if immediate {
@@ -1444,7 +1454,9 @@ pub fn commit(
         }
     };
     if yes {
-        send(false)?;
+        for step in &steps {
+            send(step, false)?;
+        }
     } else {
         write(out, " Changes Discarded\n");
     }
@@ -1515,7 +1527,7 @@ fn read_key() -> Answer {
 }
 
 fn run_change(rt: &tokio::runtime::Runtime, change: &AssocChange, opts: &Options) -> ExitCode {
-    let mut send = |dry_run: bool| -> Result<Changed, Exit> {
+    let mut send = |change: &AssocChange, dry_run: bool| -> Result<Changed, Exit> {
         let req = proto::convert::assoc_change_to_wire(change, dry_run);
         rt.block_on(async {
             let mut c = calls::connect()
@@ -1699,21 +1711,24 @@ sacctmgr [<OPTION>] [<COMMAND>]
 
   add account        - Clusters=, DefaultQOS=, Description=, Fairshare=,
                        GrpJobs=, GrpSubmitJobs=, GrpTRES=, GrpTRESMins=,
-                       GrpTRESRunMins=, MaxJobs=, MaxSubmitJobs=, MaxTRES=,
-                       MaxTRESPerUser=, MaxWall=, Names=, Organization=,
-                       Parent=, Priority=, QosLevel=
+                       GrpTRESRunMins=, GrpWall=, MaxJobs=, MaxSubmitJobs=,
+                       MaxTRES=, MaxTRESMins=, MaxTRESPerUser=, MaxWall=,
+                       Names=, Organization=, Parent=, Priority=, QosLevel=
   modify account     - (set options) the add options but Names= and
                        Clusters=; (where options) Names=, Clusters=
   delete account     - Names=
-  add user           - Accounts=, AdminLevel=, DefaultAccount=, the limits
-                       of add account, Names=
-  modify user        - (set options) AdminLevel=, DefaultAccount=, the
-                       limits; (where options) Accounts=, Names=
+  add user           - Accounts=, AdminLevel=, DefaultAccount=, DefaultQOS=,
+                       Fairshare=, the limits of add account, Names=,
+                       Priority=, QosLevel=
+  modify user        - (set options) AdminLevel=, DefaultAccount=,
+                       DefaultQOS=, Fairshare=, the limits, Priority=,
+                       QosLevel=; (where options) Accounts=, Names=
   delete user        - Accounts=, Names=
   add qos            - Description=, GraceTime=, GrpJobs=, GrpSubmitJobs=,
-                       GrpTRES=, GrpTRESMins=, GrpTRESRunMins=,
+                       GrpTRES=, GrpTRESMins=, GrpTRESRunMins=, GrpWall=,
                        MaxJobsPerUser=, MaxSubmitJobsPerUser=,
-                       MaxTRESPerJob=, MaxTRESPerUser=, MaxWall=, Names=,
+                       MaxTRESMins=, MaxTRESPerJob=, MaxTRESPerUser=,
+                       MaxWall=, Names=,
                        Preempt=, PreemptMode=, Priority=, UsageFactor=
   modify qos         - (set options) the add options but Names=; (where
                        options) Names=
@@ -2374,7 +2389,7 @@ default_qos = "high"
         let rc = commit(
             &c,
             immediate,
-            &mut |dry| {
+            &mut |_, dry| {
                 calls.push(dry);
                 Ok(changed.clone())
             },
@@ -2382,6 +2397,44 @@ default_qos = "high"
             &mut out,
         );
         (rc, String::from_utf8(out).unwrap(), calls)
+    }
+
+    #[test]
+    fn a_user_s_record_and_associations_are_changed_and_reported_one_after_the_other() {
+        let words = [
+            "modify",
+            "user",
+            "alice",
+            "set",
+            "defaultaccount=vision",
+            "maxjobs=3",
+        ];
+        let c = change(&words);
+        let (busy_assoc, busy_qos) = (|_: &str, _: &str| false, |_: &str| false);
+        let ctx = Context {
+            cluster: "ref",
+            busy_assoc: &busy_assoc,
+            busy_qos: &busy_qos,
+        };
+        let mut sent = Vec::new();
+        let mut out = Vec::new();
+        let rc = commit(
+            &c,
+            true,
+            &mut |step, dry| {
+                sent.push((step.settings.default_account.clone(), dry));
+                Ok(model::assoc_change::apply(&db(), step, &ctx).unwrap().1)
+            },
+            &mut || Answer::Closed,
+            &mut out,
+        );
+        assert_eq!(rc.unwrap(), 0);
+        assert_eq!(sent, [(Some("vision".to_string()), false), (None, false)]);
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.starts_with(" Modified users...\n  alice\n Modified user associations...\n"),
+            "{out}"
+        );
     }
 
     #[test]
@@ -2416,7 +2469,7 @@ default_qos = "high"
             commit(
                 &c,
                 true,
-                &mut |_| Err(refusal(&status)),
+                &mut |_, _| Err(refusal(&status)),
                 &mut || Answer::Closed,
                 &mut out,
             )
