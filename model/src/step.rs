@@ -296,8 +296,10 @@ pub fn exclusive_layout(
         .map(|l| l.into_iter().map(|(i, tasks)| (free[i].0, tasks)).collect()))
 }
 
-/// A resource limit srun passes on to its tasks, as Slurm's default
-/// PropagateResourceLimits=ALL does: each task starts with srun's soft limit.
+/// A resource limit srun and sbatch pass on to the tasks and the batch script, as
+/// Slurm's default PropagateResourceLimits=ALL does: each starts with the submitting
+/// command's soft limit. sbatch passes them in the job's environment as Slurm's does
+/// (`SLURM_RLIMIT_CORE=1024`), which the node daemon takes out and applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Rlimit {
     Cpu,
@@ -330,6 +332,40 @@ impl Rlimit {
     /// Its resource number in Linux's `getrlimit(2)` (`RLIMIT_CORE` is 4).
     pub fn linux_resource(self) -> u32 {
         self as u32
+    }
+
+    /// The variable sbatch passes it in (`SLURM_RLIMIT_CORE`).
+    pub fn env_name(self) -> &'static str {
+        match self {
+            Rlimit::Cpu => "SLURM_RLIMIT_CPU",
+            Rlimit::Fsize => "SLURM_RLIMIT_FSIZE",
+            Rlimit::Data => "SLURM_RLIMIT_DATA",
+            Rlimit::Stack => "SLURM_RLIMIT_STACK",
+            Rlimit::Core => "SLURM_RLIMIT_CORE",
+            Rlimit::Rss => "SLURM_RLIMIT_RSS",
+            Rlimit::Nproc => "SLURM_RLIMIT_NPROC",
+            Rlimit::Nofile => "SLURM_RLIMIT_NOFILE",
+            Rlimit::Memlock => "SLURM_RLIMIT_MEMLOCK",
+            Rlimit::As => "SLURM_RLIMIT_AS",
+        }
+    }
+
+    /// The limits an environment passes on (`SLURM_RLIMIT_*`, a number of Slurm's,
+    /// `U` before it when the user asked with `--propagate`), taken out of it; a value
+    /// that is not a number is left out.
+    pub fn take_from_env(env: &mut Vec<(String, String)>) -> Vec<(Rlimit, u64)> {
+        let mut out = Vec::new();
+        env.retain(|(name, value)| {
+            let Some(r) = Rlimit::ALL.into_iter().find(|r| r.env_name() == name) else {
+                return true;
+            };
+            let digits = value.strip_prefix('U').unwrap_or(value);
+            if let Ok(soft) = digits.parse::<u64>() {
+                out.push((r, soft));
+            }
+            false
+        });
+        out
     }
 }
 
@@ -684,6 +720,24 @@ impl MpiType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_come_out_of_the_environment() {
+        let mut env: Vec<(String, String)> = [
+            ("SLURM_RLIMIT_CORE", "965632"),
+            ("PATH", "/bin"),
+            ("SLURM_RLIMIT_NOFILE", "U1016"),
+            ("SLURM_RLIMIT_STACK", "lots"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(
+            Rlimit::take_from_env(&mut env),
+            [(Rlimit::Core, 965632), (Rlimit::Nofile, 1016)]
+        );
+        assert_eq!(env, [("PATH".to_string(), "/bin".to_string())]);
+    }
 
     #[test]
     fn cpus_asked_for_gpus_stop_at_a_node() {

@@ -58,6 +58,60 @@ pub trait Isolation {
     fn release(&mut self) {}
 }
 
+/// Sets the soft resource limits the submitting command passed on (Linux resource,
+/// limit), raising the hard one where the daemon may; as slurmstepd, a limit it cannot
+/// set is left as it was. For the forked child before exec: async-signal-safe.
+pub fn set_rlimits(rlimits: &[(u32, u64)]) {
+    for &(resource, soft) in rlimits {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit read and write one rlimit; both are
+        // async-signal-safe system calls.
+        unsafe {
+            if libc::getrlimit(resource as _, &mut limit) == 0 {
+                let wanted = libc::rlimit {
+                    rlim_cur: soft,
+                    rlim_max: limit.rlim_max.max(soft),
+                };
+                if libc::setrlimit(resource as _, &wanted) != 0 {
+                    let capped = libc::rlimit {
+                        rlim_cur: soft.min(limit.rlim_max),
+                        rlim_max: limit.rlim_max,
+                    };
+                    libc::setrlimit(resource as _, &capped);
+                }
+            }
+        }
+    }
+}
+
+/// A job's isolation whose processes also start with the resource limits sbatch passed
+/// on (`model::step::Rlimit`): the batch script's.
+pub struct WithRlimits<'a> {
+    pub inner: &'a dyn Isolation,
+    pub rlimits: &'a [(u32, u64)],
+}
+
+impl Isolation for WithRlimits<'_> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn prepare(&mut self, _job: &LaunchInfo) -> Result<(), IsolationError> {
+        Ok(())
+    }
+    fn enter_child(&self) -> Result<(), Errno> {
+        self.inner.enter_child()?;
+        set_rlimits(self.rlimits);
+        Ok(())
+    }
+    fn started(&mut self, _pid: Pid) {}
+    fn signal_all(&self, _signal: Signal) -> Result<(), IsolationError> {
+        Ok(())
+    }
+}
+
 /// The isolation a launch record asks for.
 pub fn for_job(info: &LaunchInfo) -> Box<dyn Isolation> {
     match &info.cgroup {

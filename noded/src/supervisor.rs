@@ -223,6 +223,12 @@ impl Supervisor<'_> {
                 env.push((name.to_string(), value));
             }
         }
+        // sbatch's resource limits, for the script to start with (Slurm's
+        // PropagateResourceLimits=ALL).
+        let rlimits: Vec<(u32, u64)> = model::step::Rlimit::take_from_env(&mut env)
+            .into_iter()
+            .map(|(r, soft)| (r.linux_resource(), soft))
+            .collect();
         let program =
             Program::for_script(&self.dir.file(SCRIPT), &self.info.spec.script_args, &env)
                 .map_err(|e| self.failed(e.to_string()))?;
@@ -244,8 +250,12 @@ impl Supervisor<'_> {
         }
         let start_time = unix_now();
         let started_at = Instant::now();
-        let pid = spawn(&program, &stdio, &*self.isolation, &user)
-            .map_err(|e| self.failed(e.to_string()))?;
+        let confined = crate::isolation::WithRlimits {
+            inner: &*self.isolation,
+            rlimits: &rlimits,
+        };
+        let pid =
+            spawn(&program, &stdio, &confined, &user).map_err(|e| self.failed(e.to_string()))?;
         self.isolation.started(pid);
         let pid_u32 = pid.as_raw() as u32;
         for name in [PID, PGID] {

@@ -803,31 +803,7 @@ impl Isolation for TaskPlacement<'_> {
             Some(procs) => cgroup::join(procs)?,
             None => self.step.enter_child()?,
         }
-        // srun's limits, raising the hard one where the daemon may (as slurmstepd, a
-        // limit it cannot set is left as it was).
-        for &(resource, soft) in self.rlimits {
-            let mut limit = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            // SAFETY: getrlimit and setrlimit read and write one rlimit; both are
-            // async-signal-safe system calls.
-            unsafe {
-                if libc::getrlimit(resource as _, &mut limit) == 0 {
-                    let wanted = libc::rlimit {
-                        rlim_cur: soft,
-                        rlim_max: limit.rlim_max.max(soft),
-                    };
-                    if libc::setrlimit(resource as _, &wanted) != 0 {
-                        let capped = libc::rlimit {
-                            rlim_cur: soft.min(limit.rlim_max),
-                            rlim_max: limit.rlim_max,
-                        };
-                        libc::setrlimit(resource as _, &capped);
-                    }
-                }
-            }
-        }
+        crate::isolation::set_rlimits(self.rlimits);
         match &self.cpus {
             Some(set) => nix::sched::sched_setaffinity(Pid::from_raw(0), set),
             None => Ok(()),

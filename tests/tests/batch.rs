@@ -80,6 +80,61 @@ fn submit_run_watch_and_account() {
     }
 }
 
+/// sbatch's soft resource limits reach the batch script (Slurm's default
+/// PropagateResourceLimits=ALL, through `SLURM_RLIMIT_*`), and the variables do not.
+#[test]
+fn the_batch_script_starts_with_sbatchs_resource_limits() {
+    use std::os::unix::process::CommandExt;
+    let c = Cluster::start(ClusterSpec::default());
+    let out = c.work.join("limits.out");
+    let mut sbatch = c.command("sbatch");
+    sbatch.args([
+        "--parsable",
+        "-o",
+        out.to_str().unwrap(),
+        "--wrap",
+        "grep -E 'open files|core file' /proc/self/limits; env | grep -c SLURM_RLIMIT_; true",
+    ]);
+    // SAFETY: setrlimit is async-signal-safe; it only lowers the soft limits.
+    unsafe {
+        sbatch.pre_exec(|| {
+            for (resource, soft) in [(libc::RLIMIT_NOFILE, 1016), (libc::RLIMIT_CORE, 965_632)] {
+                let mut limit = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::getrlimit(resource, &mut limit);
+                limit.rlim_cur = soft.min(limit.rlim_max);
+                if libc::setrlimit(resource, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let submitted = sbatch.output().unwrap();
+    assert!(submitted.status.success(), "{submitted:?}");
+    let id: u32 = String::from_utf8_lossy(&submitted.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    c.wait_state(id, "COMPLETED", T);
+    let text = read(&out);
+    let soft = |what: &str| {
+        text.lines()
+            .find(|l| l.starts_with(what))
+            .and_then(|l| l[what.len()..].split_whitespace().next())
+            .map(str::to_string)
+    };
+    assert_eq!(soft("Max open files").as_deref(), Some("1016"), "{text}");
+    assert_eq!(
+        soft("Max core file size").as_deref(),
+        Some("965632"),
+        "{text}"
+    );
+    assert_eq!(text.lines().last(), Some("0"), "{text}");
+}
+
 #[test]
 fn scripts_from_stdin_wrap_and_deleted_files() {
     let c = Cluster::start(ClusterSpec::default());

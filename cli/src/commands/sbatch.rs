@@ -491,8 +491,19 @@ impl Submitter {
     }
 }
 
+/// The job's environment: sbatch's, with its soft resource limits as Slurm's sbatch
+/// passes them (`SLURM_RLIMIT_CORE=...`) for the node to set on the batch script.
+fn job_environment() -> Vec<(String, String)> {
+    let mut env = environment();
+    for (r, soft) in super::step::soft_rlimits() {
+        env.retain(|(k, _)| k != r.env_name());
+        env.push((r.env_name().to_string(), soft.to_string()));
+    }
+    env
+}
+
 pub fn run(args: &[String]) -> ExitCode {
-    let submitter = Submitter::here(environment());
+    let submitter = Submitter::here(job_environment());
     let ctx = submitter.ctx();
     let sub = match prepare(args, &ctx, &mut read_script) {
         Ok(Prepared::Info(info)) => {

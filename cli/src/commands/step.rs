@@ -926,9 +926,9 @@ fn sinks(
     Ok(s)
 }
 
-/// srun's soft resource limits, which its tasks start with (Slurm's default
-/// PropagateResourceLimits=ALL).
-fn own_rlimits() -> Vec<v1::TaskRlimit> {
+/// This process's soft resource limits, which its tasks or batch script start with
+/// (Slurm's default PropagateResourceLimits=ALL).
+pub fn soft_rlimits() -> Vec<(model::step::Rlimit, u64)> {
     model::step::Rlimit::ALL
         .into_iter()
         .filter_map(|r| {
@@ -938,10 +938,18 @@ fn own_rlimits() -> Vec<v1::TaskRlimit> {
             };
             // SAFETY: getrlimit writes one rlimit, which `limit` is.
             let got = unsafe { libc::getrlimit(r.linux_resource() as _, &mut limit) };
-            (got == 0).then(|| v1::TaskRlimit {
-                kind: proto::convert::rlimit_to_wire(r) as i32,
-                soft: limit.rlim_cur,
-            })
+            (got == 0).then_some((r, limit.rlim_cur))
+        })
+        .collect()
+}
+
+/// srun's soft resource limits, as the step's launch carries them.
+fn own_rlimits() -> Vec<v1::TaskRlimit> {
+    soft_rlimits()
+        .into_iter()
+        .map(|(r, soft)| v1::TaskRlimit {
+            kind: proto::convert::rlimit_to_wire(r) as i32,
+            soft,
         })
         .collect()
 }
