@@ -495,11 +495,12 @@ impl Jobs {
             && !full
             && let Some(cg) = self.job_cgroup(job_id)
         {
+            // Each step's tasks, not what they forked (Slurm's proctrack/cgroup).
             let steps = cg.steps();
             let tasks: Vec<u32> = steps
                 .iter()
                 .filter(|s| s.as_str() != crate::cgroup::BATCH_STEP)
-                .flat_map(|s| cg.step_processes(s))
+                .flat_map(|s| crate::procfs::tasks_among(&cg.step_processes(s)))
                 .collect();
             info!(
                 job_id,
@@ -568,7 +569,12 @@ impl Jobs {
         let Some(cg) = self.job_cgroup(job_id) else {
             return Ok(false);
         };
-        let procs = cg.step_processes(&format!("step_{step_id}"));
+        let mut procs = cg.step_processes(&format!("step_{step_id}"));
+        // Every process of the step for SIGKILL, else its tasks (Slurm's
+        // proctrack/cgroup).
+        if sig != Signal::SIGKILL {
+            procs = crate::procfs::tasks_among(&procs);
+        }
         info!(
             job_id,
             step_id,

@@ -82,6 +82,23 @@ pub fn signal_steps(pgid: u32, signal: nix::sys::signal::Signal) {
     }
 }
 
+/// Of a step's processes, its tasks: those started from outside the step (by the node
+/// daemon), not what they forked. Slurm's proctrack/cgroup signals only these, but
+/// for SIGKILL.
+pub fn tasks_among(procs: &[u32]) -> Vec<u32> {
+    let all: std::collections::BTreeSet<u32> = procs.iter().copied().collect();
+    procs
+        .iter()
+        .copied()
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| parse_stat_ppid(&s))
+                .is_none_or(|parent| !all.contains(&parent))
+        })
+        .collect()
+}
+
 /// The processes whose parent is `parent`.
 pub fn children_of(parent: u32) -> Vec<u32> {
     pids()
@@ -177,6 +194,8 @@ mod tests {
         };
         assert!(args[0].ends_with("sleep"), "{args:?}");
         assert!(!is_supervisor_of(child.id(), Path::new("/")));
+        // Of this process and its child, only this one was started from outside.
+        assert_eq!(tasks_among(&[child.id(), me]), [me]);
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(boot_time().unwrap() > 0);

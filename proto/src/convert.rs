@@ -965,6 +965,10 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
             }
             .into(),
         ),
+        // Steps and batch scripts start with the submitting command's soft limits
+        // (srun's launch, sbatch's SLURM_RLIMIT_* variables).
+        ("PropagateResourceLimits", "ALL".into()),
+        ("PropagateResourceLimitsExcept", "(null)".into()),
         ("SchedulerType", scheduler.into()),
         ("SelectType", "select/cons_tres".into()),
         // CPUs and memory are what jobs take of a node.
@@ -2161,6 +2165,7 @@ mod tests {
         // Process tracking and usage follow the cgroup mode.
         let off = "[cgroup]\nmode = \"off\"\n";
         assert_eq!(value("", "ProctrackType"), "proctrack/cgroup");
+        assert_eq!(value("", "PropagateResourceLimits"), "ALL");
         assert_eq!(value(off, "ProctrackType"), "proctrack/pgid");
         assert_eq!(value("", "JobAcctGatherType"), "jobacct_gather/cgroup");
         assert_eq!(value(off, "JobAcctGatherType"), "jobacct_gather/none");
