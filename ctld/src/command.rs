@@ -151,9 +151,21 @@ pub struct SignalJobs {
     pub filter: JobFilter,
     /// 0 cancels the job; any other signal is sent to its processes.
     pub signal: i32,
-    /// The signal goes to the batch shell alone.
-    pub batch_only: bool,
+    /// Which of the job's processes a signal reaches.
+    pub scope: SignalScope,
     pub requester: Requester,
+}
+
+/// Which of a job's processes `scancel -s SIG` reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalScope {
+    /// The steps' tasks, on every node (Slurm's default).
+    Steps,
+    /// `--batch`: the batch shell alone.
+    Batch,
+    /// `--full`: the batch shell and every process of its group (the steps' sruns
+    /// pass it on to their tasks).
+    Full,
 }
 
 /// `scontrol hold|uhold|release|requeue|requeuehold|suspend|resume`.

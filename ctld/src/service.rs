@@ -583,7 +583,14 @@ impl v1::ctld_server::Ctld for Services {
             filter: proto::convert::filter_from_wire(&wire_filter).map_err(invalid)?,
             job_ids,
             signal: req.signal,
-            batch_only: req.batch_only,
+            // Slurm's scancel: `--full` over `--batch`.
+            scope: if req.full {
+                command::SignalScope::Full
+            } else if req.batch_only {
+                command::SignalScope::Batch
+            } else {
+                command::SignalScope::Steps
+            },
             requester,
         };
         let results = self.ask(|reply| Input::Signal(cmd, reply)).await?;

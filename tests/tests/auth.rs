@@ -116,6 +116,7 @@ async fn hand_made_requests_without_a_valid_credential_change_nothing() {
         }),
         signal: 0,
         batch_only: false,
+        full: false,
     };
     let as_root = || v1::SubmitJobRequest {
         spec: Some(v1::JobSpec {

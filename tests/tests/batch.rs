@@ -266,6 +266,31 @@ fn cancel_kills_the_whole_process_tree() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("Invalid job id specified"));
 }
 
+/// `scancel --full -s SIG`: the batch shell and what it started in the background get
+/// it (Slurm's `--full`; without it the batch shell is left alone).
+#[test]
+fn a_full_signal_reaches_the_batch_shell_and_its_children() {
+    let c = Cluster::start(ClusterSpec::default());
+    let ready = c.work.join("child.ready");
+    let out = c.work.join("full.out");
+    let id = c.sbatch(
+        &["-o", out.to_str().unwrap()],
+        &format!(
+            "trap 'echo script-signaled' USR1\n\
+             (trap 'echo child-signaled; exit 0' USR1; touch {}; \
+             while :; do sleep 0.1; done) &\n\
+             child=$!\nwait $child\nwait $child",
+            ready.display()
+        ),
+    );
+    assert!(wait_until(T, || ready.exists()), "the child never started");
+    c.ok(&["scancel", "--full", "-s", "USR1", &id.to_string()]);
+    c.wait_state(id, "COMPLETED", T);
+    let text = read(&out);
+    assert!(text.contains("script-signaled"), "{text}");
+    assert!(text.contains("child-signaled"), "{text}");
+}
+
 #[test]
 fn time_limit_ends_in_timeout() {
     let c = Cluster::start(ClusterSpec::default());

@@ -458,6 +458,7 @@ impl Allocation {
             filter: Some(filter.clone()),
             signal: if ok { libc::SIGUSR1 } else { libc::SIGUSR2 },
             batch_only: true,
+            full: false,
         };
         let _ = calls::again_if_lost(&mut self.ctld, |mut c| {
             let ask = ask.clone();
@@ -892,6 +893,7 @@ async fn cancel(ctld: &mut Ctld, job_id: u32) {
             filter: Some(calls::job_filter(job_id)),
             signal: 0,
             batch_only: false,
+            full: false,
         })
         .await;
 }

@@ -54,6 +54,8 @@ pub struct Request {
     /// 0: cancel.
     pub signal: i32,
     pub batch: bool,
+    /// `--full`: the batch shell and all of its group.
+    pub full: bool,
     pub quiet: bool,
     pub verbose: bool,
     pub interactive: bool,
@@ -102,6 +104,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, Exit> {
         match *k {
             "account" => r.filter.accounts.push(v.clone()),
             "batch" => r.batch = true,
+            "full" => r.full = true,
             "interactive" => r.interactive = true,
             "name" | "jobname" => r.filter.names.push(v.clone()),
             "nodelist" => {
@@ -367,6 +370,7 @@ async fn cancel(mut r: Request) -> ExitCode {
         filter: Some(r.filter.clone()),
         signal: r.signal,
         batch_only: r.batch,
+        full: r.full,
     };
     let results = match client.signal_jobs(req.clone()).await {
         Ok(rep) => rep.into_inner().results,
@@ -576,7 +580,8 @@ mod tests {
             [v1::JobState::Pending as i32, v1::JobState::Running as i32]
         );
         assert_eq!(r.filter.accounts, ["acct"]);
-        assert!(r.batch);
+        assert!(r.batch && !r.full);
+        assert!(req(&["-f", "-s", "USR1", "7"]).full);
         let r = req(&["--jobname=y", "-s", "9", "-q", "high"]);
         assert_eq!(
             (r.filter.names.clone(), r.signal, r.filter.qos.clone()),

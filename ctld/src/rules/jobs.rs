@@ -10,7 +10,7 @@
 use super::{Order, Turn};
 use crate::command::{
     ChangeReservation, CompleteStep, ControlJobs, ControlOp, CreateStep, JobResult, Rejection,
-    Requester, SignalJobs, StartedStep, Submit, Submitted, UpdateJobs, UpdateStep,
+    Requester, SignalJobs, SignalScope, StartedStep, Submit, Submitted, UpdateJobs, UpdateStep,
 };
 use crate::validate;
 use model::job_id::{JobIdSpec, Tasks};
@@ -496,16 +496,24 @@ fn signal_one(turn: &mut Turn, id: JobId, cmd: &SignalJobs) -> Result<(), Reject
             Ok(())
         }
         (_, signal) => {
-            let order = Order::Signal {
-                signal,
-                batch_only: cmd.batch_only,
-            };
-            // `-b`: the batch shell, on the batch node; else the job's steps, on
-            // every node they may run on.
-            if cmd.batch_only {
-                turn.order(id, order);
-            } else {
-                turn.order_every_node(id, order);
+            // `-b`: the batch shell, and `-f` its whole group, on the batch node; else
+            // the job's steps, on every node they may run on.
+            match cmd.scope {
+                SignalScope::Steps => turn.order_every_node(
+                    id,
+                    Order::Signal {
+                        signal,
+                        batch_only: false,
+                    },
+                ),
+                SignalScope::Batch => turn.order(
+                    id,
+                    Order::Signal {
+                        signal,
+                        batch_only: true,
+                    },
+                ),
+                SignalScope::Full => turn.order(id, Order::SignalAll { signal }),
             }
             Ok(())
         }

@@ -7,7 +7,7 @@
 use super::{Effect, Order, Turn, accounting, jobs, nodes, timer};
 use crate::command::{
     ControlJobs, ControlOp, EndKind, Heartbeat, JobEnd, JobOnNode, NodeOrders, Registration,
-    SignalJobs, Submit,
+    SignalJobs, SignalScope, Submit,
 };
 use model::filter::JobFilter;
 use model::{
@@ -208,7 +208,7 @@ impl Env {
             job_ids: vec![id.to_string()],
             filter: JobFilter::default(),
             signal: 0,
-            batch_only: false,
+            scope: SignalScope::Steps,
             requester: who(uid),
         };
         let d = self.turn(|t| jobs::signal(t, cmd));
@@ -1991,11 +1991,11 @@ fn a_signal_reaches_the_steps_on_every_node_and_a_batch_signal_the_batch_node_on
     let mut env = Env::new("");
     let id = env.submit(|s| s.num_nodes = 2);
     env.start(id);
-    let signal = |batch_only| SignalJobs {
+    let signal = |scope| SignalJobs {
         job_ids: vec![id.to_string()],
         filter: JobFilter::default(),
         signal: libc::SIGUSR1,
-        batch_only,
+        scope,
         requester: who(ALICE),
     };
     let ordered = |effects: &[Effect]| -> Vec<String> {
@@ -2013,10 +2013,25 @@ fn a_signal_reaches_the_steps_on_every_node_and_a_batch_signal_the_batch_node_on
         nodes.sort();
         nodes
     };
-    let d = env.turn(|t| jobs::signal(t, signal(false)));
+    let d = env.turn(|t| jobs::signal(t, signal(SignalScope::Steps)));
     assert_eq!(ordered(&d.effects), ["n1", "n2"]);
-    let d = env.turn(|t| jobs::signal(t, signal(true)));
+    let d = env.turn(|t| jobs::signal(t, signal(SignalScope::Batch)));
     assert_eq!(ordered(&d.effects), [env.node_of(id)]);
+    // `--full`: the batch node, to every process of the batch shell's group.
+    let d = env.turn(|t| jobs::signal(t, signal(SignalScope::Full)));
+    let full: Vec<&String> = d
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Order {
+                node,
+                order: Order::SignalAll { signal },
+                ..
+            } if *signal == libc::SIGUSR1 => Some(node),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(full, [&env.node_of(id)]);
 }
 
 #[test]
@@ -2027,7 +2042,7 @@ fn a_signal_waits_for_the_job_to_start_and_its_node_to_confirm_it() {
         job_ids: vec![id.to_string()],
         filter: JobFilter::default(),
         signal,
-        batch_only: false,
+        scope: SignalScope::Steps,
         requester: who(ALICE),
     };
     let answer = |env: &mut Env, sig| {
@@ -2066,7 +2081,7 @@ fn scancel_of_a_step_orders_its_nodes_to_signal_its_tasks_only() {
         job_ids: vec![text],
         filter: JobFilter::default(),
         signal: 0,
-        batch_only: false,
+        scope: SignalScope::Steps,
         requester: who(ALICE),
     };
     let d = env.turn(|t| jobs::signal(t, signal(format!("{id}.{step}"))));
@@ -2166,7 +2181,7 @@ fn a_cancelled_pending_array_task_leaves_the_array_without_a_record() {
             job_ids: vec![ids.to_string()],
             filter: JobFilter::default(),
             signal: 0,
-            batch_only: false,
+            scope: SignalScope::Steps,
             requester: who(ALICE),
         };
         let d = env.turn(|t| jobs::signal(t, cmd));
@@ -2640,7 +2655,7 @@ fn cancelling_a_component_of_a_waiting_heterogeneous_job_cancels_all_of_it() {
         job_ids: vec![(leader + 1).to_string()],
         filter: JobFilter::default(),
         signal: 0,
-        batch_only: false,
+        scope: SignalScope::Steps,
         requester: who(ALICE),
     };
     let d = env.turn(|t| jobs::signal(t, cmd));
