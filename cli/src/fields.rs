@@ -454,8 +454,12 @@ pub fn state_text(j: &JobInfo) -> String {
 }
 
 /// The worst exit (code, signal) of the job's steps other than the batch and extern
-/// ones: Slurm's derived exit code.
+/// ones: Slurm's derived exit code; or the wait status `sacctmgr modify job` set, read
+/// as Slurm reads it (22 is `0:22`).
 pub fn derived_exit(j: &JobInfo) -> (i32, i32) {
+    if let Some(status) = j.derived_exit_status {
+        return (status >> 8, status & 0xff);
+    }
     j.steps
         .iter()
         .filter(|s| s.step_id != "batch" && s.step_id != "extern")

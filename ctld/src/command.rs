@@ -211,6 +211,15 @@ pub struct UpdateJobs {
     pub requester: Requester,
 }
 
+/// `sacctmgr modify job`: jobs' accounting records (comment, DerivedExitCode), in any
+/// state.
+#[derive(Debug, Clone)]
+pub struct ModifyJobRecords {
+    pub job_ids: Vec<String>,
+    pub changes: Vec<model::job_update::JobChange>,
+    pub requester: Requester,
+}
+
 /// One job id of a bulk command and what became of it (empty error: done).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobResult {

@@ -42,6 +42,7 @@ pub enum Input {
     Control(ControlJobs, Reply<Vec<JobResult>>),
     Notify(crate::command::NotifyJob, Reply<()>),
     Update(UpdateJobs, Reply<Vec<JobResult>>),
+    ModifyRecords(crate::command::ModifyJobRecords, Reply<Vec<JobResult>>),
     UpdateNodes(UpdateNodes, Reply<()>),
     CreateStep(CreateStep, Reply<StartedStep>),
     CompleteStep(CompleteStep, Reply<()>),
@@ -473,6 +474,10 @@ fn handle(turn: &mut Turn, input: Input, acks: &mut Vec<Ack>, dispatcher: &mut D
         }
         Input::Update(cmd, reply) => {
             let r = jobs::update(turn, cmd);
+            answer(acks, reply, Ok(r));
+        }
+        Input::ModifyRecords(cmd, reply) => {
+            let r = jobs::modify_records(turn, cmd);
             answer(acks, reply, Ok(r));
         }
         Input::UpdateNodes(cmd, reply) => {

@@ -644,12 +644,21 @@ impl v1::ctld_server::Ctld for Services {
             .map(proto::convert::job_change_from_wire)
             .collect::<Result<_, _>>()
             .map_err(invalid)?;
-        let cmd = command::UpdateJobs {
-            job_ids: req.job_ids,
-            changes,
-            requester,
+        let results = if req.record {
+            let cmd = command::ModifyJobRecords {
+                job_ids: req.job_ids,
+                changes,
+                requester,
+            };
+            self.ask(|reply| Input::ModifyRecords(cmd, reply)).await?
+        } else {
+            let cmd = command::UpdateJobs {
+                job_ids: req.job_ids,
+                changes,
+                requester,
+            };
+            self.ask(|reply| Input::Update(cmd, reply)).await?
         };
-        let results = self.ask(|reply| Input::Update(cmd, reply)).await?;
         Ok(Response::new(v1::UpdateJobReply {
             results: results_to_wire(results),
         }))

@@ -905,6 +905,9 @@ pub struct Job {
     pub het: Option<HetJob>,
     /// What `scontrol notify` sent it, for its srun or salloc (not stored).
     pub notices: Notices,
+    /// Its DerivedExitCode as `sacctmgr modify job` set it: a wait status, as Slurm
+    /// keeps it (22 reads `0:22`); `None`: derived from its steps.
+    pub derived_exit_status: Option<i32>,
 }
 
 /// The messages `scontrol notify` sent a job, for the srun or salloc that holds its
@@ -1027,6 +1030,7 @@ impl Job {
             gpu_idle_flagged: None,
             het: None,
             notices: Notices::default(),
+            derived_exit_status: None,
             spec,
         }
     }

@@ -96,6 +96,9 @@ pub enum JobChange {
     Priority(u32),
     /// `SiteFactor=N`: an operator's addition to the multifactor priority.
     SiteFactor(i32),
+    /// `sacctmgr modify job ... set DerivedExitCode=N`: the accounting record's derived
+    /// exit code, a wait status as Slurm keeps it (22 reads `0:22`).
+    DerivedExitCode(i32),
 }
 
 /// Why a change cannot be made; the words Slurm prints.
@@ -299,12 +302,41 @@ pub fn apply(
                 }
                 spec.site_factor = *n;
             }
+            JobChange::DerivedExitCode(_) => {
+                return Err(UpdateError::Unsupported("DerivedExitCode".into()));
+            }
         }
     }
     if spec.oversized().is_some() {
         return Err(invalid(crate::job::TOO_LONG));
     }
     Ok((spec, limit))
+}
+
+/// `sacctmgr modify job`: the job's accounting record after the changes (its comment
+/// and derived exit status), in whatever state the job is. Only `Comment` and
+/// `DerivedExitCode` belong to the record.
+pub fn apply_record(
+    job: &Job,
+    changes: &[JobChange],
+) -> Result<(String, Option<i32>), UpdateError> {
+    let mut spec = job.spec.clone();
+    let mut derived = job.derived_exit_status;
+    for change in changes {
+        match change {
+            JobChange::Comment(c) => spec.comment.clone_from(c),
+            JobChange::DerivedExitCode(status) => derived = Some(*status),
+            other => {
+                return Err(UpdateError::Unsupported(format!(
+                    "{other:?} is not part of a job's accounting record"
+                )));
+            }
+        }
+    }
+    if spec.oversized().is_some() {
+        return Err(invalid(crate::job::TOO_LONG));
+    }
+    Ok((spec.comment, derived))
 }
 
 #[cfg(test)]
@@ -319,6 +351,26 @@ mod tests {
         let mut job = Job::new(1, JobSpec::default(), 0, limit);
         job.state = JobState::Running;
         job
+    }
+
+    #[test]
+    fn a_finished_job_s_record_takes_a_comment_and_a_derived_exit_code() {
+        let mut done = running(Some(5));
+        done.state = JobState::Completed;
+        let changes = [
+            JobChange::DerivedExitCode(22),
+            JobChange::Comment("hello".into()),
+        ];
+        assert_eq!(
+            apply_record(&done, &changes),
+            Ok(("hello".to_string(), Some(22)))
+        );
+        assert!(matches!(
+            apply_record(&done, &[JobChange::Nice(1)]),
+            Err(UpdateError::Unsupported(_))
+        ));
+        // scontrol's update leaves the record alone.
+        assert!(apply(&running(None), &changes, true).is_err());
     }
 
     #[test]

@@ -121,6 +121,13 @@ pub enum Event {
         spec: Box<JobSpec>,
         time_limit_min: Option<u32>,
     },
+    /// `sacctmgr modify job`: the job's accounting record's comment and DerivedExitCode
+    /// (a wait status; `None`: derived from its steps), in any state.
+    JobRecordModified {
+        job_id: JobId,
+        comment: String,
+        derived_exit_status: Option<i32>,
+    },
     /// Finished jobs older than the retention (`purge_job_after`) leave the state and
     /// the store.
     JobsPurged {
@@ -277,6 +284,7 @@ impl Event {
             | Event::JobHeld { job_id, .. }
             | Event::JobNotified { job_id, .. }
             | Event::JobUpdated { job_id, .. }
+            | Event::JobRecordModified { job_id, .. }
             | Event::JobPendingReason { job_id, .. }
             | Event::StepStarted { job_id, .. }
             | Event::StepEnded { job_id, .. }
@@ -765,6 +773,17 @@ impl ClusterState {
                 job.spec = spec.as_ref().clone();
                 job.time_limit_min = *time_limit_min;
                 job.time_limit_s = None;
+            }
+            Event::JobRecordModified {
+                job_id,
+                comment,
+                derived_exit_status,
+            } => {
+                let Some(job) = self.job_mut(*job_id) else {
+                    return;
+                };
+                job.spec.comment.clone_from(comment);
+                job.derived_exit_status = *derived_exit_status;
             }
             Event::JobPendingReason {
                 job_id,

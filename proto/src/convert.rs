@@ -451,6 +451,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
         het: j.het.map(het_to_wire),
         notices: j.notices.latest.clone(),
         notice_count: j.notices.count,
+        derived_exit_status: j.derived_exit_status,
     }
 }
 
@@ -1293,6 +1294,7 @@ pub fn job_change_to_wire(c: &model::job_update::JobChange) -> v1::JobChange {
         C::Requeue(on) => W::Requeue(*on),
         C::Priority(n) => W::Priority(*n),
         C::SiteFactor(n) => W::SiteFactor(*n),
+        C::DerivedExitCode(n) => W::DerivedExitCode(*n),
     };
     v1::JobChange {
         change: Some(change),
@@ -1329,6 +1331,7 @@ pub fn job_change_from_wire(c: v1::JobChange) -> Result<model::job_update::JobCh
         W::Requeue(on) => C::Requeue(on),
         W::Priority(n) => C::Priority(n),
         W::SiteFactor(n) => C::SiteFactor(n),
+        W::DerivedExitCode(n) => C::DerivedExitCode(n),
     })
 }
 

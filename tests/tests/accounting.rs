@@ -314,6 +314,64 @@ fn max_tres_mins_and_grp_wall_hold_jobs_until_cleared() {
     c.wait_state(walled, "COMPLETED", T);
 }
 
+/// `sacctmgr modify job`: a finished job's accounting record takes a comment and a
+/// DerivedExitCode (a wait status, as Slurm keeps it), from its owner or an operator,
+/// kept across a restart.
+#[test]
+fn a_finished_jobs_record_takes_a_comment_and_a_derived_exit_code() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    c.wait_nodes_up();
+    let alice = c.user("drover-alice");
+    let bob = c.user("drover-bob");
+    let id = c.sbatch_as(&alice, &[], "true");
+    c.wait_state(id, "COMPLETED", T);
+    let job = id.to_string();
+    // The job's own row (its steps' follow).
+    let record = || {
+        c.sacct_rows(id, "ExitCode,DerivedExitCode,Comment")
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(record(), "0:0|0:0|");
+    let refused = c.run_as(
+        &bob,
+        &[
+            "sacctmgr",
+            "-i",
+            "modify",
+            "job",
+            &job,
+            "set",
+            "Comment=mine",
+        ],
+    );
+    assert!(!refused.status.success());
+    let done = c.run_as(
+        &alice,
+        &[
+            "sacctmgr",
+            "-i",
+            "modify",
+            "job",
+            &format!("job={job}"),
+            "set",
+            "DerivedExitCode=22",
+            "Comment=hello",
+        ],
+    );
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    assert_eq!(text(&done.stdout), format!(" Modified jobs...\n  {job}\n"));
+    assert_eq!(record(), "0:0|0:22|hello");
+    c.kill_ctld();
+    c.start_ctld();
+    assert_eq!(record(), "0:0|0:22|hello", "kept across a restart");
+}
+
 /// sacctmgr's question answered from a terminal: one key answers, as Slurm's takes the
 /// terminal out of line mode while it asks (Slurm's suite sends `N` without Enter).
 #[test]

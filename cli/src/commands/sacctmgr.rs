@@ -41,6 +41,7 @@ use model::assoc::{Account, Associations, DEFAULT_QOS, Limits, Qos, ROOT};
 use model::assoc_change::{
     Action, AssocChange, Changed, Entity, LimitKind, LimitValue, Settings, admin_level_name,
 };
+use model::job_update::JobChange;
 use model::reservation_change::ListEdit;
 use model::{tres, units};
 use std::collections::{BTreeMap, BTreeSet};
@@ -119,6 +120,12 @@ pub struct Show {
 pub enum Command {
     Show(Show),
     Change(Box<AssocChange>),
+    /// `modify job [where] JobID=N[,M] set Comment=... DerivedExitCode=...`: jobs'
+    /// accounting records.
+    ModifyJob {
+        job_ids: Vec<String>,
+        changes: Vec<JobChange>,
+    },
     /// `show configuration`: the accounting settings, and the accounting store's.
     ShowConfig,
 }
@@ -318,6 +325,10 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
     if opts.readonly {
         return Err(Exit::raw("Can't run this command in readonly mode."));
     }
+    if action == Action::Modify && keyword(entity, "job", 1) {
+        let (job_ids, changes) = parse_job_record(rest).map_err(Exit::raw)?;
+        return Ok((opts, Command::ModifyJob { job_ids, changes }));
+    }
     let verb_name = match action {
         Action::Add => "add",
         Action::Modify => "modify",
@@ -339,6 +350,117 @@ pub fn parse_args(args: &[String]) -> Result<(Options, Command), Exit> {
         return Err(Exit::raw(" No conditions given to remove, not executing."));
     }
     Ok((opts, Command::Change(Box::new(change))))
+}
+
+/// The words of `modify job`, as Slurm's sacctmgr reads them: before `set` (or after
+/// `where`), job ids (`JobID=4,5` or bare); after it, `Comment=` and
+/// `DerivedExitCode=` (a number).
+fn parse_job_record(words: &[String]) -> Result<(Vec<String>, Vec<JobChange>), String> {
+    let mut ids = Vec::new();
+    let mut changes = Vec::new();
+    let mut setting = false;
+    for word in words {
+        if keyword(word, "where", 5) {
+            setting = false;
+            continue;
+        }
+        if keyword(word, "set", 3) {
+            setting = true;
+            continue;
+        }
+        let (key, value) = match word.split_once('=') {
+            Some((k, v)) => (k, v.trim_matches(|c| c == '\'' || c == '"')),
+            None if !setting => ("jobid", word.as_str()),
+            None => return Err(format!(" Unknown option: {word}")),
+        };
+        if !setting && keyword(key, "jobid", 1) {
+            ids.extend(
+                value
+                    .split(',')
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string),
+            );
+        } else if !setting && keyword(key, "cluster", 1) {
+            // Only this cluster's jobs are kept here.
+        } else if setting && keyword(key, "comment", 1) {
+            changes.push(JobChange::Comment(value.to_string()));
+        } else if setting && keyword(key, "derivedexitcode", 12) {
+            let status = value
+                .parse()
+                .map_err(|_| format!(" Invalid value for DerivedExitCode ({value})"))?;
+            changes.push(JobChange::DerivedExitCode(status));
+        } else {
+            return Err(format!(
+                " Unknown option: {word}\n Use keyword 'where' to modify condition"
+            ));
+        }
+    }
+    if ids.is_empty() {
+        return Err(" No job ids given to modify".into());
+    }
+    if changes.is_empty() {
+        return Err(" You didn't give me anything to set".into());
+    }
+    Ok((ids, changes))
+}
+
+/// Modifies jobs' accounting records, as Slurm's sacctmgr: without `immediate`, asks
+/// first; then `Modified jobs...` and each job changed. A job it could not change is
+/// named on stderr (exit 1).
+fn run_modify_job(
+    rt: &tokio::runtime::Runtime,
+    job_ids: Vec<String>,
+    changes: &[JobChange],
+    opts: &Options,
+) -> ExitCode {
+    if !opts.immediate {
+        print!("{QUESTION}");
+        let _ = std::io::stdout().flush();
+        match ask_stdin() {
+            Answer::Line(line) if line.starts_with(['y', 'Y']) => println!(),
+            Answer::TimedOut => {
+                println!("timeout\n Changes Discarded");
+                return ExitCode::SUCCESS;
+            }
+            _ => {
+                println!("\n Changes Discarded");
+                return ExitCode::SUCCESS;
+            }
+        }
+    }
+    let req = proto::v1::UpdateJobRequest {
+        job_ids,
+        changes: changes
+            .iter()
+            .map(proto::convert::job_change_to_wire)
+            .collect(),
+        record: true,
+    };
+    let results = match calls::query(rt, "sacctmgr", |mut c| {
+        let req = req.clone();
+        async move { c.update_job(req).await.map(|r| r.into_inner().results) }
+    }) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let (done, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(|r| r.error.is_empty());
+    if !done.is_empty() {
+        println!(" Modified jobs...");
+        for r in &done {
+            println!("  {}", r.job_id);
+        }
+    }
+    for r in &failed {
+        eprintln!(" Error with request: {}: {}", r.job_id, r.error);
+    }
+    if failed.is_empty() && !done.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        if done.is_empty() && failed.is_empty() {
+            println!(" Nothing modified");
+        }
+        ExitCode::from(1)
+    }
 }
 
 // ------------------------------------------------------------------- show tables
@@ -1560,6 +1682,7 @@ pub fn run(args: &[String]) -> ExitCode {
     let rt = client::runtime();
     match command {
         Command::Change(change) => run_change(&rt, &change, &opts),
+        Command::ModifyJob { job_ids, changes } => run_modify_job(&rt, job_ids, &changes, &opts),
         Command::ShowConfig => {
             let reply = match calls::query(&rt, "sacctmgr", |mut c| async move {
                 c.get_config(proto::v1::GetConfigRequest {})
@@ -2434,6 +2557,43 @@ default_qos = "high"
         assert!(
             out.starts_with(" Modified users...\n  alice\n Modified user associations...\n"),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn modify_job_takes_ids_a_comment_and_a_derived_exit_code() {
+        let parsed = |words: &[&str]| parse_args(&s(words)).map(|(_, c)| c);
+        let Ok(Command::ModifyJob { job_ids, changes }) = parsed(&[
+            "-i",
+            "modify",
+            "job",
+            "job=7,8",
+            "set",
+            "DerivedExitCode=22",
+            "Comment=hello",
+        ]) else {
+            panic!("not a job change");
+        };
+        assert_eq!(job_ids, ["7", "8"]);
+        assert_eq!(
+            changes,
+            [
+                JobChange::DerivedExitCode(22),
+                JobChange::Comment("hello".into())
+            ]
+        );
+        let refused = |words: &[&str]| parsed(words).unwrap_err().stderr;
+        assert!(
+            refused(&["mod", "job", "where", "jobid=7", "set", "nice=3"])
+                .starts_with(" Unknown option: nice=3")
+        );
+        assert_eq!(
+            refused(&["modify", "job", "set", "comment=x"]),
+            " No job ids given to modify\n"
+        );
+        assert_eq!(
+            refused(&["modify", "job", "7", "set", "DerivedExitCode=x"]),
+            " Invalid value for DerivedExitCode (x)\n"
         );
     }
 

@@ -1339,6 +1339,7 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
                 .iter()
                 .map(proto::convert::job_change_to_wire)
                 .collect(),
+            record: false,
         };
         match c.update_job(req).await {
             Ok(r) => {

@@ -9,8 +9,9 @@
 
 use super::{Order, Turn};
 use crate::command::{
-    ChangeReservation, CompleteStep, ControlJobs, ControlOp, CreateStep, JobResult, Rejection,
-    Requester, SignalJobs, SignalScope, StartedStep, Submit, Submitted, UpdateJobs, UpdateStep,
+    ChangeReservation, CompleteStep, ControlJobs, ControlOp, CreateStep, JobResult,
+    ModifyJobRecords, Rejection, Requester, SignalJobs, SignalScope, StartedStep, Submit,
+    Submitted, UpdateJobs, UpdateStep,
 };
 use crate::validate;
 use model::job_id::{JobIdSpec, Tasks};
@@ -760,6 +761,22 @@ pub fn update(turn: &mut Turn, cmd: UpdateJobs) -> Vec<JobResult> {
     });
     turn.reschedule = true;
     results
+}
+
+/// `sacctmgr modify job`: each job's accounting record (comment, DerivedExitCode), in
+/// any state, by its owner or an operator.
+pub fn modify_records(turn: &mut Turn, cmd: ModifyJobRecords) -> Vec<JobResult> {
+    for_each_id(turn, &cmd.job_ids, &cmd.requester, |turn, id| {
+        let job = owned(turn, id, &cmd.requester)?;
+        let (comment, derived_exit_status) =
+            model::job_update::apply_record(job, &cmd.changes).map_err(update_refused)?;
+        turn.emit(Event::JobRecordModified {
+            job_id: id,
+            comment,
+            derived_exit_status,
+        });
+        Ok(())
+    })
 }
 
 /// Why `scontrol update` cannot make a change, in the controller's terms.

@@ -9,8 +9,8 @@
 //! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, format 8 [`JobFields8`]
 //! and [`AssociationsFields8`], format 9 [`JobFields9`], format 10
 //! [`JobFields10`], format 11 [`JobFields11`], format 12 [`PartitionFields12`]
-//! to a partition, and format 13 [`UsageFields13`] to usage, [`AssociationsFields13`]
-//! and [`OtherClustersFields13`] to the associations: postcard writes a struct
+//! to a partition, and format 13 [`JobFields13`] to a job, [`UsageFields13`] to
+//! usage, [`AssociationsFields13`] and [`OtherClustersFields13`] to the associations: postcard writes a struct
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
@@ -434,6 +434,13 @@ pub struct JobRecord {
     pub added10: JobFields10,
     pub added11: JobFields11,
     pub added12: JobFields12,
+    pub added13: JobFields13,
+}
+
+/// What format 13 added to a job: its DerivedExitCode as `sacctmgr modify job` set it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields13 {
+    pub derived_exit_status: Option<i32>,
 }
 
 /// What format 12 added to a job: the priority an operator fixed, its SiteFactor, and
@@ -835,6 +842,9 @@ impl From<&Job> for JobRecord {
                 site_factor: j.spec.site_factor,
                 interactive: j.spec.interactive,
             },
+            added13: JobFields13 {
+                derived_exit_status: j.derived_exit_status,
+            },
         }
     }
 }
@@ -903,6 +913,7 @@ impl JobRecord {
             added10: old.added10,
             added11: JobFields11::default(),
             added12: JobFields12::default(),
+            added13: JobFields13::default(),
         }
     }
 
@@ -918,6 +929,7 @@ impl JobRecord {
         job.spec.priority = self.added12.priority;
         job.spec.site_factor = self.added12.site_factor;
         job.spec.interactive = self.added12.interactive;
+        job.derived_exit_status = self.added13.derived_exit_status;
         job.het = self.added11.het.map(|h| model::job::HetJob {
             leader: h.leader,
             offset: h.offset,
@@ -1113,6 +1125,8 @@ impl JobFields4 {
             gpu_idle_flagged: None,
             het: None,
             notices: Default::default(),
+            // Format 13's (`JobFields13`).
+            derived_exit_status: None,
         })
     }
 }
@@ -2227,7 +2241,7 @@ mod tests {
         // (none); then what format 10 added: step 0's own time limit (5 minutes), run
         // out, and its GPU request (none); then what format 11 added: no
         // heterogeneous job; then what format 12 added: no fixed priority, SiteFactor 0,
-        // not interactive.
+        // not interactive; then what format 13 added: no DerivedExitCode of its own.
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
@@ -2241,7 +2255,8 @@ mod tests {
                 "01010501",
                 "000000000000000000",
                 "00",
-                "000000"
+                "000000",
+                "00"
             )
         );
     }
@@ -2269,8 +2284,8 @@ mod tests {
         });
         let bytes = golden(&JobRecord::from(&job));
         // What format 11 added: Some, leader 7, offset 0, 3 components; then no
-        // fixed priority and SiteFactor 0.
-        assert!(bytes.ends_with("01070003000000"), "{bytes}");
+        // fixed priority, SiteFactor 0, not interactive, no DerivedExitCode.
+        assert!(bytes.ends_with("0107000300000000"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!(back.het, job.het);
     }
@@ -2282,9 +2297,20 @@ mod tests {
         job.spec.site_factor = -1;
         let bytes = golden(&JobRecord::from(&job));
         // What format 12 added: Some(300), -1 (zigzag 1), not interactive.
-        assert!(bytes.ends_with("01ac020100"), "{bytes}");
+        assert!(bytes.ends_with("01ac02010000"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!((back.spec.priority, back.spec.site_factor), (Some(300), -1));
+    }
+
+    #[test]
+    fn a_derived_exit_code_set_by_sacctmgr_reads_back() {
+        let mut job = sample_job();
+        job.derived_exit_status = Some(22);
+        let bytes = golden(&JobRecord::from(&job));
+        // What format 13 added: Some(22) (zigzag 44).
+        assert!(bytes.ends_with("012c"), "{bytes}");
+        let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
+        assert_eq!(back.derived_exit_status, Some(22));
     }
 
     #[test]

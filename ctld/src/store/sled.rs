@@ -231,10 +231,16 @@ fn job_record(
         FORMAT_10 => Ok(JobRecord::from_format_10(records::decode_body::<
             records::JobRecord10,
         >(what, body)?)),
-        // Format 11 is format 12 (and 13) without its last field.
+        // Format 11 is format 12 without its last field, and 12 is 13 without its.
         FORMAT_11 => records::decode_body(
             what,
-            &records::body_with_empty::<records::JobFields12>(body)?,
+            &records::body_with_empty::<records::JobFields13>(&records::body_with_empty::<
+                records::JobFields12,
+            >(body)?)?,
+        ),
+        FORMAT_12 => records::decode_body(
+            what,
+            &records::body_with_empty::<records::JobFields13>(body)?,
         ),
         _ => records::decode_body(what, body),
     }
@@ -1416,7 +1422,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn usage_and_associations_of_format_12_are_migrated_with_no_time_limits() {
+    async fn jobs_usage_and_associations_of_format_12_are_migrated_with_what_13_added_empty() {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = open(dir.path());
@@ -1444,6 +1450,21 @@ mod tests {
                 "000000000000"
             ));
             store.accounting.insert(OTHER_CLUSTERS_KEY, others).unwrap();
+            // Job 7 as format 12 wrote it (the records' golden job).
+            let job = hex(concat!(
+                "0c07070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "00000002040000000100000000000000000000010200010100000000000000000001",
+                "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
+                "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
+                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
+                "0101e0d4039875808080800400018402",
+                "0000000000000000000000000000",
+                "01010501",
+                "000000000000000000",
+                "00",
+                "000000"
+            ));
+            store.jobs.insert(7u32.to_be_bytes(), job).unwrap();
             store.db.insert(FORMAT_KEY, &[FORMAT_12]).unwrap();
             store.db.flush().unwrap();
         }
@@ -1459,6 +1480,8 @@ mod tests {
         assert!(ml.limits.max_tres_mins_per_job.is_empty() && ml.limits.grp_wall_min.is_none());
         assert_eq!(assocs.qos["normal"].gpu_idle.limit_s, Some(600));
         assert_eq!(assocs.other_clusters["c2"]["ml"].limits.max_jobs, Some(2));
+        let job = &loaded.jobs[0];
+        assert_eq!((job.id, job.derived_exit_status), (7, None));
         for (tree, key) in [
             (&store.usage, &b"ml\0alice"[..]),
             (&store.accounting, ASSOCIATIONS_KEY),
