@@ -342,8 +342,16 @@ pub async fn run(
                 Ok(Some(TaskInput { input: Some(task_input::Input::Signal(sig)) })) => {
                     if let Ok(sig) = Signal::try_from(sig) {
                         info!(job_id, step = %step, signal = sig.as_str(), "signalling step tasks");
+                        // In cgroups, the tasks themselves, not what they forked, as
+                        // Slurm's proctrack/cgroup (but for SIGKILL); else each task's
+                        // process group, as its proctrack/pgid.
+                        let tasks_only = started.cgroup.is_some() && sig != Signal::SIGKILL;
                         for pgid in &pgids {
-                            let _ = killpg(*pgid, sig);
+                            let _ = if tasks_only {
+                                nix::sys::signal::kill(*pgid, sig)
+                            } else {
+                                killpg(*pgid, sig)
+                            };
                         }
                     }
                 }

@@ -191,7 +191,7 @@ fn a_step_past_its_own_time_limit_ends_timeout_and_its_job_goes_on() {
 /// `scancel -s SIG` reaches each task of the job's running steps on every node once,
 /// as Slurm's slurmstepd delivers it: neither srun (which would pass it on a second
 /// time, or die of it before it is ready) nor the batch shell nor what the script runs
-/// outside srun gets it.
+/// outside srun nor what a task forked gets it.
 #[test]
 fn a_signal_reaches_each_task_of_a_running_step_once() {
     let c = Cluster::start(ClusterSpec {
@@ -204,11 +204,19 @@ fn a_signal_reaches_each_task_of_a_running_step_once() {
          sh -c 'trap \"echo child >> child-got\" USR1; echo ready > child-ready; \
          while :; do sleep 0.1; done' &\n\
          srun sh -c 'trap \"echo got >> got-$SLURM_PROCID\" USR1; \
+         (trap \"echo forked >> forked-$SLURM_PROCID\" USR1; \
+         echo ready > forked-ready-$SLURM_PROCID; while :; do sleep 0.1; done) & \
          echo ready > ready-$SLURM_PROCID; while :; do sleep 0.1; done'\n",
     );
     assert!(
-        wait_until(T, || !read(&c, "ready-0").is_empty()
-            && !read(&c, "ready-1").is_empty()
+        wait_until(T, || [
+            "ready-0",
+            "ready-1",
+            "forked-ready-0",
+            "forked-ready-1"
+        ]
+        .iter()
+        .all(|f| !read(&c, f).is_empty())
             && !read(&c, "child-ready").is_empty()),
         "the step never started; logs:\n{}",
         c.logs()
@@ -228,9 +236,14 @@ fn a_signal_reaches_each_task_of_a_running_step_once() {
         (read(&c, "got-0"), read(&c, "got-1")),
         ("got\n".into(), "got\n".into())
     );
-    // The batch script and what it runs outside srun are the batch step's.
+    // The batch script and what it runs outside srun are the batch step's; what a
+    // task forked is not a task (Slurm's proctrack/cgroup).
     assert_eq!(read(&c, "shell-got"), "");
     assert_eq!(read(&c, "child-got"), "");
+    assert_eq!(
+        (read(&c, "forked-0"), read(&c, "forked-1")),
+        (String::new(), String::new())
+    );
 }
 
 #[test]
