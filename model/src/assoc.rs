@@ -109,7 +109,8 @@ impl Limits {
 pub struct UserAssoc {
     pub shares: u32,
     pub priority: u32,
-    pub qos: BTreeSet<String>,
+    /// Its own QOS list (`Some(empty)`: none); `None`: the account's.
+    pub qos: Option<BTreeSet<String>>,
     pub default_qos: String,
 }
 
@@ -118,7 +119,7 @@ impl Default for UserAssoc {
         UserAssoc {
             shares: DEFAULT_SHARES,
             priority: 0,
-            qos: BTreeSet::new(),
+            qos: None,
             default_qos: String::new(),
         }
     }
@@ -150,12 +151,27 @@ pub struct Account {
     /// Child accounts, by name.
     pub children: BTreeSet<String>,
     pub limits: Limits,
-    /// Allowed QOS as configured (empty: inherited).
-    pub qos: BTreeSet<String>,
+    /// The QOS its jobs may use, its own (`Some(empty)`: none, as `sacctmgr modify
+    /// ... set qos=` leaves it); `None`: its parent's (at root: any).
+    pub qos: Option<BTreeSet<String>>,
     /// Default QOS as configured (empty: inherited).
     pub default_qos: String,
     /// Users who coordinate this account (and the accounts below it).
     pub coordinators: BTreeSet<String>,
+}
+
+/// A QOS list (`None`: inherited; `Some(empty)`: none) as records and the wire keep
+/// it: its names, and whether it is set to none.
+pub fn qos_list_parts(list: &Option<BTreeSet<String>>) -> (Vec<String>, bool) {
+    match list {
+        Some(names) => (names.iter().cloned().collect(), names.is_empty()),
+        None => (Vec::new(), false),
+    }
+}
+
+/// The QOS list [`qos_list_parts`] gave.
+pub fn qos_list_from_parts(names: Vec<String>, none: bool) -> Option<BTreeSet<String>> {
+    (none || !names.is_empty()).then(|| names.into_iter().collect())
 }
 
 /// An association's share when none is set (Slurm's default).
@@ -180,7 +196,7 @@ impl Account {
             },
             children: BTreeSet::new(),
             limits: Limits::default(),
-            qos: BTreeSet::new(),
+            qos: None,
             default_qos: String::new(),
             coordinators: BTreeSet::new(),
         }
@@ -364,7 +380,7 @@ impl Associations {
             entry.shares = a.shares;
             entry.priority = a.priority;
             entry.users.extend(a.users.iter().cloned());
-            entry.qos = a.qos.iter().cloned().collect();
+            entry.qos = (!a.qos.is_empty()).then(|| a.qos.iter().cloned().collect());
             entry.default_qos = a.default_qos.clone();
             entry.coordinators = a.coordinators.iter().cloned().collect();
             entry.limits = Limits {
@@ -566,10 +582,14 @@ impl Associations {
     /// of the account's own): its own, else the account's, inherited; `None` for any.
     pub fn allowed_qos(&self, account: &str, user: &str) -> Option<&BTreeSet<String>> {
         self.user_assoc(account, user)
-            .map(|u| &u.qos)
+            .and_then(|u| u.qos.as_ref())
             .into_iter()
-            .chain(self.lineage(account).into_iter().map(|a| &a.qos))
-            .find(|q| !q.is_empty())
+            .chain(
+                self.lineage(account)
+                    .into_iter()
+                    .filter_map(|a| a.qos.as_ref()),
+            )
+            .next()
     }
 
     /// The share of a user's association in an account (1 unless it sets one).
@@ -831,7 +851,7 @@ qos = ["normal"]
             UserAssoc {
                 shares: 5,
                 priority: 9,
-                qos: BTreeSet::from(["normal".to_string()]),
+                qos: Some(BTreeSet::from(["normal".to_string()])),
                 default_qos: "normal".into(),
             },
         );

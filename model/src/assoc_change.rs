@@ -918,13 +918,22 @@ fn qos(
                     return Err(JOBS_ACTIVE.into());
                 }
                 out.qos.remove(name);
+                // A list the deleted QOS leaves empty is the parent's again.
+                let without = |list: &mut Option<BTreeSet<String>>| {
+                    if let Some(own) = list
+                        && own.remove(name)
+                        && own.is_empty()
+                    {
+                        *list = None;
+                    }
+                };
                 for a in every_account_mut(out) {
-                    a.qos.remove(name);
+                    without(&mut a.qos);
                     if a.default_qos == *name {
                         a.default_qos.clear();
                     }
                     for u in a.user_assocs.values_mut() {
-                        u.qos.remove(name);
+                        without(&mut u.qos);
                         if u.default_qos == *name {
                             u.default_qos.clear();
                         }
@@ -963,7 +972,7 @@ fn clusters(
                     continue;
                 }
                 let mut tree = Associations::new_cluster_tree();
-                modify_account(tree.get_mut(ROOT).expect("a new tree has root"), s);
+                modify_account(tree.get_mut(ROOT).expect("a new tree has root"), s, &[]);
                 out.other_clusters.insert(name.clone(), tree);
             }
             Action::Modify => {
@@ -976,7 +985,7 @@ fn clusters(
                     }
                 };
                 if let Some(root) = tree.get_mut(ROOT) {
-                    modify_account(root, s);
+                    modify_account(root, s, &[]);
                 }
             }
             Action::Delete => {
@@ -1046,7 +1055,22 @@ fn check_name(name: &str, what: &str) -> Result<(), String> {
     }
 }
 
-fn modify_account(a: &mut Account, s: &Settings) {
+/// The QOS an account's jobs may use when its own list is not set: its parent's, as
+/// the association inherits them (empty: any, or none).
+fn inherited_qos(out: &Associations, account: &Account) -> Vec<String> {
+    account
+        .parent
+        .as_deref()
+        .and_then(|p| out.allowed_qos(p, ""))
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+/// Sets what `s` sets on an account; a QOS list edit (`+q`, `-q`) starts from the QOS
+/// it has now, its own or `inherited`, and leaves a list of its own (`qos=`: none).
+fn modify_account(a: &mut Account, s: &Settings, inherited: &[String]) {
     if let Some(d) = &s.description {
         a.description = d.clone();
     }
@@ -1060,8 +1084,11 @@ fn modify_account(a: &mut Account, s: &Settings) {
         a.priority = p;
     }
     if let Some(edit) = &s.qos {
-        let now: Vec<String> = a.qos.iter().cloned().collect();
-        a.qos = edit.apply(&now).into_iter().collect();
+        let now: Vec<String> = match &a.qos {
+            Some(own) => own.iter().cloned().collect(),
+            None => inherited.to_vec(),
+        };
+        a.qos = Some(edit.apply(&now).into_iter().collect());
     }
     if let Some(q) = &s.default_qos {
         a.default_qos = q.clone();
@@ -1115,7 +1142,8 @@ fn add_accounts(
             continue;
         }
         let mut a = Account::new(name, Some(&parent));
-        modify_account(&mut a, s);
+        let inherited = inherited_qos(out, &a);
+        modify_account(&mut a, s, &inherited);
         out.accounts.insert(name.clone(), a);
         changed.names.push(name.clone());
         changed.assocs.push(AssocRef {
@@ -1278,9 +1306,10 @@ fn modify_accounts(
             moved.parent = old_parent.clone();
             out.relink();
         }
+        let inherited = inherited_qos(out, &out.accounts[name]);
         let a = out.accounts.get_mut(name).expect("found above");
         let old_parent = old_parent.unwrap_or_default();
-        modify_account(a, s);
+        modify_account(a, s, &inherited);
         if let Some(p) = &s.parent {
             a.parent = Some(p.clone());
         }
@@ -1401,7 +1430,11 @@ fn set_user_assoc(out: &mut Associations, account: &str, user: &str, s: &Setting
         assoc.priority = p;
     }
     if let Some(edit) = &s.qos {
-        assoc.qos = edit.apply(&inherited).into_iter().collect();
+        let now: Vec<String> = match &assoc.qos {
+            Some(own) => own.iter().cloned().collect(),
+            None => inherited,
+        };
+        assoc.qos = Some(edit.apply(&now).into_iter().collect());
     }
     if let Some(q) = &s.default_qos {
         assoc.default_qos = q.clone();
@@ -1790,8 +1823,16 @@ mod tests {
         let (a, _) = ok(&a, "add account ml qos=normal,high defaultqos=high");
         let (a, ch) = ok(&a, "delete qos high");
         assert_eq!(ch.names, vec!["high"]);
-        assert!(!a.accounts["ml"].qos.contains("high"));
+        assert_eq!(
+            a.accounts["ml"].qos,
+            Some(BTreeSet::from(["normal".to_string()]))
+        );
         assert_eq!(a.accounts["ml"].default_qos, "");
+        // A list the deleted QOS empties is the parent's again.
+        let (a, _) = ok(&a, "add qos solo");
+        let (a, _) = ok(&a, "add account cv qos=solo");
+        let (a, _) = ok(&a, "delete qos solo");
+        assert_eq!(a.accounts["cv"].qos, None);
         assert!(run(&a, "delete qos normal").is_err());
     }
 
@@ -1928,6 +1969,33 @@ mod cluster_tests {
         assert_eq!(ml.user_limits["alice"].grp_wall_min, Some(30));
         let (a, _) = ok(&a, "modify account ml set GrpWall=-1");
         assert_eq!(a.accounts["ml"].limits.grp_wall_min, None);
+    }
+
+    #[test]
+    fn a_qos_list_is_inherited_until_set_and_may_be_set_to_none() {
+        let a = Associations::default();
+        let (a, _) = ok(&a, "add qos q");
+        let (a, _) = ok(&a, "add account ml");
+        let (a, _) = ok(&a, "add account cv parent=ml");
+        let list = |a: &Associations, acct: &str| {
+            a.allowed_qos(acct, "")
+                .map(|q| q.iter().cloned().collect::<Vec<_>>().join(","))
+        };
+        // Nothing set anywhere: any QOS.
+        assert_eq!(list(&a, "cv"), None);
+        // `qos=` on the cluster: none, down the tree.
+        let (a, _) = ok(&a, "modify cluster drover set qos=");
+        assert_eq!(list(&a, "cv").as_deref(), Some(""));
+        let (a, _) = ok(&a, "modify account ml set qos=+q");
+        assert_eq!(list(&a, "cv").as_deref(), Some("q"));
+        // An edit starts from what the account has now, inherited or its own.
+        let (a, _) = ok(&a, "modify account cv set qos=-q");
+        assert_eq!(
+            (list(&a, "ml").as_deref(), list(&a, "cv").as_deref()),
+            (Some("q"), Some(""))
+        );
+        let (a, _) = ok(&a, "modify account root set qos=+q");
+        assert_eq!(list(&a, "cv").as_deref(), Some(""));
     }
 
     #[test]

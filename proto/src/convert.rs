@@ -1584,7 +1584,10 @@ pub fn usage_from_wire(u: v1::StepUsage) -> model::StepUsage {
 
 // ---------------------------------------------------------------- accounting (sacctmgr)
 
-use model::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, User, UserAssoc};
+use model::assoc::{
+    Account, AccountTree, AdminLevel, Associations, Limits, Qos, User, UserAssoc,
+    qos_list_from_parts, qos_list_parts,
+};
 use model::assoc_change::{
     Action, AssocChange, AssocRef, Changed, Conditions, Entity, LimitKind, LimitValue, Settings,
 };
@@ -1678,7 +1681,8 @@ fn account_tree_to_wire(tree: &AccountTree) -> Vec<v1::AccountRecord> {
             description: acct.description.clone(),
             organization: acct.organization.clone(),
             limits: Some(limits_to_wire(&acct.limits)),
-            qos: acct.qos.iter().cloned().collect(),
+            qos: qos_list_parts(&acct.qos).0,
+            no_qos: qos_list_parts(&acct.qos).1,
             default_qos: acct.default_qos.clone(),
             coordinators: acct.coordinators.iter().cloned().collect(),
             user_assocs: acct
@@ -1687,7 +1691,8 @@ fn account_tree_to_wire(tree: &AccountTree) -> Vec<v1::AccountRecord> {
                 .map(|(user, u)| v1::UserAssocSettings {
                     user: user.clone(),
                     shares: u.shares,
-                    qos: u.qos.iter().cloned().collect(),
+                    qos: qos_list_parts(&u.qos).0,
+                    no_qos: qos_list_parts(&u.qos).1,
                     default_qos: u.default_qos.clone(),
                     priority: u.priority,
                 })
@@ -1713,7 +1718,7 @@ fn account_tree_from_wire(records: Vec<v1::AccountRecord>) -> AccountTree {
         acct.description = a.description;
         acct.organization = a.organization;
         acct.limits = limits_from_wire(a.limits);
-        acct.qos = a.qos.into_iter().collect();
+        acct.qos = qos_list_from_parts(a.qos, a.no_qos);
         acct.default_qos = a.default_qos;
         acct.coordinators = a.coordinators.into_iter().collect();
         acct.user_assocs = a
@@ -1723,7 +1728,7 @@ fn account_tree_from_wire(records: Vec<v1::AccountRecord>) -> AccountTree {
                 let settings = UserAssoc {
                     shares: u.shares,
                     priority: u.priority,
-                    qos: u.qos.into_iter().collect(),
+                    qos: qos_list_from_parts(u.qos, u.no_qos),
                     default_qos: u.default_qos,
                 };
                 (u.user, settings)

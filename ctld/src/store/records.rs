@@ -21,7 +21,10 @@
 //! refuses any word it does not know; every other enum is a record enum.
 
 use super::StoreError;
-use model::assoc::{Account, AccountTree, AdminLevel, Associations, Limits, Qos, User, UserAssoc};
+use model::assoc::{
+    Account, AccountTree, AdminLevel, Associations, Limits, Qos, User, UserAssoc,
+    qos_list_from_parts, qos_list_parts,
+};
 use model::config::{OverSubscribe, Partition, PartitionState};
 use model::gpu_use::{GpuIdleAction, GpuIdlePolicy, GpuUse};
 use model::mail::MailType;
@@ -1727,6 +1730,8 @@ pub struct AssociationsFields13 {
 pub struct TreeFields13 {
     pub assoc_limits: Vec<TimeLimitsRecord>,
     pub user_assocs: Vec<UserAssocRecord>,
+    /// Accounts whose QOS list is set to none (an empty list is otherwise inherited).
+    pub no_qos: Vec<String>,
 }
 
 /// An association's MaxTRESMinsPerJob and GrpWall: an account's own (`user` empty) or
@@ -1747,6 +1752,8 @@ pub struct UserAssocRecord {
     pub shares: u32,
     pub priority: u32,
     pub qos: Vec<String>,
+    /// Its QOS list is set to none.
+    pub no_qos: bool,
     pub default_qos: String,
 }
 
@@ -1839,7 +1846,7 @@ fn account_records(tree: &AccountTree) -> Vec<AccountRecord> {
             description: acct.description.clone(),
             organization: acct.organization.clone(),
             limits: (&acct.limits).into(),
-            qos: strings(&acct.qos),
+            qos: qos_list_parts(&acct.qos).0,
             default_qos: acct.default_qos.clone(),
             coordinators: strings(&acct.coordinators),
         })
@@ -1892,10 +1899,16 @@ fn tree_fields_13(tree: &AccountTree) -> TreeFields13 {
                     user: user.clone(),
                     shares: u.shares,
                     priority: u.priority,
-                    qos: u.qos.iter().cloned().collect(),
+                    qos: qos_list_parts(&u.qos).0,
+                    no_qos: qos_list_parts(&u.qos).1,
                     default_qos: u.default_qos.clone(),
                 })
             })
+            .collect(),
+        no_qos: tree
+            .values()
+            .filter(|a| qos_list_parts(&a.qos).1)
+            .map(|a| a.name.clone())
             .collect(),
     }
 }
@@ -1919,7 +1932,7 @@ fn account_tree(
         acct.description = a.description;
         acct.organization = a.organization;
         acct.limits = a.limits.into();
-        acct.qos = a.qos.into_iter().collect();
+        acct.qos = qos_list_from_parts(a.qos, added13.no_qos.contains(&a.name));
         acct.default_qos = a.default_qos;
         acct.coordinators = a.coordinators.into_iter().collect();
         tree.insert(a.name, acct);
@@ -1947,7 +1960,7 @@ fn account_tree(
             let settings = UserAssoc {
                 shares: u.shares,
                 priority: u.priority,
-                qos: u.qos.into_iter().collect(),
+                qos: qos_list_from_parts(u.qos, u.no_qos),
                 default_qos: u.default_qos,
             };
             acct.user_assocs.insert(u.user, settings);
@@ -2480,7 +2493,8 @@ mod tests {
             "0d0102633202026d6c0104726f6f7401000105616c69636500026d6c026d6c00\
              000000000000010200000000000004726f6f740001000104726f6f7400146465\
              6661756c7420726f6f74206163636f756e7404726f6f74000000000000000000\
-             0000000000000102633201026d6c0000012d01026d6c05616c69636504000000"
+             0000000000000102633201026d6c0000012d01026d6c05616c69636504000000\
+             0000"
         );
     }
 
@@ -2509,11 +2523,12 @@ mod tests {
             model::assoc::UserAssoc {
                 shares: 7,
                 priority: 3,
-                qos: ["normal".to_string()].into(),
+                qos: Some(["normal".to_string()].into()),
                 default_qos: "normal".into(),
             },
         );
         ml.coordinators.insert("alice".into());
+        ml.qos = Some(Default::default());
         a.users.get_mut("alice").unwrap().admin_level = AdminLevel::Operator;
         a.qos.get_mut("normal").unwrap().limits.grp_submit = Some(9);
         a.qos
@@ -2539,8 +2554,8 @@ mod tests {
              00000000000109000000000000000000000000000000f03f0101026d6c010867\
              7265732f677075020108677265732f6770750101066e6f726d616cd80401ac02\
              02026d6c000103637075d80400026d6c05616c69636500015a01026d6c05616c\
-             696365070301066e6f726d616c066e6f726d616c01066e6f726d616c01086772\
-             65732f6770753c011e"
+             696365070301066e6f726d616c00066e6f726d616c01026d6c01066e6f726d61\
+             6c0108677265732f6770753c011e"
         );
     }
 }
