@@ -474,9 +474,12 @@ pub fn derived_exit_code(j: &JobInfo) -> String {
     format!("{code}:{signal}")
 }
 
-/// Seconds between eligibility and the start (or now): sacct's Planned.
+/// Seconds between eligibility and the start (or now): sacct's Planned; 0 for a job
+/// never eligible.
 fn planned_wait(j: &JobInfo, now: i64) -> i64 {
-    if started(j) {
+    if j.eligible_time == 0 {
+        0
+    } else if started(j) {
         j.start_time - j.eligible_time
     } else {
         now - j.eligible_time

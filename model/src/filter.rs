@@ -6,12 +6,12 @@
 //! `12_[1-3]` three of them); users by name or uid, groups by gid; names, partitions,
 //! reservations and WCKeys exactly; accounts and QOS in any case (Slurm keeps their
 //! names in lower case); states and reasons by their types; nodes by the job's
-//! allocation.
+//! allocation; `sacct`'s window by its [`WindowRule`].
 //!
 //! Example: `users: ["alice", "1001"], states: [Pending]` selects the pending jobs of
 //! alice and of uid 1001.
 
-use crate::job::{Job, JobState};
+use crate::job::{Job, JobState, Time};
 use crate::job_id::JobIdSpec;
 use crate::reason::Reason;
 
@@ -31,10 +31,30 @@ pub struct JobFilter {
     pub wckeys: Vec<String>,
     pub reasons: Vec<Reason>,
     pub gids: Vec<u32>,
-    /// `sacct -S`: jobs still live then (not ended before it); 0: no bound.
+    /// `sacct -S`: the window's start; 0: no bound.
     pub window_start: crate::job::Time,
-    /// `sacct -E`: jobs submitted by then; 0: no bound.
+    /// `sacct -E`: the window's end; 0: no bound.
     pub window_end: crate::job::Time,
+    /// How the window picks jobs (and, with [`WindowRule::InStates`], the states).
+    pub window_rule: WindowRule,
+}
+
+/// How `sacct -S/-E` pick jobs, as Slurm 22.05's accounting does. Example, a job
+/// submitted at 10 that waits on a dependency until 20 (eligible then) and runs from
+/// 30: `-S 5 -E 15` picks it by submit time (`-j`), not by eligibility; `-s PD -S 25`
+/// picks it (pending at 25), `-s PD -S 15` does not (not yet eligible at 15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WindowRule {
+    /// `sacct -j`: submitted by the end, not ended before the start.
+    #[default]
+    Submitted,
+    /// Without `-s`: eligible by the end, not ended before the start (a job never
+    /// eligible is never picked).
+    Eligible,
+    /// `-s`: in one of the states during the window (pending from eligible until it
+    /// started, running from its start to its end, a final state by its end time);
+    /// with a start but no end, at the start itself.
+    InStates,
 }
 
 impl JobFilter {
@@ -53,17 +73,38 @@ impl JobFilter {
             && any(&self.accounts, &|a| a.eq_ignore_ascii_case(&spec.account))
             && any(&self.qos, &|q| q.eq_ignore_ascii_case(&spec.qos))
             && any(&self.reservations, &|r| r == spec.reservation)
-            && (self.states.is_empty() || self.states.contains(&job.state))
+            && self.in_window(job)
             && any(&self.wckeys, &|w| w == spec.wckey)
             && (self.reasons.is_empty() || self.reasons.contains(&job.reason))
             && (self.gids.is_empty() || self.gids.contains(&spec.gid))
-            && (self.window_start <= 0 || job.end_time == 0 || job.end_time >= self.window_start)
-            && (self.window_end <= 0 || job.submit_time <= self.window_end)
             && (self.nodes.is_empty()
                 || job
                     .alloc
                     .as_ref()
                     .is_some_and(|a| a.nodes.iter().any(|n| self.nodes.contains(&n.node))))
+    }
+
+    /// The states and the `sacct -S/-E` window, by the window's rule.
+    fn in_window(&self, job: &Job) -> bool {
+        let (start, end) = (self.window_start, self.window_end);
+        let in_state = || self.states.is_empty() || self.states.contains(&job.state);
+        let not_ended_before = start <= 0 || job.end_time == 0 || job.end_time >= start;
+        match self.window_rule {
+            WindowRule::Submitted => {
+                in_state() && not_ended_before && (end <= 0 || job.submit_time <= end)
+            }
+            WindowRule::Eligible => {
+                in_state()
+                    && (start <= 0 && end <= 0
+                        || job.eligible_time > 0
+                            && (end <= 0 || job.eligible_time <= end)
+                            && not_ended_before)
+            }
+            WindowRule::InStates => self
+                .states
+                .iter()
+                .any(|s| in_state_during(job, *s, start, end)),
+        }
     }
 
     /// Parses reason names as users write them (any case), refusing the unknown ones.
@@ -93,6 +134,36 @@ impl JobFilter {
     }
 }
 
+/// Whether the job was in `state` during the window (see [`WindowRule::InStates`]).
+fn in_state_during(job: &Job, state: JobState, start: Time, end: Time) -> bool {
+    let during = |begin: Time, finish: Time| {
+        begin > 0
+            && match (start > 0, end > 0) {
+                (true, false) => begin <= start && (finish == 0 || finish >= start),
+                (_, true) => begin <= end && (finish == 0 || start <= 0 || finish >= start),
+                (false, false) => true,
+            }
+    };
+    match state {
+        JobState::Pending => {
+            let left = if job.start_time > 0 {
+                job.start_time
+            } else {
+                job.end_time
+            };
+            during(job.eligible_time, left)
+        }
+        JobState::Running => during(job.start_time, job.end_time),
+        s if s.is_final() => {
+            job.state == s
+                && job.end_time > 0
+                && (start <= 0 || job.end_time >= start)
+                && (end <= 0 || job.end_time <= end)
+        }
+        s => job.state == s,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +181,48 @@ mod tests {
         let mut job = Job::new(1, spec, 0, None);
         job.state = state;
         job
+    }
+
+    #[test]
+    fn sacct_windows_by_submit_eligibility_or_state() {
+        // Submitted at 10, eligible at 20, running since 30.
+        let mut j = job("alice", 1000, "ml", JobState::Running);
+        j.submit_time = 10;
+        j.eligible_time = 20;
+        j.start_time = 30;
+        let pick_of = |j: &Job, rule, states: &[JobState], start, end| {
+            JobFilter {
+                states: states.to_vec(),
+                window_start: start,
+                window_end: end,
+                window_rule: rule,
+                ..JobFilter::default()
+            }
+            .matches(j)
+        };
+        let pick = |rule, states: &[JobState], start, end| pick_of(&j, rule, states, start, end);
+        use JobState::{Completed, Pending, Running};
+        use WindowRule::*;
+        assert!(pick(Submitted, &[], 5, 15));
+        assert!(!pick(Submitted, &[], 0, 5));
+        assert!(!pick(Eligible, &[], 5, 15));
+        assert!(pick(Eligible, &[], 5, 25));
+        // Pending from 20 to 30, running since.
+        assert!(pick(InStates, &[Pending], 25, 0));
+        assert!(!pick(InStates, &[Pending], 15, 0));
+        assert!(!pick(InStates, &[Pending], 35, 0));
+        assert!(pick(InStates, &[Pending], 0, 25));
+        assert!(pick(InStates, &[Pending], 15, 25));
+        assert!(!pick(InStates, &[Running], 15, 25));
+        assert!(pick(InStates, &[Running, Completed], 35, 0));
+        // A job never eligible was never pending, as far as sacct goes.
+        let mut waiting = j.clone();
+        waiting.eligible_time = 0;
+        waiting.start_time = 0;
+        waiting.state = JobState::Pending;
+        assert!(!pick_of(&waiting, InStates, &[Pending], 0, 100));
+        assert!(!pick_of(&waiting, Eligible, &[], 0, 100));
+        assert!(pick_of(&waiting, Submitted, &[], 0, 100));
     }
 
     #[test]

@@ -908,6 +908,9 @@ pub struct Job {
     /// Its DerivedExitCode as `sacctmgr modify job` set it: a wait status, as Slurm
     /// keeps it (22 reads `0:22`); `None`: derived from its steps.
     pub derived_exit_status: Option<i32>,
+    /// When it first became eligible to run (no dependency, begin time or hold left):
+    /// Slurm's `time_eligible`; 0: not yet.
+    pub eligible_time: Time,
 }
 
 /// The messages `scontrol notify` sent a job, for the srun or salloc that holds its
@@ -1031,6 +1034,12 @@ impl Job {
             het: None,
             notices: Notices::default(),
             derived_exit_status: None,
+            // Eligible at once unless it waits on a dependency, a begin time or a hold.
+            eligible_time: if held || !spec.dependency.is_empty() || spec.begin_time > submit_time {
+                0
+            } else {
+                submit_time
+            },
             spec,
         }
     }

@@ -121,6 +121,12 @@ pub enum Event {
         spec: Box<JobSpec>,
         time_limit_min: Option<u32>,
     },
+    /// A pending job became eligible to run (its dependency, begin time or hold is
+    /// gone): Slurm's `time_eligible`, kept once set.
+    JobEligible {
+        job_id: JobId,
+        time: Time,
+    },
     /// `sacctmgr modify job`: the job's accounting record's comment and DerivedExitCode
     /// (a wait status; `None`: derived from its steps), in any state.
     JobRecordModified {
@@ -285,6 +291,7 @@ impl Event {
             | Event::JobNotified { job_id, .. }
             | Event::JobUpdated { job_id, .. }
             | Event::JobRecordModified { job_id, .. }
+            | Event::JobEligible { job_id, .. }
             | Event::JobPendingReason { job_id, .. }
             | Event::StepStarted { job_id, .. }
             | Event::StepEnded { job_id, .. }
@@ -552,6 +559,9 @@ impl ClusterState {
                 job.kill = None;
                 job.launched = false;
                 job.start_time = *time;
+                if job.eligible_time == 0 {
+                    job.eligible_time = *time;
+                }
                 job.cut_limit_to_deadline(*time);
                 job.end_time = 0;
                 job.planned_start = 0;
@@ -773,6 +783,13 @@ impl ClusterState {
                 job.spec = spec.as_ref().clone();
                 job.time_limit_min = *time_limit_min;
                 job.time_limit_s = None;
+            }
+            Event::JobEligible { job_id, time } => {
+                if let Some(job) = self.job_mut(*job_id)
+                    && job.eligible_time == 0
+                {
+                    job.eligible_time = *time;
+                }
             }
             Event::JobRecordModified {
                 job_id,

@@ -352,7 +352,7 @@ pub fn job_to_wire(j: &Job, payload: Option<&JobPayload>, now: Time) -> v1::JobI
         state: state_to_wire(j.shown_state()) as i32,
         reason: j.reason.name().to_string(),
         submit_time: j.submit_time,
-        eligible_time: j.submit_time.max(spec.begin_time),
+        eligible_time: j.eligible_time,
         start_time: j.start_time,
         end_time: j.end_time,
         nodes: alloc.map(Allocation::hostlist).unwrap_or_default(),
@@ -617,7 +617,28 @@ pub fn listing_filter_from_wire(
     };
     filter.window_start = req.window_start;
     filter.window_end = req.window_end;
+    filter.window_rule = window_rule_from_wire(req.window_rule)?;
     Ok(filter)
+}
+
+pub fn window_rule_to_wire(r: model::filter::WindowRule) -> v1::WindowRule {
+    use model::filter::WindowRule as R;
+    match r {
+        R::Submitted => v1::WindowRule::Submitted,
+        R::Eligible => v1::WindowRule::Eligible,
+        R::InStates => v1::WindowRule::InStates,
+    }
+}
+
+/// A window rule's number; one this side does not know is refused.
+pub fn window_rule_from_wire(n: i32) -> Result<model::filter::WindowRule, String> {
+    use model::filter::WindowRule as R;
+    match v1::WindowRule::try_from(n) {
+        Ok(v1::WindowRule::Submitted) => Ok(R::Submitted),
+        Ok(v1::WindowRule::Eligible) => Ok(R::Eligible),
+        Ok(v1::WindowRule::InStates) => Ok(R::InStates),
+        Err(_) => Err(format!("unknown window rule {n}")),
+    }
 }
 
 /// A listing's or a bulk command's filter: ids that are no job id, state numbers this

@@ -146,9 +146,18 @@ impl Plan {
     }
 
     /// The scheduler's reason, planned start and nodes of every pending job whose
-    /// record says otherwise.
-    pub fn pending_reason_events(&self, state: &ClusterState) -> Vec<Event> {
-        self.pending
+    /// record says otherwise; and, at `now`, the eligibility of each job whose reason
+    /// no longer keeps it from running (`Reason::is_eligible`).
+    pub fn pending_reason_events(&self, state: &ClusterState, now: Time) -> Vec<Event> {
+        let eligible = self.pending.iter().filter_map(|(id, pending)| {
+            let job = state.job(*id)?;
+            (job.eligible_time == 0 && pending.reason.is_eligible()).then_some(Event::JobEligible {
+                job_id: *id,
+                time: now,
+            })
+        });
+        let reasons: Vec<Event> = self
+            .pending
             .iter()
             .filter(|(id, pending)| {
                 state.job(**id).is_some_and(|j| {
@@ -163,7 +172,8 @@ impl Plan {
                 planned_start: pending.planned_start,
                 planned_nodes: pending.planned_nodes.clone(),
             })
-            .collect()
+            .collect();
+        eligible.chain(reasons).collect()
     }
 }
 
@@ -183,6 +193,45 @@ mod tests {
                 cpu_ids: vec![],
             }],
         }
+    }
+
+    #[test]
+    fn a_job_becomes_eligible_once_nothing_but_resources_keeps_it() {
+        let mut state = ClusterState::new(vec![], vec![]);
+        submit(&mut state, 5, |spec| spec.dependency = "afterok:4".into());
+        assert_eq!(state.job(5).unwrap().eligible_time, 0);
+        let waiting = |reason| Plan {
+            pending: [(
+                5,
+                crate::Pending {
+                    reason,
+                    planned_start: 0,
+                    planned_nodes: String::new(),
+                },
+            )]
+            .into(),
+            ..Plan::default()
+        };
+        let eligible = |events: &[Event]| {
+            events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::JobEligible { job_id, time } => Some((*job_id, *time)),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let events = waiting(model::Reason::Dependency).pending_reason_events(&state, 50);
+        assert_eq!(eligible(&events), []);
+        let events = waiting(model::Reason::Resources).pending_reason_events(&state, 60);
+        assert_eq!(eligible(&events), [(5, 60)]);
+        for e in &events {
+            state.apply(e);
+        }
+        assert_eq!(state.job(5).unwrap().eligible_time, 60);
+        // Once set, kept.
+        let events = waiting(model::Reason::Priority).pending_reason_events(&state, 70);
+        assert_eq!(eligible(&events), []);
     }
 
     #[test]

@@ -372,6 +372,48 @@ fn a_finished_jobs_record_takes_a_comment_and_a_derived_exit_code() {
     assert_eq!(record(), "0:0|0:22|hello", "kept across a restart");
 }
 
+/// A job waiting on a dependency is not eligible yet (sacct's Eligible is Unknown, and
+/// `-s PD` leaves it out, as Slurm's); it becomes eligible once the dependency is met.
+#[test]
+fn a_job_is_eligible_once_its_dependency_is_met() {
+    let c = Cluster::start(ClusterSpec {
+        nodes: 1,
+        ..ClusterSpec::default()
+    });
+    c.wait_nodes_up();
+    let gate = c.work.join("gate");
+    let first = c.sbatch(
+        &[],
+        &format!("while [ ! -e {} ]; do sleep 0.1; done", gate.display()),
+    );
+    c.wait_state(first, "RUNNING", T);
+    let waiting = c.sbatch(&[&format!("--dependency=afterany:{first}")], "true");
+    wait_reason(&c, waiting, "Dependency");
+    let eligible = || {
+        c.ok(&[
+            "sacct",
+            "-n",
+            "-P",
+            "-X",
+            "-j",
+            &waiting.to_string(),
+            "-o",
+            "Eligible",
+        ])
+        .trim()
+        .to_string()
+    };
+    assert_eq!(eligible(), "Unknown");
+    let pending = c.ok(&["sacct", "-n", "-P", "-X", "-a", "-s", "PD", "-o", "JobID"]);
+    assert!(
+        !pending.lines().any(|l| l == waiting.to_string()),
+        "{pending}"
+    );
+    std::fs::write(&gate, "").unwrap();
+    c.wait_state(waiting, "COMPLETED", T);
+    assert_ne!(eligible(), "Unknown");
+}
+
 /// sacctmgr's question answered from a terminal: one key answers, as Slurm's takes the
 /// terminal out of line mode while it asks (Slurm's suite sends `N` without Enter).
 #[test]

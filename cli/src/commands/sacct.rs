@@ -166,6 +166,9 @@ pub struct Options {
     pub window_start: i64,
     /// 0: no end.
     pub window_end: i64,
+    /// How the window picks jobs: by submit time with `-j`, by state with `-s`, else
+    /// by eligibility (Slurm 22.05's sacct).
+    pub window_rule: model::filter::WindowRule,
 }
 
 /// Parses the command line. `now` is the current time, `uid`/`me` the caller.
@@ -217,8 +220,27 @@ pub fn parse_args(
                 .map_err(|e| Exit::error("sacct", e.to_string())),
         }
     };
+    // Slurm's defaults: no start for `-j`, now with `-s`, else midnight; with `-s` and
+    // neither, the window ends now. A start after the end is refused.
     let mut window_start = time("starttime")?.unwrap_or(0);
-    let window_end = time("endtime")?.unwrap_or(0);
+    let mut window_end = time("endtime")?.unwrap_or(0);
+    if window_start == 0 && jobs.is_none() {
+        window_start = if states.is_empty() {
+            timespec::start_of_day(now, times::zone())
+        } else {
+            now
+        };
+    }
+    let window_rule = if !states.is_empty() {
+        if window_start == 0 && window_end == 0 {
+            window_end = now;
+        }
+        model::filter::WindowRule::InStates
+    } else if jobs.is_some() {
+        model::filter::WindowRule::Submitted
+    } else {
+        model::filter::WindowRule::Eligible
+    };
     if window_end > 0 && window_start > window_end {
         return Err(Exit::error(
             "sacct",
@@ -228,13 +250,6 @@ pub fn parse_args(
                 times::format_time(window_end)
             ),
         ));
-    }
-    if window_start == 0 && jobs.is_none() {
-        window_start = if states.is_empty() {
-            timespec::start_of_day(now, times::zone())
-        } else {
-            now
-        };
     }
 
     let mut users = Vec::new();
@@ -322,6 +337,7 @@ pub fn parse_args(
         reasons: all("reason"),
         window_start,
         window_end,
+        window_rule,
     })
 }
 
@@ -368,6 +384,7 @@ pub fn request(opts: &Options) -> ListJobsRequest {
         include_finished: true,
         window_start: opts.window_start,
         window_end: opts.window_end,
+        window_rule: proto::convert::window_rule_to_wire(opts.window_rule) as i32,
         ..Default::default()
     }
 }
@@ -1281,6 +1298,27 @@ mod tests {
         assert!(parse(&["-a"]).unwrap().users.is_empty());
         assert!(parse(&["-j", "5"]).unwrap().users.is_empty());
         assert_eq!(parse(&["-j", "5"]).unwrap().window_start, 0);
+        // Slurm's window rules: by submit time with -j, by state with -s (from now, or
+        // until now with -j), else by eligibility.
+        use model::filter::WindowRule;
+        let w = |args: &[&str]| {
+            parse(args)
+                .map(|o| (o.window_rule, o.window_start, o.window_end))
+                .map_err(|e| e.lines()[0].to_string())
+        };
+        assert_eq!(w(&["-j", "5"]).unwrap().0, WindowRule::Submitted);
+        assert_eq!(w(&[]).unwrap().0, WindowRule::Eligible);
+        assert_eq!(w(&["-s", "PD"]), Ok((WindowRule::InStates, NOW, 0)));
+        assert_eq!(
+            w(&["-j", "5", "-s", "PD"]),
+            Ok((WindowRule::InStates, 0, NOW))
+        );
+        assert!(
+            w(&["-s", "R", "-E", "2026-11-28T02:00"])
+                .unwrap_err()
+                .starts_with("sacct: error: Start time (")
+        );
+        assert!(w(&["-j", "5", "-s", "R", "-E", "2026-11-28T02:00"]).is_ok());
         assert!(
             parse_args(&s(&[]), &|_| None, NOW, 0, "root")
                 .unwrap()

@@ -219,7 +219,7 @@ pub fn schedule(turn: &mut Turn) -> sched::Plan {
         }
         turn.events.push(event);
     }
-    for event in plan.pending_reason_events(turn.state) {
+    for event in plan.pending_reason_events(turn.state, turn.now) {
         turn.emit(event);
     }
     if !plan.preempts.is_empty() || !plan.resumes.is_empty() {

@@ -440,10 +440,13 @@ pub struct JobRecord {
     pub added13: JobFields13,
 }
 
-/// What format 13 added to a job: its DerivedExitCode as `sacctmgr modify job` set it.
+/// What format 13 added to a job: its DerivedExitCode as `sacctmgr modify job` set it,
+/// and when it became eligible (`None` in a record from before: its submit or begin
+/// time, as was shown then).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct JobFields13 {
     pub derived_exit_status: Option<i32>,
+    pub eligible_time: Option<i64>,
 }
 
 /// What format 12 added to a job: the priority an operator fixed, its SiteFactor, and
@@ -847,6 +850,7 @@ impl From<&Job> for JobRecord {
             },
             added13: JobFields13 {
                 derived_exit_status: j.derived_exit_status,
+                eligible_time: Some(j.eligible_time),
             },
         }
     }
@@ -933,6 +937,10 @@ impl JobRecord {
         job.spec.site_factor = self.added12.site_factor;
         job.spec.interactive = self.added12.interactive;
         job.derived_exit_status = self.added13.derived_exit_status;
+        job.eligible_time = self
+            .added13
+            .eligible_time
+            .unwrap_or(job.submit_time.max(job.spec.begin_time));
         job.het = self.added11.het.map(|h| model::job::HetJob {
             leader: h.leader,
             offset: h.offset,
@@ -1130,6 +1138,7 @@ impl JobFields4 {
             notices: Default::default(),
             // Format 13's (`JobFields13`).
             derived_exit_status: None,
+            eligible_time: 0,
         })
     }
 }
@@ -2254,7 +2263,8 @@ mod tests {
         // (none); then what format 10 added: step 0's own time limit (5 minutes), run
         // out, and its GPU request (none); then what format 11 added: no
         // heterogeneous job; then what format 12 added: no fixed priority, SiteFactor 0,
-        // not interactive; then what format 13 added: no DerivedExitCode of its own.
+        // not interactive; then what format 13 added: no DerivedExitCode of its own,
+        // eligible at 100.
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
@@ -2269,7 +2279,7 @@ mod tests {
                 "000000000000000000",
                 "00",
                 "000000",
-                "00"
+                "0001c801"
             )
         );
     }
@@ -2297,8 +2307,9 @@ mod tests {
         });
         let bytes = golden(&JobRecord::from(&job));
         // What format 11 added: Some, leader 7, offset 0, 3 components; then no
-        // fixed priority, SiteFactor 0, not interactive, no DerivedExitCode.
-        assert!(bytes.ends_with("0107000300000000"), "{bytes}");
+        // fixed priority, SiteFactor 0, not interactive, no DerivedExitCode, eligible at
+        // 100.
+        assert!(bytes.ends_with("010700030000000001c801"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!(back.het, job.het);
     }
@@ -2310,7 +2321,7 @@ mod tests {
         job.spec.site_factor = -1;
         let bytes = golden(&JobRecord::from(&job));
         // What format 12 added: Some(300), -1 (zigzag 1), not interactive.
-        assert!(bytes.ends_with("01ac02010000"), "{bytes}");
+        assert!(bytes.ends_with("01ac0201000001c801"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!((back.spec.priority, back.spec.site_factor), (Some(300), -1));
     }
@@ -2320,8 +2331,8 @@ mod tests {
         let mut job = sample_job();
         job.derived_exit_status = Some(22);
         let bytes = golden(&JobRecord::from(&job));
-        // What format 13 added: Some(22) (zigzag 44).
-        assert!(bytes.ends_with("012c"), "{bytes}");
+        // What format 13 added: Some(22) (zigzag 44), eligible at 100.
+        assert!(bytes.ends_with("012c01c801"), "{bytes}");
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!(back.derived_exit_status, Some(22));
     }

@@ -1482,6 +1482,8 @@ mod tests {
         assert_eq!(assocs.other_clusters["c2"]["ml"].limits.max_jobs, Some(2));
         let job = &loaded.jobs[0];
         assert_eq!((job.id, job.derived_exit_status), (7, None));
+        // Eligible when it could run by then: its submit (or begin) time.
+        assert_eq!(job.eligible_time, job.submit_time.max(job.spec.begin_time));
         for (tree, key) in [
             (&store.usage, &b"ml\0alice"[..]),
             (&store.accounting, ASSOCIATIONS_KEY),
