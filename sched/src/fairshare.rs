@@ -153,14 +153,18 @@ pub fn current_usage(
     config: &SchedConfig,
 ) -> BTreeMap<AssocKey, AssocUsage> {
     let running: Vec<&Job> = state.running_jobs().collect();
-    with_running(
-        &state.usage,
-        |j| assoc_key(&config.assocs, j),
-        state,
-        &running,
-        now,
-        config,
-    )
+    usage_with_running(state, &running, now, config)
+}
+
+/// The associations' usage at `now`, with what the `running` jobs used so far.
+fn usage_with_running(
+    state: &ClusterState,
+    running: &[&Job],
+    now: Time,
+    config: &SchedConfig,
+) -> BTreeMap<AssocKey, AssocUsage> {
+    let key = |j: &Job| assoc_key(&config.assocs, j);
+    with_running(&state.usage, key, state, running, now, config)
 }
 
 /// Every QOS's usage at `now`, as [`current_usage`] the associations'.
@@ -299,14 +303,7 @@ impl ShareTree {
             }
             seen.insert((config.assocs.account_of(&job.spec), job.spec.user.as_str()));
         }
-        let usage = with_running(
-            &state.usage,
-            |j| assoc_key(&config.assocs, j),
-            state,
-            &running,
-            now,
-            config,
-        );
+        let usage = usage_with_running(state, &running, now, config);
         let mut run_mins: BTreeMap<AssocKey, TresCounts> = BTreeMap::new();
         for job in &running {
             let (Some(limit), Some(alloc)) = (job.time_limit_secs(), job.alloc.as_ref()) else {

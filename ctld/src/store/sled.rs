@@ -1371,17 +1371,7 @@ mod tests {
             let store = open(dir.path());
             // Job 7 as format 10 wrote it: format 9's bytes, then step 0's own time
             // limit, run out, and its GPU request.
-            let job = hex(concat!(
-                "0a07070002000105747261696ee8070005616c696365026d6c036770750000000000",
-                "00000002040000000100000000000000000000010200010100000000000000000001",
-                "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
-                "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
-                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
-                "0101e0d4039875808080800400018402",
-                "0000000000000000000000000000",
-                "01010501",
-                "000000000000000000"
-            ));
+            let job = hex(&format!("0a{JOB_7_BODY_10}"));
             store.jobs.insert(7u32.to_be_bytes(), job).unwrap();
             store.db.insert(FORMAT_KEY, &[FORMAT_10]).unwrap();
             store.db.flush().unwrap();
@@ -1451,19 +1441,8 @@ mod tests {
             ));
             store.accounting.insert(OTHER_CLUSTERS_KEY, others).unwrap();
             // Job 7 as format 12 wrote it (the records' golden job).
-            let job = hex(concat!(
-                "0c07070002000105747261696ee8070005616c696365026d6c036770750000000000",
-                "00000002040000000100000000000000000000010200010100000000000000000001",
-                "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
-                "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
-                "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
-                "0101e0d4039875808080800400018402",
-                "0000000000000000000000000000",
-                "01010501",
-                "000000000000000000",
-                "00",
-                "000000"
-            ));
+            // Format 11 added "00" (no heterogeneous job), 12 "000000".
+            let job = hex(&format!("0c{JOB_7_BODY_10}00000000"));
             store.jobs.insert(7u32.to_be_bytes(), job).unwrap();
             store.db.insert(FORMAT_KEY, &[FORMAT_12]).unwrap();
             store.db.flush().unwrap();
@@ -1492,6 +1471,21 @@ mod tests {
             assert_eq!(tree.get(key).unwrap().unwrap()[0], records::FORMAT);
         }
     }
+
+    /// Job 7's record as format 10 wrote it, after its version byte (the records'
+    /// golden job of that format): format 9's bytes, then step 0's own time limit, run
+    /// out, and its GPU request.
+    const JOB_7_BODY_10: &str = concat!(
+        "07070002000105747261696ee8070005616c696365026d6c036770750000000000",
+        "00000002040000000100000000000000000000010200010100000000000000000001",
+        "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
+        "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
+        "8020026e31e807d80490030302000202616c010101802000026e318020e80700026e31",
+        "0101e0d4039875808080800400018402",
+        "0000000000000000000000000000",
+        "01010501",
+        "000000000000000000"
+    );
 
     fn hex(text: &str) -> Vec<u8> {
         (0..text.len())
