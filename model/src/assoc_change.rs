@@ -1068,6 +1068,20 @@ fn inherited_qos(out: &Associations, account: &Account) -> Vec<String> {
         .collect()
 }
 
+/// A QOS list after an edit: from the association's own list, else the `inherited`
+/// one (a `+q` adds to what it has now).
+fn edited_qos(
+    own: &Option<BTreeSet<String>>,
+    inherited: &[String],
+    edit: &ListEdit<String>,
+) -> BTreeSet<String> {
+    let now: Vec<String> = match own {
+        Some(own) => own.iter().cloned().collect(),
+        None => inherited.to_vec(),
+    };
+    edit.apply(&now).into_iter().collect()
+}
+
 /// Sets what `s` sets on an account; a QOS list edit (`+q`, `-q`) starts from the QOS
 /// it has now, its own or `inherited`, and leaves a list of its own (`qos=`: none).
 fn modify_account(a: &mut Account, s: &Settings, inherited: &[String]) {
@@ -1084,11 +1098,7 @@ fn modify_account(a: &mut Account, s: &Settings, inherited: &[String]) {
         a.priority = p;
     }
     if let Some(edit) = &s.qos {
-        let now: Vec<String> = match &a.qos {
-            Some(own) => own.iter().cloned().collect(),
-            None => inherited.to_vec(),
-        };
-        a.qos = Some(edit.apply(&now).into_iter().collect());
+        a.qos = Some(edited_qos(&a.qos, inherited, edit));
     }
     if let Some(q) = &s.default_qos {
         a.default_qos = q.clone();
@@ -1414,7 +1424,7 @@ fn modify_users(
 /// (`+q`, `-q`) starts from the QOS the association has now, its own or inherited.
 fn set_user_assoc(out: &mut Associations, account: &str, user: &str, s: &Settings) {
     let inherited: Vec<String> = out
-        .allowed_qos(account, user)
+        .allowed_qos(account, "")
         .into_iter()
         .flatten()
         .cloned()
@@ -1430,11 +1440,7 @@ fn set_user_assoc(out: &mut Associations, account: &str, user: &str, s: &Setting
         assoc.priority = p;
     }
     if let Some(edit) = &s.qos {
-        let now: Vec<String> = match &assoc.qos {
-            Some(own) => own.iter().cloned().collect(),
-            None => inherited,
-        };
-        assoc.qos = Some(edit.apply(&now).into_iter().collect());
+        assoc.qos = Some(edited_qos(&assoc.qos, &inherited, edit));
     }
     if let Some(q) = &s.default_qos {
         assoc.default_qos = q.clone();

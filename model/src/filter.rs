@@ -136,11 +136,13 @@ impl JobFilter {
 
 /// Whether the job was in `state` during the window (see [`WindowRule::InStates`]).
 fn in_state_during(job: &Job, state: JobState, start: Time, end: Time) -> bool {
+    // In the state from `begin` until just before `finish` (0: still in it): a job that
+    // started at the window's start was no longer pending then.
     let during = |begin: Time, finish: Time| {
         begin > 0
             && match (start > 0, end > 0) {
-                (true, false) => begin <= start && (finish == 0 || finish >= start),
-                (_, true) => begin <= end && (finish == 0 || start <= 0 || finish >= start),
+                (true, false) => begin <= start && (finish == 0 || finish > start),
+                (_, true) => begin <= end && (finish == 0 || start <= 0 || finish > start),
                 (false, false) => true,
             }
     };
@@ -215,6 +217,10 @@ mod tests {
         assert!(pick(InStates, &[Pending], 15, 25));
         assert!(!pick(InStates, &[Running], 15, 25));
         assert!(pick(InStates, &[Running, Completed], 35, 0));
+        // At its start it runs, no longer pends.
+        assert!(!pick(InStates, &[Pending], 30, 0));
+        assert!(!pick(InStates, &[Pending], 30, 40));
+        assert!(pick(InStates, &[Running], 30, 0));
         // A job never eligible was never pending, as far as sacct goes.
         let mut waiting = j.clone();
         waiting.eligible_time = 0;
