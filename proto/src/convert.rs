@@ -960,6 +960,8 @@ pub fn config_to_wire(config: &model::Config) -> v1::GetConfigReply {
         // node are not counted against it (docs/controller.md).
         ("MaxTasksPerNode", "512".into()),
         ("MinJobAge", format!("{} sec", c.min_job_age_s)),
+        // Node features are set in the config or by scontrol; no plugin changes them.
+        ("NodeFeaturesPlugins", "(null)".into()),
         // A job is killed at its time limit, never later.
         ("OverTimeLimit", "0 min".into()),
         (
@@ -2195,6 +2197,7 @@ mod tests {
         let off = "[cgroup]\nmode = \"off\"\n";
         assert_eq!(value("", "ProctrackType"), "proctrack/cgroup");
         assert_eq!(value("", "PropagateResourceLimits"), "ALL");
+        assert_eq!(value("", "NodeFeaturesPlugins"), "(null)");
         assert_eq!(value(off, "ProctrackType"), "proctrack/pgid");
         assert_eq!(value("", "JobAcctGatherType"), "jobacct_gather/cgroup");
         assert_eq!(value(off, "JobAcctGatherType"), "jobacct_gather/none");
