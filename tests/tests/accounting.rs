@@ -602,12 +602,16 @@ fn sacct_lists_a_history_longer_than_one_chunk() {
         }
     });
     c.ok(&["scancel", "--state", "PENDING", "-u", "root"]);
+    // Held, then cancelled: never eligible, so listed by their state (as Slurm's sacct
+    // leaves jobs never eligible out of a window without -s).
     let out = c.ok(&[
         "sacct",
         "-a",
         "-X",
         "-n",
         "-P",
+        "-s",
+        "CA",
         "-S",
         "2000-01-01",
         "-o",
