@@ -458,7 +458,7 @@ pub fn state_text(j: &JobInfo) -> String {
 /// as Slurm reads it (22 is `0:22`).
 pub fn derived_exit(j: &JobInfo) -> (i32, i32) {
     if let Some(status) = j.derived_exit_status {
-        return (status >> 8, status & 0xff);
+        return crate::jobs::exit_of_wait_status(status);
     }
     j.steps
         .iter()

@@ -446,6 +446,12 @@ pub fn wait_status(code: i32, signal: i32) -> i32 {
     (code << 8) | (signal & 0x7f)
 }
 
+/// The (exit code, signal) of a wait status, as [`wait_status`] makes it (`22` is
+/// `(0, 22)`, `768` is `(3, 0)`).
+pub fn exit_of_wait_status(status: i32) -> (i32, i32) {
+    ((status >> 8) & 0xff, status & 0x7f)
+}
+
 /// A job id argument: one or more ids separated by commas outside brackets (`12,13_[1,3]`
 /// is `12` and `13_[1,3]`), in `model::job_id`'s forms. An empty argument or item is
 /// refused like any other bad id, as Slurm's scancel refuses `12,` (its empty item is

@@ -331,19 +331,6 @@ enum Part {
     Settings,
 }
 
-/// A value without the quotes around it (`'ml'`, `"a b"`).
-fn unquoted(value: &str) -> &str {
-    for quote in ['\'', '"'] {
-        if let Some(inner) = value
-            .strip_prefix(quote)
-            .and_then(|v| v.strip_suffix(quote))
-        {
-            return inner;
-        }
-    }
-    value
-}
-
 fn unknown(word: &str) -> String {
     format!("Unknown option: {word}\n Use keyword 'where' to modify condition")
 }
@@ -468,7 +455,7 @@ impl AssocChange {
             let key = key.trim().to_ascii_lowercase();
             // A script's quotes that reached the command (`DefaultAccount='ml'`) are not
             // part of the value, as Slurm's sacctmgr strips them.
-            let value = unquoted(value);
+            let value = crate::keyword::unquoted(value);
             // `QOS+=high` adds to a list, `QOS-=low` removes from it.
             let edited;
             let (key, value) = match key.strip_suffix(['+', '-']) {

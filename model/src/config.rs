@@ -2046,6 +2046,32 @@ mod placement_sample_tests {
         assert_eq!(with.partition_list(), without.partition_list());
     }
 
+    /// The commented time limits of the sample's accounts and QOS parse and are what
+    /// they say.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test code: reads the sample configs of conf/"
+    )]
+    #[test]
+    fn commented_time_limits_of_the_sample_parse() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conf/drover.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let keys = ["max_tres_mins", "grp_wall", "grp_tres_mins"];
+        let uncommented: Vec<&str> = text
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest) if keys.iter().any(|k| rest.starts_with(&format!("{k} ="))) => rest,
+                _ => l,
+            })
+            .collect();
+        let config = Config::parse(&uncommented.join("\n"), "drover.toml").unwrap();
+        let a = crate::assoc::Associations::from_config(&config);
+        let ml = &a.accounts["ml"].limits;
+        assert_eq!(ml.max_tres_mins_per_job["cpu"], 600_000);
+        assert_eq!(ml.grp_wall_min, Some(30 * 24 * 60));
+        assert!(a.qos["normal"].limits.grp_wall_min.is_none());
+    }
+
     /// The commented client bounds of `[controller]` in `conf/drover.toml` parse and
     /// are the defaults.
     #[allow(

@@ -5,6 +5,20 @@
 //! Example: with `("maxnodesperjob", 4)`, `MaxNodes`, `maxn` and `MAXNODESPERJOB` name
 //! it; `max` does not (too short), nor does `maxnodes2` (not a prefix).
 
+/// A value without the quotes around it (`'ml'`, `"a b"`), as Slurm's commands take
+/// a value a script quoted.
+pub fn unquoted(value: &str) -> &str {
+    for quote in ['\'', '"'] {
+        if let Some(inner) = value
+            .strip_prefix(quote)
+            .and_then(|v| v.strip_suffix(quote))
+        {
+            return inner;
+        }
+    }
+    value
+}
+
 /// `text` without `prefix` when it starts with it in any ASCII case (`JobId=12` less
 /// `jobid=` is `12`); safe for any text, whatever its characters.
 pub fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {

@@ -307,19 +307,6 @@ one_word_reasons!(
 );
 
 impl Reason {
-    /// Whether a job pending for this reason is eligible to run (Slurm's
-    /// `time_eligible` is set): not waiting on a dependency, its begin time or a hold.
-    pub fn is_eligible(self) -> bool {
-        !matches!(
-            self,
-            Reason::Dependency
-                | Reason::DependencyNeverSatisfied
-                | Reason::BeginTime
-                | Reason::JobHeldUser
-                | Reason::JobHeldAdmin
-        )
-    }
-
     /// Reads Slurm's spelling back (exactly as [`Reason::name`] writes it).
     pub fn parse(text: &str) -> Option<Reason> {
         Reason::find(|name| name == text)

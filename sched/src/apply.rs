@@ -146,15 +146,14 @@ impl Plan {
     }
 
     /// The scheduler's reason, planned start and nodes of every pending job whose
-    /// record says otherwise; and, at `now`, the eligibility of each job whose reason
-    /// no longer keeps it from running (`Reason::is_eligible`).
+    /// record says otherwise; and the eligibility of each job not yet recorded as
+    /// eligible that is now, at the time the priority's age counts from
+    /// (`priority::eligible_since`).
     pub fn pending_reason_events(&self, state: &ClusterState, now: Time) -> Vec<Event> {
-        let eligible = self.pending.iter().filter_map(|(id, pending)| {
-            let job = state.job(*id)?;
-            (job.eligible_time == 0 && pending.reason.is_eligible()).then_some(Event::JobEligible {
-                job_id: *id,
-                time: now,
-            })
+        let eligible = self.pending.keys().filter_map(|id| {
+            let job = state.job(*id).filter(|j| j.eligible_time == 0)?;
+            let time = crate::priority::eligible_since(state, job, now)?;
+            Some(Event::JobEligible { job_id: *id, time })
         });
         let reasons: Vec<Event> = self
             .pending
@@ -196,15 +195,17 @@ mod tests {
     }
 
     #[test]
-    fn a_job_becomes_eligible_once_nothing_but_resources_keeps_it() {
+    fn a_job_becomes_eligible_when_its_dependency_is_met() {
         let mut state = ClusterState::new(vec![], vec![]);
+        submit(&mut state, 4, |_| {});
         submit(&mut state, 5, |spec| spec.dependency = "afterok:4".into());
+        assert_eq!(state.job(4).unwrap().eligible_time, 4);
         assert_eq!(state.job(5).unwrap().eligible_time, 0);
-        let waiting = |reason| Plan {
+        let waiting = Plan {
             pending: [(
                 5,
                 crate::Pending {
-                    reason,
+                    reason: model::Reason::Dependency,
                     planned_start: 0,
                     planned_nodes: String::new(),
                 },
@@ -212,26 +213,44 @@ mod tests {
             .into(),
             ..Plan::default()
         };
-        let eligible = |events: &[Event]| {
-            events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::JobEligible { job_id, time } => Some((*job_id, *time)),
-                    _ => None,
-                })
+        let eligible = |state: &ClusterState, now| {
+            waiting
+                .pending_reason_events(state, now)
+                .into_iter()
+                .filter(|e| matches!(e, Event::JobEligible { .. }))
                 .collect::<Vec<_>>()
         };
-        let events = waiting(model::Reason::Dependency).pending_reason_events(&state, 50);
-        assert_eq!(eligible(&events), []);
-        let events = waiting(model::Reason::Resources).pending_reason_events(&state, 60);
-        assert_eq!(eligible(&events), [(5, 60)]);
-        for e in &events {
-            state.apply(e);
-        }
-        assert_eq!(state.job(5).unwrap().eligible_time, 60);
+        assert!(eligible(&state, 50).is_empty());
+        state.apply(&Event::JobStarted {
+            job_id: 4,
+            alloc: on("n1"),
+            time: 20,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        state.apply(&Event::JobEnded {
+            job_id: 4,
+            state: model::JobState::Completed,
+            exit_code: 0,
+            exit_signal: 0,
+            time: 40,
+            reason: model::Reason::None,
+            cancelled_by: None,
+        });
+        // Eligible since the dependency was met (job 4 ended at 40), as the
+        // priority's age counts it, whenever the pass sees it.
+        let events = eligible(&state, 60);
+        assert_eq!(
+            events,
+            [Event::JobEligible {
+                job_id: 5,
+                time: 40
+            }]
+        );
+        state.apply(&events[0]);
+        assert_eq!(state.job(5).unwrap().eligible_time, 40);
         // Once set, kept.
-        let events = waiting(model::Reason::Priority).pending_reason_events(&state, 70);
-        assert_eq!(eligible(&events), []);
+        assert!(eligible(&state, 70).is_empty());
     }
 
     #[test]

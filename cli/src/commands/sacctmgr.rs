@@ -369,7 +369,7 @@ fn parse_job_record(words: &[String]) -> Result<(Vec<String>, Vec<JobChange>), S
             continue;
         }
         let (key, value) = match word.split_once('=') {
-            Some((k, v)) => (k, v.trim_matches(|c| c == '\'' || c == '"')),
+            Some((k, v)) => (k, model::keyword::unquoted(v)),
             None if !setting => ("jobid", word.as_str()),
             None => return Err(format!(" Unknown option: {word}")),
         };
@@ -2570,7 +2570,7 @@ default_qos = "high"
             "job=7,8",
             "set",
             "DerivedExitCode=22",
-            "Comment=hello",
+            "Comment='hello'",
         ]) else {
             panic!("not a job change");
         };

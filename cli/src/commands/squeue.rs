@@ -1706,6 +1706,8 @@ mod tests {
         assert_eq!(keys, ["errors", "jobs", "meta", "warnings"]);
         assert_eq!(jobs::wait_status(3, 0), 768);
         assert_eq!(jobs::wait_status(0, 9), 9);
+        assert_eq!(jobs::exit_of_wait_status(768), (3, 0));
+        assert_eq!(jobs::exit_of_wait_status(22), (0, 22));
     }
 
     #[test]
