@@ -224,19 +224,26 @@ fn check_in_partition(
     if !spec.constraint.is_empty() {
         check_constraint(state, &spec.constraint)?;
     }
-    let job = model::Job::new(0, spec.clone(), 0, None);
-    let req = sched::per_node_request(&job);
-    let filter = sched::backfill::NodeFilter::new(&job);
-    let able = partition
-        .nodes
-        .iter()
-        .filter_map(|n| state.nodes.get(n))
-        .filter(|n| sched::node_could_fit(n, &req) && filter.allows(n))
-        .count();
-    if (able as u32) < spec.num_nodes {
+    if !partition_could_hold(state, partition, &spec) {
         return reject(NODE_CONFIG_UNAVAILABLE);
     }
     Ok((spec, time_limit))
+}
+
+/// Could the partition's nodes ever hold the job on its node count, every node it
+/// lists among them?
+fn partition_could_hold(
+    state: &ClusterState,
+    partition: &model::Partition,
+    spec: &JobSpec,
+) -> bool {
+    let job = model::Job::new(0, spec.clone(), 0, None);
+    let nodes = partition.nodes.iter().filter_map(|n| state.nodes.get(n));
+    sched::backfill::NodeFilter::new(&job).could_hold(
+        nodes,
+        &sched::per_node_request(&job),
+        spec.num_nodes,
+    )
 }
 
 /// The text Slurm prints for a constraint it cannot read or naming a feature no node
@@ -267,24 +274,12 @@ fn check_constraint(state: &ClusterState, text: &str) -> Result<(), Rejected> {
 /// checks below then refuse.
 fn fewest_nodes(state: &ClusterState, partition: &model::Partition, spec: &JobSpec) -> u32 {
     let mut trial = spec.clone();
-    let candidates: Vec<&model::Node> = partition
-        .nodes
-        .iter()
-        .filter_map(|n| state.nodes.get(n))
-        .collect();
-    for n in 1..=candidates.len().max(1) as u32 {
+    for n in 1..=partition.nodes.len().max(1) as u32 {
         trial.num_nodes = n;
         if trial.num_tasks < n && trial.gpus < n {
             break;
         }
-        let job = model::Job::new(0, trial.clone(), 0, None);
-        let req = sched::per_node_request(&job);
-        let filter = sched::backfill::NodeFilter::new(&job);
-        let able = candidates
-            .iter()
-            .filter(|node| sched::node_could_fit(node, &req) && filter.allows(node))
-            .count();
-        if able as u32 >= n {
+        if partition_could_hold(state, partition, &trial) {
             return n;
         }
     }
@@ -517,6 +512,30 @@ default_time = "10"
         );
         // `--nodelist` without `-N`: every node it names.
         assert_eq!(nodes_for(&|j| j.nodelist = "n[1-2]".into()), Ok(2));
+        // And more when the request needs them: `-w n1 --gpus=3` takes two nodes.
+        assert_eq!(
+            nodes_for(&|j| {
+                j.nodelist = "n1".into();
+                j.gpus = 3;
+            }),
+            Ok(2)
+        );
+        // `--gpus=2 --mem-per-gpu=3000`: 6000 MB of GPUs' memory is more than a node's
+        // 4 GB, so one GPU on each of two nodes.
+        assert_eq!(
+            nodes_for(&|j| {
+                j.gpus = 2;
+                j.details.mem_per_gpu_mb = 3000;
+            }),
+            Ok(2)
+        );
+        assert!(
+            nodes_for(&|j| {
+                j.gpus = 2;
+                j.details.mem_per_gpu_mb = 5000;
+            })
+            .is_err()
+        );
         // `--gpus=2 --cpus-per-gpu=4`: one task of 8 CPUs, whose CPUs two nodes hold;
         // the nodes hold CPUs, not more tasks.
         let (mut sp, p) = spec();

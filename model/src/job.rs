@@ -504,7 +504,9 @@ impl JobSpec {
         self.per_node_cpus_mem_on(self.num_nodes)
     }
 
-    /// `per_node_cpus_mem` on `nodes` nodes (a count in the `-N min-max` range).
+    /// `per_node_cpus_mem` on `nodes` nodes (a count in the `-N min-max` range). With
+    /// `--mem-per-gpu`, the memory of the node taking the most GPUs (each node then
+    /// gets it for the GPUs it is given: [`mem_for_gpus`]).
     pub fn per_node_cpus_mem_on(&self, nodes: u32) -> (u32, u64) {
         let cpus = if self.details.overcommit {
             // sbatch(1): "allocated as if only one task per node is requested".
@@ -516,6 +518,8 @@ impl JobSpec {
         };
         let mem = if self.mem_per_cpu_mb > 0 {
             self.mem_per_cpu_mb * u64::from(cpus)
+        } else if self.details.mem_per_gpu_mb > 0 {
+            mem_for_gpus(self.details.mem_per_gpu_mb, self.gpus_on_each_of(nodes))
         } else {
             self.mem_per_node_mb
         };
@@ -615,6 +619,19 @@ impl Allocation {
     pub fn gpus(&self) -> u32 {
         self.nodes.iter().map(|n| n.gpus.len() as u32).sum()
     }
+}
+
+/// `--mem-per-gpu`: the memory (MB) a node gives a job for the `gpus` of its GPUs it
+/// holds, as Slurm's cons_tres counts it: `--gpus=5 --mem-per-gpu=13` on two nodes
+/// with 3 and 2 GPUs takes 39 and 26 MB, 65 in all; an exclusive job's node counts
+/// every GPU it has.
+///
+/// ```
+/// assert_eq!(model::job::mem_for_gpus(13, 3), 39);
+/// assert_eq!(model::job::mem_for_gpus(13, 0), 13);
+/// ```
+pub fn mem_for_gpus(mem_per_gpu_mb: u64, gpus: u32) -> u64 {
+    mem_per_gpu_mb * u64::from(gpus.max(1))
 }
 
 /// The `i`-th of `nodes` shares of `total`, the larger shares first, as Slurm's

@@ -270,10 +270,12 @@ pub fn apply(
             JobChange::MinMemoryNode(mb) => {
                 spec.mem_per_node_mb = *mb;
                 spec.mem_per_cpu_mb = 0;
+                spec.details.mem_per_gpu_mb = 0;
             }
             JobChange::MinMemoryCpu(mb) => {
                 spec.mem_per_cpu_mb = *mb;
                 spec.mem_per_node_mb = 0;
+                spec.details.mem_per_gpu_mb = 0;
             }
             JobChange::Dependency(v) => spec.dependency.clone_from(v),
             JobChange::BeginTime(t) => spec.begin_time = *t,

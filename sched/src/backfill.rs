@@ -49,6 +49,7 @@ struct RequestKey {
     nodes: u32,
     cpus: u32,
     mem_mb: u64,
+    mem_per_gpu_mb: u64,
     gpus: u32,
     exclusive: bool,
 }
@@ -194,18 +195,29 @@ impl<'a, 's> Planner<'a, 's> {
             self.reservations_allow(job, &slot.node.name, now, to)
                 .then_some(used)
         };
-        if filter.wanted.is_some() {
-            for &i in slots {
-                if chosen.len() == want {
-                    break;
-                }
-                if let Some(used) = check(i) {
-                    chosen.push((i, used));
-                }
+        // The listed nodes first, in the partition's order: every one of them.
+        let listed = || {
+            slots
+                .iter()
+                .copied()
+                .filter(|&i| filter.lists(profile.slots[i].node))
+        };
+        let mut missing = want.min(listed().count());
+        for i in listed() {
+            if chosen.len() == want {
+                break;
             }
-        } else {
+            if let Some(used) = check(i) {
+                chosen.push((i, used));
+                missing -= 1;
+            }
+        }
+        if missing == 0 && chosen.len() < want {
             // Best fit by free GPUs first (`Profile::free_now`).
             for i in profile.free_now(p, req) {
+                if filter.lists(profile.slots[i].node) {
+                    continue;
+                }
                 if let Some(used) = check(i) {
                     chosen.push((i, used));
                     if chosen.len() == want {
@@ -270,11 +282,27 @@ impl<'a, 's> Planner<'a, 's> {
             intervals = self.without_reservations(profile, job, dur, intervals);
         }
         let want = req.nodes as usize;
+        let is_listed = |i: usize| filter.lists(profile.slots[i].node);
+        // Every listed node the job must get (or `want` of them, if it lists more).
+        let must = want.min(
+            profile
+                .partition_slots(p)
+                .iter()
+                .filter(|&&i| is_listed(i))
+                .count(),
+        );
         let mut found = None;
         profile::sweep(&intervals, want, |t, open| {
             let to = t.saturating_add(dur).min(FOREVER);
             let mut chosen = Vec::with_capacity(want);
-            for &i in open {
+            let listed_first = open
+                .iter()
+                .filter(|&&i| is_listed(i))
+                .chain(open.iter().filter(|&&i| !is_listed(i)));
+            for &i in listed_first {
+                if chosen.len() < must && !is_listed(i) {
+                    return false;
+                }
                 let slot = &profile.slots[i];
                 if let Some(used) = slot.fit(req, &slot.line.window(t, to))
                     && self.reservations_allow(job, &slot.node.name, t, to)
@@ -403,6 +431,7 @@ fn request_key(p: usize, job: &Job, req: &PerNode) -> Option<RequestKey> {
             nodes: req.nodes,
             cpus: req.cpus,
             mem_mb: req.mem_mb,
+            mem_per_gpu_mb: req.mem_per_gpu_mb,
             gpus: req.gpus,
             exclusive: req.exclusive,
         })
@@ -424,7 +453,7 @@ pub fn job_duration(job: &Job) -> Time {
 
 /// `--gpus=N` over several nodes: each node found with the most any one takes keeps
 /// its share (`JobSpec::gpus_on_node`, the larger shares first), giving back the
-/// GPUs of the highest indices.
+/// GPUs of the highest indices, and with `--mem-per-gpu` the memory of those.
 ///
 /// Example: `--gpus=7 -N2` is placed on two nodes with 4 free GPUs each, and keeps
 /// 4 and 3 of them. An exclusive job keeps every GPU of its nodes.
@@ -437,6 +466,9 @@ fn spread_gpus(spec: &model::JobSpec, req: &PerNode, chosen: &mut [(usize, Free)
         let share = spec.gpus_on_node(i as u32, nodes);
         while used.gpus.count_ones() > share {
             used.gpus &= !(1u64 << (63 - used.gpus.leading_zeros()));
+        }
+        if req.mem_per_gpu_mb > 0 {
+            used.mem_mb = model::job::mem_for_gpus(req.mem_per_gpu_mb, share) as i64;
         }
     }
 }
@@ -460,9 +492,16 @@ fn allocation(profile: &Profile, chosen: &[(usize, Free)]) -> Allocation {
 }
 
 /// `--nodelist`, `--exclude` and `--constraint` of a job.
+///
+/// The node list is "at least these", as Slurm's: the job gets every node it names,
+/// and when it needs more (`-N 3 -w n1`, or `--gpus=5 -w n1` on 4-GPU nodes) others
+/// beside them.
 pub struct NodeFilter {
-    /// `Some(None)`: a list that does not parse, matching nothing.
-    wanted: Option<Option<BTreeSet<String>>>,
+    /// `--nodelist`; `Some(None)`: a list that does not parse, matching nothing.
+    listed: Option<Option<BTreeSet<String>>>,
+    /// The list names as many nodes as the job needs, or more: no other node may
+    /// serve it.
+    only_listed: bool,
     /// `None`: an exclude list that does not parse, so that no node is allowed
     /// (submit and update refuse those, so only an old record could have one).
     excluded: Option<BTreeSet<String>>,
@@ -477,26 +516,60 @@ impl NodeFilter {
                 .ok()
                 .map(|names| names.into_iter().collect())
         };
+        let listed = (!job.spec.nodelist.is_empty()).then(|| expand(&job.spec.nodelist));
+        let only_listed = listed.as_ref().is_some_and(|l| {
+            l.as_ref()
+                .is_none_or(|l| l.len() >= job.spec.num_nodes.max(1) as usize)
+        });
         NodeFilter {
-            wanted: (!job.spec.nodelist.is_empty()).then(|| expand(&job.spec.nodelist)),
+            listed,
+            only_listed,
             excluded: expand(&job.spec.exclude),
             constraint: (!job.spec.constraint.is_empty())
                 .then(|| model::constraint::Constraint::parse(&job.spec.constraint).ok()),
         }
     }
 
-    /// May the job use this node: in its `--nodelist` (if any), not excluded, and with
-    /// the features its `--constraint` asks for?
+    /// May the job use this node: not excluded, with the features its `--constraint`
+    /// asks for, and in its `--nodelist` when the list holds every node it needs?
     pub fn allows(&self, node: &model::Node) -> bool {
         let name = node.name.as_str();
         self.excluded.as_ref().is_some_and(|e| !e.contains(name))
-            && self
-                .wanted
-                .as_ref()
-                .is_none_or(|w| w.as_ref().is_some_and(|w| w.contains(name)))
+            && (!self.only_listed || self.lists(node))
             && self
                 .constraint
                 .as_ref()
                 .is_none_or(|c| c.as_ref().is_some_and(|c| c.matches(&node.features)))
+    }
+
+    /// Does the job's `--nodelist` name this node (one it must get)?
+    pub fn lists(&self, node: &model::Node) -> bool {
+        self.listed
+            .as_ref()
+            .is_some_and(|l| l.as_ref().is_some_and(|l| l.contains(node.name.as_str())))
+    }
+
+    /// Has the job a `--nodelist`?
+    pub fn has_list(&self) -> bool {
+        self.listed.is_some()
+    }
+
+    /// Could these nodes (a partition's) ever hold the job's per-node request `req`
+    /// on `count` of them: every node it lists can, and enough nodes in all.
+    pub fn could_hold<'n>(
+        &self,
+        nodes: impl IntoIterator<Item = &'n model::Node>,
+        req: &PerNode,
+        count: u32,
+    ) -> bool {
+        let mut able = 0u32;
+        for node in nodes {
+            if self.allows(node) && node_could_fit(node, req) {
+                able += 1;
+            } else if self.lists(node) {
+                return false;
+            }
+        }
+        able >= count
     }
 }

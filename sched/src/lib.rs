@@ -93,6 +93,10 @@ pub struct PerNode {
     pub mem_mb: u64,
     /// `--mem=0`: all of each node's memory (`mem_mb` is then 0).
     pub whole_memory: bool,
+    /// `--mem-per-gpu` (MB); 0: not asked. `mem_mb` is then what the node taking the
+    /// most GPUs needs, and each node gives it for the GPUs it is given
+    /// (`model::job::mem_for_gpus`).
+    pub mem_per_gpu_mb: u64,
     pub gpus: u32,
     pub gpu_type: String,
     pub exclusive: bool,
@@ -132,6 +136,11 @@ pub fn per_node_request(job: &Job) -> PerNode {
         cpus,
         mem_mb,
         whole_memory: spec.mem_whole_node,
+        mem_per_gpu_mb: if spec.mem_per_cpu_mb > 0 {
+            0
+        } else {
+            spec.details.mem_per_gpu_mb
+        },
         gpus: spec.gpus_on_each_node(),
         gpu_type: spec.gpu_type.clone(),
         exclusive: spec.exclusive,

@@ -355,6 +355,7 @@ fn free_now_and_pick_gpus_agree_with_brute_force() {
                 cpus,
                 mem_mb: 0,
                 whole_memory: false,
+                mem_per_gpu_mb: 0,
                 gpus,
                 gpu_type: String::new(),
                 exclusive: false,

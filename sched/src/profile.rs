@@ -462,7 +462,15 @@ impl Slot<'_> {
                 .fold(0, |all, &(_, shares)| all | shares);
             gpus |= self.usable_gpus(free.gpus) & !shares;
         }
-        let (cpus, mem_mb) = if req.exclusive {
+        let (cpus, mem_mb) = if req.mem_per_gpu_mb > 0 {
+            // `--mem-per-gpu`: for the GPUs taken here, every one of an exclusive node.
+            let mem = model::job::mem_for_gpus(req.mem_per_gpu_mb, gpus.count_ones()) as i64;
+            if free.mem_mb < mem {
+                return None;
+            }
+            let cpus = if req.exclusive { node.cpus } else { req.cpus };
+            (i64::from(cpus), mem)
+        } else if req.exclusive {
             (
                 i64::from(node.cpus),
                 if mem_need > 0 {

@@ -272,6 +272,82 @@ fn node_lists_and_excludes_are_honoured() {
 }
 
 #[test]
+fn a_node_list_is_at_least_those_nodes() {
+    // Slurm's `-w`: the job gets every node named, and others when it needs more.
+    let mut s = cluster(&[("n1", 8, 1000, 4), ("n2", 8, 1000, 4), ("n3", 8, 1000, 4)]);
+    // `-w n3 --gpus=5`: n3 and another node (the validated count is 2).
+    submit(&mut s, 1, |j| {
+        j.nodelist = "n3".into();
+        j.gpus = 5;
+        j.num_nodes = 2;
+    });
+    // `-w n2 -N2`: n2 and another (by best fit, n3, with the fewest GPUs free).
+    submit(&mut s, 2, |j| {
+        j.nodelist = "n2".into();
+        j.num_nodes = 2;
+        j.num_tasks = 2;
+    });
+    assert_eq!(
+        render(&schedule(&s, 10, &config(Policy::Easy))),
+        "start 1 n3:c1m0g[0, 1, 2] n1:c1m0g[0, 1]\nstart 2 n2:c1m0g[] n3:c1m0g[]\n"
+    );
+    // A listed node that is busy keeps the job waiting, though others are free; its
+    // reservation holds the listed node.
+    let mut s = cluster(&[("n1", 4, 1000, 0), ("n2", 4, 1000, 0), ("n3", 4, 1000, 0)]);
+    submit_for(&mut s, 1, 100, |j| j.cpus_per_task = 4);
+    run_on(&mut s, 1, 0, &[("n1", 4, &[])]);
+    submit_for(&mut s, 2, 100, |j| {
+        j.nodelist = "n1".into();
+        j.num_nodes = 2;
+    });
+    assert_eq!(
+        render(&schedule(&s, 10, &config(Policy::Easy))),
+        "pend 2 Resources @100 on n[1-2]\n"
+    );
+}
+
+#[test]
+fn memory_per_gpu_follows_the_gpus_each_node_gets() {
+    // `--gpus=5 --mem-per-gpu=13` over two nodes: 3 and 2 GPUs, 39 and 26 MB.
+    let mut s = cluster(&[("n1", 8, 1000, 4), ("n2", 8, 1000, 4)]);
+    submit(&mut s, 1, |j| {
+        j.gpus = 5;
+        j.num_nodes = 2;
+        j.details.mem_per_gpu_mb = 13;
+    });
+    assert_eq!(
+        render(&schedule(&s, 10, &SchedConfig::default())),
+        "start 1 n1:c1m39g[0, 1, 2] n2:c1m26g[0, 1]\n"
+    );
+    // Exclusive: every GPU of the node, and the memory of each.
+    let mut s = cluster(&[("n1", 8, 1000, 4)]);
+    submit(&mut s, 1, |j| {
+        j.gpus_per_node = 1;
+        j.exclusive = true;
+        j.details.mem_per_gpu_mb = 12;
+    });
+    assert_eq!(
+        render(&schedule(&s, 10, &SchedConfig::default())),
+        "start 1 n1:c8m48g[0, 1, 2, 3]\n"
+    );
+    // Memory for 4 GPUs beyond a node's: it needs two nodes of 2 GPUs.
+    let mut s = cluster(&[("n1", 8, 1000, 4), ("n2", 8, 1000, 4)]);
+    submit(&mut s, 1, |j| {
+        j.gpus = 4;
+        j.details.mem_per_gpu_mb = 300;
+    });
+    submit(&mut s, 2, |j| {
+        j.gpus = 4;
+        j.num_nodes = 2;
+        j.details.mem_per_gpu_mb = 300;
+    });
+    assert_eq!(
+        render(&schedule(&s, 10, &SchedConfig::default())),
+        "start 2 n1:c1m600g[0, 1] n2:c1m600g[0, 1]\npend 1 Resources\n"
+    );
+}
+
+#[test]
 fn memory_gpus_and_multi_node() {
     let mut s = cluster(&[("n1", 8, 1000, 2), ("n2", 8, 1000, 2)]);
     submit(&mut s, 1, |j| j.mem_per_node_mb = 600);
