@@ -176,7 +176,7 @@ fn busy(state: &ClusterState, res: &Reservation, node: &str, now: Time) -> bool 
             let job_end = j
                 .time_limit_min
                 .map_or(Time::MAX, |m| j.start_time + Time::from(m) * 60);
-            on_node && job_end > start && j.spec.reservation != res.name
+            on_node && job_end > start && !j.spec.may_use_reservation(&res.name)
         });
     let others = !res.has(ReservationFlag::Overlap)
         && state.reservations.values().any(|o| {

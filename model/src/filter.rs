@@ -72,7 +72,7 @@ impl JobFilter {
             && any(&self.partitions, &|p| job.in_partition(p))
             && any(&self.accounts, &|a| a.eq_ignore_ascii_case(&spec.account))
             && any(&self.qos, &|q| q.eq_ignore_ascii_case(&spec.qos))
-            && any(&self.reservations, &|r| r == spec.reservation)
+            && any(&self.reservations, &|r| spec.may_use_reservation(r))
             && self.in_window(job)
             && any(&self.wckeys, &|w| w == spec.wckey)
             && (self.reasons.is_empty() || self.reasons.contains(&job.reason))

@@ -323,6 +323,8 @@ pub struct JobSpec {
     pub dependency: String,
     pub array: Option<ArraySpec>,
     pub submit_host: String,
+    /// `--reservation`: a reservation, or several (`a,b,c`) the job may start in any
+    /// one of, tried in that order (Slurm 22.05); kept as given.
     pub reservation: String,
     pub constraint: String,
     pub nodelist: String,
@@ -405,11 +407,29 @@ pub const TOO_LONG: &str = "Pathname of a file, directory or other parameter too
 /// The separator of a partition list (`-p a,b`), in Slurm's syntax.
 pub const PARTITION_LIST_SEPARATOR: char = ',';
 
+/// The names of a reservation list as `--reservation` takes it (`a,b`, Slurm's
+/// partition list syntax).
+pub fn reservation_names(list: &str) -> impl Iterator<Item = &str> + Clone {
+    list.split(PARTITION_LIST_SEPARATOR)
+        .filter(|r| !r.is_empty())
+}
+
 impl JobSpec {
     /// Every partition the job may run in: `partition`, then `more_partitions`.
     pub fn partitions(&self) -> impl Iterator<Item = &str> + Clone {
         std::iter::once(self.partition.as_str())
             .chain(self.more_partitions.iter().map(String::as_str))
+    }
+
+    /// The reservations the job may start in (`--reservation=a,b`), in its order;
+    /// none without `--reservation`. A job runs in one of them.
+    pub fn reservations(&self) -> impl Iterator<Item = &str> + Clone {
+        reservation_names(&self.reservation)
+    }
+
+    /// Is `name` one of the reservations the job may start in?
+    pub fn may_use_reservation(&self, name: &str) -> bool {
+        self.reservations().any(|r| r == name)
     }
 
     /// The partitions as Slurm writes a list of them: `debug,gpu`.
@@ -1082,10 +1102,14 @@ impl Job {
     /// minutes, as Slurm cuts it.
     pub fn cut_limit_to_deadline(&mut self, now: Time) {
         let deadline = self.spec.details.deadline;
-        if deadline == 0 {
-            return;
+        if deadline != 0 {
+            self.cut_limit_to(deadline, now);
         }
-        let left = u32::try_from(((deadline - now) / 60).max(1)).unwrap_or(u32::MAX);
+    }
+
+    /// At its start at `now`: the time limit cut to end by `end` (a minute at least).
+    pub fn cut_limit_to(&mut self, end: Time, now: Time) {
+        let left = u32::try_from(((end - now) / 60).max(1)).unwrap_or(u32::MAX);
         self.time_limit_min = Some(self.time_limit_min.map_or(left, |l| l.min(left)));
         if let Some(s) = self.time_limit_s {
             self.time_limit_s = Some(s.min(left.saturating_mul(60)));

@@ -104,17 +104,24 @@ impl Reservation {
             || (!job.spec.account.is_empty() && self.accounts.contains(&job.spec.account))
     }
 
-    /// Does the reservation keep `job` off `node` during `[from, to)`? Jobs inside the
-    /// reservation are confined to its nodes and window; other jobs may not overlap it.
-    pub fn blocks(&self, job: &Job, node: &str, from: Time, to: Time) -> bool {
+    /// Does the reservation keep a job placed `within` a reservation (its name; empty:
+    /// none) off `node` during `[from, to)`? Jobs inside the reservation are confined
+    /// to its nodes and start in its window (they end by its end: `ends_jobs_at`);
+    /// other jobs may not overlap it.
+    pub fn blocks(&self, within: &str, node: &str, from: Time, to: Time) -> bool {
         let (start, end) = self.window_at(from);
-        let inside = job.spec.reservation == self.name;
+        let inside = within == self.name;
         if inside {
-            return !self.nodes.iter().any(|n| n == node)
-                || from < start
-                || (to > end && !self.has(ReservationFlag::Flex));
+            return !self.nodes.iter().any(|n| n == node) || from < start || from >= end;
         }
         self.nodes.iter().any(|n| n == node) && from < end && to > start
+    }
+
+    /// When a job that starts inside the reservation at `now` must end: the end of its
+    /// window, as Slurm times such jobs out (ResvOverRun=0); `None` with FLEX, whose
+    /// jobs may run past it.
+    pub fn ends_jobs_at(&self, now: Time) -> Option<Time> {
+        (!self.has(ReservationFlag::Flex)).then(|| self.window_at(now).1)
     }
 
     pub fn flags_text(&self) -> String {
@@ -160,20 +167,19 @@ mod tests {
     fn outsiders_may_not_overlap_members_stay_inside() {
         let r = res(vec![]);
         let other = job("bob", "");
-        assert!(!r.blocks(&other, "n1", 0, 1000), "ends as the window opens");
-        assert!(r.blocks(&other, "n1", 500, 1500));
-        assert!(!r.blocks(&other, "n3", 500, 1500));
+        assert!(!r.blocks("", "n1", 0, 1000), "ends as the window opens");
+        assert!(r.blocks("", "n1", 500, 1500));
+        assert!(!r.blocks("", "n3", 500, 1500));
         let member = job("ada", "maint");
         assert!(r.admits(&member));
         assert!(!r.admits(&other));
-        assert!(r.blocks(&member, "n3", 1000, 1500), "only its nodes");
-        assert!(r.blocks(&member, "n1", 900, 1500), "not before the window");
-        assert!(!r.blocks(&member, "n1", 1000, 2000));
-        assert!(
-            r.blocks(&member, "n1", 1500, 2500),
-            "not past the end without FLEX"
-        );
-        assert!(!res(vec![ReservationFlag::Flex]).blocks(&member, "n1", 1500, 2500));
+        assert!(r.blocks("maint", "n3", 1000, 1500), "only its nodes");
+        assert!(r.blocks("maint", "n1", 900, 1500), "not before the window");
+        assert!(!r.blocks("maint", "n1", 1000, 2000));
+        // A job may start with a limit past the end; without FLEX it ends there.
+        assert!(!r.blocks("maint", "n1", 1500, 2500));
+        assert_eq!(r.ends_jobs_at(1500), Some(2000));
+        assert_eq!(res(vec![ReservationFlag::Flex]).ends_jobs_at(1500), None);
     }
 
     #[test]

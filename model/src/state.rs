@@ -546,6 +546,16 @@ impl ClusterState {
                 stdout_path,
                 stderr_path,
             } => {
+                // Within one of its reservations (the one holding its first node), a
+                // job ends by the reservation's end.
+                let reservation_end = self.job(*job_id).and_then(|job| {
+                    let first = &alloc.nodes.first()?.node;
+                    job.spec
+                        .reservations()
+                        .filter_map(|r| self.reservations.get(r))
+                        .find(|r| r.nodes.contains(first))?
+                        .ends_jobs_at(*time)
+                });
                 let Some(job) = self.job_mut(*job_id) else {
                     return;
                 };
@@ -563,6 +573,9 @@ impl ClusterState {
                     job.eligible_time = *time;
                 }
                 job.cut_limit_to_deadline(*time);
+                if let Some(end) = reservation_end {
+                    job.cut_limit_to(end, *time);
+                }
                 job.end_time = 0;
                 job.planned_start = 0;
                 job.planned_nodes.clear();

@@ -492,6 +492,46 @@ impl GpuBind {
     }
 }
 
+/// `--gpu-freq`, checked as Slurm's `tres_freq_verify_cmdline` checks it: a list of
+/// a frequency (MHz, or `low`, `medium`, `high`, `highm1`), `memory=` one, and
+/// `verbose`. A bad one is refused with Slurm's words, naming the argument as Slurm
+/// does (`gpu:` and the argument).
+///
+/// ```
+/// use model::step::check_gpu_freq;
+/// assert!(check_gpu_freq("low").is_ok() && check_gpu_freq("1500,memory=high,verbose").is_ok());
+/// assert_eq!(check_gpu_freq("blah").unwrap_err(), "Invalid --gpu-freq argument: gpu:blah");
+/// ```
+pub fn check_gpu_freq(text: &str) -> Result<(), String> {
+    let value = |v: &str| {
+        if v.starts_with(|c: char| c.is_ascii_digit()) {
+            v.parse::<i64>().is_ok()
+        } else {
+            matches!(v, "low" | "medium" | "high" | "highm1")
+        }
+    };
+    // Slurm checks `gpu:TEXT`, whose `;`-separated items each name a TRES (`gpu`
+    // alone is known); empty items and words are skipped, as strtok skips them.
+    let whole = format!("gpu:{text}");
+    let good = whole.split(';').filter(|t| !t.is_empty()).all(|item| {
+        item.split_once(':').is_some_and(|(tres, list)| {
+            tres == "gpu"
+                && !list.is_empty()
+                && list.split(',').filter(|w| !w.is_empty()).all(|word| {
+                    match word.split_once('=') {
+                        None => value(word) || word == "verbose",
+                        Some((key, v)) => key == "memory" && value(v),
+                    }
+                })
+        })
+    });
+    if good {
+        Ok(())
+    } else {
+        Err(format!("Invalid --gpu-freq argument: gpu:{text}"))
+    }
+}
+
 /// Does `--cpu-bind` ask each task to report its CPUs (`verbose` or `v` among its
 /// words)?
 pub fn cpu_bind_verbose(text: &str) -> bool {
@@ -1024,6 +1064,31 @@ mod tests {
             );
         }
         assert!(GpuBind::parse("single:0").is_err());
+    }
+
+    #[test]
+    fn gpu_frequencies_are_checked_as_slurm_checks_them() {
+        for good in [
+            "low",
+            "medium",
+            "high",
+            "highm1",
+            "450",
+            "verbose,low",
+            "memory=high",
+        ] {
+            assert_eq!(check_gpu_freq(good), Ok(()), "{good}");
+        }
+        assert!(check_gpu_freq("low;gpu:high").is_ok() && check_gpu_freq("low,").is_ok());
+        for bad in [
+            "", "blah", "-5", "12x", "memory=", "core=low", "low;high", "low;gpu:",
+        ] {
+            assert_eq!(
+                check_gpu_freq(bad),
+                Err(format!("Invalid --gpu-freq argument: gpu:{bad}")),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

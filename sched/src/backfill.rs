@@ -90,7 +90,7 @@ impl<'a, 's> Planner<'a, 's> {
         &mut self,
         profile: &mut Profile<'s>,
         p: usize,
-        job: &'s Job,
+        job: &Job,
         req: &PerNode,
     ) -> Option<Allocation> {
         if self.config.policy == Policy::Fcfs && self.blocked[p] {
@@ -119,7 +119,7 @@ impl<'a, 's> Planner<'a, 's> {
         &mut self,
         profile: &mut Profile<'s>,
         p: usize,
-        job: &'s Job,
+        job: &Job,
         req: &PerNode,
     ) -> Decision {
         if self.config.policy == Policy::Fcfs && self.blocked[p] {
@@ -170,7 +170,7 @@ impl<'a, 's> Planner<'a, 's> {
         &mut self,
         profile: &Profile<'s>,
         p: usize,
-        job: &'s Job,
+        job: &Job,
         req: &PerNode,
         dur: Time,
     ) -> Option<Vec<(usize, Free)>> {
@@ -321,7 +321,7 @@ impl<'a, 's> Planner<'a, 's> {
 
     fn reservations_allow(&self, job: &Job, node: &str, from: Time, to: Time) -> bool {
         (self.state.reservations.is_empty() && job.spec.reservation.is_empty())
-            || crate::reservation::node_allowed(self.state, job, node, from, to)
+            || crate::reservation::node_allowed(self.state, &job.spec.reservation, node, from, to)
     }
 
     /// Cuts out of feasible start intervals the starts that advance reservations
@@ -349,12 +349,9 @@ impl<'a, 's> Planner<'a, 's> {
                         if !on_node {
                             Vec::new()
                         } else {
-                            let last = if r.has(model::ReservationFlag::Flex) {
-                                end - 1
-                            } else {
-                                end.saturating_sub(dur)
-                            };
-                            intersect(&pieces, start, last)
+                            // Any start in the window: without FLEX the job ends by
+                            // its end (`Reservation::ends_jobs_at`).
+                            intersect(&pieces, start, end - 1)
                         }
                     } else {
                         // Starts in (start - dur, end) overlap the window.

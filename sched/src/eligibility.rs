@@ -41,11 +41,18 @@ pub fn check(state: &ClusterState, job: &Job, now: Time) -> Eligibility {
         }
         DepStatus::Never => return Wait(Reason::DependencyNeverSatisfied),
     }
+    // Of several reservations, one left is enough, and one open now.
     if !job.spec.reservation.is_empty() {
-        match state.reservations.get(&job.spec.reservation) {
-            None => return Wait(Reason::ReservationDeleted),
-            Some(r) if r.window_at(now).0 > now => return Wait(Reason::Reservation),
-            Some(_) => {}
+        let mut known = job
+            .spec
+            .reservations()
+            .filter_map(|r| state.reservations.get(r))
+            .peekable();
+        if known.peek().is_none() {
+            return Wait(Reason::ReservationDeleted);
+        }
+        if known.all(|r| r.window_at(now).0 > now) {
+            return Wait(Reason::Reservation);
         }
     }
     // A job of several partitions (`-p a,b`) waits only while none of them

@@ -102,10 +102,14 @@ pub fn explain(state: &ClusterState, now: Time, config: &SchedConfig, id: JobId)
                 }
             }
             Reason::Reservation => {
-                let start = state
-                    .reservations
-                    .get(&job.spec.reservation)
-                    .map_or(0, |r| r.window_at(now).0);
+                // The first of its reservations to open.
+                let start = job
+                    .spec
+                    .reservations()
+                    .filter_map(|r| state.reservations.get(r))
+                    .map(|r| r.window_at(now).0)
+                    .min()
+                    .unwrap_or(0);
                 push(
                     format!("its reservation {} opens at {start}", job.spec.reservation),
                     start,

@@ -515,7 +515,13 @@ impl<'s> Preemptor<'s> {
             if !slot.usable || !filter.allows(node) || !node_could_fit(node, req) {
                 continue;
             }
-            if reservations && !crate::reservation::node_allowed(state, job, &node.name, now, to) {
+            // Within the job's reservation, or any one of its several.
+            let allowed =
+                |within: &str| crate::reservation::node_allowed(state, within, &node.name, now, to);
+            if reservations
+                && !(job.spec.reservation.is_empty() && allowed("")
+                    || job.spec.reservations().any(allowed))
+            {
                 continue;
             }
             let plain = slot.line.now();

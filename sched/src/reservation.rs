@@ -7,15 +7,33 @@
 
 use model::{ClusterState, Job, Time};
 
-/// May `job` run on `node` from `from` until `to` as far as reservations go?
-pub fn node_allowed(state: &ClusterState, job: &Job, node: &str, from: Time, to: Time) -> bool {
-    if !job.spec.reservation.is_empty() && !state.reservations.contains_key(&job.spec.reservation) {
+/// May a job placed `within` a reservation (its name; empty: none) run on `node` from
+/// `from` until `to` as far as reservations go? A job of several reservations
+/// (`--reservation=a,b`) is placed within each in turn (`within_each`).
+pub fn node_allowed(state: &ClusterState, within: &str, node: &str, from: Time, to: Time) -> bool {
+    if !within.is_empty() && !state.reservations.contains_key(within) {
         return false;
     }
     !state
         .reservations
         .values()
-        .any(|r| r.blocks(job, node, from, to))
+        .any(|r| r.blocks(within, node, from, to))
+}
+
+/// The job as placement tries it in each of its reservations, in its order: itself
+/// with none or one, else a copy naming one of them (a job runs in one reservation).
+pub fn within_each(job: &Job) -> Vec<std::borrow::Cow<'_, Job>> {
+    if job.spec.reservations().nth(1).is_none() {
+        return vec![std::borrow::Cow::Borrowed(job)];
+    }
+    job.spec
+        .reservations()
+        .map(|name| {
+            let mut trial = job.clone();
+            trial.spec.reservation = name.to_string();
+            std::borrow::Cow::Owned(trial)
+        })
+        .collect()
 }
 
 /// When the job would end if it started at `from` (its time limit; unlimited jobs
@@ -57,21 +75,21 @@ mod tests {
         );
         assert!(node_allowed(
             &s,
-            &other,
+            "",
             "n1",
             30_600,
             planned_end(&other, 30_600)
         ));
         assert!(!node_allowed(
             &s,
-            &other,
+            "",
             "n1",
             34_200,
             planned_end(&other, 34_200)
         ));
         assert!(node_allowed(
             &s,
-            &other,
+            "",
             "n2",
             34_200,
             planned_end(&other, 34_200)
@@ -88,27 +106,43 @@ mod tests {
         );
         assert!(!node_allowed(
             &s,
-            &member,
+            "maint",
             "n2",
             36_000,
             planned_end(&member, 36_000)
         ));
         assert!(node_allowed(
             &s,
-            &member,
+            "maint",
             "n1",
             36_000,
             planned_end(&member, 36_000)
         ));
-        let lost = Job::new(
-            3,
-            JobSpec {
-                reservation: "gone".into(),
+        // A reservation that no longer exists admits nowhere.
+        assert!(!node_allowed(&s, "gone", "n1", 0, 60));
+    }
+
+    #[test]
+    fn a_job_of_several_reservations_is_tried_within_each() {
+        let job = |list: &str| {
+            let spec = JobSpec {
+                reservation: list.into(),
                 ..JobSpec::default()
-            },
-            0,
-            Some(60),
-        );
-        assert!(!node_allowed(&s, &lost, "n1", 0, 60));
+            };
+            Job::new(1, spec, 0, None)
+        };
+        let names = |j: &Job| -> Vec<String> {
+            within_each(j)
+                .iter()
+                .map(|t| t.spec.reservation.clone())
+                .collect()
+        };
+        assert_eq!(names(&job("")), [""]);
+        assert_eq!(names(&job("a")), ["a"]);
+        assert_eq!(names(&job("b,a")), ["b", "a"]);
+        assert!(matches!(
+            within_each(&job("a"))[0],
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -662,6 +662,54 @@ fn advance_reservations_shape_starts_and_planned_starts() {
 }
 
 #[test]
+fn a_job_of_several_reservations_starts_in_the_first_with_room() {
+    // `r1` holds n1, busy until 100; `r2` holds n2 from now, `r3` n3 from 500.
+    let mut s = cluster(&[("n1", 4, 1000, 0), ("n2", 4, 1000, 0), ("n3", 4, 1000, 0)]);
+    for (name, node, start) in [("r1", "n1", 0), ("r2", "n2", 0), ("r3", "n3", 500)] {
+        s.apply(&Event::ReservationSet {
+            reservation: Box::new(model::Reservation {
+                name: name.into(),
+                start,
+                end: 1000,
+                nodes: vec![node.into()],
+                users: vec!["ada".into()],
+                accounts: vec![],
+                flags: vec![],
+                partition: String::new(),
+            }),
+        });
+    }
+    submit_for(&mut s, 1, 100, |j| {
+        j.user = "ada".into();
+        j.reservation = "r1".into();
+        j.cpus_per_task = 4;
+    });
+    run_on(&mut s, 1, 0, &[("n1", 4, &[])]);
+    // Job 2 fits in r2 only (r1's node is busy); job 3 of r1 and r3 waits in r1, its
+    // first, for n1; job 4 of r3 alone waits for r3 to open.
+    for (id, list) in [(2, "r1,r2"), (3, "r1,r3"), (4, "r3")] {
+        submit_for(&mut s, id, 6000, |j| {
+            j.user = "ada".into();
+            j.reservation = list.into();
+            j.cpus_per_task = 4;
+        });
+    }
+    assert_eq!(
+        render(&schedule(&s, 10, &config(Policy::Conservative))),
+        "start 2 n2:c4m0g[]\npend 3 Resources @100 on n1\npend 4 Reservation\n"
+    );
+    // Once r3 is open, job 3 starts there, and job 4 waits for it.
+    assert_eq!(
+        render(&schedule(&s, 500, &config(Policy::Conservative))),
+        "start 2 n2:c4m0g[]\nstart 3 n3:c4m0g[]\npend 4 Resources\n"
+    );
+    // A job whose limit outlasts its reservation may start, and ends by its end (at
+    // 1000): started at 960, job 2's 100 minutes become one.
+    run_on(&mut s, 2, 960, &[("n2", 4, &[])]);
+    assert_eq!(s.job(2).unwrap().time_limit_min, Some(1));
+}
+
+#[test]
 fn array_tasks_are_checked_against_limits_one_by_one() {
     let mut s = cluster(&[("n1", 8, 1000, 0)]);
     let config = SchedConfig::from_config(

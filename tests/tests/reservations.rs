@@ -51,6 +51,24 @@ fn reservations_keep_nodes_for_their_users() {
     let node = c.field(inside, "NodeList");
     assert_eq!(node.trim(), "tn1");
 
+    // Several reservations: the job runs in one of them and keeps the list; one
+    // unknown name refuses it.
+    c.ok(&[
+        "scontrol",
+        "create",
+        "reservation=spare",
+        "StartTime=now",
+        "Duration=60",
+        "Nodes=tn2",
+        "Users=root",
+    ]);
+    let either = c.sbatch(&["--reservation=maint,spare"], "true");
+    c.wait_state(either, "COMPLETED", T);
+    assert_eq!(c.field(either, "Reservation").trim(), "maint,spare");
+    let bad = c.run(&["sbatch", "--reservation=maint,nope", "--wrap", "true"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Requested reservation is invalid"));
+    c.ok(&["scontrol", "delete", "ReservationName=spare"]);
+
     // Refusals: unknown reservation, busy nodes, no users.
     let bad = c.run(&["sbatch", "--reservation=nope", "--wrap", "true"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("Requested reservation is invalid"));

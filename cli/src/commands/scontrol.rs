@@ -319,6 +319,11 @@ pub fn job_lines(j: &v1::JobInfo, names: &dyn Fn(u32, u32) -> (String, String)) 
             }
         ),
         format!("Features={} DelayBoot=00:00:00", or_null(&spec.constraint)),
+    ]);
+    if !spec.reservation.is_empty() {
+        lines.push(format!("Reservation={}", spec.reservation));
+    }
+    lines.extend([
         format!(
             "OverSubscribe={} Contiguous={} Licenses=(null) Network=(null)",
             match (spec.exclusive, details.oversubscribe) {
@@ -2557,12 +2562,13 @@ mod tests {
             contiguous: true,
             ..Default::default()
         });
+        spec.reservation = "r1,r2".into();
         let text = render(&job_lines(&job, &names), false);
         for want in [
             "TimeMin=00:05:00\n",
             "MinCPUsNode=4 ",
             "MinTmpDiskNode=2M\n",
-            "OverSubscribe=YES Contiguous=1 ",
+            "DelayBoot=00:00:00\n   Reservation=r1,r2\n   OverSubscribe=YES Contiguous=1 ",
         ] {
             assert!(text.contains(want), "{want} in {text}");
         }

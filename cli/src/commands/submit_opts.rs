@@ -92,6 +92,15 @@ impl Arg<'_> {
         Exit::error(self.prog, format!("Invalid --{} specification", self.name)).with_code(255)
     }
 
+    /// A value the model refused, with its words (each line as `PROG: error: ...`).
+    fn refused(&self, words: &str) -> Exit {
+        let lines: Vec<String> = words
+            .lines()
+            .map(|l| format!("{}: error: {l}", self.prog))
+            .collect();
+        Exit::raw(lines.join("\n"))
+    }
+
     /// A count above 0.
     fn positive(&self) -> Result<u32, Exit> {
         positive(self.prog, &format!("--{}", self.name), self.value)
@@ -282,17 +291,14 @@ pub const OPTIONS: &[OptDef] = &[
     OptDef::ignored(Both, value("extra-node-info", Some('B'))),
     OptDef::ignored(Both, optional("get-user-env", None)),
     OptDef::both(value("gpu-bind", None), |o, a| {
-        model::step::GpuBind::parse(a.value).map_err(|e| {
-            let lines: Vec<String> = e
-                .lines()
-                .map(|l| format!("{}: error: {l}", a.prog))
-                .collect();
-            Exit::raw(lines.join("\n"))
-        })?;
+        model::step::GpuBind::parse(a.value).map_err(|e| a.refused(&e))?;
         o.gpu_bind = Some(a.value.to_string());
         Ok(())
     }),
-    OptDef::both(value("gpu-freq", None), |o, a| a.text(&mut o.gpu_freq)),
+    OptDef::both(value("gpu-freq", None), |o, a| {
+        model::step::check_gpu_freq(a.value).map_err(|e| a.refused(&e))?;
+        a.text(&mut o.gpu_freq)
+    }),
     OptDef::both(value("gpus", Some('G')), |o, a| {
         o.gpus = Some(a.gpus()?);
         Ok(())

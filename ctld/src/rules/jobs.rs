@@ -829,7 +829,8 @@ fn update_one(
                 return invalid("Job dependency problem");
             }
             JobChange::Reservation(r)
-                if !r.is_empty() && !turn.state.reservations.contains_key(r) =>
+                if model::job::reservation_names(r)
+                    .any(|r| !turn.state.reservations.contains_key(r)) =>
             {
                 return invalid("Invalid reservation name specified");
             }
