@@ -163,6 +163,70 @@ fn edit(
     Ok(res)
 }
 
+/// Slurm's REPLACE flag: each active REPLACE reservation's nodes that are down,
+/// drained or allocated to jobs (its own too), replaced by idle nodes of its partition
+/// (or of the cluster) that no other reservation holds, as far as there are some; the
+/// changed reservations' events.
+///
+/// Example: `r` holds n1 and n2 with REPLACE, and a job of `r` starts on n1: `r` holds
+/// n2 and n3 after it (n3 idle); the job runs on.
+pub fn replacements(state: &ClusterState, now: Time) -> Vec<Event> {
+    let replacing: Vec<&Reservation> = state
+        .reservations
+        .values()
+        .filter(|r| r.has(ReservationFlag::Replace))
+        .filter(|r| {
+            let (start, end) = r.window_at(now);
+            start <= now && now < end
+        })
+        .collect();
+    if replacing.is_empty() {
+        return Vec::new();
+    }
+    let allocated: std::collections::BTreeSet<&str> = state
+        .running_jobs()
+        .filter_map(|j| j.alloc.as_ref())
+        .flat_map(|a| a.nodes.iter().map(|n| n.node.as_str()))
+        .collect();
+    let idle = |name: &str| {
+        !allocated.contains(name) && state.nodes.get(name).is_some_and(|n| n.schedulable())
+    };
+    let mut taken: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for res in replacing {
+        if res.nodes.iter().all(|n| idle(n)) {
+            continue;
+        }
+        let candidates: Vec<String> = match state.partition(&res.partition) {
+            Some(p) => p.nodes.clone(),
+            None => state.nodes.keys().cloned().collect(),
+        };
+        let mut spare = candidates.iter().filter(|n| {
+            !res.nodes.contains(n) && idle(n) && !taken.contains(*n) && !busy(state, res, n, now)
+        });
+        let mut nodes = res.nodes.clone();
+        let mut changed = false;
+        for node in nodes.iter_mut().filter(|n| !idle(n)) {
+            let Some(new) = spare.next() else { break };
+            *node = new.clone();
+            changed = true;
+        }
+        if changed {
+            // In the cluster's order of nodes.
+            nodes.sort_by_key(|n| candidates.iter().position(|c| c == n));
+            taken.extend(nodes.iter().cloned());
+            tracing::info!(reservation = %res.name, nodes = %model::hostlist::fold(&nodes), "reservation nodes replaced");
+            out.push(Event::ReservationSet {
+                reservation: Box::new(Reservation {
+                    nodes,
+                    ..res.clone()
+                }),
+            });
+        }
+    }
+    out
+}
+
 /// Is `node` taken during the reservation's window: by a running job whose time limit
 /// reaches into it (unless IGNORE_JOBS), or by another reservation (unless OVERLAP)?
 fn busy(state: &ClusterState, res: &Reservation, node: &str, now: Time) -> bool {
@@ -407,5 +471,65 @@ mod tests {
             change(&s, &gone, 0).unwrap_err(),
             Rejection::NotFound("Invalid reservation name".into())
         );
+    }
+
+    #[test]
+    fn replace_swaps_taken_and_drained_nodes_for_idle_ones() {
+        let mut s = state();
+        for n in ["n1", "n2", "n3"] {
+            s.nodes.get_mut(n).unwrap().health = model::NodeHealth::Up;
+        }
+        let create = req(
+            ReservationOp::Create,
+            &[
+                ("ReservationName", "r"),
+                ("StartTime", "0"),
+                ("Duration", "60"),
+                ("Nodes", "n[1-2]"),
+                ("Users", "root"),
+                ("Flags", "REPLACE"),
+            ],
+        );
+        s.apply(&change(&s, &create, 0).unwrap());
+        // Nothing taken: nothing to replace.
+        assert!(replacements(&s, 10).is_empty());
+        // A job on n1: n3 takes its place.
+        let job = Job::new(
+            1,
+            JobSpec {
+                partition: "p".into(),
+                reservation: "r".into(),
+                ..JobSpec::default()
+            },
+            0,
+            Some(60),
+        );
+        s.apply(&Event::JobSubmitted { job: Box::new(job) });
+        s.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc: model::Allocation {
+                nodes: vec![NodeAllocation {
+                    node: "n1".into(),
+                    cpus: 1,
+                    mem_mb: 0,
+                    gpus: vec![],
+                    cpu_ids: Vec::new(),
+                }],
+            },
+            time: 10,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+        let events = replacements(&s, 10);
+        let [Event::ReservationSet { reservation }] = events.as_slice() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(reservation.nodes, ["n2", "n3"]);
+        s.apply(&events[0]);
+        // n3 drained while n1 is still taken: no idle node left, it stays.
+        s.nodes.get_mut("n3").unwrap().drain = true;
+        assert!(replacements(&s, 20).is_empty());
+        // Past its window, nothing moves.
+        assert!(replacements(&s, 7200).is_empty());
     }
 }

@@ -17,6 +17,9 @@ pub enum ReservationFlag {
     Daily,
     Weekly,
     Overlap,
+    /// Slurm's REPLACE: while the reservation is active, its nodes that are down,
+    /// drained or allocated to jobs are replaced by idle ones.
+    Replace,
 }
 
 impl ReservationFlag {
@@ -28,6 +31,7 @@ impl ReservationFlag {
             ReservationFlag::Daily => "DAILY",
             ReservationFlag::Weekly => "WEEKLY",
             ReservationFlag::Overlap => "OVERLAP",
+            ReservationFlag::Replace => "REPLACE",
         }
     }
 
@@ -40,6 +44,7 @@ impl ReservationFlag {
             ReservationFlag::Daily,
             ReservationFlag::Weekly,
             ReservationFlag::Overlap,
+            ReservationFlag::Replace,
         ]
         .into_iter()
         .find(|f| f.name() == up)

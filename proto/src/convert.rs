@@ -1433,6 +1433,7 @@ fn reservation_flag_to_wire(f: model::ReservationFlag) -> v1::ReservationFlag {
         F::Daily => v1::ReservationFlag::Daily,
         F::Weekly => v1::ReservationFlag::Weekly,
         F::Overlap => v1::ReservationFlag::Overlap,
+        F::Replace => v1::ReservationFlag::Replace,
     }
 }
 
@@ -1450,6 +1451,7 @@ pub fn reservation_change_from_wire(
             Ok(v1::ReservationFlag::Daily) => F::Daily,
             Ok(v1::ReservationFlag::Weekly) => F::Weekly,
             Ok(v1::ReservationFlag::Overlap) => F::Overlap,
+            Ok(v1::ReservationFlag::Replace) => F::Replace,
             Ok(v1::ReservationFlag::Unspecified) | Err(_) => {
                 return Err(format!("unknown reservation flag {n}"));
             }

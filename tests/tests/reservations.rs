@@ -89,4 +89,31 @@ fn reservations_keep_nodes_for_their_users() {
         .ok(&["scontrol", "show", "reservation"])
         .trim()
         == "No reservations in the system"));
+
+    // REPLACE: the node its job takes is replaced by an idle one.
+    c.ok(&[
+        "scontrol",
+        "create",
+        "reservation=swap",
+        "StartTime=now",
+        "Duration=60",
+        "NodeCnt=1",
+        "Users=root",
+        "Flags=REPLACE",
+    ]);
+    let nodes = || {
+        let show = c.ok(&["scontrol", "show", "reservation=swap"]);
+        assert!(show.contains("Flags=REPLACE"), "{show}");
+        show.split_whitespace()
+            .find_map(|w| w.strip_prefix("Nodes="))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let before = nodes();
+    let id = c.sbatch(&["--reservation=swap"], "sleep 60");
+    c.wait_state(id, "RUNNING", T);
+    assert_eq!(c.field(id, "NodeList").trim(), before);
+    assert!(wait_until(T, || nodes() != before), "{}", nodes());
+    c.ok(&["scancel", &id.to_string()]);
+    c.ok(&["scontrol", "delete", "ReservationName=swap"]);
 }

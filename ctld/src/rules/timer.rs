@@ -159,6 +159,7 @@ pub fn tick(turn: &mut Turn, since: Time) {
         tracing::info!(reservation = %name, "reservation ended");
         turn.emit(Event::ReservationDeleted { name });
     }
+    replace_reservation_nodes(turn);
     let timeout = Time::from(turn.config.controller.node_timeout_s);
     let silent: Vec<String> = turn
         .state
@@ -226,5 +227,16 @@ pub fn schedule(turn: &mut Turn) -> sched::Plan {
         // Suspended victims lend their room at once: start their preemptors.
         turn.reschedule = true;
     }
+    if !plan.starts.is_empty() {
+        replace_reservation_nodes(turn);
+    }
     plan
+}
+
+/// REPLACE reservations' nodes taken by jobs, drained or down, replaced by idle ones
+/// (at each tick, and as jobs start, as Slurm's `job_claim_resv`).
+fn replace_reservation_nodes(turn: &mut Turn) {
+    for event in crate::reservations::replacements(turn.state, turn.now) {
+        turn.emit(event);
+    }
 }

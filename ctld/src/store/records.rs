@@ -1371,6 +1371,8 @@ pub enum ReservationFlagRecord {
     Daily,
     Weekly,
     Overlap,
+    /// Appended in format 13: the bytes of the others are unchanged.
+    Replace,
 }
 
 /// A partition's state, as the store keeps it.
@@ -1515,6 +1517,7 @@ impl From<&Reservation> for ReservationRecord {
                     F::Daily => R::Daily,
                     F::Weekly => R::Weekly,
                     F::Overlap => R::Overlap,
+                    F::Replace => R::Replace,
                 })
                 .collect(),
             partition: r.partition.clone(),
@@ -1543,6 +1546,7 @@ impl From<ReservationRecord> for Reservation {
                     R::Daily => F::Daily,
                     R::Weekly => F::Weekly,
                     R::Overlap => F::Overlap,
+                    R::Replace => F::Replace,
                 })
                 .collect(),
             partition: r.partition,
