@@ -639,6 +639,27 @@ impl Allocation {
     pub fn gpus(&self) -> u32 {
         self.nodes.iter().map(|n| n.gpus.len() as u32).sum()
     }
+
+    /// The allocation shrunk to its first `n` nodes, the batch host (the first) kept,
+    /// and the names of the nodes given up, as Slurm shrinks a running job.
+    ///
+    /// ```
+    /// # use model::{Allocation, NodeAllocation};
+    /// let node = |name: &str| NodeAllocation {
+    ///     node: name.into(), cpus: 1, mem_mb: 0, gpus: vec![], cpu_ids: vec![],
+    /// };
+    /// let a = Allocation { nodes: vec![node("n1"), node("n2"), node("n3")] };
+    /// let (kept, given_up) = a.shrunk_to(1);
+    /// assert_eq!((kept.hostlist(), given_up), ("n1".to_string(), vec!["n2".to_string(), "n3".to_string()]));
+    /// ```
+    pub fn shrunk_to(&self, n: usize) -> (Allocation, Vec<String>) {
+        let n = n.max(1).min(self.nodes.len());
+        let kept = Allocation {
+            nodes: self.nodes[..n].to_vec(),
+        };
+        let given_up = self.nodes[n..].iter().map(|a| a.node.clone()).collect();
+        (kept, given_up)
+    }
 }
 
 /// `--mem-per-gpu`: the memory (MB) a node gives a job for the `gpus` of its GPUs it

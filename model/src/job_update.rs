@@ -214,8 +214,8 @@ impl JobChange {
     }
 
     /// May it change a job that already runs? (Slurm allows a running job's time
-    /// limit, name and comment to change, and an array's throttle while its last
-    /// tasks run.)
+    /// limit, name and comment to change, its node count to shrink, and an array's
+    /// throttle while its last tasks run.)
     pub fn while_running(&self) -> bool {
         matches!(
             self,
@@ -225,6 +225,7 @@ impl JobChange {
                 | JobChange::ArrayTaskThrottle(_)
                 | JobChange::Priority(_)
                 | JobChange::SiteFactor(_)
+                | JobChange::NumNodes(_)
         )
     }
 }
@@ -266,6 +267,14 @@ pub fn apply(
             }
             JobChange::CpusPerTask(n) => spec.cpus_per_task = *n,
             JobChange::NumTasks(n) => spec.num_tasks = *n,
+            // A running job may only shrink (Slurm's resize), keeping a node.
+            JobChange::NumNodes(n)
+                if !pending
+                    && (*n == 0
+                        || *n as usize > job.alloc.as_ref().map_or(0, |a| a.nodes.len())) =>
+            {
+                return Err(invalid("Node count specification invalid"));
+            }
             JobChange::NumNodes(n) => spec.num_nodes = *n,
             JobChange::MinMemoryNode(mb) => {
                 spec.mem_per_node_mb = *mb;
@@ -373,6 +382,35 @@ mod tests {
         ));
         // scontrol's update leaves the record alone.
         assert!(apply(&running(None), &changes, true).is_err());
+    }
+
+    #[test]
+    fn a_running_job_may_shrink_not_grow() {
+        let mut job = running(None);
+        let node = |name: &str| crate::NodeAllocation {
+            node: name.into(),
+            cpus: 1,
+            mem_mb: 0,
+            gpus: vec![],
+            cpu_ids: vec![],
+        };
+        job.alloc = Some(crate::Allocation {
+            nodes: vec![node("n1"), node("n2")],
+        });
+        let nodes = |n| apply(&job, &[JobChange::NumNodes(n)], true).map(|(s, _)| s.num_nodes);
+        assert_eq!(nodes(1), Ok(1));
+        assert_eq!(nodes(2), Ok(2));
+        assert_eq!(
+            nodes(3),
+            Err(UpdateError::Invalid(
+                "Node count specification invalid".into()
+            ))
+        );
+        // Other request changes are still refused while it runs.
+        assert!(matches!(
+            apply(&job, &[JobChange::NumTasks(1)], true),
+            Err(UpdateError::WrongState(_))
+        ));
     }
 
     #[test]

@@ -121,6 +121,12 @@ pub enum Event {
         spec: Box<JobSpec>,
         time_limit_min: Option<u32>,
     },
+    /// A running job shrunk (`scontrol update JobId= NumNodes=`): the allocation it
+    /// keeps; the nodes it gave up are free.
+    JobResized {
+        job_id: JobId,
+        alloc: Allocation,
+    },
     /// A pending job became eligible to run (its dependency, begin time or hold is
     /// gone): Slurm's `time_eligible`, kept once set.
     JobEligible {
@@ -290,6 +296,7 @@ impl Event {
             | Event::JobHeld { job_id, .. }
             | Event::JobNotified { job_id, .. }
             | Event::JobUpdated { job_id, .. }
+            | Event::JobResized { job_id, .. }
             | Event::JobRecordModified { job_id, .. }
             | Event::JobEligible { job_id, .. }
             | Event::JobPendingReason { job_id, .. }
@@ -796,6 +803,12 @@ impl ClusterState {
                 job.spec = spec.as_ref().clone();
                 job.time_limit_min = *time_limit_min;
                 job.time_limit_s = None;
+            }
+            Event::JobResized { job_id, alloc } => {
+                if let Some(job) = self.job_mut(*job_id) {
+                    job.spec.num_nodes = alloc.nodes.len() as u32;
+                    job.alloc = Some(alloc.clone());
+                }
             }
             Event::JobEligible { job_id, time } => {
                 if let Some(job) = self.job_mut(*job_id)

@@ -964,3 +964,31 @@ fn sattach_joins_a_running_steps_output_and_input() {
         format!("sattach: error: Job step {id}.7 is not running\n")
     );
 }
+
+#[test]
+fn a_running_job_shrinks_and_its_script_takes_the_new_size() {
+    let c = Cluster::start(ClusterSpec::default());
+    // As Slurm's test2.14: shrink from inside, source the script scontrol writes, and
+    // a step then runs on the node left.
+    let id = c.sbatch(
+        &["-N", "2", "-o", "job.out"],
+        "scontrol update JobId=$SLURM_JOB_ID NumNodes=3 || echo grow=refused\n\
+         scontrol update JobId=$SLURM_JOB_ID NumNodes=1\n\
+         . ./slurm_job_${SLURM_JOB_ID}_resize.sh\n\
+         echo nodes=$SLURM_NNODES $SLURM_JOB_NODELIST\n\
+         srun -l hostname >/dev/null && srun sh -c 'echo step on $SLURMD_NODENAME'",
+    );
+    c.wait_state(id, "COMPLETED", T);
+    let out = read(&c, "job.out");
+    assert!(out.contains("grow=refused"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "To reset Slurm environment variables, execute\n  For bash or sh shells:  . ./slurm_job_{id}_resize.sh\n"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("nodes=1 tn1\n"), "{out}");
+    assert!(out.contains("step on tn1\n"), "{out}");
+    assert!(!out.contains("step on tn2"), "{out}");
+    assert_eq!(c.field(id, "NNodes"), "1");
+}

@@ -508,7 +508,7 @@ impl Allocation {
 /// Each node's CPUs and tasks in an allocation (nodes get even shares of the job's
 /// CPUs): the tasks asked for spread as srun lays them out, or without `-n` as many
 /// as the CPUs hold (`-c` each).
-fn per_node_counts(job: &v1::JobInfo) -> (Vec<u32>, Vec<u32>) {
+pub(crate) fn per_node_counts(job: &v1::JobInfo) -> (Vec<u32>, Vec<u32>) {
     let spec = job.spec.clone().unwrap_or_default();
     let nodes = job.num_nodes.max(1);
     let cpus_per_node = (job.num_cpus / nodes).max(1);

@@ -395,6 +395,89 @@ fn step_gpu_request_lines(step: &v1::StepInfo) -> Vec<String> {
     })
 }
 
+/// After a job's node count changed from inside it: `slurm_job_ID_resize.sh` and
+/// `.csh` in the working directory, which set the variables of the job's environment
+/// that the change made wrong (those the environment has) and unset the task counts,
+/// and Slurm's words saying how to use them.
+async fn write_resize_scripts(s: &mut Session, c: &client::Ctld, id: &str) {
+    let req = v1::ListJobsRequest {
+        filter: Some(v1::JobFilter {
+            job_ids: vec![id.to_string()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let Some(job) = c
+        .clone()
+        .list_jobs(req)
+        .await
+        .ok()
+        .and_then(|r| r.into_inner().jobs.into_iter().next())
+    else {
+        s.fail(format!(
+            "{PROG}: error: slurm_allocation_lookup: Invalid job id specified"
+        ));
+        return;
+    };
+    let (cpus, _) = super::salloc::per_node_counts(&job);
+    let (sh, csh) = resize_scripts(
+        &job.nodes,
+        job.num_nodes,
+        &model::step::compressed_counts(&cpus),
+        &|name| std::env::var_os(name).is_some(),
+    );
+    let (fname_sh, fname_csh) = (
+        format!("slurm_job_{}_resize.sh", job.job_id),
+        format!("slurm_job_{}_resize.csh", job.job_id),
+    );
+    for (name, text) in [(&fname_csh, csh), (&fname_sh, sh)] {
+        use std::os::unix::fs::PermissionsExt;
+        let written = std::fs::write(name, text)
+            .and_then(|()| std::fs::set_permissions(name, std::fs::Permissions::from_mode(0o700)));
+        if let Err(e) = written {
+            s.fail(format!("Could not create file {name}: {e}"));
+            return;
+        }
+    }
+    s.out.push(format!(
+        "To reset Slurm environment variables, execute\n  For bash or sh shells:  . ./{fname_sh}\n  For csh shells:         source ./{fname_csh}\n"
+    ));
+}
+
+/// The sh and csh scripts of a resized job: each variable `set` says the environment
+/// has, with the allocation's new value.
+fn resize_scripts(
+    nodes: &str,
+    num_nodes: u32,
+    cpus_per_node: &str,
+    set: &dyn Fn(&str) -> bool,
+) -> (String, String) {
+    let (mut sh, mut csh) = (String::new(), String::new());
+    let quoted = format!("\"{nodes}\"");
+    let cpus = format!("\"{cpus_per_node}\"");
+    let count = num_nodes.to_string();
+    for (name, value) in [
+        ("SLURM_NODELIST", &quoted),
+        ("SLURM_JOB_NODELIST", &quoted),
+        ("SLURM_NNODES", &count),
+        ("SLURM_JOB_NUM_NODES", &count),
+        ("SLURM_JOB_CPUS_PER_NODE", &cpus),
+    ] {
+        if set(name) {
+            sh.push_str(&format!("export {name}={value}\n"));
+            csh.push_str(&format!("setenv {name} {value}\n"));
+        }
+    }
+    // Slurm's: "We don't have sufficient information to recreate these".
+    if set("SLURM_TASKS_PER_NODE") {
+        for name in ["SLURM_NPROCS", "SLURM_NTASKS", "SLURM_TASKS_PER_NODE"] {
+            sh.push_str(&format!("unset {name}\n"));
+            csh.push_str(&format!("unsetenv {name}\n"));
+        }
+    }
+    (sh, csh)
+}
+
 /// `TYPE:` of a GPU type in a TRES word; nothing for none.
 fn gres_type(gpu_type: &str) -> String {
     if gpu_type.is_empty() {
@@ -1348,13 +1431,22 @@ async fn update(s: &mut Session, conn: &mut Option<client::Ctld>, args: &[String
         };
         match c.update_job(req).await {
             Ok(r) => {
-                for r in r
-                    .into_inner()
-                    .results
-                    .iter()
-                    .filter(|r| !r.error.is_empty())
-                {
+                let results = r.into_inner().results;
+                for r in results.iter().filter(|r| !r.error.is_empty()) {
                     s.fail(format!("{} for job {}", r.error, r.job_id));
+                }
+                // A node count changed from inside a job: scripts that set its
+                // environment again, as Slurm's scontrol writes them.
+                let resized = u
+                    .changes
+                    .iter()
+                    .any(|c| matches!(c, JobChange::NumNodes(_)));
+                if resized
+                    && !s.failed
+                    && let [id] = ids.as_slice()
+                    && std::env::var_os("SLURM_JOBID").is_some()
+                {
+                    write_resize_scripts(s, c, id).await;
                 }
             }
             Err(st) => {
@@ -2547,6 +2639,24 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn resize_scripts_set_what_the_environment_has() {
+        let has = |name: &str| name != "SLURM_NODELIST";
+        let (sh, csh) = resize_scripts("n1", 1, "8", &has);
+        assert_eq!(
+            sh,
+            "export SLURM_JOB_NODELIST=\"n1\"\nexport SLURM_NNODES=1\n\
+             export SLURM_JOB_NUM_NODES=1\nexport SLURM_JOB_CPUS_PER_NODE=\"8\"\n\
+             unset SLURM_NPROCS\nunset SLURM_NTASKS\nunset SLURM_TASKS_PER_NODE\n"
+        );
+        assert!(csh.starts_with("setenv SLURM_JOB_NODELIST \"n1\"\nsetenv SLURM_NNODES 1\n"));
+        assert!(csh.ends_with("unsetenv SLURM_TASKS_PER_NODE\n"));
+        assert_eq!(
+            resize_scripts("n1", 1, "8", &|_| false),
+            (String::new(), String::new())
+        );
     }
 
     #[test]

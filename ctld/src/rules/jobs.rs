@@ -815,6 +815,15 @@ fn update_one(
         }
     }
     let hold = new_priority == Some(0) && !job.held;
+    // A running job shrunk (`NumNodes=` fewer than it has: the model refused more).
+    let shrink = changes.iter().rev().find_map(|c| match c {
+        JobChange::NumNodes(n) if !job.is_pending() => job
+            .alloc
+            .as_ref()
+            .filter(|a| (*n as usize) < a.nodes.len())
+            .map(|a| a.shrunk_to(*n as usize)),
+        _ => None,
+    });
     let invalid = |text: &str| Err(Rejection::invalid(text));
     for change in changes {
         match change {
@@ -853,6 +862,26 @@ fn update_one(
         spec: Box::new(spec),
         time_limit_min: limit,
     });
+    if let Some((kept, given_up)) = shrink {
+        tracing::info!(job_id = id, nodes = %kept.hostlist(), "job shrunk");
+        turn.emit(Event::JobResized {
+            job_id: id,
+            alloc: kept,
+        });
+        // What its steps still run on the nodes it gave up ends (Slurm's
+        // abort_job_on_nodes), and those nodes are free for others.
+        for node in given_up {
+            turn.effects.push(super::Effect::Order {
+                job_id: id,
+                node,
+                order: Order::Signal {
+                    signal: libc::SIGKILL,
+                    batch_only: false,
+                },
+            });
+        }
+        turn.reschedule = true;
+    }
     if hold {
         turn.emit(Event::JobHeld {
             job_id: id,
