@@ -268,6 +268,33 @@ mod tests {
         ClusterState::new(c.node_list(), c.partition_list())
     }
 
+    /// Job 1 (limit an hour, in `reservation` if not empty) started on n1 at `time`.
+    fn run_on_n1(s: &mut ClusterState, reservation: &str, time: Time) {
+        let spec = JobSpec {
+            partition: "p".into(),
+            reservation: reservation.into(),
+            ..JobSpec::default()
+        };
+        let job = Job::new(1, spec, 0, Some(60));
+        s.apply(&Event::JobSubmitted { job: Box::new(job) });
+        let alloc = model::Allocation {
+            nodes: vec![NodeAllocation {
+                node: "n1".into(),
+                cpus: 1,
+                mem_mb: 0,
+                gpus: vec![],
+                cpu_ids: Vec::new(),
+            }],
+        };
+        s.apply(&Event::JobStarted {
+            job_id: 1,
+            alloc,
+            time,
+            stdout_path: String::new(),
+            stderr_path: String::new(),
+        });
+    }
+
     /// A request from scontrol's words; start and end times are seconds from 0.
     fn req(op: ReservationOp, fields: &[(&str, &str)]) -> ChangeReservation {
         let words: Vec<String> = fields
@@ -388,32 +415,7 @@ mod tests {
     #[test]
     fn refusals() {
         let mut s = state();
-        let job = Job::new(
-            1,
-            JobSpec {
-                partition: "p".into(),
-                ..JobSpec::default()
-            },
-            0,
-            Some(60),
-        );
-        s.apply(&Event::JobSubmitted { job: Box::new(job) });
-        let alloc = model::Allocation {
-            nodes: vec![NodeAllocation {
-                node: "n1".into(),
-                cpus: 1,
-                mem_mb: 0,
-                gpus: vec![],
-                cpu_ids: Vec::new(),
-            }],
-        };
-        s.apply(&Event::JobStarted {
-            job_id: 1,
-            alloc,
-            time: 0,
-            stdout_path: String::new(),
-            stderr_path: String::new(),
-        });
+        run_on_n1(&mut s, "", 0);
         let busy = req(
             ReservationOp::Create,
             &[
@@ -494,32 +496,7 @@ mod tests {
         // Nothing taken: nothing to replace.
         assert!(replacements(&s, 10).is_empty());
         // A job on n1: n3 takes its place.
-        let job = Job::new(
-            1,
-            JobSpec {
-                partition: "p".into(),
-                reservation: "r".into(),
-                ..JobSpec::default()
-            },
-            0,
-            Some(60),
-        );
-        s.apply(&Event::JobSubmitted { job: Box::new(job) });
-        s.apply(&Event::JobStarted {
-            job_id: 1,
-            alloc: model::Allocation {
-                nodes: vec![NodeAllocation {
-                    node: "n1".into(),
-                    cpus: 1,
-                    mem_mb: 0,
-                    gpus: vec![],
-                    cpu_ids: Vec::new(),
-                }],
-            },
-            time: 10,
-            stdout_path: String::new(),
-            stderr_path: String::new(),
-        });
+        run_on_n1(&mut s, "r", 10);
         let events = replacements(&s, 10);
         let [Event::ReservationSet { reservation }] = events.as_slice() else {
             panic!("{events:?}");

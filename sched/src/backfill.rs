@@ -195,21 +195,24 @@ impl<'a, 's> Planner<'a, 's> {
             self.reservations_allow(job, &slot.node.name, now, to)
                 .then_some(used)
         };
-        // The listed nodes first, in the partition's order: every one of them.
-        let listed = || {
-            slots
+        // The listed nodes first, in the partition's order: every one of them (a job
+        // without a list goes straight to the best fit, with no scan of the nodes).
+        let mut missing = 0;
+        if filter.has_list() {
+            let listed: Vec<usize> = slots
                 .iter()
                 .copied()
                 .filter(|&i| filter.lists(profile.slots[i].node))
-        };
-        let mut missing = want.min(listed().count());
-        for i in listed() {
-            if chosen.len() == want {
-                break;
-            }
-            if let Some(used) = check(i) {
-                chosen.push((i, used));
-                missing -= 1;
+                .collect();
+            missing = want.min(listed.len());
+            for i in listed {
+                if chosen.len() == want {
+                    break;
+                }
+                if let Some(used) = check(i) {
+                    chosen.push((i, used));
+                    missing -= 1;
+                }
             }
         }
         if missing == 0 && chosen.len() < want {
@@ -284,21 +287,22 @@ impl<'a, 's> Planner<'a, 's> {
         let want = req.nodes as usize;
         let is_listed = |i: usize| filter.lists(profile.slots[i].node);
         // Every listed node the job must get (or `want` of them, if it lists more).
-        let must = want.min(
-            profile
-                .partition_slots(p)
-                .iter()
-                .filter(|&&i| is_listed(i))
-                .count(),
-        );
+        let must = if filter.has_list() {
+            let listed = profile.partition_slots(p).iter().filter(|&&i| is_listed(i));
+            want.min(listed.count())
+        } else {
+            0
+        };
         let mut found = None;
         profile::sweep(&intervals, want, |t, open| {
             let to = t.saturating_add(dur).min(FOREVER);
             let mut chosen = Vec::with_capacity(want);
-            let listed_first = open
-                .iter()
-                .filter(|&&i| is_listed(i))
-                .chain(open.iter().filter(|&&i| !is_listed(i)));
+            // The listed nodes first (without a list, every open one in order).
+            let listed = (must > 0).then(|| open.iter().filter(|&&i| is_listed(i)));
+            let listed_first = listed
+                .into_iter()
+                .flatten()
+                .chain(open.iter().filter(|&&i| must == 0 || !is_listed(i)));
             for &i in listed_first {
                 if chosen.len() < must && !is_listed(i) {
                     return false;

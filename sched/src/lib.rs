@@ -316,7 +316,6 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             .filter(|_| !meta)
             .chain(job.pending_tasks.iter().map(|t| Some(*t)).filter(|_| meta));
         let throttle = job.spec.array.as_ref().map(|a| a.max_running).unwrap_or(0);
-        let trials = reservation::within_each(job);
         let mut waiting: Option<(Reason, Time, String)> = None;
         for (n, task) in tasks.enumerate() {
             let running = array_running.get(&job.array_job_id).copied().unwrap_or(0);
@@ -335,7 +334,7 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             // first.
             // Within the first of its reservations where it starts now, else it waits
             // in its first.
-            let started = trials.iter().find_map(|trial| {
+            let started = reservation::within_each(job).find_map(|trial| {
                 partitions.clone().find_map(|q| {
                     let other;
                     let req = if q == p {
@@ -344,13 +343,17 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                         other = request_in(q);
                         &other
                     };
-                    let alloc = planner.start_now(&mut profile, q, trial, req)?;
+                    let alloc = planner.start_now(&mut profile, q, &trial, req)?;
                     Some((q, alloc))
                 })
             });
             let (q, decision) = match started {
                 Some((q, alloc)) => (q, Decision::Start(alloc)),
-                None => (p, planner.wait(&mut profile, p, &trials[0], &req)),
+                None => {
+                    let first = reservation::within_each(job).next();
+                    let trial = first.as_deref().unwrap_or(job);
+                    (p, planner.wait(&mut profile, p, trial, &req))
+                }
             };
             match decision {
                 Decision::Start(alloc) => {

@@ -6,6 +6,7 @@
 //! inside `maint` may use only n1 and only from 10:00.
 
 use model::{ClusterState, Job, Time};
+use std::borrow::Cow;
 
 /// May a job placed `within` a reservation (its name; empty: none) run on `node` from
 /// `from` until `to` as far as reservations go? A job of several reservations
@@ -21,19 +22,21 @@ pub fn node_allowed(state: &ClusterState, within: &str, node: &str, from: Time, 
 }
 
 /// The job as placement tries it in each of its reservations, in its order: itself
-/// with none or one, else a copy naming one of them (a job runs in one reservation).
-pub fn within_each(job: &Job) -> Vec<std::borrow::Cow<'_, Job>> {
-    if job.spec.reservations().nth(1).is_none() {
-        return vec![std::borrow::Cow::Borrowed(job)];
-    }
-    job.spec
+/// with none or one (nothing allocated), else a copy naming one of them (a job runs
+/// in one reservation).
+pub fn within_each(job: &Job) -> impl Iterator<Item = Cow<'_, Job>> {
+    let several = job.spec.reservations().nth(1).is_some();
+    let itself = (!several).then_some(Cow::Borrowed(job));
+    let copies = job
+        .spec
         .reservations()
-        .map(|name| {
+        .filter(move |_| several)
+        .map(move |name| {
             let mut trial = job.clone();
             trial.spec.reservation = name.to_string();
-            std::borrow::Cow::Owned(trial)
-        })
-        .collect()
+            Cow::Owned(trial)
+        });
+    itself.into_iter().chain(copies)
 }
 
 /// When the job would end if it started at `from` (its time limit; unlimited jobs
@@ -132,17 +135,13 @@ mod tests {
             Job::new(1, spec, 0, None)
         };
         let names = |j: &Job| -> Vec<String> {
-            within_each(j)
-                .iter()
-                .map(|t| t.spec.reservation.clone())
-                .collect()
+            within_each(j).map(|t| t.spec.reservation.clone()).collect()
         };
         assert_eq!(names(&job("")), [""]);
         assert_eq!(names(&job("a")), ["a"]);
         assert_eq!(names(&job("b,a")), ["b", "a"]);
-        assert!(matches!(
-            within_each(&job("a"))[0],
-            std::borrow::Cow::Borrowed(_)
-        ));
+        // One reservation: the job itself, not a copy.
+        let one = job("a");
+        assert!(matches!(within_each(&one).next(), Some(Cow::Borrowed(_))));
     }
 }
