@@ -427,6 +427,11 @@ impl JobSpec {
         reservation_names(&self.reservation)
     }
 
+    /// Does the job name more than one reservation (`--reservation=a,b`)?
+    pub fn has_several_reservations(&self) -> bool {
+        self.reservations().nth(1).is_some()
+    }
+
     /// Is `name` one of the reservations the job may start in?
     pub fn may_use_reservation(&self, name: &str) -> bool {
         self.reservations().any(|r| r == name)

@@ -333,8 +333,8 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
             // The first of its partitions where it starts now, else it waits in its
             // first.
             // Within the first of its reservations where it starts now, else it waits
-            // in its first.
-            let started = reservation::within_each(job).find_map(|trial| {
+            // in its first (most jobs have one or none: no copies, no detour).
+            let mut start_in = |trial: &Job| {
                 partitions.clone().find_map(|q| {
                     let other;
                     let req = if q == p {
@@ -343,17 +343,24 @@ pub fn schedule(state: &ClusterState, now: Time, config: &SchedConfig) -> Plan {
                         other = request_in(q);
                         &other
                     };
-                    let alloc = planner.start_now(&mut profile, q, &trial, req)?;
+                    let alloc = planner.start_now(&mut profile, q, trial, req)?;
                     Some((q, alloc))
                 })
-            });
+            };
+            let several = job.spec.has_several_reservations();
+            let started = if several {
+                reservation::within_each(job).find_map(|trial| start_in(&trial))
+            } else {
+                start_in(job)
+            };
             let (q, decision) = match started {
                 Some((q, alloc)) => (q, Decision::Start(alloc)),
-                None => {
+                None if several => {
                     let first = reservation::within_each(job).next();
                     let trial = first.as_deref().unwrap_or(job);
                     (p, planner.wait(&mut profile, p, trial, &req))
                 }
+                None => (p, planner.wait(&mut profile, p, job, &req)),
             };
             match decision {
                 Decision::Start(alloc) => {

@@ -25,7 +25,7 @@ pub fn node_allowed(state: &ClusterState, within: &str, node: &str, from: Time, 
 /// with none or one (nothing allocated), else a copy naming one of them (a job runs
 /// in one reservation).
 pub fn within_each(job: &Job) -> impl Iterator<Item = Cow<'_, Job>> {
-    let several = job.spec.reservations().nth(1).is_some();
+    let several = job.spec.has_several_reservations();
     let itself = (!several).then_some(Cow::Borrowed(job));
     let copies = job
         .spec
