@@ -214,12 +214,11 @@ fn check_in_partition(
     }
     model::hostlist::expand(&spec.exclude).map_err(|e| Rejected(e.to_string()))?;
     // Each of its reservations (`--reservation=a,b`) must exist and admit it.
-    let job = model::Job::new(0, spec.clone(), 0, None);
     for name in spec.reservations() {
         let Some(r) = state.reservations.get(name) else {
             return reject("Requested reservation is invalid");
         };
-        if !r.admits(&job) {
+        if !r.admits(&spec) {
             return reject("Access denied to requested reservation");
         }
     }

@@ -6,7 +6,7 @@
 //! with `--reservation=maint` by an allowed user runs only on n1–n2 and only inside the
 //! window. A DAILY reservation moves one day ahead when its window has passed.
 
-use crate::job::{Job, Time};
+use crate::job::{JobSpec, Time};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -101,12 +101,12 @@ impl Reservation {
         !self.has(ReservationFlag::Daily) && !self.has(ReservationFlag::Weekly) && now >= self.end
     }
 
-    /// May this job use the reservation (`--reservation=name`)?
-    pub fn admits(&self, job: &Job) -> bool {
+    /// May a job of this request use the reservation (`--reservation=name`)?
+    pub fn admits(&self, spec: &JobSpec) -> bool {
         self.users
             .iter()
-            .any(|u| *u == job.spec.user || u.parse::<u32>().ok() == Some(job.spec.uid))
-            || (!job.spec.account.is_empty() && self.accounts.contains(&job.spec.account))
+            .any(|u| *u == spec.user || u.parse::<u32>().ok() == Some(spec.uid))
+            || (!spec.account.is_empty() && self.accounts.contains(&spec.account))
     }
 
     /// Does the reservation keep a job placed `within` a reservation (its name; empty:
@@ -144,7 +144,6 @@ impl Reservation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::JobSpec;
 
     fn res(flags: Vec<ReservationFlag>) -> Reservation {
         Reservation {
@@ -159,23 +158,22 @@ mod tests {
         }
     }
 
-    fn job(user: &str, reservation: &str) -> Job {
-        let spec = JobSpec {
+    fn request(user: &str, reservation: &str) -> JobSpec {
+        JobSpec {
             user: user.into(),
             reservation: reservation.into(),
             ..JobSpec::default()
-        };
-        Job::new(1, spec, 0, None)
+        }
     }
 
     #[test]
     fn outsiders_may_not_overlap_members_stay_inside() {
         let r = res(vec![]);
-        let other = job("bob", "");
+        let other = request("bob", "");
         assert!(!r.blocks("", "n1", 0, 1000), "ends as the window opens");
         assert!(r.blocks("", "n1", 500, 1500));
         assert!(!r.blocks("", "n3", 500, 1500));
-        let member = job("ada", "maint");
+        let member = request("ada", "maint");
         assert!(r.admits(&member));
         assert!(!r.admits(&other));
         assert!(r.blocks("maint", "n3", 1000, 1500), "only its nodes");

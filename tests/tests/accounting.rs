@@ -240,7 +240,6 @@ fn sacctmgr_changes_are_enforced_at_once_kept_across_a_restart_and_only_for_admi
     );
 }
 
-/// Another cluster's associations, as a site's shared slurmdbd keeps them: added with
 /// MaxTRESMins per job and GrpWall (of an account and of a QOS) set with `sacctmgr`:
 /// jobs wait with Slurm's reasons, the limits are listed and kept across a restart,
 /// and clearing them (`-1`) lets the jobs run.
@@ -446,6 +445,7 @@ fn a_terminal_answers_the_commit_question_with_one_key() {
     );
 }
 
+/// Another cluster's associations, as a site's shared slurmdbd keeps them: added with
 /// `sacctmgr add cluster`, changed by `cluster=`, listed with their cluster, kept
 /// across a restart, and never used here: an account only the other cluster has is
 /// refused to this cluster's jobs.
