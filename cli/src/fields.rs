@@ -19,7 +19,9 @@ use crate::format::Cell;
 use crate::jobs::{self, Ctx};
 use crate::times;
 use model::JobState;
-use model::units::{format_bytes_exact, format_cpu_time, format_elapsed, format_memory_mb};
+use model::units::{
+    format_bytes, format_cpu_time, format_disk_bytes, format_elapsed, format_memory_mb,
+};
 use proto::v1::{self as v1, JobInfo, JobSpec, StepInfo};
 
 /// What a squeue field reads: the light view of a job (`JobSummary`, expanded into a
@@ -316,16 +318,49 @@ fn step_cpu_time(st: &StepInfo, pick: fn(&v1::StepUsage) -> u64) -> String {
 
 /// A step's memory high-water mark (`pick` chooses the figure or the node); blank
 /// where nothing counted it, and on the job's own line, as sacct prints them.
-fn step_rss(st: &StepInfo, pick: fn(&v1::StepUsage) -> String) -> String {
+fn step_rss(st: &StepInfo, pick: impl Fn(&v1::StepUsage) -> String) -> String {
     st.usage.as_ref().map(pick).unwrap_or_default()
+}
+
+/// Which of a step's disk figures: what its tasks read, or what they wrote.
+#[derive(Clone, Copy)]
+enum Disk {
+    Read,
+    Write,
+}
+
+/// A disk figure of a step's tasks (`show` gets the figure and the tasks' count);
+/// blank where their reads and writes were not counted (the batch step, a node
+/// without task cgroups, a record from before they were).
+fn step_disk(st: &StepInfo, which: Disk, show: impl Fn(&v1::TaskPeak, u32) -> String) -> String {
+    let Some(tasks) = st.usage.as_ref().and_then(|u| u.tasks.as_ref()) else {
+        return String::new();
+    };
+    let peak = tasks.disk.as_ref().and_then(|d| match which {
+        Disk::Read => d.read.as_ref(),
+        Disk::Write => d.write.as_ref(),
+    });
+    peak.map(|p| show(p, tasks.count)).unwrap_or_default()
+}
+
+/// MaxDiskRead, MaxDiskWrite: the most one task read or wrote.
+fn disk_max(st: &StepInfo, which: Disk, ctx: &Ctx) -> String {
+    step_disk(st, which, |p, _| format_disk_bytes(p.max_bytes, ctx.sizes))
+}
+
+/// AveDiskRead, AveDiskWrite: what the tasks read or wrote, on average.
+fn disk_ave(st: &StepInfo, which: Disk, ctx: &Ctx) -> String {
+    step_disk(st, which, |p, count| {
+        format_disk_bytes(p.sum_bytes / u64::from(count.max(1)), ctx.sizes)
+    })
 }
 
 /// A figure of a step's usage task by task (its tasks' own cgroups); for a step of one
 /// task without them (the batch step), `whole` of the step's usage.
 fn step_task_figure(
     st: &StepInfo,
-    per_task: fn(&v1::TaskUsage) -> String,
-    whole: fn(&v1::StepUsage) -> String,
+    per_task: impl Fn(&v1::TaskUsage) -> String,
+    whole: impl Fn(&v1::StepUsage) -> String,
 ) -> String {
     match st.usage.as_ref() {
         Some(u) => match &u.tasks {
@@ -342,10 +377,11 @@ fn whole_seconds_cpu(us: u64) -> String {
     format_cpu_time(us / 1_000_000 * 1_000_000)
 }
 
-/// A step's TRESUsageInTot: its CPU time and memory (all tasks') and, where NVML
-/// sampled its GPUs, their peak memory and average utilization, with Slurm 23.02's
-/// names: `cpu=00:00:02,mem=1052K,gres/gpumem=2048M,gres/gpuutil=50`.
-fn step_usage_tres(st: &StepInfo) -> String {
+/// A step's TRESUsageInTot: its CPU time and memory (all tasks'), what its tasks read
+/// (where counted) and, where NVML sampled its GPUs, their peak memory and average
+/// utilization, with Slurm 23.02's names:
+/// `cpu=00:00:02,fs/disk=10486784,mem=1052K,gres/gpumem=2048M,gres/gpuutil=50`.
+fn step_usage_tres(st: &StepInfo, ctx: &Ctx) -> String {
     let Some(u) = st.usage.as_ref() else {
         return String::new();
     };
@@ -353,20 +389,31 @@ fn step_usage_tres(st: &StepInfo) -> String {
         .tasks
         .as_ref()
         .map_or(u.max_rss_bytes, |t| t.rss_sum_bytes);
-    let mut out = format!(
-        "cpu={},mem={}",
-        whole_seconds_cpu(u.total_cpu_us),
-        format_bytes_exact(mem)
-    );
+    let mut out = format!("cpu={}", whole_seconds_cpu(u.total_cpu_us));
+    let read = step_disk(st, Disk::Read, |p, _| format_bytes(p.sum_bytes, ctx.sizes));
+    if !read.is_empty() {
+        out.push_str(&format!(",fs/disk={read}"));
+    }
+    out.push_str(&format!(",mem={}", format_bytes(mem, ctx.sizes)));
     if let Some(g) = &u.gpu {
         let used = proto::convert::gpu_use_from_wire(*g);
         out.push_str(&format!(
             ",gres/gpumem={},gres/gpuutil={}",
-            format_bytes_exact(used.max_memory_bytes),
+            format_bytes(used.max_memory_bytes, ctx.sizes),
             used.utilization_percent()
         ));
     }
     out
+}
+
+/// A step's TRESUsageOutTot: what its tasks wrote, where counted (`fs/disk=1024`).
+fn step_usage_tres_out(st: &StepInfo, ctx: &Ctx) -> String {
+    let written = step_disk(st, Disk::Write, |p, _| format_bytes(p.sum_bytes, ctx.sizes));
+    if written.is_empty() {
+        written
+    } else {
+        format!("fs/disk={written}")
+    }
 }
 
 fn step_no_cpu_time(_: &JobInfo, _: &StepInfo, _: &Ctx) -> String {
@@ -595,15 +642,15 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         })
     })),
     sacct(sa("AveCPUFreq", 10, not_recorded)),
-    sacct(sa("AveDiskRead", 14, not_recorded)),
-    sacct(sa("AveDiskWrite", 14, not_recorded)),
+    sacct(sa("AveDiskRead", 14, not_recorded).steps(|_, st, ctx| disk_ave(st, Disk::Read, ctx))),
+    sacct(sa("AveDiskWrite", 14, not_recorded).steps(|_, st, ctx| disk_ave(st, Disk::Write, ctx))),
     sacct(sa("AvePages", 10, not_recorded)),
     // The tasks' memory high-water marks, on average.
-    sacct(sa("AveRSS", 10, not_recorded).steps(|_, st, _| {
+    sacct(sa("AveRSS", 10, not_recorded).steps(|_, st, ctx| {
         step_task_figure(
             st,
-            |t| format_bytes_exact(t.rss_sum_bytes / u64::from(t.count.max(1))),
-            |u| format_bytes_exact(u.max_rss_bytes),
+            |t| format_bytes(t.rss_sum_bytes / u64::from(t.count.max(1)), ctx.sizes),
+            |u| format_bytes(u.max_rss_bytes, ctx.sizes),
         )
     })),
     sacct(sa("AveVMSize", 10, not_recorded)),
@@ -734,23 +781,36 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         }),
         sa("Licenses", 10, not_recorded),
     ),
-    sacct(sa("MaxDiskRead", 12, not_recorded)),
-    sacct(sa("MaxDiskReadNode", 15, not_recorded)),
-    sacct(sa("MaxDiskReadTask", 15, not_recorded)),
-    sacct(sa("MaxDiskWrite", 12, not_recorded)),
-    sacct(sa("MaxDiskWriteNode", 16, not_recorded)),
-    sacct(sa("MaxDiskWriteTask", 16, not_recorded)),
+    sacct(sa("MaxDiskRead", 12, not_recorded).steps(|_, st, ctx| disk_max(st, Disk::Read, ctx))),
+    sacct(
+        sa("MaxDiskReadNode", 15, not_recorded)
+            .steps(|_, st, _| step_disk(st, Disk::Read, |p, _| p.max_node.clone())),
+    ),
+    sacct(
+        sa("MaxDiskReadTask", 15, not_recorded)
+            .steps(|_, st, _| step_disk(st, Disk::Read, |p, _| p.max_task.to_string())),
+    ),
+    sacct(sa("MaxDiskWrite", 12, not_recorded).steps(|_, st, ctx| disk_max(st, Disk::Write, ctx))),
+    sacct(
+        sa("MaxDiskWriteNode", 16, not_recorded)
+            .steps(|_, st, _| step_disk(st, Disk::Write, |p, _| p.max_node.clone())),
+    ),
+    sacct(
+        sa("MaxDiskWriteTask", 16, not_recorded)
+            .steps(|_, st, _| step_disk(st, Disk::Write, |p, _| p.max_task.to_string())),
+    ),
     sacct(sa("MaxPages", 8, not_recorded)),
     sacct(sa("MaxPagesNode", 12, not_recorded)),
     sacct(sa("MaxPagesTask", 14, not_recorded)),
     // The highest of one task, where the tasks have cgroups of their own; else the
     // step's cgroup on its busiest node.
-    sacct(sa("MaxRSS", 10, not_recorded).steps(|_, st, _| {
+    sacct(sa("MaxRSS", 10, not_recorded).steps(|_, st, ctx| {
         step_rss(st, |u| {
-            format_bytes_exact(
+            format_bytes(
                 u.tasks
                     .as_ref()
                     .map_or(u.max_rss_bytes, |t| t.max_rss_bytes),
+                ctx.sizes,
             )
         })
     })),
@@ -974,7 +1034,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     sacct(sa("TRESUsageInMin", 14, not_recorded)),
     sacct(sa("TRESUsageInMinNode", 18, not_recorded)),
     sacct(sa("TRESUsageInMinTask", 18, not_recorded)),
-    sacct(sa("TRESUsageInTot", 14, not_recorded).steps(|_, st, _| step_usage_tres(st))),
+    sacct(sa("TRESUsageInTot", 14, not_recorded).steps(|_, st, ctx| step_usage_tres(st, ctx))),
     sacct(sa("TRESUsageOutAve", 15, not_recorded)),
     sacct(sa("TRESUsageOutMax", 15, not_recorded)),
     sacct(sa("TRESUsageOutMaxNode", 19, not_recorded)),
@@ -982,7 +1042,7 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
     sacct(sa("TRESUsageOutMin", 15, not_recorded)),
     sacct(sa("TRESUsageOutMinNode", 19, not_recorded)),
     sacct(sa("TRESUsageOutMinTask", 19, not_recorded)),
-    sacct(sa("TRESUsageOutTot", 15, not_recorded)),
+    sacct(sa("TRESUsageOutTot", 15, not_recorded).steps(|_, st, ctx| step_usage_tres_out(st, ctx))),
     both(
         sq(Some('U'), &["userid"], "UID", Summary, |j, _| {
             Cell::cut(spec(j).uid.to_string())

@@ -229,6 +229,8 @@ pub struct Ctx {
     /// `squeue --priority`: each partition's PriorityTier, which orders its rows
     /// before their jobs' priorities (empty otherwise).
     pub partition_tiers: std::collections::BTreeMap<String, u32>,
+    /// How sizes print (sacct's and sstat's `--noconvert`, sacct's `--units`).
+    pub sizes: model::units::SizeConversion,
 }
 
 /// A job's or step's TRES as the commands show them: `cpu`, `mem` (when known), `node`,

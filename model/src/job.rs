@@ -838,6 +838,97 @@ pub struct TaskUsage {
     pub min_cpu_us: u64,
     pub min_cpu_task: u32,
     pub min_cpu_node: String,
+    /// What the tasks read and wrote (sacct's MaxDiskRead, AveDiskRead, ...); `None`
+    /// where it was not counted.
+    #[serde(default)]
+    pub disk: Option<TaskDisk>,
+}
+
+/// What one task read and wrote, in bytes, as Slurm's jobacct_gather counts it: the
+/// bytes its processes passed through read and write calls, from the page cache or
+/// not (`rchar` and `wchar` of Linux's `/proc/PID/io`), those of the children it
+/// reaped included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DiskIo {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+/// The bytes of two together.
+impl std::ops::Add for DiskIo {
+    type Output = DiskIo;
+
+    fn add(self, other: DiskIo) -> DiskIo {
+        DiskIo {
+            read_bytes: self.read_bytes + other.read_bytes,
+            write_bytes: self.write_bytes + other.write_bytes,
+        }
+    }
+}
+
+/// The tasks' reads and writes: for each, the most of one task (which task, on which
+/// node) and the sum (AveDiskRead is that over the tasks' count).
+///
+/// Example: task 1 on n1 writes 10 MB, task 2 on n2 reads 10 MB, task 0 on n1 reads
+/// 1 KB: MaxDiskWrite 10 MB (task 1, n1), MaxDiskRead 10 MB (task 2, n2), AveDiskRead
+/// (10 MB + 1 KB) / 3.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TaskDisk {
+    pub read: TaskPeak,
+    pub write: TaskPeak,
+}
+
+/// One figure of a step's tasks: the highest of one task, that task and its node, and
+/// the sum over the tasks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TaskPeak {
+    pub max_bytes: u64,
+    pub max_task: u32,
+    pub max_node: String,
+    pub sum_bytes: u64,
+}
+
+impl TaskPeak {
+    fn of_task(task: u32, node: &str, bytes: u64) -> TaskPeak {
+        TaskPeak {
+            max_bytes: bytes,
+            max_task: task,
+            max_node: node.to_string(),
+            sum_bytes: bytes,
+        }
+    }
+
+    /// The figure of the tasks of `self` and of `other` together (the first task of
+    /// the highest, on a tie).
+    fn combine(&self, other: &TaskPeak) -> TaskPeak {
+        let max = if other.max_bytes > self.max_bytes {
+            other
+        } else {
+            self
+        };
+        TaskPeak {
+            sum_bytes: self.sum_bytes + other.sum_bytes,
+            ..max.clone()
+        }
+    }
+}
+
+impl TaskDisk {
+    /// One task's reads and writes.
+    pub fn of_task(task: u32, node: &str, io: DiskIo) -> TaskDisk {
+        TaskDisk {
+            read: TaskPeak::of_task(task, node, io.read_bytes),
+            write: TaskPeak::of_task(task, node, io.write_bytes),
+        }
+    }
+
+    /// The reads and writes of the tasks of `self` and of `other` together.
+    pub fn combine(&self, other: &TaskDisk) -> TaskDisk {
+        TaskDisk {
+            read: self.read.combine(&other.read),
+            write: self.write.combine(&other.write),
+        }
+    }
 }
 
 impl TaskUsage {
@@ -852,6 +943,15 @@ impl TaskUsage {
             min_cpu_us: cpu_us,
             min_cpu_task: task,
             min_cpu_node: node.to_string(),
+            disk: None,
+        }
+    }
+
+    /// These figures, with what the task read and wrote.
+    pub fn with_disk(self, task: u32, node: &str, io: DiskIo) -> TaskUsage {
+        TaskUsage {
+            disk: Some(TaskDisk::of_task(task, node, io)),
+            ..self
         }
     }
 
@@ -876,6 +976,10 @@ impl TaskUsage {
             min_cpu_us: min.min_cpu_us,
             min_cpu_task: min.min_cpu_task,
             min_cpu_node: min.min_cpu_node.clone(),
+            disk: match (&self.disk, &other.disk) {
+                (Some(a), Some(b)) => Some(a.combine(b)),
+                (a, b) => a.clone().or_else(|| b.clone()),
+            },
         }
     }
 
@@ -1524,6 +1628,29 @@ mod tests {
             ..StepUsage::default()
         };
         assert_eq!(step(Some(t0.clone())).combine(&step(None)).tasks, Some(t0));
+    }
+
+    #[test]
+    fn task_disk_figures_combine_as_their_example_says() {
+        let mb = |n: u64| n << 20;
+        let io = |read_bytes, write_bytes| DiskIo {
+            read_bytes,
+            write_bytes,
+        };
+        let task = |id, node, io| TaskUsage::of_task(id, node, 0, 0).with_disk(id, node, io);
+        let all = task(0, "n1", io(1024, 0))
+            .combine(&task(1, "n1", io(0, mb(10))))
+            .combine(&task(2, "n2", io(mb(10), 0)));
+        let disk = all.disk.unwrap();
+        let peak = |p: &TaskPeak| (p.max_bytes, p.max_task, p.max_node.clone(), p.sum_bytes);
+        assert_eq!(peak(&disk.write), (mb(10), 1, "n1".into(), mb(10)));
+        assert_eq!(peak(&disk.read), (mb(10), 2, "n2".into(), mb(10) + 1024));
+        // A tie keeps the first task; tasks counted without figures add none.
+        let tie = task(0, "n1", io(5, 5)).combine(&task(1, "n2", io(5, 5)));
+        assert_eq!(tie.disk.as_ref().unwrap().read.max_task, 0);
+        let without = TaskUsage::of_task(3, "n3", 0, 0);
+        assert_eq!(tie.combine(&without).disk, tie.disk);
+        assert_eq!(io(1, 2) + io(3, 4), io(4, 6));
     }
 
     #[test]

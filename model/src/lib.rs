@@ -35,9 +35,9 @@ pub mod usage;
 
 pub use config::{Config, ConfigError, Partition};
 pub use job::{
-    Allocation, ArraySpec, Job, JobId, JobPayload, JobSpec, JobState, KillCause, KillRequest,
-    NodeAllocation, PreemptMode, Preemption, SignalSpec, Step, StepGpuRequest, StepUsage,
-    TaskUsage, Time,
+    Allocation, ArraySpec, DiskIo, Job, JobId, JobPayload, JobSpec, JobState, KillCause,
+    KillRequest, NodeAllocation, PreemptMode, Preemption, SignalSpec, Step, StepGpuRequest,
+    StepUsage, TaskDisk, TaskPeak, TaskUsage, Time,
 };
 pub use node::{GpuDevice, Node, NodeAlloc, NodeHealth, NodeState, NodeWord};
 pub use reason::Reason;

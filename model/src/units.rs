@@ -10,6 +10,8 @@ pub enum UnitError {
     Time(String),
     #[error("invalid memory specification `{0}`")]
     Memory(String),
+    #[error("Invalid unit type '{0}'. Possible options are 'KMGTP'")]
+    Unit(String),
 }
 
 /// An age after which records are purged: Slurm's `PurgeJobAfter` of slurmdbd.conf.
@@ -161,17 +163,102 @@ pub fn format_cpu_time(us: u64) -> String {
     }
 }
 
-/// Formats bytes as sacct and sstat print memory figures (MaxRSS, AveRSS): in the
-/// largest unit that divides them exactly (Slurm's `convert_num_unit` with
-/// `CONVERT_NUM_UNIT_EXACT`): `1523412K`, `2G`, `0`.
-pub fn format_bytes_exact(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["", "K", "M", "G", "T", "P"];
-    let (mut n, mut unit) = (bytes, 0);
-    while n > 0 && n.is_multiple_of(1024) && unit + 1 < UNITS.len() {
-        n /= 1024;
-        unit += 1;
+/// The units Slurm prints sizes in, each 1024 of the one before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SizeUnit {
+    None,
+    Kilo,
+    Mega,
+    Giga,
+    Tera,
+    Peta,
+}
+
+impl SizeUnit {
+    /// sacct's `--units=`: its first letter, one of `K`, `M`, `G`, `T`, `P` in any
+    /// case, as Slurm reads it.
+    pub fn parse(text: &str) -> Result<SizeUnit, UnitError> {
+        let first = text.chars().next().unwrap_or_default();
+        match first.to_ascii_uppercase() {
+            'K' => Ok(SizeUnit::Kilo),
+            'M' => Ok(SizeUnit::Mega),
+            'G' => Ok(SizeUnit::Giga),
+            'T' => Ok(SizeUnit::Tera),
+            'P' => Ok(SizeUnit::Peta),
+            _ => Err(UnitError::Unit(first.to_string())),
+        }
     }
-    format!("{n}{}", UNITS[unit])
+}
+
+/// How sacct and sstat print a size (Slurm's `convert_num_unit` and its flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SizeConversion {
+    /// Into larger units as long as the figure stays exact, halves counting as exact
+    /// (`CONVERT_NUM_UNIT_EXACT`, the default): `1523412K`, `2G`, `1.50K`.
+    #[default]
+    Exact,
+    /// In the unit it is kept in (`--noconvert`): bytes for MaxRSS, MB for MaxDiskRead.
+    Kept,
+    /// In this unit (`--units=M`).
+    To(SizeUnit),
+}
+
+/// Prints `num`, counted in `unit`, as Slurm's `convert_num_unit` does: a whole
+/// number as one (`1523412K`), else with two decimals (`10.00M`), then the unit's
+/// letter; 0 as `0`.
+pub fn convert_size(num: f64, unit: SizeUnit, how: SizeConversion) -> String {
+    const LETTERS: [&str; 7] = ["", "K", "M", "G", "T", "P", "?"];
+    if num as i64 == 0 {
+        return "0".into();
+    }
+    let (mut num, mut unit) = (num, unit as usize);
+    match how {
+        SizeConversion::Kept => {}
+        SizeConversion::To(to) => {
+            let to = to as usize;
+            while to < unit {
+                num *= 1024.0;
+                unit -= 1;
+            }
+            while to > unit {
+                num /= 1024.0;
+                unit += 1;
+            }
+        }
+        SizeConversion::Exact => {
+            while num >= 1024.0 && (num as u64).is_multiple_of(512) {
+                num /= 1024.0;
+                unit += 1;
+            }
+        }
+    }
+    let letter = LETTERS[unit.min(LETTERS.len() - 1)];
+    let whole = num as u64;
+    if whole as f64 == num {
+        format!("{whole}{letter}")
+    } else {
+        format!("{num:.2}{letter}")
+    }
+}
+
+/// Formats bytes as sacct and sstat print memory figures (MaxRSS, AveRSS, TRES):
+/// `1523412K`, `2G`, `0` by default.
+pub fn format_bytes(bytes: u64, how: SizeConversion) -> String {
+    convert_size(bytes as f64, SizeUnit::None, how)
+}
+
+/// Formats bytes read or written as sacct and sstat print MaxDiskRead and the like:
+/// in MB, with two decimals where not whole (`10.00M`), under 1 MB always so
+/// (`0.50M`), none as `0`.
+pub fn format_disk_bytes(bytes: u64, how: SizeConversion) -> String {
+    let mb = bytes as f64 / f64::from(1u32 << 20);
+    if mb > 1.0 {
+        convert_size(mb, SizeUnit::Mega, how)
+    } else if mb > 0.0 {
+        format!("{mb:.2}M")
+    } else {
+        "0".into()
+    }
 }
 
 /// Memory in megabytes (MiB, as Slurm counts). A bare number is MB.
@@ -236,11 +323,51 @@ mod tests {
         assert_eq!(format_cpu_time(75_000_000), "00:01:15");
         assert_eq!(format_cpu_time(3_723_500_000), "01:02:03");
         assert_eq!(format_cpu_time(90_061_000_000), "1-01:01:01");
-        assert_eq!(format_bytes_exact(0), "0");
-        assert_eq!(format_bytes_exact(1000), "1000");
-        assert_eq!(format_bytes_exact(1_559_973_888), "1523412K");
-        assert_eq!(format_bytes_exact(2 << 30), "2G");
-        assert_eq!(format_bytes_exact(3 << 20), "3M");
+        let exact = |b| format_bytes(b, SizeConversion::Exact);
+        assert_eq!(exact(0), "0");
+        assert_eq!(exact(1000), "1000");
+        assert_eq!(exact(1_559_973_888), "1523412K");
+        assert_eq!(exact(2 << 30), "2G");
+        assert_eq!(exact(3 << 20), "3M");
+        // Halves are exact too, as Slurm's EXACT flag has it.
+        assert_eq!(exact(1536), "1.50K");
+    }
+
+    #[test]
+    fn sizes_convert_as_the_flags_of_sacct_ask() {
+        let rss = 105_377_792; // 102908K
+        assert_eq!(format_bytes(rss, SizeConversion::Exact), "102908K");
+        assert_eq!(format_bytes(rss, SizeConversion::Kept), "105377792");
+        assert_eq!(
+            format_bytes(rss, SizeConversion::To(SizeUnit::Mega)),
+            "100.50M"
+        );
+        assert_eq!(
+            format_bytes(rss, SizeConversion::To(SizeUnit::Kilo)),
+            "102908K"
+        );
+        assert_eq!(
+            convert_size(3.0, SizeUnit::Giga, SizeConversion::To(SizeUnit::Mega)),
+            "3072M"
+        );
+        // Disk figures are kept in MB.
+        let ten_mb = 10 << 20;
+        assert_eq!(format_disk_bytes(ten_mb, SizeConversion::Exact), "10M");
+        assert_eq!(
+            format_disk_bytes(ten_mb + 1200, SizeConversion::Kept),
+            "10.00M"
+        );
+        assert_eq!(format_disk_bytes(3_495_253, SizeConversion::Exact), "3.33M");
+        assert_eq!(format_disk_bytes(2048 << 20, SizeConversion::Exact), "2G");
+        assert_eq!(format_disk_bytes(2048 << 20, SizeConversion::Kept), "2048M");
+        assert_eq!(format_disk_bytes(512 << 10, SizeConversion::Exact), "0.50M");
+        assert_eq!(format_disk_bytes(0, SizeConversion::Exact), "0");
+        assert_eq!(SizeUnit::parse("g"), Ok(SizeUnit::Giga));
+        assert_eq!(SizeUnit::parse("Mx"), Ok(SizeUnit::Mega));
+        assert_eq!(
+            SizeUnit::parse("X").unwrap_err().to_string(),
+            "Invalid unit type 'X'. Possible options are 'KMGTP'"
+        );
     }
 
     #[test]

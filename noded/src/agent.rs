@@ -322,6 +322,8 @@ impl NodeAgent for Agent {
                 "this node runs jobs without cgroups: it counts no usage",
             ));
         };
+        // What the node saw of the running steps' tasks: their processes may be gone.
+        let attachable = self.attachable.clone();
         let steps = tokio::task::spawn_blocking(move || {
             let cg = match owned_cgroup(&placement, &node, job_id, caller)? {
                 Ok(cg) => cg,
@@ -331,8 +333,14 @@ impl NodeAgent for Agent {
                 .steps()
                 .into_iter()
                 .filter_map(|dir| {
-                    let usage = cg.step_usage(&dir, &node)?;
                     let step_id = dir.strip_prefix("step_").unwrap_or(&dir).to_string();
+                    let traced = step_id
+                        .parse()
+                        .ok()
+                        .and_then(|id| attachable.get(job_id, id))
+                        .map(|step| step.traces.snapshot())
+                        .unwrap_or_default();
+                    let usage = cg.step_usage(&dir, &node, &traced)?;
                     Some(StepStat {
                         step_id,
                         usage: Some(proto::convert::usage_to_wire(&usage)),

@@ -22,6 +22,8 @@
 //! device program attached to it that refuses 195:0 (`device_filter`): v2 has no device
 //! files.
 
+use crate::procfs;
+use crate::tasks::TaskTrace;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -523,9 +525,19 @@ impl JobCgroup {
     /// What step `step` has used so far, from its cgroup's counters, its memory
     /// high-water mark named after `node`: v1's `memory.max_usage_in_bytes` (page
     /// cache included) and `cpuacct.usage`/`cpuacct.stat`, v2's `memory.peak` and
-    /// `cpu.stat`. `None` when neither memory nor CPU time is counted (the
-    /// controllers are missing, or the cgroup is gone).
-    pub fn step_usage(&self, step: &str, node: &str) -> Option<model::StepUsage> {
+    /// `cpu.stat`. Task by task, where they have cgroups of their own, as Slurm's
+    /// jobacct_gather counts them: the memory their processes held, page cache not
+    /// counted (the most of `traced`'s samples, of their peaks now, and of the task
+    /// cgroup's high-water mark less the page cache it holds now), and what they read
+    /// and wrote (what `traced` kept of an ended task, and what its processes say
+    /// now). `None` when neither memory nor CPU time is counted (the controllers are
+    /// missing, or the cgroup is gone).
+    pub fn step_usage(
+        &self,
+        step: &str,
+        node: &str,
+        traced: &BTreeMap<u32, TaskTrace>,
+    ) -> Option<model::StepUsage> {
         let rel = self.job_rel.join(step);
         let (rss, total_us, user_us, system_us) = self.counters(&rel)?;
         // Task by task, from the tasks' own cgroups (`task_<id>`), where they have them.
@@ -533,8 +545,16 @@ impl JobCgroup {
             .task_cgroups(step)
             .into_iter()
             .filter_map(|(task, dir)| {
-                let (rss, cpu, ..) = self.counters(&rel.join(dir))?;
-                Some(model::TaskUsage::of_task(task, node, rss, cpu))
+                let rel = rel.join(dir);
+                let (cgroup_peak, cpu, ..) = self.counters(&rel)?;
+                let now = self.task_now(&rel);
+                let before = traced.get(&task).copied().unwrap_or_default();
+                let io = before.io.unwrap_or_default() + now.io.unwrap_or_default();
+                let rss = before
+                    .rss_bytes
+                    .max(now.rss_bytes)
+                    .max(cgroup_peak.saturating_sub(self.page_cache(&rel)));
+                Some(model::TaskUsage::of_task(task, node, rss, cpu).with_disk(task, node, io))
             })
             .reduce(|a, b| a.combine(&b));
         Some(model::StepUsage {
@@ -546,6 +566,43 @@ impl JobCgroup {
             tasks,
             gpu: None,
         })
+    }
+
+    /// The page cache the cgroup at `rel` holds now, in bytes: v1's `total_cache`, v2's
+    /// `file` of `memory.stat`.
+    fn page_cache(&self, rel: &Path) -> u64 {
+        let key = match self.hierarchy {
+            Hierarchy::V1 { .. } => "total_cache",
+            Hierarchy::V2 { .. } => "file",
+        };
+        self.hierarchy
+            .dir_for(Controller::Memory, rel)
+            .and_then(|d| fs::read_to_string(d.join("memory.stat")).ok())
+            .and_then(|text| keyed_value(&text, key))
+            .unwrap_or(0)
+    }
+
+    /// What the live processes of the task cgroup at `rel` say now: their peak
+    /// resident sets together, and what they read and wrote.
+    fn task_now(&self, rel: &Path) -> TaskTrace {
+        let mut pids = Vec::new();
+        if let Some(dir) = self.hierarchy.tracking_dir(rel) {
+            collect_procs(&dir, &mut pids);
+        }
+        TaskTrace {
+            rss_bytes: pids.iter().filter_map(|&p| procfs::peak_rss(p)).sum(),
+            io: pids
+                .iter()
+                .filter_map(|&p| procfs::disk_io(p))
+                .reduce(|a, b| a + b),
+        }
+    }
+
+    /// The peak resident sets of the live processes of task `task` of step `step`,
+    /// together: what a sample of the task keeps.
+    pub fn task_rss_now(&self, step: &str, task: u32) -> u64 {
+        self.task_now(&self.job_rel.join(step).join(format!("task_{task}")))
+            .rss_bytes
     }
 
     /// The tasks with a cgroup of their own in step `step` (`task_<id>`): id and name.

@@ -222,7 +222,10 @@ impl Isolation for CgroupIsolation {
     }
 
     fn batch_usage(&self, node: &str) -> Option<model::StepUsage> {
-        self.cgroup.as_ref()?.step_usage(cgroup::BATCH_STEP, node)
+        // The batch step's shell has no task cgroup: nothing counted task by task.
+        self.cgroup
+            .as_ref()?
+            .step_usage(cgroup::BATCH_STEP, node, &Default::default())
     }
 
     fn release(&mut self) {

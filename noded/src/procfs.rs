@@ -1,5 +1,6 @@
 //! Small readers of Linux `/proc`: which process is a job's supervisor, a process's
-//! children and owner, the boot time and the memory size of the host.
+//! children and owner, what it read and wrote and its peak resident set, the boot time
+//! and the memory size of the host.
 
 use std::fs;
 use std::path::Path;
@@ -8,6 +9,43 @@ use std::path::Path;
 pub fn owner(pid: u32) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
+}
+
+/// What a process read and wrote (`rchar`, `wchar` of `/proc/PID/io`), those of the
+/// children it reaped included; a zombie's still reads. `None` when it is gone.
+pub fn disk_io(pid: u32) -> Option<model::DiskIo> {
+    parse_io(&fs::read_to_string(format!("/proc/{pid}/io")).ok()?)
+}
+
+/// The highest resident set a live process has had, in bytes (`VmHWM` of
+/// `/proc/PID/status`); `None` when it is gone or a zombie (whose memory is freed).
+pub fn peak_rss(pid: u32) -> Option<u64> {
+    parse_peak_rss(&fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// `VmHWM` from the text of `/proc/<pid>/status`, in bytes.
+pub fn parse_peak_rss(text: &str) -> Option<u64> {
+    let kb = text
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The reads and writes from the text of `/proc/<pid>/io`.
+pub fn parse_io(text: &str) -> Option<model::DiskIo> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
+    };
+    Some(model::DiskIo {
+        read_bytes: field("rchar:")?,
+        write_bytes: field("wchar:")?,
+    })
 }
 
 /// A process's command line, or `None` when it is gone (or a zombie).
@@ -153,6 +191,27 @@ pub fn memory_mb() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_and_writes_from_io() {
+        let text = "rchar: 10486560\nwchar: 10485760\nsyscr: 2621452\nsyscw: 2621440\n\
+                    read_bytes: 0\nwrite_bytes: 10485760\ncancelled_write_bytes: 0\n";
+        let io = parse_io(text).unwrap();
+        assert_eq!((io.read_bytes, io.write_bytes), (10_486_560, 10_485_760));
+        assert_eq!(parse_io("read_bytes: 4\nwrite_bytes: 5\n"), None);
+        // This process has read something (its own executable's libraries, at least).
+        assert!(disk_io(std::process::id()).is_some());
+        assert_eq!(disk_io(u32::MAX), None);
+    }
+
+    #[test]
+    fn peak_resident_set_from_status() {
+        let text = "Name:\tprog\nVmPeak:\t  106000 kB\nVmHWM:\t  102908 kB\nVmRSS:\t    1200 kB\n";
+        assert_eq!(parse_peak_rss(text), Some(102_908 * 1024));
+        // A zombie's status has no memory lines.
+        assert_eq!(parse_peak_rss("Name:\tprog\nState:\tZ (zombie)\n"), None);
+        assert!(peak_rss(std::process::id()).is_some_and(|b| b > 0));
+    }
 
     #[test]
     fn parses_group_from_stat() {

@@ -29,7 +29,7 @@ use crate::user::RunAs;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{WaitStatus, waitpid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{Pid, pipe2};
 use proto::v1::{self, TaskInput, TaskOutput, task_input, task_output};
 use std::collections::BTreeMap;
@@ -101,7 +101,52 @@ pub struct Attached {
     srun: mpsc::Sender<Answer>,
     /// The first of the step's tasks here, whose stderr carries what the node tells.
     first_task: u32,
+    /// What the node saw of the step's tasks, by task id.
+    pub traces: TaskTraces,
 }
+
+/// What the node saw of a task that its cgroup's counters do not keep, as Slurm's
+/// jobacct_gather samples it: the most memory its processes held together when
+/// sampled (their peak resident sets, page cache not counted), and, once it ended,
+/// what it read and wrote (read before it was reaped: the processes are gone by the
+/// time anyone asks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskTrace {
+    pub rss_bytes: u64,
+    pub io: Option<model::DiskIo>,
+}
+
+/// The traces of a step's tasks, by task id.
+#[derive(Clone, Default)]
+pub struct TaskTraces(Arc<Mutex<BTreeMap<u32, TaskTrace>>>);
+
+impl TaskTraces {
+    /// A copy of what they hold.
+    pub fn snapshot(&self) -> BTreeMap<u32, TaskTrace> {
+        self.table().clone()
+    }
+
+    /// Keeps `rss_bytes` as task `task`'s sample, where it is more than the last.
+    fn sampled(&self, task: u32, rss_bytes: u64) {
+        let mut table = self.table();
+        let trace = table.entry(task).or_default();
+        trace.rss_bytes = trace.rss_bytes.max(rss_bytes);
+    }
+
+    /// Keeps what ended task `task` read and wrote.
+    fn ended(&self, task: u32, io: model::DiskIo) {
+        self.table().entry(task).or_default().io = Some(io);
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, TaskTrace>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// How often the memory of a step's tasks is sampled, for the figures of tasks whose
+/// processes have ended (Slurm's JobAcctGatherFrequency, 30 s there; a query of a
+/// running step reads the live processes' peaks at once).
+const SAMPLE_EVERY: Duration = Duration::from_secs(2);
 
 impl Attached {
     /// Writes `line` on the step's stderr, from the node (`drover-noded: LINE`), to srun
@@ -179,6 +224,7 @@ pub async fn run(
     // Joinable before any task runs: what a task does shows the step can be joined.
     let attached = OutputTap::new();
     let (attach_stdin, mut attached_input) = mpsc::channel::<Vec<u8>>(64);
+    let traces = TaskTraces::default();
     let key = (job_id, launch.step_id);
     attachable.table().insert(
         key,
@@ -188,6 +234,7 @@ pub async fn run(
             uid: launch.uid,
             srun: out.clone(),
             first_task: launch.task_ids.first().copied().unwrap_or(0),
+            traces: traces.clone(),
         },
     );
     let joinable = Joinable {
@@ -296,11 +343,35 @@ pub async fn run(
         };
         let watched = watch_task(task.task_id, task.pid, output, outlet.clone(), task.epilog);
         let ended_tx = ended_tx.clone();
+        let traces = traces.clone();
         tokio::spawn(async move {
-            let _ = ended_tx.send(watched.await).await;
+            let (exit, io) = watched.await;
+            if let Some(io) = io {
+                traces.ended(exit.task_id, io);
+            }
+            let _ = ended_tx.send(exit).await;
         });
     }
     drop(ended_tx);
+    // The tasks' memory, sampled while they run: their cgroups' high-water marks count
+    // the page cache too.
+    let sampler = started.cgroup.clone().map(|cg| {
+        let (traces, step, tasks) = (traces.clone(), step.clone(), launch.task_ids.clone());
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(SAMPLE_EVERY);
+            loop {
+                every.tick().await;
+                let (cg, step, tasks, traces) =
+                    (cg.clone(), step.clone(), tasks.clone(), traces.clone());
+                let _ = tokio::task::spawn_blocking(move || {
+                    for task in tasks {
+                        traces.sampled(task, cg.task_rss_now(&step, task));
+                    }
+                })
+                .await;
+            }
+        })
+    });
     let mut srun_gone = false;
     while left > 0 {
         tokio::select! {
@@ -310,7 +381,7 @@ pub async fn run(
                 // What the step used here, before the last exit, which ends srun's wait.
                 if left == 0
                     && let Some(cg) = &started.cgroup
-                    && let Some(usage) = cg.step_usage(&step, &launch.node_name)
+                    && let Some(usage) = cg.step_usage(&step, &launch.node_name, &traces.snapshot())
                 {
                     let usage = proto::convert::usage_to_wire(&usage);
                     let _ = outlet.srun.send(Ok(TaskOutput { output: Some(task_output::Output::Usage(usage)) })).await;
@@ -372,6 +443,9 @@ pub async fn run(
                 }
             },
         }
+    }
+    if let Some(sampler) = sampler {
+        sampler.abort();
     }
     // Gone from the table, the step's outlet closes: attached sattachs see the end.
     drop(joinable);
@@ -512,14 +586,15 @@ fn data_message(task_id: u32, stderr: bool, data: &[u8]) -> TaskOutput {
     }
 }
 
-/// Streams a task's output and waits for it; gives its exit.
+/// Streams a task's output and waits for it; gives its exit, and what it read and
+/// wrote.
 async fn watch_task(
     task_id: u32,
     pid: Pid,
     output: Output,
     out: Outlet,
     epilog: Option<TaskScript>,
-) -> v1::TaskExit {
+) -> (v1::TaskExit, Option<model::DiskIo>) {
     let readers: Vec<tokio::task::JoinHandle<()>> = match output {
         Output::Pipes(stdout, stderr) => [(stdout, false), (stderr, true)]
             .map(|(fd, is_err)| {
@@ -561,18 +636,28 @@ async fn watch_task(
             })]
         }
     };
-    let status = tokio::task::spawn_blocking(move || {
-        loop {
-            match waitpid(pid, None) {
-                Ok(WaitStatus::Exited(_, code)) => return (code, 0),
-                Ok(WaitStatus::Signaled(_, sig, _)) => return (0, sig as i32),
-                Err(Errno::EINTR) | Ok(_) => {}
-                Err(_) => return (0, Signal::SIGKILL as i32),
+    let (status, io) = tokio::task::spawn_blocking(move || {
+        // What it read and wrote, read while it is a zombie (as slurmstepd does): once
+        // reaped, its figures, and those of the children it reaped, are gone.
+        let io = loop {
+            match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+                Err(Errno::EINTR) => {}
+                Ok(_) => break crate::procfs::disk_io(pid.as_raw() as u32),
+                Err(_) => break None,
             }
-        }
+        };
+        let status = loop {
+            match waitpid(pid, None) {
+                Ok(WaitStatus::Exited(_, code)) => break (code, 0),
+                Ok(WaitStatus::Signaled(_, sig, _)) => break (0, sig as i32),
+                Err(Errno::EINTR) | Ok(_) => {}
+                Err(_) => break (0, Signal::SIGKILL as i32),
+            }
+        };
+        (status, io)
     })
     .await
-    .unwrap_or((0, Signal::SIGKILL as i32));
+    .unwrap_or(((0, Signal::SIGKILL as i32), None));
     // Its epilog, before its end is told, as slurmstepd runs it.
     if let Some(epilog) = epilog {
         let ran = tokio::task::spawn_blocking(move || {
@@ -597,11 +682,12 @@ async fn watch_task(
     for r in readers {
         let _ = r.await;
     }
-    v1::TaskExit {
+    let exit = v1::TaskExit {
         task_id,
         exit_code: status.0,
         exit_signal: status.1,
-    }
+    };
+    (exit, io)
 }
 
 struct StartedTask {

@@ -1544,6 +1544,10 @@ pub fn usage_to_wire(u: &model::StepUsage) -> v1::StepUsage {
             min_cpu_us: t.min_cpu_us,
             min_cpu_task: t.min_cpu_task,
             min_cpu_node: t.min_cpu_node.clone(),
+            disk: t.disk.as_ref().map(|d| v1::TaskDisk {
+                read: Some(task_peak_to_wire(&d.read)),
+                write: Some(task_peak_to_wire(&d.write)),
+            }),
         }),
         gpu: u.gpu.as_ref().map(gpu_use_to_wire),
     }
@@ -1602,8 +1606,30 @@ pub fn usage_from_wire(u: v1::StepUsage) -> model::StepUsage {
             min_cpu_us: t.min_cpu_us,
             min_cpu_task: t.min_cpu_task,
             min_cpu_node: t.min_cpu_node,
+            disk: t.disk.map(|d| model::TaskDisk {
+                read: d.read.map(task_peak_from_wire).unwrap_or_default(),
+                write: d.write.map(task_peak_from_wire).unwrap_or_default(),
+            }),
         }),
         gpu: u.gpu.map(gpu_use_from_wire),
+    }
+}
+
+fn task_peak_to_wire(p: &model::TaskPeak) -> v1::TaskPeak {
+    v1::TaskPeak {
+        max_bytes: p.max_bytes,
+        max_task: p.max_task,
+        max_node: p.max_node.clone(),
+        sum_bytes: p.sum_bytes,
+    }
+}
+
+fn task_peak_from_wire(p: v1::TaskPeak) -> model::TaskPeak {
+    model::TaskPeak {
+        max_bytes: p.max_bytes,
+        max_task: p.max_task,
+        max_node: p.max_node,
+        sum_bytes: p.sum_bytes,
     }
 }
 

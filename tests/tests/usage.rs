@@ -1,7 +1,7 @@
 //! What jobs use, measured by their cgroups on a real cluster (the tests run as root on
 //! hosts with cgroups mounted): `sstat` of a running batch step, `sacct` MaxRSS and
-//! TotalCPU of finished batch and `srun` steps; and `--mem=0`, which takes all of a
-//! node's memory.
+//! TotalCPU of finished batch and `srun` steps, what their tasks read and wrote; and
+//! `--mem=0`, which takes all of a node's memory.
 
 use std::path::Path;
 use std::time::Duration;
@@ -174,6 +174,92 @@ fn an_srun_steps_usage_is_counted_task_by_task() {
     assert!(cpu_us(&row[6]) > 0, "TotalCPU {}", row[6]);
     // The task that spun used more CPU: the least is task 1's.
     assert_eq!((row[7].as_str(), row[8].as_str()), ("tn1", "1"), "{row:?}");
+}
+
+/// Megabytes of a sacct/sstat disk figure (`64.02M`, `8M`, `0.50M`).
+fn megabytes(text: &str) -> f64 {
+    text.strip_suffix('M')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a disk figure: `{text}`"))
+}
+
+#[test]
+fn an_srun_steps_reads_and_writes_are_counted_task_by_task() {
+    let c = one_node();
+    // Task 0 holds 60 MB; task 1 writes 64 MB to a file (in the page cache, which its
+    // memory figures leave out); task 2 reads 16 MB. Each then says so and waits.
+    let input = c.work.join("input.bin");
+    std::fs::write(&input, vec![7u8; 16 << 20]).unwrap();
+    let (output, go) = (c.work.join("output.bin"), c.work.join("go"));
+    let script = c.work.join("io.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import os, time\nrank = int(os.environ['SLURM_PROCID'])\n\
+             if rank == 0:\n    x = bytearray(60 << 20)\n    for i in range(0, len(x), 4096): x[i] = 1\n\
+             if rank == 1:\n    chunk = b'x' * (1 << 20)\n    with open('{out}', 'wb') as o:\n        for _ in range(64): o.write(chunk)\n\
+             if rank == 2:\n    with open('{inp}', 'rb') as i:\n        while i.read(1 << 20): pass\n\
+             open('{dir}/ready.%d' % rank, 'w').close()\n\
+             while not os.path.exists('{go}'): time.sleep(0.05)\n",
+            out = output.display(),
+            inp = input.display(),
+            dir = c.work.display(),
+            go = go.display(),
+        ),
+    )
+    .unwrap();
+    let id = c.sbatch(
+        &["-n", "3"],
+        &format!("srun -n 3 python3 {}", script.display()),
+    );
+    for rank in 0..3 {
+        wait_file(&c.work.join(format!("ready.{rank}")));
+    }
+    // Live: the tasks' processes say what they read and wrote so far.
+    let step = format!("{id}.0");
+    let live = c.ok(&[
+        "sstat",
+        "-n",
+        "-P",
+        "--noconvert",
+        "-o",
+        "MaxDiskWriteTask,MaxDiskReadTask,MaxRSSTask,MaxDiskWrite",
+        "-j",
+        &step,
+    ]);
+    let live: Vec<&str> = live.trim().split('|').collect();
+    assert_eq!(&live[..3], ["1", "2", "0"], "sstat {live:?}");
+    assert!(megabytes(live[3]) >= 64.0, "sstat MaxDiskWrite {}", live[3]);
+    std::fs::write(&go, "").unwrap();
+    c.wait_state(id, "COMPLETED", T);
+    // Kept: what each task read and wrote, read as it ended.
+    let row = sacct_step(
+        &c,
+        &step,
+        "JobID,MaxDiskWrite,MaxDiskWriteTask,MaxDiskWriteNode,AveDiskWrite,MaxDiskRead,\
+         MaxDiskReadTask,AveDiskRead,MaxRSSTask,TRESUsageOutTot",
+    );
+    let (write, ave_write, read) = (megabytes(&row[1]), megabytes(&row[4]), megabytes(&row[5]));
+    assert!((64.0..66.0).contains(&write), "MaxDiskWrite {}", row[1]);
+    assert_eq!((row[2].as_str(), row[3].as_str()), ("1", "tn1"), "{row:?}");
+    // The averages over three tasks, to the two decimals printed.
+    assert!(
+        ave_write * 3.0 > write - 0.05,
+        "AveDiskWrite {} of {}",
+        row[4],
+        row[1]
+    );
+    assert!((16.0..18.0).contains(&read), "MaxDiskRead {}", row[5]);
+    assert_eq!(row[6], "2", "{row:?}");
+    assert!(
+        megabytes(&row[7]) * 3.0 > read - 0.05,
+        "AveDiskRead {}",
+        row[7]
+    );
+    // The task that held memory has the most, though the writer's cgroup holds more
+    // page cache.
+    assert_eq!(row[8], "0", "{row:?}");
+    assert!(row[9].starts_with("fs/disk="), "{row:?}");
 }
 
 #[test]

@@ -169,6 +169,26 @@ pub struct Options {
     /// How the window picks jobs: by submit time with `-j`, by state with `-s`, else
     /// by eligibility (Slurm 22.05's sacct).
     pub window_rule: model::filter::WindowRule,
+    /// How sizes print: `--units` over `--noconvert` over converting exactly.
+    pub sizes: model::units::SizeConversion,
+}
+
+/// How sizes print as `--units` and `--noconvert` ask (sacct's and sstat's; a unit
+/// overrides `--noconvert`, as in Slurm).
+pub fn size_conversion(
+    p: &crate::opts::Parsed,
+    program: &str,
+) -> Result<model::units::SizeConversion, Exit> {
+    use model::units::{SizeConversion, SizeUnit};
+    if let Some(unit) = p.get("units") {
+        let unit = SizeUnit::parse(unit).map_err(|e| Exit::error(program, e.to_string()))?;
+        return Ok(SizeConversion::To(unit));
+    }
+    Ok(if p.has("noconvert") {
+        SizeConversion::Kept
+    } else {
+        SizeConversion::Exact
+    })
 }
 
 /// Parses the command line. `now` is the current time, `uid`/`me` the caller.
@@ -302,7 +322,9 @@ pub fn parse_args(
             .flat_map(split_list)
             .collect::<Vec<_>>()
     };
+    let sizes = size_conversion(&p, "sacct")?;
     Ok(Options {
+        sizes,
         verbose: p.has("verbose"),
         fields,
         fields_given,
@@ -843,6 +865,7 @@ pub fn select(program: &str, args: &[String]) -> Result<(Options, Vec<JobInfo>, 
         &reply.jobs,
         if reply.now > 0 { reply.now } else { now },
         cluster,
+        opts.sizes,
     )?;
     Ok((opts, reply.jobs, ctx))
 }
@@ -865,6 +888,7 @@ pub fn select_archive(
         &archive.jobs,
         archive.archived_at,
         archive.cluster_name,
+        opts.sizes,
     )?;
     Ok((opts, archive.jobs, ctx))
 }
@@ -877,8 +901,15 @@ fn options(args: &[String]) -> Result<(Options, i64), ExitCode> {
     Ok((opts, now))
 }
 
-/// What the fields of `jobs` are printed with: their users' and groups' names.
-fn context(program: &str, jobs: &[JobInfo], now: i64, cluster: String) -> Result<Ctx, ExitCode> {
+/// What the fields of `jobs` are printed with: their users' and groups' names, and how
+/// sizes print.
+fn context(
+    program: &str,
+    jobs: &[JobInfo],
+    now: i64,
+    cluster: String,
+    sizes: model::units::SizeConversion,
+) -> Result<Ctx, ExitCode> {
     jobs::check_records(program, jobs).map_err(Exit::finish)?;
     let names = Names::resolve(
         jobs.iter().map(|j| jobs::spec(j).uid),
@@ -889,6 +920,7 @@ fn context(program: &str, jobs: &[JobInfo], now: i64, cluster: String) -> Result
         names,
         cluster,
         partition_tiers: Default::default(),
+        sizes,
     })
 }
 
@@ -1016,12 +1048,30 @@ mod tests {
         assert!(parse(&["--verbose", "-X"]).unwrap().verbose);
     }
 
+    #[test]
+    fn units_and_noconvert_choose_how_sizes_print() {
+        use model::units::{SizeConversion, SizeUnit};
+        assert_eq!(parse(&[]).unwrap().sizes, SizeConversion::Exact);
+        assert_eq!(parse(&["--noconvert"]).unwrap().sizes, SizeConversion::Kept);
+        // A unit overrides --noconvert, as in Slurm; only its first letter is read.
+        assert_eq!(
+            parse(&["--noconvert", "--units=mb"]).unwrap().sizes,
+            SizeConversion::To(SizeUnit::Mega)
+        );
+        let refused = parse(&["--units=x"]).unwrap_err();
+        assert_eq!(
+            refused.stderr,
+            "sacct: error: Invalid unit type 'x'. Possible options are 'KMGTP'\n"
+        );
+    }
+
     fn ctx() -> Ctx {
         Ctx {
             now: NOW,
             names: Names::default(),
             cluster: "drover".into(),
             partition_tiers: Default::default(),
+            sizes: Default::default(),
         }
     }
 

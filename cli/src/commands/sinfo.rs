@@ -1017,6 +1017,7 @@ pub fn run(args: &[String]) -> ExitCode {
             names,
             cluster: cluster.clone(),
             partition_tiers: Default::default(),
+            sizes: Default::default(),
         };
         let text = render(&opts, &parts, &nodes, &ctx);
         if !args::print_round(opts.iterate, opts.long, opts.noheader, now, &text) {
@@ -1139,6 +1140,7 @@ mod tests {
             names,
             cluster: "drover".into(),
             partition_tiers: Default::default(),
+            sizes: Default::default(),
         }
     }
 

@@ -1033,6 +1033,7 @@ pub fn run(args: &[String]) -> ExitCode {
             names,
             cluster: cluster.clone(),
             partition_tiers: partition_tiers.clone(),
+            sizes: Default::default(),
         };
         let text = if reply.summaries.is_empty() {
             render(&opts, &reply.jobs, &ctx)
@@ -1174,6 +1175,7 @@ mod tests {
             names: Names::default(),
             cluster: "drover".into(),
             partition_tiers: Default::default(),
+            sizes: Default::default(),
         }
     }
 

@@ -119,6 +119,8 @@ pub struct Options {
     pub mode: Parsable,
     pub all_steps: bool,
     pub jobs: Vec<JobIdSpec>,
+    /// `--noconvert`: sizes in the units they are kept in.
+    pub sizes: model::units::SizeConversion,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
@@ -159,6 +161,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, Exit> {
         fields.push((field, width));
     }
     Ok(Options {
+        sizes: sacct::size_conversion(&p, PROG)?,
         fields,
         noheader: p.has("noheader"),
         mode: if p.has("parsable2") {
@@ -341,6 +344,7 @@ pub fn run(args: &[String]) -> ExitCode {
         names: Names::resolve(std::iter::empty(), std::iter::empty()),
         cluster: client::cluster_name(),
         partition_tiers: Default::default(),
+        sizes: opts.sizes,
     };
     print!("{}", render(&opts, &picked, &live, &ctx));
     ExitCode::SUCCESS
@@ -382,9 +386,12 @@ sstat [<OPTION>] -j <job(.stepid)>
                    various variables during processing.
      -V, --version: Print version.
 
-Drover reads each step's figures from its cgroups on its nodes: memory
-(MaxRSS, the cgroup's high-water mark) and CPU time (AveCPU); figures no
-cgroup counts are blank.
+Drover reads each step's figures on its nodes: CPU time (AveCPU) from its
+cgroups; task by task, where tasks have cgroups of their own, memory (MaxRSS,
+AveRSS: the peak resident sets of their processes) and what they read and
+wrote (MaxDiskRead, AveDiskWrite, ...: their read and write calls); else
+memory from the step's cgroup (its high-water mark). Figures nothing counts
+are blank.
 ";
 
 #[cfg(test)]
@@ -422,6 +429,7 @@ mod tests {
             names: Names::resolve(std::iter::empty(), std::iter::empty()),
             cluster: "c".into(),
             partition_tiers: Default::default(),
+            sizes: Default::default(),
         }
     }
 
@@ -522,6 +530,58 @@ mod tests {
             "JobID|MaxRSS|MaxRSSNode|MaxRSSTask|AveCPU|NTasks\n\
              5.0|51120K|n1||00:00:02|2\n\
              5.batch|||||1\n"
+        );
+    }
+
+    #[test]
+    fn disk_figures_print_as_slurms_in_the_units_asked() {
+        use v1::JobState::Running;
+        let job = running_job(5, vec![step("0", Running, 3)]);
+        let mb = |n: u64| n << 20;
+        let io = |read_bytes, write_bytes| model::DiskIo {
+            read_bytes,
+            write_bytes,
+        };
+        // Task 0 holds 100 MB and reads 1 KB, task 1 writes 10 MB, task 2 on n2 reads
+        // 10 MB.
+        let task =
+            |id, node, rss, io| model::TaskUsage::of_task(id, node, rss, 0).with_disk(id, node, io);
+        let tasks = task(0, "n1", 105_377_792, io(1024, 0))
+            .combine(&task(1, "n1", mb(1), io(0, mb(10))))
+            .combine(&task(2, "n2", mb(1), io(mb(10), 0)));
+        let live = vec![BTreeMap::from([(
+            "0".to_string(),
+            model::StepUsage {
+                max_rss_bytes: mb(120),
+                max_rss_node: "n1".into(),
+                tasks: Some(tasks),
+                ..Default::default()
+            },
+        )])];
+        let picked = vec![(job, vec!["0".to_string()])];
+        let shown = |extra: &[&str]| {
+            let mut args = sv(&["-P", "-n", "-j", "5", "-o"]);
+            args.push(
+                "MaxRSS,AveRSS,MaxDiskWrite,AveDiskWrite,MaxDiskRead,AveDiskRead,\
+                 MaxDiskWriteTask,MaxDiskReadTask,MaxDiskReadNode,TRESUsageOutTot"
+                    .into(),
+            );
+            args.extend(sv(extra));
+            let opts = parse_args(&args).unwrap();
+            let ctx = Ctx {
+                sizes: opts.sizes,
+                ..ctx()
+            };
+            render(&opts, &picked, &live, &ctx)
+        };
+        assert_eq!(
+            shown(&[]),
+            "102908K|35824981|10M|3.33M|10M|3.33M|1|2|n2|fs/disk=10M\n"
+        );
+        // --noconvert: memory in bytes, disk figures in MB, as test12.2 reads them.
+        assert_eq!(
+            shown(&["--noconvert"]),
+            "105377792|35824981|10M|3.33M|10M|3.33M|1|2|n2|fs/disk=10485760\n"
         );
     }
 }

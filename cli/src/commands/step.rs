@@ -131,7 +131,7 @@ enum Event {
     Exit(String, v1::TaskExit),
     Failed(String, Vec<u32>, String),
     /// What the step used on one node.
-    Usage(v1::StepUsage),
+    Usage(Box<v1::StepUsage>),
 }
 
 pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32) -> ExitCode {
@@ -387,7 +387,7 @@ pub async fn in_allocation(req: Request, env: Vec<(String, String)>, job_id: u32
             ev = events.recv() => match ev {
                 Some(Event::Data(d)) => sinks.write(d.task_id, d.stderr, &d.data),
                 Some(Event::Usage(u)) => {
-                    let u = proto::convert::usage_from_wire(u);
+                    let u = proto::convert::usage_from_wire(*u);
                     usage = Some(match usage {
                         Some(all) => all.combine(&u),
                         None => u,
@@ -842,7 +842,7 @@ async fn drive_node(
                         Event::Exit(node.name.clone(), e)
                     }
                     task_output::Output::LaunchError(message) => fail(message),
-                    task_output::Output::Usage(u) => Event::Usage(u),
+                    task_output::Output::Usage(u) => Event::Usage(Box::new(u)),
                 };
                 if events.send(ev).await.is_err() {
                     return;

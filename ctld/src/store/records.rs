@@ -1,4 +1,4 @@
-//! The records the store keeps, format 13: types of their own, converted from and to
+//! The records the store keeps, format 14: types of their own, converted from and to
 //! `model`, so that a change to a domain type never changes what is on disk by
 //! accident (the golden-bytes tests below fail first). Each record is encoded with
 //! postcard behind a one-byte format version.
@@ -9,8 +9,9 @@
 //! 6 [`JobFields6`], format 7 [`NodeFields7`] to a node, format 8 [`JobFields8`]
 //! and [`AssociationsFields8`], format 9 [`JobFields9`], format 10
 //! [`JobFields10`], format 11 [`JobFields11`], format 12 [`PartitionFields12`]
-//! to a partition, and format 13 [`JobFields13`] to a job, [`UsageFields13`] to
-//! usage, [`AssociationsFields13`] and [`OtherClustersFields13`] to the associations: postcard writes a struct
+//! to a partition, format 13 [`JobFields13`] to a job, [`UsageFields13`] to
+//! usage, [`AssociationsFields13`] and [`OtherClustersFields13`] to the associations,
+//! and format 14 [`JobFields14`] to a job: postcard writes a struct
 //! as its fields one after another, so an old record is a prefix of the new one); bump
 //! [`FORMAT`], convert the old records in `migrate`, and pin the new bytes.
 //!
@@ -37,7 +38,7 @@ use model::{
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The format every record is written in.
-pub const FORMAT: u8 = 13;
+pub const FORMAT: u8 = 14;
 
 /// `FORMAT` then the postcard bytes.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>, StoreError> {
@@ -438,6 +439,50 @@ pub struct JobRecord {
     pub added11: JobFields11,
     pub added12: JobFields12,
     pub added13: JobFields13,
+    pub added14: JobFields14,
+}
+
+/// What format 14 added to a job: what each step's tasks read and wrote, one per step
+/// of `JobFields4::steps` (`None`: not counted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobFields14 {
+    pub step_disk: Vec<Option<TaskDiskRecord>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskDiskRecord {
+    pub read: TaskPeakRecord,
+    pub write: TaskPeakRecord,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskPeakRecord {
+    pub max_bytes: u64,
+    pub max_task: u32,
+    pub max_node: String,
+    pub sum_bytes: u64,
+}
+
+impl From<&model::TaskPeak> for TaskPeakRecord {
+    fn from(p: &model::TaskPeak) -> Self {
+        TaskPeakRecord {
+            max_bytes: p.max_bytes,
+            max_task: p.max_task,
+            max_node: p.max_node.clone(),
+            sum_bytes: p.sum_bytes,
+        }
+    }
+}
+
+impl From<TaskPeakRecord> for model::TaskPeak {
+    fn from(p: TaskPeakRecord) -> Self {
+        model::TaskPeak {
+            max_bytes: p.max_bytes,
+            max_task: p.max_task,
+            max_node: p.max_node,
+            sum_bytes: p.sum_bytes,
+        }
+    }
 }
 
 /// What format 13 added to a job: its DerivedExitCode as `sacctmgr modify job` set it,
@@ -852,6 +897,19 @@ impl From<&Job> for JobRecord {
                 derived_exit_status: j.derived_exit_status,
                 eligible_time: Some(j.eligible_time),
             },
+            added14: JobFields14 {
+                step_disk: j
+                    .steps
+                    .iter()
+                    .map(|s| {
+                        let d = s.usage.as_ref()?.tasks.as_ref()?.disk.as_ref()?;
+                        Some(TaskDiskRecord {
+                            read: (&d.read).into(),
+                            write: (&d.write).into(),
+                        })
+                    })
+                    .collect(),
+            },
         }
     }
 }
@@ -921,6 +979,7 @@ impl JobRecord {
             added11: JobFields11::default(),
             added12: JobFields12::default(),
             added13: JobFields13::default(),
+            added14: JobFields14::default(),
         }
     }
 
@@ -947,6 +1006,7 @@ impl JobRecord {
             count: h.count,
         });
         let mut step_tasks = self.added6.step_tasks.into_iter();
+        let mut step_disk = self.added14.step_disk.into_iter();
         let mut step_gpu = self.added8.step_gpu.into_iter();
         let mut steps10 = self.added10.steps.into_iter();
         for (step, added) in job.steps.iter_mut().zip(self.added.steps) {
@@ -967,7 +1027,13 @@ impl JobRecord {
                 min_cpu_us: t.min_cpu_us,
                 min_cpu_task: t.min_cpu_task,
                 min_cpu_node: t.min_cpu_node,
+                disk: None,
             });
+            let disk = step_disk.next().flatten().map(|d| model::TaskDisk {
+                read: d.read.into(),
+                write: d.write.into(),
+            });
+            let tasks = tasks.map(|t| model::TaskUsage { disk, ..t });
             step.usage = added.usage.map(|u| model::StepUsage {
                 max_rss_bytes: u.max_rss_bytes,
                 max_rss_node: u.max_rss_node,
@@ -2224,7 +2290,14 @@ mod tests {
                 total_cpu_us: 1000,
                 user_cpu_us: 600,
                 system_cpu_us: 400,
-                tasks: Some(model::TaskUsage::of_task(0, "n1", 4096, 1000)),
+                tasks: Some(model::TaskUsage::of_task(0, "n1", 4096, 1000).with_disk(
+                    0,
+                    "n1",
+                    model::DiskIo {
+                        read_bytes: 2048,
+                        write_bytes: 1024,
+                    },
+                )),
                 gpu: Some(GpuUse {
                     sampled_gpu_ms: 60_000,
                     busy_gpu_ms: 15_000,
@@ -2268,11 +2341,12 @@ mod tests {
         // out, and its GPU request (none); then what format 11 added: no
         // heterogeneous job; then what format 12 added: no fixed priority, SiteFactor 0,
         // not interactive; then what format 13 added: no DerivedExitCode of its own,
-        // eligible at 100.
+        // eligible at 100; then what format 14 added: step 0's tasks read 2048 bytes
+        // (task 0 on n1, 2048 in all) and wrote 1024 (task 0 on n1, 1024 in all).
         assert_eq!(
             golden(&JobRecord::from(&sample_job())),
             concat!(
-                "0d07070002000105747261696ee8070005616c696365026d6c036770750000000000",
+                "0e07070002000105747261696ee8070005616c696365026d6c036770750000000000",
                 "00000002040000000100000000000000000000010200010100000000000000000001",
                 "095265736f7572636573c801dc0100000101026e3108800401030200010000000000",
                 "013c00010100017301dc01000000020000000000010101f00101010101026e310801",
@@ -2283,7 +2357,8 @@ mod tests {
                 "000000000000000000",
                 "00",
                 "000000",
-                "0001c801"
+                "0001c801",
+                "0101801000026e318010800800026e318008"
             )
         );
     }
@@ -2312,8 +2387,14 @@ mod tests {
         let bytes = golden(&JobRecord::from(&job));
         // What format 11 added: Some, leader 7, offset 0, 3 components; then no
         // fixed priority, SiteFactor 0, not interactive, no DerivedExitCode, eligible at
-        // 100.
-        assert!(bytes.ends_with("010700030000000001c801"), "{bytes}");
+        // 100, and step 0's reads and writes.
+        assert!(
+            bytes.ends_with(concat!(
+                "010700030000000001c801",
+                "0101801000026e318010800800026e318008"
+            )),
+            "{bytes}"
+        );
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!(back.het, job.het);
     }
@@ -2324,8 +2405,15 @@ mod tests {
         job.spec.priority = Some(300);
         job.spec.site_factor = -1;
         let bytes = golden(&JobRecord::from(&job));
-        // What format 12 added: Some(300), -1 (zigzag 1), not interactive.
-        assert!(bytes.ends_with("01ac0201000001c801"), "{bytes}");
+        // What format 12 added: Some(300), -1 (zigzag 1), not interactive; then format
+        // 13's and 14's.
+        assert!(
+            bytes.ends_with(concat!(
+                "01ac0201000001c801",
+                "0101801000026e318010800800026e318008"
+            )),
+            "{bytes}"
+        );
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!((back.spec.priority, back.spec.site_factor), (Some(300), -1));
     }
@@ -2335,8 +2423,14 @@ mod tests {
         let mut job = sample_job();
         job.derived_exit_status = Some(22);
         let bytes = golden(&JobRecord::from(&job));
-        // What format 13 added: Some(22) (zigzag 44), eligible at 100.
-        assert!(bytes.ends_with("012c01c801"), "{bytes}");
+        // What format 13 added: Some(22) (zigzag 44), eligible at 100; then format 14's.
+        assert!(
+            bytes.ends_with(concat!(
+                "012c01c801",
+                "0101801000026e318010800800026e318008"
+            )),
+            "{bytes}"
+        );
         let back = JobRecord::from(&job).into_job(&|| "job 7".into()).unwrap();
         assert_eq!(back.derived_exit_status, Some(22));
     }
@@ -2408,7 +2502,7 @@ mod tests {
             user: "ada".into(),
         };
         let bytes = golden(&TriggerRecord::from(&t));
-        assert_eq!(bytes, "0d03010c000409062f62696e2f7801e8076403616461");
+        assert_eq!(bytes, "0e03010c000409062f62696e2f7801e8076403616461");
         let n = Trigger {
             spec: TriggerSpec {
                 resource: TriggerResource::Nodes(Some("n[1-2]".into())),
@@ -2420,7 +2514,7 @@ mod tests {
         for t in [t, n] {
             assert_eq!(Trigger::from(TriggerRecord::from(&t)), t);
         }
-        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0dac02");
+        assert_eq!(golden(&NextTriggerRecord { id: 300 }), "0eac02");
     }
 
     #[test]
@@ -2435,7 +2529,7 @@ mod tests {
         node.features = vec!["fast".into()];
         assert_eq!(
             golden(&NodeRecord::from(&node)),
-            "0d026e3100048008010004683130300000000104666173740100000000000000\
+            "0e026e3100048008010004683130300000000104666173740100000000000000\
              0100"
         );
         let r = Reservation {
@@ -2450,7 +2544,7 @@ mod tests {
         };
         assert_eq!(
             golden(&ReservationRecord::from(&r)),
-            "0d056d61696e74142801026e310104726f6f740002000300"
+            "0e056d61696e74142801026e310104726f6f740002000300"
         );
         let mut p = Partition::open("p1", vec!["n1".into()], true);
         p.max_time_min = Some(30);
@@ -2459,7 +2553,7 @@ mod tests {
         assert_eq!(Partition::from(record.clone()), p);
         assert_eq!(
             golden(&record),
-            "0d02703101026e3101011e0000010101000000000000"
+            "0e02703101026e3101011e0000010101000000000000"
         );
         let usage = AssocUsage {
             billing: 1.5,
@@ -2469,7 +2563,7 @@ mod tests {
         };
         assert_eq!(
             golden(&UsageRecord::from(&usage)),
-            "0d000000000000f83f01036370750000000000000040060000000000001040"
+            "0e000000000000f83f01036370750000000000000040060000000000001040"
         );
         let payload = JobPayload {
             script: "#!/bin/sh\n".into(),
@@ -2477,7 +2571,7 @@ mod tests {
         };
         assert_eq!(
             golden(&PayloadRecord::from(&payload)),
-            "0d0a23212f62696e2f73680a0101410131"
+            "0e0a23212f62696e2f73680a0101410131"
         );
     }
 
@@ -2505,7 +2599,7 @@ mod tests {
         assert_eq!(back, a);
         assert_eq!(
             golden(&record),
-            "0d0102633202026d6c0104726f6f7401000105616c69636500026d6c026d6c00\
+            "0e0102633202026d6c0104726f6f7401000105616c69636500026d6c026d6c00\
              000000000000010200000000000004726f6f740001000104726f6f7400146465\
              6661756c7420726f6f74206163636f756e7404726f6f74000000000000000000\
              0000000000000102633201026d6c0000012d01026d6c05616c69636504000000\
@@ -2561,7 +2655,7 @@ mod tests {
         assert_eq!(Associations::from(record.clone()), a);
         assert_eq!(
             golden(&record),
-            "0d02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
+            "0e02026d6c0104726f6f7401000105616c6963650105616c6963650000000000\
              00000102000000026d6c026d6c0108677265732f677075040000000000000000\
              000000000105616c69636504726f6f740001000104726f6f7400146465666175\
              6c7420726f6f74206163636f756e7404726f6f74000000000000000000000000\

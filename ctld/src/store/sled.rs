@@ -150,6 +150,8 @@ const FORMAT_10: u8 = 10;
 const FORMAT_11: u8 = 11;
 /// Format 12 appended fields to partitions and jobs.
 const FORMAT_12: u8 = 12;
+/// Format 13 appended fields to jobs, usage and the associations.
+const FORMAT_13: u8 = 13;
 
 /// The body of a record of the current format, or of formats 3 to 6 (which the store
 /// migrates when it opens, but a journal may still carry).
@@ -170,6 +172,7 @@ fn split_version<'b>(
                 FORMAT_10,
                 FORMAT_11,
                 FORMAT_12,
+                FORMAT_13,
                 records::FORMAT,
             ]
             .contains(&v) =>
@@ -231,25 +234,29 @@ fn job_record(
         FORMAT_10 => Ok(JobRecord::from_format_10(records::decode_body::<
             records::JobRecord10,
         >(what, body)?)),
-        // Format 11 is format 12 without its last field, and 12 is 13 without its.
-        FORMAT_11 => records::decode_body(
-            what,
-            &records::body_with_empty::<records::JobFields13>(&records::body_with_empty::<
-                records::JobFields12,
-            >(body)?)?,
-        ),
-        FORMAT_12 => records::decode_body(
-            what,
-            &records::body_with_empty::<records::JobFields13>(body)?,
-        ),
+        // Format 11 is format 12 without its last field, 12 is 13 without its, and 13
+        // is 14 without its.
+        FORMAT_11 | FORMAT_12 | FORMAT_13 => {
+            let mut body = body.to_vec();
+            if version < FORMAT_12 {
+                body = records::body_with_empty::<records::JobFields12>(&body)?;
+            }
+            if version < FORMAT_13 {
+                body = records::body_with_empty::<records::JobFields13>(&body)?;
+            }
+            records::decode_body(
+                what,
+                &records::body_with_empty::<records::JobFields14>(&body)?,
+            )
+        }
         _ => records::decode_body(what, body),
     }
 }
 
-/// A record of format 4 to 12, in the current format: a job, a node, usage, the
+/// A record of format 4 to 13, in the current format: a job, a node, usage, the
 /// associations and a partition get what later formats added, empty; the other
 /// records are the same bytes behind the new version.
-fn migrate_format_4_to_12(
+fn migrate_format_4_to_13(
     tree: TreeName,
     key: &[u8],
     what: &dyn Fn() -> String,
@@ -271,14 +278,17 @@ fn migrate_format_4_to_12(
             if version < FORMAT_8 {
                 body = records::body_with_empty::<records::AssociationsFields8>(&body)?;
             }
-            new(&records::body_with_empty::<records::AssociationsFields13>(
-                &body,
-            )?)
+            if version < FORMAT_13 {
+                body = records::body_with_empty::<records::AssociationsFields13>(&body)?;
+            }
+            new(&body)
         }
-        TreeName::Accounting if key == OTHER_CLUSTERS_KEY => new(&records::body_with_empty::<
-            records::OtherClustersFields13,
-        >(body)?),
-        TreeName::Usage => new(&records::body_with_empty::<records::UsageFields13>(body)?),
+        TreeName::Accounting if key == OTHER_CLUSTERS_KEY && version < FORMAT_13 => new(
+            &records::body_with_empty::<records::OtherClustersFields13>(body)?,
+        ),
+        TreeName::Usage if version < FORMAT_13 => {
+            new(&records::body_with_empty::<records::UsageFields13>(body)?)
+        }
         TreeName::Partitions if version < FORMAT_12 => new(&records::body_with_empty::<
             records::PartitionFields12,
         >(body)?),
@@ -377,6 +387,7 @@ impl SledStore {
             Some(format) if *format == [FORMAT_10] => FORMAT_10,
             Some(format) if *format == [FORMAT_11] => FORMAT_11,
             Some(format) if *format == [FORMAT_12] => FORMAT_12,
+            Some(format) if *format == [FORMAT_13] => FORMAT_13,
             Some(format) => {
                 return Err(StoreError::Format {
                     found: format.to_vec(),
@@ -394,8 +405,8 @@ impl SledStore {
                     Some(&v) if v == v3::FORMAT => v3::migrate_record(tree as u8, &what, &value)?,
                     Some(
                         &(FORMAT_4 | FORMAT_5 | FORMAT_6 | FORMAT_7 | FORMAT_8 | FORMAT_9
-                        | FORMAT_10 | FORMAT_11 | FORMAT_12),
-                    ) => migrate_format_4_to_12(tree, &key, &what, &value)?,
+                        | FORMAT_10 | FORMAT_11 | FORMAT_12 | FORMAT_13),
+                    ) => migrate_format_4_to_13(tree, &key, &what, &value)?,
                     _ => continue,
                 };
                 self.tree(tree).insert(key, new)?;
@@ -1470,6 +1481,39 @@ mod tests {
         ] {
             assert_eq!(tree.get(key).unwrap().unwrap()[0], records::FORMAT);
         }
+    }
+
+    #[tokio::test]
+    async fn jobs_of_format_13_are_migrated_with_what_14_added_empty_and_the_rest_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        // Usage of ml/alice as format 13 wrote it: billing 1.5, cpu 2.0, at 3, then
+        // what 13 added, 4 wall seconds.
+        let usage_13 = "000000000000f83f01036370750000000000000040060000000000001040";
+        {
+            let store = open(dir.path());
+            store
+                .usage
+                .insert(b"ml\0alice", hex(&format!("0d{usage_13}")))
+                .unwrap();
+            // Job 7 as format 13 wrote it: format 11 added "00", 12 "000000", 13 no
+            // DerivedExitCode and eligible at 100.
+            let job = hex(&format!("0d{JOB_7_BODY_10}000000000001c801"));
+            store.jobs.insert(7u32.to_be_bytes(), job).unwrap();
+            store.db.insert(FORMAT_KEY, &[FORMAT_13]).unwrap();
+            store.db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).await;
+        let loaded = store.load().unwrap();
+        let job = &loaded.jobs[0];
+        assert_eq!((job.id, job.eligible_time), (7, 100));
+        let tasks = job.steps[0].usage.as_ref().unwrap().tasks.as_ref().unwrap();
+        assert_eq!((tasks.max_rss_bytes, tasks.disk.as_ref()), (4096, None));
+        assert_eq!(loaded.usage[0].1.wall, 4.0);
+        // Usage had nothing added: the same bytes behind the new version.
+        assert_eq!(
+            store.usage.get(b"ml\0alice").unwrap().unwrap().to_vec(),
+            hex(&format!("{:02x}{usage_13}", records::FORMAT))
+        );
     }
 
     /// Job 7's record as format 10 wrote it, after its version byte (the records'
