@@ -540,12 +540,19 @@ impl JobCgroup {
     ) -> Option<model::StepUsage> {
         let rel = self.job_rel.join(step);
         let (rss, total_us, user_us, system_us) = self.counters(&rel)?;
-        // Task by task, from the tasks' own cgroups (`task_<id>`), where they have them.
-        let tasks = self
+        // Task by task, from the tasks' own cgroups (`task_<id>`), where they have them;
+        // the batch step's script is its one task, 0, in the step's cgroup.
+        let mut task_dirs: Vec<(u32, PathBuf)> = self
             .task_cgroups(step)
             .into_iter()
-            .filter_map(|(task, dir)| {
-                let rel = rel.join(dir);
+            .map(|(task, dir)| (task, rel.join(dir)))
+            .collect();
+        if task_dirs.is_empty() && step == BATCH_STEP {
+            task_dirs.push((0, rel.clone()));
+        }
+        let tasks = task_dirs
+            .into_iter()
+            .filter_map(|(task, rel)| {
                 let (cgroup_peak, cpu, ..) = self.counters(&rel)?;
                 let now = self.task_now(&rel);
                 let before = traced.get(&task).copied().unwrap_or_default();

@@ -6,9 +6,11 @@
 
 use crate::cgroup::{self, JobCgroup, Limits};
 use crate::launch::LaunchInfo;
+use crate::tasks::TaskTrace;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::fs::MetadataExt;
@@ -50,8 +52,13 @@ pub trait Isolation {
         true
     }
     /// What the batch step used, as the container counted it (`node`: this node's
-    /// name); `None`: nothing counts.
-    fn batch_usage(&self, _node: &str) -> Option<model::StepUsage> {
+    /// name; `script_io`: what the script read and wrote, read as it ended); `None`:
+    /// nothing counts.
+    fn batch_usage(
+        &self,
+        _node: &str,
+        _script_io: Option<model::DiskIo>,
+    ) -> Option<model::StepUsage> {
         None
     }
     /// After the job's last process is gone: remove the container.
@@ -221,11 +228,22 @@ impl Isolation for CgroupIsolation {
             .is_none_or(|cg| cg.kill_and_wait(timeout))
     }
 
-    fn batch_usage(&self, node: &str) -> Option<model::StepUsage> {
-        // The batch step's shell has no task cgroup: nothing counted task by task.
+    fn batch_usage(
+        &self,
+        node: &str,
+        script_io: Option<model::DiskIo>,
+    ) -> Option<model::StepUsage> {
+        // The script is the batch step's one task, 0.
+        let traced = BTreeMap::from([(
+            0,
+            TaskTrace {
+                rss_bytes: 0,
+                io: script_io,
+            },
+        )]);
         self.cgroup
             .as_ref()?
-            .step_usage(cgroup::BATCH_STEP, node, &Default::default())
+            .step_usage(cgroup::BATCH_STEP, node, &traced)
     }
 
     fn release(&mut self) {

@@ -27,7 +27,7 @@ use crate::user::RunAs;
 use model::Time;
 use nix::errno::Errno;
 use nix::sys::signal::{SigHandler, SigSet, Signal, kill, signal};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -88,6 +88,7 @@ pub fn main(dir: &Path) -> i32 {
                 signals,
                 notes: None,
                 notices_written: 0,
+                script_io: None,
             }
             .run()
         }
@@ -151,6 +152,8 @@ struct Supervisor<'a> {
     notes: Option<File>,
     /// How much of the job's `notify` file is on its stderr already.
     notices_written: usize,
+    /// What the script read and wrote, read as it ended.
+    script_io: Option<model::DiskIo>,
 }
 
 impl Supervisor<'_> {
@@ -507,7 +510,9 @@ impl Supervisor<'_> {
             start_time: s.start_time,
             end_time: unix_now(),
             message,
-            batch_usage: self.isolation.batch_usage(&self.info.node_name),
+            batch_usage: self
+                .isolation
+                .batch_usage(&self.info.node_name, self.script_io),
             // As slurmd: a job that cannot be killed takes its node out of service.
             drain_reason: if killed {
                 String::new()
@@ -517,12 +522,29 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Reaps every child that has ended; records the script's end in `exit`. Returns
-    /// false when no child is left.
-    fn reap(&self, main: Pid, exit: &mut Option<(i32, i32)>) -> bool {
+    /// Reaps every child that has ended; records the script's end in `exit`, and
+    /// what it read and wrote in `self.script_io`, read before it is reaped (the
+    /// figures, with those of the children it reaped, go with it). Returns false when
+    /// no child is left.
+    fn reap(&mut self, main: Pid, exit: &mut Option<(i32, i32)>) -> bool {
+        let ended = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
         loop {
-            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            // Which child ended, left a zombie for now.
+            let pid = match waitid(Id::All, ended | WaitPidFlag::WNOWAIT) {
                 Ok(WaitStatus::StillAlive) => return true,
+                Ok(status) => status.pid(),
+                Err(Errno::EINTR) => continue,
+                Err(Errno::ECHILD) => return false,
+                Err(e) => {
+                    error!(error = %e, "waitid failed");
+                    return false;
+                }
+            };
+            let Some(pid) = pid else { return true };
+            if pid == main {
+                self.script_io = procfs::disk_io(pid.as_raw() as u32);
+            }
+            match waitid(Id::Pid(pid), ended) {
                 Ok(WaitStatus::Exited(pid, code)) if pid == main => *exit = Some((code, 0)),
                 Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
                     *exit = Some((0, sig as i32))
@@ -530,7 +552,7 @@ impl Supervisor<'_> {
                 Ok(_) | Err(Errno::EINTR) => {}
                 Err(Errno::ECHILD) => return false,
                 Err(e) => {
-                    error!(error = %e, "waitpid failed");
+                    error!(error = %e, "waitid failed");
                     return false;
                 }
             }

@@ -77,7 +77,14 @@ fn sacct_step(c: &Cluster, step: &str, fields: &str) -> Vec<String> {
 fn sstat_shows_a_running_batch_step_and_sacct_keeps_what_it_used() {
     let c = one_node();
     let ready = c.work.join("ready");
-    let id = c.sbatch(&[], &hold_memory(80, "ready", "go"));
+    // The script writes 8 MB through a child it reaps, then holds 80 MB.
+    let id = c.sbatch(
+        &[],
+        &format!(
+            "head -c 8388608 /dev/zero > written\n{}",
+            hold_memory(80, "ready", "go")
+        ),
+    );
     wait_file(&ready);
     let step = format!("{id}.batch");
     let out = c.ok(&[
@@ -110,11 +117,22 @@ fn sstat_shows_a_running_batch_step_and_sacct_keeps_what_it_used() {
 
     std::fs::write(c.work.join("go"), "").unwrap();
     c.wait_state(id, "COMPLETED", T);
-    let row = sacct_step(&c, &step, "JobID,MaxRSS,MaxRSSNode,TotalCPU,UserCPU");
+    let row = sacct_step(
+        &c,
+        &step,
+        "JobID,MaxRSS,MaxRSSNode,TotalCPU,UserCPU,MaxDiskWrite,MaxDiskWriteTask",
+    );
     assert!(bytes(&row[1]) >= 80 << 20, "sacct MaxRSS {}", row[1]);
     assert_eq!(row[2], "tn1");
     assert!(cpu_us(&row[3]) > 0, "TotalCPU {}", row[3]);
     assert!(cpu_us(&row[4]) <= cpu_us(&row[3]) + 20_000, "{row:?}");
+    // What the script wrote, its child's bytes included: the batch step is one task.
+    assert!(
+        (8.0..9.0).contains(&megabytes(&row[5])),
+        "MaxDiskWrite {}",
+        row[5]
+    );
+    assert_eq!(row[6], "0", "{row:?}");
     // The job's own line adds up its steps' CPU time; it has no MaxRSS of its own.
     let job = c.ok(&[
         "sacct",
