@@ -348,6 +348,16 @@ fn disk_max(st: &StepInfo, which: Disk, ctx: &Ctx) -> String {
     step_disk(st, which, |p, _| format_disk_bytes(p.max_bytes, ctx.sizes))
 }
 
+/// MaxDiskReadNode, MaxDiskWriteNode: the node of the task that read or wrote most.
+fn disk_node(st: &StepInfo, which: Disk) -> String {
+    step_disk(st, which, |p, _| p.max_node.clone())
+}
+
+/// MaxDiskReadTask, MaxDiskWriteTask: the task that read or wrote most.
+fn disk_task(st: &StepInfo, which: Disk) -> String {
+    step_disk(st, which, |p, _| p.max_task.to_string())
+}
+
 /// AveDiskRead, AveDiskWrite: what the tasks read or wrote, on average.
 fn disk_ave(st: &StepInfo, which: Disk, ctx: &Ctx) -> String {
     step_disk(st, which, |p, count| {
@@ -379,8 +389,8 @@ fn whole_seconds_cpu(us: u64) -> String {
 
 /// A step's TRESUsageInTot: its CPU time and memory (all tasks'), what its tasks read
 /// (where counted) and, where NVML sampled its GPUs, their peak memory and average
-/// utilization, with Slurm 23.02's names:
-/// `cpu=00:00:02,fs/disk=10486784,mem=1052K,gres/gpumem=2048M,gres/gpuutil=50`.
+/// utilization, in the order of Slurm's TRES ids, with Slurm 23.02's names:
+/// `cpu=00:00:02,mem=1052K,fs/disk=10486784,gres/gpumem=2048M,gres/gpuutil=50`.
 fn step_usage_tres(st: &StepInfo, ctx: &Ctx) -> String {
     let Some(u) = st.usage.as_ref() else {
         return String::new();
@@ -389,12 +399,15 @@ fn step_usage_tres(st: &StepInfo, ctx: &Ctx) -> String {
         .tasks
         .as_ref()
         .map_or(u.max_rss_bytes, |t| t.rss_sum_bytes);
-    let mut out = format!("cpu={}", whole_seconds_cpu(u.total_cpu_us));
+    let mut out = format!(
+        "cpu={},mem={}",
+        whole_seconds_cpu(u.total_cpu_us),
+        format_bytes(mem, ctx.sizes)
+    );
     let read = step_disk(st, Disk::Read, |p, _| format_bytes(p.sum_bytes, ctx.sizes));
     if !read.is_empty() {
         out.push_str(&format!(",fs/disk={read}"));
     }
-    out.push_str(&format!(",mem={}", format_bytes(mem, ctx.sizes)));
     if let Some(g) = &u.gpu {
         let used = proto::convert::gpu_use_from_wire(*g);
         out.push_str(&format!(
@@ -782,23 +795,11 @@ pub static JOB_FIELDS: &[JobFieldDef] = &[
         sa("Licenses", 10, not_recorded),
     ),
     sacct(sa("MaxDiskRead", 12, not_recorded).steps(|_, st, ctx| disk_max(st, Disk::Read, ctx))),
-    sacct(
-        sa("MaxDiskReadNode", 15, not_recorded)
-            .steps(|_, st, _| step_disk(st, Disk::Read, |p, _| p.max_node.clone())),
-    ),
-    sacct(
-        sa("MaxDiskReadTask", 15, not_recorded)
-            .steps(|_, st, _| step_disk(st, Disk::Read, |p, _| p.max_task.to_string())),
-    ),
+    sacct(sa("MaxDiskReadNode", 15, not_recorded).steps(|_, st, _| disk_node(st, Disk::Read))),
+    sacct(sa("MaxDiskReadTask", 15, not_recorded).steps(|_, st, _| disk_task(st, Disk::Read))),
     sacct(sa("MaxDiskWrite", 12, not_recorded).steps(|_, st, ctx| disk_max(st, Disk::Write, ctx))),
-    sacct(
-        sa("MaxDiskWriteNode", 16, not_recorded)
-            .steps(|_, st, _| step_disk(st, Disk::Write, |p, _| p.max_node.clone())),
-    ),
-    sacct(
-        sa("MaxDiskWriteTask", 16, not_recorded)
-            .steps(|_, st, _| step_disk(st, Disk::Write, |p, _| p.max_task.to_string())),
-    ),
+    sacct(sa("MaxDiskWriteNode", 16, not_recorded).steps(|_, st, _| disk_node(st, Disk::Write))),
+    sacct(sa("MaxDiskWriteTask", 16, not_recorded).steps(|_, st, _| disk_task(st, Disk::Write))),
     sacct(sa("MaxPages", 8, not_recorded)),
     sacct(sa("MaxPagesNode", 12, not_recorded)),
     sacct(sa("MaxPagesTask", 14, not_recorded)),
