@@ -359,6 +359,8 @@ pub async fn run(
         let (traces, step, tasks) = (traces.clone(), step.clone(), launch.task_ids.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(SAMPLE_EVERY);
+            // A slow sample delays the next ones rather than bunching them.
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 every.tick().await;
                 let (cg, step, tasks, traces) =
