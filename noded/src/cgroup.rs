@@ -23,7 +23,6 @@
 //! files.
 
 use crate::procfs;
-use crate::tasks::TaskTrace;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -34,6 +33,22 @@ use std::time::{Duration, Instant};
 
 /// The cgroup of a step that runs the batch script.
 pub const BATCH_STEP: &str = "step_batch";
+
+/// What the node saw of a task that its cgroup's counters do not keep, as Slurm's
+/// jobacct_gather samples it: the most memory its processes held together when
+/// sampled (their peak resident sets, page cache not counted), and, once it ended,
+/// what it read and wrote (read before it was reaped: the processes are gone by the
+/// time anyone asks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskTrace {
+    pub rss_bytes: u64,
+    pub io: Option<model::DiskIo>,
+}
+
+/// The name of task `task`'s cgroup inside its step's.
+fn task_cgroup_name(task: u32) -> String {
+    format!("task_{task}")
+}
 
 /// The controllers Drover uses, by what they enforce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -608,7 +623,7 @@ impl JobCgroup {
     /// The peak resident sets of the live processes of task `task` of step `step`,
     /// together: what a sample of the task keeps.
     pub fn task_rss_now(&self, step: &str, task: u32) -> u64 {
-        self.task_now(&self.job_rel.join(step).join(format!("task_{task}")))
+        self.task_now(&self.job_rel.join(step).join(task_cgroup_name(task)))
             .rss_bytes
     }
 
@@ -680,7 +695,7 @@ impl JobCgroup {
     /// `create` built. Returns its `cgroup.procs` files, for the task to join.
     pub fn create_task(&self, step: &str, task: u32) -> Result<Vec<OwnedFd>, CgroupError> {
         let step_rel = self.job_rel.join(step);
-        let name = format!("task_{task}");
+        let name = task_cgroup_name(task);
         match &self.hierarchy {
             Hierarchy::V1 { mounts } => {
                 for (c, root) in mounts {

@@ -4,9 +4,8 @@
 //! process through them; `NoIsolation` confines nothing and reaches the job through its
 //! process group (a daemon without root or cgroups, or `[cgroup] mode = "off"`).
 
-use crate::cgroup::{self, JobCgroup, Limits};
+use crate::cgroup::{self, JobCgroup, Limits, TaskTrace};
 use crate::launch::LaunchInfo;
-use crate::tasks::TaskTrace;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;

@@ -25,27 +25,22 @@ pub fn peak_rss(pid: u32) -> Option<u64> {
 
 /// `VmHWM` from the text of `/proc/<pid>/status`, in bytes.
 pub fn parse_peak_rss(text: &str) -> Option<u64> {
-    let kb = text
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .strip_suffix("kB")?
-        .trim()
-        .parse::<u64>()
-        .ok()?;
-    Some(kb * 1024)
+    Some(field(text, "VmHWM:")? * 1024)
 }
 
 /// The reads and writes from the text of `/proc/<pid>/io`.
 pub fn parse_io(text: &str) -> Option<model::DiskIo> {
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
-    };
     Some(model::DiskIo {
-        read_bytes: field("rchar:")?,
-        write_bytes: field("wchar:")?,
+        read_bytes: field(text, "rchar:")?,
+        write_bytes: field(text, "wchar:")?,
     })
+}
+
+/// The number after `key` on its line of a `/proc` text of `key value [kB]` lines
+/// (`/proc/meminfo`, `/proc/PID/status`, `/proc/PID/io`).
+fn field(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// A process's command line, or `None` when it is gone (or a zombie).
@@ -162,9 +157,7 @@ pub fn parse_meminfo_mb(text: &str) -> Option<u64> {
 }
 
 fn meminfo_field_mb(text: &str, key: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with(key))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
+    Some(field(text, key)? / 1024)
 }
 
 /// The 5-minute load average of a `/proc/loadavg` text, in hundredths (Slurm's

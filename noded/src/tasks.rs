@@ -20,7 +20,7 @@
 //! While a step runs, `sattach` may join it (`Attachable`): it gets the tasks' output
 //! from then on and their exits, as srun does, and its input goes to their stdin.
 
-use crate::cgroup::{self, JobCgroup};
+use crate::cgroup::{self, JobCgroup, TaskTrace};
 use crate::isolation::{Isolation, IsolationError, NoIsolation};
 use crate::jobs::{Confinement, Jobs};
 use crate::launch::LaunchInfo;
@@ -103,17 +103,6 @@ pub struct Attached {
     first_task: u32,
     /// What the node saw of the step's tasks, by task id.
     pub traces: TaskTraces,
-}
-
-/// What the node saw of a task that its cgroup's counters do not keep, as Slurm's
-/// jobacct_gather samples it: the most memory its processes held together when
-/// sampled (their peak resident sets, page cache not counted), and, once it ended,
-/// what it read and wrote (read before it was reaped: the processes are gone by the
-/// time anyone asks).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TaskTrace {
-    pub rss_bytes: u64,
-    pub io: Option<model::DiskIo>,
 }
 
 /// The traces of a step's tasks, by task id.
